@@ -1,0 +1,78 @@
+"""Shared pieces of every sub-command: output, JSON, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from imagectl.errors import EXIT_BAD_INPUT, UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(func: F) -> F:
+    """``--json``: machine-readable output on stdout instead of the rich view."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
+        func
+    )
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def workspace(ctx: click.Context) -> Any:
+    from imagectl.paths import find_workspace
+
+    root = (ctx.find_root().obj or {}).get("root")
+    return find_workspace(root)
+
+
+def _print_error(message: str) -> None:
+    from rich.text import Text
+
+    text = Text("error: ", style="bold red")
+    text.append(message)
+    console(stderr=True).print(text)
+
+
+def fail(message: str, *, code: int = EXIT_BAD_INPUT) -> None:
+    _print_error(message)
+    sys.exit(code)
+
+
+def run_cli(group: click.Group, argv: list[str]) -> int:
+    """Run the click group; turn UserError into one paragraph on stderr and exit 2."""
+    try:
+        rv = group.main(args=argv, prog_name="imagectl", standalone_mode=False)
+    except UserError as exc:
+        _print_error(exc.render())
+        return exc.exit_code
+    except click.exceptions.Abort:
+        console(stderr=True).print("[yellow]aborted[/]")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_BAD_INPUT if exc.exit_code in (1, 2) else exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        console(stderr=True).print("[yellow]interrupted[/]")
+        return 130
+    return int(rv or 0)
+
+
+def entrypoint() -> None:
+    from imagectl.cli import main
+
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""One evaluator per compatibility rule id. Each yields zero or more violations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from imagectl.compat.data import CompatData, Rule
+from imagectl.compat.engine import Combination, Violation, violation
+from imagectl.versions import Dotted, NcclVersion, driver_branch
+
+Evaluator = Callable[[Combination, CompatData, Rule], Iterator[Violation]]
+EVALUATORS: dict[str, Evaluator] = {}
+
+
+def rule(rule_id: str) -> Callable[[Evaluator], Evaluator]:
+    def register(fn: Evaluator) -> Evaluator:
+        EVALUATORS[rule_id] = fn
+        return fn
+
+    return register
+
+
+def _driver(c: Combination) -> Dotted:
+    return Dotted.parse(c.driver, what="driver version")
+
+
+@rule("CUDA-DRIVER-MIN")
+def cuda_driver_min(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    cuda, minimum = d.cuda_entry(c.cuda)
+    if _driver(c) < minimum:
+        yield violation(r, cuda=c.cuda, min_driver=minimum, driver=c.driver)
+
+
+@rule("FM-EQUALS-DRIVER")
+def fm_equals_driver(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    if c.fabric_manager is None:
+        return
+    fm = Dotted.parse(c.fabric_manager, what="fabric manager version")
+    if fm != _driver(c) or fm.text != c.driver:
+        yield violation(r, fabric_manager=c.fabric_manager, driver=c.driver)
+
+
+def _needs_fabric(c: Combination, d: CompatData) -> list[str]:
+    return [g for g in c.gpus if d.gpu(g).nvswitch]
+
+
+@rule("FM-REQUIRED")
+def fm_required(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    if c.fabric_manager_mode != "none":
+        return
+    for gpu in _needs_fabric(c, d):
+        yield violation(r, gpu=gpu)
+
+
+@rule("FM-UNNEEDED")
+def fm_unneeded(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    wants = c.fabric_manager_mode == "required" or (
+        c.fabric_manager is not None and c.fabric_manager_mode == "auto"
+    )
+    if wants and c.gpus and not _needs_fabric(c, d):
+        yield violation(r, gpus=", ".join(c.gpus))
+
+
+@rule("MODULES-OPEN-MIN-BRANCH")
+def modules_open_min(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    branch = driver_branch(c.driver)
+    if c.kernel_modules == "open" and branch < int(r.params["min_branch"]):
+        yield violation(r, branch=branch)
+
+
+@rule("MODULES-ARCH")
+def modules_arch(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    if c.kernel_modules is None:
+        return
+    for sku in c.gpus:
+        gpu = d.gpu(sku)
+        if c.kernel_modules not in gpu.arch.kernel_modules:
+            yield violation(
+                r,
+                gpu=sku,
+                arch=gpu.arch.name,
+                allowed=" or ".join(gpu.arch.kernel_modules),
+                kernel_modules=c.kernel_modules,
+            )
+
+
+@rule("GPU-MIN-BRANCH")
+def gpu_min_branch(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    branch = driver_branch(c.driver)
+    for sku in c.gpus:
+        gpu = d.gpu(sku)
+        if gpu.min_branch is not None and branch < gpu.min_branch:
+            yield violation(r, gpu=sku, min_branch=gpu.min_branch, branch=branch)
+
+
+@rule("NCCL-CUDA-MAJOR")
+def nccl_cuda_major(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    if c.nccl is None:
+        return
+    nccl = NcclVersion.parse(c.nccl)
+    cuda = Dotted.parse(c.cuda, what="CUDA version")
+    if nccl.cuda.major != cuda.major:
+        yield violation(
+            r,
+            nccl=c.nccl,
+            nccl_cuda=nccl.cuda,
+            cuda=c.cuda,
+            cuda_major=cuda.major,
+            cuda_major_minor=f"{cuda.major}.{cuda.minor}",
+            nccl_version=nccl.version,
+        )
+
+
+@rule("CUDA-ARCH-DROPPED")
+def cuda_arch_dropped(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    major = Dotted.parse(c.cuda, what="CUDA version").major
+    for sku in c.gpus:
+        gpu = d.gpu(sku)
+        last = gpu.arch.last_cuda_major
+        if last is not None and major > last:
+            yield violation(r, cuda=c.cuda, arch=gpu.arch.name, gpu=sku, last_cuda_major=last)
+
+
+def _branch_facts(c: Combination, d: CompatData) -> tuple[int, int | None]:
+    branch = driver_branch(c.driver)
+    info = d.branches.get(branch)
+    if info is None:
+        return branch, None
+    return branch, (info.end_of_life - c.as_of).days
+
+
+@rule("BRANCH-EOL")
+def branch_eol(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    branch, days = _branch_facts(c, d)
+    if days is not None and days < 0:
+        info = d.branches[branch]
+        yield violation(
+            r, branch=branch, designation=info.designation, end_of_life=info.end_of_life
+        )
+
+
+@rule("BRANCH-EOL-SOON")
+def branch_eol_soon(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    branch, days = _branch_facts(c, d)
+    if days is not None and 0 <= days <= d.branch_warn_days:
+        info = d.branches[branch]
+        yield violation(
+            r,
+            branch=branch,
+            designation=info.designation,
+            end_of_life=info.end_of_life,
+            days_left=days,
+        )
+
+
+@rule("BRANCH-UNKNOWN")
+def branch_unknown(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    branch, days = _branch_facts(c, d)
+    if branch not in d.branches:
+        yield violation(r, branch=branch)

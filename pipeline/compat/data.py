@@ -1,0 +1,166 @@
+"""Load the compatibility data files under images/compat/ (rules, CUDA, GPUs, branches)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from imagectl.errors import UserError
+from imagectl.versions import Dotted
+
+
+def _load(path: Path) -> Any:
+    from ruamel.yaml import YAML
+
+    try:
+        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read compatibility data {path}: {exc.strerror}") from exc
+    except Exception as exc:
+        raise UserError(f"{path}: malformed compatibility data: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    field: str
+    message: str
+    fix: str
+    source: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    kernel_modules: tuple[str, ...]
+    last_cuda_major: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Gpu:
+    sku: str
+    arch: Arch
+    memory_gib: int
+    nvswitch: bool
+    imex: bool
+    min_branch: int | None
+    nvml_names: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Branch:
+    number: int
+    designation: str
+    end_of_life: dt.date
+
+
+@dataclass(frozen=True)
+class CompatData:
+    rules: dict[str, Rule]
+    cuda_min_driver: dict[str, Dotted]  # normalised "12.8.1" -> min driver
+    cuda_source: str
+    gpus: dict[str, Gpu]
+    branches: dict[int, Branch]
+    branch_warn_days: int
+    branches_source: str
+
+    def cuda_entry(self, cuda: str) -> tuple[str, Dotted]:
+        """Resolve '12.8' (GA) or '12.8.1' to its table entry; unknown -> exit 2."""
+        key = normalise_cuda(cuda)
+        if key not in self.cuda_min_driver:
+            raise UserError(
+                f"unknown CUDA toolkit version '{cuda}'",
+                hint="Known versions: " + ", ".join(self.cuda_min_driver),
+            )
+        return key, self.cuda_min_driver[key]
+
+    def gpu(self, sku: str) -> Gpu:
+        if sku in self.gpus:
+            return self.gpus[sku]
+        folded = {k.lower(): v for k, v in self.gpus.items()}
+        if sku.lower() in folded:
+            return folded[sku.lower()]
+        raise UserError(
+            f"unknown GPU '{sku}'", hint="Known GPUs: " + ", ".join(sorted(self.gpus))
+        )
+
+
+def normalise_cuda(cuda: str) -> str:
+    parts = Dotted.parse(cuda, what="CUDA version").parts
+    return ".".join(str(p) for p in (parts + (0, 0))[:3])
+
+
+@lru_cache(maxsize=8)
+def load_compat(compat_dir: Path) -> CompatData:
+    rules_doc = _load(compat_dir / "rules.yaml")
+    rules = {
+        rid: Rule(
+            id=rid,
+            severity=r["severity"],
+            field=r["field"],
+            message=r["message"],
+            fix=r["fix"],
+            source=r["source"],
+            params=dict(r.get("params") or {}),
+        )
+        for rid, r in rules_doc["rules"].items()
+    }
+    cuda_doc = _load(compat_dir / "cuda.yaml")
+    cuda = {
+        normalise_cuda(str(t["cuda"])): Dotted.parse(str(t["min_driver"]))
+        for t in cuda_doc["toolkits"]
+    }
+    gpu_doc = _load(compat_dir / "gpus.yaml")
+    archs = {
+        name: Arch(
+            name=name,
+            kernel_modules=tuple(a["kernel_modules"]),
+            last_cuda_major=a.get("last_cuda_major"),
+            source=a["source"],
+        )
+        for name, a in gpu_doc["architectures"].items()
+    }
+    gpus = {
+        sku: Gpu(
+            sku=sku,
+            arch=archs[g["arch"]],
+            memory_gib=int(g["memory_gib"]),
+            nvswitch=bool(g["nvswitch"]),
+            imex=bool(g.get("imex", False)),
+            min_branch=g.get("min_branch"),
+            nvml_names=tuple(g.get("nvml_names", ())),
+            source=g["source"],
+        )
+        for sku, g in gpu_doc["gpus"].items()
+    }
+    br_doc = _load(compat_dir / "branches.yaml")
+    branches = {
+        int(n): Branch(
+            number=int(n),
+            designation=b["designation"],
+            end_of_life=_date(b["end_of_life"]),
+        )
+        for n, b in br_doc["branches"].items()
+    }
+    return CompatData(
+        rules=rules,
+        cuda_min_driver=cuda,
+        cuda_source=cuda_doc["source"],
+        gpus=gpus,
+        branches=branches,
+        branch_warn_days=int(br_doc.get("warn_days", 90)),
+        branches_source=br_doc["source"],
+    )
+
+
+def _date(value: Any) -> dt.date:
+    if isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value))

@@ -1,0 +1,82 @@
+"""Evaluate a pin combination against the compatibility rules.
+
+``Combination`` is what is judged (from a stack, or typed on the command line).
+``evaluate`` runs every rule's evaluator and returns ``Violation``s carrying the rule's
+id, severity, message, fix and source. The evaluators, one per rule id, are in
+``checks.py``; the rule texts are data (images/compat/rules.yaml).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from imagectl.compat.data import CompatData, Rule
+from imagectl.errors import UserError
+
+
+@dataclass(frozen=True)
+class Combination:
+    driver: str
+    cuda: str
+    nccl: str | None = None
+    fabric_manager: str | None = None
+    fabric_manager_mode: str = "auto"  # auto | required | none (stacks); ad hoc: auto
+    gpus: tuple[str, ...] = ()
+    kernel_modules: str | None = None
+    as_of: dt.date = field(default_factory=dt.date.today)
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    severity: str
+    message: str
+    fix: str
+    source: str
+    field: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+
+class _Facts(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def violation(rule: Rule, **facts: Any) -> Violation:
+    f = _Facts(rule.params)
+    f.update(facts)
+    return Violation(
+        rule=rule.id,
+        severity=rule.severity,
+        message=rule.message.format_map(f),
+        fix=rule.fix.format_map(f),
+        source=rule.source,
+        field=rule.field,
+    )
+
+
+def evaluate(combo: Combination, data: CompatData) -> list[Violation]:
+    from imagectl.compat.checks import EVALUATORS
+
+    missing = sorted(set(data.rules) - set(EVALUATORS))
+    if missing:
+        raise UserError(
+            f"rules without an evaluator: {', '.join(missing)}",
+            hint="Add them to pipeline/compat/checks.py or remove them from rules.yaml",
+        )
+    # Resolve GPUs first so an unknown name is exit 2, not a rule violation.
+    for sku in combo.gpus:
+        data.gpu(sku)
+    data.cuda_entry(combo.cuda)
+    out: list[Violation] = []
+    for rule_id, rule in data.rules.items():
+        out.extend(EVALUATORS[rule_id](combo, data, rule))
+    return out

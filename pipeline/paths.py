@@ -1,0 +1,77 @@
+"""Where things live: the workspace (a checkout with images/ and playbooks/) and state.
+
+The workspace is found, in order, from ``--root`` / ``IMAGECTL_ROOT``, by walking up from
+the current directory to a folder holding ``images/stacks``, and finally the copy of
+``images/`` bundled in the installed package (so ``imagectl lint`` and ``compat check``
+work from a wheel install too).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import user_state_path
+
+ENV_ROOT = "IMAGECTL_ROOT"
+ENV_STATE = "IMAGECTL_STATE_DIR"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    images: Path
+
+    @property
+    def stacks_dir(self) -> Path:
+        return self.images / "stacks"
+
+    @property
+    def compat_dir(self) -> Path:
+        return self.images / "compat"
+
+    @property
+    def catalog_dir(self) -> Path:
+        return self.images / "catalog"
+
+    @property
+    def playbooks(self) -> Path:
+        return self.root / "playbooks"
+
+    def packer_dir(self, cloud: str) -> Path:
+        return self.images / cloud
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(Path.cwd().resolve()))
+        except ValueError:
+            return str(path)
+
+
+def bundled_images() -> Path:
+    """The images/ data folder shipped inside the package."""
+    import imagectl.images
+
+    return Path(imagectl.images.__file__).parent
+
+
+def find_workspace(explicit: str | os.PathLike[str] | None = None) -> Workspace:
+    candidate = explicit or os.environ.get(ENV_ROOT)
+    if candidate:
+        root = Path(candidate).resolve()
+        return Workspace(root=root, images=root / "images")
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "images" / "stacks").is_dir():
+            return Workspace(root=folder, images=folder / "images")
+    images = bundled_images()
+    return Workspace(root=images.parent, images=images)
+
+
+def state_dir() -> Path:
+    """The user's state directory (XDG): catalog database, caches, generated files."""
+    override = os.environ.get(ENV_STATE)
+    path = Path(override) if override else user_state_path("imagectl", appauthor=False)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

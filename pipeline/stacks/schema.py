@@ -1,0 +1,313 @@
+"""The stack file schema: one YAML file per image stack, the single source of truth.
+
+Every version an image carries is typed once here. Derived values (driver branch,
+fabric manager version, DCGM package, package names) are computed by ``resolve.py``,
+never written twice. Unknown keys, wrong types and impossible values are errors.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from imagectl.versions import Dotted, NcclVersion, driver_branch
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
+_DEB_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~-]*$")
+_AWS_ACCOUNT = re.compile(r"^\d{12}$")
+_ORG_ARN = re.compile(r"^arn:aws:organizations::\d{12}:(organization|ou)/[\w/-]+$")
+
+CLOUDS = ("aws", "gcp", "azure", "local")
+Cloud = Literal["aws", "gcp", "azure", "local"]
+Profile = Literal["boot", "quick", "full", "burn"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _deb_version(value: str, what: str) -> str:
+    value = str(value)
+    if not _DEB_VERSION.match(value):
+        raise ValueError(f"'{value}' is not a package version ({what}), e.g. 1.17.8-1")
+    return value
+
+
+class OsPins(Strict):
+    distro: Literal["ubuntu", "debian"]
+    release: str = Field(description="22.04, 24.04 (Ubuntu) or 12 (Debian)")
+    arch: Literal["x86_64", "aarch64"] = "x86_64"
+
+    @field_validator("release", mode="before")
+    @classmethod
+    def _release(cls, v: object) -> str:
+        return str(v)
+
+    @model_validator(mode="after")
+    def _known_release(self) -> OsPins:
+        known = {"ubuntu": {"22.04", "24.04"}, "debian": {"12"}}
+        if self.release not in known[self.distro]:
+            raise ValueError(
+                f"{self.distro} {self.release} is not supported; "
+                f"use one of {sorted(known[self.distro])}"
+            )
+        return self
+
+    @property
+    def codename(self) -> str:
+        return {"22.04": "jammy", "24.04": "noble", "12": "bookworm"}[self.release]
+
+    @property
+    def repo_slug(self) -> str:
+        """NVIDIA's repository folder name: ubuntu2204, ubuntu2404, debian12."""
+        return f"{self.distro}{self.release.replace('.', '')}"
+
+
+class DriverPins(Strict):
+    version: str
+    kernel_modules: Literal["open", "proprietary"]
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        parsed = Dotted.parse(v, what="driver version")
+        if len(parsed.parts) < 2:
+            raise ValueError(f"driver version '{v}' must be exact, e.g. 580.95.05")
+        return v
+
+    @property
+    def branch(self) -> int:
+        return driver_branch(self.version)
+
+
+class NvidiaPins(Strict):
+    source: Literal["cuda-repo", "distro"] = Field(
+        "cuda-repo",
+        description="cuda-repo: NVIDIA's CUDA apt repository; distro: the OS archive",
+    )
+    driver: DriverPins
+    fabric_manager: Literal["auto", "required", "none"] = Field(
+        "auto",
+        description="auto: installed when a target GPU sits on NVSwitch; version == driver",
+    )
+    cuda: str
+    nccl: str | None = None
+    dcgm: str | None = None
+    container_toolkit: str | None = None
+
+    @field_validator("cuda")
+    @classmethod
+    def _cuda(cls, v: str) -> str:
+        parsed = Dotted.parse(str(v), what="CUDA version")
+        if len(parsed.parts) < 2:
+            raise ValueError(f"CUDA version '{v}' must name at least major.minor, e.g. 12.8.1")
+        return str(v)
+
+    @field_validator("nccl")
+    @classmethod
+    def _nccl(cls, v: str | None) -> str | None:
+        if v is not None:
+            NcclVersion.parse(v)
+        return v
+
+    @field_validator("dcgm", "container_toolkit")
+    @classmethod
+    def _pkg(cls, v: str | None) -> str | None:
+        return None if v is None else _deb_version(v, "package version")
+
+
+class AwsEfa(Strict):
+    installer: str
+    ofi_nccl: str
+
+    @field_validator("installer", "ofi_nccl")
+    @classmethod
+    def _ver(cls, v: str) -> str:
+        Dotted.parse(v, what="EFA version")
+        return v
+
+
+class AzureInfiniband(Strict):
+    doca_ofed: str
+    peermem: bool = True
+
+
+class NetworkPins(Strict):
+    aws_efa: AwsEfa | None = None
+    azure_infiniband: AzureInfiniband | None = None
+
+
+class Sharing(Strict):
+    accounts: list[str] = Field(default_factory=list, description="AWS account ids")
+    organizations: list[str] = Field(default_factory=list, description="AWS org/OU ARNs")
+    principals: list[str] = Field(default_factory=list, description="GCP/Azure principals")
+    public: bool = False
+
+    @field_validator("accounts")
+    @classmethod
+    def _accounts(cls, v: list[str]) -> list[str]:
+        for acct in v:
+            if not _AWS_ACCOUNT.match(str(acct)):
+                raise ValueError(f"'{acct}' is not a 12-digit AWS account id")
+        return [str(a) for a in v]
+
+    @field_validator("organizations")
+    @classmethod
+    def _orgs(cls, v: list[str]) -> list[str]:
+        for arn in v:
+            if not _ORG_ARN.match(arn):
+                raise ValueError(f"'{arn}' is not an AWS organization or OU ARN")
+        return v
+
+
+class CloudCommon(Strict):
+    kernel: str = Field(description="exact kernel release, e.g. 6.8.0-1021-aws")
+    validation_shapes: list[str] = Field(min_length=1)
+    regions: list[str] = Field(min_length=1, description="target regions for replication")
+    share: Sharing = Field(default_factory=Sharing)
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel(cls, v: str) -> str:
+        if not re.match(r"^\d+\.\d+\.\d+-\d+(-[a-z0-9]+)*$", v):
+            raise ValueError(f"'{v}' is not an exact kernel release such as 6.8.0-1021-aws")
+        return v
+
+    @field_validator("regions")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        dupes = sorted({r for r in v if v.count(r) > 1})
+        if dupes:
+            raise ValueError(f"regions listed twice: {', '.join(dupes)}")
+        return v
+
+
+class AwsBaseImage(Strict):
+    owner: str
+    name: str = Field(description="AMI name filter, e.g. ubuntu/images/hvm-ssd/ubuntu-jammy-*")
+
+
+class AwsBuild(Strict):
+    region: str
+    instance_type: str
+    subnet_id: str | None = None
+
+
+class AwsCloud(CloudCommon):
+    base_image: AwsBaseImage
+    build: AwsBuild
+    ssm_parameter_prefix: str = "/imagectl"
+
+
+class GcpBaseImage(Strict):
+    project: str
+    family: str
+
+
+class GcpBuild(Strict):
+    project: str
+    zone: str
+    machine_type: str
+
+
+class GcpCloud(CloudCommon):
+    base_image: GcpBaseImage
+    build: GcpBuild
+    family: str = Field(description="production image family (the latest pointer)")
+
+
+class AzureBaseImage(Strict):
+    publisher: str
+    offer: str
+    sku: str
+
+
+class AzureGallery(Strict):
+    resource_group: str
+    name: str
+    image_definition: str
+
+
+class AzureBuild(Strict):
+    subscription_id: str
+    location: str
+    vm_size: str
+    resource_group: str
+
+
+class AzureCloud(CloudCommon):
+    base_image: AzureBaseImage
+    build: AzureBuild
+    gallery: AzureGallery
+
+
+class LocalBuild(Strict):
+    memory_mib: int = Field(2048, ge=512)
+    cpus: int = Field(2, ge=1)
+    disk_gib: int = Field(4, ge=2)
+
+
+class LocalCloud(CloudCommon):
+    base_image: Literal["debootstrap"] = "debootstrap"
+    mirror: str = "http://deb.debian.org/debian"
+    build: LocalBuild = Field(default_factory=LocalBuild)
+    packages: dict[str, str] = Field(
+        default_factory=dict, description="extra packages pinned to exact versions"
+    )
+
+
+class Clouds(Strict):
+    aws: AwsCloud | None = None
+    gcp: GcpCloud | None = None
+    azure: AzureCloud | None = None
+    local: LocalCloud | None = None
+
+    def enabled(self) -> dict[str, CloudCommon]:
+        return {c: getattr(self, c) for c in CLOUDS if getattr(self, c) is not None}
+
+
+class Validation(Strict):
+    profile: Profile = "quick"
+    max_receipt_age_hours: int = Field(72, ge=1)
+
+
+class Retention(Strict):
+    keep_last: int = Field(3, ge=1, description="promoted images kept before deprecation")
+
+
+class Stack(Strict):
+    schema_version: Literal[1] = 1
+    name: str
+    description: str = ""
+    os: OsPins
+    nvidia: NvidiaPins | None = Field(None, description="absent only for a stack with no GPUs")
+    network: NetworkPins = Field(default_factory=NetworkPins)
+    gpus: list[str] = Field(
+        default_factory=list, description="target GPU SKUs (see images/compat/gpus.yaml)"
+    )
+    clouds: Clouds
+    validation: Validation = Field(default_factory=Validation)
+    retention: Retention = Field(default_factory=Retention)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(
+                f"'{v}' is not a valid stack name: 2-40 lowercase letters, digits and '-'"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _clouds(self) -> Stack:
+        if self.gpus and self.nvidia is None:
+            raise ValueError("the stack targets GPUs but has no 'nvidia' section")
+        if not self.clouds.enabled():
+            raise ValueError("a stack needs at least one cloud under 'clouds'")
+        if self.network.aws_efa and self.clouds.aws is None:
+            raise ValueError("network.aws_efa is set but the stack has no 'aws' cloud")
+        if self.network.azure_infiniband and self.clouds.azure is None:
+            raise ValueError("network.azure_infiniband is set but the stack has no 'azure' cloud")
+        return self

@@ -1,0 +1,1 @@
+"""Host validator: runs on the GPU machine being judged."""
