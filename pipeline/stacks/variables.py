@@ -1,0 +1,145 @@
+"""What a stack feeds the build: Packer variables per cloud and Ansible extra vars.
+
+These two functions are the contract between the stack files and the templates:
+``imagectl plan`` writes their output, ``imagectl build`` passes it to Packer, and
+``imagectl lint`` checks that every name exists in ``images/<cloud>/variables.pkr.hcl``
+and in a role's ``defaults/main.yml``. Versions come from the resolved stack only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.stacks.resolve import ResolvedStack
+
+# Filled in at build time (build id, commit, file paths), not from the stack.
+RUNTIME_PACKER_VARS = ("build_id", "git_commit", "ansible_vars_file", "playbook_file",
+                       "manifest_file")
+
+
+def gcp_label(value: str | None) -> str:
+    """GCP labels: lowercase letters, digits, '-' and '_', at most 63 characters."""
+    if value is None:
+        return "none"
+    out = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(value).lower())
+    return out[:63]
+
+
+def packer_vars(
+    r: ResolvedStack,
+    cloud: str,
+    *,
+    build_id: str = "",
+    git_commit: str = "",
+    ansible_vars_file: str = "",
+    playbook_file: str = "",
+    manifest_file: str = "",
+) -> dict[str, Any]:
+    s = r.stack
+    pins = r.pins()
+    common: dict[str, Any] = {
+        "stack_name": s.name,
+        "stack_digest": r.digest,
+        "driver_version": pins["driver"] or "none",
+        "cuda_version": pins["cuda"] or "none",
+        "nccl_version": pins["nccl"] or "none",
+        "build_id": build_id,
+        "git_commit": git_commit,
+        "ansible_vars_file": ansible_vars_file,
+        "playbook_file": playbook_file,
+        "manifest_file": manifest_file,
+    }
+    c = s.clouds.enabled()[cloud]
+    if cloud == "aws":
+        assert s.clouds.aws is not None
+        aws = s.clouds.aws
+        common.update(
+            aws_region=aws.build.region,
+            aws_instance_type=aws.build.instance_type,
+            aws_source_ami_owner=aws.base_image.owner,
+            aws_source_ami_name=aws.base_image.name,
+            aws_subnet_id=aws.build.subnet_id or "",
+        )
+    elif cloud == "gcp":
+        assert s.clouds.gcp is not None
+        gcp = s.clouds.gcp
+        common.update(
+            gcp_project=gcp.build.project,
+            gcp_zone=gcp.build.zone,
+            gcp_machine_type=gcp.build.machine_type,
+            gcp_source_image_project=gcp.base_image.project,
+            gcp_source_image_family=gcp.base_image.family,
+        )
+    elif cloud == "azure":
+        assert s.clouds.azure is not None
+        az = s.clouds.azure
+        common.update(
+            azure_subscription_id=az.build.subscription_id,
+            azure_location=az.build.location,
+            azure_vm_size=az.build.vm_size,
+            azure_build_resource_group=az.build.resource_group,
+            azure_image_publisher=az.base_image.publisher,
+            azure_image_offer=az.base_image.offer,
+            azure_image_sku=az.base_image.sku,
+            azure_gallery_resource_group=az.gallery.resource_group,
+            azure_gallery_name=az.gallery.name,
+            azure_gallery_image_definition=az.gallery.image_definition,
+        )
+    elif cloud == "local":
+        assert s.clouds.local is not None
+        loc = s.clouds.local
+        common.update(
+            local_memory_mib=loc.build.memory_mib,
+            local_cpus=loc.build.cpus,
+            local_disk_gib=loc.build.disk_gib,
+            local_kernel=c.kernel,
+        )
+    return common
+
+
+def ansible_vars(r: ResolvedStack, cloud: str) -> dict[str, Any]:
+    """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults)."""
+    s = r.stack
+    n = s.nvidia
+    c = s.clouds.enabled()[cloud]
+    out: dict[str, Any] = {
+        "base_distro": s.os.distro,
+        "base_release": s.os.release,
+        "base_kernel_version": c.kernel,
+        "base_packages": dict(getattr(c, "packages", {}) or {}),
+        "manifest_stack_name": s.name,
+        "manifest_stack_digest": r.digest,
+        "manifest_cloud": cloud,
+        "validator_profile": s.validation.profile,
+        "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
+        "nvidia_repo_slug": s.os.repo_slug,
+        "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
+        "nvidia_driver_enabled": n is not None,
+        "nvidia_driver_version": n.driver.version if n else "",
+        "nvidia_driver_branch": r.driver_branch or 0,
+        "nvidia_driver_kernel_modules": n.driver.kernel_modules if n else "",
+        "fabric_manager_enabled": r.fabric_manager is not None,
+        "fabric_manager_version": r.fabric_manager or "",
+        "fabric_manager_imex_enabled": r.imex,
+        "cuda_toolkit_enabled": n is not None,
+        "cuda_toolkit_version": n.cuda if n else "",
+        "cuda_toolkit_package": r.cuda_package or "",
+        "nccl_enabled": bool(n and n.nccl),
+        "nccl_version": (n.nccl if n else None) or "",
+        "dcgm_enabled": bool(n and n.dcgm),
+        "dcgm_version": (n.dcgm if n else None) or "",
+        "dcgm_package": r.dcgm_package or "",
+        "container_toolkit_enabled": bool(n and n.container_toolkit),
+        "container_toolkit_version": (n.container_toolkit if n else None) or "",
+        "aws_efa_enabled": cloud == "aws" and s.network.aws_efa is not None,
+        "aws_efa_installer_version": s.network.aws_efa.installer if s.network.aws_efa else "",
+        "aws_efa_ofi_nccl_version": s.network.aws_efa.ofi_nccl if s.network.aws_efa else "",
+        "azure_infiniband_enabled": cloud == "azure" and s.network.azure_infiniband is not None,
+        "azure_infiniband_doca_ofed_version": (
+            s.network.azure_infiniband.doca_ofed if s.network.azure_infiniband else ""
+        ),
+        "azure_infiniband_peermem": bool(
+            s.network.azure_infiniband and s.network.azure_infiniband.peermem
+        ),
+    }
+    return out
