@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-
 from imagectl.errors import EXIT_BAD_INPUT, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -22,9 +21,14 @@ def json_option(func: F) -> F:
 
 
 def console(stderr: bool = False) -> Any:
+    """A rich console; when output is not a terminal, wide enough for tables in logs."""
+    import os
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or "COLUMNS" in os.environ else 160
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
 def emit_json(payload: Any) -> None:
@@ -66,6 +70,8 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
         return EXIT_BAD_INPUT if exc.exit_code in (1, 2) else exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         console(stderr=True).print("[yellow]interrupted[/]")
         return 130

@@ -26,7 +26,7 @@ def _driver(c: Combination) -> Dotted:
 
 @rule("CUDA-DRIVER-MIN")
 def cuda_driver_min(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
-    cuda, minimum = d.cuda_entry(c.cuda)
+    _, minimum = d.cuda_entry(c.cuda)
     if _driver(c) < minimum:
         yield violation(r, cuda=c.cuda, min_driver=minimum, driver=c.driver)
 
@@ -155,6 +155,6 @@ def branch_eol_soon(c: Combination, d: CompatData, r: Rule) -> Iterator[Violatio
 
 @rule("BRANCH-UNKNOWN")
 def branch_unknown(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
-    branch, days = _branch_facts(c, d)
+    branch = driver_branch(c.driver)
     if branch not in d.branches:
         yield violation(r, branch=branch)

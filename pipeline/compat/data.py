@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ class Rule:
     message: str
     fix: str
     source: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,12 @@ class CompatData:
         folded = {k.lower(): v for k, v in self.gpus.items()}
         if sku.lower() in folded:
             return folded[sku.lower()]
-        raise UserError(
-            f"unknown GPU '{sku}'", hint="Known GPUs: " + ", ".join(sorted(self.gpus))
-        )
+        raise UserError(f"unknown GPU '{sku}'", hint="Known GPUs: " + ", ".join(sorted(self.gpus)))
 
 
 def normalise_cuda(cuda: str) -> str:
     parts = Dotted.parse(cuda, what="CUDA version").parts
-    return ".".join(str(p) for p in (parts + (0, 0))[:3])
+    return ".".join(str(p) for p in (*parts, 0, 0)[:3])
 
 
 @lru_cache(maxsize=8)

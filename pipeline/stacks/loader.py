@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagectl.errors import StackError, UserError
+from imagectl.stacks.schema import Stack
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
-
-from imagectl.errors import StackError, UserError
-from imagectl.stacks.schema import Stack
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,13 @@ from typing import Any
 from imagectl.stacks.resolve import ResolvedStack
 
 # Filled in at build time (build id, commit, file paths), not from the stack.
-RUNTIME_PACKER_VARS = ("build_id", "git_commit", "ansible_vars_file", "playbook_file",
-                       "manifest_file")
+RUNTIME_PACKER_VARS = (
+    "build_id",
+    "git_commit",
+    "ansible_vars_file",
+    "playbook_file",
+    "manifest_file",
+)
 
 
 def gcp_label(value: str | None) -> str:

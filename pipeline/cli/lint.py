@@ -1,0 +1,58 @@
+"""imagectl lint"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+import click
+from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+
+@click.command("lint")
+@click.option("--stack", "stacks", multiple=True, help="Only this stack (repeatable).")
+@click.option(
+    "--as-of",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="Judge branch lifecycles as of this date (default: today).",
+)
+@json_option
+@click.pass_context
+def command(
+    ctx: click.Context, stacks: tuple[str, ...], as_of: dt.datetime | None, as_json: bool
+) -> None:
+    """Check every stack: schema, compatibility rules, shapes and template variables.
+
+    Exits 0 only when every stack passes (warnings are reported, not fatal), 1 when a
+    stack breaks a rule, 2 when a stack file is malformed (schema errors).
+    """
+    from imagectl.stacks.lint import lint_workspace
+
+    ws = workspace(ctx)
+    reports = lint_workspace(ws, list(stacks) or None, as_of=as_of.date() if as_of else None)
+    ok = all(r.ok for r in reports)
+    if as_json:
+        emit_json({"ok": ok, "stacks": [r.as_dict() for r in reports]})
+    else:
+        out = console()
+        for r in reports:
+            mark = "[green]ok[/]" if r.ok else "[red]FAIL[/]"
+            digest = f" [dim]{r.digest[:12]}[/]" if r.digest else ""
+            out.print(f"{mark} {r.stack}{digest}  [dim]{r.path}[/]")
+            for p in r.problems:
+                colour = "red" if p.severity == "error" else "yellow"
+                out.print(
+                    f"   [{colour}]{p.severity}[/] [bold]{p.rule}[/] {p.where}: {p.message}",
+                    markup=True,
+                    highlight=False,
+                )
+                if p.fix:
+                    out.print(f"      fix: {p.fix}", markup=False)
+                if p.source:
+                    out.print(f"      source: {p.source}", markup=False, style="dim")
+        n_err = sum(1 for r in reports for p in r.problems if p.severity == "error")
+        n_warn = sum(1 for r in reports for p in r.problems if p.severity == "warning")
+        out.print(f"{len(reports)} stacks, {n_err} errors, {n_warn} warnings")
+    malformed = any(p.rule == "SCHEMA" for r in reports for p in r.problems)
+    sys.exit(EXIT_BAD_INPUT if malformed else EXIT_OK if ok else EXIT_FAILED)

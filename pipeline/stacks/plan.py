@@ -1,0 +1,101 @@
+"""The build matrix (stack x cloud x build location x validation shapes x target regions)
+and the resolved variable files the build would use."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from imagectl.compat.data import load_compat
+from imagectl.errors import UserError
+from imagectl.paths import Workspace
+from imagectl.stacks.loader import find_stack, load_stack, stack_paths
+from imagectl.stacks.resolve import ResolvedStack, resolve
+from imagectl.stacks.schema import CLOUDS
+from imagectl.stacks.variables import ansible_vars, packer_vars
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    stack: str
+    digest: str
+    cloud: str
+    build_location: str
+    build_machine: str
+    validation_shapes: list[str]
+    target_regions: list[str]
+    packer_var_file: str
+    ansible_var_file: str
+
+
+def _build_site(r: ResolvedStack, cloud: str) -> tuple[str, str]:
+    c = r.stack.clouds
+    if cloud == "aws" and c.aws:
+        return c.aws.build.region, c.aws.build.instance_type
+    if cloud == "gcp" and c.gcp:
+        return c.gcp.build.zone, c.gcp.build.machine_type
+    if cloud == "azure" and c.azure:
+        return c.azure.build.location, c.azure.build.vm_size
+    if cloud == "local" and c.local:
+        return "localhost", f"qemu {c.local.build.cpus} cpu / {c.local.build.memory_mib} MiB"
+    raise AssertionError(cloud)
+
+
+def write_var_files(r: ResolvedStack, cloud: str, out_dir: Path) -> tuple[Path, Path]:
+    """Write <out>/<stack>/<cloud>.pkrvars.json and .ansible.json atomically."""
+    folder = out_dir / r.name
+    folder.mkdir(parents=True, exist_ok=True)
+    ansible_file = folder / f"{cloud}.ansible.json"
+    packer_file = folder / f"{cloud}.pkrvars.json"
+    _atomic_json(ansible_file, ansible_vars(r, cloud))
+    _atomic_json(packer_file, packer_vars(r, cloud, ansible_vars_file=str(ansible_file.resolve())))
+    return packer_file, ansible_file
+
+
+def _atomic_json(path: Path, payload: object) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def build_plan(ws: Workspace, stack: str | None, cloud: str | None, out_dir: Path) -> list[PlanRow]:
+    if cloud is not None and cloud not in CLOUDS:
+        raise UserError(f"unknown cloud '{cloud}'", hint=f"Use one of {', '.join(CLOUDS)}")
+    paths = [find_stack(ws.stacks_dir, stack)] if stack else stack_paths(ws.stacks_dir)
+    data = load_compat(ws.compat_dir)
+    rows: list[PlanRow] = []
+    for path in paths:
+        loaded = load_stack(path)
+        r = resolve(loaded.stack, data)
+        enabled = loaded.stack.clouds.enabled()
+        if cloud is not None and stack is not None and cloud not in enabled:
+            raise UserError(
+                f"stack '{r.name}' has no '{cloud}' cloud",
+                where=str(path),
+                hint=f"Its clouds: {', '.join(enabled)}",
+            )
+        for name, cfg in enabled.items():
+            if cloud is not None and name != cloud:
+                continue
+            location, machine = _build_site(r, name)
+            pf, af = write_var_files(r, name, out_dir)
+            rows.append(
+                PlanRow(
+                    stack=r.name,
+                    digest=r.short_digest,
+                    cloud=name,
+                    build_location=location,
+                    build_machine=machine,
+                    validation_shapes=list(cfg.validation_shapes),
+                    target_regions=list(cfg.regions),
+                    packer_var_file=str(pf),
+                    ansible_var_file=str(af),
+                )
+            )
+    return rows
+
+
+def rows_as_dicts(rows: list[PlanRow]) -> list[dict[str, object]]:
+    return [asdict(r) for r in rows]
