@@ -8,8 +8,10 @@ never written twice. Unknown keys, wrong types and impossible values are errors.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
+from imagectl.errors import UserError
 from imagectl.versions import Dotted, NcclVersion, driver_branch
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -25,6 +27,14 @@ Profile = Literal["boot", "quick", "full", "burn"]
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _checked(parse: Callable[[], object]) -> None:
+    """Run a version parser; its UserError becomes the ValueError pydantic reports."""
+    try:
+        parse()
+    except UserError as exc:
+        raise ValueError(exc.render().rstrip(".")) from None
 
 
 def _deb_version(value: str, what: str) -> str:
@@ -71,8 +81,8 @@ class DriverPins(Strict):
     @field_validator("version")
     @classmethod
     def _version(cls, v: str) -> str:
-        parsed = Dotted.parse(v, what="driver version")
-        if len(parsed.parts) < 2:
+        _checked(lambda: Dotted.parse(v, what="driver version"))
+        if len(Dotted.parse(v).parts) < 2:
             raise ValueError(f"driver version '{v}' must be exact, e.g. 580.95.05")
         return v
 
@@ -99,8 +109,8 @@ class NvidiaPins(Strict):
     @field_validator("cuda")
     @classmethod
     def _cuda(cls, v: str) -> str:
-        parsed = Dotted.parse(str(v), what="CUDA version")
-        if len(parsed.parts) < 2:
+        _checked(lambda: Dotted.parse(str(v), what="CUDA version"))
+        if len(Dotted.parse(str(v)).parts) < 2:
             raise ValueError(f"CUDA version '{v}' must name at least major.minor, e.g. 12.8.1")
         return str(v)
 
@@ -108,7 +118,7 @@ class NvidiaPins(Strict):
     @classmethod
     def _nccl(cls, v: str | None) -> str | None:
         if v is not None:
-            NcclVersion.parse(v)
+            _checked(lambda: NcclVersion.parse(v))
         return v
 
     @field_validator("dcgm", "container_toolkit")
@@ -124,7 +134,7 @@ class AwsEfa(Strict):
     @field_validator("installer", "ofi_nccl")
     @classmethod
     def _ver(cls, v: str) -> str:
-        Dotted.parse(v, what="EFA version")
+        _checked(lambda: Dotted.parse(v, what="EFA version"))
         return v
 
 
