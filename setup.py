@@ -1,7 +1,8 @@
 """Package discovery for the folder -> import-name mapping in pyproject.toml.
 
-pipeline/ is imported as ``imagectl``, validators/ as ``imagectl.validators`` and the data
-folder images/ as ``imagectl.images``. setuptools' own discovery cannot rename folders, so
+pipeline/ is imported as ``imagectl``, validators/ as ``imagectl.validators``, and the data
+folders images/ and playbooks/ ship as ``imagectl.images`` and ``imagectl.playbooks`` (so a
+wheel install can lint, plan and build without a checkout). setuptools' own discovery cannot rename folders, so
 the package list is computed here from the tree: a new sub-package needs no edit.
 """
 
@@ -10,10 +11,19 @@ from pathlib import Path
 from setuptools import setup
 
 ROOTS = {"imagectl": "pipeline", "imagectl.validators": "validators"}
+DATA_ROOTS = {"imagectl.images": "images", "imagectl.playbooks": "playbooks"}
 
 
 def _packages() -> list[str]:
-    found = ["imagectl.images"]
+    found = []
+    # Data folders: every sub-folder is listed, as setuptools expects for package data.
+    for name, folder in DATA_ROOTS.items():
+        base = Path(folder)
+        found.append(name)
+        for sub in sorted(
+            p for p in base.rglob("*") if p.is_dir() and "__pycache__" not in p.parts
+        ):
+            found.append(".".join([name, *sub.relative_to(base).parts]))
     for name, folder in ROOTS.items():
         base = Path(folder)
         for init in sorted(base.rglob("__init__.py")):
