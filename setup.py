@@ -2,8 +2,9 @@
 
 pipeline/ is imported as ``imagectl``, validators/ as ``imagectl.validators``, and the data
 folders images/ and playbooks/ ship as ``imagectl.images`` and ``imagectl.playbooks`` (so a
-wheel install can lint, plan and build without a checkout). setuptools' own discovery cannot rename folders, so
-the package list is computed here from the tree: a new sub-package needs no edit.
+wheel install can lint, plan and build without a checkout). setuptools' own discovery
+cannot rename folders, so the package list is computed here from the tree: a new
+sub-package needs no edit.
 """
 
 from pathlib import Path
