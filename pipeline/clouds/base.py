@@ -1,0 +1,152 @@
+"""The provider interface every cloud implements, and the records it returns.
+
+Issue map: build / find / tag / launch / wait / terminate / list_instances serve
+validation runs and the reaper; replicate / replica_status / share / pointers /
+deprecate / delete serve promotion, rollback and retention; list_instances and
+replica_status serve drift. Every method is idempotent where the cloud allows it.
+Implementations: aws.py (boto3), gcp.py (google-cloud-compute), azure.py
+(azure-mgmt-compute), local.py (directories as regions, for the local end-to-end run).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+# Tag / label keys written on every image and instance imagectl creates.
+TAG_MANAGED = "imagectl:managed"
+TAG_STACK = "imagectl:stack"
+TAG_DIGEST = "imagectl:stack-digest"
+TAG_STATE = "imagectl:state"
+TAG_BUILD = "imagectl:build-id"
+TAG_TTL = "imagectl:expires-at"  # ISO-8601 UTC; the reaper terminates after it
+TAG_LAUNCHED_BY = "imagectl:launched-by"
+
+
+@dataclass(frozen=True)
+class CloudImage:
+    """An image in one region (AMI id, GCP image name, Azure gallery version id, path)."""
+
+    cloud: str
+    region: str
+    image_id: str
+    name: str = ""
+    state: str = ""  # cloud-side state: available | pending | failed | deprecated
+    tags: dict[str, str] = field(default_factory=dict)
+    created_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class Instance:
+    cloud: str
+    region: str  # region or zone
+    instance_id: str
+    shape: str
+    image_id: str
+    state: str = ""
+    address: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    launched_at: dt.datetime | None = None
+
+    def expires_at(self) -> dt.datetime | None:
+        raw = self.tags.get(TAG_TTL)
+        return dt.datetime.fromisoformat(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    region: str
+    state: str  # available | pending | failed | missing
+    image_id: str | None = None
+    detail: str = ""
+
+
+class CapacityError(Exception):
+    """The shape has no capacity in this zone/region: try another, never block the image."""
+
+    def __init__(self, location: str, detail: str):
+        self.location = location
+        self.detail = detail
+        super().__init__(f"no capacity in {location}: {detail}")
+
+
+class QuotaError(Exception):
+    """The account's quota forbids the launch: the run is inconclusive."""
+
+
+class Provider(ABC):
+    cloud: str
+
+    # -- images ------------------------------------------------------------------
+    @abstractmethod
+    def find_images(
+        self,
+        *,
+        stack: str | None = None,
+        digest: str | None = None,
+        state: str | None = None,
+        region: str | None = None,
+    ) -> list[CloudImage]: ...
+
+    @abstractmethod
+    def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
+
+    @abstractmethod
+    def tag_state(self, image: CloudImage, state: str) -> None: ...
+
+    # -- instances (validation runs, reaper, fleet drift) ---------------------------
+    @abstractmethod
+    def launch(
+        self,
+        image: CloudImage,
+        shape: str,
+        *,
+        location: str,
+        ttl: dt.timedelta,
+        launched_by: str,
+        stack: str,
+        ssh_public_key: str | None = None,
+        allowed_cidr: str | None = None,
+    ) -> Instance: ...
+
+    @abstractmethod
+    def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance: ...
+
+    @abstractmethod
+    def terminate(self, instance: Instance) -> None: ...
+
+    @abstractmethod
+    def list_instances(self, *, managed_only: bool = True) -> list[Instance]: ...
+
+    # -- promotion ------------------------------------------------------------------
+    @abstractmethod
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        """Start (or find, for the same token) the copy of ``image`` into ``region``."""
+
+    @abstractmethod
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus: ...
+
+    @abstractmethod
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        """Apply the stack's sharing (accounts / orgs / principals); never public unless set."""
+
+    @abstractmethod
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        """The image id the stack's "latest" pointer names in ``region``."""
+
+    @abstractmethod
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None: ...
+
+    @abstractmethod
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None: ...
+
+    @abstractmethod
+    def delete(self, image: CloudImage) -> None: ...
