@@ -14,14 +14,9 @@ from imagectl.versions import Dotted
 
 
 def _load(path: Path) -> Any:
-    from ruamel.yaml import YAML
+    from imagectl.yamlfast import load_data
 
-    try:
-        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read compatibility data {path}: {exc.strerror}") from exc
-    except Exception as exc:
-        raise UserError(f"{path}: malformed compatibility data: {exc}") from exc
+    return load_data(path)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
 """Read stack files: YAML with line numbers, validated against the schema.
 
+Parsing uses libyaml's composer (fast) and keeps the node tree for line numbers.
+Rewriting a stack (``imagectl drift --write``) uses ruamel's round-trip mode instead,
+which preserves comments and layout.
+
 Every problem names the file and line and says what to fix. ``load_stack`` raises
 ``StackError`` with all problems of a file at once, not just the first.
 """
@@ -11,21 +15,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from imagectl.errors import StackError, UserError
 from imagectl.stacks.schema import Stack
 from pydantic import BaseModel, ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FLOAT = "tag:yaml.org,2002:float"
+_INT = "tag:yaml.org,2002:int"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
 
 
 @dataclass(frozen=True)
 class LoadedStack:
-    """A validated stack with where it came from (for messages) and its raw YAML tree."""
+    """A validated stack with where it came from (for messages) and its YAML node tree."""
 
     stack: Stack
     path: Path
-    raw: CommentedMap
+    raw: yaml.MappingNode
 
     def line_of(self, *loc: str | int) -> int:
         return locate(self.raw, loc)
@@ -34,47 +42,76 @@ class LoadedStack:
         return f"{self.path}:{self.line_of(*loc)}"
 
 
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    return yaml
-
-
-def read_yaml(path: Path) -> CommentedMap:
+def read_yaml(path: Path) -> yaml.MappingNode:
+    """Compose the file (libyaml when present): a node tree that keeps every line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read stack file {path}: {exc.strerror}") from exc
     try:
-        data = _yaml().load(text)
-    except MarkedYAMLError as exc:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = (exc.problem or exc.context or "invalid YAML").strip()
         raise StackError([f"{path}:{line}: {problem}"], path=str(path)) from exc
-    except Exception as exc:  # ruamel raises a few non-marked errors (duplicate keys etc.)
+    except yaml.YAMLError as exc:
         raise StackError([f"{path}:1: {exc}"], path=str(path)) from exc
-    if not isinstance(data, CommentedMap):
+    if not isinstance(node, yaml.MappingNode):
         raise StackError(
             [f"{path}:1: a stack file must be a YAML mapping (name:, os:, nvidia:, ...)"],
             path=str(path),
         )
-    return data
+    dupes = list(_duplicate_keys(node))
+    if dupes:
+        raise StackError(
+            [f"{path}:{line}: key '{key}' appears twice" for key, line in dupes], path=str(path)
+        )
+    return node
+
+
+def _duplicate_keys(node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if key.value in seen:
+                yield key.value, key.start_mark.line + 1
+            seen.add(key.value)
+            yield from _duplicate_keys(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _duplicate_keys(item)
+
+
+def to_plain(node: yaml.Node) -> Any:
+    """Node tree -> plain data. Floats keep their text ("12.10" stays "12.10"): every
+    dotted number in a stack is a version, never arithmetic."""
+    if isinstance(node, yaml.MappingNode):
+        return {str(k.value): to_plain(v) for k, v in node.value}
+    if isinstance(node, yaml.SequenceNode):
+        return [to_plain(v) for v in node.value]
+    assert isinstance(node, yaml.ScalarNode)
+    if node.tag == _FLOAT:
+        return node.value
+    if node.tag in (_INT, _BOOL, _NULL):
+        return yaml.load(node.value or "null", Loader=_Loader)
+    return node.value
 
 
 def locate(node: Any, loc: tuple[str | int, ...] | list[str | int]) -> int:
     """1-based line of the deepest existing node along ``loc``."""
-    line = 1
+    line = node.start_mark.line + 1
     for key in loc:
-        if isinstance(node, CommentedMap) and key in node:
-            line = node.lc.key(key)[0] + 1
-            node = node[key]
-        elif isinstance(node, CommentedSeq) and isinstance(key, int) and key < len(node):
-            line = node.lc.item(key)[0] + 1
-            node = node[key]
+        if isinstance(node, yaml.MappingNode):
+            match = next((kv for kv in node.value if kv[0].value == str(key)), None)
+            if match is None:
+                break
+            line = match[0].start_mark.line + 1
+            node = match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
         else:
-            if isinstance(node, (CommentedMap, CommentedSeq)) and node.lc.line is not None:
-                line = max(line, node.lc.line + 1)
             break
     return line
 
@@ -105,7 +142,7 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def _describe(err: Any, path: Path, raw: CommentedMap) -> str:
+def _describe(err: Any, path: Path, raw: yaml.MappingNode) -> str:
     loc = tuple(err["loc"])
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     line = locate(raw, loc)
@@ -126,7 +163,7 @@ def _describe(err: Any, path: Path, raw: CommentedMap) -> str:
 def load_stack(path: Path) -> LoadedStack:
     raw = read_yaml(path)
     try:
-        stack = Stack.model_validate(_plain(raw))
+        stack = Stack.model_validate(to_plain(raw))
     except ValidationError as exc:
         problems = [_describe(e, path, raw) for e in exc.errors()]
         raise StackError(problems, path=str(path)) from exc
@@ -137,19 +174,6 @@ def load_stack(path: Path) -> LoadedStack:
             path=str(path),
         )
     return LoadedStack(stack=stack, path=path, raw=raw)
-
-
-def _plain(node: Any) -> Any:
-    """ruamel's round-trip types -> plain dict/list/str for pydantic."""
-    if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    if hasattr(node, "isoformat"):
-        return node.isoformat()
-    if type(node).__name__ == "ScalarFloat":
-        return str(node)
-    return node
 
 
 def stack_paths(stacks_dir: Path) -> list[Path]:

@@ -7,8 +7,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
-
 
 @dataclass(frozen=True)
 class Shape:
@@ -22,13 +20,9 @@ class Shape:
 
 @lru_cache(maxsize=4)
 def load_shapes(catalog_dir: Path) -> dict[str, Shape]:
-    from ruamel.yaml import YAML
+    from imagectl.yamlfast import load_data
 
-    path = catalog_dir / "shapes.yaml"
-    try:
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read the shape catalog {path}: {exc.strerror}") from exc
+    doc = load_data(catalog_dir / "shapes.yaml")
     out = {}
     for name, entry in doc["shapes"].items():
         entry = dict(entry)
