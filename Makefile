@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv run test lint typecheck unit bench clean
+.PHONY: system venv run test lint typecheck unit bench clean
+
+# System tools (packer, qemu, debootstrap, postgresql, ...): installs what is missing.
+system:
+	.ci/install-system-deps
 
 venv: $(STAMP)
 
@@ -17,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Main job on the embedded default (the local end-to-end run).
-run: venv
+run: system venv
 	$(BIN)/imagectl lint
 	$(BIN)/imagectl plan --stack local
 	$(BIN)/imagectl status
@@ -32,10 +36,14 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: system lint typecheck unit
 
 bench: venv
 	$(BIN)/python benchmarks/cli_startup.py
+	$(BIN)/python benchmarks/validate_boot.py
+	$(BIN)/python benchmarks/collectives.py
+	$(BIN)/python benchmarks/promote_regions.py
+	$(BIN)/python benchmarks/drift_fleet.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
