@@ -377,7 +377,10 @@ def finish_promotion(
     promotion.completed_regions = done
     promotion.finished_at = utcnow()
     promotion.message = message
-    reason = f"promotion {promotion.state}: done {done or 'none'}, missing {missing or 'none'}"
+    reason = (
+        f"promotion {promotion.state}: switched {', '.join(done) or 'no region'}; "
+        f"missing {', '.join(missing) or 'none'}"
+    )
     if message:
         reason += f": {message}"
     set_state(session, img, target, reason=reason, actor=actor, details={"promotion": promotion.id})
