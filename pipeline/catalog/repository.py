@@ -515,6 +515,7 @@ def events(
 
 def stacks_and_clouds(session: Session) -> list[tuple[str, str]]:
     """Every (stack, cloud) pair that has an image or a pointer, sorted."""
-    pairs = set(session.execute(select(Image.stack, Image.cloud).distinct()).tuples())
-    pairs |= set(session.execute(select(Pointer.stack, Pointer.cloud).distinct()).tuples())
+    pairs: set[tuple[str, str]] = set()
+    for query in (select(Image.stack, Image.cloud), select(Pointer.stack, Pointer.cloud)):
+        pairs.update((stack, cloud) for stack, cloud in session.execute(query.distinct()))
     return sorted(pairs)
