@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from imagectl.errors import UserError
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

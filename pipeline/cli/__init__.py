@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import click
+
 from imagectl import __version__
 
 # name -> (module, one-line help). The help line is shown by `imagectl --help` without

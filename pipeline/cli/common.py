@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+
 from imagectl.errors import EXIT_BAD_INPUT, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -6,6 +6,7 @@ import datetime as dt
 import sys
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 from imagectl.errors import EXIT_FAILED, EXIT_OK
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ValidationError
+
 from imagectl.errors import StackError, UserError
 from imagectl.stacks.schema import Stack
-from pydantic import BaseModel, ValidationError
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FLOAT = "tag:yaml.org,2002:float"

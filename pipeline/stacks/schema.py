@@ -11,9 +11,10 @@ import re
 from collections.abc import Callable
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
 from imagectl.errors import UserError
 from imagectl.versions import Dotted, NcclVersion, driver_branch
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 _DEB_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~-]*$")

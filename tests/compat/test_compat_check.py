@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from imagectl.compat.data import load_compat
 
 REPO = Path(__file__).resolve().parents[2]

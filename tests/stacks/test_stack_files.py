@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from imagectl.compat.data import load_compat
 from imagectl.errors import StackError
 from imagectl.stacks import load_stack, resolve, stack_paths
