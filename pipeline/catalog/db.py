@@ -107,7 +107,7 @@ def make_engine(url: str) -> Engine:
         raise CatalogUnavailable(
             f"the catalog URL {display_url(parsed)} uses '{backend}', which imagectl does not "
             "support",
-            hint="Use sqlite:///... or postgresql+psycopg://...",
+            hint=f"Set ${ENV_DATABASE_URL} to sqlite:///... or postgresql+psycopg://...",
         )
     kwargs: dict[str, Any] = {}
     if backend == "sqlite":
