@@ -63,3 +63,10 @@ def _contend(url: str, inside: Any, max_inside: Any, entries: Any, rounds: int) 
                 inside.value -= 1
                 entries.value += 1
     catalog.close()
+
+
+def _open(url: str, queue: Any, start: Any) -> None:
+    start.wait(TIMEOUT)
+    catalog = open_catalog(url)
+    queue.put(("opened", os.getpid()))
+    catalog.close()

@@ -20,7 +20,7 @@ from imagectl.errors import EXIT_FAILED
 
 # The workers live in a plain module next to this file; the children import it by name.
 sys.path.insert(0, str(Path(__file__).parent))
-from lock_workers import CLOUD, STACK, TIMEOUT, _contend, _hold, _hold_and_die, _try
+from lock_workers import CLOUD, STACK, TIMEOUT, _contend, _hold, _hold_and_die, _open, _try
 
 # forkserver: every child is a fresh process forked from a server that has already
 # imported SQLAlchemy, psycopg and the catalog once (spawn would re-import them per child).
@@ -163,3 +163,18 @@ def test_advisory_key_is_stable_and_distinct() -> None:
     assert a == advisory_key("promotion:h100-training:aws")
     assert a != advisory_key(lock_name("h100-training", "gcp"))
     assert -(2**63) <= a < 2**63
+
+
+def test_concurrent_first_open_migrates_once(catalog_url: str) -> None:
+    """Three processes open a fresh catalog at the same moment: all succeed, one schema."""
+    from imagectl.catalog.db import current_revision, head_revision, make_engine
+
+    queue, start = CTX.Queue(), CTX.Event()
+    procs = [_start(_open, catalog_url, queue, start) for _ in range(3)]
+    start.set()
+    opened = [queue.get(timeout=TIMEOUT) for _ in procs]
+    _join(*procs)
+    assert sorted(pid for _, pid in opened) == sorted(p.pid for p in procs)
+    engine = make_engine(catalog_url)
+    assert current_revision(engine) == head_revision()
+    engine.dispose()

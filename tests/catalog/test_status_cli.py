@@ -83,7 +83,10 @@ def test_status_json_shape(
     code, out, err = _run(capsys, "--json", "--events", "3")
     assert code == 0, err
     data = json.loads(out)
-    assert [(e["stack"], e["cloud"]) for e in data["stacks"]] == [(STACK, "aws"), ("local", "local")]
+    assert [(e["stack"], e["cloud"]) for e in data["stacks"]] == [
+        (STACK, "aws"),
+        ("local", "local"),
+    ]
     h100 = data["stacks"][0]
     assert set(h100) == {"stack", "cloud", "current", "candidates", "blocked", "events"}
     current = {c["region"]: c for c in h100["current"]}
