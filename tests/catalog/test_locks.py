@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from imagectl.catalog import repository as repo
-from imagectl.catalog.db import Catalog
+from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.locks import PromotionLocked, advisory_key, lock_name, promotion_lock
 from imagectl.catalog.models import Lock, utcnow
 from imagectl.errors import EXIT_FAILED
@@ -121,9 +121,9 @@ def test_dead_holder_does_not_block_forever(migrated: str, catalog: Catalog) -> 
             assert f"pid {dead_pid}" in ev.message and ev.details["stale_pid"] == dead_pid
 
 
-def test_lock_of_another_host_is_not_broken(catalog: Catalog) -> None:
-    if catalog.backend != "sqlite":
-        pytest.skip("PostgreSQL locks are advisory locks owned by the server, not rows")
+def test_sqlite_lock_of_another_host_is_not_broken(tmp_path: Path) -> None:
+    """SQLite only: PostgreSQL's locks belong to server sessions and cannot go stale."""
+    catalog = open_catalog(f"sqlite:///{tmp_path / 'c.db'}")
     with catalog.transaction() as s:
         s.add(
             Lock(name=lock_name(STACK, CLOUD), token="t", owner="dave", pid=4_000_000,
@@ -134,6 +134,7 @@ def test_lock_of_another_host_is_not_broken(catalog: Catalog) -> None:
         promotion_lock(catalog, STACK, CLOUD, wait_s=0.2),
     ):
         pass
+    catalog.close()
 
 
 def test_locks_are_per_stack_and_cloud(catalog: Catalog) -> None:
