@@ -187,15 +187,28 @@ def test_real_cli_on_a_filled_catalog(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_bad_database_url_exits_2_without_traceback(
-    tmp_path: Path, make_url: object, expected: str
+def test_bad_database_url_exits_2_with_a_clear_message(
+    tmp_path: Path,
+    make_url: object,
+    expected: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    url = make_url(tmp_path)  # type: ignore[operator]
-    done = _cli("status", env={"IMAGECTL_DATABASE_URL": url})
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    message = " ".join(done.stderr.split())
-    assert expected in message
+    monkeypatch.setenv("IMAGECTL_DATABASE_URL", make_url(tmp_path))  # type: ignore[operator]
+    code, out, err = _run(capsys)
+    assert code == 2, (out, err)
+    message = " ".join(err.split())
+    assert message.startswith("error: ") and expected in message
     assert "IMAGECTL_DATABASE_URL" in message
+    assert "secret" not in err  # passwords are hidden
+
+
+def test_real_cli_unreachable_database_no_traceback() -> None:
+    url = f"postgresql+psycopg://nobody:secret@127.0.0.1:{_closed_port()}/imagectl"
+    done = _cli("status", "--json", env={"IMAGECTL_DATABASE_URL": url})
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert "cannot open the image catalog" in " ".join(done.stderr.split())
     assert "Traceback" not in done.stderr and "secret" not in done.stderr
 
 
