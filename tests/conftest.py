@@ -166,8 +166,10 @@ def postgres_server() -> Iterator[PostgresServer]:
          "--no-sync", "--no-instructions"],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
+    # A throw-away server: durability off for speed.
     options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off -c max_connections=100"
+        f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c max_connections=100 "
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     )
     started = subprocess.run(
         [*prefix, pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
@@ -195,7 +197,7 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 
     name = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(postgres_server.admin_dsn(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" STRATEGY FILE_COPY')
     try:
         yield postgres_server.url(name)
     finally:

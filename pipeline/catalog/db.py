@@ -62,12 +62,15 @@ def display_url(url: str | URL) -> str:
 def _unavailable(url: str, error: BaseException) -> CatalogUnavailable:
     detail = str(getattr(error, "orig", None) or error).strip().splitlines()
     first = detail[0] if detail else type(error).__name__
+    if str(url).startswith("sqlite"):
+        check = "that the file is an imagectl catalog (SQLite) and readable and writable"
+    else:
+        check = "that the server is running and reachable and the user may log in"
     return CatalogUnavailable(
         f"cannot open the image catalog at {display_url(url)}: {first}",
         hint=(
             f"Check ${ENV_DATABASE_URL} (unset it to use the local SQLite file in the state "
-            "directory), that the server is running and reachable, and that the file is an "
-            "imagectl catalog"
+            f"directory) and {check}"
         ),
     )
 
@@ -107,7 +110,7 @@ def make_engine(url: str) -> Engine:
         raise CatalogUnavailable(
             f"the catalog URL {display_url(parsed)} uses '{backend}', which imagectl does not "
             "support",
-            hint="Use sqlite:///... or postgresql+psycopg://...",
+            hint=f"Set ${ENV_DATABASE_URL} to sqlite:///... or postgresql+psycopg://...",
         )
     kwargs: dict[str, Any] = {}
     if backend == "sqlite":
