@@ -179,13 +179,17 @@ def _alembic_config(connection: Any) -> Any:
     return config
 
 
-def head_revision() -> str:
+def _scripts() -> Any:
     from alembic.script import ScriptDirectory
 
-    script = ScriptDirectory.from_config(_alembic_config(None))
-    head = script.get_current_head()
+    return ScriptDirectory.from_config(_alembic_config(None))
+
+
+def head_revision() -> str:
+    """The newest schema revision this imagectl knows."""
+    head = _scripts().get_current_head()
     assert head is not None
-    return head
+    return str(head)
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -233,14 +237,12 @@ def migrate(engine: Engine, revision: str = "head") -> None:
 
 def ensure_schema(engine: Engine) -> None:
     """Migrate to head if the database is behind; refuse a database from a newer imagectl."""
-    from alembic.script import ScriptDirectory
-
-    head = head_revision()
+    scripts = _scripts()
+    head = scripts.get_current_head()
     current = current_revision(engine)
     if current == head:
         return
-    script = ScriptDirectory.from_config(_alembic_config(None))
-    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+    if current is not None and current not in {rev.revision for rev in scripts.walk_revisions()}:
         raise CatalogUnavailable(
             f"the image catalog at {display_url(engine.url)} has schema revision '{current}', "
             f"which this imagectl does not know (newest known: '{head}')",

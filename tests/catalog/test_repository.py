@@ -263,3 +263,19 @@ def test_forced_promotion_needs_a_reason_and_is_recorded(catalog: Catalog) -> No
         assert row.force_reason == "validator host pool down; incident 42"
         ev = repo.events(s, image=image_id, kind="image.state")[-1]
         assert ev.details["forced"] is True and "forced: validator host pool down" in ev.message
+
+
+def test_json_columns_track_in_place_changes(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = repo.record_image(
+            s, cloud_image_id="img", region="r", cloud="gcp", stack="x", stack_digest="d",
+            tags={"a": 1},
+        )  # fmt: skip
+        image_id = img.id
+    with catalog.transaction() as s:
+        got = repo.get_image(s, image_id)
+        assert got is not None
+        got.tags["b"] = 2
+    with catalog.transaction() as s:
+        got = repo.get_image(s, image_id)
+        assert got is not None and got.tags == {"a": 1, "b": 2}
