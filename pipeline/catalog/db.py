@@ -5,10 +5,11 @@ The URL is ``$IMAGECTL_DATABASE_URL`` when set (for example
 else a SQLite file ``catalog.db`` in ``imagectl.paths.state_dir()``: nothing to set up.
 
 ``open_catalog()`` creates the engine, brings the schema to the newest Alembic revision the
-first time (serialised between processes: a file lock on SQLite, an advisory lock on
-PostgreSQL) and returns a ``Catalog``. Use ``catalog.transaction()`` for a session that
-commits on success and rolls back on error. Any failure to reach or read the database
-becomes a ``CatalogUnavailable`` (a UserError: one paragraph, exit 2), never a traceback.
+first time (serialised between processes: the write lock of ``BEGIN IMMEDIATE`` on
+SQLite, an advisory lock on PostgreSQL) and returns a ``Catalog``. Use
+``catalog.transaction()`` for a session that commits on success and rolls back on error.
+Any failure to reach or read the database becomes a ``CatalogUnavailable`` (a UserError:
+one paragraph, exit 2), never a traceback.
 
 SQLite connections run with foreign keys on, WAL journal, a busy timeout, and every
 transaction opened with ``BEGIN IMMEDIATE`` (writers queue instead of failing with
@@ -18,7 +19,6 @@ transaction opened with ``BEGIN IMMEDIATE`` (writers queue instead of failing wi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -201,7 +201,7 @@ def current_revision(engine: Engine) -> str | None:
 
 @contextlib.contextmanager
 def _migration_lock(engine: Engine) -> Iterator[None]:
-    """Serialise first-time migrations between processes."""
+    """Serialise first-time migrations between processes (PostgreSQL: advisory lock)."""
     if engine.url.get_backend_name() == "postgresql":
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -211,20 +211,9 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
             finally:
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
         return
-    db = engine.url.database
-    if not db or db == ":memory:":
-        yield
-        return
-    import fcntl
-
-    digest = hashlib.sha1(str(Path(db).resolve()).encode()).hexdigest()[:12]
-    lock_path = Path(db).resolve().parent / f".{Path(db).name}.{digest}.migrate.lock"
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    # SQLite: nothing to add. migrate() runs inside BEGIN IMMEDIATE, which holds the
+    # database's write lock before Alembic reads the current revision.
+    yield
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
