@@ -51,7 +51,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from imagectl.catalog.lifecycle import ImageState, check_transition, current_actor, parse_state
 from imagectl.catalog.models import (
@@ -468,7 +468,14 @@ def get_pointer(session: Session, stack: str, cloud: str, region: str) -> Pointe
 def list_pointers(
     session: Session, *, stack: str | None = None, cloud: str | None = None
 ) -> list[Pointer]:
-    query = select(Pointer).order_by(Pointer.stack, Pointer.cloud, Pointer.region)
+    query = (
+        select(Pointer)
+        .options(
+            selectinload(Pointer.image).selectinload(Image.build),
+            selectinload(Pointer.previous_image).selectinload(Image.build),
+        )
+        .order_by(Pointer.stack, Pointer.cloud, Pointer.region)
+    )
     if stack:
         query = query.where(Pointer.stack == stack)
     if cloud:
@@ -485,7 +492,11 @@ def list_images(
     region: str | None = None,
 ) -> list[Image]:
     """Images filtered by stack, cloud, region and state(s), newest first."""
-    query = select(Image).order_by(Image.created_at.desc(), Image.id.desc())
+    query = (
+        select(Image)
+        .options(selectinload(Image.build))
+        .order_by(Image.created_at.desc(), Image.id.desc())
+    )
     if stack:
         query = query.where(Image.stack == stack)
     if cloud:
