@@ -1,7 +1,10 @@
 """Shared test fixtures and helpers.
 
 - ``require_tool(name, extra_dirs=())``: the path of an external program; skips the test
-  when it is missing, fails it instead when ``CI=true``.
+  when it is missing, fails it instead when ``CI=true``. Tests and fixtures get it as the
+  fixture of the same name (``def test_x(require_tool): packer = require_tool("packer")``):
+  ``from conftest import ...`` is unreliable because every folder's conftest.py is
+  imported under the same module name.
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
@@ -26,7 +29,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,12 @@ def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
     if in_ci():
         pytest.fail(f"{message} (CI=true: missing tools are failures)", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(name="require_tool")
+def _require_tool_fixture() -> Callable[..., str]:
+    """The ``require_tool`` helper, for tests and fixtures in any folder."""
+    return require_tool
 
 
 def _require_module(module: str, extra: str) -> None:

@@ -263,3 +263,38 @@ def test_forced_promotion_needs_a_reason_and_is_recorded(catalog: Catalog) -> No
         assert row.force_reason == "validator host pool down; incident 42"
         ev = repo.events(s, image=image_id, kind="image.state")[-1]
         assert ev.details["forced"] is True and "forced: validator host pool down" in ev.message
+
+
+def test_json_columns_track_in_place_changes(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = repo.record_image(
+            s, cloud_image_id="img", region="r", cloud="gcp", stack="x", stack_digest="d",
+            tags={"a": 1},
+        )  # fmt: skip
+        image_id = img.id
+    with catalog.transaction() as s:
+        got = repo.get_image(s, image_id)
+        assert got is not None
+        got.tags["b"] = 2
+    with catalog.transaction() as s:
+        got = repo.get_image(s, image_id)
+        assert got is not None and got.tags == {"a": 1, "b": 2}
+
+
+def test_pointer_refuses_blocked_and_deleted_images(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = _validated(s)
+        repo.set_state(s, img, "blocked", reason="CVE")
+        with pytest.raises(UserError, match=r"ami-1 .* is blocked and cannot become latest"):
+            repo.set_pointer(s, "h100-training", "aws", "us-east-1", img)
+        assert repo.get_pointer(s, "h100-training", "aws", "us-east-1") is None
+
+
+def test_a_promotion_finishes_once(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = _validated(s)
+        p = repo.start_promotion(s, img, target_regions=["us-east-1"])
+        repo.finish_promotion(s, p, completed_regions=["us-east-1"])
+        with pytest.raises(UserError, match=r"already finished \(succeeded\)"):
+            repo.finish_promotion(s, p, completed_regions=[])
+        assert img.state == "promoted"

@@ -226,3 +226,28 @@ def test_status_module_imports_sqlalchemy_lazily() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_tables_list_at_most_limit_images(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    catalog = open_catalog()  # the default SQLite file in the test's state dir
+    with catalog.transaction() as s:
+        for n in range(3):
+            repo.record_image(s, cloud_image_id=f"ami-{n}", region="us-east-1", cloud="aws",
+                              stack=STACK, stack_digest="d",
+                              created_at=t0 + timedelta(hours=n))  # fmt: skip
+    catalog.close()
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = _run(capsys, "--limit", "2")
+    assert code == 0
+    assert "ami-2" in out and "ami-1" in out  # the newest two
+    assert "ami-0 " not in out.split("latest events")[0]
+    assert "... and 1 more candidates" in out
+    code, out, _ = _run(capsys, "--json", "--limit", "1")
+    assert [c["cloud_image_id"] for c in json.loads(out)["stacks"][0]["candidates"]] == [
+        "ami-2", "ami-1", "ami-0",
+    ]  # fmt: skip
