@@ -51,8 +51,17 @@ def driver_version(ctx: Context) -> Finding:
     version = _nvml_driver(ctx)
     via = "NVML"
     if version is None:
+        # NVML is down: the installed user-space when it and the loaded module disagree
+        # (a driver upgraded without reboot: the image is right, the node needs a reboot),
+        # else the kernel module.
         module = ctx.fact("nvidia_module") or {}
-        version, via = module.get("version"), module.get("source", "kernel module")
+        library = ctx.fact("nvml_library") or {}
+        if module.get("loaded") and library.get("version") and (
+            library["version"] != module.get("version")
+        ):
+            version, via = library["version"], "the installed libnvidia-ml"
+        else:
+            version, via = module.get("version"), module.get("source", "kernel module")
     if version is None:
         return bad(
             Action.BLOCK_IMAGE,

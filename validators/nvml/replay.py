@@ -58,7 +58,11 @@ class ReplayNvml:
     kind = "replay"
 
     def __init__(self, nvml_section: dict[str, Any]):
-        self._data = nvml_section
+        common = nvml_section.get("common") or {}
+        self._data = dict(nvml_section)
+        self._data["devices"] = [
+            d if _is_error(d) else {**common, **d} for d in nvml_section.get("devices") or []
+        ]
         self._initialised = False
         self.calls: list[str] = []
 
