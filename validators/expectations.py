@@ -11,6 +11,7 @@ pinned: its check is skipped with that reason, never passed silently.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,6 +88,7 @@ class Expectations(BaseModel):
         }
 
 
+@lru_cache(maxsize=8)
 def load_shapes(images_dir: Path) -> dict[str, dict[str, Any]]:
     from ruamel.yaml import YAML
 

@@ -1,6 +1,6 @@
 """Run checks with a hard deadline each: a hung check is a failed check, never a hung run.
 
-Every check runs in a daemon worker thread; the runner waits up to the check's timeout
+Every check runs on a daemon worker thread; the runner waits up to the check's timeout
 and moves on. A C call stuck inside NVML keeps its thread, which cannot block exit (daemon)
 and marks NVML as wedged so later NVML checks fail at once instead of hanging in turn.
 An exception is ``error`` (never ``pass``); an unsupported NVML call is ``skip``.
@@ -8,9 +8,11 @@ An exception is ``error`` (never ``pass``); an unsupported NVML call is ``skip``
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import pynvml
@@ -76,6 +78,50 @@ def _from_exception(exc: BaseException) -> Finding:
     )
 
 
+class _Worker:
+    """A daemon thread running submitted jobs one at a time."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = (
+            queue.SimpleQueue()
+        )
+        self.thread = threading.Thread(target=self._loop, name="check-worker", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            job, done = self.jobs.get()
+            try:
+                job()
+            finally:
+                done.set()
+
+
+_worker: _Worker | None = None
+_worker_lock = threading.Lock()
+
+
+def run_with_deadline(job: Callable[[], None], timeout_s: float) -> bool:
+    """Run ``job`` on the worker thread; False if it did not finish within ``timeout_s``.
+
+    A job that overruns keeps its (daemon) worker, which is abandoned: the next job gets a
+    fresh worker, so one hung C call never delays the checks after it.
+    """
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = _Worker()
+        worker = _worker
+    done = threading.Event()
+    worker.jobs.put((job, done))
+    if done.wait(timeout_s):
+        return True
+    with _worker_lock:
+        if _worker is worker:
+            _worker = None
+    return False
+
+
 def run_one(spec: Spec, ctx: Context, gpu: int | None) -> list[CheckResult]:
     box: dict[str, Any] = {}
 
@@ -87,11 +133,9 @@ def run_one(spec: Spec, ctx: Context, gpu: int | None) -> list[CheckResult]:
             box["exc"] = exc
 
     started = time.perf_counter()
-    worker = threading.Thread(target=work, name=f"check:{spec.id}", daemon=True)
-    worker.start()
-    worker.join(spec.timeout_s)
+    finished = run_with_deadline(work, spec.timeout_s)
     duration = time.perf_counter() - started
-    if worker.is_alive():
+    if not finished:
         if spec.needs_nvml:
             ctx.nvml_wedged = True
         f = Finding(

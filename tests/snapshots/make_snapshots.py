@@ -14,6 +14,7 @@ The generated JSON files are committed too, so the library is reviewable and rep
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -75,6 +76,11 @@ BASES: dict[str, dict[str, Any]] = {
 
 
 def expectations(base: str) -> dict[str, Any]:
+    return copy.deepcopy(_expectations(base))
+
+
+@functools.lru_cache(maxsize=None)
+def _expectations(base: str) -> dict[str, Any]:
     b = BASES[base]
     e = from_stack(ROOT / "images", "h100-training", "p5.48xlarge")
     if b["shape"] != "p5.48xlarge":
@@ -398,10 +404,15 @@ def write(path: Path, data: Any) -> None:
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE, help="output folder (default: here)")
+    out = parser.parse_args().out
     cases: dict[str, Any] = {}
     for base in BASES:
-        write(HERE / "expect" / f"{base}.json", expectations(base))
-        write(HERE / "healthy" / f"{base}.json", factored(healthy(base)))
+        write(out / "expect" / f"{base}.json", expectations(base))
+        write(out / "healthy" / f"{base}.json", factored(healthy(base)))
         cases[f"healthy/{base}.json"] = {"base": base, "fault": None, "expect_fail": {}}
     for fault, (bases, apply, expected) in FAULTS.items():
         for base in bases:
@@ -409,10 +420,10 @@ def main() -> None:
             apply(snap)
             snap["description"] = f"{base} with one fault: {fault}"
             name = f"faults/{base}--{fault}.json"
-            write(HERE / name, factored(snap))
+            write(out / name, factored(snap))
             cases[name] = {"base": base, "fault": fault, "expect_fail": expected}
-    write(HERE / "cases.json", cases)
-    print(f"{len(cases)} snapshots under {HERE}")
+    write(out / "cases.json", cases)
+    print(f"{len(cases)} snapshots under {out}")
 
 
 if __name__ == "__main__":

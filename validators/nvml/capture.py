@@ -22,7 +22,12 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode(errors="replace")
     if isinstance(value, ctypes.Structure | ctypes.Union):
-        return {name: to_jsonable(getattr(value, name)) for name, _ in value._fields_}
+        # "version" is the structure version the caller sets, not a value
+        return {
+            name: to_jsonable(getattr(value, name))
+            for name, _ in value._fields_
+            if name != "version"
+        }
     if isinstance(value, ctypes.Array | list | tuple):
         return [to_jsonable(v) for v in value]
     if isinstance(value, int | float | str | bool) or value is None:
@@ -87,9 +92,10 @@ def capture_nvml(nvml: Any) -> dict[str, Any]:
             links: set[int] = set()
             for call in DEVICE_CALLS:
                 entry[call.name] = _capture_call(nvml, call, (handle,), links)
-                if call.name == "nvmlDeviceGetNvLinkState" and isinstance(entry[call.name], dict):
+                state = entry[call.name]
+                if call.name == "nvmlDeviceGetNvLinkState" and "$error" not in state:
                     links = {
-                        int(k) for k, v in entry[call.name].items() if not isinstance(v, dict)
+                        int(k) for k, v in state.items() if not isinstance(v, dict)
                     }
             devices.append(entry)
         return {"init": {"error": None}, "system": system, "devices": devices}
