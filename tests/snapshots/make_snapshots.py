@@ -242,7 +242,7 @@ def _log(s: Snap, line: str) -> None:
 
 
 def _bus(s: Snap, i: int) -> str:
-    return str(_gpus(s)[i]["nvmlDeviceGetPciInfo_v3"]["busId"])[4:13].lower()
+    return str(_gpus(s)[i]["nvmlDeviceGetPciInfo_v3"]["busId"])[4:14].lower()
 
 
 def xid(code: int, text: str, gpu: int = 3, times: int = 1) -> Callable[[Snap], None]:

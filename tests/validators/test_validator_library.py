@@ -41,6 +41,9 @@ def test_snapshot_verdict(name: str) -> None:
             failing.setdefault(c.id, set()).add(c.action.value)
     expected = {k: {v} for k, v in case["expect_fail"].items()}
     assert failing == expected
+    for c in receipt.checks:
+        if c.id == "kernel.xid" and c.measured:
+            assert c.gpu is not None, "an XID must be attributed to its GPU by PCI address"
     if expected:
         assert receipt.verdict == "fail"
         worst = max(expected.values(), key=lambda s: _rank(next(iter(s))))

@@ -64,6 +64,8 @@ def _capture_call(nvml: Any, call: Call, head: tuple[Any, ...], links: set[int])
         if call.name == "nvmlDeviceGetNvLinkErrorCounter" and args[0] not in links:
             continue
         out[arg_key(args)] = _one(nvml, call, head, args)
+    if not out:  # no NVLink link to ask about
+        return {"$error": "NOT_SUPPORTED"}
     values = list(out.values())
     # one error for every argument set (e.g. no NVLink at all): store it once
     if values and all(isinstance(v, dict) and "$error" in v for v in values):
