@@ -22,9 +22,11 @@ _SXID = re.compile(
 )
 # NVRM: API mismatch: the client has the version 580.95.05, but this kernel module has
 # the version 570.172.08.
+# (the second line carries its own timestamp / "NVRM:" prefix)
 _API_MISMATCH = re.compile(
-    r"NVRM: API mismatch: the client has the version (?P<client>[\d.]+), but\s+"
-    r"(?:this )?kernel module has the version (?P<module>[\d.]+)"
+    r"NVRM: API mismatch: the client has the version (?P<client>[\d.]+), but"
+    r".{0,160}?kernel module has the version (?P<module>\d+(?:\.\d+)+)",
+    re.S,
 )
 
 
@@ -84,7 +86,7 @@ def parse_events(text: str) -> list[Event]:
 
 
 def api_mismatch(text: str) -> tuple[str, str] | None:
-    m = _API_MISMATCH.search(" ".join(text.split()))
+    m = _API_MISMATCH.search(text)
     return (m["client"], m["module"]) if m else None
 
 
