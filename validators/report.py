@@ -5,8 +5,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-_STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "warn": "yellow",
-          "skip": "dim"}
+_STYLE = {
+    "pass": "green",
+    "fail": "bold red",
+    "error": "bold magenta",
+    "warn": "yellow",
+    "skip": "dim",
+}
 
 
 def _fmt(value: Any) -> str:
@@ -15,7 +20,11 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, dict | list):
-        text = ", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else ", ".join(map(str, value))
+        text = (
+            ", ".join(f"{k}={v}" for k, v in value.items())
+            if isinstance(value, dict)
+            else ", ".join(map(str, value))
+        )
         return text if len(text) <= 48 else text[:45] + "..."
     return str(value)
 
@@ -70,16 +79,32 @@ def junit_xml(receipt: dict[str, Any]) -> str:
         timestamp=receipt["started_at"],
     )
     props = ET.SubElement(suite, "properties")
-    for key in ("image_id", "stack", "stack_digest", "validator_version", "verdict", "worst_action"):
+    for key in (
+        "image_id",
+        "stack",
+        "stack_digest",
+        "validator_version",
+        "verdict",
+        "worst_action",
+    ):
         ET.SubElement(props, "property", name=key, value=str(receipt.get(key)))
     for c in checks:
         name = c["id"] if c.get("gpu") is None else f"{c['id']}[gpu{c['gpu']}]"
-        case = ET.SubElement(suite, "testcase", classname=c["id"].split(".")[0], name=name,
-                             time=f"{c['duration_s']:.4f}")
-        text = (f"measured={c.get('measured')!r} expected={c.get('expected')!r} "
-                f"action={c['action']} source={c.get('source')}")
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=c["id"].split(".")[0],
+            name=name,
+            time=f"{c['duration_s']:.4f}",
+        )
+        text = (
+            f"measured={c.get('measured')!r} expected={c.get('expected')!r} "
+            f"action={c['action']} source={c.get('source')}"
+        )
         if c["outcome"] == "fail":
-            ET.SubElement(case, "failure", message=c.get("message", ""), type=c["action"]).text = text
+            ET.SubElement(
+                case, "failure", message=c.get("message", ""), type=c["action"]
+            ).text = text
         elif c["outcome"] == "error":
             ET.SubElement(case, "error", message=c.get("message", ""), type="error").text = text
         elif c["outcome"] == "skip":
@@ -99,8 +124,15 @@ def diff_receipts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """What changed from receipt A to receipt B: header fields and per-check outcomes."""
     header = {
         k: {"a": a.get(k), "b": b.get(k)}
-        for k in ("image_id", "stack", "stack_digest", "validator_version", "profile", "verdict",
-                  "worst_action")
+        for k in (
+            "image_id",
+            "stack",
+            "stack_digest",
+            "validator_version",
+            "profile",
+            "verdict",
+            "worst_action",
+        )
         if a.get(k) != b.get(k)
     }
     ca = {_key(c): c for c in a["checks"]}
@@ -108,14 +140,23 @@ def diff_receipts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     changed = []
     for key in sorted(set(ca) | set(cb)):
         x, y = ca.get(key), cb.get(key)
-        if x and y and (x["outcome"], x.get("measured"), x["action"]) == (
-            y["outcome"], y.get("measured"), y["action"]
+        if (
+            x
+            and y
+            and (x["outcome"], x.get("measured"), x["action"])
+            == (y["outcome"], y.get("measured"), y["action"])
         ):
             continue
-        changed.append({
-            "id": key[0],
-            "gpu": None if key[1] < 0 else key[1],
-            "a": None if x is None else {k: x.get(k) for k in ("outcome", "measured", "action")},
-            "b": None if y is None else {k: y.get(k) for k in ("outcome", "measured", "action")},
-        })
+        changed.append(
+            {
+                "id": key[0],
+                "gpu": None if key[1] < 0 else key[1],
+                "a": None
+                if x is None
+                else {k: x.get(k) for k in ("outcome", "measured", "action")},
+                "b": None
+                if y is None
+                else {k: y.get(k) for k in ("outcome", "measured", "action")},
+            }
+        )
     return {"header": header, "checks": changed}

@@ -4,6 +4,7 @@ produce the receipt."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from dataclasses import dataclass, field
@@ -20,7 +21,12 @@ from imagectl.validators.results import CheckResult, Outcome, Severity
 from imagectl.validators.runner import run_checks
 
 # Wall-time budget per profile (checks past it fail rather than overrun).
-PROFILE_BUDGET_S: dict[str, float | None] = {"boot": 30.0, "quick": 180.0, "full": 1200.0, "burn": None}
+PROFILE_BUDGET_S: dict[str, float | None] = {
+    "boot": 30.0,
+    "quick": 180.0,
+    "full": 1200.0,
+    "burn": None,
+}
 
 
 @dataclass
@@ -80,20 +86,28 @@ def build_context(opts: Options) -> Context:
 
 
 def _skip(id_: str, title: str, reason: str) -> CheckResult:
-    return CheckResult(id=id_, title=title, severity=Severity.INFO, outcome=Outcome.SKIP,
-                       message=reason)
+    return CheckResult(
+        id=id_, title=title, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason
+    )
 
 
 def _error(id_: str, title: str, exc: BaseException) -> CheckResult:
-    return CheckResult(id=id_, title=title, severity=Severity.CRITICAL, outcome=Outcome.ERROR,
-                       message=f"{type(exc).__name__}: {exc}")
+    return CheckResult(
+        id=id_,
+        title=title,
+        severity=Severity.CRITICAL,
+        outcome=Outcome.ERROR,
+        message=f"{type(exc).__name__}: {exc}",
+    )
 
 
 def part_two(ctx: Context, opts: Options) -> list[CheckResult]:
     """The CUDA and collective smoke tests (other modules), sampled under load."""
     if opts.snapshot is not None:
-        return [_skip("compute.smoke", "CUDA smoke tests", "replay: no hardware to load"),
-                _skip("collectives.smoke", "Collective smoke tests", "replay: no hardware")]
+        return [
+            _skip("compute.smoke", "CUDA smoke tests", "replay: no hardware to load"),
+            _skip("collectives.smoke", "Collective smoke tests", "replay: no hardware"),
+        ]
     out: list[CheckResult] = []
     sampler = None
     if ctx.nvml_ready and ctx.handles:
@@ -108,8 +122,12 @@ def part_two(ctx: Context, opts: Options) -> list[CheckResult]:
             out.append(_skip("compute.smoke", "CUDA smoke tests", f"unavailable: {exc}"))
         else:
             try:
-                out += smoke_checks(ctx.expect, device=opts.device, profile=opts.profile,
-                                    nvml=ctx.nvml if ctx.nvml_ready else None)
+                out += smoke_checks(
+                    ctx.expect,
+                    device=opts.device,
+                    profile=opts.profile,
+                    nvml=ctx.nvml if ctx.nvml_ready else None,
+                )
             except Exception as exc:
                 out.append(_error("compute.smoke", "CUDA smoke tests", exc))
         try:
@@ -118,8 +136,9 @@ def part_two(ctx: Context, opts: Options) -> list[CheckResult]:
             out.append(_skip("collectives.smoke", "Collective smoke tests", f"unavailable: {exc}"))
         else:
             try:
-                out += collective_checks(ctx.expect, device=opts.device, profile=opts.profile,
-                                         nodes=opts.nodes)
+                out += collective_checks(
+                    ctx.expect, device=opts.device, profile=opts.profile, nodes=opts.nodes
+                )
             except Exception as exc:
                 out.append(_error("collectives.smoke", "Collective smoke tests", exc))
     finally:
@@ -135,11 +154,13 @@ def baseline_checks(receipt: dict[str, Any], opts: Options) -> list[CheckResult]
     try:
         from imagectl.validators.baseline import compare_to_baseline
     except Exception as exc:
-        return [_skip("baseline.compare", "Comparison with the baseline receipt",
-                      f"unavailable: {exc}")]
+        return [
+            _skip("baseline.compare", "Comparison with the baseline receipt", f"unavailable: {exc}")
+        ]
     try:
-        return list(compare_to_baseline(receipt, opts.baseline,
-                                        max_regression_pct=opts.max_regression_pct))
+        return list(
+            compare_to_baseline(receipt, opts.baseline, max_regression_pct=opts.max_regression_pct)
+        )
     except Exception as exc:
         return [_error("baseline.compare", "Comparison with the baseline receipt", exc)]
 
@@ -167,8 +188,10 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
 def _image_id(ctx: Context, opts: Options) -> str | None:
     if opts.image_id:
         return opts.image_id
-    for getter in (lambda: (ctx.fact("manifest") or {}).get("image_id"),
-                   lambda: (ctx.fact("cloud_image") or {}).get("image_id")):
+    for getter in (
+        lambda: (ctx.fact("manifest") or {}).get("image_id"),
+        lambda: (ctx.fact("cloud_image") or {}).get("image_id"),
+    ):
         try:
             value = getter()
         except Exception:
@@ -189,10 +212,8 @@ def validate(opts: Options) -> Receipt:
         results += part_two(ctx, opts)
         results += run_checks(loaded, ctx, budget_s=PROFILE_BUDGET_S[opts.profile])
     if ctx.nvml_ready and not ctx.nvml_wedged:
-        try:
+        with contextlib.suppress(Exception):
             ctx.nvml.nvmlShutdown()
-        except Exception:
-            pass
     receipt = _make_receipt(ctx, opts, results, started_at, t0)
     extra = baseline_checks(receipt.model_dump(mode="json"), opts)
     if extra:
@@ -200,8 +221,9 @@ def validate(opts: Options) -> Receipt:
     return receipt
 
 
-def _make_receipt(ctx: Context, opts: Options, results: list[CheckResult], started_at: str,
-                  t0: float) -> Receipt:
+def _make_receipt(
+    ctx: Context, opts: Options, results: list[CheckResult], started_at: str, t0: float
+) -> Receipt:
     verdict, worst = verdict_of(results)
     from imagectl import __version__
 

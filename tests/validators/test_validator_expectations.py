@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-
 from imagectl.errors import UserError
 from imagectl.validators.expectations import (
     Expectations,

@@ -22,7 +22,10 @@ def test_boot_profile_without_a_gpu(tmp_path: Path) -> None:
     receipt_path = tmp_path / "receipt.json"
     out = subprocess.run(
         [IMAGECTL, "validate", "--profile", "boot", "--json", "-o", str(receipt_path)],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "IMAGECTL_ROOT": str(ROOT)},
     )
     assert out.returncode == 1, out.stderr
@@ -41,8 +44,15 @@ def test_boot_profile_without_a_gpu(tmp_path: Path) -> None:
         assert c["message"].startswith("not checked: NVML unavailable")
     assert receipt["worst_action"] == "BLOCK_IMAGE"
     # software and hygiene checks still ran on the host's real facts
-    for sw in ("sw.kernel.release", "sw.driver.library_match", "sw.nccl.version", "kernel.xid",
-               "image.ssh_host_keys", "image.credentials", "image.shell_history"):
+    for sw in (
+        "sw.kernel.release",
+        "sw.driver.library_match",
+        "sw.nccl.version",
+        "kernel.xid",
+        "image.ssh_host_keys",
+        "image.credentials",
+        "image.shell_history",
+    ):
         assert sw in by_id and by_id[sw][0]["outcome"] != "error", by_id.get(sw)
     assert receipt["host"]["kernel"] == os.uname().release
     assert receipt["duration_s"] < 30
@@ -52,7 +62,10 @@ def test_boot_profile_with_the_local_stack_expects_no_gpu(tmp_path: Path) -> Non
     """The local (QEMU) stack's shape has no GPU: GPU checks skip, pins are judged."""
     out = subprocess.run(
         [IMAGECTL, "validate", "--stack", "local", "--json", "--no-hygiene"],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "IMAGECTL_ROOT": str(ROOT)},
     )
     receipt = json.loads(out.stdout)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pynvml
 from conftest import SNAPSHOTS, expect_file
-
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import Finding, Spec, ok
 from imagectl.validators.expectations import from_file
@@ -25,14 +24,25 @@ NEVER = threading.Event()
 
 def _ctx() -> Any:
     return build_context(
-        Options(expect=from_file(expect_file("h100-sxm-8x")),
-                snapshot=load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"))
+        Options(
+            expect=from_file(expect_file("h100-sxm-8x")),
+            snapshot=load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"),
+        )
     )
 
 
 def _spec(fn: Any, *, timeout_s: float = 0.2, needs_nvml: bool = False) -> Spec:
-    return Spec("test.check", "a test check", Severity.CRITICAL, fn, False, needs_nvml,
-                frozenset({"boot"}), timeout_s, Action.REBOOT)
+    return Spec(
+        "test.check",
+        "a test check",
+        Severity.CRITICAL,
+        fn,
+        False,
+        needs_nvml,
+        frozenset({"boot"}),
+        timeout_s,
+        Action.REBOOT,
+    )
 
 
 def test_a_hung_check_fails_within_its_deadline_and_the_run_goes_on() -> None:

@@ -21,7 +21,13 @@ RELEVANT_PACKAGES = re.compile(
     r"^(nvidia|libnvidia|libnccl|cuda-|datacenter-gpu-manager|linux-image|libcuda)"
 )
 SERVICES = ("nvidia-fabricmanager", "nvidia-persistenced", "nvidia-imex")
-HISTORY_FILES = (".bash_history", ".zsh_history", ".python_history", ".mysql_history", ".psql_history")
+HISTORY_FILES = (
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".mysql_history",
+    ".psql_history",
+)
 CREDENTIAL_FILES = (
     ".aws/credentials",
     ".config/gcloud/credentials.db",
@@ -149,9 +155,7 @@ def _nvidia_module(f: LiveFacts) -> dict[str, Any]:
 def _ldconfig(f: LiveFacts, soname: str) -> str | None:
     """Path of ``soname`` in the linker cache (the 64-bit entry first)."""
     _, out = f.run("ldconfig -p 2>/dev/null")
-    found = [
-        line.strip() for line in out.splitlines() if line.strip().startswith(soname + " ")
-    ]
+    found = [line.strip() for line in out.splitlines() if line.strip().startswith(soname + " ")]
     found.sort(key=lambda line: "64" not in line.split("=>")[0])
     for line in found:
         if "=>" in line:
@@ -198,7 +202,7 @@ def _nccl(f: LiveFacts) -> dict[str, Any]:
 
 
 def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
-    rc, out = f.run(
+    _rc, out = f.run(
         "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' 2>/dev/null"
     )
     wanted = set(f.extra_packages)
@@ -218,7 +222,7 @@ def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
 def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name in SERVICES:
-        rc, state = f.run(f"systemctl is-active {name} 2>/dev/null")
+        _rc, state = f.run(f"systemctl is-active {name} 2>/dev/null")
         _, enabled = f.run(f"systemctl is-enabled {name} 2>/dev/null")
         out[name] = {
             "active": state.strip() == "active",
