@@ -24,3 +24,27 @@ def library_cases() -> dict[str, Any]:
 
 def expect_file(base: str) -> Path:
     return SNAPSHOTS / "expect" / f"{base}.json"
+
+
+class Run:
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def imagectl_in_process(*args: str) -> Run:
+    """The real CLI (``imagectl.cli.main``) in this process: faster than a subprocess."""
+    import contextlib
+    import io
+    import os
+
+    from imagectl.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(list(args))
+    finally:
+        os.chdir(old)
+    return Run(int(rc), out.getvalue(), err.getvalue())

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import ROOT, SNAPSHOTS, expect_file
+from conftest import SNAPSHOTS, expect_file, imagectl_in_process
 from imagectl.validators.catalogs import xid_catalog
 from imagectl.validators.host.kernel_log import api_mismatch, normalise_bus, parse_events
 from imagectl.validators.results import Action
-
-IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 
 LOG = """\
 [  812.123456] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
@@ -56,31 +52,18 @@ def test_api_mismatch_is_named() -> None:
 def test_kernel_log_file_replaces_the_snapshot_log(tmp_path: Path) -> None:
     log = tmp_path / "kern.log"
     log.write_text("[ 5.0] NVRM: Xid (PCI:0000:18:00): 95, pid=1, Uncontained ECC error\n")
-    out = subprocess.run(
-        [
-            IMAGECTL,
-            "validate",
-            "--replay",
-            str(SNAPSHOTS / "healthy/h100-sxm-8x.json"),
-            "--expect",
-            str(expect_file("h100-sxm-8x")),
-            "--kernel-log",
-            str(log),
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
+    out = imagectl_in_process(
+        "validate",
+        "--replay",
+        str(SNAPSHOTS / "healthy/h100-sxm-8x.json"),
+        "--expect",
+        str(expect_file("h100-sxm-8x")),
+        "--kernel-log",
+        str(log),
+        "--json",
     )
     assert out.returncode == 1, out.stderr
     (xid,) = [c for c in json.loads(out.stdout)["checks"] if c["id"] == "kernel.xid"]
     assert xid["action"] == "RESET_GPU" and xid["gpu"] == 0 and xid["measured"]["code"] == 95
-    missing = subprocess.run(
-        [IMAGECTL, "validate", "--kernel-log", str(tmp_path / "absent.log")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    missing = imagectl_in_process("validate", "--kernel-log", str(tmp_path / "absent.log"))
     assert missing.returncode == 2 and "absent.log" in missing.stderr

@@ -4,14 +4,13 @@ Driven through the real CLI in a subprocess."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, SNAPSHOTS, expect_file
+from conftest import SNAPSHOTS, Run, expect_file, imagectl_in_process
 from imagectl.errors import UserError
 from imagectl.validators.receipt import SCHEMA_FILE, load_receipt
 from imagectl.validators.schemas import SCHEMA_DIR, generators, render
@@ -21,8 +20,8 @@ HEALTHY = SNAPSHOTS / "healthy/h100-sxm-8x.json"
 XID79 = SNAPSHOTS / "faults/h100-sxm-8x--xid79-fallen-off-bus.json"
 
 
-def imagectl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([IMAGECTL, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+def imagectl(*args: str) -> Run:
+    return imagectl_in_process(*args)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +38,7 @@ def receipts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         str(out / "good.json"),
         "--junit",
         str(out / "good.xml"),
+        "--json",
     )
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr
     bad = imagectl(
@@ -51,6 +51,7 @@ def receipts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         str(out / "bad.json"),
         "--junit",
         str(out / "bad.xml"),
+        "--json",
     )
     assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr
     return {
@@ -109,7 +110,11 @@ def test_junit_parses_and_counts_failures(receipts: dict[str, Path]) -> None:
 def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
     shown = imagectl("receipt", "show", str(receipts["bad"]), "--json")
     assert shown.returncode == 1 and json.loads(shown.stdout)["verdict"] == "fail"
-    assert imagectl("receipt", "show", str(receipts["good"])).returncode == 0
+    table = imagectl("receipt", "show", str(receipts["bad"]), "--failed-only")
+    assert table.returncode == 1
+    assert "kernel.xid" in table.stdout and "verdict: FAIL" in table.stdout
+    assert "gpu.ecc.mode" not in table.stdout  # passed checks hidden
+    assert imagectl("receipt", "show", str(receipts["good"]), "--json").returncode == 0
     diff = imagectl("receipt", "diff", str(receipts["good"]), str(receipts["bad"]), "--json")
     assert diff.returncode == 1
     d = json.loads(diff.stdout)
