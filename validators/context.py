@@ -52,6 +52,7 @@ class Context:
     nvml_action: Action = Action.NONE
     nvml_init_s: float | None = None
     nvml_wedged: bool = False
+    fabric_deadline: float | None = None  # boot readiness: wait for the fabric once per run
     handles: list[Any] = field(default_factory=list)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     # samples taken under load (quick/full/burn), per GPU index

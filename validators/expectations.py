@@ -229,16 +229,34 @@ def resolve_expectations(
     stack: str | None,
     expect_file: Path | None,
     shape: str | None,
+    replay: dict[str, Any] | None = None,
 ) -> Expectations:
-    """``--stack`` / ``--expect`` / the image's own expect.json / only the shape / nothing."""
+    """``--stack`` / ``--expect`` / the image's own expect.json / only the shape / nothing.
+
+    When replaying a snapshot, the image's own expect.json is the one recorded in the
+    snapshot (host fact ``expect_file``), never this machine's.
+    """
     if stack and expect_file:
         raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
     if stack:
         return from_stack(images_dir, stack, shape)
-    if expect_file is None and DEFAULT_EXPECT_FILE.is_file():
+    expect: Expectations | None = None
+    if expect_file is None and replay is not None:
+        recorded = (replay.get("host") or {}).get("expect_file")
+        if isinstance(recorded, dict) and "$invalid" not in recorded:
+            try:
+                expect = Expectations.model_validate(recorded)
+            except ValidationError as exc:
+                raise UserError(
+                    f"the snapshot's recorded expect.json is invalid: {exc.errors()[0]['msg']}",
+                    hint="Pass --expect or --stack",
+                ) from exc
+            expect = expect.model_copy(update={"origin": "snapshot:/etc/imagectl/expect.json"})
+    elif expect_file is None and DEFAULT_EXPECT_FILE.is_file():
         expect_file = DEFAULT_EXPECT_FILE
     if expect_file is not None:
         expect = from_file(expect_file)
+    if expect is not None:
         if shape and shape != expect.shape:
             update = _shape_fields(images_dir, shape)
             expect = expect.model_copy(update=update)

@@ -116,7 +116,11 @@ def command(
         raise UserError(f"cannot read the kernel log {kernel_log}: no such file")
     snapshot = load_snapshot(replay) if replay is not None else None
     expect = resolve_expectations(
-        images_dir=workspace(ctx).images, stack=stack, expect_file=expect_file, shape=shape
+        images_dir=workspace(ctx).images,
+        stack=stack,
+        expect_file=expect_file,
+        shape=shape,
+        replay=snapshot,
     )
     opts = Options(
         profile=profile,

@@ -5,7 +5,9 @@ The generated JSON files are committed too, so the library is reviewable and rep
 
 - ``healthy/<base>.json``: a healthy host (values as NVML reports them on that hardware).
 - ``expect/<base>.json``: the expectations the base is judged against (from the real
-  h100-training stack's pins and the shape table, via ``--expect``).
+  h100-training stack's pins and the shape table); also recorded in each snapshot as the
+  image's ``/etc/imagectl/expect.json``, so ``imagectl validate --replay FILE`` alone
+  judges it as the host would.
 - ``faults/<base>--<fault>.json``: the base with one named fault applied (``FAULTS``).
 - ``cases.json``: for every snapshot, its base and the checks that must fail with which
   action (empty for healthy and ignorable ones). The test suite replays each one.
@@ -317,6 +319,8 @@ def healthy(base: str) -> dict[str, Any]:
                 "packages": {n: p["version"] for n, p in sorted(packages.items())},
             },
             "cloud_image": {"cloud": "aws", "image_id": b["image"]},
+            # the image's own /etc/imagectl/expect.json: a replay without --expect uses it
+            "expect_file": e,
             "hygiene": {
                 "root": "/",
                 "booted_root": True,

@@ -145,3 +145,16 @@ def test_healthy_h100_passes_against_the_real_stack() -> None:
         "sw.packages.pinned",
         "sw.manifest.agrees",
     } <= ids
+
+
+def test_replay_without_expectations_uses_the_recorded_expect_json() -> None:
+    """A shared snapshot is judged as the host judged itself: no --expect needed."""
+    from conftest import imagectl_in_process
+
+    fault = SNAPSHOTS / "faults/h100-sxm-8x--nccl-unpinned.json"
+    out = imagectl_in_process("validate", "--replay", str(fault), "--json")
+    assert out.returncode == 1, out.stderr
+    receipt = json.loads(out.stdout)
+    assert receipt["expectations"]["origin"] == "snapshot:/etc/imagectl/expect.json"
+    failing = {c["id"] for c in receipt["checks"] if c["outcome"] == "fail"}
+    assert failing == set(CASES["faults/h100-sxm-8x--nccl-unpinned.json"]["expect_fail"])

@@ -7,6 +7,7 @@ libnccl itself), pinned packages and holds, and the image manifest against dpkg.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pynvml
@@ -14,7 +15,7 @@ from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import api_mismatch
 from imagectl.validators.nvml.errors import error_name
-from imagectl.validators.results import Action, Severity
+from imagectl.validators.results import Action
 from imagectl.versions import Dotted
 
 STACK = "the stack's pins (images/stacks/)"
@@ -260,23 +261,51 @@ def fm_version(ctx: Context) -> Finding:
     )
 
 
-@check("gpu.fabric.state", "NVML fabric state COMPLETED (NVSwitch shapes)", per_gpu=True)
-def fabric_state(ctx: Context, gpu: int) -> Finding:
-    if not _fm_needed(ctx):
-        return skip("no NVSwitch on this shape")
+_FABRIC_STATES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+
+
+def _fabric(ctx: Context, gpu: int) -> tuple[str, int, int]:
     info = pynvml.c_nvmlGpuFabricInfoV_t()
     ctx.nvml.nvmlDeviceGetGpuFabricInfoV(ctx.handles[gpu], info)
-    names = {1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED", 0: "NOT_SUPPORTED"}
-    state = names.get(int(info.state), str(info.state))
-    if state == "COMPLETED" and int(info.status) == pynvml.NVML_SUCCESS:
-        return ok(measured=state, expected="COMPLETED", details={"clique_id": int(info.cliqueId)})
+    state = _FABRIC_STATES.get(int(info.state), str(info.state))
+    return state, int(info.status), int(info.cliqueId)
+
+
+@check(
+    "gpu.fabric.state",
+    "NVML fabric state COMPLETED (NVSwitch shapes)",
+    per_gpu=True,
+    timeout_s=20.0,
+)
+def fabric_state(ctx: Context, gpu: int) -> Finding:
+    """Boot readiness: right after boot the fabric may still be training, so a live run
+    waits (once per run, ``fabric.wait_s``) for NOT_STARTED / IN_PROGRESS to complete."""
+    if not _fm_needed(ctx):
+        return skip("no NVSwitch on this shape")
+    state, status, clique = _fabric(ctx, gpu)
+    waited = 0.0
+    if state in ("NOT_STARTED", "IN_PROGRESS") and ctx.nvml.kind == "live":
+        t = ctx.thresholds["fabric.wait_s"]
+        if ctx.fabric_deadline is None:
+            ctx.fabric_deadline = time.monotonic() + float(t.value)
+        started = time.monotonic()
+        while state != "COMPLETED" and time.monotonic() < ctx.fabric_deadline:
+            time.sleep(0.25)
+            state, status, clique = _fabric(ctx, gpu)
+        waited = time.monotonic() - started
+    if state == "COMPLETED" and status == pynvml.NVML_SUCCESS:
+        return ok(
+            measured=state,
+            expected="COMPLETED",
+            details={"clique_id": clique, "waited_s": round(waited, 2)},
+        )
     return bad(
         Action.REBOOT,
-        f"fabric state {state}, status {int(info.status)}: the GPU is not part of the NVLink "
-        "fabric (fabric manager failed or still training); restart fabric manager or reboot",
+        f"fabric state {state}, status {status}: the GPU is not part of the NVLink fabric "
+        "(fabric manager failed or still training); restart fabric manager or reboot",
         measured=state,
         expected="COMPLETED",
-        details={"status": int(info.status)},
+        details={"status": status, "waited_s": round(waited, 2)},
     )
 
 
@@ -339,7 +368,6 @@ def packages_pinned(ctx: Context) -> Finding:
     "sw.packages.held",
     "Pinned packages held against upgrades",
     needs_nvml=False,
-    severity=Severity.WARNING,
 )
 def packages_held(ctx: Context) -> Finding:
     want = ctx.expect.held

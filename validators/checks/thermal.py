@@ -8,7 +8,7 @@ from typing import Any
 from imagectl.validators.checks.base import LOADED_PROFILES, Finding, bad, check, ok, skip, warn
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import TEMP_GPU, THRESHOLD_SLOWDOWN
-from imagectl.validators.results import Action, Outcome, Severity
+from imagectl.validators.results import Action, Outcome
 
 SHAPES = "images/catalog/shapes.yaml"
 
@@ -96,9 +96,7 @@ def temperature(ctx: Context, gpu: int) -> Finding:
     return judge_temperature(ctx, float(temp), float(slowdown) if slowdown else None)
 
 
-@check(
-    "gpu.power.limit", "Enforced power limit as expected", per_gpu=True, severity=Severity.WARNING
-)
+@check("gpu.power.limit", "Enforced power limit as expected", per_gpu=True)
 def power_limit(ctx: Context, gpu: int) -> Finding:
     hw = ctx.expect.hardware
     limit_w = ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(ctx.handles[gpu]) / 1000.0

@@ -214,7 +214,7 @@ def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
         name, version, status = parts
         if not (RELEVANT_PACKAGES.match(name) or name in wanted):
             continue
-        installed = len(status) > 1 and status[1] in "iHUFWt" and status[1] != "n"
+        installed = len(status) > 1 and status[1] == "i"  # "ii", "hi": fully installed
         pkgs[name] = {"version": version, "held": status[:1] == "h", "installed": installed}
     return pkgs
 
@@ -234,6 +234,17 @@ def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
 
 def _manifest(f: LiveFacts) -> Any:
     text = f.read(f.under_root("/etc/imagectl/manifest.json"))
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"$invalid": f"line {exc.lineno}: {exc.msg}"}
+
+
+def _expect_file(f: LiveFacts) -> Any:
+    """The image's own expectations (/etc/imagectl/expect.json), so a replay can use them."""
+    text = f.read(f.under_root("/etc/imagectl/expect.json"))
     if text is None:
         return None
     try:
@@ -353,6 +364,7 @@ GATHERERS: dict[str, Callable[[LiveFacts], Any]] = {
     "packages": _packages,
     "services": _services,
     "manifest": _manifest,
+    "expect_file": _expect_file,
     "cloud_image": _image_id,
     "hygiene": _hygiene,
 }
