@@ -77,3 +77,23 @@ def test_boot_profile_with_the_local_stack_expects_no_gpu(tmp_path: Path) -> Non
     pinned = checks["sw.packages.pinned"]
     assert pinned["expected"] == {"jq": "1.6-2.1+deb12u3", "chrony": "4.3-2+deb12u3"}
     assert out.returncode == (0 if receipt["verdict"] == "pass" else 1)
+
+
+def test_snapshot_of_this_host_replays_to_the_same_verdicts(tmp_path: Path) -> None:
+    """Capture this (GPU-less) host, replay it: every check reaches the same outcome."""
+    from conftest import imagectl_in_process
+
+    snap = tmp_path / "here.json"
+    taken = imagectl_in_process("snapshot", "-o", str(snap), "--description", "test host")
+    assert taken.returncode == 0, taken.stderr
+    data = json.loads(snap.read_text())
+    assert data["nvml"]["init"]["error"] in ("LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED", None)
+    assert data["host"]["kernel_release"] == os.uname().release
+    live = imagectl_in_process("validate", "--json")
+    replayed = imagectl_in_process("validate", "--replay", str(snap), "--json")
+    assert live.returncode == replayed.returncode
+    outcomes = [
+        {(c["id"], c["gpu"]): (c["outcome"], c["action"]) for c in json.loads(r.stdout)["checks"]}
+        for r in (live, replayed)
+    ]
+    assert outcomes[0] == outcomes[1]
