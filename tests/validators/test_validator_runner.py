@@ -109,3 +109,38 @@ def test_a_wedged_nvml_fails_the_remaining_gpu_checks_fast() -> None:
     assert all("hung" in r.message for r in later)
     # software checks do not depend on NVML and still ran
     assert any(r.id == "sw.nccl.version" and r.outcome == Outcome.PASS for r in results)
+
+
+def test_part_two_calls_are_guarded() -> None:
+    """Part 2 (compute, collectives, baseline) comes from other modules: a missing module is a
+    skip with the reason, a hang a failure within the deadline, an exception an error."""
+    from imagectl.validators.results import CheckResult
+    from imagectl.validators.session import _guarded
+
+    def missing() -> Any:
+        raise ModuleNotFoundError("No module named 'torch'")
+
+    def hangs(*a: Any, **k: Any) -> list[CheckResult]:
+        NEVER.wait()
+        return []
+
+    def raises(*a: Any, **k: Any) -> list[CheckResult]:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    def passes(*a: Any, **k: Any) -> list[CheckResult]:
+        return [
+            CheckResult(
+                id="compute.gemm", title="GEMM", severity=Severity.CRITICAL, outcome=Outcome.PASS
+            )
+        ]
+
+    (skip,) = _guarded("compute.smoke", "t", missing, lambda fn: fn(), 1.0)
+    assert skip.outcome == Outcome.SKIP and "torch" in skip.message
+    started = time.perf_counter()
+    (hung,) = _guarded("compute.smoke", "t", lambda: hangs, lambda fn: fn(), 0.3)
+    assert time.perf_counter() - started < 2.0
+    assert hung.outcome == Outcome.FAIL and "timed out" in hung.message
+    (err,) = _guarded("compute.smoke", "t", lambda: raises, lambda fn: fn(), 1.0)
+    assert err.outcome == Outcome.ERROR and "illegal memory access" in err.message
+    (good,) = _guarded("compute.smoke", "t", lambda: passes, lambda fn: fn(), 1.0)
+    assert good.id == "compute.gemm" and good.outcome == Outcome.PASS
