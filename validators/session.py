@@ -239,6 +239,9 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
         "boot": fact("boot"),
         "driver_module": module.get("version"),
         "module_flavour": module.get("flavour"),
+        "nvml_library": (fact("nvml_library") or {}).get("version"),
+        "nccl": (fact("nccl") or {}).get("version"),
+        "gpus": len(ctx.gpus),
         "nvml_init_s": ctx.nvml_init_s,
         "cloud": (fact("cloud_image") or {}).get("cloud"),
     }
