@@ -20,7 +20,7 @@ from imagectl.validators.checks.base import Finding, Spec
 from imagectl.validators.context import Context
 from imagectl.validators.host.facts import FactMissing
 from imagectl.validators.nvml.errors import error_label, error_name, is_unsupported
-from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+from imagectl.validators.results import Action, CheckResult, Outcome
 
 # NVML errors inside a check that say something about the GPU, not about the check.
 _NVML_FAULTS = {
@@ -205,6 +205,3 @@ def run_checks(
                 continue
             results.extend(run_one(spec, ctx, gpu))
     return results
-
-
-__all__ = ["Severity", "run_checks", "run_one"]

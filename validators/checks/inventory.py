@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 import pynvml
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
+from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import normalise_bus
 from imagectl.validators.nvml.errors import error_label, error_name
-from imagectl.validators.results import Action, Outcome
+from imagectl.validators.results import Action
 
 SHAPES = "images/catalog/shapes.yaml"
 GPUS = "images/compat/gpus.yaml"
@@ -243,6 +243,3 @@ def gpu_persistence(ctx: Context, gpu: int) -> Finding:
         expected=ctx.expect.persistence_mode,
         source="NVIDIA driver persistence documentation",
     )
-
-
-__all__ = ["Outcome", "warn"]

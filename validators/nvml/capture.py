@@ -9,7 +9,6 @@ from typing import Any
 import pynvml
 from imagectl.validators.nvml.calls import (
     DEVICE_CALLS,
-    NVLINK_COUNTERS,
     SYSTEM_CALLS,
     Call,
     arg_key,
@@ -104,6 +103,3 @@ def capture_nvml(nvml: Any) -> dict[str, Any]:
     finally:
         with contextlib.suppress(pynvml.NVMLError):
             nvml.nvmlShutdown()
-
-
-__all__ = ["NVLINK_COUNTERS", "capture_nvml", "to_jsonable"]
