@@ -29,6 +29,44 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _grouped(
+    checks: list[dict[str, Any]], show_passed: bool
+) -> list[tuple[dict[str, Any], str, float]]:
+    """Rows with the same check, outcome, measurement and message on several GPUs -> one row."""
+    rows: list[tuple[dict[str, Any], list[int], float]] = []
+    for c in checks:
+        if not show_passed and c["outcome"] == "pass":
+            continue
+        key = (c["id"], c["outcome"], c["action"], repr(c.get("measured")), c.get("message"))
+        last = rows[-1] if rows else None
+        if (
+            last is not None
+            and c.get("gpu") is not None
+            and last[1]
+            and (
+                last[0]["id"],
+                last[0]["outcome"],
+                last[0]["action"],
+                repr(last[0].get("measured")),
+                last[0].get("message"),
+            )
+            == key
+        ):
+            last[1].append(int(c["gpu"]))
+            rows[-1] = (last[0], last[1], last[2] + c["duration_s"])
+            continue
+        rows.append((c, [] if c.get("gpu") is None else [int(c["gpu"])], c["duration_s"]))
+    return [(c, _gpu_list(g), t) for c, g, t in rows]
+
+
+def _gpu_list(gpus: list[int]) -> str:
+    if not gpus:
+        return ""
+    if len(gpus) > 2 and gpus == list(range(gpus[0], gpus[-1] + 1)):
+        return f"{gpus[0]}-{gpus[-1]}"
+    return ",".join(map(str, gpus))
+
+
 def render_table(receipt: dict[str, Any], *, console: Any, show_passed: bool = True) -> None:
     from rich.table import Table
 
@@ -37,24 +75,27 @@ def render_table(receipt: dict[str, Any], *, console: Any, show_passed: bool = T
         table.add_column(
             col,
             no_wrap=col in ("check", "gpu", "outcome", "action", "time"),
-            overflow="fold" if col in ("message", "measured", "expected") else "ellipsis",
+            overflow="fold" if col == "message" else "ellipsis",
+            max_width=28 if col in ("measured", "expected") else None,
             ratio=3 if col == "message" else None,
         )
-    for c in receipt["checks"]:
-        if not show_passed and c["outcome"] == "pass":
-            continue
+    for c, gpus, total_s in _grouped(receipt["checks"], show_passed):
         unit = f" {c['unit']}" if c.get("unit") and c.get("measured") is not None else ""
         table.add_row(
             c["id"],
-            "" if c.get("gpu") is None else str(c["gpu"]),
+            gpus,
             f"[{_STYLE.get(c['outcome'], '')}]{c['outcome']}[/]",
             _fmt(c.get("measured")) + unit,
             _fmt(c.get("expected")),
             "" if c["action"] == "NONE" else c["action"],
-            f"{c['duration_s'] * 1000:.0f} ms",
+            f"{total_s * 1000:.0f} ms",
             c.get("message", ""),
         )
-    console.print(table)
+    if table.row_count:
+        console.print(table)
+    hidden = sum(1 for c in receipt["checks"] if c["outcome"] == "pass") if not show_passed else 0
+    if hidden:
+        console.print(f"[green]{hidden} check result(s) passed[/] (shown with --all)")
     s = receipt["summary"]
     style = "bold green" if receipt["verdict"] == "pass" else "bold red"
     console.print(

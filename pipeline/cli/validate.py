@@ -74,6 +74,7 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
     help="Largest accepted drop against --baseline.",
 )
 @json_option
+@click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
 @click.option(
     "-o",
@@ -98,6 +99,7 @@ def command(
     baseline: Path | None,
     max_regression_pct: float,
     as_json: bool,
+    show_all: bool,
     junit: Path | None,
     output: Path | None,
 ) -> int:
@@ -146,7 +148,7 @@ def command(
     if as_json:
         emit_json(data)
     else:
-        render_table(data, console=console())
+        render_table(data, console=console(), show_passed=show_all)
         if output is not None:
             console().print(f"receipt: {output}")
     return 0 if receipt.verdict == "pass" else 1

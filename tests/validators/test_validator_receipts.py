@@ -110,10 +110,12 @@ def test_junit_parses_and_counts_failures(receipts: dict[str, Path]) -> None:
 def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
     shown = imagectl("receipt", "show", str(receipts["bad"]), "--json")
     assert shown.returncode == 1 and json.loads(shown.stdout)["verdict"] == "fail"
-    table = imagectl("receipt", "show", str(receipts["bad"]), "--failed-only")
+    table = imagectl("receipt", "show", str(receipts["bad"]))
     assert table.returncode == 1
     assert "kernel.xid" in table.stdout and "verdict: FAIL" in table.stdout
-    assert "gpu.ecc.mode" not in table.stdout  # passed checks hidden
+    assert "gpu.ecc.mode" not in table.stdout  # passed checks hidden unless --all
+    full = imagectl("receipt", "show", str(receipts["bad"]), "--all")
+    assert "gpu.ecc.mode" in full.stdout
     assert imagectl("receipt", "show", str(receipts["good"]), "--json").returncode == 0
     diff = imagectl("receipt", "diff", str(receipts["good"]), str(receipts["bad"]), "--json")
     assert diff.returncode == 1
