@@ -71,26 +71,32 @@ def render_table(receipt: dict[str, Any], *, console: Any, show_passed: bool = T
     from rich.table import Table
 
     table = Table(title=f"imagectl validate --profile {receipt['profile']}", show_lines=False)
-    for col in ("check", "gpu", "outcome", "measured", "expected", "action", "time", "message"):
+    wide = getattr(console, "width", 80) >= 120
+    cols = ["check", "gpu", "outcome", "measured", "expected", "action", "time", "message"]
+    if not wide:  # narrow terminals: what and what to do; --json has the rest
+        cols = ["check", "gpu", "outcome", "action", "message"]
+    for col in cols:
         table.add_column(
             col,
             no_wrap=col in ("check", "gpu", "outcome", "action", "time"),
             overflow="fold" if col == "message" else "ellipsis",
             max_width=28 if col in ("measured", "expected") else None,
             ratio=3 if col == "message" else None,
+            min_width=24 if col == "message" else None,
         )
     for c, gpus, total_s in _grouped(receipt["checks"], show_passed):
         unit = f" {c['unit']}" if c.get("unit") and c.get("measured") is not None else ""
-        table.add_row(
-            c["id"],
-            gpus,
-            f"[{_STYLE.get(c['outcome'], '')}]{c['outcome']}[/]",
-            _fmt(c.get("measured")) + unit,
-            _fmt(c.get("expected")),
-            "" if c["action"] == "NONE" else c["action"],
-            f"{total_s * 1000:.0f} ms",
-            c.get("message", ""),
-        )
+        cells = {
+            "check": c["id"],
+            "gpu": gpus,
+            "outcome": f"[{_STYLE.get(c['outcome'], '')}]{c['outcome']}[/]",
+            "measured": _fmt(c.get("measured")) + unit,
+            "expected": _fmt(c.get("expected")),
+            "action": "" if c["action"] == "NONE" else c["action"],
+            "time": f"{total_s * 1000:.0f} ms",
+            "message": c.get("message", ""),
+        }
+        table.add_row(*(cells[col] for col in cols))
     if table.row_count:
         console.print(table)
     hidden = sum(1 for c in receipt["checks"] if c["outcome"] == "pass") if not show_passed else 0

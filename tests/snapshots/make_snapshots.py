@@ -409,6 +409,17 @@ def drop_gpu(index: int) -> Callable[[Snap], None]:
     return apply
 
 
+def drop_calls(*names: str) -> Callable[[Snap], None]:
+    """An older driver: these functions do not exist (FUNCTION_NOT_FOUND when called)."""
+
+    def apply(s: Snap) -> None:
+        for dev in _gpus(s):
+            for name in names:
+                dev.pop(name, None)
+
+    return apply
+
+
 def nvml_init_error(name: str) -> Callable[[Snap], None]:
     def apply(s: Snap) -> None:
         s["nvml"] = {"init": {"error": name}, "system": {}, "devices": []}
@@ -715,6 +726,16 @@ FAULTS: dict[str, tuple[tuple[str, ...], Callable[[Snap], None], dict[str, str]]
         {"gpu.power.limit": "REBOOT"},
     ),
     # ignorable: these must pass
+    "old-driver-without-newer-calls": (
+        ("h100-sxm-8x",),
+        drop_calls(
+            "nvmlDeviceGetGpuFabricInfoV",
+            "nvmlDeviceGetFieldValues",
+            "nvmlDeviceGetMemoryErrorCounter",
+            "nvmlDeviceGetRemappedRows",
+        ),
+        {},
+    ),
     "xid63-row-remap-event": (
         ("h100-sxm-8x",),
         xid(63, "Row Remapper: New row marked for remapping, reset gpu to activate."),

@@ -158,3 +158,13 @@ def test_replay_without_expectations_uses_the_recorded_expect_json() -> None:
     assert receipt["expectations"]["origin"] == "snapshot:/etc/imagectl/expect.json"
     failing = {c["id"] for c in receipt["checks"] if c["outcome"] == "fail"}
     assert failing == set(CASES["faults/h100-sxm-8x--nccl-unpinned.json"]["expect_fail"])
+
+
+def test_library_snapshots_follow_the_shipped_schema() -> None:
+    import jsonschema
+    from imagectl.validators.snapshot import SCHEMA_FILE
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
+    for name in CASES:
+        errors = list(validator.iter_errors(json.loads((SNAPSHOTS / name).read_text())))
+        assert not errors, (name, errors[0].message)

@@ -144,3 +144,26 @@ def test_part_two_calls_are_guarded() -> None:
     assert err.outcome == Outcome.ERROR and "illegal memory access" in err.message
     (good,) = _guarded("compute.smoke", "t", lambda: passes, lambda fn: fn(), 1.0)
     assert good.id == "compute.gemm" and good.outcome == Outcome.PASS
+
+
+def test_checks_past_the_profile_budget_fail_instead_of_overrunning() -> None:
+    def slow(ctx: Any) -> Finding:
+        time.sleep(0.3)
+        return ok()
+
+    specs = [dataclasses.replace(_spec(slow, timeout_s=2.0), id=f"test.slow{i}") for i in range(4)]
+    started = time.perf_counter()
+    results = run_checks(specs, _ctx(), budget_s=0.5)
+    assert time.perf_counter() - started < 1.2
+    assert [r.outcome for r in results][:2] == [Outcome.PASS, Outcome.PASS]
+    assert results[-1].outcome == Outcome.FAIL and "budget" in results[-1].message
+
+
+def test_an_unreadable_kernel_log_is_an_error_not_a_pass() -> None:
+    from imagectl.validators.checks import REGISTRY
+    from imagectl.validators.host.kernel_log import KernelLog
+
+    ctx = _ctx()
+    ctx._kernel_log = KernelLog("", "none", error="journalctl: no entries; dmesg: not permitted")
+    (r,) = run_checks([REGISTRY["kernel.xid"]], ctx)
+    assert r.outcome == Outcome.ERROR and "not permitted" in r.message
