@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SNAPSHOTS, expect_file, library_cases
 from imagectl.validators.expectations import from_file
 from imagectl.validators.session import Options, validate
 from imagectl.validators.snapshot import load_snapshot
+from validator_support import ROOT, SNAPSHOTS, expect_file, library_cases
 
 CASES = library_cases()
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
@@ -149,7 +149,7 @@ def test_healthy_h100_passes_against_the_real_stack() -> None:
 
 def test_replay_without_expectations_uses_the_recorded_expect_json() -> None:
     """A shared snapshot is judged as the host judged itself: no --expect needed."""
-    from conftest import imagectl_in_process
+    from validator_support import imagectl_in_process
 
     fault = SNAPSHOTS / "faults/h100-sxm-8x--nccl-unpinned.json"
     out = imagectl_in_process("validate", "--replay", str(fault), "--json")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from validator_support import ROOT
 
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 
@@ -81,7 +81,7 @@ def test_boot_profile_with_the_local_stack_expects_no_gpu(tmp_path: Path) -> Non
 
 def test_snapshot_of_this_host_replays_to_the_same_verdicts(tmp_path: Path) -> None:
     """Capture this (GPU-less) host, replay it: every check reaches the same outcome."""
-    from conftest import imagectl_in_process
+    from validator_support import imagectl_in_process
 
     snap = tmp_path / "here.json"
     taken = imagectl_in_process("snapshot", "-o", str(snap), "--description", "test host")
