@@ -137,6 +137,9 @@ def junit_xml(receipt: dict[str, Any]) -> str:
         ET.SubElement(props, "property", name=key, value=str(receipt.get(key)))
     for c in checks:
         name = c["id"] if c.get("gpu") is None else f"{c['id']}[gpu{c['gpu']}]"
+        measured = c.get("measured")
+        if c["id"].startswith("kernel.") and isinstance(measured, dict) and "code" in measured:
+            name += f"[{measured['code']}]"  # one test case per XID/SXid code
         case = ET.SubElement(
             suite,
             "testcase",

@@ -55,7 +55,6 @@ def test_boot_profile_without_a_gpu(tmp_path: Path) -> None:
     ):
         assert sw in by_id and by_id[sw][0]["outcome"] != "error", by_id.get(sw)
     assert receipt["host"]["kernel"] == os.uname().release
-    assert receipt["duration_s"] < 30
 
 
 def test_boot_profile_with_the_local_stack_expects_no_gpu(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def test_junit_parses_and_counts_failures(receipts: dict[str, Path]) -> None:
         assert len(suite.findall("testcase")) == int(suite.get("tests", "0")) > 100
     root = ET.parse(receipts["bad_xml"]).getroot()
     failed = [tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None]
-    assert failed == ["kernel.xid[gpu3]"]
+    assert failed == ["kernel.xid[gpu3][79]"]
 
 
 def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
