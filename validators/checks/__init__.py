@@ -1,0 +1,37 @@
+"""All checks, registered in the order they run (import order below).
+
+One module per area: inventory, software conformance, memory, clocks and thermals, PCIe,
+NVLink and fabric, kernel log, NVML's recovery action, image hygiene.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from imagectl.validators.checks.base import REGISTRY, Spec
+
+# Run order: inventory first (nvml.init enumerates the GPUs every later check uses).
+MODULES = (
+    "inventory",
+    "software",
+    "memory",
+    "thermal",
+    "pcie",
+    "nvlink",
+    "kernel",
+    "recovery",
+    "hygiene",
+)
+for _module in MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
+
+def specs_for(profile: str, *, hygiene: bool = True) -> list[Spec]:
+    return [
+        s
+        for s in REGISTRY.values()
+        if profile in s.profiles and (hygiene or not s.id.startswith("image."))
+    ]
+
+
+__all__ = ["MODULES", "REGISTRY", "Spec", "specs_for"]
