@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pynvml
+
 from imagectl.validators.catalogs import Thresholds, XidCatalog, thresholds, xid_catalog
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.host.kernel_log import KernelLog

@@ -15,8 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from imagectl.errors import UserError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from imagectl.errors import UserError
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 

@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, CheckResult, Outcome
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).parent / "schema" / "receipt.schema.json"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pynvml
+
 from imagectl.validators.checks.base import Finding, Spec
 from imagectl.validators.context import Context
 from imagectl.validators.host.facts import FactMissing

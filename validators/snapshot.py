@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from imagectl.errors import UserError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from imagectl.errors import UserError
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "snapshot.schema.json"
 

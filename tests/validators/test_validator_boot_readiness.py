@@ -7,6 +7,8 @@ import copy
 from typing import Any
 
 import pynvml
+from validator_support import SNAPSHOTS, expect_file
+
 from imagectl.validators.checks import REGISTRY
 from imagectl.validators.context import NamedCalls
 from imagectl.validators.expectations import from_file
@@ -15,7 +17,6 @@ from imagectl.validators.results import Outcome
 from imagectl.validators.runner import run_checks
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import SNAPSHOTS, expect_file
 
 
 class TrainingFabric(ReplayNvml):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from validator_support import ROOT
+
 from imagectl.errors import UserError
 from imagectl.validators.expectations import (
     Expectations,
@@ -15,7 +17,6 @@ from imagectl.validators.expectations import (
 )
 from imagectl.validators.session import Options, validate
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import ROOT
 
 IMAGES = ROOT / "images"
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from validator_support import SNAPSHOTS, expect_file, imagectl_in_process
+
 from imagectl.validators.catalogs import xid_catalog
 from imagectl.validators.host.kernel_log import api_mismatch, normalise_bus, parse_events
 from imagectl.validators.results import Action
-from validator_support import SNAPSHOTS, expect_file, imagectl_in_process
 
 LOG = """\
 [  812.123456] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from validator_support import ROOT, SNAPSHOTS, expect_file, library_cases
+
 from imagectl.validators.expectations import from_file
 from imagectl.validators.session import Options, validate
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import ROOT, SNAPSHOTS, expect_file, library_cases
 
 CASES = library_cases()
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
@@ -162,6 +163,7 @@ def test_replay_without_expectations_uses_the_recorded_expect_json() -> None:
 
 def test_library_snapshots_follow_the_shipped_schema() -> None:
     import jsonschema
+
     from imagectl.validators.snapshot import SCHEMA_FILE
 
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 
+from validator_support import SNAPSHOTS
+
 from imagectl.validators.checks import REGISTRY
 from imagectl.validators.expectations import Expectations, Hardware
 from imagectl.validators.results import Action, CheckResult, Outcome
 from imagectl.validators.runner import run_checks
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import SNAPSHOTS
 
 
 def _retired(sbe: int, dbe: int, pending: int, arch: str | None = "Volta") -> list[CheckResult]:

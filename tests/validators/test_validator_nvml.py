@@ -7,6 +7,8 @@ from typing import Any
 
 import pynvml
 import pytest
+from validator_support import SNAPSHOTS, expect_file
+
 from imagectl.validators.checks import specs_for
 from imagectl.validators.context import NamedCalls
 from imagectl.validators.expectations import from_file
@@ -16,7 +18,6 @@ from imagectl.validators.nvml.capture import capture_nvml
 from imagectl.validators.runner import run_checks
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import SNAPSHOTS, expect_file
 
 
 def _snap(name: str = "healthy/h100-sxm-8x.json") -> dict[str, Any]:

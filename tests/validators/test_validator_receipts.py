@@ -10,10 +10,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from validator_support import SNAPSHOTS, Run, expect_file, imagectl_in_process
+
 from imagectl.errors import UserError
 from imagectl.validators.receipt import SCHEMA_FILE, load_receipt
 from imagectl.validators.schemas import SCHEMA_DIR, generators, render
-from validator_support import SNAPSHOTS, Run, expect_file, imagectl_in_process
 
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 HEALTHY = SNAPSHOTS / "healthy/h100-sxm-8x.json"

@@ -9,6 +9,8 @@ import time
 from typing import Any
 
 import pynvml
+from validator_support import SNAPSHOTS, expect_file
+
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import Finding, Spec, ok
 from imagectl.validators.expectations import from_file
@@ -17,7 +19,6 @@ from imagectl.validators.results import Action, Outcome, Severity
 from imagectl.validators.runner import run_checks
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import SNAPSHOTS, expect_file
 
 NEVER = threading.Event()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 
+from validator_support import SNAPSHOTS, expect_file
+
 from imagectl.validators.checks import REGISTRY, specs_for
 from imagectl.validators.expectations import from_file
 from imagectl.validators.results import Action, CheckResult, Outcome
@@ -12,7 +14,6 @@ from imagectl.validators.runner import run_checks
 from imagectl.validators.sampler import LoadSampler
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
-from validator_support import SNAPSHOTS, expect_file
 
 
 def _judge(util: int) -> dict[tuple[str, int | None], CheckResult]:

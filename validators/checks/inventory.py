@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pynvml
+
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import normalise_bus

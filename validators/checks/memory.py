@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pynvml
+
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import (

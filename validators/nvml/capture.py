@@ -7,6 +7,7 @@ import ctypes
 from typing import Any
 
 import pynvml
+
 from imagectl.validators.nvml.calls import (
     DEVICE_CALLS,
     SYSTEM_CALLS,

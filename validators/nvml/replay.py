@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pynvml
+
 from imagectl.validators.nvml.calls import ALIAS_TO_NAME, BY_NAME, arg_key
 from imagectl.validators.nvml.errors import make_error
 
