@@ -20,6 +20,11 @@ TITLES = {
 }
 
 
+def _sig(x: float) -> float:
+    """Six significant digits: readable receipts without losing tiny CPU figures."""
+    return float(f"{x:.6g}")
+
+
 def _rel(t: float | None, t0: float) -> float | None:
     return None if t is None else round(t - t0, 3)
 
@@ -79,8 +84,8 @@ def size_figures(report: RunReport, op: str) -> list[dict[str, Any]]:
             {
                 "bytes": size,
                 "time_us": round(t_us, 3),
-                "algbw_gbps": round(algbw_gbps(size, t_us / 1e6), 6),
-                "busbw_gbps": round(busbw_gbps(op, size, t_us / 1e6, report.world_size), 6),
+                "algbw_gbps": _sig(algbw_gbps(size, t_us / 1e6)),
+                "busbw_gbps": _sig(busbw_gbps(op, size, t_us / 1e6, report.world_size)),
                 "ok": not bad and len(evs) == len(report.local_ranks),
                 "ranks_reported": len(evs),
                 **({"mismatches": bad} if bad else {}),
