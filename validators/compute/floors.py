@@ -41,10 +41,10 @@ def load_floors() -> dict[str, Any]:
 
 
 def _unsourced(node: Any, where: str) -> list[str]:
-    """Paths of numeric floors (min, min_busbw_gbps, gen, width) whose mapping has no source."""
+    """Paths of numeric thresholds (min, max, min_busbw_gbps, gen, width) without a source."""
     found: list[str] = []
     if isinstance(node, dict):
-        keys = {"min", "min_busbw_gbps", "gen", "width"}
+        keys = {"min", "max", "min_busbw_gbps", "gen", "width"}
         if keys & set(node) and not node.get("source"):
             found.append(where)
         for key, value in node.items():
