@@ -152,7 +152,7 @@ def smoke_checks(expect: Any, *, device: str, profile: str, nvml: Any) -> list[C
                 _result(check_id, Outcome.SKIP, "device cpu: no host/device or peer copies")
             )
     checks += _guard(
-        "load.clock_events", _under_load, torch, devices, nvml, prof, floors, want_count
+        "load.clock_events", _under_load, torch, devices, nvml, prof, pcie_floor, want_count
     )
     return checks
 
