@@ -148,3 +148,40 @@ def test_a_rank_that_never_joins_fails_the_rendezvous(monkeypatch):
     assert rdzv.details["ranks"]["1"]["status"] == "never entered the rendezvous"
     assert checks["collective.all_reduce"].outcome is Outcome.SKIP
     assert_no_orphans(checks)
+
+
+def test_killing_the_validator_leaves_no_rank_behind(tmp_path):
+    """The validator itself is SIGKILLed while both ranks hang: the ranks exit on their own."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import types; from imagectl.validators.collectives import collective_checks; "
+        "collective_checks(types.SimpleNamespace(), device='cpu', profile='quick', nodes=None, "
+        "ranks=2, ops=['all_reduce'], sizes=[4096], op_timeout_s=600)"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path), IMAGECTL_FAULT_RANK="0:hang,1:hang")
+    parent = subprocess.Popen([sys.executable, "-c", script], env=env)
+    pids: dict[int, int] = {}
+    deadline = time.monotonic() + 120
+    while len(pids) < 2 and time.monotonic() < deadline:
+        for path in tmp_path.glob("imagectl-collectives-*/events/rank-*.jsonl"):
+            for line in path.read_text().splitlines():
+                ev = json.loads(line)
+                if ev["ev"] == "note":  # past "started": the rank is hanging now
+                    pids[ev["rank"]] = next(
+                        json.loads(x)["pid"]
+                        for x in path.read_text().splitlines()
+                        if '"started"' in x
+                    )
+        time.sleep(0.2)
+    assert len(pids) == 2, "both ranks started"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in pids.values() if alive(p)], "ranks outlived the validator"

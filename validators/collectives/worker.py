@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from datetime import timedelta
@@ -111,6 +112,19 @@ def _nccl_version(torch: Any) -> str | None:
         return None
 
 
+def _exit_with_parent(interval_s: float = 1.0) -> None:
+    """Exit when the launcher (our parent) is gone: a killed validator leaves no rank behind."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _no_sync(*_: Any) -> None:
     return None
 
@@ -119,6 +133,7 @@ def run(config: dict[str, Any]) -> int:
     rank = int(os.environ["RANK"])
     n = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    _exit_with_parent()
     log = EventLog(config["events_dir"], rank)
     log.emit("started", pid=os.getpid(), host=socket.gethostname(), local_rank=local_rank)
     try:

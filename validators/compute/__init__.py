@@ -33,10 +33,31 @@ __all__ = ["smoke_checks"]
 DIRECTIONS = {"h2d": "host-to-device", "d2h": "device-to-host"}
 
 
+TITLES = {
+    "cuda.init": "CUDA initialises (cuInit) in every fresh process",
+    "cuda.device_properties": "Device properties match the shape (count, model, memory, SMs)",
+    "cuda.gemm.bf16": "bf16 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+    "cuda.gemm.fp16": "fp16 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+    "cuda.gemm.fp32": "fp32 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+    "cuda.hbm_bandwidth": "Device memory bandwidth (device-to-device copy, read + write)",
+    "cuda.h2d_bandwidth": "Pinned host-to-device copy bandwidth",
+    "cuda.d2h_bandwidth": "Pinned device-to-host copy bandwidth",
+    "cuda.p2p_bandwidth": "Peer-to-peer copy bandwidth for every GPU pair (the NVLink matrix)",
+    "load.clock_events": "No HW slowdown, HW thermal or power brake while loaded",
+    "load.pcie_link": "PCIe link at the expected generation and width under load",
+    "load.temperature": "GPU temperature under load",
+}
+
+
 def _result(check_id: str, outcome: Outcome, message: str, **kw: Any) -> CheckResult:
     severity = Severity.WARNING if outcome is Outcome.ERROR else Severity.INFO
     return CheckResult(
-        id=check_id, title=check_id, severity=severity, outcome=outcome, message=message, **kw
+        id=check_id,
+        title=TITLES.get(check_id, check_id),
+        severity=severity,
+        outcome=outcome,
+        message=message,
+        **kw,
     )
 
 
