@@ -16,13 +16,16 @@ def _elapsed(torch: Any, dev: Any, fn: Any, iters: int) -> float:
     fn()  # warm-up
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3
+        # Events are recorded on the current stream of the current device: make it ``dev``'s.
+        with torch.cuda.device(dev):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3
     t0 = time.perf_counter()
     for _ in range(iters):
         fn()

@@ -65,13 +65,16 @@ def _throughput(torch: Any, dev: Any, dtype: str, n: int, iters: int) -> float:
     torch.matmul(a, b, out=c)  # warm-up: cuBLAS handle and heuristics
     _sync(torch, dev)
     if dev.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            torch.matmul(a, b, out=c)
-        end.record()
-        end.synchronize()
-        seconds = start.elapsed_time(end) / 1e3
+        # Events are recorded on the current stream of the current device: make it ``dev``'s.
+        with torch.cuda.device(dev):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                torch.matmul(a, b, out=c)
+            end.record()
+            end.synchronize()
+            seconds = start.elapsed_time(end) / 1e3
     else:
         t0 = time.perf_counter()
         for _ in range(iters):
