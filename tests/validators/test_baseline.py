@@ -162,3 +162,31 @@ def test_refuses_a_baseline_from_elsewhere(change, words):
 def test_negative_limit_is_bad_input():
     with pytest.raises(UserError, match="percentage"):
         compare_to_baseline(receipt(), copy.deepcopy(receipt()), max_regression_pct=-1)
+
+
+def test_real_smoke_receipt_against_a_faster_baseline():
+    """The smoke checks' own output carries what the comparison needs (ids, units, figures)."""
+    import os
+    import types
+
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("torch")
+    from imagectl.validators.compute import smoke_checks
+
+    checks = smoke_checks(types.SimpleNamespace(), device="cpu", profile="quick", nvml=None)
+    current = {
+        "shape": None,
+        "profile": "quick",
+        "checks": [c.model_dump(mode="json") for c in checks],
+    }
+    faster = copy.deepcopy(current)
+    for c in faster["checks"]:
+        if isinstance(c["measured"], float):
+            c["measured"] *= 1.5  # the baseline was 50 % faster: this run is 33 % slower
+    out = by_id(compare_to_baseline(current, faster, max_regression_pct=25))
+    gated = [r for key, r in out.items() if key[0] != "baseline.summary"]
+    assert {r.id for r in gated} >= {"baseline.cuda.gemm.bf16", "baseline.cuda.hbm_bandwidth"}
+    assert all(
+        r.outcome is Outcome.FAIL and r.measured == pytest.approx(-33.33, abs=0.01) for r in gated
+    )
+    assert out[("baseline.summary", None)].measured == len(gated)
