@@ -62,7 +62,7 @@ def assert_busbw_arithmetic(check, op, nranks):
         assert row["algbw_gbps"] == pytest.approx(row["bytes"] / row["time_us"] / 1e3, rel=1e-4)
 
 
-@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("nranks", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_all_five_collectives_values_and_busbw(nranks):
     checks = run(nranks)
     rdzv = checks["collective.rendezvous"]
@@ -150,6 +150,7 @@ def test_a_rank_that_never_joins_fails_the_rendezvous(monkeypatch):
     assert_no_orphans(checks)
 
 
+@pytest.mark.slow
 def test_killing_the_validator_leaves_no_rank_behind(tmp_path):
     """The validator itself is SIGKILLed while both ranks hang: the ranks exit on their own."""
     import json

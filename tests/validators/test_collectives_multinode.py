@@ -49,6 +49,7 @@ def test_missing_hostfile_is_bad_input(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_two_nodes_through_torchrun_c10d(tmp_path):
     if os.environ.get("CI") != "true":
         pytest.importorskip("torch")
