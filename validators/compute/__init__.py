@@ -93,6 +93,9 @@ def smoke_checks(expect: Any, *, device: str, profile: str, nvml: Any) -> list[C
         if init.outcome is Outcome.FAIL and init.measured is None:
             return checks
         devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+        if not devices:
+            why = "cuInit succeeded but torch sees no CUDA device (CUDA_VISIBLE_DEVICES?)"
+            return [*checks, _result("cuda.device_properties", Outcome.ERROR, why)]
         checks += _guard(
             "cuda.device_properties", lambda: properties_check(_props(torch, devices), expect)
         )
