@@ -31,7 +31,7 @@ sizes, warmup, iters = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3
 dist.init_process_group("gloo")
 n, out = dist.get_world_size(), {}
 for size in sizes:
-    x = torch.zeros(max(size // 4 - (size // 4) % n, n))
+    x = torch.zeros(max(size // 4, 1))
     for _ in range(warmup):
         dist.all_reduce(x)
     t0 = time.perf_counter()
@@ -135,7 +135,7 @@ def overhead(nranks: int, max_bytes: int, repeat: int) -> None:
     )
     print(f"{'size (B)':>12}{'validator us':>14}{'bare us':>12}{'ratio':>8}")
     for size in sizes:
-        count_bytes = element_count(size, nranks) * 4
+        count_bytes = element_count(size, nranks, "all_reduce") * 4
         v = rows.get(count_bytes, {}).get("time_us")
         b = bare.get(size)
         if v and b:

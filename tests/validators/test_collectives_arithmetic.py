@@ -40,10 +40,16 @@ def test_all_gather_uses_total_size():
     assert busbw_gbps("broadcast", 1_000_000, 1e-3, 8) == pytest.approx(1.0)
 
 
-def test_counts_round_down_to_a_multiple_of_the_ranks():
-    assert element_count(1024, 3) == 255  # 256 floats -> 255, 3 x 85
-    assert element_count(1024, 4) == 256
-    assert element_count(4, 8) == 8  # never below one element per rank
+def test_counts_are_rounded_as_nccl_tests_rounds_them():
+    # all_gather / reduce_scatter / alltoall: per-rank count down to a multiple of 4 elements
+    assert element_count(1024, 3, "all_gather") == 252  # 256 floats: 84 per rank (21 x 4)
+    assert element_count(1024, 3, "reduce_scatter") == 252
+    assert element_count(1000, 8, "all_to_all") == 224  # 250 floats: 28 per rank
+    assert element_count(1024, 4, "all_gather") == 256
+    assert element_count(4, 8, "all_gather") == 32  # never below one aligned chunk per rank
+    # all_reduce and broadcast run the requested count as is
+    assert element_count(1000, 3, "all_reduce") == 250
+    assert element_count(1000, 3, "broadcast") == 250
 
 
 def test_size_sweep_and_bad_input():

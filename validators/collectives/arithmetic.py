@@ -9,8 +9,8 @@ size column of nccl-tests in bytes, ``algbw = S / t`` with GB = 1e9 bytes, and
   (count per rank x n);
 - broadcast: 1, S = the broadcast buffer.
 
-Counts are rounded down to a multiple of the rank count, as nccl-tests does, so the
-reported bytes are the bytes actually moved.
+Counts are rounded as nccl-tests rounds them (see ``element_count``), so the reported bytes
+are the bytes actually moved.
 """
 
 from __future__ import annotations
@@ -45,11 +45,22 @@ def busbw_gbps(op: str, size_bytes: int, time_s: float, nranks: int) -> float:
     return algbw_gbps(size_bytes, time_s) * bus_factor(op, nranks)
 
 
-def element_count(size_bytes: int, nranks: int) -> int:
-    """Total element count for a requested size: a multiple of ``nranks``, at least ``nranks``."""
+ALIGN = 4  # elements: nccl-tests' per-rank alignment for all_gather / reduce_scatter / alltoall
+CHUNKED = ("all_gather", "reduce_scatter", "all_to_all")
+
+
+def element_count(size_bytes: int, nranks: int, op: str = "all_gather") -> int:
+    """Total elements nccl-tests runs for a requested size (its ``*GetCollByteCount``).
+
+    all_gather, reduce_scatter, all_to_all: the per-rank count is rounded down to a multiple
+    of 4 elements (16 bytes for float), total = per-rank x n; all_reduce and broadcast run
+    the requested count as is. Never below one aligned chunk per rank.
+    """
     count = size_bytes // ELEMENT_BYTES
-    count -= count % nranks
-    return max(count, nranks)
+    if op in CHUNKED:
+        per_rank = max(count // (ALIGN * nranks) * ALIGN, ALIGN)
+        return per_rank * nranks
+    return max(count, 1)
 
 
 def size_sweep(min_bytes: int, max_bytes: int, factor: int = 2) -> list[int]:

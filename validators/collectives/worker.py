@@ -76,7 +76,7 @@ def _run_op(torch: Any, dist: Any, op: str, send: Any, recv: Any) -> None:
 
 def _one_size(ctx: dict[str, Any], op: str, size: int, corrupt: bool) -> dict[str, Any]:
     torch, dist, dev, rank, n = ctx["torch"], ctx["dist"], ctx["dev"], ctx["rank"], ctx["n"]
-    count = element_count(size, n)
+    count = element_count(size, n, op)
     send = patterns.inputs(torch, op, count, rank, n, dev)
     if corrupt:
         send[0] += 1000.0
