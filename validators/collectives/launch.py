@@ -258,6 +258,11 @@ def _watch(
             last = max(reader.last_progress_t or 0.0, all_joined_t)
             if now - last > plan.op_timeout_s:
                 failure = _diagnose_hang(reader, local)
+                if plan.nodes is not None and failure.op and not failure.missing:
+                    failure.message += (
+                        "; every local rank arrived: a rank on another node did not "
+                        "(see that node's report)"
+                    )
                 failure.message += f" (no progress for {plan.op_timeout_s:g} s)"
                 return failure, died
         time.sleep(POLL_S)
