@@ -1,0 +1,89 @@
+"""Multi-node: the hostfile, and two local "nodes" meeting through torchrun's c10d rendezvous."""
+
+from __future__ import annotations
+
+import os
+import threading
+import types
+
+import pytest
+from imagectl.errors import UserError
+from imagectl.validators.collectives import collective_checks
+from imagectl.validators.collectives.hostfile import DEFAULT_PORT, parse_hostfile
+from imagectl.validators.collectives.launch import free_port
+from imagectl.validators.results import Outcome
+
+
+def test_hostfile_format(tmp_path):
+    path = tmp_path / "hosts"
+    path.write_text("# two p5\n10.0.0.11 slots=8 port=29500\n\n10.0.0.12 slots=8  # second\n")
+    hf = parse_hostfile(str(path))
+    assert hf.hosts == ("10.0.0.11", "10.0.0.12")
+    assert hf.slots == 8 and hf.nnodes == 2 and hf.endpoint == "10.0.0.11:29500"
+    path.write_text("a\nb\n")
+    assert parse_hostfile(str(path)).port == DEFAULT_PORT
+    assert parse_hostfile(str(path)).slots is None
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        ("a slots=8\nb slots=x\n", ":2", "malformed option"),
+        ("a\nb port=1\n", ":2", "only allowed on the first line"),
+        ("a slots=8\nb slots=4\n", "", "different slot counts"),
+        ("# nothing\n", "", "lists no host"),
+    ],
+)
+def test_hostfile_errors_name_the_line(tmp_path, text, where, words):
+    path = tmp_path / "hosts"
+    path.write_text(text)
+    with pytest.raises(UserError) as err:
+        parse_hostfile(str(path))
+    assert f"{path}{where}" in str(err.value) and words in str(err.value)
+
+
+def test_missing_hostfile_is_bad_input(tmp_path):
+    with pytest.raises(UserError, match="cannot read the hostfile"):
+        collective_checks(
+            types.SimpleNamespace(), device="cpu", profile="quick", nodes=str(tmp_path / "x")
+        )
+
+
+@pytest.mark.slow
+def test_two_nodes_through_torchrun_c10d(tmp_path):
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("torch")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"127.0.0.1 slots=1 port={free_port()}\n127.0.0.1 slots=1\n")
+    results: dict[int, list] = {}
+
+    def node(i: int) -> None:
+        results[i] = collective_checks(
+            types.SimpleNamespace(),
+            device="cpu",
+            profile="quick",
+            nodes=str(hosts),
+            ops=["all_reduce", "all_gather"],
+            sizes=[4096],
+            join_timeout_s=60,
+            op_timeout_s=60,
+        )
+
+    threads = [threading.Thread(target=node, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    seen_ranks = set()
+    for checks in results.values():
+        by_id = {c.id: c for c in checks}
+        rdzv = by_id["collective.rendezvous"]
+        assert rdzv.outcome is Outcome.PASS, rdzv.message
+        assert rdzv.details["world_size"] == 2
+        (local,) = rdzv.details["local_ranks"]  # each node runs one of the two ranks
+        seen_ranks.add(local)
+        for op in ("all_reduce", "all_gather"):
+            check = by_id[f"collective.{op}"]
+            assert check.outcome is Outcome.PASS, check.message
+            assert check.details["world_size"] == 2 and check.details["sizes"][0]["ok"]
+    assert seen_ranks == {0, 1}

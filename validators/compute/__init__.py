@@ -1,0 +1,245 @@
+"""CUDA smoke tests per GPU: init, properties, GEMM, copy bandwidths, hardware under load.
+
+``smoke_checks`` runs on ``cuda`` (the real thing) or ``cpu`` (the same code on the host's
+CPU: GEMM correctness and memory copy for real, floors not applicable, CUDA-only checks
+skipped with the reason). torch is optional and imported here only when called.
+
+Files: cuda_init.py (cuInit in fresh processes), properties.py (shape), gemm.py (GEMM
+correctness, consistency, TFLOP/s), bandwidth.py (copies), load.py (NVML sampling under
+GEMM load), checks.py (results), floors.py (the floors table), profiles.py (durations).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from imagectl.validators.compute import bandwidth, gemm, load
+from imagectl.validators.compute.checks import (
+    consistency_check,
+    floor_check,
+    gemm_checks,
+    load_checks,
+    p2p_check,
+)
+from imagectl.validators.compute.cuda_init import init_check, probe
+from imagectl.validators.compute.floors import floors_for, load_floors
+from imagectl.validators.compute.profiles import profile_for
+from imagectl.validators.compute.properties import properties_check, sku_info
+from imagectl.validators.results import CheckResult, Outcome, Severity
+
+__all__ = ["smoke_checks"]
+
+DIRECTIONS = {"h2d": "host-to-device", "d2h": "device-to-host"}
+
+
+TITLES = {
+    "cuda.init": "CUDA initialises (cuInit) in every fresh process",
+    "cuda.device_properties": "Device properties match the shape (count, model, memory, SMs)",
+    "cuda.gemm.bf16": "bf16 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+    "cuda.gemm.fp16": "fp16 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+    "cuda.gemm.fp32": "fp32 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+    "cuda.hbm_bandwidth": "Device memory bandwidth (device-to-device copy, read + write)",
+    "cuda.h2d_bandwidth": "Pinned host-to-device copy bandwidth",
+    "cuda.d2h_bandwidth": "Pinned device-to-host copy bandwidth",
+    "cuda.p2p_bandwidth": "Peer-to-peer copy bandwidth for every GPU pair (the NVLink matrix)",
+    "load.clock_events": "No HW slowdown, HW thermal or power brake while loaded",
+    "load.pcie_link": "PCIe link at the expected generation and width under load",
+    "load.temperature": "GPU temperature under load",
+}
+
+
+def _result(check_id: str, outcome: Outcome, message: str, **kw: Any) -> CheckResult:
+    severity = Severity.WARNING if outcome is Outcome.ERROR else Severity.INFO
+    return CheckResult(
+        id=check_id,
+        title=TITLES.get(check_id, check_id),
+        severity=severity,
+        outcome=outcome,
+        message=message,
+        **kw,
+    )
+
+
+def _guard(check_id: str, fn: Any, *args: Any, **kw: Any) -> list[CheckResult]:
+    """Run one stage; an exception inside it is an error result, never a pass."""
+    try:
+        out = fn(*args, **kw)
+        return out if isinstance(out, list) else [out]
+    except Exception as exc:
+        return [_result(check_id, Outcome.ERROR, f"{type(exc).__name__}: {exc}")]
+
+
+def smoke_checks(expect: Any, *, device: str, profile: str, nvml: Any) -> list[CheckResult]:
+    if importlib.util.find_spec("torch") is None:
+        return [
+            _result(
+                "cuda.init", Outcome.SKIP, "torch is not installed (pip install 'imagectl[torch]')"
+            )
+        ]
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    prof = profile_for(device, profile)
+    gpu, shape = getattr(expect, "gpu", None), getattr(expect, "shape", None)
+    want_count = getattr(expect, "gpu_count", 0) or 0
+    floors = floors_for(gpu, shape) if device == "cuda" else {}
+    pcie_floor = floors_for(gpu, shape).get("pcie")  # a link expectation, not a performance floor
+    checks: list[CheckResult] = []
+    if device == "cuda":
+        init = init_check(probe(prof.cuinit_tries), want_count)
+        checks.append(init)
+        if init.outcome is Outcome.FAIL and init.measured is None:
+            return checks
+        devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+        if not devices:
+            why = "cuInit succeeded but torch sees no CUDA device (CUDA_VISIBLE_DEVICES?)"
+            return [*checks, _result("cuda.device_properties", Outcome.ERROR, why)]
+        checks += _guard(
+            "cuda.device_properties", lambda: properties_check(_props(torch, devices), expect)
+        )
+    else:
+        devices = [torch.device("cpu")]
+        reason = "device cpu: no CUDA driver involved"
+        checks.append(_result("cuda.init", Outcome.SKIP, reason))
+        checks.append(_result("cuda.device_properties", Outcome.SKIP, reason))
+
+    def gpu_of(index: int) -> int | None:
+        return index if device == "cuda" else None
+
+    consistency: dict[str, Any] = {}
+    for dtype in gemm.DTYPES:
+        runs: list[gemm.GemmRun] = []
+
+        def stage(dtype: str = dtype, runs: list[gemm.GemmRun] = runs) -> list[CheckResult]:
+            runs += gemm.run_gemm(
+                torch,
+                devices,
+                dtype,
+                check_n=prof.gemm_check_n,
+                perf_n=prof.gemm_perf_n,
+                iters=prof.gemm_iters,
+            )
+            consistency[dtype] = gemm.consistency(torch, runs)
+            return gemm_checks(runs, floors, device, gpu_of)
+
+        checks += _guard(f"cuda.gemm.{dtype}", stage)
+    checks.append(consistency_check(consistency, len(devices), gpu_of))
+    for i, dev in enumerate(devices):
+        checks += _guard(
+            "cuda.hbm_bandwidth",
+            lambda dev=dev, i=i: floor_check(
+                check_id="cuda.hbm_bandwidth",
+                title="Device memory bandwidth (device-to-device copy, read + write)",
+                measured=bandwidth.device_copy_gbps(torch, dev, prof.copy_bytes, prof.copy_iters),
+                unit="GB/s",
+                floor=floors.get("hbm_gbps"),
+                device=device,
+                gpu=gpu_of(i),
+                details={"bytes": prof.copy_bytes},
+            ),
+        )
+    if device == "cuda":
+        for i, dev in enumerate(devices):
+            for direction in ("h2d", "d2h"):
+                checks += _guard(
+                    f"cuda.{direction}_bandwidth",
+                    lambda dev=dev, i=i, direction=direction: floor_check(
+                        check_id=f"cuda.{direction}_bandwidth",
+                        title=f"Pinned {DIRECTIONS[direction]} copy bandwidth",
+                        measured=bandwidth.host_copy_gbps(
+                            torch, dev, prof.host_copy_bytes, prof.copy_iters, direction
+                        ),
+                        unit="GB/s",
+                        floor=floors.get(f"{direction}_gbps"),
+                        device=device,
+                        gpu=i,
+                        details={"bytes": prof.host_copy_bytes},
+                    ),
+                )
+        if len(devices) > 1:
+            info = sku_info(gpu)
+            checks += _guard(
+                "cuda.p2p_bandwidth",
+                lambda: p2p_check(
+                    bandwidth.peer_matrix(torch, len(devices), prof.p2p_bytes, prof.copy_iters),
+                    floors,
+                    bool(info and info.nvswitch),
+                ),
+            )
+        else:
+            checks.append(_result("cuda.p2p_bandwidth", Outcome.SKIP, "one GPU: no pair"))
+    else:
+        for check_id in ("cuda.h2d_bandwidth", "cuda.d2h_bandwidth", "cuda.p2p_bandwidth"):
+            checks.append(
+                _result(check_id, Outcome.SKIP, "device cpu: no host/device or peer copies")
+            )
+    checks += _guard(
+        "load.clock_events", _under_load, torch, devices, nvml, prof, pcie_floor, want_count
+    )
+    if device == "cuda":
+        torch.cuda.empty_cache()  # leave the memory to the collective workers that follow
+    return checks
+
+
+def _props(torch: Any, devices: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for i, dev in enumerate(devices):
+        p = torch.cuda.get_device_properties(dev)
+        out.append(
+            {
+                "index": i,
+                "name": p.name,
+                "total_memory": p.total_memory,
+                "sm_count": p.multi_processor_count,
+                "capability": f"{p.major}.{p.minor}",
+            }
+        )
+    return out
+
+
+def _under_load(
+    torch: Any,
+    devices: list[Any],
+    nvml: Any,
+    prof: Any,
+    pcie_floor: dict[str, Any] | None,
+    want_count: int,
+) -> list[CheckResult]:
+    if nvml is None:
+        return [
+            _result(cid, Outcome.SKIP, "no NVML backend: hardware not sampled under load")
+            for cid in ("load.clock_events", "load.pcie_link", "load.temperature")
+        ]
+    if devices[0].type == "cuda":
+        indices = list(range(len(devices)))
+    else:  # CPU load with an NVML backend (a replay): sample the GPUs it describes
+        indices = list(range(want_count or int(nvml.nvmlDeviceGetCount())))
+    sampler = load.Sampler(nvml, indices, interval_s=prof.sample_interval_s)
+    with sampler:
+        load.gemm_load(torch, devices, prof.load_s, prof.gemm_perf_n)
+    summaries = {i: load.summarise(sampler.samples[i]) for i in indices}
+    limits = load_floors().get("load") or {}
+    return load_checks(
+        summaries,
+        pcie={i: _expected_pcie(nvml, sampler.handles[i], pcie_floor) for i in indices},
+        max_temp=limits.get("max_temperature_c"),
+        min_rate_hz=(limits.get("min_sample_hz") or {}).get("min", 2),
+        rates={i: sampler.rate_hz(i) for i in indices},
+        load_s=prof.load_s,
+    )
+
+
+def _expected_pcie(nvml: Any, handle: Any, floor: dict[str, Any] | None) -> dict[str, Any]:
+    """The floors table's link, raised to NVML's max for this device and slot if higher."""
+    want = dict(floor or {})
+    for key, fn in (
+        ("gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
+        ("width", "nvmlDeviceGetMaxPcieLinkWidth"),
+    ):
+        value = load._call(nvml, (fn,), handle)
+        if isinstance(value, int) and value > int(want.get(key) or 0):
+            want[key] = value
+            want["source"] = f"{want.get('source') or 'none'}; NVML {fn} = {value}"
+    return want if "gen" in want and "width" in want else {}

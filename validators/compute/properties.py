@@ -1,0 +1,68 @@
+"""Device properties against the shape: GPU count, model name and memory size."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+
+MEMORY_TOLERANCE = 0.08  # usable memory is a little below the marketed GiB (ECC, reserved)
+
+
+def sku_info(gpu: str | None) -> Any:
+    """The compat catalogue entry for a SKU (images/compat/gpus.yaml), or None."""
+    if not gpu:
+        return None
+    from imagectl.compat.data import load_compat
+
+    compat = load_compat(Path(str(resources.files("imagectl.images").joinpath("compat"))))
+    return compat.gpus.get(gpu)
+
+
+def properties_check(props: list[dict[str, Any]], expect: Any) -> CheckResult:
+    """``props``: per device ``{"index", "name", "total_memory", "sm_count", "capability"}``."""
+    gpu = getattr(expect, "gpu", None)
+    want_count = getattr(expect, "gpu_count", 0) or 0
+    info = sku_info(gpu)
+    problems = []
+    if want_count and len(props) != want_count:
+        problems.append(f"{len(props)} GPUs visible, the shape has {want_count}")
+    for p in props:
+        if info is not None and p["name"] not in info.nvml_names:
+            problems.append(
+                f"GPU {p['index']} is {p['name']!r}, expected one of {list(info.nvml_names)}"
+            )
+        if info is not None:
+            gib = p["total_memory"] / (1 << 30)
+            if gib < info.memory_gib * (1 - MEMORY_TOLERANCE):
+                problems.append(
+                    f"GPU {p['index']} has {gib:.1f} GiB, {gpu} has {info.memory_gib} GiB"
+                )
+    sms = sorted({p["sm_count"] for p in props})
+    if len(sms) > 1:
+        problems.append(f"GPUs differ in SM count {sms}")
+    common: dict[str, Any] = {
+        "id": "cuda.device_properties",
+        "title": "Device properties match the shape (count, model, memory, SMs)",
+        "measured": len(props),
+        "expected": want_count or None,
+        "details": {"devices": props, "sku": gpu},
+        "source": "images/catalog/shapes.yaml, images/compat/gpus.yaml",
+    }
+    if problems:
+        return CheckResult(
+            **common,
+            severity=Severity.CRITICAL,
+            outcome=Outcome.FAIL,
+            action=Action.REBOOT,
+            message="; ".join(problems),
+        )
+    note = "" if info is not None else f" (no catalogue entry for {gpu!r}: model not checked)"
+    return CheckResult(
+        **common,
+        severity=Severity.INFO,
+        outcome=Outcome.PASS,
+        message=f"{len(props)} x {props[0]['name'] if props else '?'}{note}",
+    )
