@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+
 from imagectl.errors import UserError
 from imagectl.validators.baseline import compare_to_baseline
 from imagectl.validators.results import CheckResult, Outcome, Severity

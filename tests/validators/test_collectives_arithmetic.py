@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from imagectl.validators.collectives.arithmetic import (
     OPS,
     algbw_gbps,

@@ -10,6 +10,7 @@ import os
 import types
 
 import pytest
+
 from imagectl.validators.collectives import collective_checks
 from imagectl.validators.collectives.arithmetic import OPS, busbw_gbps
 from imagectl.validators.results import Action, Outcome

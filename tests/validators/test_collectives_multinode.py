@@ -7,6 +7,7 @@ import threading
 import types
 
 import pytest
+
 from imagectl.errors import UserError
 from imagectl.validators.collectives import collective_checks
 from imagectl.validators.collectives.hostfile import DEFAULT_PORT, parse_hostfile

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from imagectl.validators.collectives import patterns
 from imagectl.validators.collectives.arithmetic import OPS
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ruamel.yaml import YAML
+
 from imagectl.validators.collectives.events import RankState
 from imagectl.validators.collectives.launch import Plan, RunReport
 from imagectl.validators.collectives.verdicts import build_checks
@@ -15,7 +17,6 @@ from imagectl.validators.compute.floors import (
     load_floors,
 )
 from imagectl.validators.results import Action, Outcome
-from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from imagectl.validators.compute import gemm
 from imagectl.validators.compute.checks import consistency_check, gemm_checks
 from imagectl.validators.results import Action, Outcome

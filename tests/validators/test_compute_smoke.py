@@ -11,6 +11,7 @@ import threading
 import types
 
 import pytest
+
 from imagectl.validators.compute import smoke_checks
 from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.compute.properties import properties_check
