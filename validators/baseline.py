@@ -21,15 +21,29 @@ from imagectl.validators.results import CheckResult, Outcome, Severity
 HIGHER_IS_BETTER = {"GB/s", "TFLOP/s", "Gbps", "GFLOP/s"}
 
 
+def _expectations(receipt: dict[str, Any]) -> dict[str, Any]:
+    exp = receipt.get("expectations") or {}
+    return exp if isinstance(exp, dict) else {}
+
+
 def _shape(receipt: dict[str, Any]) -> str | None:
     host = receipt.get("host") or {}
-    return receipt.get("shape") or (host.get("shape") if isinstance(host, dict) else None)
+    return (
+        receipt.get("shape")
+        or _expectations(receipt).get("shape")
+        or (host.get("shape") if isinstance(host, dict) else None)
+    )
 
 
 def _gpu_model(receipt: dict[str, Any]) -> str | None:
-    """The GPU SKU or model name, wherever the receipt carries it."""
-    if receipt.get("gpu"):
-        return str(receipt["gpu"])
+    """The GPU SKU or model name, wherever the receipt carries it (a validator receipt
+    keeps the expected SKU under ``expectations.gpu`` and NVML names under ``gpus``)."""
+    for value in (receipt.get("gpu"), _expectations(receipt).get("gpu")):
+        if value:
+            return str(value)
+    top = receipt.get("gpus")
+    if isinstance(top, list) and top and isinstance(top[0], dict) and top[0].get("name"):
+        return str(top[0]["name"])
     host = receipt.get("host") or {}
     if not isinstance(host, dict):
         return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.errors import UserError
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import LOADED_PROFILES
 from imagectl.validators.context import Context, NamedCalls
@@ -206,22 +207,28 @@ def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckRes
 
 
 def baseline_checks(receipt: dict[str, Any], opts: Options) -> list[CheckResult]:
+    """Compare with ``--baseline``. A baseline that cannot be compared (another shape or
+    GPU model, no checks) is bad input: its UserError propagates (exit 2)."""
     if opts.baseline is None:
         return []
-    baseline = opts.baseline
+    from imagectl.validators.baseline import compare_to_baseline
 
-    def load() -> Callable[..., Any]:
-        from imagectl.validators.baseline import compare_to_baseline
-
-        return compare_to_baseline
-
-    return _guarded(
-        "baseline.compare",
-        "Comparison with the baseline receipt",
-        load,
-        lambda fn: fn(receipt, baseline, max_regression_pct=opts.max_regression_pct),
-        60.0,
-    )
+    try:
+        return compare_to_baseline(
+            receipt, opts.baseline, max_regression_pct=opts.max_regression_pct
+        )
+    except UserError:
+        raise
+    except Exception as exc:  # a bug in the comparison is an error result, never a pass
+        return [
+            CheckResult(
+                id="baseline.compare",
+                title="Comparison with the baseline receipt",
+                severity=Severity.WARNING,
+                outcome=Outcome.ERROR,
+                message=f"{type(exc).__name__}: {exc}",
+            )
+        ]
 
 
 def _host_summary(ctx: Context) -> dict[str, Any]:

@@ -83,3 +83,7 @@ def entrypoint() -> None:
     from imagectl.cli import main
 
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

@@ -191,3 +191,36 @@ def test_real_smoke_receipt_against_a_faster_baseline():
         r.outcome is Outcome.FAIL and r.measured == pytest.approx(-33.33, abs=0.01) for r in gated
     )
     assert out[("baseline.summary", None)].measured == len(gated)
+
+
+def test_real_receipts_carry_shape_and_gpu_for_the_baseline_gate(tmp_path) -> None:
+    """Receipts written by `imagectl validate` name shape and GPU where the baseline
+    comparison finds them: a baseline from another shape is refused (exit 2)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    snaps = Path(__file__).resolve().parents[1] / "snapshots" / "healthy"
+    out = {}
+    for name in ("h100-sxm-8x", "a100-sxm-80gb-8x"):
+        out[name] = tmp_path / f"{name}.json"
+        subprocess.run(
+            [sys.executable, "-m", "imagectl.cli.common", "validate", "--replay",
+             str(snaps / f"{name}.json"), "--no-hygiene", "-o", str(out[name])],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert out[name].exists()
+    done = subprocess.run(
+        [sys.executable, "-m", "imagectl.cli.common", "validate", "--replay",
+         str(snaps / "h100-sxm-8x.json"), "--no-hygiene",
+         "--baseline", str(out["a100-sxm-80gb-8x"])],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "shape" in done.stderr or "GPU model" in done.stderr
+    same = subprocess.run(
+        [sys.executable, "-m", "imagectl.cli.common", "validate", "--replay",
+         str(snaps / "h100-sxm-8x.json"), "--no-hygiene", "--baseline", str(out["h100-sxm-8x"])],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert same.returncode == 0, same.stdout + same.stderr
