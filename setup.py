@@ -17,14 +17,17 @@ DATA_ROOTS = {"imagectl.images": "images", "imagectl.playbooks": "playbooks"}
 
 def _packages() -> list[str]:
     found = []
-    # Data folders: every sub-folder is listed, as setuptools expects for package data.
+    # Data folders: sub-folders with importable names are listed, as setuptools expects
+    # for package data; files in the others (e.g. etc/apt/apt.conf.d) ship through the
+    # recursive package-data globs of the nearest listed folder.
     for name, folder in DATA_ROOTS.items():
         base = Path(folder)
         found.append(name)
-        for sub in sorted(
-            p for p in base.rglob("*") if p.is_dir() and "__pycache__" not in p.parts
-        ):
-            found.append(".".join([name, *sub.relative_to(base).parts]))
+        subs = [p for p in base.rglob("*") if p.is_dir() and "__pycache__" not in p.parts]
+        for sub in sorted(subs):
+            parts = sub.relative_to(base).parts
+            if all(part.isidentifier() for part in parts):
+                found.append(".".join([name, *parts]))
     for name, folder in ROOTS.items():
         base = Path(folder)
         for init in sorted(base.rglob("__init__.py")):
