@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 CLOUDS = ("aws", "gcp", "azure", "local")
 
 
 @click.command("build")
-@click.option("--stack", "stack_name", required=True, help="Stack name (images/stacks/<name>.yaml).")
+@click.option(
+    "--stack", "stack_name", required=True, help="Stack name (images/stacks/<name>.yaml)."
+)
 @click.option("--cloud", type=click.Choice(CLOUDS), required=True, help="Which template set.")
 @click.option("--dry-run", is_flag=True, help="Print the packer command and variables only.")
 @click.option(

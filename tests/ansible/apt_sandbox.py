@@ -36,11 +36,18 @@ def make_sandbox(base: Path, packages: dict[str, list[str]]) -> dict[str, str]:
             _deb(repo, name, version)
     index = subprocess.run(
         ["dpkg-scanpackages", "--multiversion", "."],
-        cwd=repo, capture_output=True, text=True, check=True,
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     (repo / "Packages").write_text(index)
-    for d in ("state/lists/partial", "cache/archives/partial", "etc/preferences.d",
-              "etc/sources.list.d"):
+    for d in (
+        "state/lists/partial",
+        "cache/archives/partial",
+        "etc/preferences.d",
+        "etc/sources.list.d",
+    ):
         (base / d).mkdir(parents=True, exist_ok=True)
     (base / "status").write_text("")
     (base / "etc/sources.list").write_text(f"deb [trusted=yes] file://{repo} ./\n")

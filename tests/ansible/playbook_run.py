@@ -12,8 +12,11 @@ from pathlib import Path
 from conftest import ROOT
 
 PLUGINS = Path(__file__).resolve().parent / "connection_plugins"
-_RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
-                    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)", re.M)
+_RECAP = re.compile(
+    r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
+    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)",
+    re.M,
+)
 
 
 @dataclass

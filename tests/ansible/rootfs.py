@@ -44,8 +44,14 @@ def tarball(today: dt.date | None = None) -> Path:
     work = cache_dir() / f"build-{day}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     subprocess.run(
-        ["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE,
-         str(work), MIRROR],
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(INCLUDE)}",
+            SUITE,
+            str(work),
+            MIRROR,
+        ],
         check=True,
         capture_output=True,
     )

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, require_tool
 from imagectl.stacks import load_resolved, stack_paths
 from imagectl.stacks.variables import ansible_vars
@@ -50,7 +49,10 @@ def test_syntax_check() -> None:
     playbook = require_tool("ansible-playbook")
     proc = subprocess.run(
         [playbook, "--syntax-check", "-i", "localhost,", str(PLAYBOOKS / "site.yml")],
-        capture_output=True, text=True, env=_env(), check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -60,7 +62,11 @@ def test_ansible_lint_production_profile() -> None:
     lint = require_tool("ansible-lint")
     proc = subprocess.run(
         [lint, "-c", str(PLAYBOOKS / ".ansible-lint"), "--offline", "--nocolor", str(PLAYBOOKS)],
-        capture_output=True, text=True, env=_env(), cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        check=False,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

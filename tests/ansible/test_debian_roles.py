@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import rootfs as rootfs_mod  # tests/ansible/rootfs.py
 from conftest import ROOT, require_root, require_tool
 from imagectl.packer.build import build_validator_wheel
@@ -83,12 +82,18 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisione
     _, resolved = load_resolved(ws.images, "local")
     wheel = build_validator_wheel(ws, tmp / "dist")
     wheelhouse = _wheelhouse(wheel, tmp)
-    _, avars_file, _, avars = write_var_files(resolved, "local", tmp / "vars", validator_wheel=wheel)
+    _, avars_file, _, avars = write_var_files(
+        resolved, "local", tmp / "vars", validator_wheel=wheel
+    )
     try:
         with rootfs_mod.chroot_ready(root):
             extra = ("-e", f"validator_wheelhouse={wheelhouse}")
             first = run_site(root, avars_file, tmp / "first.log", *extra)
-            second = run_site(root, avars_file, tmp / "second.log", *extra) if first.returncode == 0 else first
+            second = (
+                run_site(root, avars_file, tmp / "second.log", *extra)
+                if first.returncode == 0
+                else first
+            )
             yield Provisioned(root, first, second, resolved, avars)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -138,8 +143,9 @@ def test_kernel_and_packages_pinned_and_held(provisioned: Provisioned, host: Any
         assert name in held, name
     installed_kernels = [
         line.split()[1]
-        for line in _dpkg(provisioned.root, "-W", "-f=${db:Status-Abbrev} ${Package}\n",
-                          "linux-image-[0-9]*").splitlines()
+        for line in _dpkg(
+            provisioned.root, "-W", "-f=${db:Status-Abbrev} ${Package}\n", "linux-image-[0-9]*"
+        ).splitlines()
         if line.startswith("ii")
     ]
     assert installed_kernels == [f"linux-image-{kernel}"]
@@ -176,7 +182,9 @@ def test_manifest_equals_dpkg_truth(provisioned: Provisioned, host: Any) -> None
         line.split()[0]
         for line in subprocess.run(
             ["dpkg", f"--admindir={root}/var/lib/dpkg", "--get-selections"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.splitlines()
         if line.split()[1] == "hold"
     )
@@ -194,7 +202,9 @@ def test_validator_installed_with_enabled_boot_unit(provisioned: Provisioned, ho
     assert host.file(
         "/etc/systemd/system/multi-user.target.wants/imagectl-boot-validate.service"
     ).is_symlink
-    assert host.run("systemctl is-enabled imagectl-boot-validate.service").stdout.strip() == "enabled"
+    assert (
+        host.run("systemctl is-enabled imagectl-boot-validate.service").stdout.strip() == "enabled"
+    )
     expect = json.loads(host.file("/etc/imagectl/expect.json").content_string)
     pins = provisioned.resolved.pins()
     assert expect["stack_digest"] == pins["stack_digest"]

@@ -18,17 +18,22 @@ from typing import Any
 
 import pytest
 import yaml
-from jinja2 import Environment
-
 from apt_sandbox import make_sandbox
 from conftest import ROOT, require_root, require_tool
 from imagectl.stacks import load_resolved
 from imagectl.stacks.variables import ansible_vars, write_var_files
+from jinja2 import Environment
 
 HERE = Path(__file__).resolve().parent
 ROLES = ROOT / "playbooks" / "roles"
-NVIDIA_ROLES = ("nvidia_driver", "fabric_manager", "cuda_toolkit", "nccl", "dcgm",
-                "container_toolkit")
+NVIDIA_ROLES = (
+    "nvidia_driver",
+    "fabric_manager",
+    "cuda_toolkit",
+    "nccl",
+    "dcgm",
+    "container_toolkit",
+)
 
 
 def _vars(stack: str, cloud: str) -> dict[str, Any]:
@@ -46,8 +51,9 @@ def _vars(stack: str, cloud: str) -> dict[str, Any]:
             if isinstance(v, str) and "{{" in v:
                 merged[k] = env.from_string(v).render(**merged)
             elif isinstance(v, list):
-                merged[k] = [env.from_string(x).render(**merged) if isinstance(x, str) else x
-                             for x in v]
+                merged[k] = [
+                    env.from_string(x).render(**merged) if isinstance(x, str) else x for x in v
+                ]
     return merged
 
 
@@ -98,8 +104,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dic
     pinned = _pinned(v)
     packages = {name: [ver, _decoy(ver)] for name, ver in pinned.items()}
     kernel = v["base_kernel_version"]
-    for name in (f"linux-image-{kernel}", f"linux-headers-{kernel}",
-                 f"linux-modules-extra-{kernel}"):
+    for name in (
+        f"linux-image-{kernel}",
+        f"linux-headers-{kernel}",
+        f"linux-modules-extra-{kernel}",
+    ):
         packages[name] = ["1.0"]
     base = tmp_path_factory.mktemp("apt")
     return v, make_sandbox(base, packages), base
@@ -114,11 +123,22 @@ def test_generated_preferences_pick_exact_versions(
     _, avars_file, _, _ = write_var_files(resolved, "aws", tmp_path)
     prefs = base / "etc/preferences.d/imagectl-nvidia-pins"
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-         str(HERE / "render_pins.yml"), "--extra-vars", f"@{avars_file}",
-         "-e", f"nvidia_repo_preferences_file={prefs}",
-         "-e", f"ansible_python_interpreter={sys.executable}"],
-        capture_output=True, text=True, env=_env({}), check=False,
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            str(HERE / "render_pins.yml"),
+            "--extra-vars",
+            f"@{avars_file}",
+            "-e",
+            f"nvidia_repo_preferences_file={prefs}",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env({}),
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = prefs.read_text()
@@ -126,8 +146,11 @@ def test_generated_preferences_pick_exact_versions(
     assert f"Pin: version {v['nccl_version']}\n" in text
     pinned = _pinned(v)
     sim = subprocess.run(
-        ["apt-get", "-s", "install", *pinned], env={**os.environ, **apt_env},
-        capture_output=True, text=True, check=False,
+        ["apt-get", "-s", "install", *pinned],
+        env={**os.environ, **apt_env},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert sim.returncode == 0, sim.stdout + sim.stderr
     chosen = dict(re.findall(r"^Inst (\S+) \((\S+) ", sim.stdout, re.M))
@@ -135,8 +158,11 @@ def test_generated_preferences_pick_exact_versions(
     # Without the preferences apt takes the decoys: the pins are what keeps versions exact.
     prefs.unlink()
     sim = subprocess.run(
-        ["apt-get", "-s", "install", *pinned], env={**os.environ, **apt_env},
-        capture_output=True, text=True, check=False,
+        ["apt-get", "-s", "install", *pinned],
+        env={**os.environ, **apt_env},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     chosen = dict(re.findall(r"^Inst (\S+) \((\S+) ", sim.stdout, re.M))
     assert chosen["libnccl2"] == _decoy(v["nccl_version"])
@@ -154,13 +180,31 @@ def test_site_check_mode_installs_pins_and_holds_everything(
     key.parent.mkdir(parents=True)
     key.write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\nstand-in\n")
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-         "-c", "local", "--check", str(ROOT / "playbooks" / "site.yml"),
-         "--extra-vars", f"@{avars_file}",
-         "-e", "hygiene_enabled=false", "-e", "validator_enabled=false",
-         "-e", "aws_efa_enabled=false", "-e", f"nvidia_repo_base_url=file://{tmp_path / 'nvrepo'}",
-         "-e", "ansible_python_interpreter=/usr/bin/python3"],
-        capture_output=True, text=True, env=_env(apt_env), check=False,
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "--check",
+            str(ROOT / "playbooks" / "site.yml"),
+            "--extra-vars",
+            f"@{avars_file}",
+            "-e",
+            "hygiene_enabled=false",
+            "-e",
+            "validator_enabled=false",
+            "-e",
+            "aws_efa_enabled=false",
+            "-e",
+            f"nvidia_repo_base_url=file://{tmp_path / 'nvrepo'}",
+            "-e",
+            "ansible_python_interpreter=/usr/bin/python3",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(apt_env),
+        check=False,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]

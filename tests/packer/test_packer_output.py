@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from imagectl.errors import UserError
 from imagectl.packer.machine_readable import parse_line
 from imagectl.packer.manifest import read_manifest
@@ -54,10 +53,18 @@ def test_manifest_keeps_last_run_and_splits_amazon_ids(tmp_path: Path) -> None:
     path = _manifest(
         tmp_path,
         [
-            {"builder_type": "amazon-ebs", "artifact_id": "us-east-1:ami-old",
-             "packer_run_uuid": "r1", "custom_data": tags},
-            {"builder_type": "amazon-ebs", "artifact_id": "us-east-1:ami-new",
-             "packer_run_uuid": "r2", "custom_data": tags},
+            {
+                "builder_type": "amazon-ebs",
+                "artifact_id": "us-east-1:ami-old",
+                "packer_run_uuid": "r1",
+                "custom_data": tags,
+            },
+            {
+                "builder_type": "amazon-ebs",
+                "artifact_id": "us-east-1:ami-new",
+                "packer_run_uuid": "r2",
+                "custom_data": tags,
+            },
         ],
         "r2",
     )
@@ -72,12 +79,22 @@ def test_manifest_gcp_azure_and_qemu(tmp_path: Path) -> None:
     path = _manifest(
         tmp_path,
         [
-            {"builder_type": "googlecompute", "artifact_id": "imagectl-x-1",
-             "packer_run_uuid": "r"},
-            {"builder_type": "azure-arm", "artifact_id": "/subscriptions/s/.../images/m",
-             "packer_run_uuid": "r"},
-            {"builder_type": "qemu", "artifact_id": "VM", "packer_run_uuid": "r",
-             "files": [{"name": "/b/output/imagectl-local-1.qcow2", "size": 1}]},
+            {
+                "builder_type": "googlecompute",
+                "artifact_id": "imagectl-x-1",
+                "packer_run_uuid": "r",
+            },
+            {
+                "builder_type": "azure-arm",
+                "artifact_id": "/subscriptions/s/.../images/m",
+                "packer_run_uuid": "r",
+            },
+            {
+                "builder_type": "qemu",
+                "artifact_id": "VM",
+                "packer_run_uuid": "r",
+                "files": [{"name": "/b/output/imagectl-local-1.qcow2", "size": 1}],
+            },
         ],
         "r",
     )

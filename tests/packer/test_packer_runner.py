@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import require_tool
 from imagectl.errors import UserError
 from imagectl.packer.binary import find_packer, parse_version

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, require_tool
 from imagectl.packer.binary import find_packer
 from imagectl.packer.command import validate_command
@@ -103,7 +102,7 @@ def test_validate_fails_without_a_required_variable(tmp_path: Path) -> None:
     require_tool("ansible-playbook")
     binary = find_packer()
     _, resolved = load_resolved(IMAGES, "h100-training")
-    var_file, _, pvars, _ = write_var_files(
+    var_file, _, _pvars, _ = write_var_files(
         resolved, "aws", tmp_path, playbook_file=str(ROOT / "playbooks" / "site.yml")
     )
     text = var_file.read_text().replace('"aws_region"', '"aws_regionx"')

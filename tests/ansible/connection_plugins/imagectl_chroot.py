@@ -64,8 +64,12 @@ class Connection(ConnectionBase):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                 "LANG": "C.UTF-8", "HOME": "/root", "TERM": "dumb"},
+            env={
+                "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "LANG": "C.UTF-8",
+                "HOME": "/root",
+                "TERM": "dumb",
+            },
         )
         out, err = proc.communicate(in_data)
         return proc.returncode, out, err
