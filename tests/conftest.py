@@ -1,20 +1,23 @@
 """Shared test fixtures and helpers.
 
-- ``require_tool(name, extra_dirs=())``: the path of an external program; skips the test
-  when it is missing, fails it instead when ``CI=true``. Tests and fixtures get it as the
-  fixture of the same name (``def test_x(require_tool): packer = require_tool("packer")``):
-  ``from conftest import ...`` is unreliable because every folder's conftest.py is
-  imported under the same module name.
+- ``require_tool(name, extra_dirs=())``: the path of an external program (on PATH, next to
+  the running Python, or in ``extra_dirs``); skips the test when it is missing, fails it
+  instead when ``CI=true``. ``require(condition, reason)``: the same for any condition.
+  Tests and fixtures can also take it as the fixture of the same name
+  (``from conftest import ...`` is unreliable: every folder's conftest.py is imported
+  under the same module name).
+- ``require_url(url)`` / fixture ``reachable``: skip when a URL cannot be fetched, fail
+  under CI=true.
+- ``nvidia_repo``: `imagectl drift` reads tests/fixtures/nvidia-index instead of NVIDIA.
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
+- ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
+- ``workspace_copy``: a writable copy of images/ and playbooks/.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
   a temporary data folder on 127.0.0.1 and a free port, stopped at the end of the session.
   As root it runs through ``runuser -u postgres --`` (PostgreSQL refuses to run as root).
 - ``postgres_url``: a fresh, empty database on that server for one test (dropped after):
   a ``postgresql+psycopg://`` URL.
-- ``cli``: run ``imagectl ARGS`` in-process through the real entry point; returns the exit
-  code and captured stdout/stderr (``.json()`` parses stdout).
-- ``workspace_copy``: a writable copy of images/ and playbooks/ to break on purpose.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -36,15 +40,36 @@ from typing import Any
 
 import pytest
 
+# Protocol fakes for the clouds (moto, Compute REST, ARM): aws_moto, moto_server,
+# gcp_fake, azure_fake, cloud_env. See tests/fakes/__init__.py.
+pytest_plugins = (
+    ["tests.fakes.fixtures"] if (Path(__file__).parent / "fakes" / "fixtures.py").exists() else []
+)
+
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO
+
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
 
 
+IN_CI = in_ci()
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip locally / fail in CI when ``condition`` is false."""
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
-    """Path of the program ``name`` (on PATH or in ``extra_dirs``); skip if missing,
-    fail if missing under CI=true."""
-    for folder in extra_dirs:
+    """Path of the program ``name`` (in ``extra_dirs``, next to the running Python, or on
+    PATH); skip if missing, fail if missing under CI=true."""
+    for folder in (*extra_dirs, str(Path(sys.executable).parent)):
         candidate = Path(folder) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
@@ -55,6 +80,10 @@ def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
     if in_ci():
         pytest.fail(f"{message} (CI=true: missing tools are failures)", pytrace=False)
     pytest.skip(message)
+
+
+def require_root() -> None:
+    require(os.geteuid() == 0, "root rights are needed (debootstrap / chroot)")
 
 
 @pytest.fixture(name="require_tool")
@@ -73,18 +102,44 @@ def _require_module(module: str, extra: str) -> None:
         pytest.skip(message)
 
 
+def require_url(url: str, timeout: float = 20.0) -> None:
+    """Skip when ``url`` cannot be fetched locally; fail when CI=true (CI reaches it)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return
+    except Exception as exc:  # any failure means: not reachable from here
+        message = f"{url} is not reachable: {exc}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: the archive must be reachable)")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def reachable():
+    """``reachable(url)``: skip (locally) or fail (CI=true) when ``url`` cannot be fetched."""
+    return require_url
+
+
+@pytest.fixture
+def nvidia_repo(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point `imagectl drift` at the fixture copies of NVIDIA's CUDA repository indexes."""
+    fixtures = REPO / "tests" / "fixtures" / "nvidia-index"
+    monkeypatch.setenv("IMAGECTL_NVIDIA_REPO_URL", fixtures.as_uri())
+    return fixtures
+
+
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own state dir (catalog, plan files): nothing leaks into ~."""
     state = tmp_path / "state"
     state.mkdir()
     monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
     return state
-
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
