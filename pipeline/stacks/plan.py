@@ -3,8 +3,6 @@ and the resolved variable files the build would use."""
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -14,7 +12,7 @@ from imagectl.paths import Workspace
 from imagectl.stacks.loader import find_stack, load_stack, stack_paths
 from imagectl.stacks.resolve import ResolvedStack, resolve
 from imagectl.stacks.schema import CLOUDS
-from imagectl.stacks.variables import ansible_vars, packer_vars
+from imagectl.stacks.variables import write_var_files
 
 
 @dataclass(frozen=True)
@@ -43,23 +41,6 @@ def _build_site(r: ResolvedStack, cloud: str) -> tuple[str, str]:
     raise AssertionError(cloud)
 
 
-def write_var_files(r: ResolvedStack, cloud: str, out_dir: Path) -> tuple[Path, Path]:
-    """Write <out>/<stack>/<cloud>.pkrvars.json and .ansible.json atomically."""
-    folder = out_dir / r.name
-    folder.mkdir(parents=True, exist_ok=True)
-    ansible_file = folder / f"{cloud}.ansible.json"
-    packer_file = folder / f"{cloud}.pkrvars.json"
-    _atomic_json(ansible_file, ansible_vars(r, cloud))
-    _atomic_json(packer_file, packer_vars(r, cloud, ansible_vars_file=str(ansible_file.resolve())))
-    return packer_file, ansible_file
-
-
-def _atomic_json(path: Path, payload: object) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def build_plan(ws: Workspace, stack: str | None, cloud: str | None, out_dir: Path) -> list[PlanRow]:
     if cloud is not None and cloud not in CLOUDS:
         raise UserError(f"unknown cloud '{cloud}'", hint=f"Use one of {', '.join(CLOUDS)}")
@@ -80,7 +61,7 @@ def build_plan(ws: Workspace, stack: str | None, cloud: str | None, out_dir: Pat
             if cloud is not None and name != cloud:
                 continue
             location, machine = _build_site(r, name)
-            pf, af = write_var_files(r, name, out_dir)
+            pf, af, _, _ = write_var_files(r, name, out_dir)
             rows.append(
                 PlanRow(
                     stack=r.name,

@@ -9,6 +9,7 @@ and in a role's ``defaults/main.yml``. Versions come from the resolved stack onl
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,13 @@ def write_var_files(
     avars = ansible_vars(r, cloud, validator_wheel=validator_wheel)
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)
-    avars_path.write_text(json.dumps(avars, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    pvars_path.write_text(json.dumps(pvars, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    _write_json_atomically(avars_path, avars)
+    _write_json_atomically(pvars_path, pvars)
     return pvars_path, avars_path, pvars, avars
+
+
+def _write_json_atomically(path: Path, payload: object) -> None:
+    """Write to a temporary file, then rename: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import ROOT
+from tests.support import ROOT
 
 PLUGINS = Path(__file__).resolve().parent / "connection_plugins"
 _RECAP = re.compile(

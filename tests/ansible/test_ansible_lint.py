@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, require_tool
+
 from imagectl.stacks import load_resolved, stack_paths
 from imagectl.stacks.variables import ansible_vars
+from tests.support import ROOT, require_tool
 
 PLAYBOOKS = ROOT / "playbooks"
 

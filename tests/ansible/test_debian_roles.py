@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 import rootfs as rootfs_mod  # tests/ansible/rootfs.py
-from conftest import ROOT, require_root, require_tool
+from playbook_run import PlaybookRun, run_site
+
 from imagectl.packer.build import build_validator_wheel
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
-from playbook_run import PlaybookRun, run_site
+from tests.support import ROOT, require_root, require_tool
 
 pytestmark = pytest.mark.slow
 

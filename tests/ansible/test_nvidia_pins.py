@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 import yaml
 from apt_sandbox import make_sandbox
-from conftest import ROOT, require_root, require_tool
+from jinja2 import Environment
+
 from imagectl.stacks import load_resolved
 from imagectl.stacks.variables import ansible_vars, write_var_files
-from jinja2 import Environment
+from tests.support import ROOT, require_root, require_tool
 
 HERE = Path(__file__).resolve().parent
 ROLES = ROOT / "playbooks" / "roles"

@@ -7,10 +7,11 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+
 from imagectl.cli import main
 from imagectl.stacks import load_resolved
 from imagectl.stacks.variables import packer_vars
+from tests.support import ROOT
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import require_tool
+
 from imagectl.errors import UserError
 from imagectl.packer.binary import find_packer, parse_version
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.packer.runner import PackerCancelled, PackerFailed, PackerTimeout, run
+from tests.support import require_tool
 
 SLOW_PACKER = textwrap.dedent(
     """\

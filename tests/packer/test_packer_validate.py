@@ -15,12 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, require_tool
+
 from imagectl.packer.binary import find_packer
 from imagectl.packer.command import validate_command
 from imagectl.packer.templates import PLUGINS_FILE, stage_templates
 from imagectl.stacks import load_resolved, stack_paths
 from imagectl.stacks.variables import packer_vars, write_var_files
+from tests.support import ROOT, require_tool
 
 IMAGES = ROOT / "images"
 CASES = [

@@ -133,11 +133,11 @@ def test_plan_writes_resolved_variable_files(cli, tmp_path: Path) -> None:
     aws = next(r for r in matrix if r["cloud"] == "aws")
     assert aws["build_location"] == "us-east-1"
     assert aws["target_regions"][0] == "us-east-1" and len(aws["target_regions"]) == 4
-    pkr = json.loads((out / "h100-training" / "aws.pkrvars.json").read_text())
-    ans = json.loads((out / "h100-training" / "aws.ansible.json").read_text())
+    pkr = json.loads((out / "h100-training.aws.pkrvars.json").read_text())
+    ans = json.loads((out / "h100-training.aws.ansible.json").read_text())
     assert pkr["driver_version"] == ans["nvidia_driver_version"] == ans["fabric_manager_version"]
     assert pkr["nccl_version"] == ans["nccl_version"] == "2.26.2-1+cuda12.8"
-    assert pkr["ansible_vars_file"].endswith("aws.ansible.json")
+    assert pkr["ansible_vars_file"].endswith("h100-training.aws.ansible.json")
     assert ans["aws_efa_enabled"] is True and ans["azure_infiniband_enabled"] is False
     repo = Path(__file__).resolve().parents[2]
     assert set(pkr) <= declared_packer_vars(repo / "images" / "aws")
