@@ -104,6 +104,21 @@ def decode_time(raw: str) -> dt.datetime | None:
         return parse_time(raw)
 
 
+OPEN_WORLD = ("0.0.0.0/0", "::/0")
+
+
+def check_cidr(allowed_cidr: str | None) -> None:
+    """SSH is admitted from the runner's address only: never from the whole internet."""
+    from imagectl.errors import UserError
+
+    if allowed_cidr in OPEN_WORLD:
+        raise UserError(
+            f"refusing to open SSH to the whole internet ({allowed_cidr})",
+            hint="Pass the runner's own address, e.g. 203.0.113.7/32, or none to use the "
+            "cloud's own remote-command channel",
+        )
+
+
 def endpoint_from_env(option: str | None, *names: str) -> str | None:
     """The first of an explicit option and the named environment variables that is set."""
     if option:

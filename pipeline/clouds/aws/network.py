@@ -10,17 +10,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from imagectl.clouds.common import check_cidr
 from imagectl.errors import UserError
 
-OPEN_WORLD = ("0.0.0.0/0", "::/0")
-
-
-def check_cidr(allowed_cidr: str | None) -> None:
-    if allowed_cidr in OPEN_WORLD:
-        raise UserError(
-            f"refusing to open SSH to the whole internet ({allowed_cidr})",
-            hint="Pass the runner's own address, e.g. 203.0.113.7/32, or none to use SSM",
-        )
 
 
 def vpc_of(ec2: Any, subnet_id: str | None) -> str:
