@@ -74,7 +74,9 @@ class ValidationResult:
                 }
                 for o in self.outcomes
             ],
-            "launched": [i.instance_id for i in self.launched],
+            "launched": [
+                {"instance_id": i.instance_id, "location": i.region} for i in self.launched
+            ],
             "terminated": self.terminated,
             "termination_errors": self.termination_errors,
         }
@@ -180,7 +182,7 @@ class ValidationRun:
         }
         extravars = {
             "validate_receipt_dir": str(receipt_dir),
-            "validate_image_id": self.req.image.image_id,
+            "validate_candidate_id": self.req.image.image_id,
             "validate_stack": self.req.stack,
             "validate_shape": self.req.shape,
             "validate_profile": self.req.profile,
@@ -259,8 +261,11 @@ class ValidationRun:
             )
             for _ in range(req.hosts):
                 self._launch_one(locations)
-        except (NoCapacity, QuotaError) as exc:
+        except NoCapacity as exc:
             self.result.decision = Decision(INCONCLUSIVE, [str(exc)])
+            return
+        except QuotaError as exc:
+            self.result.decision = Decision(INCONCLUSIVE, [f"quota exceeded: {exc}"])
             return
         current: dict[int, HostOutcome] = {}
         pending = sorted(self.live)
