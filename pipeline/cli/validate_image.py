@@ -173,6 +173,7 @@ def _render(payload: dict[str, Any]) -> None:
     from rich.table import Table
 
     out = console()
+    out.print()
     table = Table(title=f"{payload['image_id']} on {payload['shape']}")
     for col in ("host", "verdict", "worst action", "failed checks", "problem"):
         table.add_column(col)
