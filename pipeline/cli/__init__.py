@@ -21,10 +21,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
-    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
+    "validate": (
+        "imagectl.cli.validate",
+        "Validate this GPU host (or a snapshot) and write a receipt.",
+    ),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
     "build": ("imagectl.cli.build", "Build a candidate image with Packer and record it."),
-    "validate-image": ("imagectl.cli.validate_image", "Boot a candidate on its GPU shape, validate, decide."),
+    "validate-image": (
+        "imagectl.cli.validate_image",
+        "Boot a candidate on its GPU shape, validate, decide.",
+    ),
     "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
 }

@@ -10,16 +10,36 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
 @click.command("build")
 @click.option("--stack", required=True, help="Stack to build (images/stacks/NAME.yaml).")
 @click.option("--cloud", required=True, type=click.Choice(["aws", "gcp", "azure", "local"]))
-@click.option("--skip-provisioning", is_flag=True,
-              help="No Ansible provisioning (emulated clouds, where nothing boots).")
-@click.option("--var", "variables", multiple=True, metavar="KEY=VALUE",
-              help="Override a Packer variable (repeatable).")
-@click.option("--timeout", type=float, default=4 * 3600.0, show_default=True,
-              help="Seconds before the build is cancelled.")
+@click.option(
+    "--skip-provisioning",
+    is_flag=True,
+    help="No Ansible provisioning (emulated clouds, where nothing boots).",
+)
+@click.option(
+    "--var",
+    "variables",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a Packer variable (repeatable).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=4 * 3600.0,
+    show_default=True,
+    help="Seconds before the build is cancelled.",
+)
 @json_option
 @click.pass_context
-def command(ctx: click.Context, stack: str, cloud: str, skip_provisioning: bool,
-            variables: tuple[str, ...], timeout: float, as_json: bool) -> int:
+def command(
+    ctx: click.Context,
+    stack: str,
+    cloud: str,
+    skip_provisioning: bool,
+    variables: tuple[str, ...],
+    timeout: float,
+    as_json: bool,
+) -> int:
     """Build one candidate image of STACK on CLOUD, record build and image, tag it built.
 
     With IMAGECTL_AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL) set, the AWS build talks to
@@ -39,7 +59,9 @@ def command(ctx: click.Context, stack: str, cloud: str, skip_provisioning: bool,
     for item in variables:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise UserError(f"--var '{item}' is not KEY=VALUE", hint="e.g. --var aws_region=us-east-2")
+            raise UserError(
+                f"--var '{item}' is not KEY=VALUE", hint="e.g. --var aws_region=us-east-2"
+            )
         overrides[key] = value
     if cloud == "aws":
         endpoint = endpoint_from_env(None, "IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")

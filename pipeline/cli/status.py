@@ -63,7 +63,9 @@ def collect(
                         "updated_by": p.updated_by,
                     }
                 )
-            candidates = [_image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)]
+            candidates = [
+                _image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)
+            ]
             blocked = [
                 {**_image(i), "reason": i.blocked_reason}
                 for i in repo.list_images(s, stack=st, cloud=cl, state=ImageState.BLOCKED)

@@ -48,36 +48,93 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
 @click.option("--cloud", required=True, type=click.Choice(["aws", "gcp", "azure"]))
 @click.option("--stack", help="The image's stack (default: from the catalog).")
 @click.option("--shape", help="Machine shape (default: the stack's first validation shape).")
-@click.option("--hosts", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Instances to validate in parallel.")
-@click.option("--profile", type=click.Choice(["boot", "quick", "full", "burn"]),
-              help="Validator profile (default: the stack's validation.profile).")
-@click.option("--location", "locations", multiple=True,
-              help="Zone/region to try, in order (default: every zone the stack allows).")
-@click.option("--ttl", "ttl_h", type=click.FloatRange(0.1, 48), default=3.0, show_default=True,
-              help="Hours after which `imagectl reap` terminates a leftover instance.")
-@click.option("--max-retries", type=click.IntRange(0, 5), default=2, show_default=True,
-              help="Fresh hosts tried for a host (hardware) problem.")
-@click.option("--reach-timeout", type=float, default=900.0, show_default=True,
-              help="Seconds to wait for an instance to become reachable.")
-@click.option("--validator-timeout", type=float, default=1800.0, show_default=True,
-              help="Seconds the validator may run on a host.")
-@click.option("--runner-cidr", envvar="IMAGECTL_RUNNER_CIDR",
-              help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits.")
+@click.option(
+    "--hosts",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Instances to validate in parallel.",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["boot", "quick", "full", "burn"]),
+    help="Validator profile (default: the stack's validation.profile).",
+)
+@click.option(
+    "--location",
+    "locations",
+    multiple=True,
+    help="Zone/region to try, in order (default: every zone the stack allows).",
+)
+@click.option(
+    "--ttl",
+    "ttl_h",
+    type=click.FloatRange(0.1, 48),
+    default=3.0,
+    show_default=True,
+    help="Hours after which `imagectl reap` terminates a leftover instance.",
+)
+@click.option(
+    "--max-retries",
+    type=click.IntRange(0, 5),
+    default=2,
+    show_default=True,
+    help="Fresh hosts tried for a host (hardware) problem.",
+)
+@click.option(
+    "--reach-timeout",
+    type=float,
+    default=900.0,
+    show_default=True,
+    help="Seconds to wait for an instance to become reachable.",
+)
+@click.option(
+    "--validator-timeout",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    help="Seconds the validator may run on a host.",
+)
+@click.option(
+    "--runner-cidr",
+    envvar="IMAGECTL_RUNNER_CIDR",
+    help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits.",
+)
 @click.option("--ssh-user", default="ubuntu", show_default=True)
-@click.option("--ssh-key", type=click.Path(dir_okay=False), help="Private key (default: a "
-              "fresh ed25519 key for this run).")
-@click.option("--inventory-override", type=click.Path(dir_okay=False, path_type=Path),
-              help="YAML host vars (all / slots / default_slot), e.g. test mode with "
-              "ansible_connection=local and replay snapshots.")
+@click.option(
+    "--ssh-key",
+    type=click.Path(dir_okay=False),
+    help="Private key (default: a fresh ed25519 key for this run).",
+)
+@click.option(
+    "--inventory-override",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML host vars (all / slots / default_slot), e.g. test mode with "
+    "ansible_connection=local and replay snapshots.",
+)
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
 @json_option
 @click.pass_context
-def command(ctx: click.Context, image_id: str, cloud: str, stack: str | None, shape: str | None,
-            hosts: int, profile: str | None, locations: tuple[str, ...], ttl_h: float,
-            max_retries: int, reach_timeout: float, validator_timeout: float,
-            runner_cidr: str | None, ssh_user: str, ssh_key: str | None,
-            inventory_override: Path | None, wheel: str | None, as_json: bool) -> int:
+def command(
+    ctx: click.Context,
+    image_id: str,
+    cloud: str,
+    stack: str | None,
+    shape: str | None,
+    hosts: int,
+    profile: str | None,
+    locations: tuple[str, ...],
+    ttl_h: float,
+    max_retries: int,
+    reach_timeout: float,
+    validator_timeout: float,
+    runner_cidr: str | None,
+    ssh_user: str,
+    ssh_key: str | None,
+    inventory_override: Path | None,
+    wheel: str | None,
+    as_json: bool,
+) -> int:
     """Launch HOSTS instances of IMAGE_ID, run the validator on each, decide.
 
     validated (exit 0): every host passed. blocked (exit 1): every host failed the same

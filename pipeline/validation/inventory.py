@@ -66,6 +66,7 @@ class InventoryOverride:
             raise UserError(f"unknown key(s) {', '.join(sorted(unknown))}", where=str(path),
                             hint="Use the keys all, slots and default_slot")  # fmt: skip
         base = path.parent
+
         def resolve(d: dict[str, Any]) -> dict[str, Any]:
             out = dict(d or {})
             snap = out.get("validate_snapshot")

@@ -51,8 +51,7 @@ def bind(receipt: dict[str, Any], *, image_id: str, stack_digest: str) -> dict[s
     named_digest = receipt.get("stack_digest")
     if named_digest != stack_digest:
         raise ReceiptRejected(
-            f"the receipt names stack digest {str(named_digest)[:12]!r}, "
-            f"not {stack_digest[:12]!r}"
+            f"the receipt names stack digest {str(named_digest)[:12]!r}, not {stack_digest[:12]!r}"
         )
     return receipt
 

@@ -282,8 +282,10 @@ class ValidationRun:
             if retries_left <= 0:
                 decision = Decision(
                     INCONCLUSIVE,
-                    [f"hosts still failing hardware checks after {req.max_host_retries} "
-                     "retries", *decision.reasons],  # fmt: skip
+                    [
+                        f"hosts still failing hardware checks after {req.max_host_retries} retries",
+                        *decision.reasons,
+                    ],  # fmt: skip
                     bad_hosts=self.result.bad_hosts,
                 )
                 break

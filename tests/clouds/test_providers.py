@@ -62,9 +62,7 @@ def _assert_locked_down(env: CloudEnv, inst: Any) -> None:
         assert raw["MetadataOptions"]["HttpTokens"] == "required"
         assert "IamInstanceProfile" not in raw
         group = raw["SecurityGroups"][0]["GroupId"]
-        perms = ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0][
-            "IpPermissions"
-        ]
+        perms = ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["IpPermissions"]
         assert [(p["FromPort"], [r["CidrIp"] for r in p["IpRanges"]]) for p in perms] == [
             (22, ["203.0.113.7/32"])
         ]
@@ -76,7 +74,9 @@ def _assert_locked_down(env: CloudEnv, inst: Any) -> None:
         assert body.get("serviceAccounts", []) == []
         assert body["scheduling"]["onHostMaintenance"] == "TERMINATE"
     else:
-        nsg = next(r for k, r in env.fake.resources.items() if k.endswith(f"{inst.instance_id}-nsg"))
+        nsg = next(
+            r for k, r in env.fake.resources.items() if k.endswith(f"{inst.instance_id}-nsg")
+        )
         rules = nsg["properties"]["securityRules"]
         assert [(r["properties"]["sourceAddressPrefix"], r["properties"]["destinationPortRange"])
                 for r in rules] == [("203.0.113.7/32", "22")]  # fmt: skip
@@ -90,7 +90,11 @@ def _assert_network_cleaned(env: CloudEnv) -> None:
     if env.cloud == "gcp":
         assert env.fake.firewalls == {}
     elif env.cloud == "azure":
-        left = [k for k in env.fake.resources if "/microsoft.network/" in k and "virtualnetworks" not in k]
+        left = [
+            k
+            for k in env.fake.resources
+            if "/microsoft.network/" in k and "virtualnetworks" not in k
+        ]
         assert left == []
 
 
@@ -131,7 +135,9 @@ def test_share_never_public_unless_asked(cloud_env: CloudEnv) -> None:
     else:
         p.share(image, {"principals": ["11111111-2222-3333-4444-555555555555"]})
         (groups,) = cloud_env.fake.sharing.values()
-        assert groups == [{"type": "Subscriptions", "ids": ["11111111-2222-3333-4444-555555555555"]}]
+        assert groups == [
+            {"type": "Subscriptions", "ids": ["11111111-2222-3333-4444-555555555555"]}
+        ]
 
 
 def test_pointer_moves_forward_and_back(cloud_env: CloudEnv) -> None:

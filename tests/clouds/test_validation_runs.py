@@ -38,7 +38,7 @@ def _validate(cli: Any, env: CloudEnv, image: Any, override: Path, *extra: str) 
 
 def test_healthy_hosts_validate_the_image(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
     image = cloud_env.seed_candidate()
-    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY, HEALTHY]),
+    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY, HEALTHY], cloud=cloud_env.cloud),
                        "--hosts", "2")  # fmt: skip
     data = result.json()
     assert result.code == 0, result.out
@@ -55,7 +55,9 @@ def test_healthy_hosts_validate_the_image(cli: Any, cloud_env: CloudEnv, tmp_pat
 def test_throttling_is_retried_then_succeeds(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
     image = cloud_env.seed_candidate()
     cloud_env.throttle(2)
-    data = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY])).json()
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    ).json()
     assert data["verdict"] == "validated", data
     assert cloud_env.throttled() == 2
     assert cloud_env.live_instances() == []
@@ -67,7 +69,9 @@ def test_capacity_error_in_one_zone_launches_in_the_next(
     image = cloud_env.seed_candidate()
     first, second = cloud_env.locations()[:2]
     cloud_env.capacity_error(first)
-    data = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY])).json()
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    ).json()
     assert data["verdict"] == "validated", data
     assert [i["location"] for i in data["launched"]] == [second]
     assert cloud_env.live_instances() == []
@@ -79,7 +83,9 @@ def test_capacity_everywhere_is_inconclusive_never_blocked(
     image = cloud_env.seed_candidate()
     for location in cloud_env.locations():
         cloud_env.capacity_error(location)
-    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY]))
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    )
     data = result.json()
     assert result.code == 1
     assert data["verdict"] == "inconclusive" and data["state"] == "inconclusive"
@@ -91,7 +97,9 @@ def test_capacity_everywhere_is_inconclusive_never_blocked(
 def test_quota_error_is_inconclusive(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
     image = cloud_env.seed_candidate()
     cloud_env.quota_error()
-    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY]))
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    )
     data = result.json()
     assert result.code == 1
     assert data["verdict"] == "inconclusive", data
@@ -104,7 +112,9 @@ def test_unreachable_instance_is_inconclusive_and_terminated(
 ) -> None:
     image = cloud_env.seed_candidate()
     cloud_env.never_running()
-    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY]))
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    )
     data = result.json()
     assert data["verdict"] == "inconclusive", data
     assert data["hosts"][0]["problem"].startswith("unreachable")
@@ -117,7 +127,9 @@ def test_validator_crash_is_inconclusive(cli: Any, cloud_env: CloudEnv, tmp_path
     image = cloud_env.seed_candidate()
     broken = tmp_path / "truncated-snapshot.json"
     broken.write_text(HEALTHY.read_text()[:500])
-    data = _validate(cli, cloud_env, image, write_override(tmp_path, [broken])).json()
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [broken], cloud=cloud_env.cloud)
+    ).json()
     assert data["verdict"] == "inconclusive", data
     assert "validator crashed" in data["hosts"][0]["problem"]
     assert _catalog_state(cloud_env.cloud, image.image_id) == ("inconclusive", 0)
@@ -129,7 +141,9 @@ def test_receipt_naming_another_image_is_rejected(
 ) -> None:
     image = cloud_env.seed_candidate()
     other = {"validate_snapshot": str(HEALTHY), "validate_image_id": "some-other-image"}
-    data = _validate(cli, cloud_env, image, write_override(tmp_path, [other])).json()
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [other], cloud=cloud_env.cloud)
+    ).json()
     assert data["verdict"] == "inconclusive", data
     assert "receipt rejected" in data["hosts"][0]["problem"]
     assert "some-other-image" in data["hosts"][0]["problem"]
@@ -140,7 +154,7 @@ def test_faulty_host_among_healthy_is_retried_not_blocked(
     cli: Any, cloud_env: CloudEnv, tmp_path: Path
 ) -> None:
     image = cloud_env.seed_candidate()
-    override = write_override(tmp_path, [HEALTHY, HARDWARE_FAULT, HEALTHY])
+    override = write_override(tmp_path, [HEALTHY, HARDWARE_FAULT, HEALTHY], cloud=cloud_env.cloud)
     data = _validate(cli, cloud_env, image, override, "--hosts", "2").json()
     assert data["verdict"] == "validated", data
     assert data["rounds"] == 2
@@ -154,7 +168,7 @@ def test_faulty_host_among_healthy_is_retried_not_blocked(
 
 def test_image_fault_on_every_host_blocks(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
     image = cloud_env.seed_candidate()
-    override = write_override(tmp_path, [IMAGE_FAULT, IMAGE_FAULT])
+    override = write_override(tmp_path, [IMAGE_FAULT, IMAGE_FAULT], cloud=cloud_env.cloud)
     result = _validate(cli, cloud_env, image, override, "--hosts", "2")
     data = result.json()
     assert result.code == 1
@@ -192,7 +206,7 @@ def test_interrupted_run_terminates_its_instances(
     try:
         result = cli(
             "validate-image", image.image_id, "--cloud", cloud_env.cloud, "--stack",
-            "h100-training", "--inventory-override", str(write_override(tmp_path, [HEALTHY])),
+            "h100-training", "--inventory-override", str(write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)),
             "--reach-timeout", "60", "--json",
         )  # fmt: skip
     finally:
