@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
@@ -71,9 +70,14 @@ def command(
     build_id = new_build_id()
     catalog = open_catalog()
     with catalog.transaction() as s:
-        build = repo.record_build(s, build_id=build_id, stack=stack,
-                                  stack_digest=resolved.digest, cloud=cloud,
-                                  git_commit=git_commit(ws.root))  # fmt: skip
+        build = repo.record_build(
+            s,
+            build_id=build_id,
+            stack=stack,
+            stack_digest=resolved.digest,
+            cloud=cloud,
+            git_commit=git_commit(ws.root),
+        )
     out.print(f"build {build_id}: {stack} on {cloud} (digest {resolved.short_digest})")
 
     def on_event(event: object) -> None:
@@ -83,9 +87,16 @@ def command(
             out.print(f"[dim]packer[/] {text}" if level != "error" else f"[red]packer[/] {text}")
 
     try:
-        result = run_build(resolved, cloud, workspace=ws, build_id=build_id,
-                           overrides=overrides, skip_provisioning=skip_provisioning,
-                           on_event=on_event, timeout=timeout)  # fmt: skip
+        result = run_build(
+            resolved,
+            cloud,
+            workspace=ws,
+            build_id=build_id,
+            overrides=overrides,
+            skip_provisioning=skip_provisioning,
+            on_event=on_event,
+            timeout=timeout,
+        )
     except (PackerFailed, KeyboardInterrupt, UserError) as exc:
         outcome = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
         with catalog.transaction() as s:
@@ -93,11 +104,11 @@ def command(
         raise
     images = []
     with catalog.transaction() as s:
-        repo.finish_build(s, build, outcome="succeeded",
-                          artifact_id=",".join(a.id for a in result.artifacts))  # fmt: skip
+        repo.finish_build(
+            s, build, outcome="succeeded", artifact_id=",".join(a.id for a in result.artifacts)
+        )
         for a in result.artifacts:
-            repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location,
-                              tags=a.tags)  # fmt: skip
+            repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags)
             images.append({"image_id": a.id, "region": a.location, "name": a.name})
     if cloud in ("aws", "gcp", "azure"):
         _tag_built(resolved, cloud, result.artifacts)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
@@ -73,8 +72,10 @@ def command(
         if not unique:
             out.print("no expired imagectl instances")
         for r in unique:
-            out.print(f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
-                      f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}")  # fmt: skip
+            out.print(
+                f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
+                f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}"
+            )
         for e in errors:
             out.print(f"[red]error[/] {e}")
     return 1 if failed or errors else 0

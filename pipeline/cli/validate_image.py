@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
@@ -38,8 +37,22 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
     if not needed or not shutil.which("ssh-keygen"):
         return None, None
     key = folder / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "imagectl-validation",
-                    "-f", str(key)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "imagectl-validation",
+            "-f",
+            str(key),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return str(key), (folder / "id_ed25519.pub").read_text().strip()
 
 
@@ -169,9 +182,10 @@ def command(
     region = {"aws": options.get("region"), "azure": options.get("location")}.get(cloud, "")
     image = provider.get_image(image_id, region or "")
     if image is None:
-        raise UserError(f"image {image_id} was not found in {cloud}" +
-                        (f" region {region}" if region else ""),
-                        hint="Check the id with `imagectl status` or the cloud console")  # fmt: skip
+        raise UserError(
+            f"image {image_id} was not found in {cloud}" + (f" region {region}" if region else ""),
+            hint="Check the id with `imagectl status` or the cloud console",
+        )
     from imagectl.clouds.base import TAG_DIGEST
     from imagectl.clouds.common import gcp_label_value
 
@@ -189,17 +203,35 @@ def command(
     private_key, public_key = _ssh_key(ssh_key, not (override and override.local), keydir)
 
     recorder = CatalogRecorder()
-    recorder.start(cloud=cloud, region=image.region, image_id=image.image_id, stack=stack,
-                   digest=resolved.digest, tags=image.tags)  # fmt: skip
+    recorder.start(
+        cloud=cloud,
+        region=image.region,
+        image_id=image.image_id,
+        stack=stack,
+        digest=resolved.digest,
+        tags=image.tags,
+    )
     provider.tag_state(image, "validating")
     request = ValidationRequest(
-        image=image, stack=stack, stack_digest=resolved.digest, shape=shape, hosts=hosts,
-        profile=profile, ttl=dt.timedelta(hours=ttl_h), locations=list(locations) or None,
-        max_host_retries=max_retries, reach_timeout_s=reach_timeout,
-        validator_timeout_s=validator_timeout, allowed_cidr=runner_cidr, ssh_user=ssh_user,
-        ssh_private_key=private_key, ssh_public_key=public_key,
-        launched_by=launched_by_default(), override=override, wheel=wheel or "",
-    )  # fmt: skip
+        image=image,
+        stack=stack,
+        stack_digest=resolved.digest,
+        shape=shape,
+        hosts=hosts,
+        profile=profile,
+        ttl=dt.timedelta(hours=ttl_h),
+        locations=list(locations) or None,
+        max_host_retries=max_retries,
+        reach_timeout_s=reach_timeout,
+        validator_timeout_s=validator_timeout,
+        allowed_cidr=runner_cidr,
+        ssh_user=ssh_user,
+        ssh_private_key=private_key,
+        ssh_public_key=public_key,
+        launched_by=launched_by_default(),
+        override=override,
+        wheel=wheel or "",
+    )
     reporter = Reporter() if as_json else RichReporter(console())
 
     def record(outcome: Any) -> None:
@@ -217,8 +249,14 @@ def command(
         raise
     state = recorder.finish(result.decision)
     provider.tag_state(image, state)
-    payload = {"image_id": image.image_id, "cloud": cloud, "stack": stack, "shape": shape,
-               "state": state, **result.to_dict()}  # fmt: skip
+    payload = {
+        "image_id": image.image_id,
+        "cloud": cloud,
+        "stack": stack,
+        "shape": shape,
+        "state": state,
+        **result.to_dict(),
+    }
     if as_json:
         emit_json(payload)
     else:
@@ -235,8 +273,13 @@ def _render(payload: dict[str, Any]) -> None:
     for col in ("host", "verdict", "worst action", "failed checks", "problem"):
         table.add_column(col)
     for h in payload["hosts"]:
-        table.add_row(h["host"], h["verdict"] or "-", h["worst_action"] or "-",
-                      ", ".join(h["failed_checks"]) or "-", h["problem"] or "-")  # fmt: skip
+        table.add_row(
+            h["host"],
+            h["verdict"] or "-",
+            h["worst_action"] or "-",
+            ", ".join(h["failed_checks"]) or "-",
+            h["problem"] or "-",
+        )
     out.print(table)
     for bad in payload["bad_hosts"]:
         out.print(f"[yellow]bad host[/] {bad['host']}: {', '.join(bad['failed_checks'])}")

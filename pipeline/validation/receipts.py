@@ -56,8 +56,9 @@ def bind(receipt: dict[str, Any], *, image_id: str, stack_digest: str) -> dict[s
     return receipt
 
 
-def load_bound(path: Path, *, host: str, instance_id: str, slot: int, image_id: str,
-               stack_digest: str) -> HostOutcome:  # fmt: skip
+def load_bound(
+    path: Path, *, host: str, instance_id: str, slot: int, image_id: str, stack_digest: str
+) -> HostOutcome:
     """The host's outcome from its fetched receipt file (missing / corrupt / foreign: none)."""
     from imagectl.errors import UserError
     from imagectl.validators.receipt import load_receipt

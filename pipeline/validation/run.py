@@ -228,11 +228,17 @@ class ValidationRun:
                 status = fan.host_status.get(inst.instance_id, "not run")
                 detail = fan.host_messages.get(inst.instance_id, "")
                 if outcome.problem == "no receipt came back":
-                    why = {"unreachable": "host unreachable over SSH",
-                           "failed": "the validator crashed or timed out"}.get(
-                               status, f"ansible: {status}")  # fmt: skip
-                    outcome = HostOutcome(outcome.host, outcome.instance_id, None,
-                                          f"{why}: {detail}".rstrip(": "), slot)  # fmt: skip
+                    why = {
+                        "unreachable": "host unreachable over SSH",
+                        "failed": "the validator crashed or timed out",
+                    }.get(status, f"ansible: {status}")
+                    outcome = HostOutcome(
+                        outcome.host,
+                        outcome.instance_id,
+                        None,
+                        f"{why}: {detail}".rstrip(": "),
+                        slot,
+                    )
             else:
                 self.reporter.checks(inst.instance_id, outcome.receipt.get("checks", []))
                 if self.on_receipt is not None:
@@ -285,7 +291,7 @@ class ValidationRun:
                     [
                         f"hosts still failing hardware checks after {req.max_host_retries} retries",
                         *decision.reasons,
-                    ],  # fmt: skip
+                    ],
                     bad_hosts=self.result.bad_hosts,
                 )
                 break
@@ -304,12 +310,17 @@ class ValidationRun:
                     pending.append(new_slot)
             except (NoCapacity, QuotaError) as exc:
                 decision = Decision(
-                    INCONCLUSIVE, [f"no fresh host for the retry: {exc}"],
+                    INCONCLUSIVE,
+                    [f"no fresh host for the retry: {exc}"],
                     bad_hosts=self.result.bad_hosts,
-                )  # fmt: skip
+                )
                 break
         if decision.verdict != INCONCLUSIVE or not decision.bad_hosts:
-            decision = Decision(decision.verdict, decision.reasons, decision.retry_hosts,
-                                self.result.bad_hosts or decision.bad_hosts)  # fmt: skip
+            decision = Decision(
+                decision.verdict,
+                decision.reasons,
+                decision.retry_hosts,
+                self.result.bad_hosts or decision.bad_hosts,
+            )
         self.result.decision = decision
         self.reporter.step(f"decision: {decision.verdict}: {'; '.join(decision.reasons)}")

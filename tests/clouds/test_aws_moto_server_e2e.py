@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import require_tool
+
 from tests.clouds.scenario import HEALTHY, write_override
 from tests.fakes.fixtures import resolved_stack
 
@@ -58,18 +58,48 @@ def test_build_then_validate_from_the_command_line(moto_server: str, tmp_path: P
 
     seed_base_image(moto_server, resolved_stack())
     env = _env(moto_server)
-    build = subprocess.run([IMAGECTL, "build", "--stack", "h100-training", "--cloud", "aws",
-                            "--skip-provisioning", "--json"],
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=400)  # fmt: skip
+    build = subprocess.run(
+        [
+            IMAGECTL,
+            "build",
+            "--stack",
+            "h100-training",
+            "--cloud",
+            "aws",
+            "--skip-provisioning",
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     built = json.loads(build.stdout)
     (image,) = built["images"]
     assert image["image_id"].startswith("ami-") and image["region"] == "us-east-1"
 
     override = write_override(tmp_path, [HEALTHY, HEALTHY])
-    run = subprocess.run([IMAGECTL, "validate-image", image["image_id"], "--cloud", "aws",
-                          "--hosts", "2", "--inventory-override", str(override), "--json"],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=400)  # fmt: skip
+    run = subprocess.run(
+        [
+            IMAGECTL,
+            "validate-image",
+            image["image_id"],
+            "--cloud",
+            "aws",
+            "--hosts",
+            "2",
+            "--inventory-override",
+            str(override),
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     result = json.loads(run.stdout)
     assert result["state"] == "validated"
@@ -79,8 +109,9 @@ def test_build_then_validate_from_the_command_line(moto_server: str, tmp_path: P
 
 
 @pytest.mark.slow
-def test_sigint_mid_run_terminates_the_instances(moto_server: str, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_sigint_mid_run_terminates_the_instances(
+    moto_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.fakes.aws_faults import AwsFaults
     from tests.fakes.fixtures import CloudEnv
 
@@ -93,15 +124,30 @@ def test_sigint_mid_run_terminates_the_instances(moto_server: str, tmp_path: Pat
         ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_server)
         image_id = ec2.register_image(Name="cand", RootDeviceName="/dev/sda1")["ImageId"]
         env_tags = CloudEnv("aws", faults).tags()
-        ec2.create_tags(Resources=[image_id],
-                        Tags=[{"Key": k, "Value": v} for k, v in env_tags.items()])  # fmt: skip
+        ec2.create_tags(
+            Resources=[image_id], Tags=[{"Key": k, "Value": v} for k, v in env_tags.items()]
+        )
         proc = subprocess.Popen(
-            [IMAGECTL, "validate-image", image_id, "--cloud", "aws", "--stack", "h100-training",
-             "--inventory-override", str(write_override(tmp_path, [HEALTHY])),
-             "--reach-timeout", "300", "--json"],
-            cwd=REPO, env=_env(moto_server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                IMAGECTL,
+                "validate-image",
+                image_id,
+                "--cloud",
+                "aws",
+                "--stack",
+                "h100-training",
+                "--inventory-override",
+                str(write_override(tmp_path, [HEALTHY])),
+                "--reach-timeout",
+                "300",
+                "--json",
+            ],
+            cwd=REPO,
+            env=_env(moto_server),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 120
         while not _live(moto_server):
             assert proc.poll() is None, proc.communicate()
@@ -109,7 +155,7 @@ def test_sigint_mid_run_terminates_the_instances(moto_server: str, tmp_path: Pat
             time.sleep(0.2)
         time.sleep(1.0)  # now waiting for the instance to become reachable
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err[-2000:]
         assert _live(moto_server) == []
     finally:

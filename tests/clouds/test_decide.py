@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from imagectl.validation.decide import BLOCKED, HOST_PROBLEM, INCONCLUSIVE, VALIDATED, decide
 from imagectl.validation.receipts import HostOutcome, ReceiptRejected, bind, load_bound
+
 from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT
 
 IMAGE = "ami-0123456789abcdef0"
@@ -27,15 +27,34 @@ def receipts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root.mkdir()
     imagectl = str(Path(sys.executable).parent / "imagectl")
     out = {}
-    for name, snapshot in (("healthy", HEALTHY), ("hardware", HARDWARE_FAULT),
-                           ("image", IMAGE_FAULT)):  # fmt: skip
+    for name, snapshot in (
+        ("healthy", HEALTHY),
+        ("hardware", HARDWARE_FAULT),
+        ("image", IMAGE_FAULT),
+    ):
         path = folder / f"{name}.json"
         proc = subprocess.run(
-            [imagectl, "validate", "--replay", str(snapshot), "--stack", "h100-training",
-             "--shape", "p5.48xlarge", "--image-id", IMAGE, "--hygiene-root", str(root),
-             "-o", str(path), "--json"],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            [
+                imagectl,
+                "validate",
+                "--replay",
+                str(snapshot),
+                "--stack",
+                "h100-training",
+                "--shape",
+                "p5.48xlarge",
+                "--image-id",
+                IMAGE,
+                "--hygiene-root",
+                str(root),
+                "-o",
+                str(path),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode in (0, 1), proc.stderr
         out[name] = path
     return out
@@ -46,8 +65,14 @@ def _digest(path: Path) -> str:
 
 
 def _host(receipts: dict[str, Path], kind: str, host: str) -> HostOutcome:
-    return load_bound(receipts[kind], host=host, instance_id=host, slot=0, image_id=IMAGE,
-                      stack_digest=_digest(receipts[kind]))  # fmt: skip
+    return load_bound(
+        receipts[kind],
+        host=host,
+        instance_id=host,
+        slot=0,
+        image_id=IMAGE,
+        stack_digest=_digest(receipts[kind]),
+    )
 
 
 def test_all_hosts_pass_is_validated(receipts: dict[str, Path]) -> None:
@@ -106,8 +131,14 @@ def test_no_hosts_is_inconclusive() -> None:
 
 
 def test_receipt_for_another_image_is_rejected(receipts: dict[str, Path]) -> None:
-    outcome = load_bound(receipts["healthy"], host="a", instance_id="a", slot=0,
-                         image_id="ami-other", stack_digest=_digest(receipts["healthy"]))  # fmt: skip
+    outcome = load_bound(
+        receipts["healthy"],
+        host="a",
+        instance_id="a",
+        slot=0,
+        image_id="ami-other",
+        stack_digest=_digest(receipts["healthy"]),
+    )
     assert outcome.receipt is None
     assert outcome.problem is not None and "receipt rejected" in outcome.problem
     assert decide([outcome]).verdict == INCONCLUSIVE
@@ -123,6 +154,7 @@ def test_receipt_for_another_stack_digest_is_rejected(receipts: dict[str, Path])
 def test_corrupt_receipt_counts_as_none(receipts: dict[str, Path], tmp_path: Path) -> None:
     broken = tmp_path / "r.json"
     broken.write_text(receipts["healthy"].read_text()[:300])
-    outcome = load_bound(broken, host="a", instance_id="a", slot=0, image_id=IMAGE,
-                         stack_digest="x")  # fmt: skip
+    outcome = load_bound(
+        broken, host="a", instance_id="a", slot=0, image_id=IMAGE, stack_digest="x"
+    )
     assert outcome.receipt is None and "unreadable" in (outcome.problem or "")

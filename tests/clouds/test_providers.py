@@ -8,8 +8,8 @@ import datetime as dt
 from typing import Any
 
 import pytest
-
 from imagectl.clouds.base import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
+
 from tests.fakes.fixtures import CloudEnv
 
 TARGET = {"aws": "us-west-2", "gcp": "europe", "azure": "westus3"}
@@ -32,9 +32,16 @@ def test_launch_tags_and_locks_down_the_instance(cloud_env: CloudEnv) -> None:
     image = cloud_env.seed_candidate()
     p = cloud_env.provider()
     before = dt.datetime.now(dt.timezone.utc)
-    inst = p.launch(image, "p5.48xlarge", location=cloud_env.locations()[0],
-                    ttl=dt.timedelta(hours=2), launched_by="ci-run-42", stack="h100-training",
-                    ssh_public_key="ssh-ed25519 AAAAC3Nza test", allowed_cidr="203.0.113.7/32")  # fmt: skip
+    inst = p.launch(
+        image,
+        "p5.48xlarge",
+        location=cloud_env.locations()[0],
+        ttl=dt.timedelta(hours=2),
+        launched_by="ci-run-42",
+        stack="h100-training",
+        ssh_public_key="ssh-ed25519 AAAAC3Nza test",
+        allowed_cidr="203.0.113.7/32",
+    )
     assert inst.tags[TAG_MANAGED] == "true"
     assert inst.tags[TAG_LAUNCHED_BY] == "ci-run-42"
     expires = inst.expires_at()
@@ -78,8 +85,10 @@ def _assert_locked_down(env: CloudEnv, inst: Any) -> None:
             r for k, r in env.fake.resources.items() if k.endswith(f"{inst.instance_id}-nsg")
         )
         rules = nsg["properties"]["securityRules"]
-        assert [(r["properties"]["sourceAddressPrefix"], r["properties"]["destinationPortRange"])
-                for r in rules] == [("203.0.113.7/32", "22")]  # fmt: skip
+        assert [
+            (r["properties"]["sourceAddressPrefix"], r["properties"]["destinationPortRange"])
+            for r in rules
+        ] == [("203.0.113.7/32", "22")]
         vm = next(r for k, r in env.fake.resources.items() if k.endswith(f"/{inst.instance_id}"))
         assert "identity" not in vm
         linux = vm["properties"]["osProfile"]["linuxConfiguration"]

@@ -29,17 +29,33 @@ def _catalog_state(cloud: str, image_id: str) -> tuple[str, int]:
 
 def _validate(cli: Any, env: CloudEnv, image: Any, override: Path, *extra: str) -> Any:
     result = cli(
-        "validate-image", image.image_id, "--cloud", env.cloud, "--stack", "h100-training",
-        "--inventory-override", str(override), "--reach-timeout", "2", "--json", *extra,
-    )  # fmt: skip
+        "validate-image",
+        image.image_id,
+        "--cloud",
+        env.cloud,
+        "--stack",
+        "h100-training",
+        "--inventory-override",
+        str(override),
+        "--reach-timeout",
+        "2",
+        "--json",
+        *extra,
+    )
     assert result.out, result.err
     return result
 
 
 def test_healthy_hosts_validate_the_image(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
     image = cloud_env.seed_candidate()
-    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY, HEALTHY], cloud=cloud_env.cloud),
-                       "--hosts", "2")  # fmt: skip
+    result = _validate(
+        cli,
+        cloud_env,
+        image,
+        write_override(tmp_path, [HEALTHY, HEALTHY], cloud=cloud_env.cloud),
+        "--hosts",
+        "2",
+    )
     data = result.json()
     assert result.code == 0, result.out
     assert data["verdict"] == "validated" and data["state"] == "validated"
@@ -205,10 +221,18 @@ def test_interrupted_run_terminates_its_instances(
     watcher.start()
     try:
         result = cli(
-            "validate-image", image.image_id, "--cloud", cloud_env.cloud, "--stack",
-            "h100-training", "--inventory-override", str(write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)),
-            "--reach-timeout", "60", "--json",
-        )  # fmt: skip
+            "validate-image",
+            image.image_id,
+            "--cloud",
+            cloud_env.cloud,
+            "--stack",
+            "h100-training",
+            "--inventory-override",
+            str(write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)),
+            "--reach-timeout",
+            "60",
+            "--json",
+        )
     finally:
         stop.set()
         watcher.join(5)
@@ -227,9 +251,14 @@ def test_reaper_terminates_only_expired_instances(
     location = cloud_env.locations()[0]
 
     def launch(ttl: dt.timedelta) -> str:
-        inst = provider.launch(image, "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
-                               location=location, ttl=ttl, launched_by="test",
-                               stack="h100-training")  # fmt: skip
+        inst = provider.launch(
+            image,
+            "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
+            location=location,
+            ttl=ttl,
+            launched_by="test",
+            stack="h100-training",
+        )
         return str(inst.instance_id)
 
     expired = launch(dt.timedelta(hours=-1))
@@ -257,7 +286,12 @@ def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> Non
     image = cloud_env.seed_candidate()
     with pytest.raises(UserError, match="whole internet"):
         cloud_env.provider().launch(
-            image, "x", location=cloud_env.locations()[0], ttl=dt.timedelta(hours=1),
-            launched_by="t", stack="h100-training", allowed_cidr=cidr,
-        )  # fmt: skip
+            image,
+            "x",
+            location=cloud_env.locations()[0],
+            ttl=dt.timedelta(hours=1),
+            launched_by="t",
+            stack="h100-training",
+            allowed_cidr=cidr,
+        )
     assert cloud_env.live_instances() == []

@@ -83,8 +83,11 @@ class FakeAzureArm(FakeServer):
         self._replication_reads: dict[tuple[str, str], int] = {}
         self._boot_reads: dict[str, int] = {}
         r = self.route
-        r("GET", SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
-          self._get_operation)  # fmt: skip
+        r(
+            "GET",
+            SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
+            self._get_operation,
+        )
         r("POST", RESOURCE + "/share", self._share)
         r("GET", RESOURCE + "/instanceView", self._instance_view)
         r("GET", SUB + "/providers/Microsoft.Compute/virtualMachines", self._list_all_vms)
@@ -285,9 +288,12 @@ class FakeAzureArm(FakeServer):
             summary.append({"region": target["name"], "state": state, "progress": progress})
         states = {s["state"] for s in summary}
         aggregated = (
-            "Failed" if "Failed" in states else "InProgress" if "Replicating" in states
+            "Failed"
+            if "Failed" in states
+            else "InProgress"
+            if "Replicating" in states
             else "Completed"
-        )  # fmt: skip
+        )
         return {"aggregatedState": aggregated, "summary": summary}
 
     def _get(self, req: Request) -> Response:

@@ -150,9 +150,14 @@ class CloudEnv:
             az = self.resolved.stack.clouds.azure
             version = f"2026.1122.{self._count}"
             vid = self.fake.add_gallery_image_version(
-                az.gallery.resource_group, az.gallery.name, az.gallery.image_definition, version,
-                location=az.build.location, tags=all_tags, exclude_from_latest=True,
-            )  # fmt: skip
+                az.gallery.resource_group,
+                az.gallery.name,
+                az.gallery.image_definition,
+                version,
+                location=az.build.location,
+                tags=all_tags,
+                exclude_from_latest=True,
+            )
             image = self.provider().get_image(vid, az.build.location)
         assert image is not None
         return image

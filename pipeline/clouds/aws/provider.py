@@ -137,8 +137,13 @@ class AwsProvider(Provider):
                 Owners=["self"], Filters=filters, IncludeDeprecated=True
             )
             found.extend(self._image(raw, reg) for raw in resp["Images"])
-        return sorted(found, key=lambda i: (i.created_at or dt.datetime.min.replace(
-            tzinfo=dt.timezone.utc), i.image_id))  # fmt: skip
+        return sorted(
+            found,
+            key=lambda i: (
+                i.created_at or dt.datetime.min.replace(tzinfo=dt.timezone.utc),
+                i.image_id,
+            ),
+        )
 
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         from botocore.exceptions import ClientError
@@ -378,9 +383,7 @@ class AwsProvider(Provider):
         return self._status(region, self._replica(image, region))
 
     def share(self, replica: CloudImage, sharing: Any) -> None:
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
-            sharing, k, d
-        )  # fmt: skip
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
         add: list[dict[str, str]] = []
         add += [{"UserId": str(a)} for a in get("accounts", []) or []]
         for arn in get("organizations", []) or []:

@@ -36,8 +36,9 @@ def seed_base_image(endpoint: str, resolved: object) -> str:
     region = aws.build.region
     ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
     name = aws.base_image.name.replace("*", "20261101")
-    image_id = str(ec2.register_image(Name=name, Architecture="x86_64",
-                                      RootDeviceName="/dev/sda1")["ImageId"])  # fmt: skip
+    image_id = str(
+        ec2.register_image(Name=name, Architecture="x86_64", RootDeviceName="/dev/sda1")["ImageId"]
+    )
     record = ec2_backends[MOTO_ACCOUNT][region].amis[image_id]
     record.virtualization_type = "hvm"
     record.root_device_type = "ebs"
@@ -64,26 +65,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--stack", default="h100-training")
     parser.add_argument("--override", type=Path, default=Path("sandbox-replay.yaml"))
-    parser.add_argument("--snapshot", type=Path,
-                        default=Path("tests/snapshots/healthy/h100-sxm-8x.json"))  # fmt: skip
+    parser.add_argument(
+        "--snapshot", type=Path, default=Path("tests/snapshots/healthy/h100-sxm-8x.json")
+    )
     args = parser.parse_args(argv)
     os.environ.update(FAKE_ENV)
     os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
-    from moto.server import ThreadedMotoServer
-
     from imagectl.paths import find_workspace
     from imagectl.stacks import load_resolved
+    from moto.server import ThreadedMotoServer
 
     _, resolved = load_resolved(find_workspace().images, args.stack)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{args.port}"
     base = seed_base_image(endpoint, resolved)
-    write_override(args.override.resolve(), args.snapshot.resolve(),
-                   args.override.resolve().parent / "sandbox-empty-root")  # fmt: skip
+    write_override(
+        args.override.resolve(),
+        args.snapshot.resolve(),
+        args.override.resolve().parent / "sandbox-empty-root",
+    )
     print(f"moto server on {endpoint}; base AMI {base} seeded for {args.stack}", flush=True)
-    print("export " + " ".join(f"{k}={v}" for k, v in FAKE_ENV.items())
-          + f" IMAGECTL_AWS_ENDPOINT_URL={endpoint} IMAGECTL_CLOUD_POLL_S=1", flush=True)  # fmt: skip
+    print(
+        "export "
+        + " ".join(f"{k}={v}" for k, v in FAKE_ENV.items())
+        + f" IMAGECTL_AWS_ENDPOINT_URL={endpoint} IMAGECTL_CLOUD_POLL_S=1",
+        flush=True,
+    )
     print(f"inventory override: {args.override.resolve()}", flush=True)
     stop = False
 

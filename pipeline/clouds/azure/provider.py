@@ -201,9 +201,15 @@ class AzureProvider(Provider):
         net = self.clients.network
         subnet = vnet.ensure_subnet(net, self.rg, region, self.subnet_id)
         nic_id = vnet.create(
-            net, rg=self.rg, location=region, name=name, subnet_id=subnet,
-            allowed_cidr=allowed_cidr, tags=tags, zone=zone,
-        )  # fmt: skip
+            net,
+            rg=self.rg,
+            location=region,
+            name=name,
+            subnet_id=subnet,
+            allowed_cidr=allowed_cidr,
+            tags=tags,
+            zone=zone,
+        )
         from azure.mgmt.compute import models as m
 
         linux = m.LinuxConfiguration(disable_password_authentication=True)
@@ -358,15 +364,15 @@ class AzureProvider(Provider):
         current = list(raw.publishing_profile.target_regions or [])
         if not any(self._same_region(t.name, region) for t in current):
             current.append(
-                TargetRegion(name=region, regional_replica_count=1,
-                             storage_account_type="Standard_LRS")
-            )  # fmt: skip
-            rg, gallery, definition, version = self._parts(image.image_id)
-            update = GalleryImageVersionUpdate(
-                publishing_profile=GalleryImageVersionPublishingProfile(
-                    target_regions=current,
-                    exclude_from_latest=raw.publishing_profile.exclude_from_latest,
+                TargetRegion(
+                    name=region, regional_replica_count=1, storage_account_type="Standard_LRS"
                 )
+            )
+            rg, gallery, definition, version = self._parts(image.image_id)
+            update = GalleryImageVersionUpdate()
+            update.publishing_profile = GalleryImageVersionPublishingProfile(
+                target_regions=current,
+                exclude_from_latest=raw.publishing_profile.exclude_from_latest,
             )
             # Started, not awaited: replication takes minutes to hours per region.
             self.versions.begin_update(rg, gallery, definition, version, update)
@@ -387,9 +393,7 @@ class AzureProvider(Provider):
         """Gallery sharing: principals are subscription ids, or ``tenant:<id>``."""
         from azure.mgmt.compute.models import SharingProfileGroup, SharingUpdate
 
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
-            sharing, k, d
-        )  # fmt: skip
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
         principals = [str(p) for p in get("principals", []) or []]
         subs = [p for p in principals if not p.startswith("tenant:")]
         tenants = [p.split(":", 1)[1] for p in principals if p.startswith("tenant:")]
@@ -448,8 +452,11 @@ class AzureProvider(Provider):
         raw = self._get_raw(image.image_id)
         if raw is None:
             raise UserError(f"gallery image version {image.image_id} does not exist")
-        tags = {**(raw.tags or {}), TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(
-            at or utcnow())}  # fmt: skip
+        tags = {
+            **(raw.tags or {}),
+            TAG_STATE: "deprecated",
+            "imagectl:deprecated-at": iso(at or utcnow()),
+        }
         if replacement is not None:
             tags["imagectl:replacement"] = replacement.image_id
         self._update(

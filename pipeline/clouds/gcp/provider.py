@@ -244,9 +244,14 @@ class GcpProvider(Provider):
                 self._close_ssh(name)
             raise
         return self._describe_by_name(zone, name) or Instance(
-            cloud="gcp", region=zone, instance_id=name, shape=shape, image_id=image.image_id,
-            state="PROVISIONING", tags=tags,
-        )  # fmt: skip
+            cloud="gcp",
+            region=zone,
+            instance_id=name,
+            shape=shape,
+            image_id=image.image_id,
+            state="PROVISIONING",
+            tags=tags,
+        )
 
     def _open_ssh(self, name: str, cidr: str) -> None:
         from google.cloud import compute_v1
@@ -401,9 +406,7 @@ class GcpProvider(Provider):
     def share(self, replica: CloudImage, sharing: Any) -> None:
         from google.cloud import compute_v1
 
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
-            sharing, k, d
-        )  # fmt: skip
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
         members = [str(p) for p in get("principals", []) or []]
         if get("public", False):
             members.append("allAuthenticatedUsers")
@@ -465,11 +468,13 @@ class GcpProvider(Provider):
                         family=family,
                         source_image=f"projects/{self.project}/global/images/{image_id}",
                         storage_locations=list(raw.storage_locations),
-                        labels={**dict(raw.labels), gcp_label_key(TAG_SOURCE_IMAGE):
-                                gcp_label_value(image_id)},
+                        labels={
+                            **dict(raw.labels),
+                            gcp_label_key(TAG_SOURCE_IMAGE): gcp_label_value(image_id),
+                        },
                     ),
                     retry=self.clients.retry,
-                )  # fmt: skip
+                )
                 self.clients.wait(op)
                 member = self._get_raw(member_name)
             raw = member
