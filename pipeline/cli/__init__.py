@@ -22,12 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "build": ("imagectl.cli.build", "Build a candidate image of a stack for one cloud with Packer."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
-    "validate": (
-        "imagectl.cli.validate",
-        "Validate this GPU host (or a snapshot) and write a receipt.",
-    ),
+    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
-    "build": ("imagectl.cli.build", "Build a candidate image with Packer and record it."),
     "validate-image": (
         "imagectl.cli.validate_image",
         "Boot a candidate on its GPU shape, validate, decide.",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
@@ -75,6 +74,7 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
     help="Largest accepted drop against --baseline.",
 )
 @json_option
+@click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
 @click.option(
     "-o",
@@ -99,6 +99,7 @@ def command(
     baseline: Path | None,
     max_regression_pct: float,
     as_json: bool,
+    show_all: bool,
     junit: Path | None,
     output: Path | None,
 ) -> int:
@@ -117,7 +118,11 @@ def command(
         raise UserError(f"cannot read the kernel log {kernel_log}: no such file")
     snapshot = load_snapshot(replay) if replay is not None else None
     expect = resolve_expectations(
-        images_dir=workspace(ctx).images, stack=stack, expect_file=expect_file, shape=shape
+        images_dir=workspace(ctx).images,
+        stack=stack,
+        expect_file=expect_file,
+        shape=shape,
+        replay=snapshot,
     )
     opts = Options(
         profile=profile,
@@ -143,7 +148,7 @@ def command(
     if as_json:
         emit_json(data)
     else:
-        render_table(data, console=console())
+        render_table(data, console=console(), show_passed=show_all)
         if output is not None:
             console().print(f"receipt: {output}")
     return 0 if receipt.verdict == "pass" else 1
