@@ -9,6 +9,7 @@ for a runner killed with -9 (every instance carries ``imagectl:expires-at``).
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,6 +107,9 @@ class ValidationRun:
         self.result = ValidationResult(Decision(INCONCLUSIVE, ["run did not finish"]), [])
         self._next_slot = 0
         self._workdir = Path(tempfile.mkdtemp(prefix="imagectl-validate-"))
+        # Who launched it, and which run: an interrupt during a launch call leaves an
+        # instance this run never learnt the id of; the final sweep finds it by this tag.
+        self.launched_by = f"{request.launched_by}/run-{secrets.token_hex(4)}"
 
     # -- launching ---------------------------------------------------------------------------
     def _locations(self) -> list[str]:
@@ -126,7 +130,7 @@ class ValidationRun:
                     self.req.shape,
                     location=location,
                     ttl=self.req.ttl,
-                    launched_by=self.req.launched_by,
+                    launched_by=self.launched_by,
                     stack=self.req.stack,
                     ssh_public_key=self.req.ssh_public_key,
                     allowed_cidr=self.req.allowed_cidr,
@@ -255,7 +259,32 @@ class ValidationRun:
             with deferred_interrupts():
                 for slot in sorted(self.live):
                     self._terminate(slot)
+                self._sweep()
         return self.result
+
+    def _sweep(self) -> None:
+        """Terminate any instance of this run still alive (e.g. one whose launch call was
+        interrupted before it returned an id)."""
+        from imagectl.clouds.base import TAG_LAUNCHED_BY
+        from imagectl.clouds.common import gcp_label_value
+
+        mine = gcp_label_value(self.launched_by)
+        try:
+            found = self.provider.list_instances(managed_only=True)
+        except Exception as exc:
+            self.result.termination_errors["sweep"] = f"{type(exc).__name__}: {exc}"
+            return
+        for inst in found:
+            tag = inst.tags.get(TAG_LAUNCHED_BY, "")
+            if gcp_label_value(tag) != mine or inst.instance_id in self.result.terminated:
+                continue
+            self.reporter.step(f"terminating {inst.instance_id} (launch was interrupted)")
+            try:
+                self.provider.terminate(inst)
+            except Exception as exc:
+                self.result.termination_errors[inst.instance_id] = f"{type(exc).__name__}: {exc}"
+                continue
+            self.result.terminated.append(inst.instance_id)
 
     def _run(self) -> None:
         req = self.req
