@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
     "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
+    "validate-image": (
+        "imagectl.cli.validate_image",
+        "Boot a candidate on its GPU shape, validate, decide.",
+    ),
+    "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
 }
 

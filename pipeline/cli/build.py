@@ -76,8 +76,12 @@ def command(
     if dry_run:
         _dry_run(ws, resolved, cloud, var_dir, build_id, extra, skip_provisioning, as_json)
         return
-    from imagectl.packer.build import run_build
+    from imagectl.clouds import build_records
+    from imagectl.packer.build import git_commit, new_build_id, run_build
 
+    extra = build_records.endpoint_overrides(cloud, extra)
+    build_id = build_id or new_build_id()
+    record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
     out = console(stderr=True)
 
     def progress(event: Any) -> None:
@@ -86,19 +90,24 @@ def command(
             for line in event.text.splitlines() or [""]:
                 out.print(line, style=style, markup=False)
 
-    result = run_build(
-        resolved,
-        cloud,
-        workspace=ws,
-        build_id=build_id,
-        var_dir=var_dir,
-        overrides=extra,
-        skip_provisioning=skip_provisioning,
-        on_event=progress,
-        timeout=timeout_min * 60,
-    )
+    try:
+        result = run_build(
+            resolved,
+            cloud,
+            workspace=ws,
+            build_id=build_id,
+            var_dir=var_dir,
+            overrides=extra,
+            skip_provisioning=skip_provisioning,
+            on_event=progress,
+            timeout=timeout_min * 60,
+        )
+    except (Exception, KeyboardInterrupt) as exc:
+        build_records.failed(record, cancelled=isinstance(exc, KeyboardInterrupt))
+        raise
+    images = build_records.finish(record, resolved, cloud, result.artifacts)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "images": images})
         return
     con = console()
     con.print(f"build {result.plan.build_id}: {len(result.artifacts)} artifact(s)")
