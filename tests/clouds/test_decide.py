@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from imagectl.validation.decide import BLOCKED, HOST_PROBLEM, INCONCLUSIVE, VALIDATED, decide
 from imagectl.validation.receipts import HostOutcome, ReceiptRejected, bind, load_bound
-
 from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT
 
 IMAGE = "ami-0123456789abcdef0"

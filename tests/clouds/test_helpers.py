@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from imagectl.clouds.aws.provider import region_of
 from imagectl.clouds.base import TAG_TTL, Instance
 from imagectl.clouds.common import instance_tags, is_expired

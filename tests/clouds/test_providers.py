@@ -8,8 +8,8 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from imagectl.clouds.base import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
+from imagectl.clouds.base import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from tests.fakes.fixtures import CloudEnv
 
 TARGET = {"aws": "us-west-2", "gcp": "europe", "azure": "westus3"}

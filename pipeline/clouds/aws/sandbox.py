@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.update(FAKE_ENV)
     os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
+    from moto.server import ThreadedMotoServer
+
     from imagectl.paths import find_workspace
     from imagectl.stacks import load_resolved
-    from moto.server import ThreadedMotoServer
 
     _, resolved = load_resolved(find_workspace().images, args.stack)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
