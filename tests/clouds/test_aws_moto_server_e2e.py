@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import require_tool
 
 from tests.clouds.scenario import HEALTHY, write_override
 from tests.fakes.fixtures import resolved_stack
+from tests.support import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
