@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
+    "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),
+    "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
+    "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
+    "block": ("imagectl.cli.block", "Block an image from promotion."),
 }
 
 
