@@ -34,6 +34,12 @@ class RetentionOutcome:
     deleted: list[str] = field(default_factory=list)
 
 
+# Clouds where one image id serves every region (a GCP image, an Azure gallery version):
+# deprecating it anywhere deprecates it everywhere, so an instance in any region protects
+# it, and a group is deprecated as a whole or not at all.
+GLOBAL_IMAGE_CLOUDS = ("gcp", "azure")
+
+
 class ImageInUse(UserError):
     """The image is still named by a pointer or used by an instance (exit 1)."""
 
@@ -79,7 +85,11 @@ def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> 
         return f"cannot read the cloud pointer ({error})"
     if cloud_ptr == row.cloud_image_id:
         return f"latest of {row.stack} in {row.region} (cloud)"
-    users = [i.instance_id for i in instances if i.image_id == row.cloud_image_id]
+    users = [
+        i.instance_id for i in instances
+        if i.image_id == row.cloud_image_id
+        and (row.cloud in GLOBAL_IMAGE_CLOUDS or i.region.startswith(row.region))
+    ]  # fmt: skip
     if users:
         return f"used by running instance(s) {', '.join(sorted(users))}"
     return None
@@ -129,7 +139,12 @@ def apply_retention(
     out = RetentionOutcome()
     instances = _instances(provider)
     with catalog.transaction() as s:
-        promoted = sources(s, stack, cloud, ("promoted",))
+        # a group stays a candidate while any of its rows is promoted (a row kept for an
+        # instance is retried next time, even though the rest of its group is deprecated)
+        promoted = [
+            src for src in sources(s, stack, cloud, ("promoted", "deprecated"))
+            if any(r.state == "promoted" for r in group(s, src))
+        ]  # fmt: skip
         promoted.sort(key=lambda r: (_promoted_at(s, r), r.id), reverse=True)
         kept, old = promoted[:keep_last], promoted[keep_last:]
         newest_by_region = {}
@@ -137,11 +152,14 @@ def apply_retention(
             for row in group(s, src):
                 newest_by_region[row.region] = row
         for src in old:
-            for row in group(s, src):
+            rows = [r for r in group(s, src) if r.state == "promoted"]
+            reasons = {r.id: in_use(s, provider, r, instances) for r in rows}
+            if cloud in GLOBAL_IMAGE_CLOUDS and any(reasons.values()):
+                first = next(w for w in reasons.values() if w)
+                reasons = {pk: w or f"same image is {first}" for pk, w in reasons.items()}
+            for row in rows:
                 label = f"{row.cloud_image_id} in {row.region}"
-                if row.state != "promoted":
-                    continue
-                why = in_use(s, provider, row, instances)
+                why = reasons[row.id]
                 if why:
                     out.skipped.append(f"{label}: {why}")
                     repo.log_event(
