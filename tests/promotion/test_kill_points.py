@@ -54,7 +54,9 @@ def test_kill_and_rerun_completes_exactly_once(world, kill: str) -> None:
     for region in REGIONS:  # no duplicate copies: one file and one copy request per region
         assert len(world.region_files(region)) == 1
         assert len(list((world.registry / region / "copies").glob("*.json"))) == 1
-    requested = Counter(e.details["region"] for e in world.events("promotion.region.copy_requested"))
+    requested = Counter(
+        e.details["region"] for e in world.events("promotion.region.copy_requested")
+    )
     assert requested == Counter(REGIONS)  # the token recorded before the kill was reused
     done = Counter(e.details["region"] for e in world.events("promotion.region.done"))
     assert done == Counter(REGIONS)

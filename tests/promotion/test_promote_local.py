@@ -54,7 +54,8 @@ def test_promotes_to_every_region_and_flips_pointers(world) -> None:
     with world.catalog.transaction() as s:
         rows = repo.list_images(s, stack="local")
         assert sorted((r.region, r.state) for r in rows) == [
-            ("build", "promoted"), *[(r, "promoted") for r in REGIONS]
+            ("build", "promoted"),
+            *[(r, "promoted") for r in REGIONS],
         ]
     kinds = [e.kind for e in world.events(image=img.id)]
     for kind in ("promotion.gate", "promotion.started", "promotion.pointer.flipped",
@@ -148,7 +149,9 @@ def test_region_failing_then_succeeding_on_resume(world) -> None:
     assert first.state == "partially_promoted" and first.exit_code == 1
     assert first.regions["local-b"].state == "failed"
     assert "injected failure" in (first.regions["local-b"].error or "")
-    assert first.resume_command == f"imagectl promote {img.cloud_image_id} --stack local --cloud local"
+    assert (
+        first.resume_command == f"imagectl promote {img.cloud_image_id} --stack local --cloud local"
+    )
     assert _pointers(world) == {r: None for r in REGIONS}  # pointer unchanged everywhere
     assert world.image(img.id).state == "partially_promoted"
     assert not world.region_files("local-b")
@@ -182,7 +185,9 @@ def test_region_failing_for_good_leaves_pointer_unchanged(world) -> None:
 
 def test_all_regions_failing_returns_image_to_validated(world) -> None:
     img = world.validated()
-    result = promote(world.catalog, world.provider(fail="local-a,local-b,local-c"), world.stack, img.id)
+    result = promote(
+        world.catalog, world.provider(fail="local-a,local-b,local-c"), world.stack, img.id
+    )
     assert result.state == "failed" and result.exit_code == 1
     assert world.image(img.id).state == "validated"
 
