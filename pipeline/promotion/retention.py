@@ -86,10 +86,11 @@ def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> 
     if cloud_ptr == row.cloud_image_id:
         return f"latest of {row.stack} in {row.region} (cloud)"
     users = [
-        i.instance_id for i in instances
+        i.instance_id
+        for i in instances
         if i.image_id == row.cloud_image_id
         and (row.cloud in GLOBAL_IMAGE_CLOUDS or i.region.startswith(row.region))
-    ]  # fmt: skip
+    ]
     if users:
         return f"used by running instance(s) {', '.join(sorted(users))}"
     return None
@@ -142,9 +143,10 @@ def apply_retention(
         # a group stays a candidate while any of its rows is promoted (a row kept for an
         # instance is retried next time, even though the rest of its group is deprecated)
         promoted = [
-            src for src in sources(s, stack, cloud, ("promoted", "deprecated"))
+            src
+            for src in sources(s, stack, cloud, ("promoted", "deprecated"))
             if any(r.state == "promoted" for r in group(s, src))
-        ]  # fmt: skip
+        ]
         promoted.sort(key=lambda r: (_promoted_at(s, r), r.id), reverse=True)
         kept, old = promoted[:keep_last], promoted[keep_last:]
         newest_by_region = {}
