@@ -1,12 +1,12 @@
 """Shared test fixtures and helpers.
 
-- ``cli``: run ``imagectl ARGS`` in-process through the real entry point (``CliResult``).
-- ``workspace_copy``: a writable copy of images/ and playbooks/ to break on purpose.
-
-- ``require_tool(name, extra_dirs=())``: the path of an external program; skips the test
-  when it is missing, fails it instead when ``CI=true``.
+- ``require_tool(name, extra_dirs=())``: the path of an external program (on PATH, next to
+  the running Python, or in ``extra_dirs``); skips the test when it is missing, fails it
+  instead when ``CI=true``. ``require(condition, reason)``: the same for any condition.
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
+- ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
+- ``workspace_copy``: a writable copy of images/ and playbooks/.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
   a temporary data folder on 127.0.0.1 and a free port, stopped at the end of the session.
   As root it runs through ``runuser -u postgres --`` (PostgreSQL refuses to run as root).
@@ -23,6 +23,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -34,17 +35,29 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-IN_CI = os.environ.get("CI", "").lower() == "true"
+ROOT = REPO
 
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
 
 
+IN_CI = in_ci()
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip locally / fail in CI when ``condition`` is false."""
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
-    """Path of the program ``name`` (on PATH or in ``extra_dirs``); skip if missing,
-    fail if missing under CI=true."""
-    for folder in extra_dirs:
+    """Path of the program ``name`` (in ``extra_dirs``, next to the running Python, or on
+    PATH); skip if missing, fail if missing under CI=true."""
+    for folder in (*extra_dirs, str(Path(sys.executable).parent)):
         candidate = Path(folder) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
@@ -55,6 +68,10 @@ def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
     if in_ci():
         pytest.fail(f"{message} (CI=true: missing tools are failures)", pytrace=False)
     pytest.skip(message)
+
+
+def require_root() -> None:
+    require(os.geteuid() == 0, "root rights are needed (debootstrap / chroot)")
 
 
 def _require_module(module: str, extra: str) -> None:
@@ -69,12 +86,13 @@ def _require_module(module: str, extra: str) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own state dir (catalog, plan files): nothing leaks into ~."""
     state = tmp_path / "state"
     state.mkdir()
     monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
     return state
 
 

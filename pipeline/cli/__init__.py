@@ -25,6 +25,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
     "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
     "block": ("imagectl.cli.block", "Block an image from promotion."),
+    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
+    "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
+    "build": ("imagectl.cli.build", "Build a candidate image with Packer and record it."),
+    "validate-image": ("imagectl.cli.validate_image", "Boot a candidate on its GPU shape, validate, decide."),
+    "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
+    "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
 }
 
 
