@@ -23,6 +23,7 @@ A killed run leaves the image ``promoting`` with an open promotion (or
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,7 @@ from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate
 
 Progress = Callable[[str, str, str], None]  # (region, step, detail)
 DEFAULT_TIMEOUT_S = 3600.0
+MISSING_GRACE_S = 2.0  # how long an accepted copy may be invisible before it counts as lost
 
 
 @dataclass
@@ -182,6 +184,14 @@ class _Run:
         self.poll_s = poll_s
         self.timeout_s = timeout_s
         self.actor = actor
+        # Azure's regions are one list on one gallery image version: concurrent
+        # read-modify-write updates would lose regions, so its copy requests go one at a
+        # time (they only start replication; the waiting stays parallel).
+        self.replicate_lock: threading.Lock | None = (
+            threading.Lock()
+            if getattr(provider, "replicate_serially", provider.cloud == "azure")
+            else None
+        )
 
     def tell(self, region: str, step: str, detail: str = "") -> None:
         if self.progress is not None:
@@ -262,7 +272,11 @@ class _Run:
         if token is None:  # requested (and recorded) in bulk by request_copies()
             raise RegionFailed("copy", f"no copy token recorded for {region}")
         self.tell(region, "copying", f"token {token[:18]}")
-        status = self.provider.replicate(self.source, region, token=token)
+        if self.replicate_lock is not None:
+            with self.replicate_lock:
+                status = self.provider.replicate(self.source, region, token=token)
+        else:
+            status = self.provider.replicate(self.source, region, token=token)
         crash_point("after_copy_call")
         if status.state == "failed" or not status.image_id:
             raise RegionFailed(
@@ -283,14 +297,19 @@ class _Run:
     def _wait(self, p: rec.RegionProgress, replica_id: str) -> CloudImage:
         region = p.region
         deadline = time.monotonic() + self.timeout_s
+        missing_since: float | None = None
         while True:
             status = self.provider.replica_status(self.source, region)
             if status.state == "available":
                 break
-            if status.state in ("failed", "missing"):
-                raise RegionFailed(
-                    "wait", status.detail or f"copy is {status.state}", new_token=True
-                )
+            if status.state == "failed":
+                raise RegionFailed("wait", status.detail or "the copy failed", new_token=True)
+            if status.state == "missing":  # an accepted copy can take a moment to show
+                missing_since = missing_since or time.monotonic()
+                if time.monotonic() - missing_since > max(MISSING_GRACE_S, 5 * self.poll_s):
+                    raise RegionFailed("wait", "the copy disappeared", new_token=True)
+            else:
+                missing_since = None
             if time.monotonic() > deadline:
                 raise RegionFailed("wait", f"copy still {status.state} after {self.timeout_s:g} s")
             self.tell(region, "waiting", status.state)

@@ -106,23 +106,41 @@ def _instances(provider: Provider) -> list[Any]:
 
 def _deprecate_row(
     s: Any, provider: Provider, row: Any, replacement: Any, reason: str, actor: str | None
-) -> None:
+) -> str | None:
     from imagectl.catalog import repository as repo
 
     cloud_img = provider.get_image(row.cloud_image_id, row.region)
     repl = (
         provider.get_image(replacement.cloud_image_id, replacement.region) if replacement else None
     )
+    note = None
     if cloud_img is not None:
-        provider.deprecate(cloud_img, replacement=repl)
+        try:
+            provider.deprecate(cloud_img, replacement=repl)
+        except Exception as error:
+            if not _not_implemented(error):
+                raise
+            # e.g. moto has no EnableImageDeprecation: the provider tagged the image
+            # (imagectl:state=deprecated, imagectl:deprecated-at) before the call failed.
+            note = f"the endpoint does not implement deprecation ({error}); tagged only"
     repo.set_state(
         s,
         row,
         "deprecated",
-        reason=reason,
+        reason=reason + (f" ({note})" if note else ""),
         actor=actor,
-        details={"replacement": replacement.cloud_image_id if replacement else None},
+        details={"replacement": replacement.cloud_image_id if replacement else None, "note": note},
     )
+    return note
+
+
+def _not_implemented(error: Exception) -> bool:
+    """The cloud endpoint lacks the call (an emulator), not a refusal of this image."""
+    if isinstance(error, NotImplementedError):
+        return True
+    response = getattr(error, "response", None)
+    code = response.get("Error", {}).get("Code", "") if isinstance(response, dict) else ""
+    return code in ("NotImplemented", "InvalidAction") or "not yet implemented" in str(error)
 
 
 def apply_retention(
@@ -173,15 +191,19 @@ def apply_retention(
                         details={"region": row.region, "why": why},
                     )
                     continue
-                _deprecate_row(
-                    s,
-                    provider,
-                    row,
-                    newest_by_region.get(row.region),
-                    f"retention: beyond keep_last={keep_last}",
-                    actor,
-                )
-                out.deprecated.append(label)
+                try:
+                    note = _deprecate_row(
+                        s,
+                        provider,
+                        row,
+                        newest_by_region.get(row.region),
+                        f"retention: beyond keep_last={keep_last}",
+                        actor,
+                    )
+                except Exception as error:  # retention never fails a finished promotion
+                    out.skipped.append(f"{label}: deprecation failed: {error}")
+                    continue
+                out.deprecated.append(label + (f" ({note})" if note else ""))
     return out
 
 
@@ -205,8 +227,10 @@ def deprecate_image(
                 hint="Promote a newer image or roll back first, and stop the instances",
             )
         for row in rows:
-            _deprecate_row(s, provider, row, None, reason, actor)
-            out.deprecated.append(f"{row.cloud_image_id} in {row.region}")
+            note = _deprecate_row(s, provider, row, None, reason, actor)
+            out.deprecated.append(
+                f"{row.cloud_image_id} in {row.region}" + (f" ({note})" if note else "")
+            )
         repo.log_event(
             s,
             "image.deprecated",
