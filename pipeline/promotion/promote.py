@@ -233,7 +233,7 @@ class _Run:
                 self.provider.share(replica, self.settings.share)
             step = "record"
             seconds = time.monotonic() - started
-            self._record_done(replica, seconds)
+            self._record_done(region, replica, seconds)
             self.tell(region, "done", f"{replica.image_id} in {seconds:.1f} s")
             crash_point("after_region_done")
             return RegionResult(region, "done", replica.image_id, seconds=seconds)
@@ -353,22 +353,23 @@ class _Run:
         for _p in todo:
             crash_point("after_copy_requested")
 
-    def _record_done(self, replica: CloudImage, seconds: float) -> None:
+    def _record_done(self, region: str, replica: CloudImage, seconds: float) -> None:
         """One transaction: the replica's catalog row (state promoting) and the region's
         ``done`` event (available, tagged, shared). Tagging and sharing are idempotent, so
-        a run killed before this commit simply does them again."""
+        a run killed before this commit simply does them again. The row's region is the
+        target region (an Azure version or a GCP image reports its home location)."""
         from imagectl.catalog import repository as repo
         from imagectl.catalog.lifecycle import ImageState
 
         with self.catalog.transaction() as s:
             source = repo.get_image(s, self.source_pk)
             assert source is not None
-            row = repo.find_image(s, source.cloud, replica.region, replica.image_id)
+            row = repo.find_image(s, source.cloud, region, replica.image_id)
             if row is None:
                 row = repo.record_image(
                     s,
                     cloud_image_id=replica.image_id,
-                    region=replica.region,
+                    region=region,
                     build=source.build,
                     cloud=source.cloud,
                     stack=source.stack,
@@ -380,13 +381,13 @@ class _Run:
             repo.log_event(
                 s,
                 rec.DONE,
-                f"{replica.region}: replica {replica.image_id} available, tagged and shared "
+                f"{region}: replica {replica.image_id} available, tagged and shared "
                 f"in {seconds:.1f} s",
                 image=source,
                 actor=self.actor,
                 details={
                     "promotion": self.promotion_id,
-                    "region": replica.region,
+                    "region": region,
                     "replica_id": replica.image_id,
                     "replica_pk": row.id,
                     "seconds": round(seconds, 3),

@@ -22,7 +22,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagectl.clouds.base import Provider
+from imagectl.clouds.base import TAG_STATE, Provider
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.promotion.records import TAG_SOURCE
 
@@ -118,11 +118,20 @@ def _deprecate_row(
         try:
             provider.deprecate(cloud_img, replacement=repl)
         except Exception as error:
-            if not _not_implemented(error):
+            # e.g. moto has no EnableImageDeprecation: the AWS provider tags the image
+            # (imagectl:state=deprecated, imagectl:deprecated-at) before that call. When the
+            # tag is there, the image is marked deprecated; say how, do not pretend.
+            after = provider.get_image(row.cloud_image_id, row.region)
+            if not (
+                _not_implemented(error) or (after and after.tags.get(TAG_STATE) == "deprecated")
+            ):
                 raise
-            # e.g. moto has no EnableImageDeprecation: the provider tagged the image
-            # (imagectl:state=deprecated, imagectl:deprecated-at) before the call failed.
-            note = f"the endpoint does not implement deprecation ({error}); tagged only"
+            first = (
+                str(error).strip().splitlines()[0][:120]
+                if str(error).strip()
+                else type(error).__name__
+            )
+            note = f"deprecation call failed ({first}); tagged {TAG_STATE}=deprecated only"
     repo.set_state(
         s,
         row,
