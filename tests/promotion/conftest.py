@@ -235,3 +235,19 @@ def cloud(
             yield cloud_envs.azure_env(resolved, world.catalog, fake)
         finally:
             fake.stop()
+
+
+@pytest.fixture
+def cloud_aws(world: World, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The h100-training stack on moto only (for the subprocess kill-point tests)."""
+    import urllib.request
+
+    import cloud_envs
+    from imagectl.stacks import load_resolved
+
+    _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"))
+    env = cloud_envs.aws_env(resolved, world.catalog, moto_server)
+    for key, value in env.env.items():
+        monkeypatch.setenv(key, value)
+    return env
