@@ -166,10 +166,19 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
+    yield from _world(tmp_path, f"sqlite:///{tmp_path / 'catalog.db'}")
+
+
+@pytest.fixture
+def world_pg(tmp_path: Path, postgres_url: str) -> Iterator[World]:
+    """The same world with its catalog on a real PostgreSQL server (advisory locks)."""
+    yield from _world(tmp_path, postgres_url)
+
+
+def _world(tmp_path: Path, db_url: str) -> Iterator[World]:
     from imagectl.catalog.db import open_catalog
     from imagectl.stacks import load_resolved
 
-    db_url = f"sqlite:///{tmp_path / 'catalog.db'}"
     catalog = open_catalog(db_url)
     _loaded, resolved = load_resolved(REPO / "images", "local")
     registry = tmp_path / "registry"
