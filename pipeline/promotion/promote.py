@@ -452,6 +452,19 @@ def promote(
             result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "failed")
             refusal: GateRefused | None = None
             if img.state == ImageState.PROMOTED.value:
+                group = {r.id for r in group_rows(s, img)}
+                elsewhere = [
+                    r
+                    for r in targets
+                    if getattr(repo.get_pointer(s, model.name, cloud, r), "image_id", None)
+                    not in group
+                ]
+                if elsewhere:
+                    raise UserError(
+                        f"image {img.label} is already promoted, but not in "
+                        f"{', '.join(elsewhere)}: a promoted image is not promoted again",
+                        hint="Promote a newer validated image to every region instead",
+                    )
                 result.state = "already_promoted"
                 result.promotion_id = getattr(_last_promotion(s, img), "id", None)
             else:

@@ -291,5 +291,7 @@ def test_promote_subset_of_regions(world) -> None:
     result = promote(world.catalog, world.provider(), world.stack, img.id, regions=["local-c"])
     assert result.state == "promoted"
     assert _pointers(world) == {"local-a": None, "local-b": None, "local-c": img.cloud_image_id}
-    again = promote(world.catalog, world.provider(), world.stack, img.id)
-    assert again.state == "already_promoted"
+    again = promote(world.catalog, world.provider(), world.stack, img.id, regions=["local-c"])
+    assert again.state == "already_promoted" and again.exit_code == 0
+    with pytest.raises(UserError, match="already promoted, but not in local-a, local-b"):
+        promote(world.catalog, world.provider(), world.stack, img.id)
