@@ -23,9 +23,10 @@ A killed run leaves the image ``promoting`` with an open promotion (or
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,6 +185,7 @@ class _Run:
         self.poll_s = poll_s
         self.timeout_s = timeout_s
         self.actor = actor
+        self.db_lock = threading.Lock()
         # Azure's regions are one list on one gallery image version: concurrent
         # read-modify-write updates would lose regions, so its copy requests go one at a
         # time (they only start replication; the waiting stays parallel).
@@ -193,6 +195,13 @@ class _Run:
             else None
         )
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A catalog transaction, one region thread at a time: the threads queue here
+        instead of in SQLite's busy handler, whose back-off sleeps grow to 100 ms."""
+        with self.db_lock, self.catalog.transaction() as s:
+            yield s
+
     def tell(self, region: str, step: str, detail: str = "") -> None:
         if self.progress is not None:
             self.progress(region, step, detail)
@@ -200,7 +209,7 @@ class _Run:
     def log(self, kind: str, region: str, message: str, **details: Any) -> None:
         from imagectl.catalog import repository as repo
 
-        with self.catalog.transaction() as s:
+        with self.transaction() as s:
             img = repo.get_image(s, self.source_pk)
             repo.log_event(
                 s,
@@ -336,7 +345,7 @@ class _Run:
         ]
         if not todo:
             return
-        with self.catalog.transaction() as s:
+        with self.transaction() as s:
             img = repo.get_image(s, self.source_pk)
             for p in todo:
                 p.token = rec.copy_token(
@@ -361,7 +370,7 @@ class _Run:
         from imagectl.catalog import repository as repo
         from imagectl.catalog.lifecycle import ImageState
 
-        with self.catalog.transaction() as s:
+        with self.transaction() as s:
             source = repo.get_image(s, self.source_pk)
             assert source is not None
             row = repo.find_image(s, source.cloud, region, replica.image_id)
