@@ -107,6 +107,8 @@ def check_gate(
             )
         if body["image_id"] != image.cloud_image_id:
             reasons.append(f"{where} names image {body['image_id']}, not {image.cloud_image_id}")
+        if body["stack"] != image.stack:
+            reasons.append(f"{where} names stack {body['stack']}, not {image.stack}")
         if body["stack_digest"] != image.stack_digest:
             reasons.append(f"{where} names stack digest {str(body['stack_digest'])[:12]}")
         if run.verdict != "pass" or body["verdict"] != "pass":

@@ -75,11 +75,12 @@ class World:
         verdict: str = "pass",
         age_hours: float = 1.0,
         state: str = "validated",
+        digest: str | None = None,
     ) -> Any:
         """A validated image (catalog row) whose disk is in the registry's ``region``."""
         from imagectl.catalog import repository as repo
 
-        digest = self.stack.digest
+        digest = digest or self.stack.digest
         image = self.provider().import_image(
             self.disk(), region=region, stack="local", digest=digest
         )

@@ -89,6 +89,8 @@ def test_source_region_among_targets_is_not_copied(world) -> None:
         ({"receipt_overrides": {"image_id": "sha256:" + "0" * 64}}, "names image sha256:000"),
         ({"receipt_overrides": {"stack_digest": "f" * 64}}, "names stack digest ffffff"),
         ({"receipt_overrides": {"worst_action": "BLOCK_IMAGE"}}, "asks to BLOCK_IMAGE"),
+        ({"receipt_overrides": {"stack": "b200-training"}}, "names stack b200-training"),
+        ({"digest": "e" * 64}, "built from stack digest eeeeeeeeeeee, but the stack file's"),
         ({"state": "validating"}, "is 'validating', not 'validated'"),
     ],
 )
