@@ -3,9 +3,9 @@
 - ``require_tool(name, extra_dirs=())``: the path of an external program (on PATH, next to
   the running Python, or in ``extra_dirs``); skips the test when it is missing, fails it
   instead when ``CI=true``. ``require(condition, reason)``: the same for any condition.
-  Tests and fixtures get it as the fixture of the same name
-  (``def test_x(require_tool): packer = require_tool("packer")``): ``from conftest import
-  ...`` is unreliable because every folder's conftest.py is imported under the same name.
+  Tests and fixtures can also take it as the fixture of the same name
+  (``from conftest import ...`` is unreliable: every folder's conftest.py is imported
+  under the same module name).
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
 - ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
@@ -36,6 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Protocol fakes for the clouds (moto, Compute REST, ARM): aws_moto, moto_server,
+# gcp_fake, azure_fake, cloud_env. See tests/fakes/__init__.py.
+pytest_plugins = ["tests.fakes.fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO

@@ -1,100 +1,181 @@
-"""``imagectl build``: build a candidate with Packer and record it in the catalog."""
+"""``imagectl build --stack S --cloud C [--dry-run]``: build one candidate image with Packer.
+
+Resolves the stack, writes ``<stack>.<cloud>.pkrvars.json`` and
+``<stack>.<cloud>.ansible.json`` into the build folder (``--var-dir`` or
+``<state dir>/builds/<build id>``) and runs ``packer build`` through imagectl's wrapper,
+printing progress and, at the end, the artifacts from Packer's manifest. ``--dry-run``
+prints the exact command and variables instead of running it.
+"""
 
 from __future__ import annotations
 
-import click
+import json
+from pathlib import Path
+from typing import Any
 
+import click
 from imagectl.cli.common import console, emit_json, json_option, workspace
+
+CLOUDS = ("aws", "gcp", "azure", "local")
 
 
 @click.command("build")
-@click.option("--stack", required=True, help="Stack to build (images/stacks/NAME.yaml).")
-@click.option("--cloud", required=True, type=click.Choice(["aws", "gcp", "azure", "local"]))
-@click.option("--skip-provisioning", is_flag=True,
-              help="No Ansible provisioning (emulated clouds, where nothing boots).")
-@click.option("--var", "variables", multiple=True, metavar="KEY=VALUE",
-              help="Override a Packer variable (repeatable).")
-@click.option("--timeout", type=float, default=4 * 3600.0, show_default=True,
-              help="Seconds before the build is cancelled.")
+@click.option(
+    "--stack", "stack_name", required=True, help="Stack name (images/stacks/<name>.yaml)."
+)
+@click.option("--cloud", type=click.Choice(CLOUDS), required=True, help="Which template set.")
+@click.option("--dry-run", is_flag=True, help="Print the packer command and variables only.")
+@click.option(
+    "--var-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the var files, logs and manifest (default: a new build folder).",
+)
+@click.option("--build-id", help="Use this build id instead of a new one.")
+@click.option(
+    "--timeout",
+    "timeout_min",
+    type=click.FloatRange(min=1),
+    default=240,
+    show_default=True,
+    help="Minutes before the build is cancelled (Packer cleans up).",
+)
+@click.option(
+    "--var",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override one Packer variable (e.g. aws_endpoint_ec2=http://...); repeatable.",
+)
+@click.option(
+    "--skip-provisioning",
+    is_flag=True,
+    help="No communicator and no Ansible (only for emulated clouds such as moto).",
+)
 @json_option
 @click.pass_context
-def command(ctx: click.Context, stack: str, cloud: str, skip_provisioning: bool,
-            variables: tuple[str, ...], timeout: float, as_json: bool) -> int:
-    """Build one candidate image of STACK on CLOUD, record build and image, tag it built.
-
-    With IMAGECTL_AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL) set, the AWS build talks to
-    that endpoint (e.g. a local moto server).
-    """
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.db import open_catalog
-    from imagectl.clouds.common import endpoint_from_env
+def command(
+    ctx: click.Context,
+    stack_name: str,
+    cloud: str,
+    dry_run: bool,
+    var_dir: Path | None,
+    build_id: str | None,
+    timeout_min: float,
+    overrides: tuple[str, ...],
+    skip_provisioning: bool,
+    as_json: bool,
+) -> None:
+    """Build a candidate image of STACK for CLOUD with Packer."""
     from imagectl.errors import UserError
-    from imagectl.packer.build import git_commit, new_build_id, run_build
-    from imagectl.packer.runner import PackerFailed
     from imagectl.stacks import load_resolved
 
     ws = workspace(ctx)
-    _, resolved = load_resolved(ws.images, stack)
-    overrides: dict[str, str] = {}
-    for item in variables:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UserError(f"--var '{item}' is not KEY=VALUE", hint="e.g. --var aws_region=us-east-2")
-        overrides[key] = value
-    if cloud == "aws":
-        endpoint = endpoint_from_env(None, "IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
-        if endpoint:
-            overrides.setdefault("aws_endpoint_ec2", endpoint)
-    out = console(stderr=as_json)
-    build_id = new_build_id()
-    catalog = open_catalog()
-    with catalog.transaction() as s:
-        build = repo.record_build(s, build_id=build_id, stack=stack,
-                                  stack_digest=resolved.digest, cloud=cloud,
-                                  git_commit=git_commit(ws.root))  # fmt: skip
-    out.print(f"build {build_id}: {stack} on {cloud} (digest {resolved.short_digest})")
+    _, resolved = load_resolved(ws.images, stack_name)
+    extra = _parse_overrides(overrides, UserError)
+    if dry_run:
+        _dry_run(ws, resolved, cloud, var_dir, build_id, extra, skip_provisioning, as_json)
+        return
+    from imagectl.clouds import build_records
+    from imagectl.packer.build import git_commit, new_build_id, run_build
 
-    def on_event(event: object) -> None:
-        level = getattr(event, "ui_level", None)
-        if level in ("say", "message", "error"):
-            text = getattr(event, "text", "")
-            out.print(f"[dim]packer[/] {text}" if level != "error" else f"[red]packer[/] {text}")
+    extra = build_records.endpoint_overrides(cloud, extra)
+    build_id = build_id or new_build_id()
+    record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
+    out = console(stderr=True)
+
+    def progress(event: Any) -> None:
+        if event.type == "ui" and event.ui_level in ("say", "message", "error"):
+            style = "red" if event.is_error else None
+            for line in event.text.splitlines() or [""]:
+                out.print(line, style=style, markup=False)
 
     try:
-        result = run_build(resolved, cloud, workspace=ws, build_id=build_id,
-                           overrides=overrides, skip_provisioning=skip_provisioning,
-                           on_event=on_event, timeout=timeout)  # fmt: skip
-    except (PackerFailed, KeyboardInterrupt, UserError) as exc:
-        outcome = "cancelled" if isinstance(exc, KeyboardInterrupt) else "failed"
-        with catalog.transaction() as s:
-            repo.finish_build(s, build, outcome=outcome)
+        result = run_build(
+            resolved,
+            cloud,
+            workspace=ws,
+            build_id=build_id,
+            var_dir=var_dir,
+            overrides=extra,
+            skip_provisioning=skip_provisioning,
+            on_event=progress,
+            timeout=timeout_min * 60,
+        )
+    except (Exception, KeyboardInterrupt) as exc:
+        build_records.failed(record, cancelled=isinstance(exc, KeyboardInterrupt))
         raise
-    images = []
-    with catalog.transaction() as s:
-        repo.finish_build(s, build, outcome="succeeded",
-                          artifact_id=",".join(a.id for a in result.artifacts))  # fmt: skip
-        for a in result.artifacts:
-            repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location,
-                              tags=a.tags)  # fmt: skip
-            images.append({"image_id": a.id, "region": a.location, "name": a.name})
-    if cloud in ("aws", "gcp", "azure"):
-        _tag_built(resolved, cloud, result.artifacts)
-    payload = {**result.to_dict(), "images": images, "state": "built"}
+    images = build_records.finish(record, resolved, cloud, result.artifacts)
     if as_json:
-        emit_json(payload)
-    else:
-        for img in images:
-            out.print(f"[green]built[/] {img['image_id']} in {img['region']}")
-        out.print(f"next: imagectl validate-image {images[0]['image_id']} --cloud {cloud}")
-    return 0
+        emit_json({**result.to_dict(), "images": images})
+        return
+    con = console()
+    con.print(f"build {result.plan.build_id}: {len(result.artifacts)} artifact(s)")
+    for a in result.artifacts:
+        con.print(f"  {a.cloud} {a.location} {a.id}", markup=False)
+    con.print(f"  manifest: {result.plan.manifest_file}", markup=False)
 
 
-def _tag_built(resolved: object, cloud: str, artifacts: list) -> None:
-    from imagectl.clouds import get_provider
-    from imagectl.clouds.options import provider_options
+def _parse_overrides(items: tuple[str, ...], error: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise error(f"--var '{item}' is not NAME=VALUE", hint="e.g. --var aws_region=us-west-2")
+        out[name] = value
+    return out
 
-    provider = get_provider(cloud, **provider_options(resolved, cloud))
-    for a in artifacts:
-        image = provider.get_image(a.id, a.location)
-        if image is not None:
-            provider.tag_state(image, "built")
+
+def _dry_run(
+    ws: Any,
+    resolved: Any,
+    cloud: str,
+    var_dir: Path | None,
+    build_id: str | None,
+    extra: dict[str, str],
+    skip_provisioning: bool,
+    as_json: bool,
+) -> None:
+    from imagectl.errors import UserError
+    from imagectl.packer.binary import find_packer
+    from imagectl.packer.build import plan_build
+
+    note = ""
+    try:
+        binary = find_packer()
+    except UserError as exc:
+        binary = None
+        note = f"packer not usable here ({exc.message}); command shown for Packer >= 1.7"
+    plan = plan_build(
+        resolved,
+        cloud,
+        workspace=ws,
+        build_id=build_id,
+        var_dir=var_dir,
+        binary=binary,
+        overrides=extra,
+        skip_provisioning=skip_provisioning,
+        validator_wheel="<built at run time: pip wheel --no-deps>",
+    )
+    if as_json:
+        emit_json(
+            {
+                "build_id": plan.build_id,
+                "command": plan.command,
+                "env": plan.env,
+                "var_file": str(plan.var_file),
+                "ansible_vars_file": str(plan.ansible_vars_file),
+                "packer_vars": plan.packer_vars,
+                "ansible_vars": plan.ansible_vars,
+                "note": note,
+            }
+        )
+        return
+    # Plain echo: the command and JSON must be copyable, never wrapped.
+    click.echo(f"# build {plan.build_id}: stack {plan.stack}, cloud {plan.cloud} (dry run)")
+    if note:
+        click.echo(f"# {note}")
+    click.echo(plan.shell_command())
+    click.echo(f"\n# {plan.var_file}")
+    click.echo(json.dumps(plan.packer_vars, indent=2, sort_keys=True))
+    click.echo(f"\n# {plan.ansible_vars_file}")
+    click.echo(json.dumps(plan.ansible_vars, indent=2, sort_keys=True))

@@ -5,20 +5,33 @@ from __future__ import annotations
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
 @click.command("reap")
-@click.option("--cloud", "clouds", multiple=True, type=click.Choice(["aws", "gcp", "azure"]),
-              help="Cloud(s) to sweep (default: every cloud of every stack).")
-@click.option("--stack", "stacks", multiple=True,
-              help="Take accounts/projects/regions from these stacks (default: all).")
+@click.option(
+    "--cloud",
+    "clouds",
+    multiple=True,
+    type=click.Choice(["aws", "gcp", "azure"]),
+    help="Cloud(s) to sweep (default: every cloud of every stack).",
+)
+@click.option(
+    "--stack",
+    "stacks",
+    multiple=True,
+    help="Take accounts/projects/regions from these stacks (default: all).",
+)
 @click.option("--dry-run", is_flag=True, help="List what would be terminated; change nothing.")
 @json_option
 @click.pass_context
-def command(ctx: click.Context, clouds: tuple[str, ...], stacks: tuple[str, ...], dry_run: bool,
-            as_json: bool) -> int:
+def command(
+    ctx: click.Context,
+    clouds: tuple[str, ...],
+    stacks: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+) -> int:
     """Terminate every instance tagged imagectl:managed whose imagectl:expires-at passed.
 
     Exit 0 when everything expired was terminated (or nothing was), 1 when a
@@ -59,8 +72,10 @@ def command(ctx: click.Context, clouds: tuple[str, ...], stacks: tuple[str, ...]
         if not unique:
             out.print("no expired imagectl instances")
         for r in unique:
-            out.print(f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
-                      f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}")  # fmt: skip
+            out.print(
+                f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
+                f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}"
+            )
         for e in errors:
             out.print(f"[red]error[/] {e}")
     return 1 if failed or errors else 0

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
@@ -38,8 +37,22 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
     if not needed or not shutil.which("ssh-keygen"):
         return None, None
     key = folder / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "imagectl-validation",
-                    "-f", str(key)], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "imagectl-validation",
+            "-f",
+            str(key),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return str(key), (folder / "id_ed25519.pub").read_text().strip()
 
 
@@ -48,36 +61,93 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
 @click.option("--cloud", required=True, type=click.Choice(["aws", "gcp", "azure"]))
 @click.option("--stack", help="The image's stack (default: from the catalog).")
 @click.option("--shape", help="Machine shape (default: the stack's first validation shape).")
-@click.option("--hosts", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Instances to validate in parallel.")
-@click.option("--profile", type=click.Choice(["boot", "quick", "full", "burn"]),
-              help="Validator profile (default: the stack's validation.profile).")
-@click.option("--location", "locations", multiple=True,
-              help="Zone/region to try, in order (default: every zone the stack allows).")
-@click.option("--ttl", "ttl_h", type=click.FloatRange(0.1, 48), default=3.0, show_default=True,
-              help="Hours after which `imagectl reap` terminates a leftover instance.")
-@click.option("--max-retries", type=click.IntRange(0, 5), default=2, show_default=True,
-              help="Fresh hosts tried for a host (hardware) problem.")
-@click.option("--reach-timeout", type=float, default=900.0, show_default=True,
-              help="Seconds to wait for an instance to become reachable.")
-@click.option("--validator-timeout", type=float, default=1800.0, show_default=True,
-              help="Seconds the validator may run on a host.")
-@click.option("--runner-cidr", envvar="IMAGECTL_RUNNER_CIDR",
-              help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits.")
+@click.option(
+    "--hosts",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Instances to validate in parallel.",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["boot", "quick", "full", "burn"]),
+    help="Validator profile (default: the stack's validation.profile).",
+)
+@click.option(
+    "--location",
+    "locations",
+    multiple=True,
+    help="Zone/region to try, in order (default: every zone the stack allows).",
+)
+@click.option(
+    "--ttl",
+    "ttl_h",
+    type=click.FloatRange(0.1, 48),
+    default=3.0,
+    show_default=True,
+    help="Hours after which `imagectl reap` terminates a leftover instance.",
+)
+@click.option(
+    "--max-retries",
+    type=click.IntRange(0, 5),
+    default=2,
+    show_default=True,
+    help="Fresh hosts tried for a host (hardware) problem.",
+)
+@click.option(
+    "--reach-timeout",
+    type=float,
+    default=900.0,
+    show_default=True,
+    help="Seconds to wait for an instance to become reachable.",
+)
+@click.option(
+    "--validator-timeout",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    help="Seconds the validator may run on a host.",
+)
+@click.option(
+    "--runner-cidr",
+    envvar="IMAGECTL_RUNNER_CIDR",
+    help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits.",
+)
 @click.option("--ssh-user", default="ubuntu", show_default=True)
-@click.option("--ssh-key", type=click.Path(dir_okay=False), help="Private key (default: a "
-              "fresh ed25519 key for this run).")
-@click.option("--inventory-override", type=click.Path(dir_okay=False, path_type=Path),
-              help="YAML host vars (all / slots / default_slot), e.g. test mode with "
-              "ansible_connection=local and replay snapshots.")
+@click.option(
+    "--ssh-key",
+    type=click.Path(dir_okay=False),
+    help="Private key (default: a fresh ed25519 key for this run).",
+)
+@click.option(
+    "--inventory-override",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="YAML host vars (all / slots / default_slot), e.g. test mode with "
+    "ansible_connection=local and replay snapshots.",
+)
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
 @json_option
 @click.pass_context
-def command(ctx: click.Context, image_id: str, cloud: str, stack: str | None, shape: str | None,
-            hosts: int, profile: str | None, locations: tuple[str, ...], ttl_h: float,
-            max_retries: int, reach_timeout: float, validator_timeout: float,
-            runner_cidr: str | None, ssh_user: str, ssh_key: str | None,
-            inventory_override: Path | None, wheel: str | None, as_json: bool) -> int:
+def command(
+    ctx: click.Context,
+    image_id: str,
+    cloud: str,
+    stack: str | None,
+    shape: str | None,
+    hosts: int,
+    profile: str | None,
+    locations: tuple[str, ...],
+    ttl_h: float,
+    max_retries: int,
+    reach_timeout: float,
+    validator_timeout: float,
+    runner_cidr: str | None,
+    ssh_user: str,
+    ssh_key: str | None,
+    inventory_override: Path | None,
+    wheel: str | None,
+    as_json: bool,
+) -> int:
     """Launch HOSTS instances of IMAGE_ID, run the validator on each, decide.
 
     validated (exit 0): every host passed. blocked (exit 1): every host failed the same
@@ -112,9 +182,10 @@ def command(ctx: click.Context, image_id: str, cloud: str, stack: str | None, sh
     region = {"aws": options.get("region"), "azure": options.get("location")}.get(cloud, "")
     image = provider.get_image(image_id, region or "")
     if image is None:
-        raise UserError(f"image {image_id} was not found in {cloud}" +
-                        (f" region {region}" if region else ""),
-                        hint="Check the id with `imagectl status` or the cloud console")  # fmt: skip
+        raise UserError(
+            f"image {image_id} was not found in {cloud}" + (f" region {region}" if region else ""),
+            hint="Check the id with `imagectl status` or the cloud console",
+        )
     from imagectl.clouds.base import TAG_DIGEST
     from imagectl.clouds.common import gcp_label_value
 
@@ -132,17 +203,35 @@ def command(ctx: click.Context, image_id: str, cloud: str, stack: str | None, sh
     private_key, public_key = _ssh_key(ssh_key, not (override and override.local), keydir)
 
     recorder = CatalogRecorder()
-    recorder.start(cloud=cloud, region=image.region, image_id=image.image_id, stack=stack,
-                   digest=resolved.digest, tags=image.tags)  # fmt: skip
+    recorder.start(
+        cloud=cloud,
+        region=image.region,
+        image_id=image.image_id,
+        stack=stack,
+        digest=resolved.digest,
+        tags=image.tags,
+    )
     provider.tag_state(image, "validating")
     request = ValidationRequest(
-        image=image, stack=stack, stack_digest=resolved.digest, shape=shape, hosts=hosts,
-        profile=profile, ttl=dt.timedelta(hours=ttl_h), locations=list(locations) or None,
-        max_host_retries=max_retries, reach_timeout_s=reach_timeout,
-        validator_timeout_s=validator_timeout, allowed_cidr=runner_cidr, ssh_user=ssh_user,
-        ssh_private_key=private_key, ssh_public_key=public_key,
-        launched_by=launched_by_default(), override=override, wheel=wheel or "",
-    )  # fmt: skip
+        image=image,
+        stack=stack,
+        stack_digest=resolved.digest,
+        shape=shape,
+        hosts=hosts,
+        profile=profile,
+        ttl=dt.timedelta(hours=ttl_h),
+        locations=list(locations) or None,
+        max_host_retries=max_retries,
+        reach_timeout_s=reach_timeout,
+        validator_timeout_s=validator_timeout,
+        allowed_cidr=runner_cidr,
+        ssh_user=ssh_user,
+        ssh_private_key=private_key,
+        ssh_public_key=public_key,
+        launched_by=launched_by_default(),
+        override=override,
+        wheel=wheel or "",
+    )
     reporter = Reporter() if as_json else RichReporter(console())
 
     def record(outcome: Any) -> None:
@@ -160,8 +249,14 @@ def command(ctx: click.Context, image_id: str, cloud: str, stack: str | None, sh
         raise
     state = recorder.finish(result.decision)
     provider.tag_state(image, state)
-    payload = {"image_id": image.image_id, "cloud": cloud, "stack": stack, "shape": shape,
-               "state": state, **result.to_dict()}  # fmt: skip
+    payload = {
+        "image_id": image.image_id,
+        "cloud": cloud,
+        "stack": stack,
+        "shape": shape,
+        "state": state,
+        **result.to_dict(),
+    }
     if as_json:
         emit_json(payload)
     else:
@@ -173,12 +268,18 @@ def _render(payload: dict[str, Any]) -> None:
     from rich.table import Table
 
     out = console()
+    out.print()
     table = Table(title=f"{payload['image_id']} on {payload['shape']}")
     for col in ("host", "verdict", "worst action", "failed checks", "problem"):
         table.add_column(col)
     for h in payload["hosts"]:
-        table.add_row(h["host"], h["verdict"] or "-", h["worst_action"] or "-",
-                      ", ".join(h["failed_checks"]) or "-", h["problem"] or "-")  # fmt: skip
+        table.add_row(
+            h["host"],
+            h["verdict"] or "-",
+            h["worst_action"] or "-",
+            ", ".join(h["failed_checks"]) or "-",
+            h["problem"] or "-",
+        )
     out.print(table)
     for bad in payload["bad_hosts"]:
         out.print(f"[yellow]bad host[/] {bad['host']}: {', '.join(bad['failed_checks'])}")

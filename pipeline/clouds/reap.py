@@ -36,7 +36,9 @@ class Reaped:
         }
 
 
-def reap(provider: Provider, *, dry_run: bool = False, now: dt.datetime | None = None) -> list[Reaped]:
+def reap(
+    provider: Provider, *, dry_run: bool = False, now: dt.datetime | None = None
+) -> list[Reaped]:
     now = now or utcnow()
     out = []
     for inst in provider.list_instances(managed_only=True):

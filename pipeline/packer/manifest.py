@@ -77,7 +77,12 @@ def _artifacts(entry: dict[str, Any], v: dict[str, Any]) -> list[Artifact]:
     run_uuid = str(entry.get("packer_run_uuid", ""))
     raw_id = str(entry.get("artifact_id", ""))
     name = str(v.get("image_name", ""))
-    common = {"cloud": cloud, "builder_type": builder, "tags": tags, "run_uuid": run_uuid}
+    common: dict[str, Any] = {
+        "cloud": cloud,
+        "builder_type": builder,
+        "tags": tags,
+        "run_uuid": run_uuid,
+    }
     if builder == "amazon-ebs":
         pairs = [p.split(":", 1) for p in raw_id.split(",") if ":" in p]
         return [Artifact(id=ami, location=region, name=name, **common) for region, ami in pairs]

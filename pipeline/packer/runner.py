@@ -9,6 +9,7 @@ happens on SIGTERM and when the run exceeds ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -183,10 +184,8 @@ def _cancel(proc: subprocess.Popen[str], cleanup_timeout: float) -> None:
     try:
         proc.wait(timeout=cleanup_timeout)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 
@@ -198,7 +197,7 @@ def _install_handlers(stop: _Stop) -> dict[int, Any]:
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set("signal", signum)
 
-    previous = {}
+    previous: dict[int, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, handler)
     return previous

@@ -82,8 +82,6 @@ def decide(outcomes: Sequence[HostOutcome]) -> Decision:
             }
             for o in failing
         ]
-        reasons = [
-            f"{b['host']}: {', '.join(b['failed_checks']) or 'verdict fail'}" for b in bad
-        ]
+        reasons = [f"{b['host']}: {', '.join(b['failed_checks']) or 'verdict fail'}" for b in bad]
         return Decision(HOST_PROBLEM, reasons, [o.host for o in failing], bad)
     return Decision(VALIDATED, [f"{len(outcomes)} host(s) passed"])

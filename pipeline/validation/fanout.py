@@ -102,7 +102,6 @@ def run_validate_playbook(
             "inventory": inventory,
             "extravars": extravars,
             "envvars": env,
-            "binary": binary,
             "quiet": True,
             "forks": max(1, len(hosts)),
             "event_handler": handler,
@@ -113,6 +112,12 @@ def run_validate_playbook(
             kwargs["cancel_callback"] = cancel
         runner = ansible_runner.run(**kwargs)
         stats = runner.stats or {}
+        tail = ""
+        if runner.status != "successful":
+            try:
+                tail = runner.stdout.read()[-800:]
+            except Exception:  # no stdout file when ansible-playbook never started
+                tail = ""
     host_status = {}
     for host in hosts:
         if host in (stats.get("dark") or {}):
@@ -123,4 +128,5 @@ def run_validate_playbook(
             host_status[host] = "ok"
         else:
             host_status[host] = "not run"
+            messages.setdefault(host, f"ansible-playbook {runner.status}: {tail}".strip())
     return FanoutResult(str(runner.status), int(runner.rc or 0), host_status, messages)

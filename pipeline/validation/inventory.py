@@ -59,13 +59,20 @@ class InventoryOverride:
         except (OSError, YAMLError) as exc:
             raise UserError(f"cannot read the inventory override: {exc}", where=str(path)) from exc
         if not isinstance(data, dict):
-            raise UserError("the inventory override must be a mapping", where=str(path),
-                            hint="Use the keys all, slots and default_slot")  # fmt: skip
+            raise UserError(
+                "the inventory override must be a mapping",
+                where=str(path),
+                hint="Use the keys all, slots and default_slot",
+            )
         unknown = set(data) - {"all", "slots", "default_slot"}
         if unknown:
-            raise UserError(f"unknown key(s) {', '.join(sorted(unknown))}", where=str(path),
-                            hint="Use the keys all, slots and default_slot")  # fmt: skip
+            raise UserError(
+                f"unknown key(s) {', '.join(sorted(unknown))}",
+                where=str(path),
+                hint="Use the keys all, slots and default_slot",
+            )
         base = path.parent
+
         def resolve(d: dict[str, Any]) -> dict[str, Any]:
             out = dict(d or {})
             snap = out.get("validate_snapshot")

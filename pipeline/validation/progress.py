@@ -59,8 +59,14 @@ class RichReporter(Reporter):
             table.add_column(col)
         for slot in sorted(self.rows):
             r = self.rows[slot]
-            table.add_row(str(slot), r.get("id", ""), r.get("location", ""), r.get("state", ""),
-                          r.get("task", ""), r.get("checks", ""))  # fmt: skip
+            table.add_row(
+                str(slot),
+                r.get("id", ""),
+                r.get("location", ""),
+                r.get("state", ""),
+                r.get("task", ""),
+                r.get("checks", ""),
+            )
         return table
 
     def _refresh(self) -> None:
@@ -70,8 +76,9 @@ class RichReporter(Reporter):
     def __enter__(self) -> RichReporter:
         from rich.live import Live
 
-        self._live = Live(self._render(), console=self.console, refresh_per_second=4,
-                          transient=False)  # fmt: skip
+        self._live = Live(
+            self._render(), console=self.console, refresh_per_second=4, transient=False
+        )
         self._live.__enter__()
         return self
 

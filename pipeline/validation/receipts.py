@@ -51,14 +51,14 @@ def bind(receipt: dict[str, Any], *, image_id: str, stack_digest: str) -> dict[s
     named_digest = receipt.get("stack_digest")
     if named_digest != stack_digest:
         raise ReceiptRejected(
-            f"the receipt names stack digest {str(named_digest)[:12]!r}, "
-            f"not {stack_digest[:12]!r}"
+            f"the receipt names stack digest {str(named_digest)[:12]!r}, not {stack_digest[:12]!r}"
         )
     return receipt
 
 
-def load_bound(path: Path, *, host: str, instance_id: str, slot: int, image_id: str,
-               stack_digest: str) -> HostOutcome:  # fmt: skip
+def load_bound(
+    path: Path, *, host: str, instance_id: str, slot: int, image_id: str, stack_digest: str
+) -> HostOutcome:
     """The host's outcome from its fetched receipt file (missing / corrupt / foreign: none)."""
     from imagectl.errors import UserError
     from imagectl.validators.receipt import load_receipt

@@ -23,8 +23,16 @@ class CatalogRecorder:
         self.catalog = catalog or open_catalog()
         self.image_pk: int | None = None
 
-    def start(self, *, cloud: str, region: str, image_id: str, stack: str, digest: str,
-              tags: dict[str, str]) -> str:  # fmt: skip
+    def start(
+        self,
+        *,
+        cloud: str,
+        region: str,
+        image_id: str,
+        stack: str,
+        digest: str,
+        tags: dict[str, str],
+    ) -> str:
         """Record/find the image and move it to validating; returns the previous state."""
         from imagectl.catalog import repository as repo
 
@@ -32,9 +40,14 @@ class CatalogRecorder:
             row = repo.find_image(s, cloud, region, image_id)
             if row is None:
                 row = repo.record_image(
-                    s, cloud_image_id=image_id, region=region, cloud=cloud, stack=stack,
-                    stack_digest=digest, tags=tags,
-                )  # fmt: skip
+                    s,
+                    cloud_image_id=image_id,
+                    region=region,
+                    cloud=cloud,
+                    stack=stack,
+                    stack_digest=digest,
+                    tags=tags,
+                )
             if row.stack_digest != digest:
                 raise UserError(
                     f"the catalog records image {image_id} with stack digest "
@@ -61,10 +74,16 @@ class CatalogRecorder:
         r = outcome.receipt
         with self.catalog.transaction() as s:
             repo.record_receipt(
-                s, self.image_pk, shape=shape, host=outcome.host, profile=profile,
-                verdict=r["verdict"], worst_action=r["worst_action"], receipt=r,
+                s,
+                self.image_pk,
+                shape=shape,
+                host=outcome.host,
+                profile=profile,
+                verdict=r["verdict"],
+                worst_action=r["worst_action"],
+                receipt=r,
                 validator_version=r.get("validator_version", "unknown"),
-            )  # fmt: skip
+            )
 
     def finish(self, decision: Decision) -> str:
         from imagectl.catalog import repository as repo
@@ -74,9 +93,11 @@ class CatalogRecorder:
             return target
         with self.catalog.transaction() as s:
             repo.set_state(
-                s, self.image_pk, target,
+                s,
+                self.image_pk,
+                target,
                 reason="; ".join(decision.reasons)[:2000] or decision.verdict,
                 blocked_reason="; ".join(decision.reasons)[:2000] if target == BLOCKED else None,
                 details=decision.to_dict(),
-            )  # fmt: skip
+            )
         return target

@@ -9,6 +9,7 @@ for a runner killed with -9 (every instance carries ``imagectl:expires-at``).
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,7 +75,9 @@ class ValidationResult:
                 }
                 for o in self.outcomes
             ],
-            "launched": [i.instance_id for i in self.launched],
+            "launched": [
+                {"instance_id": i.instance_id, "location": i.region} for i in self.launched
+            ],
             "terminated": self.terminated,
             "termination_errors": self.termination_errors,
         }
@@ -104,6 +107,9 @@ class ValidationRun:
         self.result = ValidationResult(Decision(INCONCLUSIVE, ["run did not finish"]), [])
         self._next_slot = 0
         self._workdir = Path(tempfile.mkdtemp(prefix="imagectl-validate-"))
+        # Who launched it, and which run: an interrupt during a launch call leaves an
+        # instance this run never learnt the id of; the final sweep finds it by this tag.
+        self.launched_by = f"{request.launched_by}/run-{secrets.token_hex(4)}"
 
     # -- launching ---------------------------------------------------------------------------
     def _locations(self) -> list[str]:
@@ -124,7 +130,7 @@ class ValidationRun:
                     self.req.shape,
                     location=location,
                     ttl=self.req.ttl,
-                    launched_by=self.req.launched_by,
+                    launched_by=self.launched_by,
                     stack=self.req.stack,
                     ssh_public_key=self.req.ssh_public_key,
                     allowed_cidr=self.req.allowed_cidr,
@@ -180,7 +186,7 @@ class ValidationRun:
         }
         extravars = {
             "validate_receipt_dir": str(receipt_dir),
-            "validate_image_id": self.req.image.image_id,
+            "validate_candidate_id": self.req.image.image_id,
             "validate_stack": self.req.stack,
             "validate_shape": self.req.shape,
             "validate_profile": self.req.profile,
@@ -226,11 +232,17 @@ class ValidationRun:
                 status = fan.host_status.get(inst.instance_id, "not run")
                 detail = fan.host_messages.get(inst.instance_id, "")
                 if outcome.problem == "no receipt came back":
-                    why = {"unreachable": "host unreachable over SSH",
-                           "failed": "the validator crashed or timed out"}.get(
-                               status, f"ansible: {status}")  # fmt: skip
-                    outcome = HostOutcome(outcome.host, outcome.instance_id, None,
-                                          f"{why}: {detail}".rstrip(": "), slot)  # fmt: skip
+                    why = {
+                        "unreachable": "host unreachable over SSH",
+                        "failed": "the validator crashed or timed out",
+                    }.get(status, f"ansible: {status}")
+                    outcome = HostOutcome(
+                        outcome.host,
+                        outcome.instance_id,
+                        None,
+                        f"{why}: {detail}".rstrip(": "),
+                        slot,
+                    )
             else:
                 self.reporter.checks(inst.instance_id, outcome.receipt.get("checks", []))
                 if self.on_receipt is not None:
@@ -247,7 +259,32 @@ class ValidationRun:
             with deferred_interrupts():
                 for slot in sorted(self.live):
                     self._terminate(slot)
+                self._sweep()
         return self.result
+
+    def _sweep(self) -> None:
+        """Terminate any instance of this run still alive (e.g. one whose launch call was
+        interrupted before it returned an id)."""
+        from imagectl.clouds.base import TAG_LAUNCHED_BY
+        from imagectl.clouds.common import gcp_label_value
+
+        mine = gcp_label_value(self.launched_by)
+        try:
+            found = self.provider.list_instances(managed_only=True)
+        except Exception as exc:
+            self.result.termination_errors["sweep"] = f"{type(exc).__name__}: {exc}"
+            return
+        for inst in found:
+            tag = inst.tags.get(TAG_LAUNCHED_BY, "")
+            if gcp_label_value(tag) != mine or inst.instance_id in self.result.terminated:
+                continue
+            self.reporter.step(f"terminating {inst.instance_id} (launch was interrupted)")
+            try:
+                self.provider.terminate(inst)
+            except Exception as exc:
+                self.result.termination_errors[inst.instance_id] = f"{type(exc).__name__}: {exc}"
+                continue
+            self.result.terminated.append(inst.instance_id)
 
     def _run(self) -> None:
         req = self.req
@@ -259,8 +296,11 @@ class ValidationRun:
             )
             for _ in range(req.hosts):
                 self._launch_one(locations)
-        except (NoCapacity, QuotaError) as exc:
+        except NoCapacity as exc:
             self.result.decision = Decision(INCONCLUSIVE, [str(exc)])
+            return
+        except QuotaError as exc:
+            self.result.decision = Decision(INCONCLUSIVE, [f"quota exceeded: {exc}"])
             return
         current: dict[int, HostOutcome] = {}
         pending = sorted(self.live)
@@ -277,8 +317,10 @@ class ValidationRun:
             if retries_left <= 0:
                 decision = Decision(
                     INCONCLUSIVE,
-                    [f"hosts still failing hardware checks after {req.max_host_retries} "
-                     "retries", *decision.reasons],  # fmt: skip
+                    [
+                        f"hosts still failing hardware checks after {req.max_host_retries} retries",
+                        *decision.reasons,
+                    ],
                     bad_hosts=self.result.bad_hosts,
                 )
                 break
@@ -297,12 +339,17 @@ class ValidationRun:
                     pending.append(new_slot)
             except (NoCapacity, QuotaError) as exc:
                 decision = Decision(
-                    INCONCLUSIVE, [f"no fresh host for the retry: {exc}"],
+                    INCONCLUSIVE,
+                    [f"no fresh host for the retry: {exc}"],
                     bad_hosts=self.result.bad_hosts,
-                )  # fmt: skip
+                )
                 break
         if decision.verdict != INCONCLUSIVE or not decision.bad_hosts:
-            decision = Decision(decision.verdict, decision.reasons, decision.retry_hosts,
-                                self.result.bad_hosts or decision.bad_hosts)  # fmt: skip
+            decision = Decision(
+                decision.verdict,
+                decision.reasons,
+                decision.retry_hosts,
+                self.result.bad_hosts or decision.bad_hosts,
+            )
         self.result.decision = decision
         self.reporter.step(f"decision: {decision.verdict}: {'; '.join(decision.reasons)}")

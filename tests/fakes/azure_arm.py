@@ -83,8 +83,11 @@ class FakeAzureArm(FakeServer):
         self._replication_reads: dict[tuple[str, str], int] = {}
         self._boot_reads: dict[str, int] = {}
         r = self.route
-        r("GET", SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
-          self._get_operation)  # fmt: skip
+        r(
+            "GET",
+            SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
+            self._get_operation,
+        )
         r("POST", RESOURCE + "/share", self._share)
         r("GET", RESOURCE + "/instanceView", self._instance_view)
         r("GET", SUB + "/providers/Microsoft.Compute/virtualMachines", self._list_all_vms)
@@ -123,9 +126,7 @@ class FakeAzureArm(FakeServer):
         published: str | None = None,
         end_of_life: str | None = None,
     ) -> str:
-        rest = (
-            f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/{version}"
-        )
+        rest = f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/{version}"
         rid = self.rid(rg, rest)
         regions = target_regions or [location]
         body = {
@@ -182,7 +183,9 @@ class FakeAzureArm(FakeServer):
             lambda r: (429, body, {"Retry-After": "0"}), method=method, path=path, times=times
         )
 
-    def capacity_error(self, location: str, *, zone: str | None = None, times: int | None = None) -> None:
+    def capacity_error(
+        self, location: str, *, zone: str | None = None, times: int | None = None
+    ) -> None:
         self._capacity[(location.lower(), zone)] = times
 
     def quota_error(self, times: int | None = None) -> None:
@@ -256,7 +259,7 @@ class FakeAzureArm(FakeServer):
             items = [
                 self._view(k, req)
                 for k in list(self.resources)
-                if k.startswith(prefix) and "/" not in k[len(prefix):]
+                if k.startswith(prefix) and "/" not in k[len(prefix) :]
             ]
             return 200, {"value": items}, {}
         return None
@@ -285,9 +288,12 @@ class FakeAzureArm(FakeServer):
             summary.append({"region": target["name"], "state": state, "progress": progress})
         states = {s["state"] for s in summary}
         aggregated = (
-            "Failed" if "Failed" in states else "InProgress" if "Replicating" in states
+            "Failed"
+            if "Failed" in states
+            else "InProgress"
+            if "Replicating" in states
             else "Completed"
-        )  # fmt: skip
+        )
         return {"aggregatedState": aggregated, "summary": summary}
 
     def _get(self, req: Request) -> Response:

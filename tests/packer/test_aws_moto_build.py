@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
+from conftest import ROOT, require_tool
 from imagectl.packer.build import run_build
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
 from imagectl.stacks.variables import tag_key
-from conftest import ROOT, require_tool
 
 MOTO_ACCOUNT = "123456789012"
 FAKE_CREDS = {

@@ -18,13 +18,16 @@ RELEVANT = re.compile(r"NVRM|nvidia|Xid|SXid|nvswitch|fallen off the bus|NVLink"
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d+),?\s*(?P<text>.*)$")
 # nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 12028, Non-fatal, Link 32 egress ...
 _SXID = re.compile(
-    r"nvidia-nvswitch(?P<sw>\d*): SXid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d+),?\s*(?P<text>.*)$"
+    r"nvidia-nvswitch(?P<sw>\d*): SXid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): "
+    r"(?P<code>\d+),?\s*(?P<text>.*)$"
 )
 # NVRM: API mismatch: the client has the version 580.95.05, but this kernel module has
 # the version 570.172.08.
+# (the second line carries its own timestamp / "NVRM:" prefix)
 _API_MISMATCH = re.compile(
-    r"NVRM: API mismatch: the client has the version (?P<client>[\d.]+), but\s+"
-    r"(?:this )?kernel module has the version (?P<module>[\d.]+)"
+    r"NVRM: API mismatch: the client has the version (?P<client>[\d.]+), but"
+    r".{0,160}?kernel module has the version (?P<module>\d+(?:\.\d+)+)",
+    re.S,
 )
 
 
@@ -84,7 +87,7 @@ def parse_events(text: str) -> list[Event]:
 
 
 def api_mismatch(text: str) -> tuple[str, str] | None:
-    m = _API_MISMATCH.search(" ".join(text.split()))
+    m = _API_MISMATCH.search(text)
     return (m["client"], m["module"]) if m else None
 
 

@@ -22,11 +22,8 @@ from imagectl.clouds.base import (
     ReplicaStatus,
 )
 from imagectl.clouds.common import (
-    TAG_REPLICA_TOKEN,
-    TAG_SOURCE_IMAGE,
     NotReachable,
     instance_tags,
-    iso,
     parse_time,
     utcnow,
 )
@@ -77,6 +74,9 @@ class AwsProvider(Provider):
         profile: str | None = None,
         **_ignored: Any,
     ) -> None:
+        from imagectl.clouds.aws.promotion import AwsPromotion
+
+        self.promotion = AwsPromotion(self)
         home = (
             region
             or os.environ.get("AWS_REGION")
@@ -137,8 +137,13 @@ class AwsProvider(Provider):
                 Owners=["self"], Filters=filters, IncludeDeprecated=True
             )
             found.extend(self._image(raw, reg) for raw in resp["Images"])
-        return sorted(found, key=lambda i: (i.created_at or dt.datetime.min.replace(
-            tzinfo=dt.timezone.utc), i.image_id))  # fmt: skip
+        return sorted(
+            found,
+            key=lambda i: (
+                i.created_at or dt.datetime.min.replace(tzinfo=dt.timezone.utc),
+                i.image_id,
+            ),
+        )
 
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         from botocore.exceptions import ClientError
@@ -192,9 +197,7 @@ class AwsProvider(Provider):
 
         region = region_of(location)
         ec2 = self.clients.ec2(region)
-        tags = instance_tags(
-            stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by
-        )
+        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
         name = f"imagectl-{stack}-{int(time.time() * 1000) % 10**10}"
         group_id = network.create_group(
             ec2,
@@ -260,9 +263,7 @@ class AwsProvider(Provider):
 
         region = region_of(instance.region)
         try:
-            resp = self.clients.ec2(region).describe_instances(
-                InstanceIds=[instance.instance_id]
-            )
+            resp = self.clients.ec2(region).describe_instances(InstanceIds=[instance.instance_id])
         except ClientError as exc:
             if error_code(exc).startswith("InvalidInstanceID"):
                 return None
@@ -338,89 +339,21 @@ class AwsProvider(Provider):
                     found.extend(self._instance(raw, reg) for raw in reservation["Instances"])
         return found
 
-    # -- promotion ---------------------------------------------------------------------
-    def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
-        if region == image.region:
-            return self.get_image(image.image_id, region)
-        resp = self.clients.ec2(region).describe_images(
-            Owners=["self"],
-            Filters=[{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}],
-            IncludeDeprecated=True,
-        )
-        live = [r for r in resp["Images"] if r.get("State") != "deregistered"]
-        return self._image(live[0], region) if live else None
-
-    @staticmethod
-    def _status(region: str, replica: CloudImage | None) -> ReplicaStatus:
-        if replica is None:
-            return ReplicaStatus(region=region, state="missing")
-        state = {"available": "available", "pending": "pending", "deprecated": "available"}.get(
-            replica.state, "failed"
-        )
-        return ReplicaStatus(region, state, replica.image_id, detail=replica.state)
-
+    # -- promotion (aws/promotion.py) ------------------------------
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        existing = self._replica(image, region)
-        if existing is not None:
-            return self._status(region, existing)
-        ec2 = self.clients.ec2(region)
-        copy = ec2.copy_image(
-            Name=image.name or image.image_id,
-            SourceImageId=image.image_id,
-            SourceRegion=image.region,
-            ClientToken=token[:64],
-            CopyImageTags=True,
-        )
-        new_id = str(copy["ImageId"])
-        # copy_image may not copy tags (moto never does): tag the copy and its snapshots.
-        tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
-        resources = [new_id, *self._snapshots(new_id, region)]
-        ec2.create_tags(Resources=resources, Tags=_tag_list(tags))
-        return self._status(region, self.get_image(new_id, region))
+        return self.promotion.replicate(image, region, token=token)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        return self._status(region, self._replica(image, region))
+        return self.promotion.replica_status(image, region)
 
     def share(self, replica: CloudImage, sharing: Any) -> None:
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
-            sharing, k, d
-        )  # fmt: skip
-        add: list[dict[str, str]] = []
-        add += [{"UserId": str(a)} for a in get("accounts", []) or []]
-        for arn in get("organizations", []) or []:
-            key = "OrganizationalUnitArn" if ":ou/" in arn else "OrganizationArn"
-            add.append({key: arn})
-        if get("public", False):
-            add.append({"Group": "all"})
-        if not add:
-            return
-        self.clients.ec2(replica.region).modify_image_attribute(
-            ImageId=replica.image_id, LaunchPermission={"Add": add}
-        )
-
-    def _parameter(self, stack: str) -> str:
-        return f"{self.ssm_prefix}/{stack}/latest"
+        return self.promotion.share(replica, sharing)
 
     def get_pointer(self, stack: str, region: str) -> str | None:
-        from botocore.exceptions import ClientError
-
-        try:
-            resp = self.clients.ssm(region).get_parameter(Name=self._parameter(stack))
-        except ClientError as exc:
-            if error_code(exc) == "ParameterNotFound":
-                return None
-            raise
-        return str(resp["Parameter"]["Value"])
+        return self.promotion.get_pointer(stack, region)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        self.clients.ssm(region).put_parameter(
-            Name=self._parameter(stack),
-            Value=image_id,
-            Type="String",
-            DataType="aws:ec2:image",
-            Overwrite=True,
-            Description=f"imagectl: the promoted image of stack {stack}",
-        )
+        return self.promotion.set_pointer(stack, region, image_id)
 
     def deprecate(
         self,
@@ -429,29 +362,7 @@ class AwsProvider(Provider):
         replacement: CloudImage | None = None,
         at: dt.datetime | None = None,
     ) -> None:
-        ec2 = self.clients.ec2(image.region)
-        # EC2 refuses a deprecation time in the past; "now" means the next minute.
-        when = max(at or utcnow(), utcnow() + dt.timedelta(minutes=1))
-        tags = {TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(when)}
-        if replacement is not None:
-            tags["imagectl:replacement"] = replacement.image_id
-        ec2.create_tags(Resources=[image.image_id], Tags=_tag_list(tags))
-        ec2.enable_image_deprecation(ImageId=image.image_id, DeprecateAt=when)
+        return self.promotion.deprecate(image, replacement=replacement, at=at)
 
     def delete(self, image: CloudImage) -> None:
-        from botocore.exceptions import ClientError
-
-        ec2 = self.clients.ec2(image.region)
-        try:
-            snapshots = self._snapshots(image.image_id, image.region)
-            ec2.deregister_image(ImageId=image.image_id)
-        except ClientError as exc:
-            if error_code(exc).startswith("InvalidAMIID"):
-                return
-            raise
-        for snapshot in snapshots:
-            try:
-                ec2.delete_snapshot(SnapshotId=snapshot)
-            except ClientError as exc:
-                if not error_code(exc).startswith("InvalidSnapshot"):
-                    raise
+        return self.promotion.delete(image)

@@ -27,16 +27,23 @@ def ensure_subnet(network: Any, rg: str, location: str, subnet_id: str | None) -
     except HttpResponseError as exc:
         if not is_not_found(exc):
             raise
-        from azure.mgmt.network.models import AddressSpace, Subnet, VirtualNetwork
+        from azure.mgmt.network import models as n
 
         vnet = network.virtual_networks.begin_create_or_update(
             rg,
             VNET,
-            VirtualNetwork(
+            n.VirtualNetwork(
                 location=location,
                 tags={"imagectl:managed": "true"},
-                address_space=AddressSpace(address_prefixes=[VNET_CIDR]),
-                subnets=[Subnet(name="default", address_prefix=SUBNET_CIDR)],
+                properties=n.VirtualNetworkPropertiesFormat(
+                    address_space=n.AddressSpace(address_prefixes=[VNET_CIDR]),
+                    subnets=[
+                        n.Subnet(
+                            name="default",
+                            properties=n.SubnetPropertiesFormat(address_prefix=SUBNET_CIDR),
+                        )
+                    ],
+                ),
             ),
         ).result()
     return f"{vnet.id}/subnets/default"
@@ -54,59 +61,61 @@ def create(
     zone: str | None,
 ) -> str:
     """Create NSG (+ public IP) + NIC; return the NIC id."""
-    from azure.mgmt.network.models import (
-        NetworkInterface,
-        NetworkInterfaceIPConfiguration,
-        NetworkSecurityGroup,
-        PublicIPAddress,
-        PublicIPAddressSku,
-        SecurityRule,
-        Subnet,
-    )
+    from azure.mgmt.network import models as n
 
     check_cidr(allowed_cidr)
     rules = []
     if allowed_cidr:
         rules.append(
-            SecurityRule(
+            n.SecurityRule(
                 name="ssh-from-runner",
-                priority=100,
-                direction="Inbound",
-                access="Allow",
-                protocol="Tcp",
-                source_address_prefix=allowed_cidr,
-                source_port_range="*",
-                destination_address_prefix="*",
-                destination_port_range="22",
+                properties=n.SecurityRulePropertiesFormat(
+                    priority=100,
+                    direction="Inbound",
+                    access="Allow",
+                    protocol="Tcp",
+                    source_address_prefix=allowed_cidr,
+                    source_port_range="*",
+                    destination_address_prefix="*",
+                    destination_port_range="22",
+                ),
             )
         )
     nsg = network.network_security_groups.begin_create_or_update(
         rg,
         f"{name}-nsg",
-        NetworkSecurityGroup(location=location, tags=tags, security_rules=rules),
+        n.NetworkSecurityGroup(
+            location=location,
+            tags=tags,
+            properties=n.NetworkSecurityGroupPropertiesFormat(security_rules=rules),
+        ),
     ).result()
-    ip_config = NetworkInterfaceIPConfiguration(name="ipconfig1", subnet=Subnet(id=subnet_id))
+    ip_props = n.NetworkInterfaceIPConfigurationPropertiesFormat(subnet=n.Subnet(id=subnet_id))
     if allowed_cidr:
         pip = network.public_ip_addresses.begin_create_or_update(
             rg,
             f"{name}-ip",
-            PublicIPAddress(
+            n.PublicIPAddress(
                 location=location,
                 tags=tags,
-                sku=PublicIPAddressSku(name="Standard"),
-                public_ip_allocation_method="Static",
+                sku=n.PublicIPAddressSku(name="Standard"),
                 zones=[zone] if zone else None,
+                properties=n.PublicIPAddressPropertiesFormat(public_ip_allocation_method="Static"),
             ),
         ).result()
-        ip_config.public_ip_address = PublicIPAddress(id=pip.id)
+        ip_props.public_ip_address = n.PublicIPAddress(id=pip.id)
     nic = network.network_interfaces.begin_create_or_update(
         rg,
         f"{name}-nic",
-        NetworkInterface(
+        n.NetworkInterface(
             location=location,
             tags=tags,
-            network_security_group=NetworkSecurityGroup(id=nsg.id),
-            ip_configurations=[ip_config],
+            properties=n.NetworkInterfacePropertiesFormat(
+                network_security_group=n.NetworkSecurityGroup(id=nsg.id),
+                ip_configurations=[
+                    n.NetworkInterfaceIPConfiguration(name="ipconfig1", properties=ip_props)
+                ],
+            ),
         ),
     ).result()
     return str(nic.id)

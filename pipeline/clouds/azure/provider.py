@@ -21,7 +21,7 @@ from imagectl.clouds.base import (
     Provider,
     ReplicaStatus,
 )
-from imagectl.clouds.common import NotReachable, instance_tags, iso, utcnow
+from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.errors import CloudError, UserError
 
 _VERSION_ID = re.compile(
@@ -65,6 +65,9 @@ class AzureProvider(Provider):
         retry_backoff_factor: float = 0.8,
         **_ignored: Any,
     ) -> None:
+        from imagectl.clouds.azure.promotion import AzurePromotion
+
+        self.promotion = AzurePromotion(self)
         self.subscription_id = subscription_id
         self.location = location
         self.gallery_rg = gallery_resource_group
@@ -201,9 +204,15 @@ class AzureProvider(Provider):
         net = self.clients.network
         subnet = vnet.ensure_subnet(net, self.rg, region, self.subnet_id)
         nic_id = vnet.create(
-            net, rg=self.rg, location=region, name=name, subnet_id=subnet,
-            allowed_cidr=allowed_cidr, tags=tags, zone=zone,
-        )  # fmt: skip
+            net,
+            rg=self.rg,
+            location=region,
+            name=name,
+            subnet_id=subnet,
+            allowed_cidr=allowed_cidr,
+            tags=tags,
+            zone=zone,
+        )
         from azure.mgmt.compute import models as m
 
         linux = m.LinuxConfiguration(disable_password_authentication=True)
@@ -303,13 +312,9 @@ class AzureProvider(Provider):
                 raise NotReachable(instance.instance_id, f"the VM is {power or 'gone'}")
             if power == "running":
                 address = vnet.address(self.clients.network, self.rg, instance.instance_id)
-                return Instance(
-                    **{**instance.__dict__, "state": "running", "address": address}
-                )
+                return Instance(**{**instance.__dict__, "state": "running", "address": address})
             if time.monotonic() >= deadline:
-                raise NotReachable(
-                    instance.instance_id, f"still {power} after {timeout_s:.0f} s"
-                )
+                raise NotReachable(instance.instance_id, f"still {power} after {timeout_s:.0f} s")
             time.sleep(self.poll_interval_s)
 
     def terminate(self, instance: Instance) -> None:
@@ -337,112 +342,21 @@ class AzureProvider(Provider):
             )
         return found
 
-    # -- promotion ---------------------------------------------------------------------------
-    @staticmethod
-    def _target_regions(raw: Any) -> list[str]:
-        profile = raw.publishing_profile
-        regions = [t.name for t in (profile.target_regions or [])] if profile else []
-        return regions or [raw.location]
-
-    @staticmethod
-    def _same_region(a: str, b: str) -> bool:
-        return a.replace(" ", "").lower() == b.replace(" ", "").lower()
-
+    # -- promotion (azure/promotion.py) ------------------------------
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        """Add ``region`` to the version's target regions (idempotent: present is done)."""
-        from azure.mgmt.compute.models import (
-            GalleryImageVersionPublishingProfile,
-            GalleryImageVersionUpdate,
-            TargetRegion,
-        )
-
-        raw = self._get_raw(image.image_id)
-        if raw is None:
-            raise UserError(f"gallery image version {image.image_id} does not exist")
-        current = list(raw.publishing_profile.target_regions or [])
-        if not any(self._same_region(t.name, region) for t in current):
-            current.append(
-                TargetRegion(name=region, regional_replica_count=1,
-                             storage_account_type="Standard_LRS")
-            )  # fmt: skip
-            rg, gallery, definition, version = self._parts(image.image_id)
-            update = GalleryImageVersionUpdate(
-                publishing_profile=GalleryImageVersionPublishingProfile(
-                    target_regions=current,
-                    exclude_from_latest=raw.publishing_profile.exclude_from_latest,
-                )
-            )
-            # Started, not awaited: replication takes minutes to hours per region.
-            self.versions.begin_update(rg, gallery, definition, version, update)
-        return self.replica_status(image, region)
+        return self.promotion.replicate(image, region, token=token)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        raw = self._get_raw(image.image_id, expand="ReplicationStatus")
-        if raw is None or not any(
-            self._same_region(r, region) for r in self._target_regions(raw)
-        ):
-            return ReplicaStatus(region=region, state="missing")
-        summary = raw.replication_status.summary if raw.replication_status else []
-        for entry in summary or []:
-            if self._same_region(entry.region or "", region):
-                state = REPLICATION.get(str(getattr(entry.state, "value", entry.state)), "pending")
-                return ReplicaStatus(region, state, image.image_id, detail=entry.details or "")
-        return ReplicaStatus(region, "pending", image.image_id)
+        return self.promotion.replica_status(image, region)
 
     def share(self, replica: CloudImage, sharing: Any) -> None:
-        """Gallery sharing: principals are subscription ids, or ``tenant:<id>``."""
-        from azure.mgmt.compute.models import SharingProfileGroup, SharingUpdate
-
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
-            sharing, k, d
-        )  # fmt: skip
-        principals = [str(p) for p in get("principals", []) or []]
-        subs = [p for p in principals if not p.startswith("tenant:")]
-        tenants = [p.split(":", 1)[1] for p in principals if p.startswith("tenant:")]
-        groups = []
-        if subs:
-            groups.append(SharingProfileGroup(type="Subscriptions", ids=subs))
-        if tenants:
-            groups.append(SharingProfileGroup(type="AADTenants", ids=tenants))
-        if not groups:
-            return
-        rg, gallery, _, _ = self._parts(replica.image_id)
-        self.clients.compute.gallery_sharing_profile.begin_update(
-            rg, gallery, SharingUpdate(operation_type="Add", groups=groups)
-        ).result()
-
-    def _eligible(self, region: str) -> list[Any]:
-        out = []
-        for raw in self._list_raw():
-            profile = raw.publishing_profile
-            if profile is None or profile.exclude_from_latest:
-                continue
-            if raw.provisioning_state != "Succeeded":
-                continue
-            if not any(self._same_region(r, region) for r in self._target_regions(raw)):
-                continue
-            out.append(raw)
-        return out
+        return self.promotion.share(replica, sharing)
 
     def get_pointer(self, stack: str, region: str) -> str | None:
-        """The version ``latest`` resolves to in ``region``: the highest version number
-        among those not excluded from latest (the gallery's own rule)."""
-        eligible = self._eligible(region)
-        if not eligible:
-            return None
-        return str(max(eligible, key=lambda r: _version_key(r.name)).id)
+        return self.promotion.get_pointer(stack, region)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        target = self._get_raw(image_id)
-        if target is None:
-            raise UserError(f"gallery image version {image_id} does not exist")
-        if target.publishing_profile.exclude_from_latest:
-            self._update(image_id, exclude_from_latest=False)
-        for raw in self._eligible(region):
-            if raw.id.lower() != target.id.lower() and _version_key(raw.name) > _version_key(
-                target.name
-            ):
-                self._update(raw.id, exclude_from_latest=True)
+        return self.promotion.set_pointer(stack, region, image_id)
 
     def deprecate(
         self,
@@ -451,26 +365,7 @@ class AzureProvider(Provider):
         replacement: CloudImage | None = None,
         at: dt.datetime | None = None,
     ) -> None:
-        raw = self._get_raw(image.image_id)
-        if raw is None:
-            raise UserError(f"gallery image version {image.image_id} does not exist")
-        tags = {**(raw.tags or {}), TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(
-            at or utcnow())}  # fmt: skip
-        if replacement is not None:
-            tags["imagectl:replacement"] = replacement.image_id
-        self._update(
-            image.image_id,
-            tags=tags,
-            exclude_from_latest=True,
-            end_of_life_date=at or utcnow(),
-        )
+        return self.promotion.deprecate(image, replacement=replacement, at=at)
 
     def delete(self, image: CloudImage) -> None:
-        from azure.core.exceptions import HttpResponseError
-
-        rg, gallery, definition, version = self._parts(image.image_id)
-        try:
-            self.versions.begin_delete(rg, gallery, definition, version).result()
-        except HttpResponseError as exc:
-            if not is_not_found(exc):
-                raise
+        return self.promotion.delete(image)

@@ -19,13 +19,11 @@ from imagectl.clouds.base import (
     ReplicaStatus,
 )
 from imagectl.clouds.common import (
-    TAG_SOURCE_IMAGE,
     NotReachable,
     check_cidr,
     gcp_label_key,
     gcp_label_value,
     instance_tags,
-    iso,
     parse_time,
     utcnow,
 )
@@ -70,6 +68,9 @@ class GcpProvider(Provider):
         boot_disk_gb: int = 200,
         **_ignored: Any,
     ) -> None:
+        from imagectl.clouds.gcp.promotion import GcpPromotion
+
+        self.promotion = GcpPromotion(self)
         if not project:
             raise UserError(
                 "the gcp provider needs a project",
@@ -226,7 +227,9 @@ class GcpProvider(Provider):
             metadata=compute_v1.Metadata(items=metadata),
             tags=compute_v1.Tags(items=[name]),
             # GPU machine types cannot live-migrate; no service account: no cloud role.
-            scheduling=compute_v1.Scheduling(on_host_maintenance="TERMINATE", automatic_restart=False),
+            scheduling=compute_v1.Scheduling(
+                on_host_maintenance="TERMINATE", automatic_restart=False
+            ),
             service_accounts=[],
         )
         try:
@@ -242,9 +245,14 @@ class GcpProvider(Provider):
                 self._close_ssh(name)
             raise
         return self._describe_by_name(zone, name) or Instance(
-            cloud="gcp", region=zone, instance_id=name, shape=shape, image_id=image.image_id,
-            state="PROVISIONING", tags=tags,
-        )  # fmt: skip
+            cloud="gcp",
+            region=zone,
+            instance_id=name,
+            shape=shape,
+            image_id=image.image_id,
+            state="PROVISIONING",
+            tags=tags,
+        )
 
     def _open_ssh(self, name: str, cidr: str) -> None:
         from google.cloud import compute_v1
@@ -358,143 +366,21 @@ class GcpProvider(Provider):
                 found.append(inst)
         return found
 
-    # -- promotion: storage locations, IAM, families ---------------------------------------
-    def _replica_name(self, image: CloudImage, region: str) -> str:
-        return resource_name(image.image_id[:50], region)
-
+    # -- promotion (gcp/promotion.py) ------------------------------
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        """Images are global; a "region" is a storage location. An image already stored
-        there is its own replica; otherwise a copy stored there is created (idempotent:
-        the copy's name is derived from the source and the location)."""
-        from google.cloud import compute_v1
-
-        status = self.replica_status(image, region)
-        if status.state != "missing":
-            return status
-        labels = to_labels({**image.tags, TAG_SOURCE_IMAGE: image.image_id})
-        name = self._replica_name(image, region)
-        self.clients.images.insert(
-            project=self.project,
-            image_resource=compute_v1.Image(
-                name=name,
-                source_image=f"projects/{self.project}/global/images/{image.image_id}",
-                storage_locations=[region],
-                labels=labels,
-                description=f"imagectl replica of {image.image_id} (token {token[:40]})",
-            ),
-            retry=self.clients.retry,
-        )
-        return ReplicaStatus(region=region, state="pending", image_id=name)
+        return self.promotion.replicate(image, region, token=token)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        source = self._get_raw(image.image_id)
-        if source is not None and region in source.storage_locations:
-            return ReplicaStatus(region, _image_state(source), image.image_id)
-        raw = self._get_raw(self._replica_name(image, region))
-        if raw is None:
-            return ReplicaStatus(region=region, state="missing")
-        state = _image_state(raw)
-        return ReplicaStatus(region, "available" if state == "deprecated" else state, raw.name)
+        return self.promotion.replica_status(image, region)
 
     def share(self, replica: CloudImage, sharing: Any) -> None:
-        from google.cloud import compute_v1
-
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
-            sharing, k, d
-        )  # fmt: skip
-        members = [str(p) for p in get("principals", []) or []]
-        if get("public", False):
-            members.append("allAuthenticatedUsers")
-        if not members:
-            return
-        role = "roles/compute.imageUser"
-        policy = self.clients.images.get_iam_policy(
-            project=self.project, resource=replica.image_id, retry=self.clients.retry
-        )
-        bindings = [b for b in policy.bindings if b.role != role]
-        current = next((list(b.members) for b in policy.bindings if b.role == role), [])
-        merged = sorted(set(current) | set(members))
-        bindings.append(compute_v1.Binding(role=role, members=merged))
-        self.clients.images.set_iam_policy(
-            project=self.project,
-            resource=replica.image_id,
-            global_set_policy_request_resource=compute_v1.GlobalSetPolicyRequest(
-                policy=compute_v1.Policy(bindings=bindings, etag=policy.etag)
-            ),
-            retry=self.clients.retry,
-        )
-
-    def _family(self, stack: str) -> str:
-        return self.family or stack
+        return self.promotion.share(replica, sharing)
 
     def get_pointer(self, stack: str, region: str) -> str | None:
-        from google.api_core.exceptions import NotFound
-
-        try:
-            raw = self.clients.images.get_from_family(
-                project=self.project, family=self._family(stack), retry=self.clients.retry
-            )
-        except NotFound:
-            return None
-        return str(raw.name)
+        return self.promotion.get_pointer(stack, region)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        """Make ``image_id`` what the stack's family resolves to.
-
-        A candidate belongs to no family, so the first time it is copied into the family
-        (``<family>-<image>``); newer family members are deprecated (that is how a family
-        rolls back) and a deprecated target is made ACTIVE again. ``get_pointer`` then
-        returns the family member's name.
-        """
-        from google.cloud import compute_v1
-
-        family = self._family(stack)
-        raw = self._get_raw(image_id)
-        if raw is None:
-            raise UserError(f"image {image_id} is not in project {self.project}")
-        if raw.family != family:
-            member_name = resource_name(family, image_id)[:63]
-            member = self._get_raw(member_name)
-            if member is None:
-                op = self.clients.images.insert(
-                    project=self.project,
-                    image_resource=compute_v1.Image(
-                        name=member_name,
-                        family=family,
-                        source_image=f"projects/{self.project}/global/images/{image_id}",
-                        storage_locations=list(raw.storage_locations),
-                        labels={**dict(raw.labels), gcp_label_key(TAG_SOURCE_IMAGE):
-                                gcp_label_value(image_id)},
-                    ),
-                    retry=self.clients.retry,
-                )  # fmt: skip
-                self.clients.wait(op)
-                member = self._get_raw(member_name)
-            raw = member
-        assert raw is not None
-        if raw.deprecated and raw.deprecated.state not in ("", "ACTIVE"):
-            self._set_deprecation(raw.name, compute_v1.DeprecationStatus(state="ACTIVE"))
-        target_created = raw.creation_timestamp
-        for other in self.clients.images.list(project=self.project, retry=self.clients.retry):
-            if other.family != family or other.name == raw.name:
-                continue
-            active = not other.deprecated or other.deprecated.state in ("", "ACTIVE")
-            if active and other.creation_timestamp >= target_created:
-                self._set_deprecation(
-                    other.name,
-                    compute_v1.DeprecationStatus(
-                        state="DEPRECATED", replacement=raw.self_link or raw.name
-                    ),
-                )
-
-    def _set_deprecation(self, name: str, status: Any) -> None:
-        op = self.clients.images.deprecate(
-            project=self.project,
-            image=name,
-            deprecation_status_resource=status,
-            retry=self.clients.retry,
-        )
-        self.clients.wait(op)
+        return self.promotion.set_pointer(stack, region, image_id)
 
     def deprecate(
         self,
@@ -503,22 +389,7 @@ class GcpProvider(Provider):
         replacement: CloudImage | None = None,
         at: dt.datetime | None = None,
     ) -> None:
-        from google.cloud import compute_v1
-
-        status = compute_v1.DeprecationStatus(state="DEPRECATED", deprecated=iso(at or utcnow()))
-        if replacement is not None:
-            status.replacement = (
-                f"projects/{self.project}/global/images/{replacement.image_id}"
-            )
-        self._set_deprecation(image.image_id, status)
+        return self.promotion.deprecate(image, replacement=replacement, at=at)
 
     def delete(self, image: CloudImage) -> None:
-        from google.api_core.exceptions import NotFound
-
-        try:
-            op = self.clients.images.delete(
-                project=self.project, image=image.image_id, retry=self.clients.retry
-            )
-        except NotFound:
-            return
-        self.clients.wait(op)
+        return self.promotion.delete(image)

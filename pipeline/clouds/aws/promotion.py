@@ -1,0 +1,174 @@
+"""AWS promotion primitives: copy_image per region (tagged by imagectl), launch
+permissions, SSM parameter pointer, deprecation, deregistration.
+
+The provider delegates its promotion methods here; this module owns no client of its own
+(``self.p`` is the provider: clients, options, image readers).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import TYPE_CHECKING, Any
+
+from imagectl.clouds.aws.errors import error_code
+from imagectl.clouds.base import (
+    TAG_STATE,
+    CloudImage,
+    ReplicaStatus,
+)
+from imagectl.clouds.common import (
+    TAG_REPLICA_TOKEN,
+    TAG_SOURCE_IMAGE,
+    iso,
+    utcnow,
+)
+
+LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+_AZ = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d+)[a-z]$")
+
+
+def region_of(location: str) -> str:
+    """``us-east-1a`` -> ``us-east-1``; a region stays a region."""
+    match = _AZ.match(location)
+    return match.group(1) if match else location
+
+
+def _tags(raw: list[dict[str, str]] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in raw or []}
+
+
+def _tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def _user_data(ssh_public_key: str | None) -> str:
+    """cloud-init: the run's one-off SSH key; no key pair resource to clean up."""
+    lines = ["#cloud-config"]
+    if ssh_public_key:
+        lines += ["ssh_authorized_keys:", f"  - {ssh_public_key.strip()}"]
+    return "\n".join(lines) + "\n"
+
+
+if TYPE_CHECKING:
+    from imagectl.clouds.aws.provider import AwsProvider
+
+
+class AwsPromotion:
+    def __init__(self, provider: AwsProvider) -> None:
+        self.p = provider
+
+    def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
+        if region == image.region:
+            return self.p.get_image(image.image_id, region)
+        resp = self.p.clients.ec2(region).describe_images(
+            Owners=["self"],
+            Filters=[{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}],
+            IncludeDeprecated=True,
+        )
+        live = [r for r in resp["Images"] if r.get("State") != "deregistered"]
+        return self.p._image(live[0], region) if live else None
+
+    @staticmethod
+    def _status(region: str, replica: CloudImage | None) -> ReplicaStatus:
+        if replica is None:
+            return ReplicaStatus(region=region, state="missing")
+        state = {"available": "available", "pending": "pending", "deprecated": "available"}.get(
+            replica.state, "failed"
+        )
+        return ReplicaStatus(region, state, replica.image_id, detail=replica.state)
+
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        existing = self._replica(image, region)
+        if existing is not None:
+            return self._status(region, existing)
+        ec2 = self.p.clients.ec2(region)
+        copy = ec2.copy_image(
+            Name=image.name or image.image_id,
+            SourceImageId=image.image_id,
+            SourceRegion=image.region,
+            ClientToken=token[:64],
+            CopyImageTags=True,
+        )
+        new_id = str(copy["ImageId"])
+        # copy_image may not copy tags (moto never does): tag the copy and its snapshots.
+        tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
+        resources = [new_id, *self.p._snapshots(new_id, region)]
+        ec2.create_tags(Resources=resources, Tags=_tag_list(tags))
+        return self._status(region, self.p.get_image(new_id, region))
+
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
+        return self._status(region, self._replica(image, region))
+
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
+        add: list[dict[str, str]] = []
+        add += [{"UserId": str(a)} for a in get("accounts", []) or []]
+        for arn in get("organizations", []) or []:
+            key = "OrganizationalUnitArn" if ":ou/" in arn else "OrganizationArn"
+            add.append({key: arn})
+        if get("public", False):
+            add.append({"Group": "all"})
+        if not add:
+            return
+        self.p.clients.ec2(replica.region).modify_image_attribute(
+            ImageId=replica.image_id, LaunchPermission={"Add": add}
+        )
+
+    def _parameter(self, stack: str) -> str:
+        return f"{self.p.ssm_prefix}/{stack}/latest"
+
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            resp = self.p.clients.ssm(region).get_parameter(Name=self._parameter(stack))
+        except ClientError as exc:
+            if error_code(exc) == "ParameterNotFound":
+                return None
+            raise
+        return str(resp["Parameter"]["Value"])
+
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        self.p.clients.ssm(region).put_parameter(
+            Name=self._parameter(stack),
+            Value=image_id,
+            Type="String",
+            DataType="aws:ec2:image",
+            Overwrite=True,
+            Description=f"imagectl: the promoted image of stack {stack}",
+        )
+
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        ec2 = self.p.clients.ec2(image.region)
+        # EC2 refuses a deprecation time in the past; "now" means the next minute.
+        when = max(at or utcnow(), utcnow() + dt.timedelta(minutes=1))
+        tags = {TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(when)}
+        if replacement is not None:
+            tags["imagectl:replacement"] = replacement.image_id
+        ec2.create_tags(Resources=[image.image_id], Tags=_tag_list(tags))
+        ec2.enable_image_deprecation(ImageId=image.image_id, DeprecateAt=when)
+
+    def delete(self, image: CloudImage) -> None:
+        from botocore.exceptions import ClientError
+
+        ec2 = self.p.clients.ec2(image.region)
+        try:
+            snapshots = self.p._snapshots(image.image_id, image.region)
+            ec2.deregister_image(ImageId=image.image_id)
+        except ClientError as exc:
+            if error_code(exc).startswith("InvalidAMIID"):
+                return
+            raise
+        for snapshot in snapshots:
+            try:
+                ec2.delete_snapshot(SnapshotId=snapshot)
+            except ClientError as exc:
+                if not error_code(exc).startswith("InvalidSnapshot"):
+                    raise

@@ -1,0 +1,184 @@
+"""Azure promotion primitives: gallery version target regions, gallery sharing,
+exclude_from_latest as pointer, end-of-life, deletion.
+
+The provider delegates its promotion methods here; this module owns no client of its own
+(``self.p`` is the provider: clients, options, image readers).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import TYPE_CHECKING, Any
+
+from imagectl.clouds.azure.errors import is_not_found
+from imagectl.clouds.base import (
+    TAG_STATE,
+    CloudImage,
+    ReplicaStatus,
+)
+from imagectl.clouds.common import iso, utcnow
+from imagectl.errors import UserError
+
+_VERSION_ID = re.compile(
+    r"/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/galleries/(?P<gallery>[^/]+)"
+    r"/images/(?P<definition>[^/]+)/versions/(?P<version>[^/]+)$",
+    re.IGNORECASE,
+)
+REPLICATION = {"Completed": "available", "Replicating": "pending", "Failed": "failed"}
+ADMIN_USER = "imagectl"
+
+
+def split_location(location: str) -> tuple[str, str | None]:
+    """``eastus/2`` -> (``eastus``, ``2``); ``eastus`` -> (``eastus``, None)."""
+    region, _, zone = location.partition("/")
+    return region, zone or None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+if TYPE_CHECKING:
+    from imagectl.clouds.azure.provider import AzureProvider
+
+
+class AzurePromotion:
+    def __init__(self, provider: AzureProvider) -> None:
+        self.p = provider
+
+    @staticmethod
+    def _target_regions(raw: Any) -> list[str]:
+        profile = raw.publishing_profile
+        regions = [t.name for t in (profile.target_regions or [])] if profile else []
+        return regions or [raw.location]
+
+    @staticmethod
+    def _same_region(a: str, b: str) -> bool:
+        return a.replace(" ", "").lower() == b.replace(" ", "").lower()
+
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        """Add ``region`` to the version's target regions (idempotent: present is done)."""
+        from azure.mgmt.compute.models import (
+            GalleryImageVersionPublishingProfile,
+            GalleryImageVersionUpdate,
+            TargetRegion,
+        )
+
+        raw = self.p._get_raw(image.image_id)
+        if raw is None:
+            raise UserError(f"gallery image version {image.image_id} does not exist")
+        current = list(raw.publishing_profile.target_regions or [])
+        if not any(self._same_region(t.name, region) for t in current):
+            current.append(
+                TargetRegion(
+                    name=region, regional_replica_count=1, storage_account_type="Standard_LRS"
+                )
+            )
+            rg, gallery, definition, version = self.p._parts(image.image_id)
+            update = GalleryImageVersionUpdate()
+            update.publishing_profile = GalleryImageVersionPublishingProfile(
+                target_regions=current,
+                exclude_from_latest=raw.publishing_profile.exclude_from_latest,
+            )
+            # Started, not awaited: replication takes minutes to hours per region.
+            self.p.versions.begin_update(rg, gallery, definition, version, update)
+        return self.replica_status(image, region)
+
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
+        raw = self.p._get_raw(image.image_id, expand="ReplicationStatus")
+        if raw is None or not any(self._same_region(r, region) for r in self._target_regions(raw)):
+            return ReplicaStatus(region=region, state="missing")
+        summary = raw.replication_status.summary if raw.replication_status else []
+        for entry in summary or []:
+            if self._same_region(entry.region or "", region):
+                state = REPLICATION.get(str(getattr(entry.state, "value", entry.state)), "pending")
+                return ReplicaStatus(region, state, image.image_id, detail=entry.details or "")
+        return ReplicaStatus(region, "pending", image.image_id)
+
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        """Gallery sharing: principals are subscription ids, or ``tenant:<id>``."""
+        from azure.mgmt.compute.models import SharingProfileGroup, SharingUpdate
+
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
+        principals = [str(p) for p in get("principals", []) or []]
+        subs = [p for p in principals if not p.startswith("tenant:")]
+        tenants = [p.split(":", 1)[1] for p in principals if p.startswith("tenant:")]
+        groups = []
+        if subs:
+            groups.append(SharingProfileGroup(type="Subscriptions", ids=subs))
+        if tenants:
+            groups.append(SharingProfileGroup(type="AADTenants", ids=tenants))
+        if not groups:
+            return
+        rg, gallery, _, _ = self.p._parts(replica.image_id)
+        self.p.clients.compute.gallery_sharing_profile.begin_update(
+            rg, gallery, SharingUpdate(operation_type="Add", groups=groups)
+        ).result()
+
+    def _eligible(self, region: str) -> list[Any]:
+        out = []
+        for raw in self.p._list_raw():
+            profile = raw.publishing_profile
+            if profile is None or profile.exclude_from_latest:
+                continue
+            if raw.provisioning_state != "Succeeded":
+                continue
+            if not any(self._same_region(r, region) for r in self._target_regions(raw)):
+                continue
+            out.append(raw)
+        return out
+
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        """The version ``latest`` resolves to in ``region``: the highest version number
+        among those not excluded from latest (the gallery's own rule)."""
+        eligible = self._eligible(region)
+        if not eligible:
+            return None
+        return str(max(eligible, key=lambda r: _version_key(r.name)).id)
+
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        target = self.p._get_raw(image_id)
+        if target is None:
+            raise UserError(f"gallery image version {image_id} does not exist")
+        if target.publishing_profile.exclude_from_latest:
+            self.p._update(image_id, exclude_from_latest=False)
+        for raw in self._eligible(region):
+            if raw.id.lower() != target.id.lower() and _version_key(raw.name) > _version_key(
+                target.name
+            ):
+                self.p._update(raw.id, exclude_from_latest=True)
+
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        raw = self.p._get_raw(image.image_id)
+        if raw is None:
+            raise UserError(f"gallery image version {image.image_id} does not exist")
+        tags = {
+            **(raw.tags or {}),
+            TAG_STATE: "deprecated",
+            "imagectl:deprecated-at": iso(at or utcnow()),
+        }
+        if replacement is not None:
+            tags["imagectl:replacement"] = replacement.image_id
+        self.p._update(
+            image.image_id,
+            tags=tags,
+            exclude_from_latest=True,
+            end_of_life_date=at or utcnow(),
+        )
+
+    def delete(self, image: CloudImage) -> None:
+        from azure.core.exceptions import HttpResponseError
+
+        rg, gallery, definition, version = self.p._parts(image.image_id)
+        try:
+            self.p.versions.begin_delete(rg, gallery, definition, version).result()
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                raise

@@ -1,0 +1,68 @@
+"""The cloud side of ``imagectl build``: the endpoint override, the catalog records and the
+``imagectl:state=built`` tag.
+
+``start`` records the build (outcome running) before Packer runs; ``finish`` records the
+outcome and, on success, one catalog image per artifact (state ``built``) and tags each
+artifact in its cloud, so ``find_images(state="built")`` finds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.clouds.common import endpoint_from_env
+
+
+def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
+    """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set, Packer talks to it too."""
+    out = dict(overrides)
+    if cloud == "aws":
+        endpoint = endpoint_from_env(None, "IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
+        if endpoint:
+            out.setdefault("aws_endpoint_ec2", endpoint)
+    return out
+
+
+def start(resolved: Any, cloud: str, build_id: str, git_commit: str) -> Any:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    catalog = open_catalog()
+    with catalog.transaction() as s:
+        build = repo.record_build(
+            s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
+            cloud=cloud, git_commit=git_commit,
+        )  # fmt: skip
+    return catalog, build
+
+
+def failed(handle: Any, *, cancelled: bool) -> None:
+    from imagectl.catalog import repository as repo
+
+    catalog, build = handle
+    with catalog.transaction() as s:
+        repo.finish_build(s, build, outcome="cancelled" if cancelled else "failed")
+
+
+def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list[dict[str, str]]:
+    from imagectl.catalog import repository as repo
+
+    catalog, build = handle
+    images = []
+    with catalog.transaction() as s:
+        repo.finish_build(
+            s, build, outcome="succeeded", artifact_id=",".join(a.id for a in artifacts)
+        )
+        for a in artifacts:
+            repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags)
+            images.append({"image_id": a.id, "region": a.location, "state": "built"})
+    if cloud in ("aws", "gcp", "azure"):
+        from imagectl.clouds import get_provider
+        from imagectl.clouds.options import provider_options
+
+        provider = get_provider(cloud, **provider_options(resolved, cloud))
+        for a in artifacts:
+            image = provider.get_image(a.id, a.location)
+            if image is not None:
+                provider.tag_state(image, "built")
+    return images
