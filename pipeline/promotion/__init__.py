@@ -28,9 +28,12 @@ thin wrappers over these)::
     current_pointers(catalog, "local", "local")              # region -> cloud image id
 
 Refusals raise ``GateRefused`` / ``ImageBlocked`` / ``PromotionLocked`` (exit 1) or
-``UserError`` (exit 2). Modules: ``gate`` (the receipt rules), ``promote`` (orchestration),
-``records`` (resumable step records), ``crash`` (the kill-point test hook), ``rollback``,
-``retention`` (keep_last, deprecation, in-use protection), ``block``, ``query``.
+``UserError`` (exit 2). Modules: ``gate`` (the receipt rules), ``promote`` (lock, gate,
+resume, then the run), ``regions`` (per-region copy/wait/tag/share in threads), ``finish``
+(pointer flip or partial close), ``records`` (resumable step records), ``crash`` (the
+kill-point test hook), ``rollback``, ``retention`` (keep_last, deprecation, in-use
+protection), ``block``, ``groups``, ``results``, ``query``, ``context`` and ``display``
+(for the CLI).
 """
 
 from __future__ import annotations

@@ -19,75 +19,27 @@ Sequence (each step recorded before/after its side effect, see ``records.py``):
 
 A killed run leaves the image ``promoting`` with an open promotion (or
 ``partially_promoted``); running ``promote`` again resumes it without copying twice.
+
+This module opens the promotion (lock, gate, resume); ``regions.py`` does step 3,
+``finish.py`` step 4, ``retention.py`` step 5; ``results.py`` holds what it returns.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
-from imagectl.clouds.base import CloudImage, Provider
-from imagectl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, CloudError, UserError
+from imagectl.clouds.base import Provider
+from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
 from imagectl.promotion import records as rec
-from imagectl.promotion.crash import crash_point
+from imagectl.promotion.finish import close_partial, flip_and_close
 from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate
+from imagectl.promotion.groups import group_rows
+from imagectl.promotion.regions import RegionRun
+from imagectl.promotion.results import Progress, PromotionResult, RegionResult
 
-Progress = Callable[[str, str, str], None]  # (region, step, detail)
 DEFAULT_TIMEOUT_S = 3600.0
-MISSING_GRACE_S = 2.0  # how long an accepted copy may be invisible before it counts as lost
-
-
-@dataclass
-class RegionResult:
-    region: str
-    state: str  # done | failed
-    replica_id: str | None = None
-    error: str | None = None
-    seconds: float = 0.0
-    resumed: bool = False
-
-
-@dataclass
-class PromotionResult:
-    stack: str
-    cloud: str
-    image_id: str  # the cloud id of the promoted (source) image
-    image_pk: int
-    state: str  # promoted | partially_promoted | failed | already_promoted | dry_run
-    promotion_id: int | None = None
-    regions: dict[str, RegionResult] = field(default_factory=dict)
-    pointer_flipped: bool = False
-    previous_pointers: dict[str, str | None] = field(default_factory=dict)
-    forced: bool = False
-    overridden: list[str] = field(default_factory=list)
-    deprecated: list[str] = field(default_factory=list)
-    retention_skipped: list[str] = field(default_factory=list)
-    resume_command: str | None = None
-    resumed: bool = False
-    seconds: float = 0.0
-
-    @property
-    def exit_code(self) -> int:
-        if self.state in ("promoted", "already_promoted", "dry_run"):
-            return EXIT_OK
-        return EXIT_FAILED
-
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
-
-
-class RegionFailed(Exception):
-    def __init__(self, step: str, message: str, *, new_token: bool = False):
-        self.step = step
-        self.new_token = new_token
-        super().__init__(message)
 
 
 def _stack_parts(stack: Any) -> tuple[Any, str]:
@@ -122,21 +74,6 @@ def target_regions(stack: Any, cloud: str, regions: list[str] | None) -> list[st
     return list(dict.fromkeys(regions))
 
 
-def resume_command(image: Any, cloud: str, regions: list[str], all_regions: list[str]) -> str:
-    cmd = f"imagectl promote {image.cloud_image_id} --stack {image.stack} --cloud {cloud}"
-    if sorted(regions) != sorted(all_regions):
-        cmd += f" --regions {','.join(regions)}"
-    return cmd
-
-
-def group_rows(session: Any, source: Any) -> list[Any]:
-    """The source image row and every replica row copied from it (all regions)."""
-    from imagectl.catalog import repository as repo
-
-    rows = repo.list_images(session, stack=source.stack, cloud=source.cloud)
-    return [r for r in rows if r.id == source.id or r.tags.get(rec.TAG_SOURCE) == source.id]
-
-
 def _open_promotion(session: Any, image: Any) -> Any:
     from imagectl.catalog.models import Promotion
     from sqlalchemy import select
@@ -155,259 +92,6 @@ def _last_promotion(session: Any, image: Any) -> Any:
 
     query = select(Promotion).where(Promotion.image_id == image.id).order_by(Promotion.id.desc())
     return session.scalars(query).first()
-
-
-class _Run:
-    """One promotion run: the shared state its region threads read and record into."""
-
-    def __init__(
-        self,
-        catalog: Any,
-        provider: Provider,
-        stack: Any,
-        settings: Any,
-        source_pk: int,
-        source: CloudImage,
-        promotion_id: int,
-        progress: Progress | None,
-        poll_s: float,
-        timeout_s: float,
-        actor: str | None,
-    ):
-        self.catalog = catalog
-        self.provider = provider
-        self.stack = stack
-        self.settings = settings
-        self.source_pk = source_pk
-        self.source = source
-        self.promotion_id = promotion_id
-        self.progress = progress
-        self.poll_s = poll_s
-        self.timeout_s = timeout_s
-        self.actor = actor
-        self.db_lock = threading.Lock()
-        # Azure's regions are one list on one gallery image version: concurrent
-        # read-modify-write updates would lose regions, so its copy requests go one at a
-        # time (they only start replication; the waiting stays parallel).
-        self.replicate_lock: threading.Lock | None = (
-            threading.Lock()
-            if getattr(provider, "replicate_serially", provider.cloud == "azure")
-            else None
-        )
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """A catalog transaction, one region thread at a time: the threads queue here
-        instead of in SQLite's busy handler, whose back-off sleeps grow to 100 ms."""
-        with self.db_lock, self.catalog.transaction() as s:
-            yield s
-
-    def tell(self, region: str, step: str, detail: str = "") -> None:
-        if self.progress is not None:
-            self.progress(region, step, detail)
-
-    def log(self, kind: str, region: str, message: str, **details: Any) -> None:
-        from imagectl.catalog import repository as repo
-
-        with self.transaction() as s:
-            img = repo.get_image(s, self.source_pk)
-            repo.log_event(
-                s,
-                kind,
-                f"{region}: {message}",
-                image=img,
-                actor=self.actor,
-                details={"promotion": self.promotion_id, "region": region, **details},
-            )
-
-    # -- one region -----------------------------------------------------------------
-    def region(self, p: rec.RegionProgress) -> RegionResult:
-        region = p.region
-        started = time.monotonic()
-        if p.done:
-            self.tell(region, "done", "already done in an earlier run")
-            return RegionResult(region, "done", p.replica_id, resumed=True)
-        step = "copy"
-        try:
-            replica_id = self._copy(p)
-            step = "wait"
-            replica = self._wait(p, replica_id)
-            step = "tag"
-            if not p.tagged:
-                self.tell(region, "tagging")
-                self.provider.tag_state(replica, "promoting")
-            step = "share"
-            if not p.shared:
-                self.tell(region, "sharing")
-                self.provider.share(replica, self.settings.share)
-            step = "record"
-            seconds = time.monotonic() - started
-            self._record_done(region, replica, seconds)
-            self.tell(region, "done", f"{replica.image_id} in {seconds:.1f} s")
-            crash_point("after_region_done")
-            return RegionResult(region, "done", replica.image_id, seconds=seconds)
-        except Exception as error:  # one region's failure never stops the others
-            new_token = isinstance(error, RegionFailed) and error.new_token
-            where = error.step if isinstance(error, RegionFailed) else step
-            message = str(error) or type(error).__name__
-            self.log(
-                rec.FAILED,
-                region,
-                f"failed at {where}: {message}",
-                error=message,
-                step=where,
-                new_token=new_token,
-            )
-            self.tell(region, "failed", message)
-            return RegionResult(
-                region, "failed", p.replica_id, error=message, seconds=time.monotonic() - started
-            )
-
-    def _copy(self, p: rec.RegionProgress) -> str:
-        region = p.region
-        if p.replica_id:
-            self.tell(region, "copying", f"resuming copy {p.replica_id}")
-            return p.replica_id
-        if region == self.source.region:
-            self.log(
-                rec.COPY_STARTED,
-                region,
-                "source region: no copy needed",
-                replica_id=self.source.image_id,
-                token=None,
-            )
-            return self.source.image_id
-        token = p.token
-        if token is None:  # requested (and recorded) in bulk by request_copies()
-            raise RegionFailed("copy", f"no copy token recorded for {region}")
-        self.tell(region, "copying", f"token {token[:18]}")
-        if self.replicate_lock is not None:
-            with self.replicate_lock:
-                status = self.provider.replicate(self.source, region, token=token)
-        else:
-            status = self.provider.replicate(self.source, region, token=token)
-        crash_point("after_copy_call")
-        if status.state == "failed" or not status.image_id:
-            raise RegionFailed(
-                "copy",
-                status.detail or f"copy into {region} refused",
-                new_token=status.state == "failed",
-            )
-        self.log(
-            rec.COPY_STARTED,
-            region,
-            f"copy {status.image_id} started ({status.state})",
-            replica_id=status.image_id,
-            token=token,
-        )
-        crash_point("after_copy_started")
-        return status.image_id
-
-    def _wait(self, p: rec.RegionProgress, replica_id: str) -> CloudImage:
-        region = p.region
-        deadline = time.monotonic() + self.timeout_s
-        missing_since: float | None = None
-        while True:
-            status = self.provider.replica_status(self.source, region)
-            if status.state == "available":
-                break
-            if status.state == "failed":
-                raise RegionFailed("wait", status.detail or "the copy failed", new_token=True)
-            if status.state == "missing":  # an accepted copy can take a moment to show
-                missing_since = missing_since or time.monotonic()
-                if time.monotonic() - missing_since > max(MISSING_GRACE_S, 5 * self.poll_s):
-                    raise RegionFailed("wait", "the copy disappeared", new_token=True)
-            else:
-                missing_since = None
-            if time.monotonic() > deadline:
-                raise RegionFailed("wait", f"copy still {status.state} after {self.timeout_s:g} s")
-            self.tell(region, "waiting", status.state)
-            time.sleep(self.poll_s)
-        replica = self.provider.get_image(status.image_id or replica_id, region)
-        if replica is None:
-            raise RegionFailed(
-                "wait", f"copy {replica_id} is available but cannot be read", new_token=True
-            )
-        return replica
-
-    def request_copies(self, progress: dict[str, rec.RegionProgress]) -> None:
-        """Record the copy token of every region that needs a copy, in one transaction,
-        before any copy is asked for (a re-run reuses these tokens)."""
-        from imagectl.catalog import repository as repo
-
-        todo = [
-            p
-            for p in progress.values()
-            if not p.done
-            and p.replica_id is None
-            and p.token is None
-            and p.region != self.source.region
-        ]
-        if not todo:
-            return
-        with self.transaction() as s:
-            img = repo.get_image(s, self.source_pk)
-            for p in todo:
-                p.token = rec.copy_token(
-                    self.source_pk, self.source.image_id, p.region, self.promotion_id, p.attempts
-                )
-                repo.log_event(
-                    s,
-                    rec.COPY_REQUESTED,
-                    f"{p.region}: copy of {self.source.image_id} requested",
-                    image=img,
-                    actor=self.actor,
-                    details={"promotion": self.promotion_id, "region": p.region, "token": p.token},
-                )
-        for _p in todo:
-            crash_point("after_copy_requested")
-
-    def _record_done(self, region: str, replica: CloudImage, seconds: float) -> None:
-        """One transaction: the replica's catalog row (state promoting) and the region's
-        ``done`` event (available, tagged, shared). Tagging and sharing are idempotent, so
-        a run killed before this commit simply does them again. The row's region is the
-        target region (an Azure version or a GCP image reports its home location)."""
-        from imagectl.catalog import repository as repo
-        from imagectl.catalog.lifecycle import ImageState
-
-        with self.transaction() as s:
-            source = repo.get_image(s, self.source_pk)
-            assert source is not None
-            row = repo.find_image(s, source.cloud, region, replica.image_id)
-            if row is None:
-                row = repo.record_image(
-                    s,
-                    cloud_image_id=replica.image_id,
-                    region=region,
-                    build=source.build,
-                    cloud=source.cloud,
-                    stack=source.stack,
-                    stack_digest=source.stack_digest,
-                    state=ImageState.PROMOTING,
-                    tags={rec.TAG_SOURCE: source.id, "promotion": self.promotion_id},
-                    actor=self.actor,
-                )
-            repo.log_event(
-                s,
-                rec.DONE,
-                f"{region}: replica {replica.image_id} available, tagged and shared "
-                f"in {seconds:.1f} s",
-                image=source,
-                actor=self.actor,
-                details={
-                    "promotion": self.promotion_id,
-                    "region": region,
-                    "replica_id": replica.image_id,
-                    "replica_pk": row.id,
-                    "seconds": round(seconds, 3),
-                    **_sharing(self.settings),
-                },
-            )
-
-
-def _sharing(settings: Any) -> dict[str, Any]:
-    share = settings.share
-    return {"share": share.model_dump() if hasattr(share, "model_dump") else {}}
 
 
 def promote(
@@ -497,7 +181,7 @@ def promote(
                 f"image {result.image_id} is not in {cloud} any more",
                 hint="Check the cloud console; the catalog and the cloud disagree",
             )
-        run = _Run(
+        run = RegionRun(
             catalog,
             provider,
             model,
@@ -518,9 +202,9 @@ def promote(
         result.regions = {o.region: o for o in outcomes}
         failed = [o.region for o in outcomes if o.state != "done"]
         if failed:
-            _close_partial(catalog, run, result, targets, failed)
+            close_partial(catalog, run, result, targets, failed)
         else:
-            _flip_and_close(catalog, run, result, targets)
+            flip_and_close(catalog, run, result, targets)
             _finish_retention(catalog, provider, model, cloud, actor, progress, result, retention)
     result.seconds = time.monotonic() - started
     return result
@@ -709,157 +393,6 @@ def _dry_run(
             result.previous_pointers[region] = ptr.image.cloud_image_id if ptr else None
             result.regions[region] = RegionResult(region, "planned")
     return result
-
-
-def _set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -> None:
-    from imagectl.catalog import repository as repo
-
-    for row in group_rows(s, source):
-        if row.id != source.id and row.state == "promoting":
-            repo.set_state(s, row, target, reason=reason, actor=actor)
-
-
-def _close_partial(
-    catalog: Any, run: _Run, result: PromotionResult, targets: list[str], failed: list[str]
-) -> None:
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
-    from imagectl.catalog.models import Promotion
-
-    done = [r for r in targets if r not in failed]
-    errors = "; ".join(f"{r}: {result.regions[r].error}" for r in failed)
-    with catalog.transaction() as s:
-        promo = s.get(Promotion, run.promotion_id)
-        repo.finish_promotion(
-            s,
-            promo,
-            completed_regions=done,
-            actor=run.actor,
-            message=f"pointer unchanged; failed {errors}",
-        )
-        img = repo.get_image(s, run.source_pk)
-        assert img is not None
-        target = ImageState.PARTIALLY_PROMOTED if done else ImageState.VALIDATED
-        if done:
-            _set_group_state(s, img, target, f"promotion {promo.id} partial", run.actor or "")
-        result.state = img.state if img.state == "partially_promoted" else "failed"
-        result.resume_command = resume_command(img, result.cloud, targets, targets)
-        repo.log_event(
-            s,
-            "promotion.finished",
-            f"promotion {promo.id} of {img.label}: {result.state}; pointer unchanged; "
-            f"resume with: {result.resume_command}",
-            image=img,
-            actor=run.actor,
-            details={
-                "promotion": promo.id,
-                "state": result.state,
-                "done": done,
-                "failed": failed,
-                "resume": result.resume_command,
-            },
-        )
-
-
-def _flip_and_close(catalog: Any, run: _Run, result: PromotionResult, targets: list[str]) -> None:
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
-    from imagectl.catalog.models import Promotion
-
-    stack, cloud = run.stack.name, result.cloud
-    crash_point("before_pointer_flip")
-    with catalog.transaction() as s:
-        img = repo.get_image(s, run.source_pk)
-        flips = repo.events(s, image=run.source_pk, kind=rec.FLIP_STARTED)
-        previous = {}
-        for region in targets:
-            ptr = repo.get_pointer(s, stack, cloud, region)
-            previous[region] = ptr.image.cloud_image_id if ptr else None
-        if flips:
-            previous = dict(flips[-1].details.get("previous", previous))
-        else:
-            repo.log_event(
-                s,
-                rec.FLIP_STARTED,
-                f"flipping latest of {stack} in "
-                f"{', '.join(targets)} to {img.cloud_image_id if img else '?'}",
-                image=img,
-                actor=run.actor,
-                details={"promotion": run.promotion_id, "previous": previous},
-            )
-    result.previous_pointers = previous
-    replicas = {r: result.regions[r].replica_id or "" for r in targets}
-    with catalog.transaction() as s:
-        todo = []
-        for region in targets:
-            row = repo.find_image(s, cloud, region, replicas[region])
-            if row is None:
-                raise CloudError(f"replica {replicas[region]} in {region} is not in the catalog")
-            ptr = repo.get_pointer(s, stack, cloud, region)
-            if ptr is None or ptr.image_id != row.id:  # else flipped by an interrupted run
-                todo.append(region)
-
-    def flip(region: str) -> None:
-        run.tell(region, "pointer", f"latest -> {replicas[region]}")
-        run.provider.set_pointer(stack, region, replicas[region])
-        crash_point("after_pointer_set")
-
-    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-        list(pool.map(flip, todo))  # a failure propagates: the promotion stays open
-    with catalog.transaction() as s:
-        for region in todo:
-            row = repo.find_image(s, cloud, region, replicas[region])
-            repo.set_pointer(
-                s,
-                stack,
-                cloud,
-                region,
-                row,
-                actor=run.actor,
-                reason=f"promotion {run.promotion_id}",
-            )
-        img = repo.get_image(s, run.source_pk)
-        if not repo.events(s, image=run.source_pk, kind=rec.FLIPPED):
-            repo.log_event(
-                s,
-                rec.FLIPPED,
-                f"latest of {stack} on {cloud} is {result.image_id} in {', '.join(targets)}",
-                image=img,
-                actor=run.actor,
-                details={"promotion": run.promotion_id, "regions": targets, "previous": previous},
-            )
-    result.pointer_flipped = True
-
-    def tag(region: str) -> None:
-        replica = run.provider.get_image(replicas[region], region)
-        if replica is not None:
-            run.provider.tag_state(replica, "promoted")
-
-    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        list(pool.map(tag, targets))
-    crash_point("before_finish")
-    with catalog.transaction() as s:
-        promo = s.get(Promotion, run.promotion_id)
-        repo.finish_promotion(
-            s,
-            promo,
-            completed_regions=targets,
-            actor=run.actor,
-            message="every region replicated; pointers flipped",
-        )
-        img = repo.get_image(s, run.source_pk)
-        _set_group_state(
-            s, img, ImageState.PROMOTED, f"promotion {promo.id} succeeded", run.actor or ""
-        )
-        result.state = img.state if img else "promoted"
-        repo.log_event(
-            s,
-            "promotion.finished",
-            f"promotion {promo.id} of {result.image_id}: promoted to {', '.join(targets)}",
-            image=img,
-            actor=run.actor,
-            details={"promotion": promo.id, "state": result.state, "done": targets},
-        )
 
 
 def _finish_retention(

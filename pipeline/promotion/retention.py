@@ -55,7 +55,7 @@ def sources(session: Any, stack: str, cloud: str, states: tuple[str, ...]) -> li
 
 
 def group(session: Any, source: Any) -> list[Any]:
-    from imagectl.promotion.promote import group_rows
+    from imagectl.promotion.groups import group_rows
 
     return group_rows(session, source)
 

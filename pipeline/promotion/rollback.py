@@ -95,7 +95,7 @@ def rollback(
     from imagectl.catalog import repository as repo
     from imagectl.catalog.lifecycle import current_actor
     from imagectl.catalog.locks import promotion_lock
-    from imagectl.promotion.promote import group_rows
+    from imagectl.promotion.groups import group_rows
 
     cloud = provider.cloud
     actor = actor or current_actor()
