@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Build a candidate image of a stack for one cloud with Packer.",
     ),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
+    "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),
+    "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
+    "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
+    "block": ("imagectl.cli.block", "Block an image from promotion."),
     "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
     "validate-image": (

@@ -1,0 +1,51 @@
+"""What the promotion commands need from the workspace: the stack, the cloud, a provider.
+
+``provider_for(resolved, cloud)`` builds the provider with the options
+``imagectl.clouds.options.provider_options`` derives from the stack (the same mapping
+build, validate-image and reap use); endpoints come from the providers' variables
+(``IMAGECTL_AWS_ENDPOINT_URL``, ``IMAGECTL_GCP_ENDPOINT``, ``IMAGECTL_AZURE_ENDPOINT``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.errors import UserError
+
+
+def load_stack_for(ws: Any, name: str) -> Any:
+    from imagectl.stacks import load_resolved
+
+    _loaded, resolved = load_resolved(ws.images, name)
+    return resolved
+
+
+def choose_cloud(stack: Any, cloud: str | None) -> str:
+    enabled = list(stack.clouds.enabled())
+    if cloud:
+        if cloud not in enabled:
+            raise UserError(
+                f"stack {stack.name} has no '{cloud}' cloud",
+                hint=f"Use --cloud with one of: {', '.join(enabled)}",
+            )
+        return cloud
+    if len(enabled) == 1:
+        return enabled[0]
+    raise UserError(
+        f"stack {stack.name} targets several clouds ({', '.join(enabled)})",
+        hint="Pass --cloud to choose one",
+    )
+
+
+def provider_for(resolved: Any, cloud: str) -> Any:
+    """The cloud's provider configured from the stack (``clouds.options``)."""
+    from imagectl.clouds import get_provider
+    from imagectl.clouds.options import provider_options
+
+    try:
+        return get_provider(cloud, **provider_options(resolved, cloud))
+    except ModuleNotFoundError as error:
+        raise UserError(
+            f"the {cloud} provider needs the Python module '{error.name}'",
+            hint=f"Install the cloud's extra: pip install 'imagectl[{cloud}]'",
+        ) from None

@@ -1,0 +1,168 @@
+"""How a promotion run ends: every region done -> flip every pointer (cloud, then the
+catalog, once) and close as promoted; otherwise close as partially promoted with the
+command that resumes it, every pointer unchanged."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from imagectl.errors import CloudError
+from imagectl.promotion import records as rec
+from imagectl.promotion.crash import crash_point
+from imagectl.promotion.groups import group_rows, resume_command
+from imagectl.promotion.regions import RegionRun
+from imagectl.promotion.results import PromotionResult
+
+
+def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -> None:
+    from imagectl.catalog import repository as repo
+
+    for row in group_rows(s, source):
+        if row.id != source.id and row.state == "promoting":
+            repo.set_state(s, row, target, reason=reason, actor=actor)
+
+
+def close_partial(
+    catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str], failed: list[str]
+) -> None:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import ImageState
+    from imagectl.catalog.models import Promotion
+
+    done = [r for r in targets if r not in failed]
+    errors = "; ".join(f"{r}: {result.regions[r].error}" for r in failed)
+    with catalog.transaction() as s:
+        promo = s.get(Promotion, run.promotion_id)
+        repo.finish_promotion(
+            s,
+            promo,
+            completed_regions=done,
+            actor=run.actor,
+            message=f"pointer unchanged; failed {errors}",
+        )
+        img = repo.get_image(s, run.source_pk)
+        assert img is not None
+        target = ImageState.PARTIALLY_PROMOTED if done else ImageState.VALIDATED
+        if done:
+            set_group_state(s, img, target, f"promotion {promo.id} partial", run.actor or "")
+        result.state = img.state if img.state == "partially_promoted" else "failed"
+        result.resume_command = resume_command(img, result.cloud, targets, targets)
+        repo.log_event(
+            s,
+            "promotion.finished",
+            f"promotion {promo.id} of {img.label}: {result.state}; pointer unchanged; "
+            f"resume with: {result.resume_command}",
+            image=img,
+            actor=run.actor,
+            details={
+                "promotion": promo.id,
+                "state": result.state,
+                "done": done,
+                "failed": failed,
+                "resume": result.resume_command,
+            },
+        )
+
+
+def flip_and_close(
+    catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str]
+) -> None:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import ImageState
+    from imagectl.catalog.models import Promotion
+
+    stack, cloud = run.stack.name, result.cloud
+    crash_point("before_pointer_flip")
+    with catalog.transaction() as s:
+        img = repo.get_image(s, run.source_pk)
+        flips = repo.events(s, image=run.source_pk, kind=rec.FLIP_STARTED)
+        previous = {}
+        for region in targets:
+            ptr = repo.get_pointer(s, stack, cloud, region)
+            previous[region] = ptr.image.cloud_image_id if ptr else None
+        if flips:
+            previous = dict(flips[-1].details.get("previous", previous))
+        else:
+            repo.log_event(
+                s,
+                rec.FLIP_STARTED,
+                f"flipping latest of {stack} in "
+                f"{', '.join(targets)} to {img.cloud_image_id if img else '?'}",
+                image=img,
+                actor=run.actor,
+                details={"promotion": run.promotion_id, "previous": previous},
+            )
+    result.previous_pointers = previous
+    replicas = {r: result.regions[r].replica_id or "" for r in targets}
+    with catalog.transaction() as s:
+        todo = []
+        for region in targets:
+            row = repo.find_image(s, cloud, region, replicas[region])
+            if row is None:
+                raise CloudError(f"replica {replicas[region]} in {region} is not in the catalog")
+            ptr = repo.get_pointer(s, stack, cloud, region)
+            if ptr is None or ptr.image_id != row.id:  # else flipped by an interrupted run
+                todo.append(region)
+
+    def flip(region: str) -> None:
+        run.tell(region, "pointer", f"latest -> {replicas[region]}")
+        run.provider.set_pointer(stack, region, replicas[region])
+        crash_point("after_pointer_set")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        list(pool.map(flip, todo))  # a failure propagates: the promotion stays open
+    with catalog.transaction() as s:
+        for region in todo:
+            row = repo.find_image(s, cloud, region, replicas[region])
+            repo.set_pointer(
+                s,
+                stack,
+                cloud,
+                region,
+                row,
+                actor=run.actor,
+                reason=f"promotion {run.promotion_id}",
+            )
+        img = repo.get_image(s, run.source_pk)
+        if not repo.events(s, image=run.source_pk, kind=rec.FLIPPED):
+            repo.log_event(
+                s,
+                rec.FLIPPED,
+                f"latest of {stack} on {cloud} is {result.image_id} in {', '.join(targets)}",
+                image=img,
+                actor=run.actor,
+                details={"promotion": run.promotion_id, "regions": targets, "previous": previous},
+            )
+    result.pointer_flipped = True
+
+    def tag(region: str) -> None:
+        replica = run.provider.get_image(replicas[region], region)
+        if replica is not None:
+            run.provider.tag_state(replica, "promoted")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        list(pool.map(tag, targets))
+    crash_point("before_finish")
+    with catalog.transaction() as s:
+        promo = s.get(Promotion, run.promotion_id)
+        repo.finish_promotion(
+            s,
+            promo,
+            completed_regions=targets,
+            actor=run.actor,
+            message="every region replicated; pointers flipped",
+        )
+        img = repo.get_image(s, run.source_pk)
+        set_group_state(
+            s, img, ImageState.PROMOTED, f"promotion {promo.id} succeeded", run.actor or ""
+        )
+        result.state = img.state if img else "promoted"
+        repo.log_event(
+            s,
+            "promotion.finished",
+            f"promotion {promo.id} of {result.image_id}: promoted to {', '.join(targets)}",
+            image=img,
+            actor=run.actor,
+            details={"promotion": promo.id, "state": result.state, "done": targets},
+        )

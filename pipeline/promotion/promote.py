@@ -1,0 +1,430 @@
+"""``promote()``: the gated, parallel, resumable promotion of one image.
+
+Sequence (each step recorded before/after its side effect, see ``records.py``):
+
+1. Take the stack's promotion lock (``catalog.locks.promotion_lock``): a second promotion
+   of the same stack and cloud waits ``lock_wait_s`` then fails with exit 1.
+2. Gate (``gate.py``) unless resuming; ``force`` with a ``reason`` overrides it and writes
+   a ``promotion.forced`` event naming who, why and which rules were overridden.
+3. Every target region in parallel (one thread each; one failure never cancels the
+   others): copy with an idempotency token -> wait until available -> record the replica
+   in the catalog -> tag -> share with the stack's ``share`` settings.
+4. Only when every target region succeeded: flip the "latest" pointer of every region
+   (cloud first, then the catalog, which keeps the previous one), tag the replicas
+   ``promoted`` and close the promotion: the image and its replicas become ``promoted``.
+   Otherwise the promotion closes ``partial``: the image is ``partially_promoted``, no
+   pointer moved, and ``PromotionResult.resume_command`` says how to finish.
+5. Retention (``retention.py``): promoted images beyond ``retention.keep_last`` are
+   deprecated unless a pointer or a running instance still uses them.
+
+A killed run leaves the image ``promoting`` with an open promotion (or
+``partially_promoted``); running ``promote`` again resumes it without copying twice.
+
+This module opens the promotion (lock, gate, resume); ``regions.py`` does step 3,
+``finish.py`` step 4, ``retention.py`` step 5; ``results.py`` holds what it returns.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from imagectl.clouds.base import Provider
+from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
+from imagectl.promotion import records as rec
+from imagectl.promotion.finish import close_partial, flip_and_close
+from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate
+from imagectl.promotion.groups import group_rows
+from imagectl.promotion.regions import RegionRun
+from imagectl.promotion.results import Progress, PromotionResult, RegionResult
+
+DEFAULT_TIMEOUT_S = 3600.0
+
+
+def _stack_parts(stack: Any) -> tuple[Any, str]:
+    """(Stack model, digest) from a ResolvedStack or a Stack."""
+    if hasattr(stack, "digest") and hasattr(stack, "stack"):
+        return stack.stack, stack.digest
+    from imagectl.stacks import stack_digest
+
+    return stack, stack_digest(stack)
+
+
+def cloud_settings(stack: Any, cloud: str) -> Any:
+    settings = getattr(stack.clouds, cloud, None)
+    if settings is None:
+        raise UserError(
+            f"stack {stack.name} has no '{cloud}' cloud",
+            hint=f"Use one of: {', '.join(stack.clouds.enabled())}",
+        )
+    return settings
+
+
+def target_regions(stack: Any, cloud: str, regions: list[str] | None) -> list[str]:
+    allowed = list(cloud_settings(stack, cloud).regions)
+    if not regions:
+        return allowed
+    unknown = [r for r in regions if r not in allowed]
+    if unknown:
+        raise UserError(
+            f"region(s) {', '.join(unknown)} are not targets of stack {stack.name} on {cloud}",
+            hint=f"The stack's {cloud} regions are: {', '.join(allowed)}",
+        )
+    return list(dict.fromkeys(regions))
+
+
+def _open_promotion(session: Any, image: Any) -> Any:
+    from imagectl.catalog.models import Promotion
+    from sqlalchemy import select
+
+    query = (
+        select(Promotion)
+        .where(Promotion.image_id == image.id, Promotion.state == "running")
+        .order_by(Promotion.id.desc())
+    )
+    return session.scalars(query).first()
+
+
+def _last_promotion(session: Any, image: Any) -> Any:
+    from imagectl.catalog.models import Promotion
+    from sqlalchemy import select
+
+    query = select(Promotion).where(Promotion.image_id == image.id).order_by(Promotion.id.desc())
+    return session.scalars(query).first()
+
+
+def promote(
+    catalog: Any,
+    provider: Provider,
+    stack: Any,
+    image: Any,
+    *,
+    regions: list[str] | None = None,
+    force: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    lock_wait_s: float = 0.0,
+    poll_s: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    retention: bool = True,
+    actor: str | None = None,
+) -> PromotionResult:
+    """Promote ``image`` (catalog id, ``Image`` row or cloud image id) of ``stack``
+    (``ResolvedStack`` or ``Stack``) through ``provider``; see the module docstring.
+
+    Raises ``GateRefused`` / ``ImageBlocked`` (exit 1), ``PromotionLocked`` (exit 1) or
+    ``UserError`` (exit 2); otherwise returns a ``PromotionResult`` whose ``state`` is
+    promoted, partially_promoted, failed, already_promoted or dry_run.
+    """
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import ImageState, current_actor
+    from imagectl.catalog.locks import promotion_lock
+
+    model, digest = _stack_parts(stack)
+    cloud = provider.cloud
+    settings = cloud_settings(model, cloud)
+    targets = target_regions(model, cloud, regions)
+    actor = actor or current_actor()
+    if force and not (reason or "").strip():
+        raise UserError("--force needs --reason '...': a forced promotion records who and why")
+    poll = poll_s if poll_s is not None else float(getattr(provider, "poll_interval_s", 2.0))
+    started = time.monotonic()
+
+    with catalog.transaction() as s:
+        img = resolve_image(s, image, stack=model.name, cloud=cloud)
+        pk = img.id
+    if dry_run:
+        return _dry_run(catalog, pk, model, cloud, digest, targets, force)
+
+    with promotion_lock(catalog, model.name, cloud, wait_s=lock_wait_s):
+        with catalog.transaction() as s:
+            img = repo.get_image(s, pk)
+            assert img is not None
+            result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "failed")
+            refusal: GateRefused | None = None
+            if img.state == ImageState.PROMOTED.value:
+                group = {r.id for r in group_rows(s, img)}
+                elsewhere = [
+                    r
+                    for r in targets
+                    if getattr(repo.get_pointer(s, model.name, cloud, r), "image_id", None)
+                    not in group
+                ]
+                if elsewhere:
+                    raise UserError(
+                        f"image {img.label} is already promoted, but not in "
+                        f"{', '.join(elsewhere)}: a promoted image is not promoted again",
+                        hint="Promote a newer validated image to every region instead",
+                    )
+                result.state = "already_promoted"
+                result.promotion_id = getattr(_last_promotion(s, img), "id", None)
+            else:
+                promo = _begin(s, img, model, digest, targets, force, reason, actor, result)
+                if isinstance(promo, GateRefused):
+                    refusal = promo
+                else:
+                    refusal = None
+                    result.promotion_id = promo.id
+                    targets = list(promo.target_regions)
+        if refusal is not None:
+            raise refusal  # after the commit: the refusal stays in the event log
+        if result.state == "already_promoted":
+            _finish_retention(catalog, provider, model, cloud, actor, progress, result, retention)
+            result.seconds = time.monotonic() - started
+            return result
+        assert result.promotion_id is not None
+        source = provider.get_image(result.image_id, _region_of(catalog, pk))
+        if source is None:
+            raise CloudError(
+                f"image {result.image_id} is not in {cloud} any more",
+                hint="Check the cloud console; the catalog and the cloud disagree",
+            )
+        run = RegionRun(
+            catalog,
+            provider,
+            model,
+            settings,
+            pk,
+            source,
+            result.promotion_id,
+            progress,
+            poll,
+            timeout_s,
+            actor,
+        )
+        with catalog.transaction() as s:
+            folded = rec.fold(repo.events(s, image=pk, kind=rec.REGION), targets)
+        run.request_copies(folded)
+        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+            outcomes = list(pool.map(run.region, [folded[r] for r in targets]))
+        result.regions = {o.region: o for o in outcomes}
+        failed = [o.region for o in outcomes if o.state != "done"]
+        if failed:
+            close_partial(catalog, run, result, targets, failed)
+        else:
+            flip_and_close(catalog, run, result, targets)
+            _finish_retention(catalog, provider, model, cloud, actor, progress, result, retention)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _region_of(catalog: Any, pk: int) -> str:
+    from imagectl.catalog import repository as repo
+
+    with catalog.transaction() as s:
+        img = repo.get_image(s, pk)
+        assert img is not None
+        return img.region
+
+
+def resolve_image(
+    session: Any, ref: Any, *, stack: str | None = None, cloud: str | None = None
+) -> Any:
+    """The catalog ``Image`` for a catalog id, an ``Image`` or a cloud image id.
+
+    A cloud id present in several regions (GCP, local) resolves to the source image, not
+    to its replicas. Unknown or ambiguous references are bad input (exit 2).
+    """
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.models import Image
+
+    if isinstance(ref, Image):
+        found = repo.get_image(session, ref.id)
+    elif isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        found = repo.get_image(session, int(ref))
+    else:
+        rows = [
+            r
+            for r in repo.list_images(session, stack=stack, cloud=cloud)
+            if r.cloud_image_id == ref
+        ]
+        sources = [r for r in rows if rec.TAG_SOURCE not in r.tags] or rows
+        if len(sources) > 1:
+            where = ", ".join(f"{r.id} ({r.cloud}/{r.region})" for r in sources)
+            raise UserError(
+                f"image {ref} is ambiguous: catalog ids {where}",
+                hint="Pass the catalog id instead, or --stack and --cloud",
+            )
+        found = sources[0] if sources else None
+    if found is None:
+        scope = " ".join(
+            x for x in (f"stack {stack}" if stack else "", f"cloud {cloud}" if cloud else "") if x
+        )
+        raise UserError(
+            f"unknown image '{ref}'{' in ' + scope if scope else ''}",
+            hint="Run `imagectl status` to list images and their catalog ids",
+        )
+    if stack and found.stack != stack:
+        raise UserError(f"image {found.label} belongs to stack {found.stack}, not {stack}")
+    if cloud and found.cloud != cloud:
+        raise UserError(f"image {found.label} is on cloud {found.cloud}, not {cloud}")
+    if rec.TAG_SOURCE in found.tags:
+        raise UserError(
+            f"image {found.label} is a replica of image {found.tags[rec.TAG_SOURCE]}",
+            hint="Promote, roll back or block the source image",
+        )
+    return found
+
+
+def _begin(
+    s: Any,
+    img: Any,
+    model: Any,
+    digest: str,
+    targets: list[str],
+    force: bool,
+    reason: str | None,
+    actor: str,
+    result: PromotionResult,
+) -> Any:
+    """Open (or reopen) the promotion row, after the gate for a fresh one."""
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import ImageState
+
+    open_promo = _open_promotion(s, img)
+    if img.state == ImageState.PROMOTING.value and open_promo is not None:
+        result.resumed = True
+        result.forced = open_promo.forced
+        repo.log_event(
+            s,
+            "promotion.resumed",
+            f"promotion {open_promo.id} of {img.label} resumed after an interruption",
+            image=img,
+            actor=actor,
+            details={"promotion": open_promo.id},
+        )
+        return open_promo
+    if img.state == ImageState.PARTIALLY_PROMOTED.value:
+        last = _last_promotion(s, img)
+        earlier = list(last.target_regions) if last else []
+        regions = targets + [r for r in earlier if r not in targets]
+        result.resumed = True
+        promo = repo.start_promotion(
+            s,
+            img,
+            target_regions=regions,
+            actor=actor,
+            forced=bool(last and last.forced),
+            force_reason=last.force_reason if last else None,
+        )
+        for row in group_rows(s, img):
+            if row.id != img.id and row.state == ImageState.PARTIALLY_PROMOTED.value:
+                repo.set_state(
+                    s,
+                    row,
+                    ImageState.PROMOTING,
+                    reason=f"promotion {promo.id} resumed",
+                    actor=actor,
+                )
+        repo.log_event(
+            s,
+            "promotion.resumed",
+            f"promotion of {img.label} resumed as {promo.id}",
+            image=img,
+            actor=actor,
+            details={"promotion": promo.id, "previous_promotion": last.id if last else None},
+        )
+        result.forced = promo.forced
+        return promo
+    reasons = check_gate(
+        s, img, stack_digest=digest, max_age_hours=model.validation.max_receipt_age_hours
+    )
+    repo.log_event(
+        s,
+        "promotion.gate",
+        f"gate for {img.label}: " + ("passed" if not reasons else "; ".join(reasons)),
+        image=img,
+        actor=actor,
+        details={"passed": not reasons, "reasons": reasons, "forced": force},
+    )
+    if reasons and not force:
+        cls = ImageBlocked if img.state == ImageState.BLOCKED.value else GateRefused
+        return cls(img.label, reasons)
+    if force:
+        result.forced, result.overridden = True, reasons
+        repo.log_event(
+            s,
+            "promotion.forced",
+            f"forced promotion of {img.label} by {actor}: {reason}",
+            image=img,
+            actor=actor,
+            details={"reason": reason, "overridden": reasons, "actor": actor},
+        )
+    promo = repo.start_promotion(
+        s,
+        img,
+        target_regions=targets,
+        forced=force,
+        force_reason=reason if force else None,
+        actor=actor,
+    )
+    repo.log_event(
+        s,
+        "promotion.started",
+        f"promotion {promo.id} of {img.label} to {', '.join(targets)} started",
+        image=img,
+        actor=actor,
+        details={"promotion": promo.id, "regions": targets, "forced": force},
+    )
+    return promo
+
+
+def _dry_run(
+    catalog: Any, pk: int, model: Any, cloud: str, digest: str, targets: list[str], force: bool
+) -> PromotionResult:
+    from imagectl.catalog import repository as repo
+
+    with catalog.transaction() as s:
+        img = repo.get_image(s, pk)
+        assert img is not None
+        result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "dry_run")
+        if img.state in ("validated", "blocked"):
+            reasons = check_gate(
+                s, img, stack_digest=digest, max_age_hours=model.validation.max_receipt_age_hours
+            )
+            if reasons and not force:
+                cls = ImageBlocked if img.state == "blocked" else GateRefused
+                raise cls(img.label, reasons)
+            result.overridden, result.forced = reasons, force
+        for region in targets:
+            ptr = repo.get_pointer(s, model.name, cloud, region)
+            result.previous_pointers[region] = ptr.image.cloud_image_id if ptr else None
+            result.regions[region] = RegionResult(region, "planned")
+    return result
+
+
+def _finish_retention(
+    catalog: Any,
+    provider: Provider,
+    model: Any,
+    cloud: str,
+    actor: str,
+    progress: Progress | None,
+    result: PromotionResult,
+    enabled: bool,
+) -> None:
+    if not enabled:
+        return
+    from imagectl.promotion.retention import apply_retention
+
+    outcome = apply_retention(
+        catalog, provider, model.name, cloud, keep_last=model.retention.keep_last, actor=actor
+    )
+    result.deprecated = outcome.deprecated
+    result.retention_skipped = outcome.skipped
+    if progress is not None:
+        for line in outcome.deprecated:
+            progress("retention", "deprecated", line)
+        for line in outcome.skipped:
+            progress("retention", "kept", line)
+
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "PromotionResult",
+    "RegionResult",
+    "promote",
+    "resolve_image",
+]

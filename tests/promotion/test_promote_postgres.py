@@ -1,0 +1,55 @@
+"""The promotion flow with the catalog on PostgreSQL: the advisory promotion lock keeps a
+second promotion of the stack out, and promote / rollback record the same history."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from imagectl.catalog import repository as repo
+from imagectl.catalog.models import Promotion
+from imagectl.promotion import promote, rollback
+
+pytestmark = pytest.mark.postgres
+REGIONS = ["local-a", "local-b", "local-c"]
+
+
+def test_promote_partial_resume_and_rollback_on_postgres(world_pg) -> None:
+    w = world_pg
+    old, new = w.validated(), w.validated()
+    assert promote(w.catalog, w.provider(), w.stack, old.id).state == "promoted"
+    partial = promote(w.catalog, w.provider(fail={"local-a": "copy"}), w.stack, new.id)
+    assert partial.state == "partially_promoted"
+    assert {r: w.provider().get_pointer("local", r) for r in REGIONS} == {
+        r: old.cloud_image_id for r in REGIONS
+    }
+    assert promote(w.catalog, w.provider(), w.stack, new.id).state == "promoted"
+    rollback(w.catalog, w.provider(), "local")
+    with w.catalog.transaction() as s:
+        assert {p.image.cloud_image_id for p in repo.list_pointers(s, stack="local")} == {
+            old.cloud_image_id
+        }
+        assert repo.get_image(s, new.id).state == "rolled_back"
+
+
+def test_concurrent_promotion_refused_on_postgres(world_pg) -> None:
+    w = world_pg
+    a, b = w.validated(), w.validated()
+    first = w.spawn("promote", str(a.id), IMAGECTL_LOCAL_LATENCY="600")
+    import time
+
+    deadline = time.monotonic() + 120
+    while not w.events("promotion.region.copy_started"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    second = w.run_cli("promote", str(b.id), timeout=120)
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert "is already running" in second.stderr
+    for path in w.registry.glob("*/copies/*.json"):  # the emulated copies finish now
+        record = json.loads(path.read_text())
+        record["ready_at"] = 0
+        path.write_text(json.dumps(record))
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, out + err
+    with w.catalog.transaction() as s:
+        assert [p.state for p in s.query(Promotion).all()] == ["succeeded"]
