@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
+    "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
 }
 
 

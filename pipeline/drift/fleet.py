@@ -1,0 +1,95 @@
+"""Fleet drift: running instances per cloud and region, grouped by image.
+
+Every cloud any selected stack uses is listed once (``Provider.list_instances``).
+Instances carry the stack tag (``imagectl:stack``); an instance of a stack whose image is
+not the stack's current image in its region (the "latest" pointer) counts as stale.
+``fleet-summary`` (info) gives the grouping per stack, cloud and region; ``fleet-stale``
+how many run something else, and on which images.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from imagectl.clouds.base import TAG_STACK, Instance, Provider
+from imagectl.drift import inventory
+from imagectl.drift.findings import DriftReport, Finding
+from imagectl.stacks.resolve import ResolvedStack
+
+RUNNING = frozenset({"running", "pending", ""})
+
+
+@dataclass
+class Group:
+    stack: str
+    cloud: str
+    region: str
+    current: str | None
+    images: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def total(self) -> int:
+        return sum(self.images.values())
+
+    @property
+    def stale(self) -> dict[str, int]:
+        return {i: n for i, n in self.images.items() if i != self.current}
+
+
+def group(
+    instances: Iterable[Instance],
+    current: Callable[[str, str], str | None],
+    stacks: set[str],
+) -> dict[tuple[str, str, str], Group]:
+    """Group running instances of the given stacks by (stack, cloud, region).
+
+    ``current(stack, region)`` is asked once per stack and region (the pointer).
+    """
+    out: dict[tuple[str, str, str], Group] = {}
+    for inst in instances:
+        stack = inst.tags.get(TAG_STACK)
+        if stack is None or stack not in stacks or inst.state not in RUNNING:
+            continue
+        key = (stack, inst.cloud, inst.region)
+        entry = out.get(key)
+        if entry is None:
+            entry = out[key] = Group(stack, inst.cloud, inst.region, current(stack, inst.region))
+        entry.images[inst.image_id] += 1
+    return out
+
+
+def check(
+    stacks: list[ResolvedStack],
+    report: DriftReport,
+    providers: dict[str, Provider] | None = None,
+) -> None:
+    names = {s.name for s in stacks}
+    clouds = sorted({c for s in stacks for c in s.stack.clouds.enabled()})
+    for cloud in clouds:
+        provider = (providers or {}).get(cloud) or inventory.provider(cloud)
+        groups = group(provider.list_instances(managed_only=False), provider.get_pointer, names)
+        for key in sorted(groups):
+            add_findings(report, groups[key])
+
+
+def add_findings(report: DriftReport, g: Group) -> None:
+    drift = report.stack(g.stack)
+    summary = ", ".join(f"{img} x{n}" for img, n in g.images.most_common())
+    drift.findings.append(Finding(
+        "fleet", g.stack, "fleet-summary", f"{g.total} instances", g.current, None, summary,
+        severity="info", cloud=g.cloud, region=g.region,
+        extra={"images": dict(g.images), "total": g.total},
+    ))  # fmt: skip
+    stale = g.stale
+    if stale:
+        n = sum(stale.values())
+        drift.findings.append(Finding(
+            "fleet", g.stack, "fleet-stale", f"{n} of {g.total} instances",
+            g.current, ", ".join(sorted(stale)),
+            f"{n} running instances are not on the stack's current image "
+            f"({g.current or 'no pointer'}): "
+            + ", ".join(f"{i} x{c}" for i, c in sorted(stale.items())),
+            cloud=g.cloud, region=g.region, extra={"stale": n, "images": stale},
+        ))  # fmt: skip
