@@ -26,6 +26,20 @@ def require_tool(name: str) -> str:
     pytest.skip(message)
 
 
+def require_url(url: str, timeout: float = 20.0) -> None:
+    """Skip when ``url`` cannot be fetched locally; fail when CI=true (CI reaches it)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return
+    except Exception as exc:  # any failure means: not reachable from here
+        message = f"{url} is not reachable: {exc}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: the archive must be reachable)")
+    pytest.skip(message)
+
+
 @dataclass
 class CliResult:
     code: int
