@@ -40,6 +40,12 @@ def require_url(url: str, timeout: float = 20.0) -> None:
     pytest.skip(message)
 
 
+@pytest.fixture
+def reachable():
+    """``reachable(url)``: skip (locally) or fail (CI=true) when ``url`` cannot be fetched."""
+    return require_url
+
+
 @dataclass
 class CliResult:
     code: int
