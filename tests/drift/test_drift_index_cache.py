@@ -86,7 +86,7 @@ def run(cli, ws: Path):  # type: ignore[no-untyped-def]
 
 
 def test_second_run_revalidates_and_reuses_the_cached_index(cli, workspace_copy, served):
-    root, log = served
+    _root, log = served
     first = run(cli, workspace_copy)
     assert first.code == 1, first.err
     # Packages.gz does not exist for ubuntu2204 in the fixture: 404, then plain Packages

@@ -12,6 +12,9 @@ from drift_helpers import edit, kinds, proposals, stack_report
 DEBIAN = "http://deb.debian.org/debian"
 
 
+META = "linux-image-cloud-amd64"
+
+
 def stanza(package: str, version: str, depends: str = "") -> str:
     lines = [f"Package: {package}", f"Version: {version}", "Architecture: amd64"]
     if depends:
@@ -30,7 +33,7 @@ def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for folder in (main, updates, security):
         folder.mkdir(parents=True)
     main_text = "\n\n".join([
-        stanza("linux-image-cloud-amd64", "6.1.158-1", "linux-image-6.1.0-41-cloud-amd64 (= 6.1.158-1)"),
+        stanza(META, "6.1.158-1", "linux-image-6.1.0-41-cloud-amd64 (= 6.1.158-1)"),
         stanza("linux-image-6.1.0-41-cloud-amd64", "6.1.158-1"),
         stanza("jq", "1.6-2.1+deb12u2", "libjq1 (= 1.6-2.1+deb12u2)"),
         stanza("chrony", "4.3-2+deb12u1"),
@@ -41,7 +44,7 @@ def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         lzma.compress((stanza("chrony", "4.3-2+deb12u3") + "\n").encode(), format=lzma.FORMAT_XZ)
     )
     (security / "Packages").write_text("\n\n".join([
-        stanza("linux-image-cloud-amd64", "6.1.192-2", "linux-image-6.1.0-56-cloud-amd64 (= 6.1.192-2)"),
+        stanza(META, "6.1.192-2", "linux-image-6.1.0-56-cloud-amd64 (= 6.1.192-2)"),
         stanza("linux-image-6.1.0-56-cloud-amd64", "6.1.192-2"),
         stanza("jq", "1.6-2.1+deb12u3"),
     ]) + "\n")  # fmt: skip
