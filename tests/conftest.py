@@ -1,15 +1,17 @@
 """Shared test fixtures and helpers.
 
-- ``require_tool(name, extra_dirs=())``: the path of an external program; skips the test
-  when it is missing, fails it instead when ``CI=true``.
+- ``require_tool(name, extra_dirs=())``: the path of an external program (on PATH, next to
+  the running Python, or in ``extra_dirs``); skips the test when it is missing, fails it
+  instead when ``CI=true``. ``require(condition, reason)``: the same for any condition.
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
+- ``require_url(url)`` / fixture ``reachable``: skip when a URL cannot be fetched, fail
+  under CI=true.
+- ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
+- ``workspace_copy``: a writable copy of images/ and playbooks/.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
   a temporary data folder on 127.0.0.1 and a free port, stopped at the end of the session.
   As root it runs through ``runuser -u postgres --`` (PostgreSQL refuses to run as root).
-- ``require_url(url)`` / fixture ``reachable``: skip when a URL cannot be fetched, fail
-  under CI=true.
-- ``cli``: run ``imagectl ARGS`` in-process; ``workspace_copy``: a writable images/ copy.
 - ``postgres_url``: a fresh, empty database on that server for one test (dropped after):
   a ``postgresql+psycopg://`` URL.
 """
@@ -23,6 +25,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -34,17 +37,29 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-IN_CI = os.environ.get("CI", "").strip().lower() == "true"
+ROOT = REPO
 
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
 
 
+IN_CI = in_ci()
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip locally / fail in CI when ``condition`` is false."""
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
-    """Path of the program ``name`` (on PATH or in ``extra_dirs``); skip if missing,
-    fail if missing under CI=true."""
-    for folder in extra_dirs:
+    """Path of the program ``name`` (in ``extra_dirs``, next to the running Python, or on
+    PATH); skip if missing, fail if missing under CI=true."""
+    for folder in (*extra_dirs, str(Path(sys.executable).parent)):
         candidate = Path(folder) / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
@@ -55,6 +70,10 @@ def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
     if in_ci():
         pytest.fail(f"{message} (CI=true: missing tools are failures)", pytrace=False)
     pytest.skip(message)
+
+
+def require_root() -> None:
+    require(os.geteuid() == 0, "root rights are needed (debootstrap / chroot)")
 
 
 def _require_module(module: str, extra: str) -> None:
@@ -87,6 +106,18 @@ def reachable():
     return require_url
 
 
+@pytest.fixture(autouse=True)
+def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own state dir (catalog, plan files): nothing leaks into ~."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
+    monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
+    return state
+
+
 @dataclass
 class CliResult:
     code: int
@@ -97,15 +128,27 @@ class CliResult:
         return json.loads(self.out)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    state = tmp_path / "state"
-    state.mkdir()
-    monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
-    monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
-    monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
-    return state
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run ``imagectl ARGS`` in-process through the real entry point."""
+    from imagectl.cli import main
+
+    def run(*args: str) -> CliResult:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return CliResult(code=code, out=captured.out, err=captured.err)
+
+    return run
+
+
+@pytest.fixture
+def workspace_copy(tmp_path: Path) -> Path:
+    """A writable copy of the repository's images/ and playbooks/ to break on purpose."""
+    root = tmp_path / "ws"
+    shutil.copytree(REPO / "images", root / "images")
+    if (REPO / "playbooks").is_dir():
+        shutil.copytree(REPO / "playbooks", root / "playbooks")
+    return root
 
 
 def postgres_bin_dirs() -> list[str]:
@@ -163,11 +206,7 @@ def postgres_server() -> Iterator[PostgresServer]:
          "--no-sync", "--no-instructions"],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
-    # A throw-away server: durability off for speed.
-    options = (
-        f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c max_connections=100 "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    )
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off -c max_connections=100"
     started = subprocess.run(
         [*prefix, pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
          "start"],
@@ -194,7 +233,7 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 
     name = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(postgres_server.admin_dsn(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" STRATEGY FILE_COPY')
+        conn.execute(f'CREATE DATABASE "{name}"')
     try:
         yield postgres_server.url(name)
     finally:
@@ -205,26 +244,3 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
                 break
             except psycopg.OperationalError:
                 time.sleep(0.2)
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]):
-    """Run ``imagectl ARGS`` in-process through the real entry point."""
-    from imagectl.cli import main
-
-    def run(*args: str) -> CliResult:
-        code = main(list(args))
-        captured = capsys.readouterr()
-        return CliResult(code=code, out=captured.out, err=captured.err)
-
-    return run
-
-
-@pytest.fixture
-def workspace_copy(tmp_path: Path) -> Path:
-    """A writable copy of the repository's images/ and playbooks/ to break on purpose."""
-    root = tmp_path / "ws"
-    shutil.copytree(REPO / "images", root / "images")
-    if (REPO / "playbooks").is_dir():
-        shutil.copytree(REPO / "playbooks", root / "playbooks")
-    return root

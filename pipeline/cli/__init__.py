@@ -21,6 +21,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
+    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
+    "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
+    "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
 }
 
