@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option
 
 
