@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("imagectl.cli.lint", "Check every stack: schema, compatibility, template variables."),
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
+    "build": ("imagectl.cli.build", "Build a candidate image of a stack for one cloud with Packer."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
     "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
