@@ -7,6 +7,7 @@
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
 - ``require_url(url)`` / fixture ``reachable``: skip when a URL cannot be fetched, fail
   under CI=true.
+- ``nvidia_repo``: `imagectl drift` reads tests/fixtures/nvidia-index instead of NVIDIA.
 - ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
 - ``workspace_copy``: a writable copy of images/ and playbooks/.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
@@ -104,6 +105,14 @@ def require_url(url: str, timeout: float = 20.0) -> None:
 def reachable():
     """``reachable(url)``: skip (locally) or fail (CI=true) when ``url`` cannot be fetched."""
     return require_url
+
+
+@pytest.fixture
+def nvidia_repo(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point `imagectl drift` at the fixture copies of NVIDIA's CUDA repository indexes."""
+    fixtures = REPO / "tests" / "fixtures" / "nvidia-index"
+    monkeypatch.setenv("IMAGECTL_NVIDIA_REPO_URL", fixtures.as_uri())
+    return fixtures
 
 
 @pytest.fixture(autouse=True)
