@@ -3,9 +3,10 @@
 Input: boot-check receipts (``/var/lib/imagectl/boot-receipt.json`` collected from each
 node: a folder of ``*.json``, or the catalog's receipts). Each names its ``image_id``,
 ``stack`` and ``stack_digest`` and carries host facts (driver, NCCL, kernel, fabric
-manager). The expectation is the image's manifest (``/etc/imagectl/manifest.json``,
-given with ``--manifest`` or found under ``<DIR>/manifests/``), else the stack's pins
-when the receipt's digest is the stack's current digest. A differing fact is
+manager; see ``receipts.py``). The expectation is the image's manifest
+(``/etc/imagectl/manifest.json``, given with ``--manifest`` or found under
+``<DIR>/manifests/``) matched by image id or stack digest, else the stack's pins when the
+receipt's digest is the stack's current digest. A differing fact is
 ``host-<field>-drift`` with the likely cause: an unattended upgrade (one package moved)
 or a half-applied change (driver and fabric manager disagree).
 """
