@@ -14,6 +14,7 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
 
 PROMOTED = ("promoted", "partially_promoted")
+TAG_SOURCE = "imagectl:source-image"  # set by promotion on replica rows (the source's id)
 
 
 def provider(cloud: str) -> Provider:
@@ -35,9 +36,14 @@ def _catalog() -> Any:
 
 
 def promoted_images(stack: str, cloud: str) -> list[CloudImage]:
+    """Promoted source images (the validated image each promotion copied from)."""
     catalog, repo = _catalog()
     with catalog.transaction() as s:
-        rows = repo.list_images(s, stack=stack, cloud=cloud, state=list(PROMOTED))
+        rows = [
+            r
+            for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(PROMOTED))
+            if TAG_SOURCE not in (r.tags or {})
+        ]
         return [
             CloudImage(
                 cloud=r.cloud,
