@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"  peak traced memory during one run: {peak / 2**20:.1f} MiB "
-        f"({peak / args.instances:.0f} bytes/instance); process max RSS {maxrss_mib:.0f} MiB"
+        f"({peak / args.instances:.0f} bytes/instance) on top of the listed instances "
+        f"({listed / 2**20:.1f} MiB); process max RSS {maxrss_mib:.0f} MiB"
     )
     return 0
 
