@@ -9,6 +9,8 @@ how many run something else, and on which images.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,6 +21,15 @@ from imagectl.drift.findings import DriftReport, Finding
 from imagectl.stacks.resolve import ResolvedStack
 
 RUNNING = frozenset({"running", "pending", ""})
+_AWS_ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")  # us-east-1a -> us-east-1
+_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")  # us-central1-a -> us-central1
+
+
+def region_of(cloud: str, location: str) -> str:
+    """Instances report a zone on AWS and Google Cloud; pointers live per region."""
+    zone = {"aws": _AWS_ZONE, "gcp": _GCP_ZONE}.get(cloud)
+    m = zone.match(location) if zone else None
+    return m[1] if m else location
 
 
 @dataclass
@@ -45,17 +56,19 @@ def group(
 ) -> dict[tuple[str, str, str], Group]:
     """Group running instances of the given stacks by (stack, cloud, region).
 
-    ``current(stack, region)`` is asked once per stack and region (the pointer).
+    ``current(stack, region)`` is asked once per stack and region (the pointer); a zone
+    (us-east-1a) counts for its region.
     """
     out: dict[tuple[str, str, str], Group] = {}
     for inst in instances:
         stack = inst.tags.get(TAG_STACK)
         if stack is None or stack not in stacks or inst.state not in RUNNING:
             continue
-        key = (stack, inst.cloud, inst.region)
+        region = region_of(inst.cloud, inst.region)
+        key = (stack, inst.cloud, region)
         entry = out.get(key)
         if entry is None:
-            entry = out[key] = Group(stack, inst.cloud, inst.region, current(stack, inst.region))
+            entry = out[key] = Group(stack, inst.cloud, region, current(stack, region))
         entry.images[inst.image_id] += 1
     return out
 
@@ -65,13 +78,27 @@ def check(
     report: DriftReport,
     providers: dict[str, Provider] | None = None,
 ) -> None:
-    names = {s.name for s in stacks}
+    """``providers`` (cloud -> provider) replaces the configured ones (the benchmark)."""
     clouds = sorted({c for s in stacks for c in s.stack.clouds.enabled()})
     for cloud in clouds:
-        provider = (providers or {}).get(cloud) or inventory.provider(cloud)
-        groups = group(provider.list_instances(managed_only=False), provider.get_pointer, names)
-        for key in sorted(groups):
-            add_findings(report, groups[key])
+        if providers and cloud in providers:
+            serving = [(providers[cloud], {s.name for s in stacks})]
+        else:
+            serving = inventory.fleet_providers([s.stack for s in stacks], cloud)
+        seen: set[str] = set()
+        for provider, names in serving:
+            listed = inventory.guarded(
+                cloud, "list instances", provider.list_instances, managed_only=False
+            )
+            fresh = [i for i in listed if i.instance_id not in seen]
+            seen.update(i.instance_id for i in fresh)
+
+            pointer = functools.partial(
+                inventory.guarded, cloud, "read the latest pointer", provider.get_pointer
+            )
+            groups = group(fresh, pointer, names)
+            for key in sorted(groups):
+                add_findings(report, groups[key])
 
 
 def add_findings(report: DriftReport, g: Group) -> None:

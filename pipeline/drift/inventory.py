@@ -1,6 +1,11 @@
 """The one adapter between drift and the rest of the controller: clouds and catalog.
 
-- ``provider(cloud)``: ``imagectl.clouds.get_provider`` (SDKs imported lazily).
+- ``provider_for(stack, cloud)``: ``imagectl.clouds.get_provider`` configured from the
+  stack's cloud settings (the promotion's ``provider_options``; on AWS every target
+  region is listed, not only the build region). SDKs are imported lazily.
+- ``fleet_providers(stacks, cloud)``: one provider per distinct configuration, with the
+  stacks it serves (one AWS account lists each region once).
+- ``guarded(cloud, what, fn)``: a cloud SDK failure becomes a one-paragraph ``UserError``.
 - ``promoted_images(stack, cloud)``: promoted (or partially promoted) images from the
   catalog (``imagectl.catalog.repository.list_images``), as ``CloudImage`` records.
 - ``catalog_receipts(stack)``: boot/validation receipts stored for those images.
@@ -8,19 +13,71 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
+from imagectl.stacks.schema import Stack
 
 PROMOTED = ("promoted", "partially_promoted")
 TAG_SOURCE = "imagectl:source-image"  # set by promotion on replica rows (the source's id)
 
 
-def provider(cloud: str) -> Provider:
+def options_for(stack: Stack, cloud: str) -> dict[str, Any]:
+    from imagectl.promotion.context import provider_options
+
+    options = dict(provider_options(stack, cloud))
+    settings = getattr(stack.clouds, cloud)
+    if cloud == "aws":
+        options["regions"] = sorted({settings.build.region, *settings.regions})
+    if cloud == "azure":
+        options.setdefault("gallery_resource_group", settings.gallery.resource_group)
+    return options
+
+
+def provider_for(stack: Stack, cloud: str) -> Provider:
     from imagectl.clouds import get_provider
 
-    return get_provider(cloud)
+    return guarded(cloud, "connect", get_provider, cloud, **options_for(stack, cloud))
+
+
+def fleet_providers(stacks: list[Stack], cloud: str) -> list[tuple[Provider, set[str]]]:
+    from imagectl.clouds import get_provider
+
+    groups: dict[str, tuple[dict[str, Any], set[str]]] = {}
+    for stack in stacks:
+        if getattr(stack.clouds, cloud, None) is None:
+            continue
+        options = options_for(stack, cloud)
+        key = repr(sorted((k, v) for k, v in options.items() if k not in ("regions", "region")))
+        if key in groups:
+            merged, names = groups[key]
+            merged["regions"] = sorted({*merged.get("regions", []), *options.get("regions", [])})
+            names.add(stack.name)
+        else:
+            groups[key] = (options, {stack.name})
+    return [
+        (guarded(cloud, "connect", get_provider, cloud, **options), names)
+        for options, names in groups.values()
+    ]
+
+
+T = TypeVar("T")
+
+
+def guarded(cloud: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``; an SDK or network failure is bad configuration (exit 2)."""
+    try:
+        return fn(*args, **kwargs)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(
+            f"{cloud}: cannot {what}: {type(exc).__name__}: {exc}",
+            hint=f"Check the {cloud} credentials and endpoint (OIDC in CI), or leave out "
+            "--replicas / --fleet",
+        ) from exc
 
 
 def _catalog() -> Any:

@@ -24,12 +24,14 @@ def check(stacks: list[ResolvedStack], report: DriftReport) -> None:
             images = inventory.promoted_images(resolved.name, cloud)
             if not images:
                 continue
-            provider = inventory.provider(cloud)
+            provider = inventory.provider_for(resolved.stack, cloud)
             # region -> cloud id of each promoted image's copy there
             copies: dict[str, dict[str, str]] = {r: {} for r in settings.regions}
             for image in images:
                 for region in settings.regions:
-                    status = provider.replica_status(image, region)
+                    status = inventory.guarded(
+                        cloud, "read replica status", provider.replica_status, image, region
+                    )
                     if status.image_id:
                         copies[region][status.image_id] = image.image_id
                     if status.state in ("missing", "failed"):
@@ -41,7 +43,9 @@ def check(stacks: list[ResolvedStack], report: DriftReport) -> None:
                         ))  # fmt: skip
             named: dict[str, str | None] = {}
             for region in settings.regions:
-                pointer = provider.get_pointer(resolved.name, region)
+                pointer = inventory.guarded(
+                    cloud, "read the latest pointer", provider.get_pointer, resolved.name, region
+                )
                 named[region] = copies[region].get(pointer, pointer) if pointer else None
             votes = Counter(v for v in named.values() if v)
             if not votes:
