@@ -22,7 +22,8 @@ SOURCES = ("upstream", "replicas", "fleet", "hosts")
     "--hosts",
     "hosts_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of boot-check receipts from fleet nodes (default with all sources: the catalog).",
+    help="Folder of boot-check receipts from fleet nodes, or 'catalog' for the receipts the "
+    "catalog holds (the default when every source is checked).",
 )
 @click.option(
     "--manifest",
@@ -72,10 +73,12 @@ def command(
     from imagectl.drift import report as render
     from imagectl.drift.run import DriftOptions, run
 
+    hosts_on = hosts_dir is not None
+    if hosts_dir is not None and str(hosts_dir) == "catalog" and not hosts_dir.is_dir():
+        hosts_dir = None  # the catalog's receipts
+
     chosen = tuple(
-        s
-        for s, on in zip(SOURCES, (upstream, replicas, fleet, hosts_dir is not None), strict=True)
-        if on
+        s for s, on in zip(SOURCES, (upstream, replicas, fleet, hosts_on), strict=True) if on
     )
     opts = DriftOptions(
         sources=chosen or SOURCES,

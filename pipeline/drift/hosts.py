@@ -49,20 +49,25 @@ def _manifests(hosts_dir: Path | None, files: tuple[Path, ...]) -> list[HostFact
 
 
 def _receipts(stacks: list[ResolvedStack], hosts_dir: Path | None) -> list[HostFacts]:
-    if hosts_dir is None:
-        return [
-            receipt_facts(doc, label)
-            for s in stacks
-            for label, doc in inventory.catalog_receipts(s.name)
-        ]
+    if hosts_dir is None:  # the catalog also holds candidates' receipts without host facts
+        out = []
+        for s in stacks:
+            for label, doc in inventory.catalog_receipts(s.name):
+                try:
+                    out.append(receipt_facts(doc, label))
+                except UserError:
+                    continue
+        return out
     if not hosts_dir.is_dir():
         raise UserError(f"--hosts {hosts_dir} is not a folder of receipts")
-    out = []
+    from imagectl.validators.receipt import load_receipt  # validates the receipt's schema
+
+    found = []
     for path in sorted(hosts_dir.rglob("*.json")):
         if "manifests" in path.relative_to(hosts_dir).parts:
             continue
-        out.append(receipt_facts(load_json(path, "boot-check receipt"), str(path)))
-    return out
+        found.append(receipt_facts(load_receipt(path), str(path)))
+    return found
 
 
 def expected_for(

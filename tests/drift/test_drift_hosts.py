@@ -167,3 +167,47 @@ def test_corrupt_manifest_is_bad_input(cli, fleet_receipts):
     result = run(cli, hosts)
     assert result.code == 2
     assert "not an image manifest" in result.err
+
+
+def test_receipts_from_the_catalog(cli, fleet_receipts, tmp_path, monkeypatch):
+    """`--hosts catalog`: receipts stored for the stack's promoted images."""
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+    from imagectl.stacks import load_resolved
+
+    _hosts, receipt, snaps = fleet_receipts
+    drifted = json.loads(receipt("node-kernel", snaps["kernel_nccl"]).read_text())
+    db_url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    monkeypatch.setenv("IMAGECTL_DATABASE_URL", db_url)
+    digest = load_resolved(REPO / "images", "h100-training")[1].digest
+    catalog = open_catalog(db_url)
+    try:
+        with catalog.transaction() as s:
+            build = repo.record_build(s, build_id="b-1", stack="h100-training",
+                                      stack_digest=digest, cloud="aws")  # fmt: skip
+            row = repo.record_image(s, build=build, cloud_image_id="ami-0h100healthy0001",
+                                    region="us-east-1")  # fmt: skip
+            repo.set_state(s, row, "validating", reason="test")
+            for host, body in (("node-kernel", drifted), ("candidate", {"verdict": "pass"})):
+                repo.record_receipt(s, row, shape="p5.48xlarge", host=host, profile="boot",
+                                    verdict="pass", worst_action="NONE", receipt=body,
+                                    validator_version="test")  # fmt: skip
+            for state in ("validated", "promoting", "promoted"):
+                repo.set_state(s, row, state, reason="test")
+    finally:
+        catalog.close()
+    result = cli(
+        "--root",
+        str(REPO),
+        "drift",
+        "--hosts",
+        "catalog",
+        "--stack",
+        "h100-training",
+        "--format",
+        "json",
+    )
+    assert result.code == 1, result.err
+    found = {f["kind"]: f for f in stack_report(result, "h100-training")["findings"]}
+    assert set(found) == {"host-kernel-drift", "host-nccl-drift"}
+    assert found["host-kernel-drift"]["extra"]["receipt"].startswith("catalog:aws/us-east-1/")
