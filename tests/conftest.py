@@ -37,6 +37,10 @@ from typing import Any
 
 import pytest
 
+# Protocol fakes for the clouds (moto, Compute REST, ARM): aws_moto, moto_server,
+# gcp_fake, azure_fake, cloud_env. See tests/fakes/__init__.py.
+pytest_plugins = ["tests.fakes.fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO
 
@@ -215,7 +219,9 @@ def postgres_server() -> Iterator[PostgresServer]:
          "--no-sync", "--no-instructions"],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off -c max_connections=100"
+    options = (
+        f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off -c max_connections=100"
+    )
     started = subprocess.run(
         [*prefix, pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
          "start"],

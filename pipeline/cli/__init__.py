@@ -22,8 +22,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "build": ("imagectl.cli.build", "Build a candidate image of a stack for one cloud with Packer."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
-    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
+    "validate": (
+        "imagectl.cli.validate",
+        "Validate this GPU host (or a snapshot) and write a receipt.",
+    ),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
+    "build": ("imagectl.cli.build", "Build a candidate image with Packer and record it."),
+    "validate-image": (
+        "imagectl.cli.validate_image",
+        "Boot a candidate on its GPU shape, validate, decide.",
+    ),
+    "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
     "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),

@@ -58,7 +58,8 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
             return f"{x['outcome']}{act} {x['measured'] if x['measured'] is not None else ''}"
 
         for c in d["checks"]:
-            table.add_row(c["id"], "" if c["gpu"] is None else str(c["gpu"]), cell(c["a"]),
-                          cell(c["b"]))
+            table.add_row(
+                c["id"], "" if c["gpu"] is None else str(c["gpu"]), cell(c["a"]), cell(c["b"])
+            )
         out.print(table if d["checks"] else "no check changed")
     return 1 if d["header"] or d["checks"] else 0

@@ -53,7 +53,12 @@ def launched_by_default() -> str:
 
 
 def instance_tags(
-    *, stack: str, image_id: str, ttl: dt.timedelta, launched_by: str, now: dt.datetime | None = None
+    *,
+    stack: str,
+    image_id: str,
+    ttl: dt.timedelta,
+    launched_by: str,
+    now: dt.datetime | None = None,
 ) -> dict[str, str]:
     """Tags on every instance imagectl launches; the reaper keys on managed + expires-at."""
     expires = (now or utcnow()) + ttl

@@ -123,9 +123,7 @@ class FakeAzureArm(FakeServer):
         published: str | None = None,
         end_of_life: str | None = None,
     ) -> str:
-        rest = (
-            f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/{version}"
-        )
+        rest = f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/{version}"
         rid = self.rid(rg, rest)
         regions = target_regions or [location]
         body = {
@@ -182,7 +180,9 @@ class FakeAzureArm(FakeServer):
             lambda r: (429, body, {"Retry-After": "0"}), method=method, path=path, times=times
         )
 
-    def capacity_error(self, location: str, *, zone: str | None = None, times: int | None = None) -> None:
+    def capacity_error(
+        self, location: str, *, zone: str | None = None, times: int | None = None
+    ) -> None:
         self._capacity[(location.lower(), zone)] = times
 
     def quota_error(self, times: int | None = None) -> None:
@@ -256,7 +256,7 @@ class FakeAzureArm(FakeServer):
             items = [
                 self._view(k, req)
                 for k in list(self.resources)
-                if k.startswith(prefix) and "/" not in k[len(prefix):]
+                if k.startswith(prefix) and "/" not in k[len(prefix) :]
             ]
             return 200, {"value": items}, {}
         return None

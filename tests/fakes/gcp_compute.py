@@ -287,7 +287,9 @@ class FakeGcpCompute(FakeServer):
             return self._missing(f"global/images/family/{family}")
         return 200, max(members, key=lambda i: (i["creationTimestamp"], i["id"])), {}
 
-    def _image_op(self, req: Request, kind: str, apply: Callable[[dict[str, Any]], None]) -> Response:
+    def _image_op(
+        self, req: Request, kind: str, apply: Callable[[dict[str, Any]], None]
+    ) -> Response:
         image = self.images.get(req.match["name"])
         if image is None:
             return self._missing(f"global/images/{req.match['name']}")

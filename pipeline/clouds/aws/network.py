@@ -14,7 +14,6 @@ from imagectl.clouds.common import check_cidr
 from imagectl.errors import UserError
 
 
-
 def vpc_of(ec2: Any, subnet_id: str | None) -> str:
     if subnet_id:
         subnets = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]

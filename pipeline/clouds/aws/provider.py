@@ -192,9 +192,7 @@ class AwsProvider(Provider):
 
         region = region_of(location)
         ec2 = self.clients.ec2(region)
-        tags = instance_tags(
-            stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by
-        )
+        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
         name = f"imagectl-{stack}-{int(time.time() * 1000) % 10**10}"
         group_id = network.create_group(
             ec2,
@@ -260,9 +258,7 @@ class AwsProvider(Provider):
 
         region = region_of(instance.region)
         try:
-            resp = self.clients.ec2(region).describe_instances(
-                InstanceIds=[instance.instance_id]
-            )
+            resp = self.clients.ec2(region).describe_instances(InstanceIds=[instance.instance_id])
         except ClientError as exc:
             if error_code(exc).startswith("InvalidInstanceID"):
                 return None

@@ -303,13 +303,9 @@ class AzureProvider(Provider):
                 raise NotReachable(instance.instance_id, f"the VM is {power or 'gone'}")
             if power == "running":
                 address = vnet.address(self.clients.network, self.rg, instance.instance_id)
-                return Instance(
-                    **{**instance.__dict__, "state": "running", "address": address}
-                )
+                return Instance(**{**instance.__dict__, "state": "running", "address": address})
             if time.monotonic() >= deadline:
-                raise NotReachable(
-                    instance.instance_id, f"still {power} after {timeout_s:.0f} s"
-                )
+                raise NotReachable(instance.instance_id, f"still {power} after {timeout_s:.0f} s")
             time.sleep(self.poll_interval_s)
 
     def terminate(self, instance: Instance) -> None:
@@ -378,9 +374,7 @@ class AzureProvider(Provider):
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         raw = self._get_raw(image.image_id, expand="ReplicationStatus")
-        if raw is None or not any(
-            self._same_region(r, region) for r in self._target_regions(raw)
-        ):
+        if raw is None or not any(self._same_region(r, region) for r in self._target_regions(raw)):
             return ReplicaStatus(region=region, state="missing")
         summary = raw.replication_status.summary if raw.replication_status else []
         for entry in summary or []:

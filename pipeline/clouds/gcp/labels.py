@@ -46,6 +46,4 @@ def from_labels(labels: dict[str, str]) -> dict[str, str]:
 
 def label_filter(tags: dict[str, str]) -> str:
     """A Compute list filter on labels: ``(labels.imagectl-stack = "x") AND (...)``."""
-    return " AND ".join(
-        f'(labels.{k} = "{v}")' for k, v in to_labels(tags).items()
-    )
+    return " AND ".join(f'(labels.{k} = "{v}")' for k, v in to_labels(tags).items())

@@ -226,7 +226,9 @@ class GcpProvider(Provider):
             metadata=compute_v1.Metadata(items=metadata),
             tags=compute_v1.Tags(items=[name]),
             # GPU machine types cannot live-migrate; no service account: no cloud role.
-            scheduling=compute_v1.Scheduling(on_host_maintenance="TERMINATE", automatic_restart=False),
+            scheduling=compute_v1.Scheduling(
+                on_host_maintenance="TERMINATE", automatic_restart=False
+            ),
             service_accounts=[],
         )
         try:
@@ -507,9 +509,7 @@ class GcpProvider(Provider):
 
         status = compute_v1.DeprecationStatus(state="DEPRECATED", deprecated=iso(at or utcnow()))
         if replacement is not None:
-            status.replacement = (
-                f"projects/{self.project}/global/images/{replacement.image_id}"
-            )
+            status.replacement = f"projects/{self.project}/global/images/{replacement.image_id}"
         self._set_deprecation(image.image_id, status)
 
     def delete(self, image: CloudImage) -> None:

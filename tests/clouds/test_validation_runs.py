@@ -1,0 +1,263 @@
+"""validate-image end to end on each cloud's protocol fake, with the real validator.
+
+The providers' real SDK clients talk to moto / the Compute REST fake / the ARM fake;
+Ansible (ansible-runner) runs playbooks/validate.yml with the documented test-mode
+inventory override (every "instance" is this machine, replaying an NVML snapshot), so
+the receipts deciding each run come from the real validator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT, write_override
+from tests.fakes.fixtures import CloudEnv
+
+
+def _catalog_state(cloud: str, image_id: str) -> tuple[str, int]:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    with open_catalog().transaction() as s:
+        rows = [r for r in repo.list_images(s, cloud=cloud) if r.cloud_image_id == image_id]
+        assert len(rows) == 1
+        return str(rows[0].state), len(repo.receipts(s, rows[0]))
+
+
+def _validate(cli: Any, env: CloudEnv, image: Any, override: Path, *extra: str) -> Any:
+    result = cli(
+        "validate-image", image.image_id, "--cloud", env.cloud, "--stack", "h100-training",
+        "--inventory-override", str(override), "--reach-timeout", "2", "--json", *extra,
+    )  # fmt: skip
+    assert result.out, result.err
+    return result
+
+
+def test_healthy_hosts_validate_the_image(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
+    image = cloud_env.seed_candidate()
+    result = _validate(cli, cloud_env, image, write_override(tmp_path, [HEALTHY, HEALTHY], cloud=cloud_env.cloud),
+                       "--hosts", "2")  # fmt: skip
+    data = result.json()
+    assert result.code == 0, result.out
+    assert data["verdict"] == "validated" and data["state"] == "validated"
+    assert [h["verdict"] for h in data["hosts"]] == ["pass", "pass"]
+    assert len(data["launched"]) == 2
+    assert sorted(data["terminated"]) == sorted(i["instance_id"] for i in data["launched"])
+    assert cloud_env.live_instances() == []
+    assert _catalog_state(cloud_env.cloud, image.image_id) == ("validated", 2)
+    tagged = cloud_env.provider().get_image(image.image_id, image.region)
+    assert tagged.tags["imagectl:state"] == "validated"
+
+
+def test_throttling_is_retried_then_succeeds(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
+    image = cloud_env.seed_candidate()
+    cloud_env.throttle(2)
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    ).json()
+    assert data["verdict"] == "validated", data
+    assert cloud_env.throttled() == 2
+    assert cloud_env.live_instances() == []
+
+
+def test_capacity_error_in_one_zone_launches_in_the_next(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    image = cloud_env.seed_candidate()
+    first, second = cloud_env.locations()[:2]
+    cloud_env.capacity_error(first)
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    ).json()
+    assert data["verdict"] == "validated", data
+    assert [i["location"] for i in data["launched"]] == [second]
+    assert cloud_env.live_instances() == []
+
+
+def test_capacity_everywhere_is_inconclusive_never_blocked(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    image = cloud_env.seed_candidate()
+    for location in cloud_env.locations():
+        cloud_env.capacity_error(location)
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    )
+    data = result.json()
+    assert result.code == 1
+    assert data["verdict"] == "inconclusive" and data["state"] == "inconclusive"
+    assert "no capacity" in data["reasons"][0]
+    assert data["launched"] == []
+    assert _catalog_state(cloud_env.cloud, image.image_id) == ("inconclusive", 0)
+
+
+def test_quota_error_is_inconclusive(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
+    image = cloud_env.seed_candidate()
+    cloud_env.quota_error()
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    )
+    data = result.json()
+    assert result.code == 1
+    assert data["verdict"] == "inconclusive", data
+    assert "quota" in data["reasons"][0].lower()
+    assert cloud_env.live_instances() == []
+
+
+def test_unreachable_instance_is_inconclusive_and_terminated(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    image = cloud_env.seed_candidate()
+    cloud_env.never_running()
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)
+    )
+    data = result.json()
+    assert data["verdict"] == "inconclusive", data
+    assert data["hosts"][0]["problem"].startswith("unreachable")
+    assert len(data["launched"]) == 1
+    assert data["terminated"] == [data["launched"][0]["instance_id"]]
+    assert cloud_env.live_instances() == []
+
+
+def test_validator_crash_is_inconclusive(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
+    image = cloud_env.seed_candidate()
+    broken = tmp_path / "truncated-snapshot.json"
+    broken.write_text(HEALTHY.read_text()[:500])
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [broken], cloud=cloud_env.cloud)
+    ).json()
+    assert data["verdict"] == "inconclusive", data
+    assert "validator crashed" in data["hosts"][0]["problem"]
+    assert _catalog_state(cloud_env.cloud, image.image_id) == ("inconclusive", 0)
+    assert cloud_env.live_instances() == []
+
+
+def test_receipt_naming_another_image_is_rejected(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    image = cloud_env.seed_candidate()
+    other = {"validate_snapshot": str(HEALTHY), "validate_image_id": "some-other-image"}
+    data = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [other], cloud=cloud_env.cloud)
+    ).json()
+    assert data["verdict"] == "inconclusive", data
+    assert "receipt rejected" in data["hosts"][0]["problem"]
+    assert "some-other-image" in data["hosts"][0]["problem"]
+    assert _catalog_state(cloud_env.cloud, image.image_id) == ("inconclusive", 0)
+
+
+def test_faulty_host_among_healthy_is_retried_not_blocked(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    image = cloud_env.seed_candidate()
+    override = write_override(tmp_path, [HEALTHY, HARDWARE_FAULT, HEALTHY], cloud=cloud_env.cloud)
+    data = _validate(cli, cloud_env, image, override, "--hosts", "2").json()
+    assert data["verdict"] == "validated", data
+    assert data["rounds"] == 2
+    assert len(data["launched"]) == 3  # two, then one fresh host for the faulty one
+    bad = data["bad_hosts"]
+    assert [b["host"] for b in bad] == [data["launched"][1]["instance_id"]]
+    assert bad[0]["hardware"] == ["kernel.xid"]
+    assert cloud_env.live_instances() == []
+    assert _catalog_state(cloud_env.cloud, image.image_id)[0] == "validated"
+
+
+def test_image_fault_on_every_host_blocks(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
+    image = cloud_env.seed_candidate()
+    override = write_override(tmp_path, [IMAGE_FAULT, IMAGE_FAULT], cloud=cloud_env.cloud)
+    result = _validate(cli, cloud_env, image, override, "--hosts", "2")
+    data = result.json()
+    assert result.code == 1
+    assert data["verdict"] == "blocked" and data["state"] == "blocked", data
+    assert any(r.startswith("sw.driver.version") for r in data["reasons"])
+    assert data["rounds"] == 1 and data["bad_hosts"] == []
+    assert _catalog_state(cloud_env.cloud, image.image_id) == ("blocked", 2)
+    assert cloud_env.live_instances() == []
+
+
+def test_interrupted_run_terminates_its_instances(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    """SIGINT arrives while the run waits for its instance: the instance is terminated."""
+    import os
+    import signal
+    import threading
+    import time
+
+    image = cloud_env.seed_candidate()
+    cloud_env.never_running()
+    provider = cloud_env.provider()
+    stop = threading.Event()
+
+    def interrupt_when_launched() -> None:
+        while not stop.is_set():
+            if provider.list_instances(managed_only=True):
+                time.sleep(0.2)
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=interrupt_when_launched, daemon=True)
+    watcher.start()
+    try:
+        result = cli(
+            "validate-image", image.image_id, "--cloud", cloud_env.cloud, "--stack",
+            "h100-training", "--inventory-override", str(write_override(tmp_path, [HEALTHY], cloud=cloud_env.cloud)),
+            "--reach-timeout", "60", "--json",
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.join(5)
+    assert result.code == 130
+    assert cloud_env.live_instances() == []
+    assert _catalog_state(cloud_env.cloud, image.image_id) == ("inconclusive", 0)
+
+
+def test_reaper_terminates_only_expired_instances(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    import datetime as dt
+
+    image = cloud_env.seed_candidate()
+    provider = cloud_env.provider()
+    location = cloud_env.locations()[0]
+
+    def launch(ttl: dt.timedelta) -> str:
+        inst = provider.launch(image, "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
+                               location=location, ttl=ttl, launched_by="test",
+                               stack="h100-training")  # fmt: skip
+        return str(inst.instance_id)
+
+    expired = launch(dt.timedelta(hours=-1))
+    alive = launch(dt.timedelta(hours=2))
+    dry = cli("reap", "--cloud", cloud_env.cloud, "--stack", "h100-training", "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    assert [(r["instance_id"], r["action"]) for r in dry.json()["instances"]] == [
+        (expired, "would-terminate")
+    ]
+    assert cloud_env.live_instances() == sorted([expired, alive])
+    real = cli("reap", "--cloud", cloud_env.cloud, "--stack", "h100-training", "--json")
+    assert real.code == 0, real.err
+    assert [(r["instance_id"], r["action"]) for r in real.json()["instances"]] == [
+        (expired, "terminated")
+    ]
+    assert cloud_env.live_instances() == [alive]
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0"])
+def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> None:
+    import datetime as dt
+
+    from imagectl.errors import UserError
+
+    image = cloud_env.seed_candidate()
+    with pytest.raises(UserError, match="whole internet"):
+        cloud_env.provider().launch(
+            image, "x", location=cloud_env.locations()[0], ttl=dt.timedelta(hours=1),
+            launched_by="t", stack="h100-training", allowed_cidr=cidr,
+        )  # fmt: skip
+    assert cloud_env.live_instances() == []

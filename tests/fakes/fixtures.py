@@ -1,0 +1,203 @@
+"""pytest fixtures over the cloud fakes, and ``CloudEnv``: one API for all three clouds.
+
+Enable in a test module with ``pytest_plugins = ["tests.fakes.fixtures"]`` (or import
+the fixtures). Fixtures:
+
+- ``aws_moto``: moto in process (``mock_aws``) with fake credentials, no default AMIs,
+  and ``AwsFaults`` installed; yields the ``AwsFaults``.
+- ``moto_server``: a ``ThreadedMotoServer`` on 127.0.0.1 (for subprocesses and Packer);
+  yields its endpoint URL and exports ``IMAGECTL_AWS_ENDPOINT_URL``.
+- ``gcp_fake``: a started ``FakeGcpCompute`` whose project is the stack's build project;
+  ``IMAGECTL_GCP_ENDPOINT`` points at it.
+- ``azure_fake``: a started ``FakeAzureArm`` for the stack's subscription;
+  ``IMAGECTL_AZURE_ENDPOINT`` points at it.
+- ``cloud_env`` (parametrised over aws / gcp / azure): a ``CloudEnv``.
+
+``CloudEnv`` (what promotion / drift tests need without caring which cloud):
+  ``provider()`` the real provider for the stack, talking to the fake;
+  ``seed_candidate(name=None, tags=None) -> CloudImage`` a candidate image of the stack;
+  ``locations()`` the launch locations in the order the provider tries them;
+  ``throttle(n)``, ``capacity_error(location)``, ``quota_error()``, ``never_running()``;
+  ``throttled()`` how many throttling answers the fake gave;
+  ``live_instances()`` ids of managed instances still alive.
+Every provider polls with interval 0 (``IMAGECTL_CLOUD_POLL_S=0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.fakes.aws_faults import AwsFaults
+from tests.fakes.azure_arm import FakeAzureArm
+from tests.fakes.gcp_compute import FakeGcpCompute
+
+STACK = "h100-training"
+FAKE_AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "MOTO_EC2_LOAD_DEFAULT_AMIS": "false",
+}
+
+
+def resolved_stack(name: str = STACK) -> Any:
+    from imagectl.paths import find_workspace
+    from imagectl.stacks import load_resolved
+
+    return load_resolved(find_workspace().images, name)[1]
+
+
+@pytest.fixture
+def fast_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMAGECTL_CLOUD_POLL_S", "0")
+
+
+@pytest.fixture
+def aws_moto(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[AwsFaults]:
+    for key, value in FAKE_AWS.items():
+        monkeypatch.setenv(key, value)
+    for key in ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    from moto import mock_aws
+
+    with mock_aws(), AwsFaults() as faults:
+        yield faults
+
+
+@pytest.fixture
+def moto_server(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[str]:
+    for key, value in FAKE_AWS.items():
+        monkeypatch.setenv(key, value)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", endpoint)
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gcp_fake(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[FakeGcpCompute]:
+    r = resolved_stack()
+    gcp = r.stack.clouds.gcp
+    zone = gcp.build.zone
+    region = zone.rsplit("-", 1)[0]
+    fake = FakeGcpCompute(project=gcp.build.project, zones=tuple(f"{region}-{z}" for z in "abc"))
+    with fake:
+        monkeypatch.setenv("IMAGECTL_GCP_ENDPOINT", fake.endpoint)
+        yield fake
+
+
+@pytest.fixture
+def azure_fake(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[FakeAzureArm]:
+    r = resolved_stack()
+    fake = FakeAzureArm(subscription=r.stack.clouds.azure.build.subscription_id)
+    with fake:
+        monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
+        yield fake
+
+
+@dataclass
+class CloudEnv:
+    cloud: str
+    fake: Any
+    resolved: Any = field(default_factory=resolved_stack)
+    _count: int = 0
+
+    def provider(self) -> Any:
+        from imagectl.clouds import get_provider
+        from imagectl.clouds.options import provider_options
+
+        return get_provider(self.cloud, **provider_options(self.resolved, self.cloud))
+
+    def tags(self) -> dict[str, str]:
+        return {"imagectl:stack": self.resolved.name, "imagectl:stack-digest": self.resolved.digest}
+
+    def seed_candidate(self, name: str | None = None, tags: dict[str, str] | None = None) -> Any:
+        self._count += 1
+        name = name or f"imagectl-{self.resolved.name}-cand{self._count}"
+        all_tags = {**self.tags(), **(tags or {})}
+        if self.cloud == "aws":
+            import boto3
+
+            region = self.resolved.stack.clouds.aws.build.region
+            ec2 = boto3.client("ec2", region_name=region)
+            image_id = ec2.register_image(
+                Name=name,
+                RootDeviceName="/dev/sda1",
+                BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
+            )["ImageId"]
+            ec2.create_tags(
+                Resources=[image_id], Tags=[{"Key": k, "Value": v} for k, v in all_tags.items()]
+            )
+            image = self.provider().get_image(image_id, region)
+        elif self.cloud == "gcp":
+            from imagectl.clouds.gcp.labels import to_labels
+
+            self.fake.add_image(name, labels=to_labels(all_tags))
+            image = self.provider().get_image(name, "")
+        else:
+            az = self.resolved.stack.clouds.azure
+            version = f"2026.1122.{self._count}"
+            vid = self.fake.add_gallery_image_version(
+                az.gallery.resource_group, az.gallery.name, az.gallery.image_definition, version,
+                location=az.build.location, tags=all_tags, exclude_from_latest=True,
+            )  # fmt: skip
+            image = self.provider().get_image(vid, az.build.location)
+        assert image is not None
+        return image
+
+    def locations(self) -> list[str]:
+        image = self.seed_candidate() if self.cloud == "aws" else None
+        provider = self.provider()
+        if self.cloud == "aws":
+            return list(provider.candidate_locations(image))
+        if self.cloud == "gcp":
+            return list(provider.candidate_locations(None))
+        loc = self.resolved.stack.clouds.azure.build.location
+        return [f"{loc}/{z}" for z in provider.zones]
+
+    def throttle(self, times: int = 2) -> None:
+        if self.cloud == "aws":
+            self.fake.throttle(times)
+        elif self.cloud == "gcp":
+            self.fake.throttle(times, method="POST", path="/instances$")
+        else:
+            self.fake.throttle(times, method="PUT", path="/virtualMachines/")
+
+    def throttled(self) -> int:
+        if self.cloud == "aws":
+            return sum(1 for f in self.fake.faults_raised if "RequestLimitExceeded" in f)
+        return sum(1 for r in self.fake.requests if r.status == 429)
+
+    def capacity_error(self, location: str) -> None:
+        if self.cloud == "azure":
+            region, _, zone = location.partition("/")
+            self.fake.capacity_error(region, zone=zone or None)
+        else:
+            self.fake.capacity_error(location)
+
+    def quota_error(self) -> None:
+        self.fake.quota_error()
+
+    def never_running(self) -> None:
+        self.fake.never_running()
+
+    def live_instances(self) -> list[str]:
+        return sorted(i.instance_id for i in self.provider().list_instances(managed_only=True))
+
+
+@pytest.fixture(params=["aws", "gcp", "azure"])
+def cloud_env(request: pytest.FixtureRequest) -> CloudEnv:
+    fixture = {"aws": "aws_moto", "gcp": "gcp_fake", "azure": "azure_fake"}[request.param]
+    return CloudEnv(request.param, request.getfixturevalue(fixture))
