@@ -84,7 +84,7 @@ def check(
         if providers and cloud in providers:
             serving = [(providers[cloud], {s.name for s in stacks})]
         else:
-            serving = inventory.fleet_providers([s.stack for s in stacks], cloud)
+            serving = inventory.fleet_providers(stacks, cloud)
         seen: set[str] = set()
         for provider, names in serving:
             listed = inventory.guarded(

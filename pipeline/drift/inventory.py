@@ -18,45 +18,51 @@ from typing import Any, TypeVar
 
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
-from imagectl.stacks.schema import Stack
+from imagectl.stacks.resolve import ResolvedStack
 
 PROMOTED = ("promoted", "partially_promoted")
 TAG_SOURCE = "imagectl:source-image"  # set by promotion on replica rows (the source's id)
 
 
-def options_for(stack: Stack, cloud: str) -> dict[str, Any]:
-    from imagectl.promotion.context import provider_options
+def options_for(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:
+    """The shared provider options of the stack's cloud (``imagectl.clouds.options``); on
+    AWS every target region is listed, plus the build region."""
+    from imagectl.clouds.options import provider_options
 
-    options = dict(provider_options(stack, cloud))
-    settings = getattr(stack.clouds, cloud)
+    options = dict(provider_options(resolved, cloud))
     if cloud == "aws":
+        settings = resolved.stack.clouds.aws
+        assert settings is not None
         options["regions"] = sorted({settings.build.region, *settings.regions})
-    if cloud == "azure":
-        options.setdefault("gallery_resource_group", settings.gallery.resource_group)
     return options
 
 
-def provider_for(stack: Stack, cloud: str) -> Provider:
+def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
     from imagectl.clouds import get_provider
 
-    return guarded(cloud, "connect", get_provider, cloud, **options_for(stack, cloud))
+    return guarded(cloud, "connect", get_provider, cloud, **options_for(resolved, cloud))
 
 
-def fleet_providers(stacks: list[Stack], cloud: str) -> list[tuple[Provider, set[str]]]:
+_PLACEMENT = ("region", "regions", "zone", "subnet_id")
+
+
+def fleet_providers(stacks: list[ResolvedStack], cloud: str) -> list[tuple[Provider, set[str]]]:
+    """One provider per account/project/gallery (placement options merged), with the
+    names of the stacks it serves."""
     from imagectl.clouds import get_provider
 
     groups: dict[str, tuple[dict[str, Any], set[str]]] = {}
-    for stack in stacks:
-        if getattr(stack.clouds, cloud, None) is None:
+    for resolved in stacks:
+        if getattr(resolved.stack.clouds, cloud, None) is None:
             continue
-        options = options_for(stack, cloud)
-        key = repr(sorted((k, v) for k, v in options.items() if k not in ("regions", "region")))
+        options = options_for(resolved, cloud)
+        key = repr(sorted((k, v) for k, v in options.items() if k not in _PLACEMENT))
         if key in groups:
             merged, names = groups[key]
             merged["regions"] = sorted({*merged.get("regions", []), *options.get("regions", [])})
-            names.add(stack.name)
+            names.add(resolved.name)
         else:
-            groups[key] = (options, {stack.name})
+            groups[key] = (options, {resolved.name})
     return [
         (guarded(cloud, "connect", get_provider, cloud, **options), names)
         for options, names in groups.values()

@@ -24,7 +24,7 @@ def check(stacks: list[ResolvedStack], report: DriftReport) -> None:
             images = inventory.promoted_images(resolved.name, cloud)
             if not images:
                 continue
-            provider = inventory.provider_for(resolved.stack, cloud)
+            provider = inventory.provider_for(resolved, cloud)
             # region -> cloud id of each promoted image's copy there
             copies: dict[str, dict[str, str]] = {r: {} for r in settings.regions}
             for image in images:
