@@ -20,13 +20,19 @@ from imagectl.drift import inventory
 from imagectl.drift.findings import DriftReport, Finding
 from imagectl.stacks.resolve import ResolvedStack
 
-RUNNING = frozenset({"running", "pending", ""})
+# States of instances that no longer run anything (EC2, Compute Engine, Azure power and
+# provisioning states, compared lower-case); everything else counts as running.
+GONE = frozenset({"terminated", "stopped", "stopping", "shutting-down", "suspended",
+                  "suspending", "deallocated", "deallocating", "deleting", "deleted"})  # fmt: skip
 _AWS_ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")  # us-east-1a -> us-east-1
 _GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")  # us-central1-a -> us-central1
 
 
 def region_of(cloud: str, location: str) -> str:
-    """Instances report a zone on AWS and Google Cloud; pointers live per region."""
+    """Instances report a zone (us-east-1a, us-central1-a, eastus/1); pointers live per
+    region."""
+    if cloud == "azure":
+        return location.split("/", 1)[0]
     zone = {"aws": _AWS_ZONE, "gcp": _GCP_ZONE}.get(cloud)
     m = zone.match(location) if zone else None
     return m[1] if m else location
@@ -62,7 +68,7 @@ def group(
     out: dict[tuple[str, str, str], Group] = {}
     for inst in instances:
         stack = inst.tags.get(TAG_STACK)
-        if stack is None or stack not in stacks or inst.state not in RUNNING:
+        if stack is None or stack not in stacks or inst.state.lower() in GONE:
             continue
         region = region_of(inst.cloud, inst.region)
         key = (stack, inst.cloud, region)
