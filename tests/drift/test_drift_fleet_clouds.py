@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from drift_helpers import stack_report
 
 from tests.fakes.fixtures import CloudEnv
@@ -20,6 +21,7 @@ def pointer_region(env: CloudEnv) -> str:
             "azure": clouds.azure.build.location}[env.cloud]  # fmt: skip
 
 
+@pytest.mark.slow  # three cloud SDKs and their emulators: about a minute
 def test_stale_instances_on_every_cloud(cli, aws_moto, gcp_fake, azure_fake):
     expected = {}
     for cloud, fake in (("aws", aws_moto), ("gcp", gcp_fake), ("azure", azure_fake)):
