@@ -72,6 +72,7 @@ def run(endpoint: str, region: str, ami: str, n: int, stack: str | None) -> None
     )
 
 
+@pytest.mark.slow  # moto EC2 + SSM in five regions
 def test_instances_not_on_the_pointed_image(cli, moto, workspace_copy):
     aws_only(workspace_copy)
     east_new, east_old = amis(moto, "us-east-1")
