@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
+    "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
 }
 
 

@@ -1,0 +1,99 @@
+"""imagectl drift"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+import click
+from imagectl.cli.common import console, workspace
+from imagectl.errors import EXIT_FAILED, EXIT_OK
+
+SOURCES = ("upstream", "replicas", "fleet", "hosts")
+
+
+@click.command("drift")
+@click.option("--stack", "stacks", multiple=True, help="Only this stack (repeatable).")
+@click.option("--upstream", is_flag=True, help="Newer packages upstream, branch end of life.")
+@click.option("--replicas", is_flag=True, help="Promoted images missing/failed per region.")
+@click.option("--fleet", is_flag=True, help="Running instances not on the current image.")
+@click.option(
+    "--hosts",
+    "hosts_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of boot-check receipts from fleet nodes, or 'catalog' for the receipts the "
+    "catalog holds (the default when every source is checked).",
+)
+@click.option(
+    "--manifest",
+    "manifests",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Image manifest JSON (/etc/imagectl/manifest.json) to compare receipts with.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "markdown"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--write", is_flag=True, help="Rewrite stack files with the proposed upstream pins.")
+@click.option(
+    "--as-of",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="Judge branch lifecycles as of this date (default: today).",
+)
+@click.option(
+    "--nvidia-repo-url",
+    envvar="IMAGECTL_NVIDIA_REPO_URL",
+    help="Base of NVIDIA's CUDA repositories (a mirror, or file:// for tests).",
+)
+@click.pass_context
+def command(
+    ctx: click.Context,
+    stacks: tuple[str, ...],
+    upstream: bool,
+    replicas: bool,
+    fleet: bool,
+    hosts_dir: Path | None,
+    manifests: tuple[Path, ...],
+    fmt: str,
+    write: bool,
+    as_of: dt.datetime | None,
+    nvidia_repo_url: str | None,
+) -> None:
+    """Report drift: upstream releases, replicas, fleet and hosts (all sources by default).
+
+    Exits 1 when any drift is found, 0 when none, 2 on bad input (unknown stack,
+    unreadable index, corrupt receipt). --write rewrites the stack file with the proposed
+    pins that pass the compatibility rules, keeping comments and layout.
+    """
+    from imagectl.drift import report as render
+    from imagectl.drift.run import DriftOptions, run
+
+    hosts_on = hosts_dir is not None
+    if hosts_dir is not None and str(hosts_dir) == "catalog" and not hosts_dir.is_dir():
+        hosts_dir = None  # the catalog's receipts
+
+    chosen = tuple(
+        s for s, on in zip(SOURCES, (upstream, replicas, fleet, hosts_on), strict=True) if on
+    )
+    opts = DriftOptions(
+        sources=chosen or SOURCES,
+        stacks=stacks,
+        as_of=as_of.date() if as_of else dt.date.today(),
+        nvidia_repo_url=nvidia_repo_url,
+        hosts_dir=hosts_dir,
+        manifests=manifests,
+        write=write,
+    )
+    report = run(workspace(ctx), opts)
+    if fmt == "json":
+        sys.stdout.write(render.render_json(report))
+    elif fmt == "markdown":
+        sys.stdout.write(render.render_markdown(report))
+    else:
+        render.render_table(report, console())
+    sys.exit(EXIT_FAILED if report.drifted else EXIT_OK)

@@ -1,0 +1,116 @@
+"""The one record every drift source returns, and the report that collects them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SOURCES = ("upstream", "replicas", "fleet", "hosts")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that drifted.
+
+    ``kind`` is a stable id (``driver-newer``, ``replica-missing``...) used in tests, JSON
+    and issue bodies; ``current`` / ``available`` are what is pinned or expected and what
+    was found; ``detail`` says why it matters and what to do.
+    """
+
+    source: str
+    stack: str
+    kind: str
+    subject: str
+    current: str | None
+    available: str | None
+    detail: str
+    severity: str = "drift"  # drift | warning | info (info never changes the exit code)
+    cloud: str | None = None
+    region: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_drift(self) -> bool:
+        return self.severity in ("drift", "warning")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PinChange:
+    """A proposed new value for one pin of a stack file (``path`` into the YAML tree)."""
+
+    path: tuple[str, ...]
+    current: str
+    proposed: str
+    reason: str
+    blocked_by: tuple[str, ...] = ()  # compatibility rule ids the change would violate
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pin": self.dotted,
+            "current": self.current,
+            "proposed": self.proposed,
+            "reason": self.reason,
+            "blocked_by": list(self.blocked_by),
+            "writable": not self.blocked_by,
+        }
+
+
+@dataclass
+class StackDrift:
+    """Everything found for one stack: findings from every source and proposed pins."""
+
+    stack: str
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    proposals: list[PinChange] = field(default_factory=list)
+    checked: list[dict[str, Any]] = field(default_factory=list)  # what upstream looked at
+    written: bool = False
+
+    @property
+    def drifted(self) -> bool:
+        return any(f.is_drift for f in self.findings)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "path": self.path,
+            "drift": self.drifted,
+            "findings": [f.as_dict() for f in self.findings],
+            "proposals": [p.as_dict() for p in self.proposals],
+            "checked": self.checked,
+            "written": self.written,
+        }
+
+
+@dataclass
+class DriftReport:
+    sources: tuple[str, ...]
+    as_of: str
+    stacks: list[StackDrift] = field(default_factory=list)
+
+    @property
+    def drifted(self) -> bool:
+        return any(s.drifted for s in self.stacks)
+
+    def stack(self, name: str, path: str = "") -> StackDrift:
+        for s in self.stacks:
+            if s.stack == name:
+                return s
+        entry = StackDrift(stack=name, path=path)
+        self.stacks.append(entry)
+        return entry
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "drift": self.drifted,
+            "as_of": self.as_of,
+            "sources": list(self.sources),
+            "stacks": [s.as_dict() for s in self.stacks],
+        }

@@ -1,0 +1,153 @@
+"""Host drift: what fleet nodes really run versus what their image was built with.
+
+Input: boot-check receipts (``/var/lib/imagectl/boot-receipt.json`` collected from each
+node: a folder of ``*.json``, or the catalog's receipts). Each names its ``image_id``,
+``stack`` and ``stack_digest`` and carries host facts (driver, NCCL, kernel, fabric
+manager; see ``receipts.py``). The expectation is the image's manifest
+(``/etc/imagectl/manifest.json``, given with ``--manifest`` or found under
+``<DIR>/manifests/``) matched by image id or stack digest, else the stack's pins when the
+receipt's digest is the stack's current digest. A differing fact is
+``host-<field>-drift`` with the likely cause: an unattended upgrade (one package moved)
+or a half-applied change (driver and fabric manager disagree).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from imagectl.drift import inventory
+from imagectl.drift.findings import DriftReport, Finding
+from imagectl.drift.receipts import HostFacts, manifest_facts, receipt_facts
+from imagectl.errors import UserError
+from imagectl.stacks.resolve import ResolvedStack
+
+FIELDS = ("driver", "fabric_manager", "nccl", "kernel")
+
+
+def load_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path}:{exc.lineno}: corrupt {what}: {exc.msg}",
+            hint="Collect the file again from the node, or remove it",
+        ) from exc
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}:1: corrupt {what}: expected a JSON object")
+    return doc
+
+
+def _manifests(hosts_dir: Path | None, files: tuple[Path, ...]) -> list[HostFacts]:
+    paths = list(files)
+    if hosts_dir is not None and (hosts_dir / "manifests").is_dir():
+        paths += sorted((hosts_dir / "manifests").glob("*.json"))
+    return [manifest_facts(load_json(p, "image manifest"), str(p)) for p in paths]
+
+
+def _receipts(stacks: list[ResolvedStack], hosts_dir: Path | None) -> list[HostFacts]:
+    if hosts_dir is None:  # the catalog also holds candidates' receipts without host facts
+        out = []
+        for s in stacks:
+            for label, doc in inventory.catalog_receipts(s.name):
+                try:
+                    out.append(receipt_facts(doc, label))
+                except UserError:
+                    continue
+        return out
+    if not hosts_dir.is_dir():
+        raise UserError(f"--hosts {hosts_dir} is not a folder of receipts")
+    from imagectl.validators.receipt import load_receipt  # validates the receipt's schema
+
+    found = []
+    for path in sorted(hosts_dir.rglob("*.json")):
+        if "manifests" in path.relative_to(hosts_dir).parts:
+            continue
+        found.append(receipt_facts(load_receipt(path), str(path)))
+    return found
+
+
+def expected_for(
+    host: HostFacts, manifests: list[HostFacts], stacks: dict[str, ResolvedStack]
+) -> HostFacts | None:
+    for m in manifests:
+        if m.image_id and m.image_id == host.image_id:
+            return m
+    for m in manifests:
+        if m.stack_digest and m.stack_digest == host.stack_digest:
+            return m
+    resolved = stacks.get(host.stack or "")
+    if resolved is not None and resolved.digest == host.stack_digest:
+        pins = resolved.pins()
+        cloud = resolved.stack.clouds.enabled().get(host.cloud or "")
+        return HostFacts(
+            label=f"stack {resolved.name} pins", image_id=host.image_id, stack=resolved.name,
+            stack_digest=resolved.digest, cloud=host.cloud, driver=pins["driver"],
+            fabric_manager=pins["fabric_manager"], nccl=pins["nccl"],
+            kernel=cloud.kernel if cloud else None,
+        )  # fmt: skip
+    return None
+
+
+def cause(field: str, host: HostFacts, expected: HostFacts) -> str:
+    if field == "driver":
+        if expected.fabric_manager and host.fabric_manager == expected.fabric_manager:
+            return (
+                "half-applied change: the driver moved but the fabric manager did not; "
+                "the NVSwitch fabric will not initialise"
+            )
+        return "unattended upgrade of the NVIDIA driver packages (are they held?)"
+    if field == "fabric_manager":
+        if host.driver and host.fabric_manager != host.driver:
+            return "half-applied change: fabric manager and driver disagree on the host"
+        return "unattended upgrade of nvidia-fabricmanager (is it held?)"
+    if field == "nccl":
+        return "libnccl2 upgraded outside the image (not held)"
+    return (
+        "kernel changed (unattended-upgrades or a reboot into another kernel): the DKMS "
+        "driver module may be missing for it"
+    )
+
+
+def check(
+    stacks: list[ResolvedStack],
+    report: DriftReport,
+    hosts_dir: Path | None,
+    manifest_files: tuple[Path, ...] = (),
+) -> None:
+    by_name = {s.name: s for s in stacks}
+    manifests = _manifests(hosts_dir, manifest_files)
+    for host in _receipts(stacks, hosts_dir):
+        if host.stack not in by_name:
+            continue
+        drift = report.stack(host.stack)
+        expected = expected_for(host, manifests, by_name)
+        if expected is None:
+            drift.findings.append(Finding(
+                "hosts", host.stack, "host-unknown-image", host.label, host.image_id, None,
+                "no manifest for this image and its stack digest is not the current one: "
+                "pass the image's manifest with --manifest", severity="warning",
+                cloud=host.cloud, extra={"host": host.host},
+            ))  # fmt: skip
+            continue
+        for field in FIELDS:
+            want = getattr(expected, field)
+            have = getattr(host, field)
+            if want is None or have is None or same(field, want, have):
+                continue
+            drift.findings.append(Finding(
+                "hosts", host.stack, f"host-{field.replace('_', '-')}-drift",
+                host.host or host.label, want, have, cause(field, host, expected),
+                cloud=host.cloud, region=host.region,
+                extra={"receipt": host.label, "image_id": host.image_id,
+                       "expected_from": expected.label},
+            ))  # fmt: skip
+
+
+def same(field: str, want: str, have: str) -> bool:
+    if field == "nccl":  # the host reports NCCL's own version (2.26.2), pins the package
+        return want.split("-")[0] == have.split("-")[0]
+    return want == have

@@ -1,0 +1,131 @@
+"""The one adapter between drift and the rest of the controller: clouds and catalog.
+
+- ``provider_for(stack, cloud)``: ``imagectl.clouds.get_provider`` configured from the
+  stack's cloud settings (the promotion's ``provider_options``; on AWS every target
+  region is listed, not only the build region). SDKs are imported lazily.
+- ``fleet_providers(stacks, cloud)``: one provider per distinct configuration, with the
+  stacks it serves (one AWS account lists each region once).
+- ``guarded(cloud, what, fn)``: a cloud SDK failure becomes a one-paragraph ``UserError``.
+- ``promoted_images(stack, cloud)``: promoted (or partially promoted) images from the
+  catalog (``imagectl.catalog.repository.list_images``), as ``CloudImage`` records.
+- ``catalog_receipts(stack)``: boot/validation receipts stored for those images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from imagectl.clouds.base import CloudImage, Provider
+from imagectl.errors import UserError
+from imagectl.stacks.resolve import ResolvedStack
+
+PROMOTED = ("promoted", "partially_promoted")
+TAG_SOURCE = "imagectl:source-image"  # set by promotion on replica rows (the source's id)
+
+
+def options_for(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:
+    """The shared provider options of the stack's cloud (``imagectl.clouds.options``); on
+    AWS every target region is listed, plus the build region."""
+    from imagectl.clouds.options import provider_options
+
+    options = dict(provider_options(resolved, cloud))
+    if cloud == "aws":
+        settings = resolved.stack.clouds.aws
+        assert settings is not None
+        options["regions"] = sorted({settings.build.region, *settings.regions})
+    return options
+
+
+def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
+    from imagectl.clouds import get_provider
+
+    return guarded(cloud, "connect", get_provider, cloud, **options_for(resolved, cloud))
+
+
+_PLACEMENT = ("region", "regions", "zone", "subnet_id")
+
+
+def fleet_providers(stacks: list[ResolvedStack], cloud: str) -> list[tuple[Provider, set[str]]]:
+    """One provider per account/project/gallery (placement options merged), with the
+    names of the stacks it serves."""
+    from imagectl.clouds import get_provider
+
+    groups: dict[str, tuple[dict[str, Any], set[str]]] = {}
+    for resolved in stacks:
+        if getattr(resolved.stack.clouds, cloud, None) is None:
+            continue
+        options = options_for(resolved, cloud)
+        key = repr(sorted((k, v) for k, v in options.items() if k not in _PLACEMENT))
+        if key in groups:
+            merged, names = groups[key]
+            merged["regions"] = sorted({*merged.get("regions", []), *options.get("regions", [])})
+            names.add(resolved.name)
+        else:
+            groups[key] = (options, {resolved.name})
+    return [
+        (guarded(cloud, "connect", get_provider, cloud, **options), names)
+        for options, names in groups.values()
+    ]
+
+
+T = TypeVar("T")
+
+
+def guarded(cloud: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)``; an SDK or network failure is bad configuration (exit 2)."""
+    try:
+        return fn(*args, **kwargs)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(
+            f"{cloud}: cannot {what}: {type(exc).__name__}: {exc}",
+            hint=f"Check the {cloud} credentials and endpoint (OIDC in CI), or leave out "
+            "--replicas / --fleet",
+        ) from exc
+
+
+def _catalog() -> Any:
+    try:
+        from imagectl.catalog import repository
+        from imagectl.catalog.db import open_catalog
+    except ImportError as exc:  # pragma: no cover - the catalog ships with imagectl
+        raise UserError(
+            f"the image catalog is not available ({exc})",
+            hint="Install imagectl with its catalog, or pick --upstream / --hosts DIR",
+        ) from exc
+    return open_catalog(), repository
+
+
+def promoted_images(stack: str, cloud: str) -> list[CloudImage]:
+    """Promoted source images (the validated image each promotion copied from)."""
+    catalog, repo = _catalog()
+    with catalog.transaction() as s:
+        rows = [
+            r
+            for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(PROMOTED))
+            if TAG_SOURCE not in (r.tags or {})
+        ]
+        return [
+            CloudImage(
+                cloud=r.cloud,
+                region=r.region,
+                image_id=r.cloud_image_id,
+                state=r.state,
+                tags={str(k): str(v) for k, v in (r.tags or {}).items()},
+                created_at=r.created_at,
+            )
+            for r in rows
+        ]
+
+
+def catalog_receipts(stack: str) -> list[tuple[str, dict[str, Any]]]:
+    """(label, receipt) of every receipt stored for the stack's promoted images."""
+    catalog, repo = _catalog()
+    out: list[tuple[str, dict[str, Any]]] = []
+    with catalog.transaction() as s:
+        for img in repo.list_images(s, stack=stack, state=list(PROMOTED)):
+            for run in repo.receipts(s, img):
+                out.append((f"catalog:{img.cloud}/{img.region}/{run.host}", dict(run.receipt)))
+    return out

@@ -1,0 +1,117 @@
+"""Read host facts out of a validation receipt and expected facts out of an image manifest.
+
+This is the one place that knows both layouts:
+
+- Receipt (``imagectl validate``, the node's boot check writes
+  ``/var/lib/imagectl/boot-receipt.json``; read with
+  ``imagectl.validators.receipt.load_receipt``): identity at the top (``image_id``,
+  ``stack``, ``stack_digest``), the host summary under ``host`` (``hostname``, ``cloud``,
+  ``kernel``, ``driver_module``) and what each software check measured under ``checks``
+  (``sw.driver.version``, ``sw.fabricmanager.version``, ``sw.nccl.version``,
+  ``sw.kernel.release``).
+- Manifest (``/etc/imagectl/manifest.json``, written at build time by the ``manifest``
+  role from dpkg): ``stack``, ``stack_digest``, ``cloud``, ``kernel``, ``nccl`` (NCCL's own
+  version) and ``packages`` (name -> Debian version), from which the driver and fabric
+  manager versions are read.
+
+Versions are compared without Debian revisions (``580.95.05-1`` -> ``580.95.05``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from imagectl.errors import UserError
+
+CHECKS = {
+    "driver": "sw.driver.version",
+    "fabric_manager": "sw.fabricmanager.version",
+    "nccl": "sw.nccl.version",
+    "kernel": "sw.kernel.release",
+}
+_DRIVER_PKG = re.compile(
+    r"^(?:nvidia-driver-\d+(?:-open|-server)?|nvidia-open-\d+|libnvidia-compute-\d+)$"
+)
+_FM_PKG = re.compile(r"^nvidia-fabricmanager(?:-\d+)?$")
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    label: str
+    image_id: str | None = None
+    stack: str | None = None
+    stack_digest: str | None = None
+    cloud: str | None = None
+    region: str | None = None
+    host: str | None = None
+    driver: str | None = None
+    fabric_manager: str | None = None
+    nccl: str | None = None
+    kernel: str | None = None
+
+
+def upstream(version: Any) -> str | None:
+    """``1:580.95.05-0ubuntu1`` -> ``580.95.05``; ``2.26.2-1+cuda12.8`` -> ``2.26.2``."""
+    if version in (None, ""):
+        return None
+    text = str(version).split(":", 1)[-1]
+    return text.split("-", 1)[0] if re.match(r"^\d", text) else text
+
+
+def _str(v: Any) -> str | None:
+    return None if v in (None, "") else str(v)
+
+
+def receipt_facts(doc: dict[str, Any], label: str) -> HostFacts:
+    if not isinstance(doc.get("checks"), list) or not isinstance(doc.get("host"), dict):
+        raise UserError(
+            f"{label}: corrupt receipt: it has no 'host' facts or 'checks'",
+            hint="Collect /var/lib/imagectl/boot-receipt.json from the node again",
+        )
+    measured = {c.get("id"): c.get("measured") for c in doc["checks"] if isinstance(c, dict)}
+    host = doc["host"]
+
+    def fact(field: str, fallback: Any) -> str | None:
+        value = measured.get(CHECKS[field])
+        if isinstance(value, (str, int, float)) and value != "":
+            return str(value)
+        return _str(fallback)
+
+    return HostFacts(
+        label=label,
+        image_id=_str(doc.get("image_id")),
+        stack=_str(doc.get("stack")),
+        stack_digest=_str(doc.get("stack_digest")),
+        cloud=_str(host.get("cloud")),
+        region=_str(host.get("region")),
+        host=_str(host.get("hostname")),
+        driver=upstream(fact("driver", host.get("driver_module"))),
+        fabric_manager=upstream(fact("fabric_manager", None)),
+        nccl=upstream(fact("nccl", None)),
+        kernel=fact("kernel", host.get("kernel")),
+    )
+
+
+def manifest_facts(doc: dict[str, Any], label: str) -> HostFacts:
+    packages = doc.get("packages")
+    if not isinstance(packages, dict) or not (doc.get("stack_digest") or doc.get("image_id")):
+        raise UserError(
+            f"{label}: not an image manifest: it needs 'packages' and 'stack_digest'",
+            hint="Use /etc/imagectl/manifest.json from the image (written by the manifest role)",
+        )
+    driver = next((v for k, v in sorted(packages.items()) if _DRIVER_PKG.match(k)), None)
+    fm = next((v for k, v in sorted(packages.items()) if _FM_PKG.match(k)), None)
+    nccl = doc.get("nccl") or packages.get("libnccl2")
+    return HostFacts(
+        label=label,
+        image_id=_str(doc.get("image_id")),
+        stack=_str(doc.get("stack")),
+        stack_digest=_str(doc.get("stack_digest")),
+        cloud=_str(doc.get("cloud")),
+        driver=upstream(driver),
+        fabric_manager=upstream(fm),
+        nccl=upstream(nccl),
+        kernel=_str(doc.get("kernel")),
+    )

@@ -1,0 +1,106 @@
+"""Render a ``DriftReport``: a rich table, JSON, or Markdown for a GitHub issue body.
+
+The Markdown starts with a hidden marker per stack (``<!-- imagectl-drift:stack=S -->``)
+that ``.github/workflows/drift.yml`` uses to find the stack's open issue.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from imagectl.drift.findings import DriftReport, StackDrift
+
+MARKER = "<!-- imagectl-drift:stack={stack} -->"
+COLUMNS = ("source", "kind", "subject", "where", "current", "available", "detail")
+
+
+def _where(f: Any) -> str:
+    return "/".join(p for p in (f.cloud, f.region) if p) or "-"
+
+
+def render_json(report: DriftReport) -> str:
+    return json.dumps(report.as_dict(), indent=2, default=str) + "\n"
+
+
+def render_table(report: DriftReport, console: Any) -> None:
+    from rich.table import Table
+
+    for s in report.stacks:
+        status = "[red]drift[/]" if s.drifted else "[green]no drift[/]"
+        table = Table(title=f"{s.stack}: {status}", title_justify="left")
+        for col in COLUMNS:
+            table.add_column(col, overflow="fold")
+        for f in s.findings:
+            style = {"drift": "", "warning": "yellow", "info": "dim"}.get(f.severity, "")
+            table.add_row(
+                f.source,
+                f.kind,
+                f.subject,
+                _where(f),
+                f.current or "-",
+                f.available or "-",
+                f.detail,
+                style=style,
+            )
+        console.print(table)
+        for p in s.proposals:
+            state = (
+                "[red]blocked by " + ", ".join(p.blocked_by) + "[/]"
+                if p.blocked_by
+                else ("[green]written[/]" if s.written else "proposed")
+            )
+            console.print(f"  {p.dotted}: {p.current} -> {p.proposed} ({state})", highlight=False)
+    n = sum(1 for s in report.stacks if s.drifted)
+    console.print(
+        f"{len(report.stacks)} stacks checked ({', '.join(report.sources)}), {n} with drift",
+        highlight=False,
+    )
+
+
+def _cell(text: str | None) -> str:
+    return (text or "-").replace("|", "\\|").replace("\n", " ")
+
+
+def render_stack_markdown(s: StackDrift, report: DriftReport) -> str:
+    lines = [MARKER.format(stack=s.stack), f"## Drift: `{s.stack}`", ""]
+    lines.append(
+        f"Checked {', '.join(report.sources)} as of {report.as_of}; stack file `{s.path}`."
+    )
+    lines.append("")
+    if not s.findings:
+        lines += ["No drift found.", ""]
+    else:
+        lines.append("| " + " | ".join(COLUMNS) + " |")
+        lines.append("|" + "---|" * len(COLUMNS))
+        for f in s.findings:
+            cells = (
+                f.source,
+                f"`{f.kind}`",
+                f.subject,
+                _where(f),
+                f.current,
+                f.available,
+                f.detail + ("" if f.severity == "drift" else f" ({f.severity})"),
+            )
+            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("")
+    if s.proposals:
+        lines += ["### Proposed pins", ""]
+        for p in s.proposals:
+            if p.blocked_by:
+                verdict = f"not written: breaks {', '.join(p.blocked_by)}"
+            else:
+                verdict = "passes the compatibility rules"
+            lines.append(f"- `{p.dotted}`: `{p.current}` -> `{p.proposed}` ({p.reason}; {verdict})")
+        lines += [
+            "",
+            f"Apply with `imagectl drift --stack {s.stack} --upstream --write` "
+            "and open a pull request with the result.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def render_markdown(report: DriftReport) -> str:
+    return "\n".join(render_stack_markdown(s, report) for s in report.stacks)

@@ -1,0 +1,67 @@
+"""Run the selected drift sources over the selected stacks and collect one report."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from imagectl.drift.findings import DriftReport
+from imagectl.paths import Workspace
+
+
+@dataclass(frozen=True)
+class DriftOptions:
+    sources: tuple[str, ...]
+    stacks: tuple[str, ...] = ()
+    as_of: dt.date = field(default_factory=dt.date.today)
+    nvidia_repo_url: str | None = None
+    hosts_dir: Path | None = None
+    manifests: tuple[Path, ...] = ()
+    write: bool = False
+
+
+def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
+    from imagectl.compat.data import load_compat
+    from imagectl.stacks import find_stack, load_stack, resolve, stack_paths
+
+    data = load_compat(ws.compat_dir)
+    if opts.stacks:
+        paths = [find_stack(ws.stacks_dir, s) for s in opts.stacks]
+    else:
+        paths = stack_paths(ws.stacks_dir)
+    resolved_all = []
+    for path in paths:
+        loaded = load_stack(path)
+        resolved_all.append((loaded, resolve(loaded.stack, data)))
+
+    report = DriftReport(sources=opts.sources, as_of=opts.as_of.isoformat())
+    for loaded, resolved in resolved_all:
+        drift = report.stack(resolved.name, ws.relative(loaded.path))
+        if "upstream" in opts.sources:
+            _upstream(loaded.path, resolved, data, drift, opts)
+    if "replicas" in opts.sources or "fleet" in opts.sources:
+        from imagectl.drift import fleet, replicas
+
+        stacks = [r for _, r in resolved_all]
+        if "replicas" in opts.sources:
+            replicas.check(stacks, report)
+        if "fleet" in opts.sources:
+            fleet.check(stacks, report)
+    if "hosts" in opts.sources:
+        from imagectl.drift import hosts
+
+        hosts.check([r for _, r in resolved_all], report, opts.hosts_dir, opts.manifests)
+    return report
+
+
+def _upstream(path: Path, resolved, data, drift, opts: DriftOptions) -> None:  # type: ignore[no-untyped-def]
+    from imagectl.drift import debian, proposals, upstream, writeback
+
+    if resolved.stack.nvidia is not None:
+        upstream.check_stack(resolved, data, drift, as_of=opts.as_of, repo_url=opts.nvidia_repo_url)
+    elif resolved.stack.clouds.local is not None:
+        debian.check_stack(resolved.stack, drift)
+    drift.proposals = proposals.check(resolved, data, drift.proposals, opts.as_of)
+    if opts.write and drift.proposals:
+        drift.written = bool(writeback.write_changes(path, drift.proposals))
