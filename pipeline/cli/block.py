@@ -5,6 +5,7 @@ cannot be blocked (a promoted image: roll it back first)."""
 from __future__ import annotations
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 CLOUDS = ("aws", "gcp", "azure", "local")

@@ -7,6 +7,7 @@ deletes a deprecated / rolled-back / blocked IMAGE with the same protection."""
 from __future__ import annotations
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+
 from imagectl.cli.common import console, workspace
 from imagectl.errors import EXIT_FAILED, EXIT_OK
 

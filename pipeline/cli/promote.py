@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 

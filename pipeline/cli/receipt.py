@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option
 
 
@@ -36,9 +37,10 @@ def show(file: Path, show_all: bool, as_json: bool) -> int:
 @json_option
 def diff(a: Path, b: Path, as_json: bool) -> int:
     """What changed from receipt A to receipt B. Exit 1 if anything changed."""
+    from rich.table import Table
+
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import diff_receipts
-    from rich.table import Table
 
     d = diff_receipts(load_receipt(a), load_receipt(b))
     if as_json:

@@ -5,6 +5,7 @@ back to; exit 1 when another promotion of the stack is running."""
 from __future__ import annotations
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option
 
 

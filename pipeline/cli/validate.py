@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 

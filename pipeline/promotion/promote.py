@@ -75,8 +75,9 @@ def target_regions(stack: Any, cloud: str, regions: list[str] | None) -> list[st
 
 
 def _open_promotion(session: Any, image: Any) -> Any:
-    from imagectl.catalog.models import Promotion
     from sqlalchemy import select
+
+    from imagectl.catalog.models import Promotion
 
     query = (
         select(Promotion)
@@ -87,8 +88,9 @@ def _open_promotion(session: Any, image: Any) -> Any:
 
 
 def _last_promotion(session: Any, image: Any) -> Any:
-    from imagectl.catalog.models import Promotion
     from sqlalchemy import select
+
+    from imagectl.catalog.models import Promotion
 
     query = select(Promotion).where(Promotion.image_id == image.id).order_by(Promotion.id.desc())
     return session.scalars(query).first()

@@ -61,8 +61,9 @@ def group(session: Any, source: Any) -> list[Any]:
 
 
 def _promoted_at(session: Any, source: Any) -> dt.datetime:
-    from imagectl.catalog.models import Promotion
     from sqlalchemy import select
+
+    from imagectl.catalog.models import Promotion
 
     query = select(Promotion.finished_at).where(
         Promotion.image_id == source.id, Promotion.state == "succeeded"
@@ -73,8 +74,9 @@ def _promoted_at(session: Any, source: Any) -> dt.datetime:
 
 def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> str | None:
     """Why ``row`` must not be deprecated or deleted, or None."""
-    from imagectl.catalog.models import Pointer
     from sqlalchemy import or_, select
+
+    from imagectl.catalog.models import Pointer
 
     query = select(Pointer).where(or_(Pointer.image_id == row.id))
     for ptr in session.scalars(query):

@@ -120,6 +120,7 @@ class _Raw:
 def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
     import boto3
     from botocore.awsrequest import AWSResponse
+
     from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
 

@@ -219,6 +219,7 @@ def cloud(
     import urllib.request
 
     import cloud_envs
+
     from imagectl.stacks import load_resolved
 
     _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)
@@ -253,6 +254,7 @@ def cloud_aws(world: World, moto_server: str, monkeypatch: pytest.MonkeyPatch) -
     import urllib.request
 
     import cloud_envs
+
     from imagectl.stacks import load_resolved
 
     _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)

@@ -7,6 +7,7 @@ import signal
 from collections import Counter
 
 import pytest
+
 from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Promotion
 from imagectl.promotion.crash import POINTS

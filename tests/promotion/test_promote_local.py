@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from imagectl.catalog import repository as repo
 from imagectl.errors import UserError
 from imagectl.promotion import (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Promotion
 from imagectl.promotion import promote, rollback
