@@ -8,6 +8,8 @@ and in a role's ``defaults/main.yml``. Versions come from the resolved stack onl
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from imagectl.stacks.resolve import ResolvedStack
@@ -21,6 +23,21 @@ RUNTIME_PACKER_VARS = (
     "manifest_file",
 )
 
+# Every candidate artifact carries these tags (GCP: labels with '-' for ':'). Readers
+# (catalog, promotion) use artifact_tags()/tag_key() rather than typing the keys again.
+TAG_PREFIX = "imagectl"
+TAG_NAMES = (
+    "stack",
+    "stack-digest",
+    "driver",
+    "cuda",
+    "nccl",
+    "build-id",
+    "git-commit",
+    "lifecycle",
+)
+CANDIDATE = "candidate"
+
 
 def gcp_label(value: str | None) -> str:
     """GCP labels: lowercase letters, digits, '-' and '_', at most 63 characters."""
@@ -28,6 +45,47 @@ def gcp_label(value: str | None) -> str:
         return "none"
     out = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(value).lower())
     return out[:63]
+
+
+def tag_key(cloud: str, name: str) -> str:
+    """``imagectl:stack`` (AWS, Azure, local) or ``imagectl-stack`` (GCP label keys)."""
+    if name not in TAG_NAMES:
+        raise KeyError(name)
+    return f"{TAG_PREFIX}-{name}" if cloud == "gcp" else f"{TAG_PREFIX}:{name}"
+
+
+def artifact_tags(
+    r: ResolvedStack, cloud: str, *, build_id: str, git_commit: str, lifecycle: str = CANDIDATE
+) -> dict[str, str]:
+    """The tags (GCP: labels) of an image built from ``r``."""
+    pins = r.pins()
+    values = {
+        "stack": r.stack.name,
+        "stack-digest": r.digest,
+        "driver": pins["driver"] or "none",
+        "cuda": pins["cuda"] or "none",
+        "nccl": pins["nccl"] or "none",
+        "build-id": build_id or "none",
+        "git-commit": git_commit or "none",
+        "lifecycle": lifecycle,
+    }
+    if cloud == "gcp":
+        return {tag_key(cloud, k): gcp_label(v) for k, v in values.items()}
+    return {tag_key(cloud, k): str(v) for k, v in values.items()}
+
+
+def image_name(r: ResolvedStack, build_id: str) -> str:
+    """Candidate image name: valid for AMIs, GCP images (<= 63, [a-z0-9-]) and Azure."""
+    suffix = build_id or "unbuilt"
+    return gcp_label(f"imagectl-{r.stack.name}-{suffix}").strip("-_").replace("_", "-")
+
+
+def azure_image_version(build_id: str) -> str:
+    """Gallery image versions are MAJOR.MINOR.PATCH: ``20261122-042530-ab12`` -> 2026.1122.42530."""
+    parts = build_id.split("-")
+    if len(parts) >= 2 and len(parts[0]) == 8 and parts[0].isdigit() and parts[1].isdigit():
+        return f"{int(parts[0][:4])}.{int(parts[0][4:])}.{int(parts[1])}"
+    return "0.0.0"
 
 
 def packer_vars(
@@ -39,7 +97,10 @@ def packer_vars(
     ansible_vars_file: str = "",
     playbook_file: str = "",
     manifest_file: str = "",
+    local_base_dir: str = "",
+    local_output_dir: str = "",
 ) -> dict[str, Any]:
+    """Every Packer variable of ``images/<cloud>/`` that a stack (and a build) sets."""
     s = r.stack
     pins = r.pins()
     common: dict[str, Any] = {
@@ -48,6 +109,8 @@ def packer_vars(
         "driver_version": pins["driver"] or "none",
         "cuda_version": pins["cuda"] or "none",
         "nccl_version": pins["nccl"] or "none",
+        "image_name": image_name(r, build_id),
+        "image_tags": artifact_tags(r, cloud, build_id=build_id, git_commit=git_commit),
         "build_id": build_id,
         "git_commit": git_commit,
         "ansible_vars_file": ansible_vars_file,
@@ -89,6 +152,7 @@ def packer_vars(
             azure_gallery_resource_group=az.gallery.resource_group,
             azure_gallery_name=az.gallery.name,
             azure_gallery_image_definition=az.gallery.image_definition,
+            azure_gallery_image_version=azure_image_version(build_id),
         )
     elif cloud == "local":
         assert s.clouds.local is not None
@@ -98,12 +162,17 @@ def packer_vars(
             local_cpus=loc.build.cpus,
             local_disk_gib=loc.build.disk_gib,
             local_kernel=c.kernel,
+            local_base_dir=local_base_dir,
+            local_output_dir=local_output_dir,
         )
     return common
 
 
-def ansible_vars(r: ResolvedStack, cloud: str) -> dict[str, Any]:
-    """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults)."""
+def ansible_vars(r: ResolvedStack, cloud: str, *, validator_wheel: str = "") -> dict[str, Any]:
+    """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
+
+    ``validator_wheel`` is filled in at build time: the imagectl wheel on the controller.
+    """
     s = r.stack
     n = s.nvidia
     c = s.clouds.enabled()[cloud]
@@ -116,6 +185,7 @@ def ansible_vars(r: ResolvedStack, cloud: str) -> dict[str, Any]:
         "manifest_stack_digest": r.digest,
         "manifest_cloud": cloud,
         "validator_profile": s.validation.profile,
+        "validator_wheel": validator_wheel,
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
         "nvidia_repo_slug": s.os.repo_slug,
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
@@ -148,3 +218,31 @@ def ansible_vars(r: ResolvedStack, cloud: str) -> dict[str, Any]:
         ),
     }
     return out
+
+
+def var_file_paths(folder: Path, stack: str, cloud: str) -> tuple[Path, Path]:
+    """Where a stack's files for one cloud live in a var folder (plan and build agree).
+
+    ``<stack>.<cloud>.pkrvars.json`` (Packer ``-var-file``; JSON is accepted by Packer
+    1.6.6 and later) and ``<stack>.<cloud>.ansible.json`` (``--extra-vars @file``).
+    """
+    return folder / f"{stack}.{cloud}.pkrvars.json", folder / f"{stack}.{cloud}.ansible.json"
+
+
+def write_var_files(
+    r: ResolvedStack, cloud: str, folder: Path, **runtime: str
+) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
+    """Write both files for ``cloud``; ``runtime`` = packer_vars' keyword arguments.
+
+    The Packer var file points at the Ansible file (``ansible_vars_file``) unless the
+    caller passes one. Returns (packer path, ansible path, packer vars, ansible vars).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    pvars_path, avars_path = var_file_paths(folder, r.stack.name, cloud)
+    validator_wheel = runtime.pop("validator_wheel", "")
+    avars = ansible_vars(r, cloud, validator_wheel=validator_wheel)
+    runtime.setdefault("ansible_vars_file", str(avars_path))
+    pvars = packer_vars(r, cloud, **runtime)
+    avars_path.write_text(json.dumps(avars, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    pvars_path.write_text(json.dumps(pvars, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return pvars_path, avars_path, pvars, avars

@@ -1,0 +1,57 @@
+# A candidate AMI: built and tagged in one region only. Copies to other regions happen
+# after validation (promotion), never here: no ami_regions.
+locals {
+  emulated = var.aws_endpoint_ec2 != ""
+}
+
+source "amazon-ebs" "candidate" {
+  region        = var.aws_region
+  instance_type = var.aws_instance_type
+  subnet_id     = var.aws_subnet_id
+  ami_name      = var.image_name
+  ami_description = "imagectl candidate ${var.stack_name} ${var.build_id} (driver ${var.driver_version}, CUDA ${var.cuda_version}, NCCL ${var.nccl_version})"
+
+  source_ami_filter {
+    filters = {
+      name                = var.aws_source_ami_name
+      virtualization-type = "hvm"
+      root-device-type    = "ebs"
+    }
+    owners      = [var.aws_source_ami_owner]
+    most_recent = true
+  }
+
+  tags          = var.image_tags
+  snapshot_tags = var.image_tags
+  run_tags      = merge(var.image_tags, { Name = "imagectl-build-${var.build_id}" })
+
+  communicator = var.skip_provisioning ? "none" : "ssh"
+  ssh_username = var.ssh_username
+
+  custom_endpoint_ec2        = var.aws_endpoint_ec2
+  skip_credential_validation = local.emulated
+  skip_metadata_api_check    = local.emulated
+  skip_region_validation     = local.emulated
+}
+
+build {
+  sources = ["source.amazon-ebs.candidate"]
+
+  provisioner "ansible" {
+    only          = [var.skip_provisioning ? "none" : "amazon-ebs.candidate"]
+    playbook_file = var.playbook_file
+    user          = var.ssh_username
+    use_proxy     = false
+    extra_arguments = [
+      "--extra-vars", "@${var.ansible_vars_file}",
+      "--become",
+    ]
+    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
+  }
+
+  post-processor "manifest" {
+    output      = var.manifest_file
+    strip_path  = true
+    custom_data = var.image_tags
+  }
+}

@@ -1,0 +1,60 @@
+# A candidate Compute Gallery image version, replicated to the build location only and
+# excluded from "latest": a candidate, not yet latest. Promotion (after validation)
+# replicates it and clears exclude_from_latest.
+source "azure-arm" "candidate" {
+  subscription_id     = var.azure_subscription_id
+  use_azure_cli_auth  = var.azure_use_cli_auth
+  build_resource_group_name = var.azure_build_resource_group
+  vm_size             = var.azure_vm_size
+  os_type             = "Linux"
+  image_publisher     = var.azure_image_publisher
+  image_offer         = var.azure_image_offer
+  image_sku           = var.azure_image_sku
+
+  managed_image_name                = var.image_name
+  managed_image_resource_group_name = var.azure_build_resource_group
+
+  shared_image_gallery_destination {
+    subscription        = var.azure_subscription_id
+    resource_group      = var.azure_gallery_resource_group
+    gallery_name        = var.azure_gallery_name
+    image_name          = var.azure_gallery_image_definition
+    image_version       = var.azure_gallery_image_version
+    replication_regions = [var.azure_location]
+  }
+  shared_gallery_image_version_exclude_from_latest = true
+
+  azure_tags   = var.image_tags
+  communicator = var.skip_provisioning ? "none" : "ssh"
+  ssh_username = var.ssh_username
+}
+
+build {
+  sources = ["source.azure-arm.candidate"]
+
+  provisioner "ansible" {
+    only          = [var.skip_provisioning ? "none" : "azure-arm.candidate"]
+    playbook_file = var.playbook_file
+    user          = var.ssh_username
+    use_proxy     = false
+    extra_arguments = [
+      "--extra-vars", "@${var.ansible_vars_file}",
+      "--become",
+    ]
+    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
+  }
+
+  # Azure deprovisions last (waagent), after Ansible's hygiene role.
+  provisioner "shell" {
+    only            = [var.skip_provisioning ? "none" : "azure-arm.candidate"]
+    execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh '{{ .Path }}'"
+    inline          = ["/usr/sbin/waagent -force -deprovision+user && export HISTSIZE=0 && sync"]
+    inline_shebang  = "/bin/sh -x"
+  }
+
+  post-processor "manifest" {
+    output      = var.manifest_file
+    strip_path  = true
+    custom_data = var.image_tags
+  }
+}

@@ -1,0 +1,50 @@
+# The local candidate: a qcow2 built under QEMU from a Debian 12 debootstrap disk, booted
+# directly with the pinned kernel (no bootloader), provisioned over SSH by the same
+# playbook as the clouds. Its "tags" travel in Packer's manifest (custom_data).
+source "qemu" "candidate" {
+  disk_image       = true
+  iso_url          = "${var.local_base_dir}/disk.qcow2"
+  iso_checksum     = "none"
+  output_directory = var.local_output_dir
+  vm_name          = "${var.image_name}.qcow2"
+  format           = "qcow2"
+  disk_size        = "${var.local_disk_gib}G"
+  disk_interface   = "virtio"
+  net_device       = "virtio-net"
+  accelerator      = var.local_accelerator
+  memory           = var.local_memory_mib
+  cpus             = var.local_cpus
+  headless         = true
+  qemuargs = [
+    ["-kernel", "${var.local_base_dir}/vmlinuz"],
+    ["-initrd", "${var.local_base_dir}/initrd.img"],
+    ["-append", "root=/dev/vda rw console=ttyS0"],
+    ["-cpu", "max"],
+  ]
+  communicator         = var.skip_provisioning ? "none" : "ssh"
+  ssh_username         = var.ssh_username
+  ssh_private_key_file = "${var.local_base_dir}/id_ed25519"
+  ssh_timeout          = "10m"
+  shutdown_command     = "systemctl poweroff"
+}
+
+build {
+  sources = ["source.qemu.candidate"]
+
+  provisioner "ansible" {
+    only          = [var.skip_provisioning ? "none" : "qemu.candidate"]
+    playbook_file = var.playbook_file
+    user          = var.ssh_username
+    use_proxy     = false
+    extra_arguments = [
+      "--extra-vars", "@${var.ansible_vars_file}",
+    ]
+    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
+  }
+
+  post-processor "manifest" {
+    output      = var.manifest_file
+    strip_path  = false
+    custom_data = var.image_tags
+  }
+}

@@ -1,0 +1,15 @@
+# Plugins for current Packer (>= 1.7): run `packer init images/local` once.
+# Debian's packer 1.6.6 has these built in and rejects this block; see images/README.md.
+packer {
+  required_version = ">= 1.7.0"
+  required_plugins {
+    qemu = {
+      source  = "github.com/hashicorp/qemu"
+      version = ">= 1.1.0"
+    }
+    ansible = {
+      source  = "github.com/hashicorp/ansible"
+      version = ">= 1.1.0"
+    }
+  }
+}

@@ -1,0 +1,243 @@
+"""One candidate build: resolved stack + cloud -> build folder -> packer -> artifacts.
+
+The build folder (``<state dir>/builds/<build id>/`` or ``--var-dir``) holds
+everything the run used, so it can be repeated by hand:
+``<stack>.<cloud>.pkrvars.json`` and ``<stack>.<cloud>.ansible.json`` (written by
+``imagectl.stacks.variables.write_var_files``), ``templates/`` (the staged template
+folder for Packer < 1.7), ``packer.log`` and ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imagectl.errors import UserError
+from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
+from imagectl.packer.command import build_command
+from imagectl.packer.machine_readable import PackerEvent
+from imagectl.packer.manifest import Artifact, read_manifest
+from imagectl.packer.runner import PackerRun, run
+from imagectl.packer.templates import stage_templates
+from imagectl.paths import Workspace, find_workspace, state_dir
+from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.variables import write_var_files
+
+DEFAULT_TIMEOUT_S = 4 * 3600.0
+
+
+@dataclass
+class BuildPlan:
+    build_id: str
+    stack: str
+    cloud: str
+    folder: Path
+    var_file: Path
+    ansible_vars_file: Path
+    template_dir: Path
+    manifest_file: Path
+    command: list[str]
+    packer_vars: dict[str, Any]
+    ansible_vars: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
+    binary: PackerBinary | None = None
+
+    def shell_command(self) -> str:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        cmd = shlex.join(self.command)
+        return f"{env} {cmd}" if env else cmd
+
+
+@dataclass
+class BuildResult:
+    plan: BuildPlan
+    artifacts: list[Artifact]
+    run: PackerRun
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "build_id": self.plan.build_id,
+            "stack": self.plan.stack,
+            "cloud": self.plan.cloud,
+            "folder": str(self.plan.folder),
+            "manifest": str(self.plan.manifest_file),
+            "duration_s": round(self.run.duration_s, 1),
+            "artifacts": [a.to_dict() for a in self.artifacts],
+        }
+
+
+def new_build_id(now: dt.datetime | None = None) -> str:
+    """``20261122-042530-1a2b3c``: sortable, unique, valid in every cloud's names."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def git_commit(root: Path) -> str:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
+def plan_build(
+    resolved: ResolvedStack,
+    cloud: str,
+    *,
+    workspace: Workspace | None = None,
+    build_id: str | None = None,
+    var_dir: Path | None = None,
+    binary: PackerBinary | None = None,
+    overrides: dict[str, str] | None = None,
+    skip_provisioning: bool = False,
+    validator_wheel: str = "",
+    local_base_dir: str = "",
+) -> BuildPlan:
+    """Write the var files and stage the templates; nothing is run."""
+    ws = workspace or find_workspace()
+    enabled = resolved.stack.clouds.enabled()
+    if cloud not in enabled:
+        raise UserError(
+            f"stack '{resolved.name}' has no '{cloud}' cloud",
+            hint=f"It builds for: {', '.join(enabled)}. Add clouds.{cloud} to the stack file",
+        )
+    source = ws.packer_dir(cloud)
+    if not source.is_dir():
+        raise UserError(f"no Packer templates for '{cloud}' in {source}")
+    bid = build_id or new_build_id()
+    folder = (var_dir or state_dir() / "builds" / bid).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest_file = folder / "manifest.json"
+    pvars_path, avars_path, pvars, avars = write_var_files(
+        resolved,
+        cloud,
+        folder,
+        build_id=bid,
+        git_commit=git_commit(ws.root),
+        playbook_file=str((ws.playbooks / "site.yml").resolve()),
+        manifest_file=str(manifest_file),
+        validator_wheel=validator_wheel,
+        **(
+            {
+                "local_base_dir": local_base_dir
+                or str(state_dir() / "local" / "base" / resolved.name),
+                "local_output_dir": str(folder / "output"),
+            }
+            if cloud == "local"
+            else {}
+        ),
+    )
+    packer = binary or PackerBinary(path="packer", version=PLUGINS_VERSION)
+    template_dir = stage_templates(source, folder / "templates", packer)
+    extra = dict(overrides or {})
+    if skip_provisioning:
+        extra["skip_provisioning"] = "true"
+    command = build_command(packer, template_dir, pvars_path, extra_vars=extra)
+    # ansible-playbook reads ansible.cfg from the current folder only; name it.
+    env = {"ANSIBLE_CONFIG": str((ws.playbooks / "ansible.cfg").resolve())}
+    return BuildPlan(
+        build_id=bid,
+        stack=resolved.name,
+        cloud=cloud,
+        folder=folder,
+        var_file=pvars_path,
+        ansible_vars_file=avars_path,
+        template_dir=template_dir,
+        manifest_file=manifest_file,
+        command=command,
+        packer_vars=pvars,
+        ansible_vars=avars,
+        env=env,
+        binary=packer,
+    )
+
+
+def build_validator_wheel(ws: Workspace, dest: Path) -> str:
+    """``pip wheel --no-deps`` of the workspace: the validator the image carries."""
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest), str(ws.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wheels = sorted(dest.glob("imagectl-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        raise UserError(
+            f"building the imagectl wheel for the validator role failed: {proc.stderr[-400:]}",
+            hint=f"Run: {sys.executable} -m pip wheel --no-deps {ws.root}",
+        )
+    return str(wheels[-1])
+
+
+def run_build(
+    resolved: ResolvedStack,
+    cloud: str,
+    *,
+    workspace: Workspace | None = None,
+    build_id: str | None = None,
+    var_dir: Path | None = None,
+    overrides: dict[str, str] | None = None,
+    skip_provisioning: bool = False,
+    env: dict[str, str] | None = None,
+    on_event: Callable[[PackerEvent], None] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    cleanup_timeout: float = 900.0,
+    local_base_dir: str = "",
+) -> BuildResult:
+    """Build one candidate with the real packer and return its artifacts."""
+    ws = workspace or find_workspace()
+    binary = find_packer()
+    bid = build_id or new_build_id()
+    folder = (var_dir or state_dir() / "builds" / bid).resolve()
+    wheel = "" if skip_provisioning else build_validator_wheel(ws, folder / "dist")
+    plan = plan_build(
+        resolved,
+        cloud,
+        workspace=ws,
+        build_id=bid,
+        var_dir=folder,
+        binary=binary,
+        overrides=overrides,
+        skip_provisioning=skip_provisioning,
+        validator_wheel=wheel,
+        local_base_dir=local_base_dir,
+    )
+    if plan.manifest_file.exists():
+        plan.manifest_file.unlink()
+    bin_dir = str(Path(sys.executable).parent)
+    run_env = {
+        **(env or {}),
+        **plan.env,
+        "PATH": f"{bin_dir}{os.pathsep}{(env or os.environ).get('PATH', os.defpath)}",
+    }
+    result = run(
+        plan.command,
+        cwd=plan.folder,
+        env=run_env,
+        on_event=on_event,
+        timeout=timeout,
+        cleanup_timeout=cleanup_timeout,
+        log_file=plan.folder / "packer.log",
+    )
+    artifacts = read_manifest(plan.manifest_file, plan.packer_vars)
+    if not artifacts:
+        raise UserError(
+            f"packer finished but {plan.manifest_file} lists no artifact",
+            hint=f"Look at {plan.folder / 'packer.log'}",
+        )
+    return BuildResult(plan=plan, artifacts=artifacts, run=result)

@@ -1,0 +1,138 @@
+"""The AWS template, built for real: Debian's packer against a local moto EC2 server.
+
+moto instances do not run, so the build skips provisioning (``skip_provisioning``:
+communicator none, no Ansible); everything else is the production path: imagectl's
+var file from the h100-training stack, the staged template folder, the wrapper's
+streaming and manifest parsing. boto3 then checks the AMI: present, tagged as a
+candidate, in the build region and in no other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imagectl.packer.build import run_build
+from imagectl.packer.machine_readable import PackerEvent
+from imagectl.paths import find_workspace
+from imagectl.stacks import load_resolved
+from imagectl.stacks.variables import tag_key
+from conftest import ROOT, require_tool
+
+MOTO_ACCOUNT = "123456789012"
+FAKE_CREDS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@pytest.fixture()
+def moto_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+    for k, v in FAKE_CREDS.items():
+        monkeypatch.setenv(k, v)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def _ec2(endpoint: str, region: str) -> Any:
+    import boto3
+
+    return boto3.client("ec2", region_name=region, endpoint_url=endpoint)
+
+
+def _register_base_ami(endpoint: str, region: str, name: str) -> str:
+    """The Ubuntu base image the stack's source_ami_filter looks for.
+
+    moto's RegisterImage ignores VirtualizationType and the root device type; the server
+    runs in this process, so the fixture sets them on moto's record as a real Ubuntu
+    AMI has them (hvm, ebs) and the template's production filter applies unchanged.
+    """
+    from moto.ec2.models import ec2_backends
+
+    ec2 = _ec2(endpoint, region)
+    resp = ec2.register_image(
+        Name=name,
+        Architecture="x86_64",
+        RootDeviceName="/dev/sda1",
+        VirtualizationType="hvm",
+        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
+    )
+    ami = ec2_backends[MOTO_ACCOUNT][region].amis[resp["ImageId"]]
+    ami.virtualization_type = "hvm"
+    ami.root_device_type = "ebs"
+    return str(resp["ImageId"])
+
+
+def test_packer_builds_tagged_candidate_ami_in_build_region_only(
+    moto_endpoint: str, tmp_path: Path
+) -> None:
+    require_tool("packer")
+    ws = find_workspace(ROOT)
+    _, resolved = load_resolved(ws.images, "h100-training")
+    aws = resolved.stack.clouds.aws
+    assert aws is not None
+    region = aws.build.region
+    base_name = aws.base_image.name.replace("*", "20261101")
+    base_ami = _register_base_ami(moto_endpoint, region, base_name)
+    # A decoy in another region with the same name must not be picked.
+    _register_base_ami(moto_endpoint, "us-west-2", base_name)
+
+    events: list[PackerEvent] = []
+    result = run_build(
+        resolved,
+        "aws",
+        workspace=ws,
+        var_dir=tmp_path / "build",
+        overrides={
+            "aws_endpoint_ec2": moto_endpoint,
+            # register_image in moto makes the test account the owner.
+            "aws_source_ami_owner": MOTO_ACCOUNT,
+        },
+        skip_provisioning=True,
+        env=None,
+        on_event=events.append,
+        timeout=300,
+    )
+
+    assert any(e.ui_level == "say" for e in events), "no progress was streamed"
+    assert [a.location for a in result.artifacts] == [region]
+    ami_id = result.artifacts[0].id
+    assert ami_id.startswith("ami-") and ami_id != base_ami
+
+    images = _ec2(moto_endpoint, region).describe_images(ImageIds=[ami_id])["Images"]
+    assert len(images) == 1
+    image = images[0]
+    assert image["Name"] == result.plan.packer_vars["image_name"]
+    tags = {t["Key"]: t["Value"] for t in image.get("Tags", [])}
+    pins = resolved.pins()
+    assert tags[tag_key("aws", "stack")] == "h100-training"
+    assert tags[tag_key("aws", "stack-digest")] == resolved.digest
+    assert tags[tag_key("aws", "driver")] == pins["driver"]
+    assert tags[tag_key("aws", "cuda")] == pins["cuda"]
+    assert tags[tag_key("aws", "nccl")] == pins["nccl"]
+    assert tags[tag_key("aws", "build-id")] == result.plan.build_id
+    assert tags[tag_key("aws", "lifecycle")] == "candidate"
+    assert len(tags[tag_key("aws", "git-commit")]) >= 7
+    assert result.artifacts[0].tags == tags
+
+    # No replication at build time: the candidate exists in the build region only.
+    for other in aws.regions:
+        if other == region:
+            continue
+        found = _ec2(moto_endpoint, other).describe_images(
+            Owners=["self"], Filters=[{"Name": "name", "Values": [image["Name"]]}]
+        )["Images"]
+        assert found == [], f"candidate AMI copied to {other}"
