@@ -1,0 +1,265 @@
+"""Opening the catalog database: URL, engine, automatic migrations, sessions.
+
+The URL is ``$IMAGECTL_DATABASE_URL`` when set (for example
+``postgresql+psycopg://user@host/imagectl``, which needs ``pip install 'imagectl[postgres]'``),
+else a SQLite file ``catalog.db`` in ``imagectl.paths.state_dir()``: nothing to set up.
+
+``open_catalog()`` creates the engine, brings the schema to the newest Alembic revision the
+first time (serialised between processes: a file lock on SQLite, an advisory lock on
+PostgreSQL) and returns a ``Catalog``. Use ``catalog.transaction()`` for a session that
+commits on success and rolls back on error. Any failure to reach or read the database
+becomes a ``CatalogUnavailable`` (a UserError: one paragraph, exit 2), never a traceback.
+
+SQLite connections run with foreign keys on, WAL journal, a busy timeout, and every
+transaction opened with ``BEGIN IMMEDIATE`` (writers queue instead of failing with
+"database is locked" halfway through a transaction).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, exc, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from imagectl.errors import UserError
+
+ENV_DATABASE_URL = "IMAGECTL_DATABASE_URL"
+SQLITE_FILE = "catalog.db"
+BUSY_TIMEOUT_S = 30.0
+MIGRATION_LOCK_KEY = 0x696D6167  # "imag": PostgreSQL advisory lock held while migrating
+
+
+class CatalogUnavailable(UserError):
+    """The catalog database cannot be reached, opened or read (exit 2)."""
+
+
+def database_url() -> str:
+    """The configured catalog URL (see the module docstring)."""
+    from imagectl.paths import state_dir
+
+    configured = os.environ.get(ENV_DATABASE_URL, "").strip()
+    if configured:
+        return configured
+    return f"sqlite:///{state_dir() / SQLITE_FILE}"
+
+
+def display_url(url: str | URL) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable URL>"
+
+
+def _unavailable(url: str, error: BaseException) -> CatalogUnavailable:
+    detail = str(getattr(error, "orig", None) or error).strip().splitlines()
+    first = detail[0] if detail else type(error).__name__
+    return CatalogUnavailable(
+        f"cannot open the image catalog at {display_url(url)}: {first}",
+        hint=(
+            f"Check ${ENV_DATABASE_URL} (unset it to use the local SQLite file in the state "
+            "directory), that the server is running and reachable, and that the file is an "
+            "imagectl catalog"
+        ),
+    )
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    """Pragmas on connect; take over BEGIN so every transaction is BEGIN IMMEDIATE."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, record: Any) -> None:
+        dbapi_conn.isolation_level = None  # pysqlite must not issue its own BEGIN
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        cur.execute("PRAGMA foreign_keys = ON")
+        if engine.url.database not in (None, "", ":memory:"):
+            cur.execute("PRAGMA journal_mode = WAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """An Engine for ``url``, with a clear error for malformed URLs and missing drivers."""
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError as error:
+        raise CatalogUnavailable(
+            f"the catalog URL '{url}' is not a database URL ({error})",
+            hint=(
+                f"Set ${ENV_DATABASE_URL} to a URL such as "
+                "postgresql+psycopg://user@host/imagectl or sqlite:////path/catalog.db"
+            ),
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise CatalogUnavailable(
+            f"the catalog URL {display_url(parsed)} uses '{backend}', which imagectl does not "
+            "support",
+            hint="Use sqlite:///... or postgresql+psycopg://...",
+        )
+    kwargs: dict[str, Any] = {}
+    if backend == "sqlite":
+        db = parsed.database
+        if db and db != ":memory:":
+            folder = Path(db).expanduser().parent
+            if not folder.is_dir():
+                raise CatalogUnavailable(
+                    f"cannot open the image catalog at {display_url(parsed)}: the folder "
+                    f"{folder} does not exist",
+                    hint=f"Create it, or fix ${ENV_DATABASE_URL}",
+                )
+        kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_S}
+    else:
+        kwargs["pool_pre_ping"] = True
+        kwargs["connect_args"] = {"connect_timeout": 10}
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except ModuleNotFoundError as error:
+        from imagectl.errors import MissingDependency
+
+        raise MissingDependency(error.name or "psycopg", "postgres") from None
+    except exc.NoSuchModuleError as error:
+        raise _unavailable(url, error) from None
+    if backend == "sqlite":
+        _sqlite_setup(engine)
+    return engine
+
+
+@dataclass
+class Catalog:
+    """An open catalog: the engine and a session factory bound to it."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    @property
+    def url(self) -> str:
+        return display_url(self.engine.url)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.url.get_backend_name()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A session in one transaction: commit on success, roll back on any error."""
+        try:
+            with self.sessions.begin() as session:
+                yield session
+        except (exc.OperationalError, exc.InterfaceError) as error:
+            raise _unavailable(self.url, error) from error
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _alembic_config(connection: Any) -> Any:
+    from alembic.config import Config
+
+    import imagectl.catalog.migrations as migrations
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config(None))
+    head = script.get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+@contextlib.contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """Serialise first-time migrations between processes."""
+    if engine.url.get_backend_name() == "postgresql":
+        with engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        return
+    db = engine.url.database
+    if not db or db == ":memory:":
+        yield
+        return
+    import fcntl
+
+    digest = hashlib.sha1(str(Path(db).resolve()).encode()).hexdigest()[:12]
+    lock_path = Path(db).resolve().parent / f".{Path(db).name}.{digest}.migrate.lock"
+    with open(lock_path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Upgrade the schema to ``revision`` (Alembic ``upgrade``, run in code)."""
+    from alembic import command
+
+    with _migration_lock(engine), engine.begin() as conn:
+        command.upgrade(_alembic_config(conn), revision)
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Migrate to head if the database is behind; refuse a database from a newer imagectl."""
+    from alembic.script import ScriptDirectory
+
+    head = head_revision()
+    current = current_revision(engine)
+    if current == head:
+        return
+    script = ScriptDirectory.from_config(_alembic_config(None))
+    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+        raise CatalogUnavailable(
+            f"the image catalog at {display_url(engine.url)} has schema revision '{current}', "
+            f"which this imagectl does not know (newest known: '{head}')",
+            hint="Upgrade imagectl, or point $IMAGECTL_DATABASE_URL at another catalog",
+        )
+    migrate(engine)
+
+
+def open_catalog(url: str | None = None, *, migrate_schema: bool = True) -> Catalog:
+    """Open (and on first use create and migrate) the catalog at ``url`` or the default."""
+    url = url or database_url()
+    engine = make_engine(url)
+    try:
+        if migrate_schema:
+            ensure_schema(engine)
+        else:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+    except CatalogUnavailable:
+        engine.dispose()
+        raise
+    except (exc.OperationalError, exc.InterfaceError, exc.DatabaseError) as error:
+        engine.dispose()
+        raise _unavailable(url, error) from None
+    return Catalog(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))

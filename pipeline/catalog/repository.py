@@ -1,0 +1,521 @@
+"""The catalog's write and read API. Every function takes an open ``Session`` first, so a
+caller can group several steps in one transaction::
+
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    catalog = open_catalog()
+    with catalog.transaction() as s:
+        build = repo.record_build(s, build_id="b-1", stack="local", stack_digest="sha256:..",
+                                  cloud="local")
+        image = repo.record_image(s, build=build, cloud_image_id="/var/lib/x.qcow2",
+                                  region="local-a")
+        repo.set_state(s, image, "validating", reason="validation started")
+
+Writers
+    record_build(s, *, build_id, stack, stack_digest, cloud, git_commit=None,
+                 packer_manifest=None, artifact_id=None, started_at=None) -> Build
+    finish_build(s, build, *, outcome, finished_at=None, packer_manifest=None,
+                 artifact_id=None) -> Build
+    record_image(s, *, cloud_image_id, region, build=None, cloud=None, stack=None,
+                 stack_digest=None, tags=None, state="built", created_at=None) -> Image
+    set_state(s, image, new_state, *, reason, actor=None, force=False,
+              blocked_reason=None, details=None) -> Image
+    record_receipt(s, image, *, shape, host, profile, verdict, worst_action, receipt,
+                   validator_version, received_at=None) -> ValidationRun
+    start_promotion(s, image, *, target_regions, forced=False, force_reason=None,
+                    actor=None) -> Promotion
+    finish_promotion(s, promotion, *, completed_regions, message=None,
+                     actor=None) -> Promotion
+    set_pointer(s, stack, cloud, region, image, *, actor=None, reason=None) -> Pointer
+    log_event(s, kind, message, *, stack=None, cloud=None, image=None, actor=None,
+              details=None) -> Event
+Readers
+    get_image(s, image_id) / find_image(s, cloud, region, cloud_image_id) -> Image | None
+    get_pointer(s, stack, cloud, region) -> Pointer | None
+    list_pointers(s, stack=None, cloud=None) -> list[Pointer]
+    list_images(s, stack=None, cloud=None, state=None, region=None) -> list[Image]
+    receipts(s, image) -> list[ValidationRun]
+    events(s, stack=None, cloud=None, image=None, kind=None, limit=None) -> list[Event]
+    stacks_and_clouds(s) -> list[tuple[str, str]]
+
+``actor`` defaults to ``$IMAGECTL_ACTOR`` or the OS user. Every state change, receipt,
+promotion step and pointer move writes an ``Event``. Objects stay readable after the
+transaction ends (the session factory does not expire on commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from imagectl.catalog.lifecycle import ImageState, check_transition, current_actor, parse_state
+from imagectl.catalog.models import (
+    Build,
+    Event,
+    Image,
+    Pointer,
+    Promotion,
+    ValidationRun,
+    utcnow,
+)
+from imagectl.errors import UserError
+
+BUILD_OUTCOMES = ("running", "succeeded", "failed", "cancelled")
+VERDICTS = ("pass", "fail")
+
+
+def _image(session: Session, image: Image | int) -> Image:
+    if isinstance(image, Image):
+        return image
+    found = session.get(Image, image)
+    if found is None:
+        raise UserError(f"no image with catalog id {image}", hint="Run `imagectl status`")
+    return found
+
+
+def log_event(
+    session: Session,
+    kind: str,
+    message: str,
+    *,
+    stack: str | None = None,
+    cloud: str | None = None,
+    image: Image | None = None,
+    actor: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> Event:
+    """Append one event. ``stack``/``cloud`` default to the image's."""
+    if image is not None:
+        stack = stack or image.stack
+        cloud = cloud or image.cloud
+    row = Event(
+        at=utcnow(),
+        actor=actor or current_actor(),
+        stack=stack,
+        cloud=cloud,
+        image=image,
+        kind=kind,
+        message=message,
+        details=dict(details or {}),
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def record_build(
+    session: Session,
+    *,
+    build_id: str,
+    stack: str,
+    stack_digest: str,
+    cloud: str,
+    git_commit: str | None = None,
+    packer_manifest: dict[str, Any] | None = None,
+    artifact_id: str | None = None,
+    started_at: datetime | None = None,
+    actor: str | None = None,
+) -> Build:
+    """Record a build that has started (outcome 'running')."""
+    if session.scalar(select(Build).where(Build.build_id == build_id)) is not None:
+        raise UserError(f"build {build_id} is already in the catalog", hint="Use a new build id")
+    build = Build(
+        build_id=build_id,
+        stack=stack,
+        stack_digest=stack_digest,
+        cloud=cloud,
+        git_commit=git_commit,
+        packer_manifest=packer_manifest,
+        artifact_id=artifact_id,
+        started_at=started_at or utcnow(),
+        outcome="running",
+    )
+    session.add(build)
+    session.flush()
+    log_event(
+        session, "build.started", f"build {build_id} of {stack} on {cloud} started",
+        stack=stack, cloud=cloud, actor=actor,
+        details={"build_id": build_id, "stack_digest": stack_digest, "git_commit": git_commit},
+    )  # fmt: skip
+    return build
+
+
+def finish_build(
+    session: Session,
+    build: Build,
+    *,
+    outcome: str,
+    finished_at: datetime | None = None,
+    packer_manifest: dict[str, Any] | None = None,
+    artifact_id: str | None = None,
+    actor: str | None = None,
+) -> Build:
+    """Record how a build ended: succeeded, failed or cancelled."""
+    if outcome not in BUILD_OUTCOMES[1:]:
+        raise UserError(
+            f"unknown build outcome '{outcome}'", hint="Use succeeded, failed or cancelled"
+        )
+    build.outcome = outcome
+    build.finished_at = finished_at or utcnow()
+    if packer_manifest is not None:
+        build.packer_manifest = packer_manifest
+    if artifact_id is not None:
+        build.artifact_id = artifact_id
+    session.flush()
+    log_event(
+        session, f"build.{outcome}", f"build {build.build_id} {outcome}",
+        stack=build.stack, cloud=build.cloud, actor=actor,
+        details={"build_id": build.build_id, "artifact_id": build.artifact_id},
+    )  # fmt: skip
+    return build
+
+
+def record_image(
+    session: Session,
+    *,
+    cloud_image_id: str,
+    region: str,
+    build: Build | None = None,
+    cloud: str | None = None,
+    stack: str | None = None,
+    stack_digest: str | None = None,
+    tags: dict[str, Any] | None = None,
+    state: str | ImageState = ImageState.BUILT,
+    created_at: datetime | None = None,
+    actor: str | None = None,
+) -> Image:
+    """Record one image in one region. ``cloud``/``stack``/``stack_digest`` default to the
+    build's; without a build all three are required."""
+    cloud = cloud or (build.cloud if build else None)
+    stack = stack or (build.stack if build else None)
+    stack_digest = stack_digest or (build.stack_digest if build else None)
+    if not (cloud and stack and stack_digest):
+        raise UserError(
+            f"image {cloud_image_id} needs a cloud, stack and stack digest",
+            hint="Pass build= or all three",
+        )
+    if find_image(session, cloud, region, cloud_image_id) is not None:
+        raise UserError(
+            f"image {cloud_image_id} in {cloud}/{region} is already in the catalog",
+            hint="Use find_image() to fetch it",
+        )
+    now = created_at or utcnow()
+    image = Image(
+        cloud_image_id=cloud_image_id,
+        cloud=cloud,
+        region=region,
+        stack=stack,
+        stack_digest=stack_digest,
+        build=build,
+        state=parse_state(state).value,
+        created_at=now,
+        state_changed_at=now,
+        tags=dict(tags or {}),
+    )
+    session.add(image)
+    session.flush()
+    log_event(
+        session, "image.recorded", f"image {image.label} recorded as {image.state}",
+        image=image, actor=actor,
+        details={"build_id": build.build_id if build else None, "tags": image.tags},
+    )  # fmt: skip
+    return image
+
+
+def set_state(
+    session: Session,
+    image: Image | int,
+    new_state: str | ImageState,
+    *,
+    reason: str,
+    actor: str | None = None,
+    force: bool = False,
+    blocked_reason: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> Image:
+    """Move ``image`` to ``new_state`` if the lifecycle allows it; write an event.
+
+    Raises ``IllegalTransition`` otherwise. Moving to ``blocked`` records ``blocked_reason``
+    (default: ``reason``); ``force`` allows the moves in ``FORCED_TRANSITIONS``.
+    """
+    img = _image(session, image)
+    old = parse_state(img.state)
+    target = check_transition(img.label, old, new_state, forced=force)
+    if target is ImageState.BLOCKED:
+        img.blocked_reason = blocked_reason or reason
+    img.state = target.value
+    img.state_changed_at = utcnow()
+    session.flush()
+    log_event(
+        session, "image.state", f"{img.label}: {old.value} -> {target.value}: {reason}",
+        image=img, actor=actor,
+        details={"from": old.value, "to": target.value, "reason": reason, "forced": force,
+                 **(details or {})},
+    )  # fmt: skip
+    return img
+
+
+def record_receipt(
+    session: Session,
+    image: Image | int,
+    *,
+    shape: str,
+    host: str,
+    profile: str,
+    verdict: str,
+    worst_action: str,
+    receipt: dict[str, Any],
+    validator_version: str,
+    received_at: datetime | None = None,
+    actor: str | None = None,
+) -> ValidationRun:
+    """Store one validator receipt for an image (does not change its state)."""
+    from imagectl.validators.results import Action
+
+    img = _image(session, image)
+    if verdict not in VERDICTS:
+        raise UserError(f"receipt verdict '{verdict}' is not pass or fail", where=f"host {host}")
+    try:
+        action = Action(worst_action)
+    except ValueError:
+        names = ", ".join(a.value for a in Action)
+        raise UserError(
+            f"receipt worst action '{worst_action}' is unknown", where=f"host {host}",
+            hint=f"Use one of: {names}",
+        ) from None  # fmt: skip
+    run = ValidationRun(
+        image=img,
+        shape=shape,
+        host=host,
+        profile=profile,
+        verdict=verdict,
+        worst_action=action.value,
+        receipt=receipt,
+        received_at=received_at or utcnow(),
+        validator_version=validator_version,
+    )
+    session.add(run)
+    session.flush()
+    log_event(
+        session, "validation.receipt",
+        f"{img.label}: {verdict} on {shape} host {host} (worst action {action.value})",
+        image=img, actor=actor,
+        details={"run_id": run.id, "shape": shape, "host": host, "verdict": verdict},
+    )  # fmt: skip
+    return run
+
+
+def start_promotion(
+    session: Session,
+    image: Image | int,
+    *,
+    target_regions: Sequence[str],
+    forced: bool = False,
+    force_reason: str | None = None,
+    actor: str | None = None,
+) -> Promotion:
+    """Open a promotion of ``image`` to ``target_regions`` and move it to 'promoting'.
+
+    Hold ``locks.promotion_lock`` for the stack and cloud around the whole promotion.
+    A forced promotion needs ``force_reason``.
+    """
+    img = _image(session, image)
+    if not target_regions:
+        raise UserError(f"promotion of {img.label} names no target region")
+    if forced and not (force_reason or "").strip():
+        raise UserError(
+            f"forced promotion of {img.label} needs a reason", hint="Pass --reason '...'"
+        )
+    actor = actor or current_actor()
+    from_state = img.state
+    promo = Promotion(
+        stack=img.stack,
+        cloud=img.cloud,
+        image=img,
+        target_regions=list(target_regions),
+        completed_regions=[],
+        state="running",
+        from_state=from_state,
+        started_at=utcnow(),
+        forced=forced,
+        force_reason=force_reason if forced else None,
+        actor=actor,
+    )
+    why = f"promotion to {', '.join(target_regions)} started"
+    if forced:
+        why += f" (forced: {force_reason})"
+    set_state(session, img, ImageState.PROMOTING, reason=why, actor=actor, force=forced)
+    session.add(promo)
+    session.flush()
+    return promo
+
+
+def finish_promotion(
+    session: Session,
+    promotion: Promotion,
+    *,
+    completed_regions: Iterable[str],
+    message: str | None = None,
+    actor: str | None = None,
+) -> Promotion:
+    """Close a promotion: every target done -> promoted; some -> partially_promoted;
+    none -> the image returns to the state the promotion started from."""
+    done = [r for r in promotion.target_regions if r in set(completed_regions)]
+    missing = [r for r in promotion.target_regions if r not in done]
+    img = promotion.image
+    if not missing:
+        promotion.state, target = "succeeded", ImageState.PROMOTED
+    elif done:
+        promotion.state, target = "partial", ImageState.PARTIALLY_PROMOTED
+    else:
+        promotion.state, target = "failed", parse_state(promotion.from_state)
+    promotion.completed_regions = done
+    promotion.finished_at = utcnow()
+    promotion.message = message
+    reason = (
+        f"promotion {promotion.state}: switched {', '.join(done) or 'no region'}; "
+        f"missing {', '.join(missing) or 'none'}"
+    )
+    if message:
+        reason += f": {message}"
+    set_state(session, img, target, reason=reason, actor=actor, details={"promotion": promotion.id})
+    return promotion
+
+
+def set_pointer(
+    session: Session,
+    stack: str,
+    cloud: str,
+    region: str,
+    image: Image | int,
+    *,
+    actor: str | None = None,
+    reason: str | None = None,
+) -> Pointer:
+    """Point "latest" of stack/cloud/region at ``image``; the old target becomes previous."""
+    img = _image(session, image)
+    if (img.stack, img.cloud, img.region) != (stack, cloud, region):
+        raise UserError(
+            f"image {img.label} cannot be latest of {stack} on {cloud}/{region}",
+            hint="Point a region at an image of the same stack, cloud and region",
+        )
+    actor = actor or current_actor()
+    pointer = get_pointer(session, stack, cloud, region)
+    previous_id: int | None = None
+    if pointer is None:
+        pointer = Pointer(stack=stack, cloud=cloud, region=region, image=img, updated_by=actor)
+        session.add(pointer)
+    else:
+        if pointer.image_id != img.id:
+            pointer.previous_image_id = pointer.image_id
+        previous_id = pointer.previous_image_id
+        pointer.image = img
+        pointer.updated_by = actor
+    pointer.updated_at = utcnow()
+    session.flush()
+    text = f"latest of {stack} on {cloud}/{region} -> {img.cloud_image_id}"
+    if reason:
+        text += f": {reason}"
+    log_event(
+        session, "pointer.set", text, image=img, actor=actor,
+        details={"region": region, "image_id": img.id, "previous_image_id": previous_id},
+    )  # fmt: skip
+    return pointer
+
+
+def get_image(session: Session, image_id: int) -> Image | None:
+    return session.get(Image, image_id)
+
+
+def find_image(session: Session, cloud: str, region: str, cloud_image_id: str) -> Image | None:
+    return session.scalar(
+        select(Image).where(
+            Image.cloud == cloud, Image.region == region, Image.cloud_image_id == cloud_image_id
+        )
+    )
+
+
+def get_pointer(session: Session, stack: str, cloud: str, region: str) -> Pointer | None:
+    return session.scalar(
+        select(Pointer).where(
+            Pointer.stack == stack, Pointer.cloud == cloud, Pointer.region == region
+        )
+    )
+
+
+def list_pointers(
+    session: Session, *, stack: str | None = None, cloud: str | None = None
+) -> list[Pointer]:
+    query = select(Pointer).order_by(Pointer.stack, Pointer.cloud, Pointer.region)
+    if stack:
+        query = query.where(Pointer.stack == stack)
+    if cloud:
+        query = query.where(Pointer.cloud == cloud)
+    return list(session.scalars(query))
+
+
+def list_images(
+    session: Session,
+    *,
+    stack: str | None = None,
+    cloud: str | None = None,
+    state: str | ImageState | Iterable[str | ImageState] | None = None,
+    region: str | None = None,
+) -> list[Image]:
+    """Images filtered by stack, cloud, region and state(s), newest first."""
+    query = select(Image).order_by(Image.created_at.desc(), Image.id.desc())
+    if stack:
+        query = query.where(Image.stack == stack)
+    if cloud:
+        query = query.where(Image.cloud == cloud)
+    if region:
+        query = query.where(Image.region == region)
+    if state is not None:
+        states = [state] if isinstance(state, str | ImageState) else list(state)
+        query = query.where(Image.state.in_([parse_state(s).value for s in states]))
+    return list(session.scalars(query))
+
+
+def receipts(session: Session, image: Image | int) -> list[ValidationRun]:
+    img = _image(session, image)
+    query = select(ValidationRun).where(ValidationRun.image_id == img.id)
+    return list(session.scalars(query.order_by(ValidationRun.received_at, ValidationRun.id)))
+
+
+def events(
+    session: Session,
+    *,
+    stack: str | None = None,
+    cloud: str | None = None,
+    image: Image | int | None = None,
+    kind: str | None = None,
+    limit: int | None = None,
+) -> list[Event]:
+    """Events, newest first; ``kind`` matches exactly or as a prefix ending in '.'."""
+    query = select(Event).order_by(Event.at.desc(), Event.id.desc())
+    if stack:
+        query = query.where(Event.stack == stack)
+    if cloud:
+        query = query.where(Event.cloud == cloud)
+    if image is not None:
+        query = query.where(Event.image_id == (image.id if isinstance(image, Image) else image))
+    if kind:
+        query = query.where(
+            Event.kind.startswith(kind) if kind.endswith(".") else Event.kind == kind
+        )
+    if limit:
+        query = query.limit(limit)
+    return list(session.scalars(query))
+
+
+def stacks_and_clouds(session: Session) -> list[tuple[str, str]]:
+    """Every (stack, cloud) pair that has an image or a pointer, sorted."""
+    pairs: set[tuple[str, str]] = set()
+    for query in (select(Image.stack, Image.cloud), select(Pointer.stack, Pointer.cloud)):
+        pairs.update((stack, cloud) for stack, cloud in session.execute(query.distinct()))
+    return sorted(pairs)

@@ -1,0 +1,186 @@
+"""``imagectl status``: what the catalog knows, per stack and cloud.
+
+For each stack and cloud: the current image of every region (the "latest" pointers, with
+the previous one), candidates (built, validating, validated), blocked images with their
+reasons, and the latest events. ``--json`` prints the same as one JSON object::
+
+    {"database": URL, "stacks": [{"stack", "cloud", "current": [...], "candidates": [...],
+      "blocked": [...], "events": [...]}]}
+
+An empty catalog prints "no images yet" and exits 0. The catalog (and SQLAlchemy) is
+imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import click
+
+from imagectl.cli.common import console, emit_json, json_option
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _image(img: Any) -> dict[str, Any]:
+    return {
+        "id": img.id,
+        "cloud_image_id": img.cloud_image_id,
+        "region": img.region,
+        "state": img.state,
+        "stack_digest": img.stack_digest,
+        "build_id": img.build.build_id if img.build else None,
+        "created_at": _time(img.created_at),
+        "state_changed_at": _time(img.state_changed_at),
+        "tags": img.tags,
+    }
+
+
+def collect(
+    catalog: Any, *, stack: str | None, cloud: str | None, events: int
+) -> list[dict[str, Any]]:
+    """The status of every (stack, cloud) pair in the catalog, as plain data."""
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import CANDIDATE_STATES, ImageState
+
+    out: list[dict[str, Any]] = []
+    with catalog.transaction() as s:
+        for st, cl in repo.stacks_and_clouds(s):
+            if (stack and st != stack) or (cloud and cl != cloud):
+                continue
+            current = []
+            for p in repo.list_pointers(s, stack=st, cloud=cl):
+                prev = p.previous_image
+                current.append(
+                    {
+                        "region": p.region,
+                        "image": _image(p.image),
+                        "previous": _image(prev) if prev else None,
+                        "updated_at": _time(p.updated_at),
+                        "updated_by": p.updated_by,
+                    }
+                )
+            candidates = [_image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)]
+            blocked = [
+                {**_image(i), "reason": i.blocked_reason}
+                for i in repo.list_images(s, stack=st, cloud=cl, state=ImageState.BLOCKED)
+            ]
+            recent = [
+                {
+                    "at": _time(e.at),
+                    "actor": e.actor,
+                    "kind": e.kind,
+                    "image_id": e.image_id,
+                    "message": e.message,
+                }
+                for e in repo.events(s, stack=st, cloud=cl, limit=events)
+            ]
+            out.append(
+                {
+                    "stack": st,
+                    "cloud": cl,
+                    "current": current,
+                    "candidates": candidates,
+                    "blocked": blocked,
+                    "events": recent,
+                }
+            )
+    return out
+
+
+def _short(iso: str | None) -> str:
+    return iso[:19].replace("T", " ") if iso else "-"
+
+
+def _render(stacks: list[dict[str, Any]], database: str) -> None:
+    from rich.table import Table
+
+    out = console()
+    out.print(f"[dim]catalog: {database}[/]")
+    for entry in stacks:
+        out.print()
+        out.print(f"[bold]{entry['stack']}[/] on [bold]{entry['cloud']}[/]")
+        if entry["current"]:
+            table = Table(title="current (latest per region)", title_justify="left")
+            for col in ("region", "image", "state", "since", "previous"):
+                table.add_column(col)
+            for row in entry["current"]:
+                prev = row["previous"]
+                table.add_row(
+                    row["region"],
+                    row["image"]["cloud_image_id"],
+                    row["image"]["state"],
+                    _short(row["updated_at"]),
+                    prev["cloud_image_id"] if prev else "-",
+                )
+            out.print(table)
+        else:
+            out.print("  no region has a current image yet")
+        if entry["candidates"]:
+            table = Table(title="candidates", title_justify="left")
+            for col in ("image", "region", "state", "build", "created"):
+                table.add_column(col)
+            for img in entry["candidates"]:
+                table.add_row(
+                    img["cloud_image_id"],
+                    img["region"],
+                    img["state"],
+                    img["build_id"] or "-",
+                    _short(img["created_at"]),
+                )
+            out.print(table)
+        if entry["blocked"]:
+            table = Table(title="blocked", title_justify="left")
+            for col in ("image", "region", "since", "reason"):
+                table.add_column(col)
+            for img in entry["blocked"]:
+                table.add_row(
+                    img["cloud_image_id"],
+                    img["region"],
+                    _short(img["state_changed_at"]),
+                    img["reason"] or "-",
+                    style="red",
+                )
+            out.print(table)
+        if entry["events"]:
+            table = Table(title="latest events", title_justify="left")
+            for col in ("time", "actor", "kind", "message"):
+                table.add_column(col)
+            for ev in entry["events"]:
+                table.add_row(_short(ev["at"]), ev["actor"], ev["kind"], ev["message"])
+            out.print(table)
+
+
+@click.command("status")
+@click.option("--stack", help="Only this stack.")
+@click.option("--cloud", help="Only this cloud (aws, gcp, azure, local).")
+@click.option(
+    "--events",
+    "n_events",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="How many latest events to show per stack and cloud.",
+)
+@json_option
+def command(stack: str | None, cloud: str | None, n_events: int, as_json: bool) -> None:
+    """Show current, candidate and blocked images per stack and cloud, and recent events."""
+    from imagectl.catalog.db import open_catalog
+
+    catalog = open_catalog()
+    try:
+        stacks = collect(catalog, stack=stack, cloud=cloud, events=n_events)
+    finally:
+        catalog.close()
+    if as_json:
+        emit_json({"database": catalog.url, "stacks": stacks})
+        return
+    if not stacks:
+        scope = " ".join(f for f in (f"for stack {stack}" if stack else "",
+                                     f"on cloud {cloud}" if cloud else "") if f)  # fmt: skip
+        console().print(f"no images yet{' ' + scope if scope else ''} (catalog: {catalog.url})")
+        return
+    _render(stacks, catalog.url)
