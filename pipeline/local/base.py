@@ -89,6 +89,10 @@ class BaseSpec:
             disk_gib=local.build.disk_gib,
         )
 
+    def debootstrap_key(self) -> str:
+        body = {"codename": self.codename, "mirror": self.mirror, "packages": sorted(self.packages)}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
     def key(self) -> str:
         body = {
             "recipe": RECIPE_VERSION,
@@ -190,20 +194,37 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
     rootfs = work / "rootfs"
     log = work / "base.log"
     t0 = time.monotonic()
-    note(f"debootstrap {spec.codename} ({len(spec.packages)} packages) from {spec.mirror}")
-    children.run(
-        [
-            "debootstrap",
-            "--variant=minbase",
-            "--include=" + ",".join(spec.packages),
-            spec.codename,
-            str(rootfs),
-            spec.mirror,
-        ],
-        name="debootstrap",
-        log=log,
-        timeout=1800,
-    )
+    tarball = base_root() / f"debootstrap-{spec.debootstrap_key()}.tar"
+    if tarball.is_file():
+        note(f"debootstrap tree from {tarball.name}")
+        rootfs.mkdir()
+        children.run(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-xpf", str(tarball)], name="tar", log=log
+        )
+    else:
+        note(f"debootstrap {spec.codename} ({len(spec.packages)} packages) from {spec.mirror}")
+        children.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "--include=" + ",".join(spec.packages),
+                spec.codename,
+                str(rootfs),
+                spec.mirror,
+            ],
+            name="debootstrap",
+            log=log,
+            timeout=1800,
+        )
+        # The debootstrap stage alone (downloads dominate) is kept: a recipe or kernel
+        # change starts from here.
+        partial = tarball.with_suffix(".partial")
+        children.run(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cpf", str(partial), "."],
+            name="tar",
+            log=log,
+        )
+        os.replace(partial, tarball)
     t_boot = time.monotonic() - t0
     _write_guest_files(rootfs, spec)
     with _chroot_mounts(rootfs):
@@ -224,6 +245,7 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
         (rootfs / "etc/initramfs-tools/update-initramfs.conf").write_text("update_initramfs=yes\n")
         children.run(
             [*chroot, "apt-get", "install", "-y", "--no-install-recommends",
+             "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
              f"linux-image-{spec.kernel}"],
             name="apt-get install kernel",
             log=log,

@@ -11,6 +11,7 @@ that bypass ``__exit__``.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import signal
@@ -194,10 +195,8 @@ class Children:
         # The group may outlive its leader (a helper the child started).
         _signal_group(proc.pid, signal.SIGKILL)
         if proc.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         self._forget(proc)
 
     def stop_all(self) -> None:
@@ -212,10 +211,8 @@ class Children:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(path: Path, size: int = 4000) -> str:

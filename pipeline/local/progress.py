@@ -22,7 +22,7 @@ def fmt_s(seconds: float) -> str:
     seconds = max(0.0, seconds)
     if seconds < 60:
         return f"{seconds:.1f}s"
-    minutes, sec = divmod(int(round(seconds)), 60)
+    minutes, sec = divmod(round(seconds), 60)
     return f"{minutes}m{sec:02d}s"
 
 

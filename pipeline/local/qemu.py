@@ -9,6 +9,7 @@ written to the disk).
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import time
@@ -108,10 +109,8 @@ class Vm:
         start = time.monotonic()
         if self.running():
             self.ssh.try_run("systemctl poweroff", timeout=15)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass
         self.children.stop(self.proc, grace_s=5)
         return time.monotonic() - start
 
