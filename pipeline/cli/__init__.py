@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("imagectl.cli.lint", "Check every stack: schema, compatibility, template variables."),
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
-    "run": ("imagectl.cli.run", "The whole pipeline on this machine (QEMU): build, validate, promote."),
+    "run": ("imagectl.cli.run", "The whole pipeline on this machine in QEMU, no cloud."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
 }
 

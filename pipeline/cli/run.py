@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 FAULTS = ("unheld-package", "ssh-host-key")
@@ -72,7 +71,7 @@ def command(
         reuse_candidate=reuse_candidate,
         rebuild_base=rebuild_base,
     )
-    out.print(f"[bold]imagectl run[/] --stack {stack}: pins -> build -> boot -> validate -> promote")
+    out.print(f"[bold]imagectl run[/] --stack {stack}: build -> boot -> validate -> promote")
     from imagectl.local.procs import Terminated
 
     try:
@@ -92,9 +91,8 @@ def command(
 
 
 def _summary(out: Any, result: Any) -> None:
-    from rich.table import Table
-
     from imagectl.local.progress import fmt_s
+    from rich.table import Table
 
     table = Table(title="Local run", show_header=False, title_justify="left")
     table.add_column(style="bold")
