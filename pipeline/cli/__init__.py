@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),
     "run": ("imagectl.cli.run", "The whole pipeline on this machine in QEMU, no cloud."),
+    "build": ("imagectl.cli.build", "Build a candidate image of a stack for one cloud with Packer."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
 }
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Print the image manifest (JSON) from ground truth: dpkg, apt holds, modinfo, NCCL.
+
+Standard library only: it runs on the image, before imagectl's own venv exists.
+"""
+
+import argparse
+import ctypes
+import json
+import subprocess
+
+
+def run(argv):
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout
+
+
+def installed_packages(patterns):
+    """name -> version of every installed package matching a dpkg-query pattern."""
+    code, out = run(["dpkg-query", "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Version}\n"]
+                    + patterns)
+    packages = {}
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0].startswith("ii"):
+            packages[parts[1]] = parts[2]
+    return dict(sorted(packages.items()))
+
+
+def held_packages():
+    code, out = run(["dpkg-query", "-W", "-f=${Package}\t${Status}\n"])
+    held = [line.split("\t")[0] for line in out.splitlines()
+            if "\t" in line and line.split("\t")[1].startswith("hold ")]
+    return sorted(held)
+
+
+def module_flavour(kernel):
+    """open / proprietary from nvidia.ko's license for the pinned kernel, or None."""
+    code, out = run(["modinfo", "-k", kernel, "-F", "license", "nvidia"])
+    if code != 0 or not out.strip():
+        return None
+    return "open" if "GPL" in out else "proprietary"
+
+
+def nccl_version():
+    """ncclGetVersion() of the installed libnccl.so.2: 22602 -> 2.26.2."""
+    try:
+        lib = ctypes.CDLL("libnccl.so.2")
+    except OSError:
+        return None
+    code = ctypes.c_int(0)
+    if lib.ncclGetVersion(ctypes.byref(code)) != 0:
+        return None
+    v = code.value
+    major, minor, patch = (v // 10000, (v % 10000) // 100, v % 100) if v >= 10000 else (
+        v // 1000, (v % 1000) // 100, v % 100)
+    return f"{major}.{minor}.{patch}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stack", required=True)
+    ap.add_argument("--digest", required=True)
+    ap.add_argument("--cloud", required=True)
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--pattern", action="append", default=[])
+    args = ap.parse_args()
+    packages = installed_packages(args.pattern)
+    manifest = {
+        "schema_version": 1,
+        "stack": args.stack,
+        "stack_digest": args.digest,
+        "cloud": args.cloud,
+        "kernel": args.kernel,
+        "packages": packages,
+        "held": held_packages(),
+        "kernel_modules": module_flavour(args.kernel),
+        "nccl": nccl_version(),
+    }
+    print(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

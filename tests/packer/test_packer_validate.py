@@ -1,0 +1,117 @@
+"""Every template with every shipped stack passes the real ``packer validate``.
+
+The var files come from the production path (``write_var_files``) and the template
+folder is staged as ``imagectl build`` stages it (without ``plugins.pkr.hcl`` for
+Packer 1.6.6). Also checks the variable contract both ways: every name packer_vars()
+feeds is declared, and every declared variable without a default is fed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, require_tool
+from imagectl.packer.binary import find_packer
+from imagectl.packer.command import validate_command
+from imagectl.packer.templates import PLUGINS_FILE, stage_templates
+from imagectl.stacks import load_resolved, stack_paths
+from imagectl.stacks.variables import packer_vars, write_var_files
+
+IMAGES = ROOT / "images"
+CASES = [
+    (p.stem, cloud)
+    for p in stack_paths(IMAGES / "stacks")
+    for cloud in load_resolved(IMAGES, p.stem)[1].stack.clouds.enabled()
+]
+_VARIABLE = re.compile(r'^variable\s+"([A-Za-z0-9_]+)"\s*\{(.*?)^\}', re.M | re.S)
+
+
+def declared(cloud: str) -> dict[str, bool]:
+    """variable name -> has a default, from images/<cloud>/variables.pkr.hcl."""
+    text = (IMAGES / cloud / "variables.pkr.hcl").read_text()
+    return {m[1]: bool(re.search(r"^\s*default\s*=", m[2], re.M)) for m in _VARIABLE.finditer(text)}
+
+
+@pytest.mark.parametrize(("stack", "cloud"), CASES)
+def test_variable_contract(stack: str, cloud: str) -> None:
+    _, resolved = load_resolved(IMAGES, stack)
+    fed = set(packer_vars(resolved, cloud))
+    decl = declared(cloud)
+    assert fed - set(decl) == set(), "fed but not declared"
+    required = {name for name, has_default in decl.items() if not has_default}
+    assert required - fed == set(), "declared without default but never fed"
+
+
+def test_every_cloud_keeps_plugins_in_own_file() -> None:
+    for cloud in ("aws", "gcp", "azure", "local"):
+        folder = IMAGES / cloud
+        assert "required_plugins" in (folder / PLUGINS_FILE).read_text()
+        for f in folder.glob("*.pkr.hcl"):
+            if f.name != PLUGINS_FILE:
+                assert "required_plugins" not in f.read_text(), f
+
+
+def _local_base(tmp: Path) -> Path:
+    base = tmp / "base"
+    base.mkdir()
+    keygen = require_tool("ssh-keygen")
+    subprocess.run(
+        [keygen, "-q", "-t", "ed25519", "-N", "", "-f", str(base / "id_ed25519")], check=True
+    )
+    return base
+
+
+@pytest.mark.parametrize(("stack", "cloud"), CASES)
+def test_packer_validate(stack: str, cloud: str, tmp_path: Path) -> None:
+    require_tool("packer")
+    require_tool("ansible-playbook")  # the ansible provisioner checks for it
+    binary = find_packer()
+    _, resolved = load_resolved(IMAGES, stack)
+    runtime = {
+        "build_id": "20261122-042530-ab12cd",
+        "git_commit": "0" * 40,
+        "playbook_file": str(ROOT / "playbooks" / "site.yml"),
+        "manifest_file": str(tmp_path / "manifest.json"),
+    }
+    if cloud == "local":
+        runtime["local_base_dir"] = str(_local_base(tmp_path))
+        runtime["local_output_dir"] = str(tmp_path / "output")
+    var_file, _, _, _ = write_var_files(resolved, cloud, tmp_path, **runtime)
+    folder = stage_templates(IMAGES / cloud, tmp_path / "templates", binary)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        validate_command(binary, folder, var_file),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "Undefined variable" not in output, output
+
+
+def test_validate_fails_without_a_required_variable(tmp_path: Path) -> None:
+    """The check above can fail: drop one fed variable and packer refuses."""
+    require_tool("packer")
+    require_tool("ansible-playbook")
+    binary = find_packer()
+    _, resolved = load_resolved(IMAGES, "h100-training")
+    var_file, _, pvars, _ = write_var_files(
+        resolved, "aws", tmp_path, playbook_file=str(ROOT / "playbooks" / "site.yml")
+    )
+    text = var_file.read_text().replace('"aws_region"', '"aws_regionx"')
+    var_file.write_text(text)
+    folder = stage_templates(IMAGES / "aws", tmp_path / "templates", binary)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        validate_command(binary, folder, var_file), capture_output=True, text=True, env=env
+    )
+    assert proc.returncode != 0
+    assert "aws_region" in proc.stdout + proc.stderr
