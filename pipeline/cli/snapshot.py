@@ -1,0 +1,31 @@
+"""``imagectl snapshot -o FILE``: capture what the validator's checks read on this host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("snapshot")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the snapshot (JSON).")
+@click.option("--description", default="", help="A line saying what this host is / why.")
+@click.option("--hygiene-root", default="/", show_default=True, type=click.Path(file_okay=False))
+def command(output: Path, description: str, hygiene_root: str) -> int:
+    """Capture every NVML value per GPU, this boot's kernel log and the software facts.
+
+    Replay it with `imagectl validate --replay FILE`. Format:
+    imagectl/validators/schema/snapshot.schema.json.
+    """
+    from imagectl.cli.common import console
+    from imagectl.validators.snapshot import capture
+
+    snap = capture(root=hygiene_root, description=description)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    n = len(snap["nvml"]["devices"])
+    err = snap["nvml"]["init"]["error"]
+    console().print(f"snapshot: {output} ({n} GPU(s){', NVML: ' + err if err else ''})")
+    return 0

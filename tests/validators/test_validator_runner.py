@@ -1,0 +1,101 @@
+"""Hard per-check deadlines, exceptions and unsupported NVML calls, on the real runner and
+the real checks (a replay backend whose call hangs stands in for a wedged driver)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any
+
+import pynvml
+from conftest import SNAPSHOTS, expect_file
+
+from imagectl.validators.checks import specs_for
+from imagectl.validators.checks.base import Finding, Spec, ok
+from imagectl.validators.expectations import from_file
+from imagectl.validators.nvml import ReplayNvml
+from imagectl.validators.results import Action, Outcome, Severity
+from imagectl.validators.runner import run_checks
+from imagectl.validators.session import Options, build_context
+from imagectl.validators.snapshot import load_snapshot
+
+NEVER = threading.Event()
+
+
+def _ctx() -> Any:
+    return build_context(
+        Options(expect=from_file(expect_file("h100-sxm-8x")),
+                snapshot=load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"))
+    )
+
+
+def _spec(fn: Any, *, timeout_s: float = 0.2, needs_nvml: bool = False) -> Spec:
+    return Spec("test.check", "a test check", Severity.CRITICAL, fn, False, needs_nvml,
+                frozenset({"boot"}), timeout_s, Action.REBOOT)
+
+
+def test_a_hung_check_fails_within_its_deadline_and_the_run_goes_on() -> None:
+    def hang(ctx: Any) -> Finding:
+        NEVER.wait()
+        return ok()
+
+    def fine(ctx: Any) -> Finding:
+        return ok("ran")
+
+    started = time.perf_counter()
+    results = run_checks([_spec(hang), dataclasses.replace(_spec(fine), id="test.after")], _ctx())
+    assert time.perf_counter() - started < 2.0
+    hung, after = results
+    assert hung.outcome == Outcome.FAIL and hung.action == Action.REBOOT
+    assert "timed out" in hung.message
+    assert after.outcome == Outcome.PASS and after.message == "ran"
+
+
+def test_an_exception_is_error_never_pass() -> None:
+    def boom(ctx: Any) -> Finding:
+        raise KeyError("missing")
+
+    (r,) = run_checks([_spec(boom)], _ctx())
+    assert r.outcome == Outcome.ERROR and r.failed
+    assert "KeyError" in r.message
+
+
+def test_unsupported_nvml_call_is_skip_with_the_reason() -> None:
+    def call(ctx: Any) -> Finding:
+        raise pynvml.NVMLError_NotSupported()
+
+    def lost(ctx: Any) -> Finding:
+        raise pynvml.NVMLError_GpuIsLost()
+
+    (s,) = run_checks([_spec(call)], _ctx())
+    assert s.outcome == Outcome.SKIP and "Not Supported" in s.message
+    (lost_r,) = run_checks([_spec(lost)], _ctx())
+    assert lost_r.outcome == Outcome.FAIL and lost_r.action == Action.REBOOT
+
+
+class HangingReplay(ReplayNvml):
+    """NVML whose temperature call never returns, as a wedged driver does."""
+
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
+        NEVER.wait()
+        return 0
+
+
+def test_a_wedged_nvml_fails_the_remaining_gpu_checks_fast() -> None:
+    ctx = _ctx()
+    snap = load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json")
+    from imagectl.validators.context import NamedCalls
+
+    ctx.nvml = NamedCalls(HangingReplay(snap["nvml"]))
+    specs = [dataclasses.replace(s, timeout_s=min(s.timeout_s, 0.3)) for s in specs_for("boot")]
+    started = time.perf_counter()
+    results = run_checks(specs, ctx)
+    assert time.perf_counter() - started < 5.0
+    temp = [r for r in results if r.id == "gpu.temperature"]
+    assert temp[0].outcome == Outcome.FAIL and "timed out" in temp[0].message
+    later = [r for r in results if r.id == "gpu.pcie.link_max"]
+    assert later and all(r.outcome == Outcome.FAIL and r.action == Action.REBOOT for r in later)
+    assert all("hung" in r.message for r in later)
+    # software checks do not depend on NVML and still ran
+    assert any(r.id == "sw.nccl.version" and r.outcome == Outcome.PASS for r in results)

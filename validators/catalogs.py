@@ -1,0 +1,143 @@
+"""Loaders for the validator's data files (validators/data/*.yaml), read once per process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from imagectl.errors import UserError
+from imagectl.validators.results import Action, Outcome
+
+DATA = Path(__file__).parent / "data"
+
+
+def _load(name: str) -> Any:
+    from ruamel.yaml import YAML
+
+    path = DATA / name
+    try:
+        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        raise UserError(f"{path}: cannot load validator data: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Threshold:
+    key: str
+    value: float
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ClockEvent:
+    bit: int
+    name: str
+    outcome: Outcome
+    action: Action
+    source: str
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    values: dict[str, Threshold]
+    clock_events: tuple[ClockEvent, ...]
+    recovery_actions: dict[int, tuple[str, Action]]
+    recovery_source: str
+
+    def __getitem__(self, key: str) -> Threshold:
+        return self.values[key]
+
+
+@lru_cache(maxsize=1)
+def thresholds() -> Thresholds:
+    doc = _load("thresholds.yaml")
+    values = {
+        k: Threshold(k, v["value"], str(v.get("unit", "")), v["source"])
+        for k, v in doc["thresholds"].items()
+    }
+    events = tuple(
+        ClockEvent(int(e["bit"]), e["name"], Outcome(e["outcome"]), Action(e["action"]), e["source"])
+        for e in doc["clock_events"]
+    )
+    rec = doc["recovery_actions"]
+    actions = {int(k): (v["name"], Action(v["action"])) for k, v in rec["values"].items()}
+    return Thresholds(values, events, actions, rec["source"])
+
+
+@dataclass(frozen=True)
+class XidEntry:
+    code: int
+    meaning: str
+    action: Action
+    source: str
+    ignore: bool = False
+    repeat_count: int | None = None
+    repeat_action: Action | None = None
+    follows_other: bool = False
+    parse_action: bool = False
+    known: bool = True
+
+
+@dataclass(frozen=True)
+class XidCatalog:
+    xids: dict[int, XidEntry]
+    unknown_xid: XidEntry
+    sxids: dict[int, XidEntry]
+    unknown_sxid: XidEntry
+    recovery_text: tuple[tuple[str, Action], ...]
+    source: str
+
+    def lookup(self, kind: str, code: int) -> XidEntry:
+        if kind == "sxid":
+            return self.sxids.get(code) or XidEntry(
+                code, self.unknown_sxid.meaning, self.unknown_sxid.action,
+                self.unknown_sxid.source, known=False,
+            )
+        return self.xids.get(code) or XidEntry(
+            code, self.unknown_xid.meaning, self.unknown_xid.action,
+            self.unknown_xid.source, known=False,
+        )
+
+    def action_from_text(self, text: str) -> Action | None:
+        """XID 154 names the new recovery action in its text."""
+        tail = text.split(" to ", 1)[-1]
+        for match, action in self.recovery_text:
+            if match.lower() in tail.lower():
+                return action
+        return None
+
+
+def _entry(code: int, e: dict[str, Any], default_source: str) -> XidEntry:
+    repeat = e.get("repeat") or {}
+    return XidEntry(
+        code=code,
+        meaning=e["meaning"],
+        action=Action(e["action"]),
+        source=e.get("source", default_source),
+        ignore=bool(e.get("ignore", False)),
+        repeat_count=repeat.get("count"),
+        repeat_action=Action(repeat["action"]) if repeat else None,
+        follows_other=bool(e.get("follows_other", False)),
+        parse_action=bool(e.get("parse_action", False)),
+    )
+
+
+@lru_cache(maxsize=1)
+def xid_catalog() -> XidCatalog:
+    doc = _load("xids.yaml")
+    src = doc["source"]
+    sx = doc["sxids"]
+    unknown = doc["unknown"]
+    return XidCatalog(
+        xids={int(k): _entry(int(k), v, src) for k, v in doc["xids"].items()},
+        unknown_xid=XidEntry(0, unknown["meaning"], Action(unknown["action"]), unknown["source"], known=False),
+        sxids={int(k): _entry(int(k), v, sx["source"]) for k, v in sx["codes"].items()},
+        unknown_sxid=XidEntry(
+            0, sx["unknown"]["meaning"], Action(sx["unknown"]["action"]), sx["source"], known=False
+        ),
+        recovery_text=tuple((r["match"], Action(r["action"])) for r in doc["recovery_text"]),
+        source=src,
+    )

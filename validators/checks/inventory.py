@@ -1,0 +1,245 @@
+"""Inventory: NVML initialises; GPU count, model, memory, UUIDs; MIG, compute mode,
+persistence; VBIOS and InfoROM."""
+
+from __future__ import annotations
+
+import time
+
+import pynvml
+
+from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
+from imagectl.validators.context import Context
+from imagectl.validators.host.kernel_log import normalise_bus
+from imagectl.validators.nvml.errors import error_label, error_name
+from imagectl.validators.results import Action, Outcome
+
+SHAPES = "images/catalog/shapes.yaml"
+GPUS = "images/compat/gpus.yaml"
+
+
+def _init_failure(ctx: Context, exc: BaseException) -> tuple[Action, str]:
+    name = error_name(exc)
+    if name == "LIBRARY_NOT_FOUND":
+        return (
+            Action.BLOCK_IMAGE,
+            "libnvidia-ml.so.1 not found: the NVIDIA driver user-space is not installed "
+            "in this image",
+        )
+    if name == "DRIVER_NOT_LOADED":
+        module = _safe_fact(ctx, "nvidia_module") or {}
+        if module.get("installed"):
+            return (
+                Action.REBOOT,
+                "the nvidia kernel module is installed but not loaded; reboot, then check "
+                "`dmesg` for the module's load error",
+            )
+        return (
+            Action.BLOCK_IMAGE,
+            "the nvidia kernel module is not loaded and none is installed for the running "
+            "kernel (DKMS build missing or a kernel the image did not pin)",
+        )
+    if name == "LIB_RM_VERSION_MISMATCH":
+        return (
+            Action.REBOOT,
+            "Driver/library version mismatch: the user-space NVML does not match the loaded "
+            "kernel module (driver upgraded without a reboot)",
+        )
+    if name == "NO_PERMISSION":
+        return Action.NONE, "no permission to use NVML: run the validator as root"
+    return Action.REBOOT, "NVML failed to initialise"
+
+
+def _safe_fact(ctx: Context, name: str) -> object:
+    try:
+        return ctx.fact(name)
+    except Exception:
+        return None
+
+
+@check("nvml.init", "NVML initialises and enumerates the GPUs", needs_nvml=True, timeout_s=20.0)
+def nvml_init(ctx: Context) -> Finding:
+    started = time.perf_counter()
+    try:
+        ctx.nvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        ctx.nvml_error = exc
+        ctx.nvml_action, why = _init_failure(ctx, exc)
+        ctx.nvml_problem = f"{error_label(exc)}: {why}"
+        return bad(
+            ctx.nvml_action,
+            ctx.nvml_problem,
+            measured=error_name(exc),
+            expected="NVML_SUCCESS",
+            details={"nvml_error": error_name(exc)},
+        )
+    count = ctx.nvml.nvmlDeviceGetCount()
+    handles = [ctx.nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    gpus = []
+    for i, h in enumerate(handles):
+        pci = ctx.nvml.nvmlDeviceGetPciInfo_v3(h)
+        gpus.append(
+            {
+                "index": i,
+                "name": ctx.nvml.nvmlDeviceGetName(h),
+                "uuid": ctx.nvml.nvmlDeviceGetUUID(h),
+                "bus": normalise_bus(pci.busId),
+                "pci_bus_id": pci.busId,
+            }
+        )
+    ctx.nvml_init_s = time.perf_counter() - started
+    ctx.handles, ctx.gpus, ctx.nvml_ready = handles, gpus, True
+    return ok(
+        f"{count} GPU(s) in {ctx.nvml_init_s * 1000:.0f} ms",
+        measured=round(ctx.nvml_init_s, 3),
+        unit="s",
+        details={"driver": ctx.nvml.nvmlSystemGetDriverVersion()},
+    )
+
+
+@check("gpu.count", "GPU count matches the shape", timeout_action=Action.REBOOT)
+def gpu_count(ctx: Context) -> Finding:
+    found = len(ctx.handles)
+    e = ctx.expect
+    if e.shape is None:
+        if found >= 1:
+            return ok(f"{found} GPU(s); no shape given, so only 'at least one' is checked",
+                      measured=found, expected=">= 1")
+        return bad(Action.REBOOT, "no GPU visible", measured=0, expected=">= 1")
+    if found == e.gpu_count:
+        return ok(measured=found, expected=e.gpu_count, source=SHAPES)
+    return bad(
+        Action.REBOOT if found < e.gpu_count else Action.DRAIN,
+        f"{found} GPU(s) visible, the shape {e.shape} has {e.gpu_count}: a GPU has fallen off "
+        "the bus or is hidden; reboot, and isolate / RMA if it stays missing",
+        measured=found,
+        expected=e.gpu_count,
+        source=SHAPES,
+    )
+
+
+@check("gpu.model", "GPU model matches the shape", per_gpu=True)
+def gpu_model(ctx: Context, gpu: int) -> Finding:
+    name = ctx.gpus[gpu]["name"]
+    hw = ctx.expect.hardware
+    if hw is None or not hw.nvml_names:
+        return skip("no GPU model expected (no shape)", measured=name)
+    if name in hw.nvml_names:
+        return ok(measured=name, expected=hw.nvml_names, source=GPUS)
+    return bad(
+        Action.DRAIN,
+        f"'{name}' is not a {ctx.expect.gpu}: wrong hardware for this shape",
+        measured=name,
+        expected=hw.nvml_names,
+        source=GPUS,
+    )
+
+
+@check("gpu.memory", "GPU memory size matches the model", per_gpu=True)
+def gpu_memory(ctx: Context, gpu: int) -> Finding:
+    total = ctx.nvml.nvmlDeviceGetMemoryInfo(ctx.handles[gpu]).total
+    gib = total / 2**30
+    hw = ctx.expect.hardware
+    if hw is None or hw.memory_gib is None:
+        return skip("no memory size expected (no shape)", measured=round(gib, 1), unit="GiB")
+    t = ctx.thresholds["memory.min_fraction"]
+    floor = hw.memory_gib * 1e9 / 2**30 * float(t.value) if hw.memory_gib else 0
+    # nominal sizes are marketing GB on some SKUs and GiB on others: accept either
+    floor = min(floor, hw.memory_gib * float(t.value))
+    if gib >= floor:
+        return ok(measured=round(gib, 1), expected=f">= {floor:.1f}", unit="GiB", source=t.source)
+    return bad(
+        Action.ISOLATE_RMA,
+        f"{gib:.1f} GiB visible, a {ctx.expect.gpu} has {hw.memory_gib} GB",
+        measured=round(gib, 1),
+        expected=f">= {floor:.1f}",
+        unit="GiB",
+        source=t.source,
+    )
+
+
+@check("gpu.uuid", "GPU UUIDs readable and unique")
+def gpu_uuid(ctx: Context) -> Finding:
+    uuids = [g["uuid"] for g in ctx.gpus]
+    bad_ids = [u for u in uuids if not str(u).startswith("GPU-")]
+    dupes = sorted({u for u in uuids if uuids.count(u) > 1})
+    if bad_ids or dupes:
+        return bad(
+            Action.REBOOT,
+            f"unreadable or duplicate UUIDs: {bad_ids + dupes}",
+            measured=uuids,
+        )
+    return ok(f"{len(uuids)} unique", measured=len(uuids))
+
+
+@check("gpu.inforom", "VBIOS and InfoROM readable, InfoROM valid", per_gpu=True)
+def gpu_inforom(ctx: Context, gpu: int) -> Finding:
+    h = ctx.handles[gpu]
+    vbios = ctx.nvml.nvmlDeviceGetVbiosVersion(h)
+    image = ctx.nvml.nvmlDeviceGetInforomImageVersion(h)
+    try:
+        ctx.nvml.nvmlDeviceValidateInforom(h)
+    except pynvml.NVMLError as exc:
+        if error_name(exc) == "CORRUPTED_INFOROM":
+            return bad(
+                Action.ISOLATE_RMA,
+                "InfoROM is corrupted (ECC and retirement records cannot be trusted)",
+                measured={"vbios": vbios, "inforom": image, "valid": False},
+            )
+        raise
+    return ok(measured={"vbios": vbios, "inforom": image, "valid": True})
+
+
+@check("gpu.mig_mode", "MIG mode as expected", per_gpu=True)
+def gpu_mig(ctx: Context, gpu: int) -> Finding:
+    try:
+        current, pending = ctx.nvml.nvmlDeviceGetMigMode(ctx.handles[gpu])
+    except pynvml.NVMLError as exc:
+        if error_name(exc) in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND") and not ctx.expect.mig_mode:
+            return ok("MIG not supported on this GPU (so disabled)", measured=None, expected=False)
+        raise
+    want = 1 if ctx.expect.mig_mode else 0
+    if current == want and pending == want:
+        return ok(measured=bool(current), expected=bool(want))
+    return bad(
+        Action.RESET_GPU,
+        f"MIG mode is {'enabled' if current else 'disabled'} (pending "
+        f"{'enabled' if pending else 'disabled'}), expected {'enabled' if want else 'disabled'}: "
+        f"set it with nvidia-smi -mig {want} and reset the GPU",
+        measured={"current": bool(current), "pending": bool(pending)},
+        expected=bool(want),
+    )
+
+
+_COMPUTE_MODES = {0: "DEFAULT", 1: "EXCLUSIVE_THREAD", 2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
+
+
+@check("gpu.compute_mode", "Compute mode as expected", per_gpu=True)
+def gpu_compute_mode(ctx: Context, gpu: int) -> Finding:
+    mode = _COMPUTE_MODES.get(ctx.nvml.nvmlDeviceGetComputeMode(ctx.handles[gpu]), "UNKNOWN")
+    if mode == ctx.expect.compute_mode:
+        return ok(measured=mode, expected=ctx.expect.compute_mode)
+    return bad(
+        Action.REBOOT,
+        f"compute mode {mode}, expected {ctx.expect.compute_mode} (not persistent: a reboot "
+        "restores the image's setting)",
+        measured=mode,
+        expected=ctx.expect.compute_mode,
+    )
+
+
+@check("gpu.persistence_mode", "Persistence mode on", per_gpu=True)
+def gpu_persistence(ctx: Context, gpu: int) -> Finding:
+    on = ctx.nvml.nvmlDeviceGetPersistenceMode(ctx.handles[gpu]) == pynvml.NVML_FEATURE_ENABLED
+    if on == ctx.expect.persistence_mode:
+        return ok(measured=on, expected=ctx.expect.persistence_mode)
+    return bad(
+        Action.BLOCK_IMAGE,
+        "persistence mode is off: the image must enable nvidia-persistenced (else every "
+        "process pays driver init and state is lost between jobs)",
+        measured=on,
+        expected=ctx.expect.persistence_mode,
+        source="NVIDIA driver persistence documentation",
+    )
+
+
+__all__ = ["Outcome", "warn"]

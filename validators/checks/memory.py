@@ -1,0 +1,204 @@
+"""Memory: ECC mode, volatile uncorrectable errors, SRAM/DRAM counters, row remapping
+(Ampere and newer) and retired pages (older GPUs)."""
+
+from __future__ import annotations
+
+import pynvml
+
+from imagectl.validators.checks.base import Finding, bad, check, ok, skip
+from imagectl.validators.context import Context
+from imagectl.validators.nvml.calls import (
+    AGGREGATE,
+    CORRECTED,
+    DRAM,
+    RETIRE_DBE,
+    RETIRE_SBE,
+    SRAM,
+    UNCORRECTED,
+    VOLATILE,
+)
+from imagectl.validators.nvml.errors import is_unsupported
+from imagectl.validators.results import Action
+
+PRE_AMPERE = {"Maxwell", "Pascal", "Volta", "Turing"}
+
+
+@check("gpu.ecc.mode", "ECC enabled", per_gpu=True)
+def ecc_mode(ctx: Context, gpu: int) -> Finding:
+    current = ctx.nvml.nvmlDeviceGetCurrentEccMode(ctx.handles[gpu])
+    if current == pynvml.NVML_FEATURE_ENABLED:
+        return ok(measured=True, expected=True)
+    return bad(
+        Action.REBOOT,
+        "ECC is disabled: memory errors go undetected; enable it (nvidia-smi -e 1) and reboot",
+        measured=False,
+        expected=True,
+        source="NVIDIA GPU memory error management guide",
+    )
+
+
+@check("gpu.ecc.pending", "No pending ECC mode change", per_gpu=True)
+def ecc_pending(ctx: Context, gpu: int) -> Finding:
+    h = ctx.handles[gpu]
+    current = ctx.nvml.nvmlDeviceGetCurrentEccMode(h)
+    pending = ctx.nvml.nvmlDeviceGetPendingEccMode(h)
+    if current == pending:
+        return ok(measured={"current": current, "pending": pending})
+    return bad(
+        Action.REBOOT,
+        f"ECC mode change pending ({current} -> {pending}): takes effect at the next reboot",
+        measured={"current": current, "pending": pending},
+        expected="pending == current",
+    )
+
+
+@check("gpu.ecc.volatile_uncorrected", "No volatile uncorrectable ECC errors", per_gpu=True)
+def ecc_volatile(ctx: Context, gpu: int) -> Finding:
+    t = ctx.thresholds["ecc.volatile_uncorrected_max"]
+    n = ctx.nvml.nvmlDeviceGetTotalEccErrors(ctx.handles[gpu], UNCORRECTED, VOLATILE)
+    if n <= t.value:
+        return ok(measured=n, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+    return bad(
+        Action.RESET_GPU,
+        f"{n} uncorrectable ECC error(s) since the driver loaded: reset the GPU (row "
+        "remapping completes at reset)",
+        measured=n,
+        expected=f"<= {t.value}",
+        unit=t.unit,
+        source=t.source,
+    )
+
+
+def _counter(ctx: Context, gpu: int, err: int, loc: int) -> int | None:
+    try:
+        value: int = ctx.nvml.nvmlDeviceGetMemoryErrorCounter(
+            ctx.handles[gpu], err, AGGREGATE, loc
+        )
+        return value
+    except pynvml.NVMLError as exc:
+        if is_unsupported(exc):
+            return None
+        raise
+
+
+@check("gpu.ecc.sram", "SRAM ECC counters under thresholds", per_gpu=True)
+def ecc_sram(ctx: Context, gpu: int) -> Finding:
+    corr = _counter(ctx, gpu, CORRECTED, SRAM)
+    unc = _counter(ctx, gpu, UNCORRECTED, SRAM)
+    if corr is None and unc is None:
+        return skip("SRAM ECC counters not supported on this GPU/driver")
+    tc = ctx.thresholds["ecc.sram_correctable_max"]
+    tu = ctx.thresholds["ecc.sram_uncorrectable_max"]
+    measured = {"correctable": corr, "uncorrectable": unc}
+    expected = {"correctable": f"<= {tc.value}", "uncorrectable": f"<= {tu.value}"}
+    if (unc or 0) > tu.value or (corr or 0) > tc.value:
+        return bad(
+            Action.ISOLATE_RMA,
+            f"SRAM ECC: {corr} correctable, {unc} uncorrectable (aggregate): on-chip memory "
+            "is failing; isolate and RMA",
+            measured=measured,
+            expected=expected,
+            unit="errors",
+            source=f"{tc.source}; {tu.source}",
+        )
+    return ok(measured=measured, expected=expected, unit="errors", source=tc.source)
+
+
+@check("gpu.ecc.dram", "DRAM ECC counters under thresholds", per_gpu=True)
+def ecc_dram(ctx: Context, gpu: int) -> Finding:
+    corr = _counter(ctx, gpu, CORRECTED, DRAM)
+    unc = _counter(ctx, gpu, UNCORRECTED, DRAM)
+    if corr is None and unc is None:
+        return skip("DRAM ECC counters not supported on this GPU/driver")
+    t = ctx.thresholds["ecc.dram_total_max"]
+    total = (corr or 0) + (unc or 0)
+    measured = {"correctable": corr, "uncorrectable": unc}
+    if total > t.value:
+        return bad(Action.ISOLATE_RMA, f"{total} DRAM ECC errors (aggregate)",
+                   measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+    return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+
+
+def _remapped(ctx: Context, gpu: int) -> tuple[int, int, int, int] | None:
+    try:
+        corr, unc, pending, failure = ctx.nvml.nvmlDeviceGetRemappedRows(ctx.handles[gpu])
+        return int(corr), int(unc), int(pending), int(failure)
+    except pynvml.NVMLError as exc:
+        if is_unsupported(exc):
+            return None
+        raise
+
+
+def _arch(ctx: Context) -> str | None:
+    hw = ctx.expect.hardware
+    return hw.arch if hw else None
+
+
+_REMAP_SRC = "NVIDIA GPU memory error management guide (row remapping, Ampere and newer)"
+
+
+@check("gpu.row_remap.pending", "No row remapping pending", per_gpu=True)
+def remap_pending(ctx: Context, gpu: int) -> Finding:
+    rows = _remapped(ctx, gpu)
+    if rows is None:
+        return skip("row remapping not supported (pre-Ampere GPU: see gpu.retired_pages)")
+    if rows[2]:
+        return bad(Action.RESET_GPU, "a row remap is pending: reset the GPU to apply it",
+                   measured=True, expected=False, source=_REMAP_SRC)
+    return ok(measured=False, expected=False, source=_REMAP_SRC)
+
+
+@check("gpu.row_remap.failure", "No row remapping failure", per_gpu=True)
+def remap_failure(ctx: Context, gpu: int) -> Finding:
+    rows = _remapped(ctx, gpu)
+    if rows is None:
+        return skip("row remapping not supported (pre-Ampere GPU)")
+    if rows[3]:
+        return bad(
+            Action.ISOLATE_RMA,
+            "row remapping failed (a bank ran out of spare rows): isolate the GPU and RMA it",
+            measured=True,
+            expected=False,
+            source=_REMAP_SRC,
+        )
+    return ok(measured=False, expected=False, source=_REMAP_SRC)
+
+
+@check("gpu.row_remap.uncorrectable", "Uncorrectable remapped rows under threshold", per_gpu=True)
+def remap_uncorrectable(ctx: Context, gpu: int) -> Finding:
+    rows = _remapped(ctx, gpu)
+    if rows is None:
+        return skip("row remapping not supported (pre-Ampere GPU)")
+    t = ctx.thresholds["row_remap.uncorrectable_rows_max"]
+    measured = {"correctable": rows[0], "uncorrectable": rows[1]}
+    if rows[1] > t.value:
+        return bad(Action.ISOLATE_RMA, f"{rows[1]} rows remapped for uncorrectable errors",
+                   measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+    return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+
+
+@check("gpu.retired_pages", "Retired pages under threshold, none pending (pre-Ampere)",
+       per_gpu=True)
+def retired_pages(ctx: Context, gpu: int) -> Finding:
+    arch = _arch(ctx)
+    if arch is not None and arch not in PRE_AMPERE:
+        return skip(f"{arch} uses row remapping instead of page retirement")
+    h = ctx.handles[gpu]
+    try:
+        sbe = ctx.nvml.nvmlDeviceGetRetiredPages(h, RETIRE_SBE)
+        dbe = ctx.nvml.nvmlDeviceGetRetiredPages(h, RETIRE_DBE)
+        pending = ctx.nvml.nvmlDeviceGetRetiredPagesPendingStatus(h)
+    except pynvml.NVMLError as exc:
+        if is_unsupported(exc):
+            return skip("page retirement not supported (Ampere or newer: see gpu.row_remap.*)")
+        raise
+    t = ctx.thresholds["retired_pages.max"]
+    total = len(sbe) + len(dbe)
+    measured = {"retired": total, "pending": bool(pending)}
+    if pending:
+        return bad(Action.REBOOT, "a page retirement is pending: reboot to apply it",
+                   measured=measured, source=t.source)
+    if total > t.value:
+        return bad(Action.ISOLATE_RMA, f"{total} retired pages", measured=measured,
+                   expected=f"<= {t.value}", unit=t.unit, source=t.source)
+    return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)

@@ -1,0 +1,350 @@
+"""Driver and software conformance: the running host against the image's pins.
+
+Driver (NVML and kernel module), driver/library match, CUDA driver API vs the pinned
+toolkit, kernel-module flavour, running kernel, fabric manager, system NCCL (read from
+libnccl itself), pinned packages and holds, and the image manifest against dpkg.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pynvml
+
+from imagectl.validators.checks.base import Finding, bad, check, ok, skip
+from imagectl.validators.context import Context
+from imagectl.validators.host.kernel_log import api_mismatch
+from imagectl.validators.nvml.errors import error_name
+from imagectl.validators.results import Action, Severity
+from imagectl.versions import Dotted
+
+STACK = "the stack's pins (images/stacks/)"
+
+
+def _pin_missing(what: str) -> Finding:
+    return skip(f"no {what} pinned (pass --stack or --expect)")
+
+
+def version_matches(installed: str, pin: str) -> bool:
+    """dpkg version vs pin: equal, equal without epoch, or the pin plus a package revision."""
+    if installed == pin:
+        return True
+    bare = installed.split(":", 1)[-1]
+    pin_bare = pin.split(":", 1)[-1]
+    if bare == pin_bare:
+        return True
+    return any(bare.startswith(pin_bare + sep) for sep in ("-", "~", "+"))
+
+
+def _nvml_driver(ctx: Context) -> str | None:
+    if not ctx.nvml_ready:
+        return None
+    version: str = ctx.nvml.nvmlSystemGetDriverVersion()
+    return version
+
+
+@check("sw.driver.version", "Driver version equals the pin", needs_nvml=False)
+def driver_version(ctx: Context) -> Finding:
+    pin = ctx.expect.driver
+    if pin is None:
+        return _pin_missing("driver")
+    version = _nvml_driver(ctx)
+    via = "NVML"
+    if version is None:
+        # NVML is down: the installed user-space when it and the loaded module disagree
+        # (a driver upgraded without reboot: the image is right, the node needs a reboot),
+        # else the kernel module.
+        module = ctx.fact("nvidia_module") or {}
+        library = ctx.fact("nvml_library") or {}
+        if module.get("loaded") and library.get("version") and (
+            library["version"] != module.get("version")
+        ):
+            version, via = library["version"], "the installed libnvidia-ml"
+        else:
+            version, via = module.get("version"), module.get("source", "kernel module")
+    if version is None:
+        return bad(
+            Action.BLOCK_IMAGE,
+            "no NVIDIA driver found (neither NVML nor a kernel module answers)",
+            measured=None,
+            expected=pin,
+            source=STACK,
+        )
+    if Dotted.parse(version) == Dotted.parse(pin):
+        return ok(f"read from {via}", measured=version, expected=pin, source=STACK)
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"driver {version} (from {via}) is not the pinned {pin}",
+        measured=version,
+        expected=pin,
+        source=STACK,
+    )
+
+
+@check("sw.driver.library_match", "Driver/library version match (user-space vs kernel module)",
+       needs_nvml=False)
+def library_match(ctx: Context) -> Finding:
+    module = ctx.fact("nvidia_module") or {}
+    library = ctx.fact("nvml_library") or {}
+    kver, lver = module.get("version") if module.get("loaded") else None, library.get("version")
+    measured = {"kernel_module": kver, "library": lver}
+    if ctx.nvml_error is not None and error_name(ctx.nvml_error) == "LIB_RM_VERSION_MISMATCH":
+        return bad(
+            Action.REBOOT,
+            f"Driver/library version mismatch: NVML library {lver or '?'} vs kernel module "
+            f"{kver or '?'}; reboot to load the matching module (or reinstall one driver)",
+            measured=measured,
+        )
+    log = ctx.kernel_log()
+    mismatch = api_mismatch(log.text)
+    if mismatch:
+        client, mod = mismatch
+        return bad(
+            Action.REBOOT,
+            f"Driver/library version mismatch in the kernel log: client {client}, kernel "
+            f"module {mod}",
+            measured={"client": client, "kernel_module": mod},
+        )
+    if kver and lver:
+        if kver == lver:
+            return ok(measured=measured)
+        return bad(
+            Action.REBOOT,
+            f"Driver/library version mismatch: libnvidia-ml {lver} vs kernel module {kver}",
+            measured=measured,
+        )
+    return skip("the kernel module or the NVML library is absent: nothing to compare",
+                measured=measured)
+
+
+@check("sw.cuda.driver_supports_toolkit", "CUDA driver API supports the pinned toolkit")
+def cuda_supports(ctx: Context) -> Finding:
+    pin = ctx.expect.cuda
+    if pin is None:
+        return _pin_missing("CUDA toolkit")
+    code = int(ctx.nvml.nvmlSystemGetCudaDriverVersion_v2())
+    driver_cuda = Dotted.parse(f"{code // 1000}.{code % 1000 // 10}")
+    want = Dotted.parse(pin)
+    need = Dotted.parse(f"{want.major}.{want.minor}")
+    if driver_cuda >= need:
+        return ok(measured=str(driver_cuda), expected=f">= {need}", source=STACK)
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"the driver supports CUDA {driver_cuda}, the image pins toolkit {pin}: "
+        "'CUDA driver version is insufficient' at run time",
+        measured=str(driver_cuda),
+        expected=f">= {need}",
+        source="images/compat/cuda.yaml",
+    )
+
+
+@check("sw.kernel.module_flavour", "Kernel-module flavour (open/proprietary) equals the pin",
+       needs_nvml=False)
+def module_flavour(ctx: Context) -> Finding:
+    pin = ctx.expect.kernel_modules
+    if pin is None:
+        return _pin_missing("kernel-module flavour")
+    module = ctx.fact("nvidia_module") or {}
+    flavour = module.get("flavour")
+    if flavour is None:
+        return bad(Action.BLOCK_IMAGE, "no nvidia kernel module loaded or installed",
+                   measured=None, expected=pin, source=STACK)
+    if flavour == pin:
+        return ok(f"from {module.get('source')}", measured=flavour, expected=pin, source=STACK)
+    return bad(Action.BLOCK_IMAGE, f"{flavour} kernel modules, the stack pins {pin}",
+               measured=flavour, expected=pin, source=STACK)
+
+
+@check("sw.kernel.release", "Running kernel equals the pin", needs_nvml=False)
+def kernel_release(ctx: Context) -> Finding:
+    pin = ctx.expect.kernel
+    running = ctx.fact("kernel_release")
+    if pin is None:
+        return skip("no kernel pinned for this cloud", measured=running)
+    if running == pin:
+        return ok(measured=running, expected=pin, source=STACK)
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"running kernel {running}, the stack pins {pin} (unattended upgrade or wrong image)",
+        measured=running,
+        expected=pin,
+        source=STACK,
+    )
+
+
+def _fm_needed(ctx: Context) -> bool:
+    hw = ctx.expect.hardware
+    return bool(ctx.expect.fabric_manager) or bool(hw and hw.nvswitch)
+
+
+def _fm_package(ctx: Context) -> tuple[str, dict[str, Any]] | None:
+    pkgs: dict[str, dict[str, Any]] = ctx.fact("packages") or {}
+    for name in sorted(pkgs):
+        if name.startswith("nvidia-fabricmanager") and not name.endswith("-dev"):
+            return name, pkgs[name]
+    return None
+
+
+@check("sw.fabricmanager.active", "Fabric manager running (NVSwitch shapes)", needs_nvml=False)
+def fm_active(ctx: Context) -> Finding:
+    if not _fm_needed(ctx):
+        return skip("no NVSwitch on this shape: fabric manager not needed")
+    svc = (ctx.fact("services") or {}).get("nvidia-fabricmanager", {})
+    if svc.get("active"):
+        return ok(measured=svc.get("state"), expected="active")
+    if _fm_package(ctx) is None:
+        return bad(Action.BLOCK_IMAGE, "nvidia-fabricmanager is not installed on an NVSwitch shape",
+                   measured="not installed", expected="active")
+    return bad(
+        Action.REBOOT,
+        f"nvidia-fabricmanager is {svc.get('state', 'not running')}: without it CUDA fails "
+        "on NVSwitch systems; check `journalctl -u nvidia-fabricmanager`, then reboot",
+        measured=svc.get("state"),
+        expected="active",
+    )
+
+
+@check("sw.fabricmanager.version", "Fabric manager version equals the driver", needs_nvml=False)
+def fm_version(ctx: Context) -> Finding:
+    if not _fm_needed(ctx):
+        return skip("no NVSwitch on this shape: fabric manager not needed")
+    found = _fm_package(ctx)
+    if found is None:
+        return bad(Action.BLOCK_IMAGE, "nvidia-fabricmanager is not installed",
+                   measured=None, expected=ctx.expect.fabric_manager or "== driver")
+    name, pkg = found
+    driver = _nvml_driver(ctx) or ctx.expect.driver or (ctx.fact("nvidia_module") or {}).get(
+        "version"
+    )
+    if driver is None:
+        return skip("driver version unknown", measured=pkg["version"])
+    if version_matches(pkg["version"], driver):
+        return ok(measured=pkg["version"], expected=driver,
+                  source="NVIDIA Fabric Manager user guide: FM version must equal the driver")
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"{name} {pkg['version']} does not match driver {driver}: fabric manager refuses to "
+        "start on a version mismatch",
+        measured=pkg["version"],
+        expected=driver,
+        source="NVIDIA Fabric Manager user guide: FM version must equal the driver",
+    )
+
+
+@check("gpu.fabric.state", "NVML fabric state COMPLETED (NVSwitch shapes)", per_gpu=True)
+def fabric_state(ctx: Context, gpu: int) -> Finding:
+    if not _fm_needed(ctx):
+        return skip("no NVSwitch on this shape")
+    info = pynvml.c_nvmlGpuFabricInfoV_t()
+    ctx.nvml.nvmlDeviceGetGpuFabricInfoV(ctx.handles[gpu], info)
+    names = {1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED", 0: "NOT_SUPPORTED"}
+    state = names.get(int(info.state), str(info.state))
+    if state == "COMPLETED" and int(info.status) == pynvml.NVML_SUCCESS:
+        return ok(measured=state, expected="COMPLETED",
+                  details={"clique_id": int(info.cliqueId)})
+    return bad(
+        Action.REBOOT,
+        f"fabric state {state}, status {int(info.status)}: the GPU is not part of the NVLink "
+        "fabric (fabric manager failed or still training); restart fabric manager or reboot",
+        measured=state,
+        expected="COMPLETED",
+        details={"status": int(info.status)},
+    )
+
+
+@check("sw.nccl.version", "System NCCL (from libnccl) equals the pin", needs_nvml=False)
+def nccl_version(ctx: Context) -> Finding:
+    pin = ctx.expect.nccl
+    if pin is None:
+        return _pin_missing("NCCL")
+    want = pin.split("-", 1)[0]
+    nccl = ctx.fact("nccl") or {}
+    found = nccl.get("version")
+    if found is None:
+        return bad(Action.BLOCK_IMAGE, f"no system NCCL: {nccl.get('error')}",
+                   measured=None, expected=want, source=STACK)
+    if Dotted.parse(found) == Dotted.parse(want):
+        return ok(f"ncclGetVersion from {nccl.get('path')}", measured=found, expected=want,
+                  source=STACK)
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"libnccl reports {found} ({nccl.get('path')}), the stack pins {want}",
+        measured=found,
+        expected=want,
+        source=STACK,
+    )
+
+
+@check("sw.packages.pinned", "Pinned packages installed at their versions", needs_nvml=False)
+def packages_pinned(ctx: Context) -> Finding:
+    want = ctx.expect.packages
+    if not want:
+        return _pin_missing("package")
+    pkgs: dict[str, dict[str, Any]] = ctx.fact("packages") or {}
+    wrong = {}
+    for name, pin in sorted(want.items()):
+        got = pkgs.get(name)
+        if not got or not got.get("installed", True):
+            wrong[name] = {"expected": pin, "installed": None}
+        elif not version_matches(got["version"], pin):
+            wrong[name] = {"expected": pin, "installed": got["version"]}
+    if not wrong:
+        return ok(f"{len(want)} package(s) at their pins", measured=len(want), expected=len(want))
+    return bad(
+        Action.BLOCK_IMAGE,
+        "; ".join(f"{n}: {w['installed'] or 'missing'} != {w['expected']}" for n, w in wrong.items()),
+        measured=wrong,
+        expected=want,
+        source=STACK,
+    )
+
+
+@check("sw.packages.held", "Pinned packages held against upgrades", needs_nvml=False,
+       severity=Severity.WARNING)
+def packages_held(ctx: Context) -> Finding:
+    want = ctx.expect.held
+    if not want:
+        return _pin_missing("held package")
+    pkgs: dict[str, dict[str, Any]] = ctx.fact("packages") or {}
+    loose = [n for n in want if n in pkgs and not pkgs[n].get("held")]
+    if not loose:
+        return ok(measured=sorted(want))
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"not on hold (an apt upgrade can replace them): {', '.join(loose)}",
+        measured=loose,
+        expected=want,
+    )
+
+
+@check("sw.manifest.agrees", "Image manifest agrees with dpkg", needs_nvml=False)
+def manifest_agrees(ctx: Context) -> Finding:
+    manifest = ctx.fact("manifest")
+    if manifest is None:
+        return skip("no /etc/imagectl/manifest.json on this host")
+    if "$invalid" in manifest:
+        return bad(Action.BLOCK_IMAGE, f"manifest.json is corrupt: {manifest['$invalid']}")
+    listed: dict[str, str] = manifest.get("packages") or {}
+    pkgs: dict[str, dict[str, Any]] = ctx.fact("packages") or {}
+    differ = {
+        n: {"manifest": v, "dpkg": (pkgs.get(n) or {}).get("version")}
+        for n, v in sorted(listed.items())
+        if (pkgs.get(n) or {}).get("version") != v
+    }
+    if ctx.expect.stack_digest and manifest.get("stack_digest") not in (
+        None,
+        ctx.expect.stack_digest,
+    ):
+        differ["stack_digest"] = {
+            "manifest": manifest.get("stack_digest"),
+            "expected": ctx.expect.stack_digest,
+        }
+    if not differ:
+        return ok(f"{len(listed)} package(s) agree", measured=len(listed))
+    return bad(
+        Action.BLOCK_IMAGE,
+        "the manifest does not describe this host: "
+        + "; ".join(f"{n}: {d}" for n, d in differ.items()),
+        measured=differ,
+    )
+

@@ -1,0 +1,125 @@
+"""Clocks and thermals: clock-event reasons, temperature, power limit; and the same
+judged on samples taken under load (quick/full/burn)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.validators.checks.base import LOADED_PROFILES, Finding, bad, check, ok, skip, warn
+from imagectl.validators.context import Context
+from imagectl.validators.nvml.calls import THRESHOLD_SLOWDOWN, TEMP_GPU
+from imagectl.validators.results import Action, Outcome, Severity
+
+SHAPES = "images/catalog/shapes.yaml"
+
+
+def judge_clock_events(ctx: Context, mask: int) -> Finding:
+    active = [e for e in ctx.thresholds.clock_events if mask & e.bit]
+    names = [e.name for e in active] or ["NONE"]
+    faults = [e for e in active if e.outcome == Outcome.FAIL]
+    warns = [e for e in active if e.outcome == Outcome.WARN]
+    if faults:
+        worst = max((e.action for e in faults), key=lambda a: a.rank)
+        return bad(
+            worst,
+            f"clock event reasons {', '.join(e.name for e in faults)} active: the GPU is being "
+            "slowed by hardware (thermal, power brake or an external slowdown signal)",
+            measured=names,
+            expected="no HW_SLOWDOWN / HW_THERMAL_SLOWDOWN / HW_POWER_BRAKE",
+            source="; ".join(e.source for e in faults),
+            details={"mask": hex(mask)},
+        )
+    if warns:
+        return warn(f"{', '.join(e.name for e in warns)} active", measured=names,
+                    source="; ".join(e.source for e in warns), details={"mask": hex(mask)})
+    return ok(measured=names, details={"mask": hex(mask)})
+
+
+@check("gpu.clocks.events", "No hardware clock slowdown (clock event reasons)", per_gpu=True)
+def clock_events(ctx: Context, gpu: int) -> Finding:
+    mask = int(ctx.nvml.nvmlDeviceGetCurrentClocksEventReasons(ctx.handles[gpu]))
+    return judge_clock_events(ctx, mask)
+
+
+def judge_temperature(ctx: Context, temp: float, slowdown: float | None) -> Finding:
+    hw = ctx.expect.hardware
+    limit = hw.temp_max_c if hw else None
+    warn_at = hw.temp_warn_c if hw else None
+    expected: dict[str, Any] = {"below_slowdown": slowdown, "max": limit}
+    if slowdown is not None and temp >= slowdown:
+        return bad(Action.DRAIN, f"{temp} C reaches the GPU's slowdown threshold {slowdown} C: "
+                   "check cooling", measured=temp, expected=expected, unit="C",
+                   source="NVML_TEMPERATURE_THRESHOLD_SLOWDOWN")
+    if limit is not None and temp >= limit:
+        return bad(Action.DRAIN, f"{temp} C is at or over the shape's limit {limit} C",
+                   measured=temp, expected=expected, unit="C", source=hw.source if hw else SHAPES)
+    if warn_at is not None and temp >= warn_at:
+        return warn(f"{temp} C: performance falls from here", measured=temp,
+                    expected=expected, unit="C", source=hw.source if hw else SHAPES)
+    return ok(measured=temp, expected=expected, unit="C",
+              source="NVML slowdown threshold; " + SHAPES)
+
+
+@check("gpu.temperature", "Temperature under the slowdown threshold and the shape's limit",
+       per_gpu=True)
+def temperature(ctx: Context, gpu: int) -> Finding:
+    h = ctx.handles[gpu]
+    temp = ctx.nvml.nvmlDeviceGetTemperature(h, TEMP_GPU)
+    try:
+        slowdown = ctx.nvml.nvmlDeviceGetTemperatureThreshold(h, THRESHOLD_SLOWDOWN)
+    except Exception:
+        slowdown = None
+    return judge_temperature(ctx, float(temp), float(slowdown) if slowdown else None)
+
+
+@check("gpu.power.limit", "Enforced power limit as expected", per_gpu=True,
+       severity=Severity.WARNING)
+def power_limit(ctx: Context, gpu: int) -> Finding:
+    hw = ctx.expect.hardware
+    limit_w = ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(ctx.handles[gpu]) / 1000.0
+    if hw is None or hw.power_limit_w is None:
+        return skip("no power limit expected (no shape)", measured=limit_w, unit="W")
+    t = ctx.thresholds["power.limit_min_fraction"]
+    floor = hw.power_limit_w * float(t.value)
+    if limit_w >= floor:
+        return ok(measured=limit_w, expected=f">= {floor:g}", unit="W", source=hw.source)
+    return bad(
+        Action.REBOOT,
+        f"power limit {limit_w:g} W is under the shape's {hw.power_limit_w:g} W: the GPU is "
+        "capped (nvidia-smi -pl); a reboot restores the default",
+        measured=limit_w,
+        expected=f">= {floor:g}",
+        unit="W",
+        source=f"{hw.source}; {t.source}",
+    )
+
+
+def loaded_samples(ctx: Context, gpu: int) -> list[dict[str, Any]]:
+    t = ctx.thresholds["load.utilization_min_pct"]
+    return [s for s in ctx.load_samples.get(gpu, []) if s.get("util", 0) >= t.value]
+
+
+@check("gpu.load.clock_events", "No hardware clock slowdown under load", per_gpu=True,
+       profiles=LOADED_PROFILES)
+def load_clock_events(ctx: Context, gpu: int) -> Finding:
+    samples = loaded_samples(ctx, gpu)
+    if not samples:
+        return skip("no sample under load (the compute smoke tests did not load this GPU)")
+    mask = 0
+    for s in samples:
+        mask |= int(s.get("clock_events", 0))
+    f = judge_clock_events(ctx, mask)
+    f.details["samples"] = len(samples)
+    return f
+
+
+@check("gpu.load.temperature", "Temperature under load", per_gpu=True, profiles=LOADED_PROFILES)
+def load_temperature(ctx: Context, gpu: int) -> Finding:
+    samples = loaded_samples(ctx, gpu)
+    if not samples:
+        return skip("no sample under load")
+    hottest = max(float(s["temp"]) for s in samples)
+    slowdown = samples[0].get("slowdown")
+    f = judge_temperature(ctx, hottest, float(slowdown) if slowdown else None)
+    f.details["samples"] = len(samples)
+    return f

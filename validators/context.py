@@ -1,0 +1,74 @@
+"""What a check sees: the NVML backend, host facts, kernel log, expectations, thresholds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml
+
+from imagectl.validators.catalogs import Thresholds, XidCatalog, thresholds, xid_catalog
+from imagectl.validators.expectations import Expectations
+from imagectl.validators.host.kernel_log import KernelLog
+from imagectl.validators.results import Action
+
+
+class NamedCalls:
+    """Proxy over a backend that tags each NVMLError with the call that raised it."""
+
+    def __init__(self, backend: Any):
+        self._backend = backend
+        self.kind = getattr(backend, "kind", "live")
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._backend, name)
+        if not callable(fn):
+            return fn
+
+        def call(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except pynvml.NVMLError as exc:
+                exc.nvml_call = name  # type: ignore[attr-defined]
+                raise
+
+        return call
+
+
+@dataclass
+class Context:
+    nvml: Any
+    facts: Any
+    expect: Expectations
+    profile: str
+    kernel_log_loader: Callable[[], KernelLog]
+    hygiene: bool = True
+    thresholds: Thresholds = field(default_factory=thresholds)
+    xids: XidCatalog = field(default_factory=xid_catalog)
+    # filled by the nvml.init check
+    nvml_ready: bool = False
+    nvml_error: BaseException | None = None
+    nvml_problem: str = ""
+    nvml_action: Action = Action.NONE
+    nvml_init_s: float | None = None
+    nvml_wedged: bool = False
+    handles: list[Any] = field(default_factory=list)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    # samples taken under load (quick/full/burn), per GPU index
+    load_samples: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    _kernel_log: KernelLog | None = None
+
+    def kernel_log(self) -> KernelLog:
+        if self._kernel_log is None:
+            self._kernel_log = self.kernel_log_loader()
+        return self._kernel_log
+
+    def fact(self, name: str) -> Any:
+        return self.facts.get(name)
+
+    def gpu_index_for_bus(self, bus: str) -> int | None:
+        for g in self.gpus:
+            if g.get("bus") == bus:
+                return int(g["index"])
+        return None

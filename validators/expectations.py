@@ -1,0 +1,256 @@
+"""What the host must be: pins from the stack (or the image's expect.json) plus the shape.
+
+Built either from a stack (``--stack S [--shape SHAPE]``: pins via
+``imagectl.stacks.load_resolved``, hardware from ``images/catalog/shapes.yaml`` and GPU
+facts from ``images/compat/gpus.yaml``) or from ``--expect FILE`` (JSON written into the
+image at build time, default ``/etc/imagectl/expect.json``; schema in
+``schema/expect.schema.json``, generated from this model). A field left ``None`` is not
+pinned: its check is skipped with that reason, never passed silently.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from imagectl.errors import UserError
+
+DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
+
+
+class Hardware(BaseModel):
+    """The per-shape hardware table (images/catalog/shapes.yaml + images/compat/gpus.yaml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nvml_names: list[str] = Field(default_factory=list, description="accepted nvmlDeviceGetName")
+    arch: str | None = None
+    memory_gib: float | None = None
+    nvswitch: bool = False
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    nvlink_links: int = 0
+    power_limit_w: float | None = None
+    temp_warn_c: float | None = None
+    temp_max_c: float | None = None
+    source: str = ""
+
+
+class Expectations(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    origin: str = Field("none", description="where these expectations came from")
+    stack: str | None = None
+    stack_digest: str | None = None
+    image_id: str | None = None
+    shape: str | None = None
+    cloud: str | None = None
+    gpu: str | None = Field(None, description="GPU SKU (images/compat/gpus.yaml)")
+    gpu_count: int = Field(
+        0, ge=0, description="expected GPUs; with shape None, 0 means 'unknown: at least one'"
+    )
+    gpus_expected: bool = Field(True, description="False on a shape without GPUs")
+    hardware: Hardware | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    nccl: str | None = None
+    fabric_manager: str | None = None
+    kernel_modules: Literal["open", "proprietary"] | None = None
+    kernel: str | None = None
+    dcgm: str | None = None
+    container_toolkit: str | None = None
+    packages: dict[str, str] = Field(
+        default_factory=dict, description="package -> version that must be installed"
+    )
+    held: list[str] = Field(default_factory=list, description="packages that must be on hold")
+    mig_mode: bool = False
+    compute_mode: Literal["DEFAULT", "EXCLUSIVE_PROCESS", "PROHIBITED"] = "DEFAULT"
+    persistence_mode: bool = True
+
+    @property
+    def pins(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "stack_digest": self.stack_digest,
+            "driver": self.driver,
+            "cuda": self.cuda,
+            "nccl": self.nccl,
+            "fabric_manager": self.fabric_manager,
+            "kernel_modules": self.kernel_modules,
+            "kernel": self.kernel,
+            "dcgm": self.dcgm,
+            "container_toolkit": self.container_toolkit,
+        }
+
+
+@lru_cache(maxsize=8)
+def load_shapes(images_dir: Path) -> dict[str, dict[str, Any]]:
+    from ruamel.yaml import YAML
+
+    path = images_dir / "catalog" / "shapes.yaml"
+    try:
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read the shape table {path}: {exc.strerror}") from exc
+    except Exception as exc:
+        raise UserError(f"{path}: malformed shape table: {exc}") from exc
+    shapes: dict[str, dict[str, Any]] = doc["shapes"]
+    return shapes
+
+
+def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware | None]:
+    """The shape's row and its hardware expectations (None for a shape without GPUs)."""
+    from imagectl.compat.data import load_compat
+
+    shapes = load_shapes(images_dir)
+    if shape not in shapes:
+        raise UserError(
+            f"unknown shape '{shape}'",
+            where=str(images_dir / "catalog" / "shapes.yaml"),
+            hint="Known shapes: " + ", ".join(sorted(shapes)),
+        )
+    row = shapes[shape]
+    if not row.get("gpu"):
+        return row, None
+    gpu = load_compat(images_dir / "compat").gpu(row["gpu"])
+    hw = Hardware(
+        nvml_names=list(gpu.nvml_names),
+        arch=gpu.arch.name,
+        memory_gib=gpu.memory_gib,
+        nvswitch=gpu.nvswitch,
+        pcie_gen=row.get("pcie_gen"),
+        pcie_width=row.get("pcie_width"),
+        nvlink_links=int(row.get("nvlink_links") or 0),
+        power_limit_w=row.get("power_limit_w"),
+        temp_warn_c=row.get("temp_warn_c"),
+        temp_max_c=row.get("temp_max_c"),
+        source="; ".join(
+            s for s in (row.get("hardware_source"), f"{gpu.sku}: {gpu.source}") if s
+        ),
+    )
+    return row, hw
+
+
+def _shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
+    if shape is None:
+        return {}
+    row, hw = hardware_for(images_dir, shape)
+    return {
+        "shape": shape,
+        "cloud": row.get("cloud"),
+        "gpu": row.get("gpu"),
+        "gpu_count": int(row.get("gpu_count") or 0),
+        "gpus_expected": bool(row.get("gpu")),
+        "hardware": hw,
+    }
+
+
+def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectations:
+    from imagectl.stacks import load_resolved
+
+    loaded, resolved = load_resolved(images_dir, stack_name)
+    stack = resolved.stack
+    clouds = stack.clouds.enabled()
+    if shape is None:
+        shapes = sorted({s for c in clouds.values() for s in c.validation_shapes})
+        if len(shapes) != 1:
+            raise UserError(
+                f"stack '{stack_name}' has several validation shapes ({', '.join(shapes)})",
+                where=str(loaded.path),
+                hint="Pass --shape with the shape of this host",
+            )
+        shape = shapes[0]
+    fields = _shape_fields(images_dir, shape)
+    cloud = fields.get("cloud")
+    kernel = clouds[cloud].kernel if cloud in clouds else None
+    pins = resolved.pins()
+    packages: dict[str, str] = {}
+    if cloud == "local" and stack.clouds.local is not None:
+        packages.update(stack.clouds.local.packages)
+    if pins["nccl"]:
+        packages["libnccl2"] = pins["nccl"]
+    if resolved.fabric_manager:
+        packages[f"nvidia-fabricmanager-{resolved.driver_branch}"] = resolved.fabric_manager
+    if resolved.dcgm_package and pins["dcgm"]:
+        packages[resolved.dcgm_package] = pins["dcgm"]
+    if pins["container_toolkit"]:
+        packages["nvidia-container-toolkit"] = pins["container_toolkit"]
+    if resolved.cuda_package and pins["cuda"]:
+        packages[resolved.cuda_package] = pins["cuda"]
+    return Expectations(
+        origin=f"stack:{stack_name}",
+        stack=stack.name,
+        stack_digest=resolved.digest,
+        driver=pins["driver"],
+        cuda=pins["cuda"],
+        nccl=pins["nccl"],
+        fabric_manager=pins["fabric_manager"],
+        kernel_modules=pins["kernel_modules"],
+        kernel=kernel,
+        dcgm=pins["dcgm"],
+        container_toolkit=pins["container_toolkit"],
+        packages=packages,
+        held=sorted(packages),
+        **fields,
+    )
+
+
+def from_file(path: Path) -> Expectations:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read expectations {path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg})",
+            hint="Expectations are JSON as described by imagectl/validators/schema/expect.schema.json",
+        ) from exc
+    try:
+        expect = Expectations.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UserError(
+            f"{path}: {loc}: {first['msg']}",
+            hint="Expectations are described by imagectl/validators/schema/expect.schema.json",
+        ) from exc
+    if expect.origin == "none":
+        expect = expect.model_copy(update={"origin": f"file:{path}"})
+    return expect
+
+
+def resolve_expectations(
+    *,
+    images_dir: Path,
+    stack: str | None,
+    expect_file: Path | None,
+    shape: str | None,
+) -> Expectations:
+    """``--stack`` / ``--expect`` / the image's own expect.json / only the shape / nothing."""
+    if stack and expect_file:
+        raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
+    if stack:
+        return from_stack(images_dir, stack, shape)
+    if expect_file is None and DEFAULT_EXPECT_FILE.is_file():
+        expect_file = DEFAULT_EXPECT_FILE
+    if expect_file is not None:
+        expect = from_file(expect_file)
+        if shape and shape != expect.shape:
+            update = _shape_fields(images_dir, shape)
+            expect = expect.model_copy(update=update)
+        return expect
+    if shape:
+        return Expectations(origin=f"shape:{shape}", **_shape_fields(images_dir, shape))
+    return Expectations(origin="none")
+
+
+def expect_schema() -> dict[str, Any]:
+    schema = Expectations.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "imagectl validator expectations (expect.json)"
+    return schema

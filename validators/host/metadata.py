@@ -1,0 +1,55 @@
+"""The image id from the cloud's instance metadata service (only on a cloud VM).
+
+Asked only when DMI names the cloud, with short timeouts, so a host elsewhere pays
+nothing. AWS: IMDSv2 ``ami-id``; Google Cloud: ``instance/image``; Azure: the image
+reference id (or publisher:offer:sku:version).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+TIMEOUT_S = 0.5
+IMDS = "http://169.254.169.254"
+
+
+def _get(url: str, headers: dict[str, str], method: str = "GET") -> str:
+    req = urllib.request.Request(url, headers=headers, method=method)
+    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 (fixed hosts)
+        body: bytes = resp.read()
+        return body.decode()
+
+
+def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
+    vendor = sys_vendor.strip()
+    try:
+        if vendor.startswith("Amazon"):
+            token = _get(
+                f"{IMDS}/latest/api/token",
+                {"X-aws-ec2-metadata-token-ttl-seconds": "60"},
+                method="PUT",
+            )
+            ami = _get(f"{IMDS}/latest/meta-data/ami-id", {"X-aws-ec2-metadata-token": token})
+            return {"cloud": "aws", "image_id": ami.strip()}
+        if vendor.startswith("Google"):
+            image = _get(
+                "http://metadata.google.internal/computeMetadata/v1/instance/image",
+                {"Metadata-Flavor": "Google"},
+            )
+            return {"cloud": "gcp", "image_id": image.strip()}
+        if vendor.startswith("Microsoft"):
+            raw = _get(
+                f"{IMDS}/metadata/instance/compute/storageProfile/imageReference"
+                "?api-version=2021-02-01",
+                {"Metadata": "true"},
+            )
+            ref = json.loads(raw)
+            image = ref.get("id") or ":".join(
+                str(ref.get(k, "")) for k in ("publisher", "offer", "sku", "version")
+            )
+            return {"cloud": "azure", "image_id": image}
+    except Exception as exc:  # metadata is best effort: the receipt says why it is absent
+        return {"cloud": None, "image_id": None, "error": f"{type(exc).__name__}: {exc}"}
+    return {"cloud": None, "image_id": None}

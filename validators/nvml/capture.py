@@ -1,0 +1,111 @@
+"""Capture the ``nvml`` section of a snapshot by walking ``calls.py`` on a backend."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import pynvml
+
+from imagectl.validators.nvml.calls import (
+    DEVICE_CALLS,
+    NVLINK_COUNTERS,
+    SYSTEM_CALLS,
+    Call,
+    arg_key,
+)
+from imagectl.validators.nvml.errors import error_name
+
+
+def to_jsonable(value: Any) -> Any:
+    """ctypes structures -> dicts of their fields, arrays -> lists, bytes -> str."""
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    if isinstance(value, ctypes.Structure | ctypes.Union):
+        # "version" is the structure version the caller sets, not a value
+        return {
+            name: to_jsonable(getattr(value, name))
+            for name, _ in value._fields_
+            if name != "version"
+        }
+    if isinstance(value, ctypes.Array | list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
+
+
+def _err(exc: BaseException) -> dict[str, str]:
+    return {"$error": error_name(exc)}
+
+
+def _one(nvml: Any, call: Call, head: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+    fn = getattr(nvml, call.name)
+    try:
+        if call.kind == "fill":
+            info = getattr(pynvml, call.struct or "")()
+            fn(*head, info)
+            return to_jsonable(info)
+        if call.kind == "fields":
+            (entry,) = fn(*head, list(args))
+            if entry.nvmlReturn != pynvml.NVML_SUCCESS:
+                return _err(pynvml.NVMLError(entry.nvmlReturn))
+            return to_jsonable(entry.value.ullVal)
+        return to_jsonable(fn(*head, *args))
+    except pynvml.NVMLError as exc:
+        return _err(exc)
+
+
+def _capture_call(nvml: Any, call: Call, head: tuple[Any, ...], links: set[int]) -> Any:
+    if not call.args:
+        return _one(nvml, call, head, ())
+    out: dict[str, Any] = {}
+    for args in call.args:
+        if call.name == "nvmlDeviceGetNvLinkErrorCounter" and args[0] not in links:
+            continue
+        out[arg_key(args)] = _one(nvml, call, head, args)
+    if not out:  # no NVLink link to ask about
+        return {"$error": "NOT_SUPPORTED"}
+    values = list(out.values())
+    # one error for every argument set (e.g. no NVLink at all): store it once
+    if values and all(isinstance(v, dict) and "$error" in v for v in values):
+        if len({v["$error"] for v in values}) == 1 and call.kind != "fields":
+            return values[0]
+    return out
+
+
+def capture_nvml(nvml: Any) -> dict[str, Any]:
+    """Everything the checks read, per GPU. Never raises on NVML errors: records them."""
+    try:
+        nvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return {"init": {"error": error_name(exc)}, "system": {}, "devices": []}
+    try:
+        system = {c.name: _capture_call(nvml, c, (), set()) for c in SYSTEM_CALLS}
+        count = system.get("nvmlDeviceGetCount")
+        devices: list[Any] = []
+        for index in range(count if isinstance(count, int) else 0):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            except pynvml.NVMLError as exc:
+                devices.append(_err(exc))
+                continue
+            entry: dict[str, Any] = {}
+            links: set[int] = set()
+            for call in DEVICE_CALLS:
+                entry[call.name] = _capture_call(nvml, call, (handle,), links)
+                state = entry[call.name]
+                if call.name == "nvmlDeviceGetNvLinkState" and "$error" not in state:
+                    links = {
+                        int(k) for k, v in state.items() if not isinstance(v, dict)
+                    }
+            devices.append(entry)
+        return {"init": {"error": None}, "system": system, "devices": devices}
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+__all__ = ["NVLINK_COUNTERS", "capture_nvml", "to_jsonable"]

@@ -1,0 +1,26 @@
+"""Field values (``nvmlDeviceGetFieldValues``): one id at a time, as a plain number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pynvml
+
+_VALUE_ATTR = {
+    pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG: "ulVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+    pynvml.NVML_VALUE_TYPE_SIGNED_LONG_LONG: "sllVal",
+    pynvml.NVML_VALUE_TYPE_SIGNED_INT: "siVal",
+    pynvml.NVML_VALUE_TYPE_UNSIGNED_SHORT: "usVal",
+}
+
+
+def field_value(nvml: Any, handle: Any, field_id: int) -> float | int:
+    """The value of one field; raises the field's own NVMLError when it has one."""
+    (entry,) = nvml.nvmlDeviceGetFieldValues(handle, [field_id])
+    if entry.nvmlReturn != pynvml.NVML_SUCCESS:
+        raise pynvml.NVMLError(entry.nvmlReturn)
+    value: float | int = getattr(entry.value, _VALUE_ATTR.get(entry.valueType, "ullVal"))
+    return value

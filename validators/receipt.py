@@ -1,0 +1,137 @@
+"""The receipt: the machine-readable result of one validation run, bound to the image.
+
+Versioned schema (``schema/receipt.schema.json``, generated from ``Receipt`` and kept in
+sync by a test). Other parts (cloud validation runs, promotion gate, drift) read receipts
+only through ``load_receipt``, which refuses corrupt or truncated files with exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from imagectl.errors import UserError
+from imagectl.validators.results import Action, CheckResult, Outcome
+
+SCHEMA_VERSION = 1
+SCHEMA_FILE = Path(__file__).parent / "schema" / "receipt.schema.json"
+
+
+class GpuSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    bus: str | None = None
+    outcome: Literal["pass", "fail", "warn"]
+    failed_checks: list[str] = Field(default_factory=list)
+    worst_action: Action = Action.NONE
+
+
+class Receipt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["imagectl.validation-receipt"] = "imagectl.validation-receipt"
+    image_id: str | None = Field(None, description="the image validated (cloud image id)")
+    stack: str | None = None
+    stack_digest: str | None = None
+    validator_version: str
+    profile: Literal["boot", "quick", "full", "burn"]
+    started_at: str = Field(description="ISO 8601, UTC")
+    finished_at: str = Field(description="ISO 8601, UTC")
+    duration_s: float
+    mode: Literal["live", "replay"]
+    snapshot: str | None = Field(None, description="the snapshot replayed, if any")
+    host: dict[str, Any] = Field(description="host facts: hostname, kernel, OS, driver, cloud")
+    expectations: dict[str, Any]
+    gpus: list[GpuSummary]
+    checks: list[CheckResult]
+    summary: dict[str, int] = Field(description="number of checks per outcome")
+    verdict: Literal["pass", "fail"]
+    worst_action: Action
+
+
+def verdict_of(checks: list[CheckResult]) -> tuple[str, Action]:
+    failing = [c for c in checks if c.failed]
+    return ("fail" if failing else "pass"), Action.worst([c.action for c in failing])
+
+
+def summarise(checks: list[CheckResult]) -> dict[str, int]:
+    return {o.value: sum(1 for c in checks if c.outcome == o) for o in Outcome}
+
+
+def gpu_summaries(gpus: list[dict[str, Any]], checks: list[CheckResult]) -> list[GpuSummary]:
+    out = []
+    for g in gpus:
+        mine = [c for c in checks if c.gpu == g["index"]]
+        failing = [c for c in mine if c.failed]
+        outcome: Literal["pass", "fail", "warn"] = (
+            "fail" if failing else "warn" if any(c.outcome == Outcome.WARN for c in mine) else "pass"
+        )
+        out.append(
+            GpuSummary(
+                index=g["index"],
+                name=g.get("name"),
+                uuid=g.get("uuid"),
+                bus=g.get("bus"),
+                outcome=outcome,
+                failed_checks=sorted({c.id for c in failing}),
+                worst_action=Action.worst([c.action for c in failing]),
+            )
+        )
+    return out
+
+
+def receipt_schema() -> dict[str, Any]:
+    schema = Receipt.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://imagectl.dev/schemas/receipt-v1.json"
+    schema["title"] = "imagectl validation receipt, version 1"
+    return schema
+
+
+def write_receipt(receipt: Receipt, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(receipt.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def parse_receipt(data: Any, *, where: str) -> Receipt:
+    try:
+        return Receipt.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+        raise UserError(
+            f"not a valid receipt: {loc}: {first['msg']}{more}",
+            where=where,
+            hint="Receipts follow imagectl/validators/schema/receipt.schema.json; regenerate it "
+            "with `imagectl validate -o FILE`",
+        ) from exc
+
+
+def load_receipt(path: str | Path) -> dict[str, Any]:
+    """Read and validate a receipt; corrupt, truncated or foreign files raise UserError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read receipt {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError("not a receipt: the file is not UTF-8 text", where=str(path)) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"line {exc.lineno}: not valid JSON ({exc.msg}); the receipt is corrupt or truncated",
+            where=str(path),
+            hint="Use the receipt written by `imagectl validate -o FILE`",
+        ) from exc
+    return parse_receipt(data, where=str(path)).model_dump(mode="json")

@@ -1,0 +1,154 @@
+"""Snapshots: everything the checks read on a host, captured once and replayed offline.
+
+A snapshot holds every NVML value per GPU (``nvml``, encoded as described in
+``nvml/calls.py``), the host's software facts (``host``, see ``host/facts.py``) and the
+NVIDIA-relevant lines of this boot's kernel log (``kernel_log``). The JSON Schema is
+``schema/snapshot.schema.json`` (generated from ``Snapshot`` and kept in sync by a test).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from imagectl.errors import UserError
+
+SCHEMA_FILE = Path(__file__).parent / "schema" / "snapshot.schema.json"
+
+NVML_DOC = (
+    "NVML values. 'init.error' is null or an NVML_ERROR_* name without the prefix (e.g. "
+    "LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH). 'system' maps system "
+    "calls (nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion_v2, "
+    "nvmlDeviceGetCount) to values. 'common' holds values shared by all GPUs. 'devices' holds one object per GPU index mapping pynvml "
+    "function names to return values; calls taking arguments after the handle map "
+    "'arg1,arg2' (integers, pynvml constants) to values; structures are objects of their "
+    "fields; a failing call is {\"$error\": \"NOT_SUPPORTED\"}; a call absent from the "
+    "snapshot behaves as a function the driver lacks (FUNCTION_NOT_FOUND)."
+)
+
+
+class NvmlInit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    error: str | None = None
+
+
+class NvmlSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    init: NvmlInit = Field(default_factory=NvmlInit)
+    system: dict[str, Any] = Field(default_factory=dict)
+    common: dict[str, Any] = Field(
+        default_factory=dict,
+        description="values shared by every GPU, written once; a device's own entry wins",
+    )
+    devices: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class KernelLogSection(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str = "snapshot"
+    error: str | None = None
+    filtered: bool = True
+    text: str = ""
+
+
+class Snapshot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = 1
+    kind: Literal["imagectl.snapshot"] = "imagectl.snapshot"
+    description: str = ""
+    captured_at: str | None = None
+    validator_version: str | None = None
+    nvml: NvmlSection = Field(description=NVML_DOC)
+    host: dict[str, Any] = Field(
+        description="host facts by name (hostname, kernel_release, os_release, boot, "
+        "nvidia_module, nvml_library, nccl, packages, services, manifest, cloud_image, hygiene)"
+    )
+    kernel_log: KernelLogSection = Field(default_factory=KernelLogSection)
+
+    @field_validator("nvml")
+    @classmethod
+    def _devices(cls, v: NvmlSection) -> NvmlSection:
+        from imagectl.validators.nvml.errors import known_error_names
+
+        known = set(known_error_names())
+        if v.init.error is not None and v.init.error not in known:
+            raise ValueError(f"init.error '{v.init.error}' is not an NVML error name")
+        return v
+
+
+def factor_common(nvml: dict[str, Any]) -> dict[str, Any]:
+    """Move values identical on every GPU into ``common`` (smaller, easier to read)."""
+    devices = [d for d in nvml.get("devices") or [] if "$error" not in d]
+    if len(devices) < 2:
+        return nvml
+    common = {
+        k: v for k, v in devices[0].items() if all(k in d and d[k] == v for d in devices[1:])
+    }
+    out = dict(nvml)
+    out["common"] = {**nvml.get("common", {}), **common}
+    out["devices"] = [
+        d if "$error" in d else {k: v for k, v in d.items() if k not in common}
+        for d in nvml["devices"]
+    ]
+    return out
+
+
+def snapshot_schema() -> dict[str, Any]:
+    schema = Snapshot.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://imagectl.dev/schemas/snapshot-v1.json"
+    schema["title"] = "imagectl host snapshot, version 1"
+    return schema
+
+
+def load_snapshot(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read snapshot {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError("not a snapshot: the file is not UTF-8 text", where=str(path)) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"line {exc.lineno}: not valid JSON ({exc.msg}); the snapshot is corrupt or truncated",
+            where=str(path),
+            hint="Capture a new one with `imagectl snapshot -o FILE`",
+        ) from exc
+    try:
+        snap = Snapshot.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UserError(
+            f"not a valid snapshot: {loc}: {first['msg']}",
+            where=str(path),
+            hint="Snapshots follow imagectl/validators/schema/snapshot.schema.json",
+        ) from exc
+    return snap.model_dump(mode="json")
+
+
+def capture(*, root: str = "/", extra_packages: tuple[str, ...] = (), description: str = "") -> dict[str, Any]:
+    """Capture this host: NVML (walking calls.py), host facts and the kernel log."""
+    from imagectl import __version__
+    from imagectl.validators.host.facts import LiveFacts, collect_all
+    from imagectl.validators.host.kernel_log import read_host_log, relevant_only
+    from imagectl.validators.nvml import LiveNvml
+    from imagectl.validators.nvml.capture import capture_nvml
+
+    snap = Snapshot(
+        description=description,
+        captured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        validator_version=__version__,
+        nvml=NvmlSection.model_validate(factor_common(capture_nvml(LiveNvml()))),
+        host=collect_all(LiveFacts(root=root, extra_packages=extra_packages)),
+        kernel_log=KernelLogSection.model_validate(relevant_only(read_host_log()).to_dict()),
+    )
+    return snap.model_dump(mode="json")
