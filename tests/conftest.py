@@ -34,7 +34,6 @@ from typing import Any
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO
 IN_CI = os.environ.get("CI", "").strip().lower() == "true"

@@ -25,7 +25,7 @@ deleted                (terminal)
 =====================  ==============================================================
 
 ``FORCED_TRANSITIONS`` lists the moves that are legal only when forced with a reason
-(recorded in the event): promoting an ``inconclusive`` image.
+(recorded in the event): promoting an ``inconclusive`` or a ``blocked`` image.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ TRANSITIONS: dict[ImageState, frozenset[ImageState]] = {
 
 FORCED_TRANSITIONS: dict[ImageState, frozenset[ImageState]] = {
     S.INCONCLUSIVE: frozenset({S.PROMOTING}),
+    S.BLOCKED: frozenset({S.PROMOTING}),  # `imagectl promote --force --reason` (promotion)
 }
 
 # Groupings used by `imagectl status` and by callers choosing images.

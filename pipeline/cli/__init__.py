@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
+    "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),
+    "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
+    "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
+    "block": ("imagectl.cli.block", "Block an image from promotion."),
 }
 
 

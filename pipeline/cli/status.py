@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Any
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option
 
 
@@ -63,7 +62,9 @@ def collect(
                         "updated_by": p.updated_by,
                     }
                 )
-            candidates = [_image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)]
+            candidates = [
+                _image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)
+            ]
             blocked = [
                 {**_image(i), "reason": i.blocked_reason}
                 for i in repo.list_images(s, stack=st, cloud=cl, state=ImageState.BLOCKED)

@@ -1,0 +1,76 @@
+"""``imagectl deprecate IMAGE | --stack S``: deprecate one image (every region), or apply
+the stack's retention (keep the last ``retention.keep_last`` promoted images, or
+``--keep K``). Nothing a pointer or a running instance still uses is deprecated: for
+IMAGE that is an error (exit 1); for retention it is skipped and listed. ``--delete``
+deletes a deprecated / rolled-back / blocked IMAGE with the same protection."""
+
+from __future__ import annotations
+
+import click
+from imagectl.cli.common import console, emit_json, json_option, workspace
+
+
+@click.command("deprecate")
+@click.argument("image", required=False)
+@click.option("--stack", help="Apply the retention policy of this stack.")
+@click.option("--cloud", help="Cloud (default: the image's or the stack's only cloud).")
+@click.option("--keep", type=click.IntRange(min=1), help="Override retention.keep_last.")
+@click.option("--reason", default="deprecated by hand", show_default=True, help="Why.")
+@click.option("--delete", is_flag=True, help="Delete IMAGE (must be deprecated already).")
+@json_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    image: str | None,
+    stack: str | None,
+    cloud: str | None,
+    keep: int | None,
+    reason: str,
+    delete: bool,
+    as_json: bool,
+) -> None:
+    """Deprecate IMAGE, or the stack's promoted images beyond its retention."""
+    from imagectl.catalog.db import open_catalog
+    from imagectl.errors import UserError
+    from imagectl.promotion import apply_retention, delete_image, deprecate_image
+    from imagectl.promotion.context import choose_cloud, load_stack_for, provider_for
+
+    if not image and not stack:
+        raise UserError("name an IMAGE or pass --stack", hint="See `imagectl deprecate --help`")
+    catalog = open_catalog()
+    try:
+        if image:
+            from imagectl.cli.promote import pick_image
+
+            _pk, stack_name, image_cloud = pick_image(catalog, image, stack, cloud)
+            resolved = load_stack_for(workspace(ctx), stack_name)
+            provider = provider_for(resolved.stack, choose_cloud(resolved.stack, image_cloud))
+            action = delete_image if delete else deprecate_image
+            outcome = action(catalog, provider, _pk, reason=reason)
+        else:
+            assert stack is not None
+            resolved = load_stack_for(workspace(ctx), stack)
+            chosen = choose_cloud(resolved.stack, cloud)
+            outcome = apply_retention(
+                catalog,
+                provider_for(resolved.stack, chosen),
+                stack,
+                chosen,
+                keep_last=keep or resolved.stack.retention.keep_last,
+            )
+    finally:
+        catalog.close()
+    if as_json:
+        emit_json(
+            {"deprecated": outcome.deprecated, "kept": outcome.skipped, "deleted": outcome.deleted}
+        )
+        return
+    out = console()
+    for line in outcome.deleted:
+        out.print(f"deleted {line}")
+    for line in outcome.deprecated:
+        out.print(f"deprecated {line}")
+    for line in outcome.skipped:
+        out.print(f"kept {line}")
+    if not (outcome.deprecated or outcome.skipped or outcome.deleted):
+        out.print("nothing to deprecate")

@@ -1,0 +1,166 @@
+"""``imagectl promote IMAGE | --stack S``: gated, parallel promotion to every region.
+
+Exit codes: 0 promoted (or already promoted); 1 gate refused, image blocked, another
+promotion of the stack running, or partially promoted (the output says how to resume);
+2 bad input (unknown image or stack, corrupt receipt, region not in the stack).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from imagectl.cli.common import console, emit_json, json_option, workspace
+
+
+def pick_image(
+    catalog: Any, ref: str | None, stack: str | None, cloud: str | None
+) -> tuple[int, str, str]:
+    """(catalog id, stack, cloud) of IMAGE, or of the stack's image to promote next:
+    an interrupted promotion first, else the newest validated image."""
+    from imagectl.catalog import repository as repo
+    from imagectl.errors import UserError
+    from imagectl.promotion import resolve_image
+    from imagectl.promotion.records import TAG_SOURCE
+
+    with catalog.transaction() as s:
+        if ref:
+            img = resolve_image(s, ref, stack=stack, cloud=cloud)
+            return img.id, img.stack, img.cloud
+        if not stack:
+            raise UserError("name an IMAGE or pass --stack", hint="See `imagectl promote --help`")
+        for states in (("promoting", "partially_promoted"), ("validated",)):
+            rows = [
+                r
+                for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(states))
+                if TAG_SOURCE not in r.tags
+            ]
+            if rows:
+                return rows[0].id, rows[0].stack, rows[0].cloud
+        raise UserError(
+            f"stack {stack} has no validated image{' on ' + cloud if cloud else ''} to promote",
+            hint="Validate an image first, or name one (`imagectl status` lists them)",
+        )
+
+
+def render(out: Any, result: Any) -> None:
+    from rich.table import Table
+
+    if result.state == "dry_run":
+        out.print(f"dry run: would promote {result.image_id} ({result.stack} on {result.cloud})")
+        for region, prev in result.previous_pointers.items():
+            out.print(f"  {region}: latest {prev or '(none)'} -> {result.image_id} (after copy)")
+        if result.overridden:
+            out.print(f"  gate overridden by --force: {'; '.join(result.overridden)}")
+        return
+    if result.state == "already_promoted":
+        out.print(f"{result.image_id} is already promoted ({result.stack} on {result.cloud})")
+    else:
+        table = Table(
+            title=f"promotion {result.promotion_id}: {result.image_id}", title_justify="left"
+        )
+        for col in ("region", "state", "replica", "seconds", "error"):
+            table.add_column(col)
+        for r in result.regions.values():
+            table.add_row(
+                r.region,
+                r.state + (" (earlier run)" if r.resumed else ""),
+                r.replica_id or "-",
+                f"{r.seconds:.1f}",
+                r.error or "",
+                style="red" if r.state == "failed" else "",
+            )
+        out.print(table)
+    if result.forced:
+        out.print(f"[yellow]forced[/]: overrode {'; '.join(result.overridden) or 'nothing'}")
+    for line in result.deprecated:
+        out.print(f"retention: deprecated {line}")
+    for line in result.retention_skipped:
+        out.print(f"retention: kept {line}")
+    if result.state == "promoted":
+        out.print(
+            f"[green]promoted[/] {result.image_id}: latest of {result.stack} on "
+            f"{result.cloud} flipped in {len(result.regions)} region(s) "
+            f"in {result.seconds:.1f} s"
+        )
+    elif result.state in ("partially_promoted", "failed"):
+        failed = [r.region for r in result.regions.values() if r.state != "done"]
+        out.print(
+            f"[red]{result.state}[/]: {', '.join(failed)} failed; the latest pointer is "
+            "unchanged in every region."
+        )
+        out.print(f"Fix the cause, then resume with: {result.resume_command}")
+
+
+@click.command("promote")
+@click.argument("image", required=False)
+@click.option("--stack", help="Stack (default: the image's).")
+@click.option("--cloud", help="Cloud (default: the image's, or the stack's only cloud).")
+@click.option("--regions", help="Comma-separated subset of the stack's target regions.")
+@click.option("--dry-run", is_flag=True, help="Check the gate and print the plan; change nothing.")
+@click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")
+@click.option("--reason", help="Why the gate is overridden (with --force).")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for a concurrent promotion of the stack.",
+)
+@json_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    image: str | None,
+    stack: str | None,
+    cloud: str | None,
+    regions: str | None,
+    dry_run: bool,
+    force: bool,
+    reason: str | None,
+    wait_s: float,
+    as_json: bool,
+) -> None:
+    """Promote IMAGE (catalog id or cloud id), or the stack's newest validated image."""
+    import sys
+
+    from imagectl.catalog.db import open_catalog
+    from imagectl.errors import UserError
+    from imagectl.promotion import promote
+    from imagectl.promotion.context import choose_cloud, load_stack_for, provider_for
+    from imagectl.promotion.display import RegionProgress
+
+    if reason and not force:
+        raise UserError("--reason goes with --force", hint="Add --force, or drop --reason")
+    catalog = open_catalog()
+    try:
+        pk, stack_name, image_cloud = pick_image(catalog, image, stack, cloud)
+        resolved = load_stack_for(workspace(ctx), stack_name)
+        chosen = choose_cloud(resolved.stack, cloud or image_cloud)
+        wanted = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
+        from imagectl.promotion.promote import target_regions
+
+        targets = target_regions(resolved.stack, chosen, wanted)
+        provider = provider_for(resolved.stack, chosen)
+        out = console(stderr=as_json)
+        with RegionProgress(out, targets) as progress:
+            result = promote(
+                catalog,
+                provider,
+                resolved,
+                pk,
+                regions=wanted,
+                force=force,
+                reason=reason,
+                dry_run=dry_run,
+                progress=progress,
+                lock_wait_s=wait_s,
+            )
+    finally:
+        catalog.close()
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        render(console(), result)
+    sys.exit(result.exit_code)

@@ -1,0 +1,53 @@
+"""``imagectl rollback --stack S``: every "latest" pointer back to the previous promoted
+image; the current one becomes ``rolled_back``. Exit 2 when there is nothing to roll
+back to; exit 1 when another promotion of the stack is running."""
+
+from __future__ import annotations
+
+import click
+from imagectl.cli.common import console, emit_json, json_option, workspace
+
+
+@click.command("rollback")
+@click.option("--stack", required=True, help="Stack to roll back.")
+@click.option("--cloud", help="Cloud (default: the stack's only cloud).")
+@click.option("--reason", help="Why (recorded in the event log).")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for a concurrent promotion of the stack.",
+)
+@json_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    stack: str,
+    cloud: str | None,
+    reason: str | None,
+    wait_s: float,
+    as_json: bool,
+) -> None:
+    """Move the stack's latest pointers back to the previous promoted image."""
+    from imagectl.catalog.db import open_catalog
+    from imagectl.promotion import rollback
+    from imagectl.promotion.context import choose_cloud, load_stack_for, provider_for
+
+    resolved = load_stack_for(workspace(ctx), stack)
+    chosen = choose_cloud(resolved.stack, cloud)
+    catalog = open_catalog()
+    try:
+        result = rollback(
+            catalog, provider_for(resolved.stack, chosen), stack, reason=reason, lock_wait_s=wait_s
+        )
+    finally:
+        catalog.close()
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    out = console()
+    for region, (old, new) in sorted(result.moved.items()):
+        out.print(f"{region}: latest {old} -> {new}")
+    out.print(f"[yellow]rolled back[/]: {', '.join(result.rolled_back)}")

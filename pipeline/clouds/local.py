@@ -1,0 +1,573 @@
+"""The LOCAL provider: an image registry on disk whose "regions" are directories.
+
+Layout under the registry root (default ``<state dir>/registry``; ``root=`` or
+``$IMAGECTL_LOCAL_REGISTRY`` override it)::
+
+    <root>/<region>/images/<hex>.<qcow2|raw>   the image file, content-addressed
+    <root>/<region>/images/<hex>.json          its metadata (name, stack, digest, tags,
+                                               state, shared_with, deprecation)
+    <root>/<region>/copies/<token>.json        copy requests, keyed by their token
+    <root>/<region>/stacks/<stack>/latest      the stack's "latest" pointer (an image id)
+    <root>/instances/<id>.json                 instances registered as running an image
+
+An image id is ``sha256:<hex>``, the sha256 of the disk file, so the same image has the
+same id in every region and a region can never hold two copies of one image.
+
+Replication behaves like a cloud's asynchronous copy: ``replicate(image, region, token=)``
+records a copy request and returns ``pending`` (the same token returns the same request:
+idempotent); ``replica_status`` reports ``pending`` until the region's latency has passed
+since the request, then hard-links (or copies, ``link=False`` or across file systems) the
+file into the region atomically and reports ``available``. Requests live on disk, so a
+killed process finds them again.
+
+Injection for tests and the benchmark (constructor options, or environment variables for
+subprocesses):
+
+- ``latency``: seconds per region, ``{"local-a": 0.2}`` or one float for all;
+  ``$IMAGECTL_LOCAL_LATENCY="local-a=0.2,local-b=0.5"`` or ``"0.3"``.
+- ``fail``: ``{"local-b": "copy"}`` (``replicate`` raises ``CloudError``) or
+  ``{"local-b": "replica"}`` (the copy ends ``failed``); ``$IMAGECTL_LOCAL_FAIL=
+  "local-b=replica"``.
+
+The local provider boots no virtual machine: ``launch`` registers an instance record
+(the QEMU runner registers the VMs it starts with ``register_instance``), so retention
+sees which images are in use.
+
+Import a built disk with ``import_image(path, region=, stack=, digest=)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from imagectl.clouds.base import (
+    TAG_DIGEST,
+    TAG_LAUNCHED_BY,
+    TAG_MANAGED,
+    TAG_STACK,
+    TAG_STATE,
+    TAG_TTL,
+    CloudImage,
+    Instance,
+    Provider,
+    ReplicaStatus,
+)
+from imagectl.errors import CloudError, UserError
+
+ENV_REGISTRY = "IMAGECTL_LOCAL_REGISTRY"
+ENV_LATENCY = "IMAGECTL_LOCAL_LATENCY"
+ENV_FAIL = "IMAGECTL_LOCAL_FAIL"
+FAIL_MODES = ("copy", "replica")
+ID_PREFIX = "sha256:"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _hex(image_id: str) -> str:
+    if not image_id.startswith(ID_PREFIX) or len(image_id) != len(ID_PREFIX) + 64:
+        raise UserError(
+            f"'{image_id}' is not a local image id",
+            hint="Local image ids are sha256:<64 hex digits> (see `imagectl status`)",
+        )
+    return image_id[len(ID_PREFIX) :]
+
+
+def file_digest(path: Path) -> str:
+    """``sha256:<hex>`` of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return ID_PREFIX + h.hexdigest()
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomic write: a reader sees the old or the new file, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as error:
+        raise CloudError(
+            f"the local registry file {path} is corrupt ({error})",
+            hint="Delete it and replicate the image again",
+        ) from None
+    return data
+
+
+def parse_latency(raw: str | float | dict[str, float] | None) -> dict[str, float] | float:
+    if raw is None or raw == "":
+        return 0.0
+    if isinstance(raw, int | float):
+        return float(raw)
+    if isinstance(raw, dict):
+        return {k: float(v) for k, v in raw.items()}
+    if "=" not in raw:
+        return float(raw)
+    out: dict[str, float] = {}
+    for part in raw.split(","):
+        region, _, value = part.partition("=")
+        out[region.strip()] = float(value)
+    return out
+
+
+def parse_fail(raw: str | dict[str, str] | None) -> dict[str, str]:
+    if not raw:
+        return {}
+    pairs = (
+        raw.items()
+        if isinstance(raw, dict)
+        else ((p.partition("=")[0], p.partition("=")[2] or "copy") for p in raw.split(","))
+    )
+    out = {}
+    for region, mode in pairs:
+        if mode not in FAIL_MODES:
+            raise UserError(
+                f"unknown local failure mode '{mode}' for region {region}",
+                hint=f"Use one of: {', '.join(FAIL_MODES)}",
+            )
+        out[region.strip()] = mode
+    return out
+
+
+class LocalProvider(Provider):
+    cloud = "local"
+    poll_interval_s = 0.02  # how often promotion polls replica_status
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        latency: str | float | dict[str, float] | None = None,
+        fail: str | dict[str, str] | None = None,
+        link: bool = True,
+    ):
+        if root is None:
+            root = os.environ.get(ENV_REGISTRY) or None
+        if root is None:
+            from imagectl.paths import state_dir
+
+            root = state_dir() / "registry"
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.latency = parse_latency(
+            latency if latency is not None else os.environ.get(ENV_LATENCY)
+        )
+        self.fail = parse_fail(fail if fail is not None else os.environ.get(ENV_FAIL))
+        self.link = link
+
+    # -- paths --------------------------------------------------------------------
+    def region_dir(self, region: str) -> Path:
+        if not region or "/" in region or region.startswith("."):
+            raise UserError(f"'{region}' is not a local region name")
+        return self.root / region
+
+    def _meta_path(self, region: str, hex_: str) -> Path:
+        return self.region_dir(region) / "images" / f"{hex_}.json"
+
+    def _pointer_path(self, stack: str, region: str) -> Path:
+        return self.region_dir(region) / "stacks" / stack / "latest"
+
+    def image_file(self, image_id: str, region: str) -> Path | None:
+        meta = _read_json(self._meta_path(region, _hex(image_id)))
+        if meta is None:
+            return None
+        return self.region_dir(region) / "images" / meta["file"]
+
+    def regions(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if (p / "images").is_dir())
+
+    def latency_of(self, region: str) -> float:
+        if isinstance(self.latency, dict):
+            return self.latency.get(region, 0.0)
+        return self.latency
+
+    @contextlib.contextmanager
+    def _region_lock(self, region: str) -> Iterator[None]:
+        folder = self.region_dir(region)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".lock", "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- images -------------------------------------------------------------------
+    def _to_image(self, region: str, meta: dict[str, Any]) -> CloudImage:
+        created = meta.get("created_at")
+        return CloudImage(
+            cloud="local",
+            region=region,
+            image_id=meta["image_id"],
+            name=meta.get("name", ""),
+            state=meta.get("state", "available"),
+            tags=dict(meta.get("tags", {})),
+            created_at=dt.datetime.fromisoformat(created) if created else None,
+        )
+
+    def metadata(self, image_id: str, region: str) -> dict[str, Any] | None:
+        """The raw metadata record of an image in a region (sharing, deprecation...)."""
+        return _read_json(self._meta_path(region, _hex(image_id)))
+
+    def _place(self, src: Path, region: str, hex_: str, suffix: str) -> str:
+        """Put ``src`` into the region as ``<hex><suffix>`` atomically; return the name."""
+        images = self.region_dir(region) / "images"
+        images.mkdir(parents=True, exist_ok=True)
+        name = f"{hex_}{suffix}"
+        dest = images / name
+        if dest.exists():
+            return name
+        tmp = images / f".{name}.{uuid.uuid4().hex}.tmp"
+        linked = False
+        if self.link:
+            try:
+                os.link(src, tmp)
+                linked = True
+            except OSError:
+                linked = False
+        if not linked:
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+        return name
+
+    def import_image(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        region: str,
+        stack: str,
+        digest: str,
+        name: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> CloudImage:
+        """Add a built disk file to ``region``; idempotent (same file, same id)."""
+        src = Path(path)
+        if not src.is_file():
+            raise UserError(f"no image file at {src}", hint="Build the image first")
+        image_id = file_digest(src)
+        hex_ = _hex(image_id)
+        suffix = src.suffix if src.suffix in (".qcow2", ".raw", ".img") else ".qcow2"
+        with self._region_lock(region):
+            meta = _read_json(self._meta_path(region, hex_))
+            if meta is None:
+                filename = self._place(src, region, hex_, suffix)
+                meta = {
+                    "image_id": image_id,
+                    "file": filename,
+                    "name": name or src.stem,
+                    "state": "available",
+                    "created_at": _now().isoformat(),
+                    "source": str(src),
+                    "tags": {
+                        TAG_MANAGED: "true",
+                        TAG_STACK: stack,
+                        TAG_DIGEST: digest,
+                        **(tags or {}),
+                    },
+                    "shared_with": None,
+                }
+                _write_json(self._meta_path(region, hex_), meta)
+        return self._to_image(region, meta)
+
+    def find_images(
+        self,
+        *,
+        stack: str | None = None,
+        digest: str | None = None,
+        state: str | None = None,
+        region: str | None = None,
+    ) -> list[CloudImage]:
+        out = []
+        for reg in [region] if region else self.regions():
+            folder = self.region_dir(reg) / "images"
+            if not folder.is_dir():
+                continue
+            for meta_path in sorted(folder.glob("*.json")):
+                meta = _read_json(meta_path)
+                if meta is None:
+                    continue
+                img = self._to_image(reg, meta)
+                if stack and img.tags.get(TAG_STACK) != stack:
+                    continue
+                if digest and img.tags.get(TAG_DIGEST) != digest:
+                    continue
+                if state and state not in (img.state, img.tags.get(TAG_STATE)):
+                    continue
+                out.append(img)
+        return out
+
+    def get_image(self, image_id: str, region: str) -> CloudImage | None:
+        meta = self.metadata(image_id, region)
+        return self._to_image(region, meta) if meta else None
+
+    def _update(self, image: CloudImage, **changes: Any) -> dict[str, Any]:
+        hex_ = _hex(image.image_id)
+        with self._region_lock(image.region):
+            meta = _read_json(self._meta_path(image.region, hex_))
+            if meta is None:
+                raise CloudError(f"local image {image.image_id} is not in region {image.region}")
+            tags = changes.pop("tags", None)
+            if tags:
+                meta["tags"] = {**meta.get("tags", {}), **tags}
+            meta.update(changes)
+            _write_json(self._meta_path(image.region, hex_), meta)
+        return meta
+
+    def tag_state(self, image: CloudImage, state: str) -> None:
+        self._update(image, tags={TAG_STATE: state})
+
+    # -- instances ----------------------------------------------------------------
+    def register_instance(
+        self,
+        image: CloudImage,
+        *,
+        shape: str = "qemu-tcg",
+        instance_id: str | None = None,
+        address: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> Instance:
+        """Record that something runs ``image`` (the QEMU runner calls this)."""
+        inst = Instance(
+            cloud="local",
+            region=image.region,
+            instance_id=instance_id or f"local-{uuid.uuid4().hex[:12]}",
+            shape=shape,
+            image_id=image.image_id,
+            state="running",
+            address=address,
+            tags={TAG_MANAGED: "true", **(tags or {})},
+            launched_at=_now(),
+        )
+        _write_json(
+            self.root / "instances" / f"{inst.instance_id}.json",
+            {
+                "instance_id": inst.instance_id,
+                "region": inst.region,
+                "shape": shape,
+                "image_id": inst.image_id,
+                "state": inst.state,
+                "address": address,
+                "tags": inst.tags,
+                "launched_at": inst.launched_at.isoformat() if inst.launched_at else None,
+            },
+        )
+        return inst
+
+    def launch(
+        self,
+        image: CloudImage,
+        shape: str,
+        *,
+        location: str,
+        ttl: dt.timedelta,
+        launched_by: str,
+        stack: str,
+        ssh_public_key: str | None = None,
+        allowed_cidr: str | None = None,
+    ) -> Instance:
+        tags = {
+            TAG_STACK: stack,
+            TAG_LAUNCHED_BY: launched_by,
+            TAG_TTL: (_now() + ttl).isoformat(),
+        }
+        return self.register_instance(image, shape=shape, tags=tags)
+
+    def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance:
+        return instance
+
+    def terminate(self, instance: Instance) -> None:
+        path = self.root / "instances" / f"{instance.instance_id}.json"
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+    def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
+        out = []
+        folder = self.root / "instances"
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            raw = _read_json(path)
+            if raw is None:
+                continue
+            tags = raw.get("tags", {})
+            if managed_only and tags.get(TAG_MANAGED) != "true":
+                continue
+            launched = raw.get("launched_at")
+            out.append(
+                Instance(
+                    cloud="local",
+                    region=raw["region"],
+                    instance_id=raw["instance_id"],
+                    shape=raw["shape"],
+                    image_id=raw["image_id"],
+                    state=raw["state"],
+                    address=raw.get("address"),
+                    tags=tags,
+                    launched_at=dt.datetime.fromisoformat(launched) if launched else None,
+                )
+            )
+        return out
+
+    # -- promotion ----------------------------------------------------------------
+    def _copy_path(self, region: str, token: str) -> Path:
+        safe = hashlib.sha256(token.encode()).hexdigest()[:32]
+        return self.region_dir(region) / "copies" / f"{safe}.json"
+
+    def _source_file(self, image: CloudImage) -> Path:
+        path = self.image_file(image.image_id, image.region)
+        if path is None or not path.exists():
+            raise CloudError(f"local image {image.image_id} is not in region {image.region}")
+        return path
+
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        if region == image.region:
+            return ReplicaStatus(region, "available", image.image_id)
+        if self.fail.get(region) == "copy":
+            raise CloudError(f"injected failure: copy of {image.image_id} into {region} refused")
+        with self._region_lock(region):
+            existing = _read_json(self._copy_path(region, token))
+            if existing is not None:
+                if existing["image_id"] != image.image_id:
+                    raise CloudError(
+                        f"copy token {token} in {region} was used for {existing['image_id']}"
+                    )
+                return ReplicaStatus(region, existing["state"], image.image_id, "same token")
+            if self.metadata(image.image_id, region) is not None:
+                return ReplicaStatus(region, "available", image.image_id, "already present")
+            source = self._source_file(image)
+            meta = self.metadata(image.image_id, image.region) or {}
+            now = time.time()
+            _write_json(
+                self._copy_path(region, token),
+                {
+                    "token": token,
+                    "image_id": image.image_id,
+                    "source_region": image.region,
+                    "source_file": str(source),
+                    "requested_at": now,
+                    "ready_at": now + self.latency_of(region),
+                    "state": "pending",
+                    "fail": self.fail.get(region) == "replica",
+                    "name": image.name,
+                    "tags": meta.get("tags", dict(image.tags)),
+                },
+            )
+        return ReplicaStatus(region, "pending", image.image_id, "copy requested")
+
+    def _pending_copy(self, image_id: str, region: str) -> tuple[Path, dict[str, Any]] | None:
+        folder = self.region_dir(region) / "copies"
+        found = None
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            raw = _read_json(path)
+            if raw and raw["image_id"] == image_id:
+                found = (path, raw)
+                if raw["state"] == "pending":
+                    return found
+        return found
+
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
+        if self.metadata(image.image_id, region) is not None:
+            return ReplicaStatus(region, "available", image.image_id)
+        with self._region_lock(region):
+            pending = self._pending_copy(image.image_id, region)
+            if pending is None:
+                return ReplicaStatus(region, "missing", None)
+            path, copy = pending
+            if copy["state"] != "pending":
+                return ReplicaStatus(region, copy["state"], image.image_id, copy.get("detail", ""))
+            if time.time() < copy["ready_at"]:
+                return ReplicaStatus(region, "pending", image.image_id)
+            if copy["fail"]:
+                copy.update(state="failed", detail="injected failure: the copy failed")
+                _write_json(path, copy)
+                return ReplicaStatus(region, "failed", image.image_id, copy["detail"])
+            src = Path(copy["source_file"])
+            filename = self._place(src, region, _hex(image.image_id), src.suffix or ".qcow2")
+            meta = {
+                "image_id": image.image_id,
+                "file": filename,
+                "name": copy.get("name", ""),
+                "state": "available",
+                "created_at": _now().isoformat(),
+                "source": f"{copy['source_region']}/{image.image_id}",
+                "tags": copy.get("tags", {}),
+                "shared_with": None,
+            }
+            _write_json(self._meta_path(region, _hex(image.image_id)), meta)
+            copy["state"] = "available"
+            _write_json(path, copy)
+        return ReplicaStatus(region, "available", image.image_id)
+
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        plain = sharing.model_dump() if hasattr(sharing, "model_dump") else dict(sharing or {})
+        plain["public"] = bool(plain.get("public", False))  # never public unless the stack says
+        self._update(replica, shared_with=plain)
+
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        try:
+            return self._pointer_path(stack, region).read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        if self.metadata(image_id, region) is None:
+            raise CloudError(f"cannot point {stack} in {region} at {image_id}: not in the region")
+        path = self._pointer_path(stack, region)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".latest.{uuid.uuid4().hex}.tmp")
+        tmp.write_text(image_id + "\n")
+        os.replace(tmp, path)
+
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        self._update(
+            image,
+            state="deprecated",
+            deprecated_at=(at or _now()).isoformat(),
+            replacement=replacement.image_id if replacement else None,
+        )
+
+    def delete(self, image: CloudImage) -> None:
+        hex_ = _hex(image.image_id)
+        stacks = self.region_dir(image.region) / "stacks"
+        for latest in stacks.glob("*/latest") if stacks.is_dir() else []:
+            if latest.read_text().strip() == image.image_id:
+                raise CloudError(
+                    f"local image {image.image_id} is the latest of {latest.parent.name} in "
+                    f"{image.region}: not deleted"
+                )
+        with self._region_lock(image.region):
+            meta = _read_json(self._meta_path(image.region, hex_))
+            if meta is None:
+                return
+            with contextlib.suppress(FileNotFoundError):
+                (self.region_dir(image.region) / "images" / meta["file"]).unlink()
+            self._meta_path(image.region, hex_).unlink()
+
+
+def create_provider(**options: Any) -> LocalProvider:
+    return LocalProvider(**options)

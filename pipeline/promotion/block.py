@@ -1,0 +1,54 @@
+"""``block_image()``: mark an image so that it can never be promoted without ``--force``.
+
+The block is the catalog state ``blocked`` with its reason (``Image.blocked_reason``) and
+an ``image.state`` event naming who blocked it and why. The gate refuses a blocked image
+(exit 1); ``imagectl promote --force --reason`` overrides it and is recorded. A promoted
+image cannot be blocked: roll it back first (``imagectl rollback``), then block it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.errors import UserError
+
+
+def block_image(
+    catalog: Any, image: Any, *, reason: str, cloud: str | None = None, actor: str | None = None
+) -> Any:
+    """Block ``image`` (catalog id, row or cloud id); returns the row. Idempotent."""
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
+    from imagectl.promotion.promote import resolve_image
+
+    if not reason.strip():
+        raise UserError("blocking an image needs --reason '...'")
+    with catalog.transaction() as s:
+        img = resolve_image(s, image, cloud=cloud)
+        if img.state == ImageState.BLOCKED.value:
+            repo.log_event(
+                s,
+                "image.block",
+                f"{img.label} is already blocked; again: {reason}",
+                image=img,
+                actor=actor,
+                details={"reason": reason},
+            )
+            return img
+        if ImageState.BLOCKED not in TRANSITIONS[ImageState(img.state)]:
+            hint = (
+                "Roll it back first (`imagectl rollback --stack "
+                f"{img.stack} --cloud {img.cloud}`), then block it"
+            )
+            if img.state not in ("promoted", "partially_promoted"):
+                hint = "See the transition table in imagectl/catalog/lifecycle.py"
+            raise UserError(f"image {img.label} is '{img.state}' and cannot be blocked", hint=hint)
+        repo.set_state(
+            s,
+            img,
+            ImageState.BLOCKED,
+            reason=f"blocked: {reason}",
+            blocked_reason=reason,
+            actor=actor,
+        )
+        return img

@@ -1,0 +1,120 @@
+"""The gate: nothing reaches a region without a passing, fresh receipt for this image.
+
+``check_gate(session, image, stack_digest=, max_age_hours=)`` returns the list of reasons
+the image may not be promoted (empty: it may). Rules, each a line of the refusal:
+
+- the image is ``validated`` (``blocked`` images are refused with their block reason);
+- it has at least one receipt in the catalog, and the newest receipt of every validation
+  shape says ``verdict: pass`` and no worst action that blocks the image;
+- every such receipt names this image id and the stack digest of the image, and that
+  digest is the stack file's current digest (the pins did not change since the build);
+- the receipt finished less than ``validation.max_receipt_age_hours`` ago.
+
+A receipt missing its fields is corrupt: ``CorruptReceipt`` (bad input, exit 2).
+``--force --reason`` overrides the refusals (the promotion records them with who and why).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from imagectl.errors import EXIT_FAILED, UserError
+
+RECEIPT_FIELDS = ("image_id", "stack", "stack_digest", "verdict", "worst_action", "finished_at")
+BLOCKING_ACTIONS = ("BLOCK_IMAGE",)
+
+
+class GateRefused(UserError):
+    """The image may not be promoted (exit 1): the reasons name each failed rule."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, label: str, reasons: list[str]):
+        self.reasons = reasons
+        super().__init__(
+            f"promotion of {label} refused: {'; '.join(reasons)}",
+            hint=(
+                "Validate the image again (`imagectl validate`), or override with "
+                "--force --reason '...' (recorded in the event log)"
+            ),
+        )
+
+
+class ImageBlocked(GateRefused):
+    """The image is blocked; only ``--force`` promotes it."""
+
+
+class CorruptReceipt(UserError):
+    """A receipt in the catalog lacks the fields the gate needs (exit 2)."""
+
+
+def _finished_at(receipt: dict[str, Any], where: str) -> dt.datetime:
+    raw = receipt.get("finished_at")
+    try:
+        value = raw if isinstance(raw, dt.datetime) else dt.datetime.fromisoformat(str(raw))
+    except ValueError:
+        raise CorruptReceipt(
+            f"receipt finished_at '{raw}' is not an ISO-8601 time",
+            where=where,
+            hint="Record the receipt again from the validator's output",
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def latest_receipts(session: Any, image: Any) -> list[Any]:
+    """The newest receipt (ValidationRun) of every validation shape of ``image``."""
+    from imagectl.catalog import repository as repo
+
+    newest: dict[str, Any] = {}
+    for run in repo.receipts(session, image):  # oldest first
+        newest[run.shape] = run
+    return list(newest.values())
+
+
+def check_gate(
+    session: Any,
+    image: Any,
+    *,
+    stack_digest: str,
+    max_age_hours: float,
+    now: dt.datetime | None = None,
+) -> list[str]:
+    """Reasons ``image`` may not be promoted; empty when it passes the gate."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    reasons: list[str] = []
+    if image.state == "blocked":
+        reasons.append(f"the image is blocked ({image.blocked_reason or 'no reason recorded'})")
+    elif image.state != "validated":
+        reasons.append(f"the image is '{image.state}', not 'validated'")
+    if image.stack_digest != stack_digest:
+        reasons.append(
+            f"the image was built from stack digest {image.stack_digest[:12]}, but the stack "
+            f"file's digest is now {stack_digest[:12]}"
+        )
+    runs = latest_receipts(session, image)
+    if not runs:
+        reasons.append("no validation receipt in the catalog")
+    for run in runs:
+        where = f"receipt {run.id} ({run.shape} on {run.host})"
+        body = run.receipt or {}
+        missing = [f for f in RECEIPT_FIELDS if body.get(f) in (None, "")]
+        if missing:
+            raise CorruptReceipt(
+                f"receipt lacks {', '.join(missing)}",
+                where=where,
+                hint="Record the receipt again from the validator's output",
+            )
+        if body["image_id"] != image.cloud_image_id:
+            reasons.append(f"{where} names image {body['image_id']}, not {image.cloud_image_id}")
+        if body["stack_digest"] != image.stack_digest:
+            reasons.append(f"{where} names stack digest {str(body['stack_digest'])[:12]}")
+        if run.verdict != "pass" or body["verdict"] != "pass":
+            reasons.append(f"{where} verdict is {body['verdict']}")
+        if run.worst_action in BLOCKING_ACTIONS:
+            reasons.append(f"{where} asks to {run.worst_action}")
+        age = now - _finished_at(body, where)
+        if age > dt.timedelta(hours=max_age_hours):
+            hours = age.total_seconds() / 3600
+            reasons.append(f"{where} is {hours:.1f} h old (maximum {max_age_hours:g} h)")
+    return reasons

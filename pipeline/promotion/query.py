@@ -1,0 +1,36 @@
+"""Read-only views for other parts (drift, status, the local end-to-end run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
+    """region -> the cloud image id the catalog says "latest" names (what drift expects)."""
+    from imagectl.catalog import repository as repo
+
+    with catalog.transaction() as s:
+        return {
+            p.region: p.image.cloud_image_id
+            for p in repo.list_pointers(s, stack=stack, cloud=cloud)
+        }
+
+
+def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list[dict[str, Any]]:
+    """Every promotion, rollback, retention and pointer event of a stack, oldest first."""
+    from imagectl.catalog import repository as repo
+
+    prefixes = ("promotion.", "pointer.", "rollback.", "retention.", "image.")
+    with catalog.transaction() as s:
+        rows = [e for e in repo.events(s, stack=stack, cloud=cloud) if e.kind.startswith(prefixes)]
+        return [
+            {
+                "at": e.at.isoformat(),
+                "actor": e.actor,
+                "kind": e.kind,
+                "message": e.message,
+                "image_id": e.image_id,
+                "details": e.details,
+            }
+            for e in reversed(rows)
+        ]

@@ -1,0 +1,177 @@
+"""Promotion fixtures: a catalog, the local provider, and validated images to promote.
+
+``world`` gives a SQLite catalog file, a local registry and the repository's ``local``
+stack (regions local-a/b/c). ``world.validated(...)`` imports a disk file into the
+registry's ``build`` region (not a target, so every target region needs a real copy),
+records it in the catalog with a receipt and moves it to ``validated``, as the build and
+validation steps do. ``world.run_cli(...)`` runs ``imagectl`` in a subprocess with the
+same catalog and registry (for kill points and concurrency).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE_REGION = "build"
+
+
+def make_receipt(
+    image_id: str,
+    stack: str,
+    digest: str,
+    *,
+    verdict: str = "pass",
+    age_hours: float = 1.0,
+    worst_action: str = "NONE",
+) -> dict[str, Any]:
+    finished = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=age_hours)
+    return {
+        "image_id": image_id,
+        "stack": stack,
+        "stack_digest": digest,
+        "verdict": verdict,
+        "worst_action": worst_action,
+        "finished_at": finished.isoformat(),
+    }
+
+
+@dataclass
+class World:
+    tmp: Path
+    db_url: str
+    registry: Path
+    catalog: Any
+    stack: Any  # ResolvedStack of images/stacks/local.yaml
+
+    def provider(self, **options: Any) -> Any:
+        from imagectl.clouds.local import LocalProvider
+
+        return LocalProvider(self.registry, **options)
+
+    def disk(self, content: bytes | None = None) -> Path:
+        path = self.tmp / f"disk-{uuid.uuid4().hex[:8]}.qcow2"
+        path.write_bytes(content if content is not None else os.urandom(4096))
+        return path
+
+    def validated(
+        self,
+        *,
+        region: str = SOURCE_REGION,
+        receipt: dict[str, Any] | None = None,
+        receipt_overrides: dict[str, Any] | None = None,
+        verdict: str = "pass",
+        age_hours: float = 1.0,
+        state: str = "validated",
+    ) -> Any:
+        """A validated image (catalog row) whose disk is in the registry's ``region``."""
+        from imagectl.catalog import repository as repo
+
+        digest = self.stack.digest
+        image = self.provider().import_image(
+            self.disk(), region=region, stack="local", digest=digest
+        )
+        body = receipt or make_receipt(
+            image.image_id, "local", digest, verdict=verdict, age_hours=age_hours
+        )
+        body.update(receipt_overrides or {})
+        with self.catalog.transaction() as s:
+            build = repo.record_build(
+                s,
+                build_id=f"b-{uuid.uuid4().hex[:8]}",
+                stack="local",
+                stack_digest=digest,
+                cloud="local",
+            )
+            row = repo.record_image(s, build=build, cloud_image_id=image.image_id, region=region)
+            repo.set_state(s, row, "validating", reason="test: validation started")
+            repo.record_receipt(
+                s,
+                row,
+                shape="qemu-tcg",
+                host="vm-1",
+                profile="boot",
+                verdict=verdict,
+                worst_action=body.get("worst_action") or "NONE",
+                receipt=body,
+                validator_version="test",
+            )
+            if state != "validating":
+                target = "validated" if state in ("validated", "blocked") else state
+                repo.set_state(s, row, target, reason="test: receipts recorded")
+            if state == "blocked":
+                repo.set_state(s, row, "blocked", reason="test", blocked_reason="bad NCCL")
+            return row
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+        env.update(
+            IMAGECTL_DATABASE_URL=self.db_url,
+            IMAGECTL_LOCAL_REGISTRY=str(self.registry),
+            IMAGECTL_STATE_DIR=str(self.tmp / "state"),
+            IMAGECTL_ROOT=str(REPO),
+            IMAGECTL_ACTOR="tester",
+            COLUMNS="200",
+        )
+        env.update(extra)
+        return env
+
+    def spawn(self, *args: str, **extra: str) -> subprocess.Popen[str]:
+        code = "import sys; from imagectl.cli import main; sys.exit(main(sys.argv[1:]))"
+        return subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            env=self.env(**extra),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def run_cli(
+        self, *args: str, timeout: float = 60, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        proc = self.spawn(*args, **extra)
+        out, err = proc.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def events(self, kind: str | None = None, image: Any = None) -> list[Any]:
+        from imagectl.catalog import repository as repo
+
+        with self.catalog.transaction() as s:
+            return repo.events(s, kind=kind, image=image)
+
+    def image(self, pk: int) -> Any:
+        from imagectl.catalog import repository as repo
+
+        with self.catalog.transaction() as s:
+            return repo.get_image(s, pk)
+
+    def region_files(self, region: str) -> list[Path]:
+        folder = self.registry / region / "images"
+        return (
+            sorted(p for p in folder.iterdir() if p.suffix == ".qcow2") if folder.is_dir() else []
+        )
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    from imagectl.catalog.db import open_catalog
+    from imagectl.stacks import load_resolved
+
+    db_url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    catalog = open_catalog(db_url)
+    _loaded, resolved = load_resolved(REPO / "images", "local")
+    registry = tmp_path / "registry"
+    try:
+        yield World(tmp_path, db_url, registry, catalog, resolved)
+    finally:
+        catalog.close()
