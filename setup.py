@@ -22,7 +22,13 @@ def _packages() -> list[str]:
         base = Path(folder)
         found.append(name)
         for sub in sorted(
-            p for p in base.rglob("*") if p.is_dir() and "__pycache__" not in p.parts
+            p
+            for p in base.rglob("*")
+            if p.is_dir()
+            and "__pycache__" not in p.parts
+            # apt.conf.d, preferences.d: not package names; their files ship through
+            # the "**/*" package-data glob of the nearest folder above.
+            and not any("." in part for part in p.relative_to(base).parts)
         ):
             found.append(".".join([name, *sub.relative_to(base).parts]))
     for name, folder in ROOTS.items():
