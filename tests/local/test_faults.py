@@ -10,7 +10,7 @@ import pytest
 from imagectl.errors import UserError
 from imagectl.local import disk, faults
 from imagectl.local.procs import Children
-from conftest import require_tool
+from needs import require_tool
 
 STATUS = """Package: jq
 Status: hold ok installed
