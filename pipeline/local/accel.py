@@ -60,7 +60,9 @@ def probe_kvm(kernel: Path, children: Children, workdir: Path, timeout: float) -
                 return True, "KVM booted the kernel"
             if proc.poll() is not None:
                 out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-                return False, f"qemu -accel kvm exited {proc.returncode}: {out.strip()[-200:]}"
+                lines = [ln for ln in out.strip().splitlines() if ln.strip()]
+                first = lines[0][:160] if lines else "no output"
+                return False, f"qemu -accel kvm exited {proc.returncode}: {first}"
             time.sleep(0.2)
         return False, f"KVM made no progress within {timeout:g} s (no kernel banner)"
     finally:

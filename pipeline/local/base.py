@@ -35,7 +35,7 @@ from imagectl.paths import state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
 # Bump when the recipe changes in a way that changes the disk.
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 
 # What the reference measured as the smallest set that boots, networks, serves SSH and
 # runs Ansible quickly (python3-apt: Ansible's apt module would install it, slowly).

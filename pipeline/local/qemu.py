@@ -53,6 +53,7 @@ class VmSpec:
         argv = [
             "qemu-system-x86_64",
             "-name", self.name,
+            "-nodefaults",  # no CD-ROM, floppy or VGA: nothing for the guest to probe
             *accel,
             "-smp", str(self.cpus),
             "-m", str(self.memory_mib),

@@ -52,7 +52,7 @@ def _checks(receipt: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def failing_checks(receipt: dict[str, Any]) -> list[dict[str, str]]:
+def failing_checks(receipt: dict[str, Any]) -> list[dict[str, str]]:  # id, title, message
     """Name and message of every check whose outcome is not a pass or a skip."""
     out = []
     for check in _checks(receipt):
@@ -60,7 +60,8 @@ def failing_checks(receipt: dict[str, Any]) -> list[dict[str, str]]:
         if outcome in ("fail", "failed", "error"):
             out.append(
                 {
-                    "name": str(check.get("name") or check.get("id") or "?"),
+                    "name": str(check.get("id") or check.get("name") or "?"),
+                    "title": str(check.get("title") or ""),
                     "message": str(check.get("message") or check.get("detail") or ""),
                     "action": str(check.get("action") or ""),
                 }
