@@ -34,10 +34,30 @@ FILES: dict[str, str] = {
     "etc/modprobe.d/imagectl-qemu-guest.conf": "".join(
         f"blacklist {m}\n"
         for m in (
-            "kvm", "kvm_amd", "kvm_intel", "sr_mod", "cdrom", "sg", "ata_piix", "floppy",
-            "aesni_intel", "ghash_clmulni_intel", "polyval_clmulni", "sha1_ssse3",
-            "sha256_ssse3", "sha512_ssse3", "crc32_pclmul", "powernow_k8", "acpi_cpufreq",
-            "pcspkr", "serio_raw", "joydev", "psmouse", "i2c_piix4", "bochs", "drm",
+            "kvm",
+            "kvm_amd",
+            "kvm_intel",
+            "sr_mod",
+            "cdrom",
+            "sg",
+            "ata_piix",
+            "floppy",
+            "aesni_intel",
+            "ghash_clmulni_intel",
+            "polyval_clmulni",
+            "sha1_ssse3",
+            "sha256_ssse3",
+            "sha512_ssse3",
+            "crc32_pclmul",
+            "powernow_k8",
+            "acpi_cpufreq",
+            "pcspkr",
+            "serio_raw",
+            "joydev",
+            "psmouse",
+            "i2c_piix4",
+            "bochs",
+            "drm",
         )
     ),  # fmt: skip
     # Light installs: the local stack's packages only, no recommends.

@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from imagectl.errors import UserError
 from imagectl.local import disk, faults
 from imagectl.local.procs import Children
