@@ -14,6 +14,40 @@ from __future__ import annotations
 FW_CFG_KEY_NAME = "opt/imagectl/authorized_keys"
 RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
 
+BLACKLIST = (
+    "kvm", "kvm_amd", "kvm_intel", "sr_mod", "cdrom", "sg", "ata_piix", "floppy",
+    "aesni_intel", "ghash_clmulni_intel", "polyval_clmulni", "sha1_ssse3",
+    "sha256_ssse3", "sha512_ssse3", "crc32_pclmul", "powernow_k8", "acpi_cpufreq",
+    "pcspkr", "serio_raw", "joydev", "psmouse", "i2c_piix4", "bochs", "drm",
+)  # fmt: skip
+
+BLACKLIST = (
+    "kvm",
+    "kvm_amd",
+    "kvm_intel",
+    "sr_mod",
+    "cdrom",
+    "sg",
+    "ata_piix",
+    "floppy",
+    "aesni_intel",
+    "ghash_clmulni_intel",
+    "polyval_clmulni",
+    "sha1_ssse3",
+    "sha256_ssse3",
+    "sha512_ssse3",
+    "crc32_pclmul",
+    "powernow_k8",
+    "acpi_cpufreq",
+    "pcspkr",
+    "serio_raw",
+    "joydev",
+    "psmouse",
+    "i2c_piix4",
+    "bochs",
+    "drm",
+)
+
 FILES: dict[str, str] = {
     # QEMU user networking: DHCP on the virtio NIC; the resolver is slirp's.
     "etc/systemd/network/80-imagectl-dhcp.network": (
@@ -31,35 +65,7 @@ FILES: dict[str, str] = {
     "etc/initramfs-tools/modules": "virtio_pci\nvirtio_blk\nvirtio_net\next4\ncrc32c_generic\n",
     # Drivers udev would load for emulated hardware a QEMU guest never uses (each costs
     # seconds under TCG): the CD-ROM, nested KVM, CPU-specific crypto and frequency drivers.
-    "etc/modprobe.d/imagectl-qemu-guest.conf": "".join(
-        f"blacklist {m}\n"
-        for m in (
-            "kvm",
-            "kvm_amd",
-            "kvm_intel",
-            "sr_mod",
-            "cdrom",
-            "sg",
-            "ata_piix",
-            "floppy",
-            "aesni_intel",
-            "ghash_clmulni_intel",
-            "polyval_clmulni",
-            "sha1_ssse3",
-            "sha256_ssse3",
-            "sha512_ssse3",
-            "crc32_pclmul",
-            "powernow_k8",
-            "acpi_cpufreq",
-            "pcspkr",
-            "serio_raw",
-            "joydev",
-            "psmouse",
-            "i2c_piix4",
-            "bochs",
-            "drm",
-        )
-    ),  # fmt: skip
+    "etc/modprobe.d/imagectl-qemu-guest.conf": "".join(f"blacklist {m}\n" for m in BLACKLIST),
     # Light installs: the local stack's packages only, no recommends.
     "etc/apt/apt.conf.d/90imagectl-no-recommends": (
         'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n'
