@@ -97,11 +97,13 @@ def build_candidate(
     from imagectl.packer.build import run_build
 
     def on_event(event: Any) -> None:
-        text = (event.text or "").strip()
-        if event.type == "ui" and text:
-            line = text.splitlines()[-1].strip()
-            if line:
+        if event.type != "ui":
+            return
+        for raw in reversed((event.text or "").splitlines()):
+            line = raw.split("qemu.candidate:", 1)[-1].strip().rstrip("*").strip()
+            if line and line != "==>":
                 note(line[:160])
+                return
 
     result = run_build(
         resolved,

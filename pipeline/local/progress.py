@@ -43,6 +43,9 @@ class Step:
     notes: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
+        from rich.markup import escape
+
+        text = escape(text)  # notes quote tools' output: "[base : task]" is not markup
         self.notes.append(text)
         self.progress._note(self, text)
 
@@ -64,8 +67,10 @@ class Progress:
         return {s.key: round(s.seconds, 1) for s in self.steps}
 
     def skip(self, key: str, title: str, why: str) -> None:
+        from rich.markup import escape
+
         self.steps.append(StepRecord(key, title, 0.0, "skipped", why))
-        self.console.print(f"[dim]- {title}: skipped ({why})[/]")
+        self.console.print(f"[dim]- {escape(title)}: skipped ({escape(why)})[/]")
 
     @contextlib.contextmanager
     def step(self, key: str, title: str) -> Iterator[Step]:

@@ -22,6 +22,7 @@ stopped on exit, failure and Ctrl-C.
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,12 @@ def run_local(ws: Workspace, opts: RunOptions, progress: Progress) -> RunResult:
         with Children() as children:
             _pipeline(ws, opts, progress, children, resolved, spec, regions, run_dir, result)
     except Exception as exc:  # a step failed: the run ends "failed" (exit 1), named
+        signum = getattr(exc, "signum", None)
+        if type(exc).__name__ == "PackerCancelled" and signum:
+            # packer was stopped by our Ctrl-C / SIGTERM: the run is cancelled, not failed
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt from exc
+            raise Terminated(signum) from exc
         failed = [s for s in progress.steps if s.outcome == "failed"]
         where = failed[-1].title if failed else "setup"
         text = exc.render() if isinstance(exc, UserError) else str(exc)

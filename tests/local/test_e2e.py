@@ -17,26 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from needs import in_ci, require, require_root, require_tool
+from needs import require
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = ("debootstrap", "qemu-system-x86_64", "qemu-img", "packer", "ansible-playbook",
-         "mkfs.ext4", "debugfs", "ssh", "scp", "ssh-keygen")  # fmt: skip
-
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def e2e_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (in_ci() or os.environ.get("IMAGECTL_E2E") == "1"):
-        pytest.skip("end-to-end run: set IMAGECTL_E2E=1 (always on under CI=true)")
-    require_root()
-    for tool in TOOLS:
-        require_tool(tool)
-    kept = os.environ.get("IMAGECTL_E2E_STATE_DIR")
-    path = Path(kept) if kept else tmp_path_factory.mktemp("e2e-state")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _run(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict, str]:
