@@ -94,7 +94,11 @@ def build_candidate(
     env: dict[str, str] | None = None,
     timeout: float = 3600,
 ) -> Candidate:
+    from imagectl.local.wheelhouse import ensure_wheelhouse
     from imagectl.packer.build import run_build
+
+    note("validator dependency wheels (pip download, cached)")
+    wheelhouse = ensure_wheelhouse()
 
     def on_event(event: Any) -> None:
         if event.type != "ui":
@@ -119,6 +123,7 @@ def build_candidate(
         on_event=on_event,
         timeout=timeout,
         local_base_dir=str(base.folder),
+        validator_wheelhouse=str(wheelhouse),
     )
     disks = [Path(a.id) for a in result.artifacts if str(a.id).endswith(".qcow2")]
     if not disks or not disks[0].is_file():
