@@ -45,7 +45,7 @@ def core_requirements() -> list[str]:
 def _constraints() -> list[str]:
     out = []
     for dist in metadata.distributions():
-        name = dist.metadata.get("Name")
+        name = dist.metadata["Name"]
         if name and name.lower() not in ("imagectl",):
             out.append(f"{name}=={dist.version}")
     return sorted(set(out))
