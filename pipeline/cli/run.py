@@ -39,9 +39,9 @@ FAULTS = ("unheld-package", "ssh-host-key")
     help="QEMU accelerator; auto probes KVM and falls back to TCG.",
 )
 @click.option(
-    "--reuse-candidate",
+    "--rebuild",
     is_flag=True,
-    help="Skip the build when a candidate of identical inputs is cached.",
+    help="Build the candidate even when one of identical inputs is cached.",
 )
 @click.option("--rebuild-base", is_flag=True, help="Rebuild the cached Debian base image.")
 @json_option
@@ -52,7 +52,7 @@ def command(
     regions: int | None,
     inject_fault: str | None,
     accel: str,
-    reuse_candidate: bool,
+    rebuild: bool,
     rebuild_base: bool,
     as_json: bool,
 ) -> int:
@@ -68,7 +68,7 @@ def command(
         regions=regions,
         inject_fault=inject_fault,
         accel=accel,
-        reuse_candidate=reuse_candidate,
+        rebuild=rebuild,
         rebuild_base=rebuild_base,
     )
     out.print(f"[bold]imagectl run[/] --stack {stack}: build -> boot -> validate -> promote")

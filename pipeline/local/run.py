@@ -54,7 +54,7 @@ class RunOptions:
     regions: int | None = None
     inject_fault: str | None = None
     accel: str = "auto"
-    reuse_candidate: bool = False
+    rebuild: bool = False  # build even when a candidate of identical inputs is cached
     rebuild_base: bool = False
     boot_timeout_s: float = 600.0
     build_timeout_s: float = 3600.0
@@ -183,12 +183,16 @@ def _pipeline(
 
     # 3. build ----------------------------------------------------------------------------
     cached: Candidate | None = None
-    if opts.reuse_candidate:
+    if not opts.rebuild:
         cached = find_cached(inputs_key(ws, resolved, base))
     if cached is not None:
         candidate = cached
-        progress.skip("build", "Build: packer qemu + playbooks/site.yml",
-                      f"reusing candidate of build {cached.build_id}, same inputs")  # fmt: skip
+        progress.skip(
+            "build",
+            "Build: packer qemu + playbooks/site.yml",
+            f"candidate of build {cached.build_id} has the same inputs (pins, base, template, "
+            "playbooks, sources); --rebuild builds anyway",
+        )
         with catalog.transaction() as s:
             build_pk = _build_pk(s, cached.build_id)
         if build_pk is None:
@@ -262,15 +266,19 @@ def _pipeline(
         st.note(f"{image_id[:19]}… ({state})")
     result.image_id = image_id
     result.image_file = str(image_file)
-    if state not in ("built", "inconclusive"):
+    if state in ("deprecated", "deleted", "rolled_back"):
         raise UserError(
-            f"image {image_id} is already '{state}' in the catalog; nothing to validate",
-            hint="Run without --reuse-candidate to build a new candidate",
+            f"image {image_id} is '{state}' in the catalog and cannot be promoted again",
+            hint="Run with --rebuild to build a new candidate",
         )
 
     # 5-6. boot and validate ----------------------------------------------------------------
-    with catalog.transaction() as s:
-        repo.set_state(s, image_pk, "validating", reason="local run: validation boot started")
+    # A reused candidate may already be further along: it is validated again (a fresh
+    # receipt), but its state only moves where the lifecycle allows.
+    if state in ("built", "inconclusive"):
+        with catalog.transaction() as s:
+            repo.set_state(s, image_pk, "validating", reason="local run: validation boot started")
+            state = "validating"
     outcome = _boot_and_validate(
         children, progress, base, accel, local, image_file, image_id, resolved, run_dir, opts,
         provider, cloud_image,
@@ -289,17 +297,22 @@ def _pipeline(
         )  # fmt: skip
 
     # 7. decide and promote -----------------------------------------------------------------
-    if not outcome.passed:
+    if not outcome.passed or state == "blocked":
         names = ", ".join(f["name"] for f in outcome.failing) or "verdict fail"
-        reason = f"validation failed: {names}"
-        with progress.step("decide", "Decide: blocked") as st:
-            _block(catalog, image_pk, reason)
+        reason = f"validation failed: {names}" if not outcome.passed else "blocked earlier"
+        with progress.step("decide", "Decide: blocked, not promoted") as st:
+            if state != "blocked":
+                _block(catalog, image_pk, reason)
+            else:
+                with catalog.transaction() as s:
+                    reason = repo.get_image(s, image_pk).blocked_reason or reason
             st.note(reason)
         result.outcome = "blocked"
         result.blocked_reason = reason
         return
-    with catalog.transaction() as s:
-        repo.set_state(s, image_pk, "validated", reason="local run: receipt passed")
+    if state == "validating":
+        with catalog.transaction() as s:
+            repo.set_state(s, image_pk, "validated", reason="local run: receipt passed")
     with progress.step("promote", f"Promote to {len(regions)} regions (parallel)") as st:
         from imagectl.promotion import promote
 

@@ -112,7 +112,7 @@ def test_an_injected_fault_is_blocked_with_the_failing_check_named(
 ):
     first_code, first, _ = promoted_run
     require(first_code == 0, "the promoted run failed; its candidate is needed here")
-    code, data, err = _run(e2e_state, "--inject-fault", fault, "--reuse-candidate")
+    code, data, err = _run(e2e_state, "--inject-fault", fault)
     assert code == 1, err[-3000:]
     assert data["outcome"] == "blocked"
     assert data["candidate_reused"] is True and data["build_id"] == first["build_id"]

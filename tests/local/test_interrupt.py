@@ -77,7 +77,7 @@ def _env(state: Path) -> dict[str, str]:
 def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path):
     imagectl = str(Path(sys.executable).parent / "imagectl")
     proc = subprocess.Popen(
-        [imagectl, "--root", str(REPO), "run", "--stack", "local"],
+        [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(e2e_state),
         start_new_session=True,
     )  # fmt: skip
