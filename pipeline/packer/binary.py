@@ -45,7 +45,9 @@ def parse_version(text: str) -> tuple[int, int, int] | None:
     return int(m[1]), int(m[2]), int(m[3])
 
 
-def find_packer(explicit: str | None = None) -> PackerBinary:
+def find_packer(
+    explicit: str | None = None, *, minimum: tuple[int, int, int] = MIN_VERSION
+) -> PackerBinary:
     """The packer binary to use, its version checked; UserError if missing or too old."""
     wanted = explicit or os.environ.get(ENV_PACKER)
     if wanted:
@@ -80,10 +82,10 @@ def find_packer(explicit: str | None = None) -> PackerBinary:
             f"(exit {proc.returncode}: {(proc.stdout + proc.stderr).strip()[:200]})",
             hint=f"Check that {path} is HashiCorp Packer",
         )
-    if version < MIN_VERSION:
+    if version < minimum:
         raise UserError(
             f"Packer {'.'.join(map(str, version))} at {path} is too old; imagectl's HCL2 "
-            f"templates need Packer >= {'.'.join(map(str, MIN_VERSION))}",
+            f"templates need Packer >= {'.'.join(map(str, minimum))}",
             hint=f"Upgrade Packer or set {ENV_PACKER} to a newer binary",
         )
     return PackerBinary(path=path, version=version)

@@ -10,6 +10,7 @@ folder for Packer < 1.7), ``packer.log`` and ``manifest.json``.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 import secrets
 import shlex
@@ -171,8 +172,11 @@ def plan_build(
 def build_validator_wheel(ws: Workspace, dest: Path) -> str:
     """``pip wheel --no-deps`` of the workspace: the validator the image carries."""
     dest.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest)]
+    if importlib.util.find_spec("setuptools") and importlib.util.find_spec("wheel"):
+        cmd.append("--no-build-isolation")  # seconds instead of half a minute
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest), str(ws.root)],
+        [*cmd, str(ws.root)],
         capture_output=True,
         text=True,
         check=False,

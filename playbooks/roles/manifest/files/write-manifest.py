@@ -22,7 +22,8 @@ def installed_packages(patterns):
     packages = {}
     for line in out.splitlines():
         parts = line.split("\t")
-        if len(parts) == 3 and parts[0].startswith("ii"):
+        # Status-Abbrev: want flag (i install, h hold) then state (i installed).
+        if len(parts) == 3 and parts[0][1:2] == "i":
             packages[parts[1]] = parts[2]
     return dict(sorted(packages.items()))
 
