@@ -14,6 +14,7 @@ candidate is untouched:
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -56,8 +57,18 @@ def _read(children: Children, raw: Path, path: str, dest: Path) -> str:
     return dest.read_text(errors="replace")
 
 
-def _write(children: Children, raw: Path, src: Path, path: str, mode: str) -> None:
+def _mtime(children: Children, raw: Path, path: str) -> int | None:
+    """A file's mtime (seconds since the epoch) in the ext4 image, from ``debugfs stat``."""
+    out = _debugfs(children, raw, [f"stat {path}"], write=False)
+    match = re.search(r"^\s*mtime: 0x([0-9a-f]+)", out, re.M)
+    return int(match.group(1), 16) if match else None
+
+
+def _write(
+    children: Children, raw: Path, src: Path, path: str, mode: str, mtime: int | None = None
+) -> None:
     folder, name = path.rsplit("/", 1)
+    times = [f"sif {name} {field} @{mtime}" for field in ("mtime", "ctime")] if mtime else []
     _debugfs(
         children,
         raw,
@@ -68,6 +79,7 @@ def _write(children: Children, raw: Path, src: Path, path: str, mode: str) -> No
             f"sif {name} mode {mode}",
             f"sif {name} uid 0",
             f"sif {name} gid 0",
+            *times,
         ],
         write=True,
     )
@@ -129,9 +141,12 @@ def inject(
                 check=True,
                 stdin=subprocess.DEVNULL,
             )  # fmt: skip
-            _write(children, raw, key, "/etc/ssh/ssh_host_ed25519_key", "0100600")
+            # Dated like the rest of the system set-up (sshd_config), as a key made during
+            # the build would be: the validator tells baked keys from first-boot ones by age.
+            when = _mtime(children, raw, "/etc/ssh/sshd_config")
+            _write(children, raw, key, "/etc/ssh/ssh_host_ed25519_key", "0100600", when)
             _write(children, raw, Path(f"{key}.pub"), "/etc/ssh/ssh_host_ed25519_key.pub",
-                   "0100644")  # fmt: skip
+                   "0100644", when)  # fmt: skip
             listing = _debugfs(children, raw, ["ls -l /etc/ssh"], write=False)
             if "ssh_host_ed25519_key" not in listing:
                 raise UserError("debugfs did not write the host key into the candidate")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def small_disk(tmp_path: Path) -> Path:
     (root / "var/lib/dpkg").mkdir(parents=True)
     (root / "etc/ssh").mkdir(parents=True)
     (root / "var/lib/dpkg/status").write_text(STATUS)
+    (root / "etc/ssh/sshd_config").write_text("# sshd\n")
+    os.utime(root / "etc/ssh/sshd_config", (1_700_000_000, 1_700_000_000))
     raw = tmp_path / "disk.raw"
     subprocess.run(["mkfs.ext4", "-q", "-F", "-d", str(root), str(raw), "16M"], check=True)
     qcow2 = tmp_path / "candidate.qcow2"
@@ -87,3 +90,11 @@ def test_ssh_host_key_fault_bakes_a_key(small_disk: Path, tmp_path: Path):
     assert key.startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
     assert _cat(dest, "/etc/ssh/ssh_host_ed25519_key.pub", tmp_path).startswith("ssh-ed25519 ")
     assert _cat(small_disk, "/etc/ssh/ssh_host_ed25519_key", tmp_path) == ""
+    # dated like the system set-up, so a validator sees it as older than the first boot
+    raw = tmp_path / "dest.raw"
+    subprocess.run(["qemu-img", "convert", "-O", "raw", str(dest), str(raw)], check=True)
+    stat = subprocess.run(
+        ["debugfs", "-R", "stat /etc/ssh/ssh_host_ed25519_key", str(raw)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert f"mtime: 0x{1_700_000_000:08x}" in stat
