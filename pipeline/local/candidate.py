@@ -11,10 +11,12 @@ playbooks and the imagectl sources that become the validator wheel.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,25 @@ class Candidate:
     reused: bool
     manifest: dict[str, Any]
     build_folder: Path | None = None
+
+
+def stop_ssh_masters(control_dir: Path) -> list[int]:
+    """Stop the SSH master processes whose control sockets are in ``control_dir``."""
+    stopped = []
+    needle = str(control_dir).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and cmdline.split(b"\0")[0].endswith(b"ssh"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), signal.SIGTERM)
+                stopped.append(int(entry))
+    shutil.rmtree(control_dir, ignore_errors=True)
+    return stopped
 
 
 def inputs_key(ws: Workspace, resolved: ResolvedStack, base: BaseImage) -> str:
@@ -109,22 +130,30 @@ def build_candidate(
                 note(line[:160])
                 return
 
-    result = run_build(
-        resolved,
-        "local",
-        workspace=ws,
-        build_id=build_id,
-        overrides={"local_accelerator": accel},
-        env={
-            **(env or {}),
-            "ANSIBLE_PIPELINING": "True",
-            "ANSIBLE_HOST_KEY_CHECKING": "False",
-        },
-        on_event=on_event,
-        timeout=timeout,
-        local_base_dir=str(base.folder),
-        validator_wheelhouse=str(wheelhouse),
-    )
+    # Ansible's SSH master connections (ControlPersist) leave packer's process group; their
+    # sockets live in a folder of this build so that they can be found and stopped.
+    control_dir = state_dir() / "local" / "ssh-control" / build_id
+    control_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        result = run_build(
+            resolved,
+            "local",
+            workspace=ws,
+            build_id=build_id,
+            overrides={"local_accelerator": accel},
+            env={
+                **(env or {}),
+                "ANSIBLE_PIPELINING": "True",
+                "ANSIBLE_HOST_KEY_CHECKING": "False",
+                "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
+            },
+            on_event=on_event,
+            timeout=timeout,
+            local_base_dir=str(base.folder),
+            validator_wheelhouse=str(wheelhouse),
+        )
+    finally:
+        stop_ssh_masters(control_dir)
     disks = [Path(a.id) for a in result.artifacts if str(a.id).endswith(".qcow2")]
     if not disks or not disks[0].is_file():
         raise UserError(
