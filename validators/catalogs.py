@@ -59,7 +59,9 @@ def thresholds() -> Thresholds:
         for k, v in doc["thresholds"].items()
     }
     events = tuple(
-        ClockEvent(int(e["bit"]), e["name"], Outcome(e["outcome"]), Action(e["action"]), e["source"])
+        ClockEvent(
+            int(e["bit"]), e["name"], Outcome(e["outcome"]), Action(e["action"]), e["source"]
+        )
         for e in doc["clock_events"]
     )
     rec = doc["recovery_actions"]
@@ -93,12 +95,18 @@ class XidCatalog:
     def lookup(self, kind: str, code: int) -> XidEntry:
         if kind == "sxid":
             return self.sxids.get(code) or XidEntry(
-                code, self.unknown_sxid.meaning, self.unknown_sxid.action,
-                self.unknown_sxid.source, known=False,
+                code,
+                self.unknown_sxid.meaning,
+                self.unknown_sxid.action,
+                self.unknown_sxid.source,
+                known=False,
             )
         return self.xids.get(code) or XidEntry(
-            code, self.unknown_xid.meaning, self.unknown_xid.action,
-            self.unknown_xid.source, known=False,
+            code,
+            self.unknown_xid.meaning,
+            self.unknown_xid.action,
+            self.unknown_xid.source,
+            known=False,
         )
 
     def action_from_text(self, text: str) -> Action | None:
@@ -133,7 +141,9 @@ def xid_catalog() -> XidCatalog:
     unknown = doc["unknown"]
     return XidCatalog(
         xids={int(k): _entry(int(k), v, src) for k, v in doc["xids"].items()},
-        unknown_xid=XidEntry(0, unknown["meaning"], Action(unknown["action"]), unknown["source"], known=False),
+        unknown_xid=XidEntry(
+            0, unknown["meaning"], Action(unknown["action"]), unknown["source"], known=False
+        ),
         sxids={int(k): _entry(int(k), v, sx["source"]) for k, v in sx["codes"].items()},
         unknown_sxid=XidEntry(
             0, sx["unknown"]["meaning"], Action(sx["unknown"]["action"]), sx["source"], known=False

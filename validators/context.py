@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pynvml
-
 from imagectl.validators.catalogs import Thresholds, XidCatalog, thresholds, xid_catalog
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.host.kernel_log import KernelLog
@@ -53,6 +52,7 @@ class Context:
     nvml_action: Action = Action.NONE
     nvml_init_s: float | None = None
     nvml_wedged: bool = False
+    fabric_deadline: float | None = None  # boot readiness: wait for the fabric once per run
     handles: list[Any] = field(default_factory=list)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     # samples taken under load (quick/full/burn), per GPU index

@@ -15,9 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from imagectl.errors import UserError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
@@ -44,17 +43,19 @@ class Expectations(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: Literal[1] = 1
-    origin: str = Field("none", description="where these expectations came from")
+    origin: str = Field(default="none", description="where these expectations came from")
     stack: str | None = None
     stack_digest: str | None = None
     image_id: str | None = None
     shape: str | None = None
     cloud: str | None = None
-    gpu: str | None = Field(None, description="GPU SKU (images/compat/gpus.yaml)")
+    gpu: str | None = Field(default=None, description="GPU SKU (images/compat/gpus.yaml)")
     gpu_count: int = Field(
-        0, ge=0, description="expected GPUs; with shape None, 0 means 'unknown: at least one'"
+        default=0,
+        ge=0,
+        description="expected GPUs; with shape None, 0 means 'unknown: at least one'",
     )
-    gpus_expected: bool = Field(True, description="False on a shape without GPUs")
+    gpus_expected: bool = Field(default=True, description="False on a shape without GPUs")
     hardware: Hardware | None = None
     driver: str | None = None
     cuda: str | None = None
@@ -129,9 +130,7 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
         power_limit_w=row.get("power_limit_w"),
         temp_warn_c=row.get("temp_warn_c"),
         temp_max_c=row.get("temp_max_c"),
-        source="; ".join(
-            s for s in (row.get("hardware_source"), f"{gpu.sku}: {gpu.source}") if s
-        ),
+        source="; ".join(s for s in (row.get("hardware_source"), f"{gpu.sku}: {gpu.source}") if s),
     )
     return row, hw
 
@@ -208,7 +207,7 @@ def from_file(path: Path) -> Expectations:
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{path}:{exc.lineno}: not valid JSON ({exc.msg})",
-            hint="Expectations are JSON as described by imagectl/validators/schema/expect.schema.json",
+            hint="Expectations are JSON described by imagectl/validators/schema/expect.schema.json",
         ) from exc
     try:
         expect = Expectations.model_validate(data)
@@ -230,16 +229,34 @@ def resolve_expectations(
     stack: str | None,
     expect_file: Path | None,
     shape: str | None,
+    replay: dict[str, Any] | None = None,
 ) -> Expectations:
-    """``--stack`` / ``--expect`` / the image's own expect.json / only the shape / nothing."""
+    """``--stack`` / ``--expect`` / the image's own expect.json / only the shape / nothing.
+
+    When replaying a snapshot, the image's own expect.json is the one recorded in the
+    snapshot (host fact ``expect_file``), never this machine's.
+    """
     if stack and expect_file:
         raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
     if stack:
         return from_stack(images_dir, stack, shape)
-    if expect_file is None and DEFAULT_EXPECT_FILE.is_file():
+    expect: Expectations | None = None
+    if expect_file is None and replay is not None:
+        recorded = (replay.get("host") or {}).get("expect_file")
+        if isinstance(recorded, dict) and "$invalid" not in recorded:
+            try:
+                expect = Expectations.model_validate(recorded)
+            except ValidationError as exc:
+                raise UserError(
+                    f"the snapshot's recorded expect.json is invalid: {exc.errors()[0]['msg']}",
+                    hint="Pass --expect or --stack",
+                ) from exc
+            expect = expect.model_copy(update={"origin": "snapshot:/etc/imagectl/expect.json"})
+    elif expect_file is None and DEFAULT_EXPECT_FILE.is_file():
         expect_file = DEFAULT_EXPECT_FILE
     if expect_file is not None:
         expect = from_file(expect_file)
+    if expect is not None:
         if shape and shape != expect.shape:
             update = _shape_fields(images_dir, shape)
             expect = expect.model_copy(update=update)

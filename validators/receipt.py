@@ -11,10 +11,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, CheckResult, Outcome
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).parent / "schema" / "receipt.schema.json"
@@ -35,9 +34,9 @@ class GpuSummary(BaseModel):
 class Receipt(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     kind: Literal["imagectl.validation-receipt"] = "imagectl.validation-receipt"
-    image_id: str | None = Field(None, description="the image validated (cloud image id)")
+    image_id: str | None = Field(default=None, description="the image validated (cloud image id)")
     stack: str | None = None
     stack_digest: str | None = None
     validator_version: str
@@ -46,7 +45,7 @@ class Receipt(BaseModel):
     finished_at: str = Field(description="ISO 8601, UTC")
     duration_s: float
     mode: Literal["live", "replay"]
-    snapshot: str | None = Field(None, description="the snapshot replayed, if any")
+    snapshot: str | None = Field(default=None, description="the snapshot replayed, if any")
     host: dict[str, Any] = Field(description="host facts: hostname, kernel, OS, driver, cloud")
     expectations: dict[str, Any]
     gpus: list[GpuSummary]
@@ -71,7 +70,11 @@ def gpu_summaries(gpus: list[dict[str, Any]], checks: list[CheckResult]) -> list
         mine = [c for c in checks if c.gpu == g["index"]]
         failing = [c for c in mine if c.failed]
         outcome: Literal["pass", "fail", "warn"] = (
-            "fail" if failing else "warn" if any(c.outcome == Outcome.WARN for c in mine) else "pass"
+            "fail"
+            if failing
+            else "warn"
+            if any(c.outcome == Outcome.WARN for c in mine)
+            else "pass"
         )
         out.append(
             GpuSummary(

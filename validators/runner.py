@@ -16,12 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pynvml
-
 from imagectl.validators.checks.base import Finding, Spec
 from imagectl.validators.context import Context
 from imagectl.validators.host.facts import FactMissing
 from imagectl.validators.nvml.errors import error_label, error_name, is_unsupported
-from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+from imagectl.validators.results import Action, CheckResult, Outcome
 
 # NVML errors inside a check that say something about the GPU, not about the check.
 _NVML_FAULTS = {
@@ -41,7 +40,9 @@ def _result(spec: Spec, f: Finding, gpu: int | None, duration: float) -> CheckRe
         expected=f.expected,
         unit=f.unit,
         source=f.source,
-        action=f.action if f.outcome in (Outcome.FAIL, Outcome.WARN, Outcome.ERROR) else Action.NONE,
+        action=f.action
+        if f.outcome in (Outcome.FAIL, Outcome.WARN, Outcome.ERROR)
+        else Action.NONE,
         duration_s=round(duration, 6),
         gpu=f.gpu if f.gpu is not None else gpu,
         message=f.message,
@@ -55,17 +56,21 @@ def _from_exception(exc: BaseException) -> Finding:
         name = error_name(exc)
         if is_unsupported(exc):
             return Finding(
-                Outcome.SKIP, f"{call} is not supported here: {error_label(exc)}",
+                Outcome.SKIP,
+                f"{call} is not supported here: {error_label(exc)}",
                 details={"nvml_error": name, "call": call},
             )
         if name in _NVML_FAULTS:
             action, what = _NVML_FAULTS[name]
             return Finding(
-                Outcome.FAIL, f"{call} failed: {what} ({error_label(exc)})", action=action,
+                Outcome.FAIL,
+                f"{call} failed: {what} ({error_label(exc)})",
+                action=action,
                 details={"nvml_error": name, "call": call},
             )
         return Finding(
-            Outcome.ERROR, f"{call} failed: {error_label(exc)}",
+            Outcome.ERROR,
+            f"{call} failed: {error_label(exc)}",
             details={"nvml_error": name, "call": call},
         )
     if isinstance(exc, FactMissing):
@@ -129,7 +134,7 @@ def run_one(spec: Spec, ctx: Context, gpu: int | None) -> list[CheckResult]:
         try:
             out = spec.fn(ctx, gpu) if spec.per_gpu else spec.fn(ctx)
             box["findings"] = out if isinstance(out, list) else [out]
-        except BaseException as exc:  # noqa: BLE001 - every failure becomes a result
+        except BaseException as exc:
             box["exc"] = exc
 
     started = time.perf_counter()
@@ -200,6 +205,3 @@ def run_checks(
                 continue
             results.extend(run_one(spec, ctx, gpu))
     return results
-
-
-__all__ = ["Severity", "run_checks", "run_one"]

@@ -4,8 +4,10 @@ produce the receipt."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,20 @@ from imagectl.validators.context import Context, NamedCalls
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.host.kernel_log import KernelLog, read_file_log, read_host_log
 from imagectl.validators.receipt import Receipt, gpu_summaries, summarise, verdict_of
-from imagectl.validators.results import CheckResult, Outcome, Severity
-from imagectl.validators.runner import run_checks
+from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+from imagectl.validators.runner import run_checks, run_with_deadline
 
 # Wall-time budget per profile (checks past it fail rather than overrun).
-PROFILE_BUDGET_S: dict[str, float | None] = {"boot": 30.0, "quick": 180.0, "full": 1200.0, "burn": None}
+PROFILE_BUDGET_S: dict[str, float | None] = {
+    "boot": 30.0,
+    "quick": 180.0,
+    "full": 1200.0,
+    "burn": None,
+}
+
+
+# Time kept back from part 2 for the checks that judge its samples.
+PART_TWO_RESERVE_S = 10.0
 
 
 @dataclass
@@ -80,20 +91,85 @@ def build_context(opts: Options) -> Context:
 
 
 def _skip(id_: str, title: str, reason: str) -> CheckResult:
-    return CheckResult(id=id_, title=title, severity=Severity.INFO, outcome=Outcome.SKIP,
-                       message=reason)
+    return CheckResult(
+        id=id_, title=title, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason
+    )
 
 
 def _error(id_: str, title: str, exc: BaseException) -> CheckResult:
-    return CheckResult(id=id_, title=title, severity=Severity.CRITICAL, outcome=Outcome.ERROR,
-                       message=f"{type(exc).__name__}: {exc}")
+    return CheckResult(
+        id=id_,
+        title=title,
+        severity=Severity.CRITICAL,
+        outcome=Outcome.ERROR,
+        message=f"{type(exc).__name__}: {exc}",
+    )
 
 
-def part_two(ctx: Context, opts: Options) -> list[CheckResult]:
-    """The CUDA and collective smoke tests (other modules), sampled under load."""
+def _guarded(
+    id_: str,
+    title: str,
+    load: Callable[[], Callable[..., Any]],
+    call: Callable[[Callable[..., Any]], Any],
+    deadline_s: float,
+) -> list[CheckResult]:
+    """Import a part-2 function lazily and call it on the worker thread, with a deadline.
+
+    Import failure (module absent, torch missing) -> ``skip`` with the reason; an exception
+    -> ``error``; overrunning the deadline -> ``fail`` (the run moves on).
+    """
+    try:
+        fn = load()
+    except Exception as exc:
+        return [_skip(id_, title, f"unavailable: {type(exc).__name__}: {exc}")]
+    box: dict[str, Any] = {}
+
+    def job() -> None:
+        try:
+            box["out"] = list(call(fn))
+        except BaseException as exc:
+            box["exc"] = exc
+
+    if not run_with_deadline(job, deadline_s):
+        return [
+            CheckResult(
+                id=id_,
+                title=title,
+                severity=Severity.CRITICAL,
+                outcome=Outcome.FAIL,
+                action=Action.REBOOT,
+                message=f"timed out after {deadline_s:g} s (a hung check is a failed check)",
+            )
+        ]
+    if "exc" in box:
+        return [_error(id_, title, box["exc"])]
+    out: list[CheckResult] = box["out"]
+    return out
+
+
+def _load_smoke() -> Callable[..., Any]:
+    from imagectl.validators.compute import smoke_checks
+
+    return smoke_checks
+
+
+def _load_collectives() -> Callable[..., Any]:
+    from imagectl.validators.collectives import collective_checks
+
+    return collective_checks
+
+
+def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckResult]:
+    """The CUDA and collective smoke tests (other modules), sampled under load.
+
+    They run on the validator's worker thread (not the main thread) under the profile's
+    remaining time budget.
+    """
     if opts.snapshot is not None:
-        return [_skip("compute.smoke", "CUDA smoke tests", "replay: no hardware to load"),
-                _skip("collectives.smoke", "Collective smoke tests", "replay: no hardware")]
+        return [
+            _skip("compute.smoke", "CUDA smoke tests", "replay: no hardware to load"),
+            _skip("collectives.smoke", "Collective smoke tests", "replay: no hardware"),
+        ]
     out: list[CheckResult] = []
     sampler = None
     if ctx.nvml_ready and ctx.handles:
@@ -101,27 +177,27 @@ def part_two(ctx: Context, opts: Options) -> list[CheckResult]:
 
         sampler = LoadSampler(ctx.nvml, ctx.handles)
         sampler.__enter__()
+    started = time.perf_counter()
     try:
-        try:
-            from imagectl.validators.compute import smoke_checks
-        except Exception as exc:  # module not there yet, or torch missing
-            out.append(_skip("compute.smoke", "CUDA smoke tests", f"unavailable: {exc}"))
-        else:
-            try:
-                out += smoke_checks(ctx.expect, device=opts.device, profile=opts.profile,
-                                    nvml=ctx.nvml if ctx.nvml_ready else None)
-            except Exception as exc:
-                out.append(_error("compute.smoke", "CUDA smoke tests", exc))
-        try:
-            from imagectl.validators.collectives import collective_checks
-        except Exception as exc:
-            out.append(_skip("collectives.smoke", "Collective smoke tests", f"unavailable: {exc}"))
-        else:
-            try:
-                out += collective_checks(ctx.expect, device=opts.device, profile=opts.profile,
-                                         nodes=opts.nodes)
-            except Exception as exc:
-                out.append(_error("collectives.smoke", "Collective smoke tests", exc))
+        out += _guarded(
+            "compute.smoke",
+            "CUDA smoke tests",
+            _load_smoke,
+            lambda fn: fn(
+                ctx.expect,
+                device=opts.device,
+                profile=opts.profile,
+                nvml=ctx.nvml if ctx.nvml_ready else None,
+            ),
+            deadline_s,
+        )
+        out += _guarded(
+            "collectives.smoke",
+            "Collective smoke tests",
+            _load_collectives,
+            lambda fn: fn(ctx.expect, device=opts.device, profile=opts.profile, nodes=opts.nodes),
+            max(1.0, deadline_s - (time.perf_counter() - started)),
+        )
     finally:
         if sampler is not None:
             sampler.__exit__()
@@ -132,16 +208,20 @@ def part_two(ctx: Context, opts: Options) -> list[CheckResult]:
 def baseline_checks(receipt: dict[str, Any], opts: Options) -> list[CheckResult]:
     if opts.baseline is None:
         return []
-    try:
+    baseline = opts.baseline
+
+    def load() -> Callable[..., Any]:
         from imagectl.validators.baseline import compare_to_baseline
-    except Exception as exc:
-        return [_skip("baseline.compare", "Comparison with the baseline receipt",
-                      f"unavailable: {exc}")]
-    try:
-        return list(compare_to_baseline(receipt, opts.baseline,
-                                        max_regression_pct=opts.max_regression_pct))
-    except Exception as exc:
-        return [_error("baseline.compare", "Comparison with the baseline receipt", exc)]
+
+        return compare_to_baseline
+
+    return _guarded(
+        "baseline.compare",
+        "Comparison with the baseline receipt",
+        load,
+        lambda fn: fn(receipt, baseline, max_regression_pct=opts.max_regression_pct),
+        60.0,
+    )
 
 
 def _host_summary(ctx: Context) -> dict[str, Any]:
@@ -159,6 +239,9 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
         "boot": fact("boot"),
         "driver_module": module.get("version"),
         "module_flavour": module.get("flavour"),
+        "nvml_library": (fact("nvml_library") or {}).get("version"),
+        "nccl": (fact("nccl") or {}).get("version"),
+        "gpus": len(ctx.gpus),
         "nvml_init_s": ctx.nvml_init_s,
         "cloud": (fact("cloud_image") or {}).get("cloud"),
     }
@@ -167,8 +250,10 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
 def _image_id(ctx: Context, opts: Options) -> str | None:
     if opts.image_id:
         return opts.image_id
-    for getter in (lambda: (ctx.fact("manifest") or {}).get("image_id"),
-                   lambda: (ctx.fact("cloud_image") or {}).get("image_id")):
+    for getter in (
+        lambda: (ctx.fact("manifest") or {}).get("image_id"),
+        lambda: (ctx.fact("cloud_image") or {}).get("image_id"),
+    ):
         try:
             value = getter()
         except Exception:
@@ -186,13 +271,13 @@ def validate(opts: Options) -> Receipt:
     loaded = [s for s in specs if "boot" not in s.profiles]
     results = run_checks(idle, ctx, budget_s=PROFILE_BUDGET_S["boot"])
     if opts.profile in LOADED_PROFILES:
-        results += part_two(ctx, opts)
+        budget = PROFILE_BUDGET_S[opts.profile] or 24 * 3600.0
+        remaining = budget - (time.perf_counter() - t0) - PART_TWO_RESERVE_S
+        results += part_two(ctx, opts, deadline_s=max(1.0, remaining))
         results += run_checks(loaded, ctx, budget_s=PROFILE_BUDGET_S[opts.profile])
     if ctx.nvml_ready and not ctx.nvml_wedged:
-        try:
+        with contextlib.suppress(Exception):
             ctx.nvml.nvmlShutdown()
-        except Exception:
-            pass
     receipt = _make_receipt(ctx, opts, results, started_at, t0)
     extra = baseline_checks(receipt.model_dump(mode="json"), opts)
     if extra:
@@ -200,8 +285,9 @@ def validate(opts: Options) -> Receipt:
     return receipt
 
 
-def _make_receipt(ctx: Context, opts: Options, results: list[CheckResult], started_at: str,
-                  t0: float) -> Receipt:
+def _make_receipt(
+    ctx: Context, opts: Options, results: list[CheckResult], started_at: str, t0: float
+) -> Receipt:
     verdict, worst = verdict_of(results)
     from imagectl import __version__
 

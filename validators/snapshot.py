@@ -13,9 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from imagectl.errors import UserError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "snapshot.schema.json"
 
@@ -23,10 +22,11 @@ NVML_DOC = (
     "NVML values. 'init.error' is null or an NVML_ERROR_* name without the prefix (e.g. "
     "LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH). 'system' maps system "
     "calls (nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion_v2, "
-    "nvmlDeviceGetCount) to values. 'common' holds values shared by all GPUs. 'devices' holds one object per GPU index mapping pynvml "
+    "nvmlDeviceGetCount) to values. 'common' holds values shared by all GPUs. 'devices' "
+    "holds one object per GPU index mapping pynvml "
     "function names to return values; calls taking arguments after the handle map "
     "'arg1,arg2' (integers, pynvml constants) to values; structures are objects of their "
-    "fields; a failing call is {\"$error\": \"NOT_SUPPORTED\"}; a call absent from the "
+    'fields; a failing call is {"$error": "NOT_SUPPORTED"}; a call absent from the '
     "snapshot behaves as a function the driver lacks (FUNCTION_NOT_FOUND)."
 )
 
@@ -86,9 +86,7 @@ def factor_common(nvml: dict[str, Any]) -> dict[str, Any]:
     devices = [d for d in nvml.get("devices") or [] if "$error" not in d]
     if len(devices) < 2:
         return nvml
-    common = {
-        k: v for k, v in devices[0].items() if all(k in d and d[k] == v for d in devices[1:])
-    }
+    common = {k: v for k, v in devices[0].items() if all(k in d and d[k] == v for d in devices[1:])}
     out = dict(nvml)
     out["common"] = {**nvml.get("common", {}), **common}
     out["devices"] = [
@@ -135,7 +133,9 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
     return snap.model_dump(mode="json")
 
 
-def capture(*, root: str = "/", extra_packages: tuple[str, ...] = (), description: str = "") -> dict[str, Any]:
+def capture(
+    *, root: str = "/", extra_packages: tuple[str, ...] = (), description: str = ""
+) -> dict[str, Any]:
     """Capture this host: NVML (walking calls.py), host facts and the kernel log."""
     from imagectl import __version__
     from imagectl.validators.host.facts import LiveFacts, collect_all

@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("imagectl.cli.run", "The whole pipeline on this machine in QEMU, no cloud."),
     "build": ("imagectl.cli.build", "Build a candidate image of a stack for one cloud with Packer."),
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
-    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot) and write a receipt."),
+    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option
 
 
@@ -16,9 +15,9 @@ def command() -> None:
 
 @command.command("show")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--failed-only", is_flag=True, help="List only checks that did not pass.")
+@click.option("--all", "show_all", is_flag=True, help="List passing checks too.")
 @json_option
-def show(file: Path, failed_only: bool, as_json: bool) -> int:
+def show(file: Path, show_all: bool, as_json: bool) -> int:
     """Print a receipt (validated against its schema). Exit 1 if its verdict is fail."""
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import render_table
@@ -27,7 +26,7 @@ def show(file: Path, failed_only: bool, as_json: bool) -> int:
     if as_json:
         emit_json(data)
     else:
-        render_table(data, console=console(), show_passed=not failed_only)
+        render_table(data, console=console(), show_passed=show_all)
     return 0 if data["verdict"] == "pass" else 1
 
 
@@ -37,10 +36,9 @@ def show(file: Path, failed_only: bool, as_json: bool) -> int:
 @json_option
 def diff(a: Path, b: Path, as_json: bool) -> int:
     """What changed from receipt A to receipt B. Exit 1 if anything changed."""
-    from rich.table import Table
-
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import diff_receipts
+    from rich.table import Table
 
     d = diff_receipts(load_receipt(a), load_receipt(b))
     if as_json:
@@ -60,7 +58,8 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
             return f"{x['outcome']}{act} {x['measured'] if x['measured'] is not None else ''}"
 
         for c in d["checks"]:
-            table.add_row(c["id"], "" if c["gpu"] is None else str(c["gpu"]), cell(c["a"]),
-                          cell(c["b"]))
+            table.add_row(
+                c["id"], "" if c["gpu"] is None else str(c["gpu"]), cell(c["a"]), cell(c["b"])
+            )
         out.print(table if d["checks"] else "no check changed")
     return 1 if d["header"] or d["checks"] else 0

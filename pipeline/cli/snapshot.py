@@ -9,8 +9,13 @@ import click
 
 
 @click.command("snapshot")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the snapshot (JSON).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the snapshot (JSON).",
+)
 @click.option("--description", default="", help="A line saying what this host is / why.")
 @click.option("--hygiene-root", default="/", show_default=True, type=click.Path(file_okay=False))
 def command(output: Path, description: str, hygiene_root: str) -> int:

@@ -5,44 +5,104 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 
 @click.command("validate")
-@click.option("--profile", type=click.Choice(["boot", "quick", "full", "burn"]), default="boot",
-              show_default=True, help="boot: no stress, <= 30 s; quick: + CUDA/collective smoke; "
-              "full: sustained load; burn: long stress (opt-in).")
+@click.option(
+    "--profile",
+    type=click.Choice(["boot", "quick", "full", "burn"]),
+    default="boot",
+    show_default=True,
+    help="boot: no stress, <= 30 s; quick: + CUDA/collective smoke; "
+    "full: sustained load; burn: long stress (opt-in).",
+)
 @click.option("--stack", "stack", help="Expectations from this stack's pins (images/stacks/).")
-@click.option("--expect", "expect_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Expectations from a JSON file (default: /etc/imagectl/expect.json if present).")
+@click.option(
+    "--expect",
+    "expect_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Expectations from a JSON file (default: /etc/imagectl/expect.json if present).",
+)
 @click.option("--shape", help="The machine shape (images/catalog/shapes.yaml).")
-@click.option("--replay", "replay", type=click.Path(dir_okay=False, path_type=Path),
-              help="Run the checks against a snapshot instead of this host.")
-@click.option("--kernel-log", "kernel_log", type=click.Path(dir_okay=False, path_type=Path),
-              help="Read the kernel log from a file instead of journalctl -k -b / dmesg.")
+@click.option(
+    "--replay",
+    "replay",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Run the checks against a snapshot instead of this host.",
+)
+@click.option(
+    "--kernel-log",
+    "kernel_log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read the kernel log from a file instead of journalctl -k -b / dmesg.",
+)
 @click.option("--image-id", help="The image being validated (default: manifest or cloud metadata).")
-@click.option("--hygiene-root", default="/", show_default=True,
-              type=click.Path(file_okay=False), help="File tree judged by the image-hygiene checks.")
-@click.option("--hygiene/--no-hygiene", default=True, show_default=True,
-              help="Run the image-hygiene checks (off for fleet boot checks).")
-@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto",
-              show_default=True, help="Device for the part-2 smoke tests.")
-@click.option("--nodes", type=click.Path(dir_okay=False), help="Hostfile for multi-node collectives.")
-@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path),
-              help="Receipt to compare measured performance against.")
-@click.option("--max-regression-pct", type=float, default=5.0, show_default=True,
-              help="Largest accepted drop against --baseline.")
+@click.option(
+    "--hygiene-root",
+    default="/",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="File tree judged by the image-hygiene checks.",
+)
+@click.option(
+    "--hygiene/--no-hygiene",
+    default=True,
+    show_default=True,
+    help="Run the image-hygiene checks (off for fleet boot checks).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cuda", "cpu"]),
+    default="auto",
+    show_default=True,
+    help="Device for the part-2 smoke tests.",
+)
+@click.option(
+    "--nodes", type=click.Path(dir_okay=False), help="Hostfile for multi-node collectives."
+)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Receipt to compare measured performance against.",
+)
+@click.option(
+    "--max-regression-pct",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Largest accepted drop against --baseline.",
+)
 @json_option
+@click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the receipt (JSON) here.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the receipt (JSON) here.",
+)
 @click.pass_context
-def command(ctx: click.Context, profile: str, stack: str | None, expect_file: Path | None,
-            shape: str | None, replay: Path | None, kernel_log: Path | None,
-            image_id: str | None, hygiene_root: str, hygiene: bool, device: str,
-            nodes: str | None, baseline: Path | None, max_regression_pct: float, as_json: bool,
-            junit: Path | None, output: Path | None) -> int:
+def command(
+    ctx: click.Context,
+    profile: str,
+    stack: str | None,
+    expect_file: Path | None,
+    shape: str | None,
+    replay: Path | None,
+    kernel_log: Path | None,
+    image_id: str | None,
+    hygiene_root: str,
+    hygiene: bool,
+    device: str,
+    nodes: str | None,
+    baseline: Path | None,
+    max_regression_pct: float,
+    as_json: bool,
+    show_all: bool,
+    junit: Path | None,
+    output: Path | None,
+) -> int:
     """Validate this GPU host: hardware health, kernel-log XIDs, software conformance.
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
@@ -57,8 +117,13 @@ def command(ctx: click.Context, profile: str, stack: str | None, expect_file: Pa
     if kernel_log is not None and not kernel_log.is_file():
         raise UserError(f"cannot read the kernel log {kernel_log}: no such file")
     snapshot = load_snapshot(replay) if replay is not None else None
-    expect = resolve_expectations(images_dir=workspace(ctx).images, stack=stack,
-                                  expect_file=expect_file, shape=shape)
+    expect = resolve_expectations(
+        images_dir=workspace(ctx).images,
+        stack=stack,
+        expect_file=expect_file,
+        shape=shape,
+        replay=snapshot,
+    )
     opts = Options(
         profile=profile,
         expect=expect,
@@ -83,7 +148,7 @@ def command(ctx: click.Context, profile: str, stack: str | None, expect_file: Pa
     if as_json:
         emit_json(data)
     else:
-        render_table(data, console=console())
+        render_table(data, console=console(), show_passed=show_all)
         if output is not None:
             console().print(f"receipt: {output}")
     return 0 if receipt.verdict == "pass" else 1

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-
 from imagectl.errors import UserError
 from imagectl.validators.expectations import (
     Expectations,
@@ -17,6 +15,7 @@ from imagectl.validators.expectations import (
 )
 from imagectl.validators.session import Options, validate
 from imagectl.validators.snapshot import load_snapshot
+from validator_support import ROOT
 
 IMAGES = ROOT / "images"
 

@@ -43,19 +43,33 @@ def _run(root: Path) -> dict[str, list]:
 def test_dirty_image_tree_is_blocked(tmp_path: Path) -> None:
     _tree(tmp_path, dirty=True)
     res = _run(tmp_path)
-    for cid in ("image.ssh_host_keys", "image.build_keys", "image.machine_id",
-                "image.credentials", "image.shell_history"):
+    for cid in (
+        "image.ssh_host_keys",
+        "image.build_keys",
+        "image.machine_id",
+        "image.credentials",
+        "image.shell_history",
+    ):
         (r,) = res[cid]
         assert r.outcome == Outcome.FAIL and r.action == Action.BLOCK_IMAGE, (cid, r.message)
     assert res["image.ssh_host_keys"][0].measured == ["/etc/ssh/ssh_host_ed25519_key"]
     assert res["image.credentials"][0].measured == ["/root/.aws/credentials"]
     assert sorted(res["image.build_keys"][0].measured) == [
-        "/home/ubuntu/.ssh/authorized_keys", "/home/ubuntu/.ssh/id_ed25519"]
+        "/home/ubuntu/.ssh/authorized_keys",
+        "/home/ubuntu/.ssh/id_ed25519",
+    ]
 
 
 def test_clean_image_tree_passes(tmp_path: Path) -> None:
     _tree(tmp_path, dirty=False)
     res = _run(tmp_path)
     assert {cid: r[0].outcome for cid, r in res.items()} == dict.fromkeys(
-        ("image.ssh_host_keys", "image.build_keys", "image.machine_id", "image.credentials",
-         "image.shell_history"), Outcome.PASS)
+        (
+            "image.ssh_host_keys",
+            "image.build_keys",
+            "image.machine_id",
+            "image.credentials",
+            "image.shell_history",
+        ),
+        Outcome.PASS,
+    )

@@ -7,8 +7,6 @@ from typing import Any
 
 import pynvml
 import pytest
-from conftest import SNAPSHOTS, expect_file
-
 from imagectl.validators.checks import specs_for
 from imagectl.validators.context import NamedCalls
 from imagectl.validators.expectations import from_file
@@ -18,6 +16,7 @@ from imagectl.validators.nvml.capture import capture_nvml
 from imagectl.validators.runner import run_checks
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
+from validator_support import SNAPSHOTS, expect_file
 
 
 def _snap(name: str = "healthy/h100-sxm-8x.json") -> dict[str, Any]:
@@ -26,7 +25,10 @@ def _snap(name: str = "healthy/h100-sxm-8x.json") -> dict[str, Any]:
 
 def test_checks_only_make_calls_from_the_call_list() -> None:
     """What a snapshot captures is exactly what the checks read."""
-    for name, base in (("healthy/h100-sxm-8x.json", "h100-sxm-8x"), ("healthy/l4-1x.json", "l4-1x")):
+    for name, base in (
+        ("healthy/h100-sxm-8x.json", "h100-sxm-8x"),
+        ("healthy/l4-1x.json", "l4-1x"),
+    ):
         replay = ReplayNvml(_snap(name)["nvml"])
         ctx = build_context(Options(expect=from_file(expect_file(base)), snapshot=_snap(name)))
         ctx.nvml = NamedCalls(replay)
@@ -36,8 +38,9 @@ def test_checks_only_make_calls_from_the_call_list() -> None:
         assert "nvmlDeviceGetRemappedRows" in made and "nvmlDeviceGetFieldValues" in made
 
 
-@pytest.mark.parametrize("name", ["healthy/h100-sxm-8x.json", "healthy/a100-sxm-80gb-8x.json",
-                                  "healthy/l4-1x.json"])
+@pytest.mark.parametrize(
+    "name", ["healthy/h100-sxm-8x.json", "healthy/a100-sxm-80gb-8x.json", "healthy/l4-1x.json"]
+)
 def test_capture_of_a_replay_reproduces_the_snapshot(name: str) -> None:
     """Capture walks the call list; on a replayed host it yields the same values back."""
     snap = _snap(name)

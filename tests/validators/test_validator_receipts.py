@@ -4,41 +4,62 @@ Driven through the real CLI in a subprocess."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, SNAPSHOTS, expect_file
-
 from imagectl.errors import UserError
 from imagectl.validators.receipt import SCHEMA_FILE, load_receipt
 from imagectl.validators.schemas import SCHEMA_DIR, generators, render
+from validator_support import SNAPSHOTS, Run, expect_file, imagectl_in_process
 
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 HEALTHY = SNAPSHOTS / "healthy/h100-sxm-8x.json"
 XID79 = SNAPSHOTS / "faults/h100-sxm-8x--xid79-fallen-off-bus.json"
 
 
-def imagectl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([IMAGECTL, *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+def imagectl(*args: str) -> Run:
+    return imagectl_in_process(*args)
 
 
 @pytest.fixture(scope="module")
 def receipts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("receipts")
     exp = str(expect_file("h100-sxm-8x"))
-    good = imagectl("validate", "--replay", str(HEALTHY), "--expect", exp, "-o",
-                    str(out / "good.json"), "--junit", str(out / "good.xml"))
+    good = imagectl(
+        "validate",
+        "--replay",
+        str(HEALTHY),
+        "--expect",
+        exp,
+        "-o",
+        str(out / "good.json"),
+        "--junit",
+        str(out / "good.xml"),
+        "--json",
+    )
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr
-    bad = imagectl("validate", "--replay", str(XID79), "--expect", exp, "-o",
-                   str(out / "bad.json"), "--junit", str(out / "bad.xml"))
+    bad = imagectl(
+        "validate",
+        "--replay",
+        str(XID79),
+        "--expect",
+        exp,
+        "-o",
+        str(out / "bad.json"),
+        "--junit",
+        str(out / "bad.xml"),
+        "--json",
+    )
     assert bad.returncode == 1, bad.stdout[-3000:] + bad.stderr
-    return {"good": out / "good.json", "bad": out / "bad.json", "good_xml": out / "good.xml",
-            "bad_xml": out / "bad.xml"}
+    return {
+        "good": out / "good.json",
+        "bad": out / "bad.json",
+        "good_xml": out / "good.xml",
+        "bad_xml": out / "bad.xml",
+    }
 
 
 def test_shipped_schemas_match_their_models() -> None:
@@ -61,8 +82,18 @@ def test_receipts_validate_against_the_shipped_schema(receipts: dict[str, Path])
     assert xid["gpu"] == 3 and xid["action"] == "REBOOT" and xid["measured"]["code"] == 79
     assert bad["gpus"][3]["outcome"] == "fail" and bad["gpus"][3]["failed_checks"] == ["kernel.xid"]
     for c in bad["checks"]:
-        assert {"id", "title", "severity", "outcome", "measured", "expected", "unit", "source",
-                "action", "duration_s"} <= set(c)
+        assert {
+            "id",
+            "title",
+            "severity",
+            "outcome",
+            "measured",
+            "expected",
+            "unit",
+            "source",
+            "action",
+            "duration_s",
+        } <= set(c)
 
 
 def test_junit_parses_and_counts_failures(receipts: dict[str, Path]) -> None:
@@ -73,13 +104,19 @@ def test_junit_parses_and_counts_failures(receipts: dict[str, Path]) -> None:
         assert len(suite.findall("testcase")) == int(suite.get("tests", "0")) > 100
     root = ET.parse(receipts["bad_xml"]).getroot()
     failed = [tc.get("name") for tc in root.iter("testcase") if tc.find("failure") is not None]
-    assert failed == ["kernel.xid[gpu3]"]
+    assert failed == ["kernel.xid[gpu3][79]"]
 
 
 def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
     shown = imagectl("receipt", "show", str(receipts["bad"]), "--json")
     assert shown.returncode == 1 and json.loads(shown.stdout)["verdict"] == "fail"
-    assert imagectl("receipt", "show", str(receipts["good"])).returncode == 0
+    table = imagectl("receipt", "show", str(receipts["bad"]))
+    assert table.returncode == 1
+    assert "kernel.xid" in table.stdout and "verdict: FAIL" in table.stdout
+    assert "gpu.ecc.mode" not in table.stdout  # passed checks hidden unless --all
+    full = imagectl("receipt", "show", str(receipts["bad"]), "--all")
+    assert "gpu.ecc.mode" in full.stdout
+    assert imagectl("receipt", "show", str(receipts["good"]), "--json").returncode == 0
     diff = imagectl("receipt", "diff", str(receipts["good"]), str(receipts["bad"]), "--json")
     assert diff.returncode == 1
     d = json.loads(diff.stdout)
@@ -91,8 +128,9 @@ def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
 
 
 @pytest.mark.parametrize("kind", ["receipt", "snapshot"])
-def test_corrupt_or_truncated_input_is_exit_2(kind: str, receipts: dict[str, Path],
-                                              tmp_path: Path) -> None:
+def test_corrupt_or_truncated_input_is_exit_2(
+    kind: str, receipts: dict[str, Path], tmp_path: Path
+) -> None:
     source = receipts["good"] if kind == "receipt" else HEALTHY
     text = source.read_text()
     truncated = tmp_path / "truncated.json"
@@ -116,7 +154,9 @@ def test_corrupt_or_truncated_input_is_exit_2(kind: str, receipts: dict[str, Pat
 
 def test_bad_options_are_exit_2(tmp_path: Path) -> None:
     assert imagectl("validate", "--replay", str(HEALTHY), "--shape", "p99.huge").returncode == 2
-    assert imagectl("validate", "--replay", str(HEALTHY), "--stack", "h100-training").returncode == 2
+    assert (
+        imagectl("validate", "--replay", str(HEALTHY), "--stack", "h100-training").returncode == 2
+    )
     bad_expect = tmp_path / "expect.json"
     bad_expect.write_text('{"gpu_count": "eight"}')
     out = imagectl("validate", "--replay", str(HEALTHY), "--expect", str(bad_expect))

@@ -9,8 +9,6 @@ import time
 from typing import Any
 
 import pynvml
-from conftest import SNAPSHOTS, expect_file
-
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import Finding, Spec, ok
 from imagectl.validators.expectations import from_file
@@ -19,20 +17,32 @@ from imagectl.validators.results import Action, Outcome, Severity
 from imagectl.validators.runner import run_checks
 from imagectl.validators.session import Options, build_context
 from imagectl.validators.snapshot import load_snapshot
+from validator_support import SNAPSHOTS, expect_file
 
 NEVER = threading.Event()
 
 
 def _ctx() -> Any:
     return build_context(
-        Options(expect=from_file(expect_file("h100-sxm-8x")),
-                snapshot=load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"))
+        Options(
+            expect=from_file(expect_file("h100-sxm-8x")),
+            snapshot=load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"),
+        )
     )
 
 
 def _spec(fn: Any, *, timeout_s: float = 0.2, needs_nvml: bool = False) -> Spec:
-    return Spec("test.check", "a test check", Severity.CRITICAL, fn, False, needs_nvml,
-                frozenset({"boot"}), timeout_s, Action.REBOOT)
+    return Spec(
+        "test.check",
+        "a test check",
+        Severity.CRITICAL,
+        fn,
+        False,
+        needs_nvml,
+        frozenset({"boot"}),
+        timeout_s,
+        Action.REBOOT,
+    )
 
 
 def test_a_hung_check_fails_within_its_deadline_and_the_run_goes_on() -> None:
@@ -99,3 +109,61 @@ def test_a_wedged_nvml_fails_the_remaining_gpu_checks_fast() -> None:
     assert all("hung" in r.message for r in later)
     # software checks do not depend on NVML and still ran
     assert any(r.id == "sw.nccl.version" and r.outcome == Outcome.PASS for r in results)
+
+
+def test_part_two_calls_are_guarded() -> None:
+    """Part 2 (compute, collectives, baseline) comes from other modules: a missing module is a
+    skip with the reason, a hang a failure within the deadline, an exception an error."""
+    from imagectl.validators.results import CheckResult
+    from imagectl.validators.session import _guarded
+
+    def missing() -> Any:
+        raise ModuleNotFoundError("No module named 'torch'")
+
+    def hangs(*a: Any, **k: Any) -> list[CheckResult]:
+        NEVER.wait()
+        return []
+
+    def raises(*a: Any, **k: Any) -> list[CheckResult]:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    def passes(*a: Any, **k: Any) -> list[CheckResult]:
+        return [
+            CheckResult(
+                id="compute.gemm", title="GEMM", severity=Severity.CRITICAL, outcome=Outcome.PASS
+            )
+        ]
+
+    (skip,) = _guarded("compute.smoke", "t", missing, lambda fn: fn(), 1.0)
+    assert skip.outcome == Outcome.SKIP and "torch" in skip.message
+    started = time.perf_counter()
+    (hung,) = _guarded("compute.smoke", "t", lambda: hangs, lambda fn: fn(), 0.3)
+    assert time.perf_counter() - started < 2.0
+    assert hung.outcome == Outcome.FAIL and "timed out" in hung.message
+    (err,) = _guarded("compute.smoke", "t", lambda: raises, lambda fn: fn(), 1.0)
+    assert err.outcome == Outcome.ERROR and "illegal memory access" in err.message
+    (good,) = _guarded("compute.smoke", "t", lambda: passes, lambda fn: fn(), 1.0)
+    assert good.id == "compute.gemm" and good.outcome == Outcome.PASS
+
+
+def test_checks_past_the_profile_budget_fail_instead_of_overrunning() -> None:
+    def slow(ctx: Any) -> Finding:
+        time.sleep(0.3)
+        return ok()
+
+    specs = [dataclasses.replace(_spec(slow, timeout_s=2.0), id=f"test.slow{i}") for i in range(4)]
+    started = time.perf_counter()
+    results = run_checks(specs, _ctx(), budget_s=0.5)
+    assert time.perf_counter() - started < 1.2
+    assert [r.outcome for r in results][:2] == [Outcome.PASS, Outcome.PASS]
+    assert results[-1].outcome == Outcome.FAIL and "budget" in results[-1].message
+
+
+def test_an_unreadable_kernel_log_is_an_error_not_a_pass() -> None:
+    from imagectl.validators.checks import REGISTRY
+    from imagectl.validators.host.kernel_log import KernelLog
+
+    ctx = _ctx()
+    ctx._kernel_log = KernelLog("", "none", error="journalctl: no entries; dmesg: not permitted")
+    (r,) = run_checks([REGISTRY["kernel.xid"]], ctx)
+    assert r.outcome == Outcome.ERROR and "not permitted" in r.message

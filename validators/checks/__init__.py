@@ -6,18 +6,24 @@ NVLink and fabric, kernel log, NVML's recovery action, image hygiene.
 
 from __future__ import annotations
 
-from imagectl.validators.checks import (  # noqa: F401  (registration by import)
-    inventory,
-    software,
-    memory,
-    thermal,
-    pcie,
-    nvlink,
-    kernel,
-    recovery,
-    hygiene,
-)
+import importlib
+
 from imagectl.validators.checks.base import REGISTRY, Spec
+
+# Run order: inventory first (nvml.init enumerates the GPUs every later check uses).
+MODULES = (
+    "inventory",
+    "software",
+    "memory",
+    "thermal",
+    "pcie",
+    "nvlink",
+    "kernel",
+    "recovery",
+    "hygiene",
+)
+for _module in MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
 
 
 def specs_for(profile: str, *, hygiene: bool = True) -> list[Spec]:
@@ -28,4 +34,4 @@ def specs_for(profile: str, *, hygiene: bool = True) -> list[Spec]:
     ]
 
 
-__all__ = ["REGISTRY", "Spec", "specs_for"]
+__all__ = ["MODULES", "REGISTRY", "Spec", "specs_for"]

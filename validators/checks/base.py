@@ -84,7 +84,15 @@ def check(
         if id in REGISTRY:
             raise RuntimeError(f"check id {id} registered twice")
         REGISTRY[id] = Spec(
-            id, title, severity, fn, per_gpu, needs_nvml, profiles, timeout_s, timeout_action,
+            id,
+            title,
+            severity,
+            fn,
+            per_gpu,
+            needs_nvml,
+            profiles,
+            timeout_s,
+            timeout_action,
             candidate_only,
         )
         return fn

@@ -33,62 +33,108 @@ def _baked(h: dict[str, Any], entries: list[dict[str, Any]]) -> list[str] | None
     return [e["path"] for e in entries if e["mtime"] < first - SLACK_S]
 
 
-@check("image.ssh_host_keys", "No SSH host keys baked into the image", needs_nvml=False,
-       timeout_action=Action.NONE)
+@check(
+    "image.ssh_host_keys",
+    "No SSH host keys baked into the image",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+)
 def ssh_host_keys(ctx: Context) -> Finding:
     h = _hygiene(ctx)
     baked = _baked(h, h.get("ssh_host_keys") or [])
     if baked is None:
         return skip("host keys present; first boot time unknown, cannot tell baked from generated")
     if baked:
-        return bad(Action.BLOCK_IMAGE, f"SSH host keys from the build: {', '.join(baked)} (every "
-                   "instance would share them)", measured=baked, expected=[], source=SOURCE)
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"SSH host keys from the build: {', '.join(baked)} (every instance would share them)",
+            measured=baked,
+            expected=[],
+            source=SOURCE,
+        )
     return ok(measured=[], expected=[], source=SOURCE)
 
 
-@check("image.build_keys", "No build SSH keys (private keys, Packer keys)", needs_nvml=False,
-       timeout_action=Action.NONE)
+@check(
+    "image.build_keys",
+    "No build SSH keys (private keys, Packer keys)",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+)
 def build_keys(ctx: Context) -> Finding:
     found = [e["path"] for e in _hygiene(ctx).get("build_keys") or []]
     if found:
-        return bad(Action.BLOCK_IMAGE, f"build keys left in the image: {', '.join(found)}",
-                   measured=found, expected=[], source=SOURCE)
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"build keys left in the image: {', '.join(found)}",
+            measured=found,
+            expected=[],
+            source=SOURCE,
+        )
     return ok(measured=[], expected=[], source=SOURCE)
 
 
-@check("image.machine_id", "machine-id empty in the image", needs_nvml=False,
-       timeout_action=Action.NONE)
+@check(
+    "image.machine_id",
+    "machine-id empty in the image",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+)
 def machine_id(ctx: Context) -> Finding:
     h = _hygiene(ctx)
     if h.get("booted_root"):
-        return skip("a booted host writes its machine-id at boot: judged on the image tree "
-                    "(--hygiene-root)")
+        return skip(
+            "a booted host writes its machine-id at boot: judged on the image tree (--hygiene-root)"
+        )
     mid = h.get("machine_id")
     if mid in (None, "", "uninitialized"):
         return ok(measured=mid, expected="empty", source=SOURCE)
-    return bad(Action.BLOCK_IMAGE, f"machine-id '{mid}' baked in: every instance would share it "
-               "(systemd, journald, DHCP client ids)", measured=mid, expected="empty",
-               source=SOURCE)
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"machine-id '{mid}' baked in: every instance would share it "
+        "(systemd, journald, DHCP client ids)",
+        measured=mid,
+        expected="empty",
+        source=SOURCE,
+    )
 
 
-@check("image.credentials", "No cloud or registry credentials", needs_nvml=False,
-       timeout_action=Action.NONE)
+@check(
+    "image.credentials",
+    "No cloud or registry credentials",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+)
 def credentials(ctx: Context) -> Finding:
     found = [e["path"] for e in _hygiene(ctx).get("credentials") or []]
     if found:
-        return bad(Action.BLOCK_IMAGE, f"credentials in the image: {', '.join(found)}",
-                   measured=found, expected=[], source=SOURCE)
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"credentials in the image: {', '.join(found)}",
+            measured=found,
+            expected=[],
+            source=SOURCE,
+        )
     return ok(measured=[], expected=[], source=SOURCE)
 
 
-@check("image.shell_history", "No shell history from the build", needs_nvml=False,
-       timeout_action=Action.NONE)
+@check(
+    "image.shell_history",
+    "No shell history from the build",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+)
 def shell_history(ctx: Context) -> Finding:
     h = _hygiene(ctx)
     baked = _baked(h, h.get("shell_history") or [])
     if baked is None:
         return skip("history files present; first boot time unknown")
     if baked:
-        return bad(Action.BLOCK_IMAGE, f"shell history from the build: {', '.join(baked)}",
-                   measured=baked, expected=[], source=SOURCE)
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"shell history from the build: {', '.join(baked)}",
+            measured=baked,
+            expected=[],
+            source=SOURCE,
+        )
     return ok(measured=[], expected=[], source=SOURCE)

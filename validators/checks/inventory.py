@@ -4,14 +4,14 @@ persistence; VBIOS and InfoROM."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pynvml
-
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
+from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import normalise_bus
 from imagectl.validators.nvml.errors import error_label, error_name
-from imagectl.validators.results import Action, Outcome
+from imagectl.validators.results import Action
 
 SHAPES = "images/catalog/shapes.yaml"
 GPUS = "images/compat/gpus.yaml"
@@ -49,7 +49,7 @@ def _init_failure(ctx: Context, exc: BaseException) -> tuple[Action, str]:
     return Action.REBOOT, "NVML failed to initialise"
 
 
-def _safe_fact(ctx: Context, name: str) -> object:
+def _safe_fact(ctx: Context, name: str) -> Any:
     try:
         return ctx.fact(name)
     except Exception:
@@ -102,8 +102,11 @@ def gpu_count(ctx: Context) -> Finding:
     e = ctx.expect
     if e.shape is None:
         if found >= 1:
-            return ok(f"{found} GPU(s); no shape given, so only 'at least one' is checked",
-                      measured=found, expected=">= 1")
+            return ok(
+                f"{found} GPU(s); no shape given, so only 'at least one' is checked",
+                measured=found,
+                expected=">= 1",
+            )
         return bad(Action.REBOOT, "no GPU visible", measured=0, expected=">= 1")
     if found == e.gpu_count:
         return ok(measured=found, expected=e.gpu_count, source=SHAPES)
@@ -240,6 +243,3 @@ def gpu_persistence(ctx: Context, gpu: int) -> Finding:
         expected=ctx.expect.persistence_mode,
         source="NVIDIA driver persistence documentation",
     )
-
-
-__all__ = ["Outcome", "warn"]

@@ -24,7 +24,9 @@ def _judge(ctx: Context, events: list[Event], kind: str) -> list[Finding]:
     if not mine:
         return [ok(f"no {label} in this boot ({log.source})", measured=0)]
     failing_gpus = {
-        e.bus for e in mine if not ctx.xids.lookup(kind, e.code).ignore
+        e.bus
+        for e in mine
+        if not ctx.xids.lookup(kind, e.code).ignore
         and not ctx.xids.lookup(kind, e.code).follows_other
     }
     out: list[Finding] = []
@@ -40,29 +42,62 @@ def _judge(ctx: Context, events: list[Event], kind: str) -> list[Finding]:
         details = {"meaning": entry.meaning, "lines": e.lines, "known": entry.known}
         text = f"{label} {e.code} on {e.bus} x{e.count}: {entry.meaning}"
         if entry.ignore:
-            out.append(ok(f"{text} (informational, ignored)", measured=measured,
-                          source=entry.source, details=details, gpu=gpu,
-                          severity=Severity.INFO))
+            out.append(
+                ok(
+                    f"{text} (informational, ignored)",
+                    measured=measured,
+                    source=entry.source,
+                    details=details,
+                    gpu=gpu,
+                    severity=Severity.INFO,
+                )
+            )
         elif entry.follows_other and e.bus in failing_gpus:
-            out.append(ok(f"{text} (follows another {label} on this device)",
-                          measured=measured, source=entry.source, details=details, gpu=gpu,
-                          severity=Severity.INFO))
+            out.append(
+                ok(
+                    f"{text} (follows another {label} on this device)",
+                    measured=measured,
+                    source=entry.source,
+                    details=details,
+                    gpu=gpu,
+                    severity=Severity.INFO,
+                )
+            )
         elif action == Action.NONE:
-            out.append(ok(text, measured=measured, source=entry.source, details=details,
-                          gpu=gpu, severity=Severity.INFO))
+            out.append(
+                ok(
+                    text,
+                    measured=measured,
+                    source=entry.source,
+                    details=details,
+                    gpu=gpu,
+                    severity=Severity.INFO,
+                )
+            )
         else:
-            out.append(bad(action, text, measured=measured, source=entry.source,
-                           details=details, gpu=gpu))
+            out.append(
+                bad(action, text, measured=measured, source=entry.source, details=details, gpu=gpu)
+            )
     return out
 
 
-@check("kernel.xid", "No actionable XID in this boot's kernel log", needs_nvml=False,
-       timeout_action=Action.NONE, timeout_s=15.0)
+@check(
+    "kernel.xid",
+    "No actionable XID in this boot's kernel log",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+    timeout_s=15.0,
+)
 def xids(ctx: Context) -> list[Finding]:
     return _judge(ctx, parse_events(ctx.kernel_log().text), "xid")
 
 
-@check("kernel.sxid", "No actionable NVSwitch SXid in this boot's kernel log",
-       needs_nvml=False, timeout_action=Action.NONE, timeout_s=15.0)
+@check(
+    "kernel.sxid",
+    "No actionable NVSwitch SXid in this boot's kernel log",
+    needs_nvml=False,
+    timeout_action=Action.NONE,
+    timeout_s=15.0,
+)
 def sxids(ctx: Context) -> list[Finding]:
     return _judge(ctx, parse_events(ctx.kernel_log().text), "sxid")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pynvml
-
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import (
@@ -71,9 +70,7 @@ def ecc_volatile(ctx: Context, gpu: int) -> Finding:
 
 def _counter(ctx: Context, gpu: int, err: int, loc: int) -> int | None:
     try:
-        value: int = ctx.nvml.nvmlDeviceGetMemoryErrorCounter(
-            ctx.handles[gpu], err, AGGREGATE, loc
-        )
+        value: int = ctx.nvml.nvmlDeviceGetMemoryErrorCounter(ctx.handles[gpu], err, AGGREGATE, loc)
         return value
     except pynvml.NVMLError as exc:
         if is_unsupported(exc):
@@ -114,8 +111,14 @@ def ecc_dram(ctx: Context, gpu: int) -> Finding:
     total = (corr or 0) + (unc or 0)
     measured = {"correctable": corr, "uncorrectable": unc}
     if total > t.value:
-        return bad(Action.ISOLATE_RMA, f"{total} DRAM ECC errors (aggregate)",
-                   measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+        return bad(
+            Action.ISOLATE_RMA,
+            f"{total} DRAM ECC errors (aggregate)",
+            measured=measured,
+            expected=f"<= {t.value}",
+            unit=t.unit,
+            source=t.source,
+        )
     return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
 
 
@@ -143,8 +146,13 @@ def remap_pending(ctx: Context, gpu: int) -> Finding:
     if rows is None:
         return skip("row remapping not supported (pre-Ampere GPU: see gpu.retired_pages)")
     if rows[2]:
-        return bad(Action.RESET_GPU, "a row remap is pending: reset the GPU to apply it",
-                   measured=True, expected=False, source=_REMAP_SRC)
+        return bad(
+            Action.RESET_GPU,
+            "a row remap is pending: reset the GPU to apply it",
+            measured=True,
+            expected=False,
+            source=_REMAP_SRC,
+        )
     return ok(measured=False, expected=False, source=_REMAP_SRC)
 
 
@@ -172,13 +180,20 @@ def remap_uncorrectable(ctx: Context, gpu: int) -> Finding:
     t = ctx.thresholds["row_remap.uncorrectable_rows_max"]
     measured = {"correctable": rows[0], "uncorrectable": rows[1]}
     if rows[1] > t.value:
-        return bad(Action.ISOLATE_RMA, f"{rows[1]} rows remapped for uncorrectable errors",
-                   measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+        return bad(
+            Action.ISOLATE_RMA,
+            f"{rows[1]} rows remapped for uncorrectable errors",
+            measured=measured,
+            expected=f"<= {t.value}",
+            unit=t.unit,
+            source=t.source,
+        )
     return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
 
 
-@check("gpu.retired_pages", "Retired pages under threshold, none pending (pre-Ampere)",
-       per_gpu=True)
+@check(
+    "gpu.retired_pages", "Retired pages under threshold, none pending (pre-Ampere)", per_gpu=True
+)
 def retired_pages(ctx: Context, gpu: int) -> Finding:
     arch = _arch(ctx)
     if arch is not None and arch not in PRE_AMPERE:
@@ -196,9 +211,19 @@ def retired_pages(ctx: Context, gpu: int) -> Finding:
     total = len(sbe) + len(dbe)
     measured = {"retired": total, "pending": bool(pending)}
     if pending:
-        return bad(Action.REBOOT, "a page retirement is pending: reboot to apply it",
-                   measured=measured, source=t.source)
+        return bad(
+            Action.REBOOT,
+            "a page retirement is pending: reboot to apply it",
+            measured=measured,
+            source=t.source,
+        )
     if total > t.value:
-        return bad(Action.ISOLATE_RMA, f"{total} retired pages", measured=measured,
-                   expected=f"<= {t.value}", unit=t.unit, source=t.source)
+        return bad(
+            Action.ISOLATE_RMA,
+            f"{total} retired pages",
+            measured=measured,
+            expected=f"<= {t.value}",
+            unit=t.unit,
+            source=t.source,
+        )
     return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)

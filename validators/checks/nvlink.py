@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pynvml
-
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import NVLINK_COUNTERS
@@ -22,7 +21,8 @@ def links_active(ctx: Context, gpu: int) -> Finding:
     if want == 0:
         return skip("no NVLink on this shape")
     h = ctx.handles[gpu]
-    inactive, active = [], []
+    inactive: list[int] = []
+    active: list[int] = []
     for link in range(want if want is not None else 18):
         try:
             state = ctx.nvml.nvmlDeviceGetNvLinkState(h, link)
@@ -36,8 +36,12 @@ def links_active(ctx: Context, gpu: int) -> Finding:
         (active if state == pynvml.NVML_FEATURE_ENABLED else inactive).append(link)
     if want is None:
         if inactive:
-            return bad(Action.RESET_GPU, f"NVLink links {inactive} inactive",
-                       measured=len(active), expected=len(active) + len(inactive))
+            return bad(
+                Action.RESET_GPU,
+                f"NVLink links {inactive} inactive",
+                measured=len(active),
+                expected=len(active) + len(inactive),
+            )
         return ok("no shape given: judged the links the GPU reports", measured=len(active))
     src = ctx.expect.hardware.source if ctx.expect.hardware else None
     if inactive:
@@ -54,8 +58,12 @@ def links_active(ctx: Context, gpu: int) -> Finding:
     return ok(measured=len(active), expected=want, unit="links", source=src)
 
 
-@check("gpu.nvlink.errors", "NVLink error counters under thresholds", per_gpu=True,
-       severity=Severity.WARNING)
+@check(
+    "gpu.nvlink.errors",
+    "NVLink error counters under thresholds",
+    per_gpu=True,
+    severity=Severity.WARNING,
+)
 def link_errors(ctx: Context, gpu: int) -> Finding:
     want = _expected_links(ctx)
     if want == 0:
@@ -79,12 +87,24 @@ def link_errors(ctx: Context, gpu: int) -> Finding:
     t_warn = ctx.thresholds["nvlink.errors_warn"]
     details = {"per_link": {k: v for k, v in per_link.items() if v}}
     if crc > t_crc.value:
-        return bad(Action.RESET_GPU, f"{crc} NVLink CRC errors", measured=totals,
-                   expected=f"CRC <= {t_crc.value}", unit="errors", source=t_crc.source,
-                   details=details, severity=Severity.CRITICAL)
+        return bad(
+            Action.RESET_GPU,
+            f"{crc} NVLink CRC errors",
+            measured=totals,
+            expected=f"CRC <= {t_crc.value}",
+            unit="errors",
+            source=t_crc.source,
+            details=details,
+            severity=Severity.CRITICAL,
+        )
     if total >= t_warn.value:
-        return warn(f"{total} NVLink errors in total", measured=totals,
-                    expected=f"< {t_warn.value}", unit="errors", source=t_warn.source,
-                    action=Action.RESET_GPU, details=details)
-    return ok(measured=totals, expected=f"< {t_warn.value}", unit="errors",
-              source=t_warn.source)
+        return warn(
+            f"{total} NVLink errors in total",
+            measured=totals,
+            expected=f"< {t_warn.value}",
+            unit="errors",
+            source=t_warn.source,
+            action=Action.RESET_GPU,
+            details=details,
+        )
+    return ok(measured=totals, expected=f"< {t_warn.value}", unit="errors", source=t_warn.source)

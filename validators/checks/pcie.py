@@ -10,8 +10,11 @@ from imagectl.validators.context import Context
 from imagectl.validators.results import Action, Severity
 
 
-@check("gpu.pcie.link_max", "PCIe link capability matches the shape (generation and width)",
-       per_gpu=True)
+@check(
+    "gpu.pcie.link_max",
+    "PCIe link capability matches the shape (generation and width)",
+    per_gpu=True,
+)
 def link_max(ctx: Context, gpu: int) -> Finding:
     h = ctx.handles[gpu]
     gen = int(ctx.nvml.nvmlDeviceGetMaxPcieLinkGeneration(h))
@@ -33,8 +36,12 @@ def link_max(ctx: Context, gpu: int) -> Finding:
     )
 
 
-@check("gpu.pcie.link_under_load", "PCIe link at full generation and width under load",
-       per_gpu=True, profiles=LOADED_PROFILES)
+@check(
+    "gpu.pcie.link_under_load",
+    "PCIe link at full generation and width under load",
+    per_gpu=True,
+    profiles=LOADED_PROFILES,
+)
 def link_under_load(ctx: Context, gpu: int) -> Finding:
     samples = loaded_samples(ctx, gpu)
     if not samples:
@@ -56,8 +63,12 @@ def link_under_load(ctx: Context, gpu: int) -> Finding:
     return ok(f"{len(samples)} samples under load", measured=expected, expected=expected)
 
 
-@check("gpu.pcie.replay", "PCIe replay counter under threshold", per_gpu=True,
-       severity=Severity.WARNING)
+@check(
+    "gpu.pcie.replay",
+    "PCIe replay counter under threshold",
+    per_gpu=True,
+    severity=Severity.WARNING,
+)
 def replay(ctx: Context, gpu: int) -> Finding:
     n = int(ctx.nvml.nvmlDeviceGetPcieReplayCounter(ctx.handles[gpu]))
     t = ctx.thresholds["pcie.replay_max"]

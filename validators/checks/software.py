@@ -7,15 +7,15 @@ libnccl itself), pinned packages and holds, and the image manifest against dpkg.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pynvml
-
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import api_mismatch
 from imagectl.validators.nvml.errors import error_name
-from imagectl.validators.results import Action, Severity
+from imagectl.validators.results import Action
 from imagectl.versions import Dotted
 
 STACK = "the stack's pins (images/stacks/)"
@@ -56,8 +56,10 @@ def driver_version(ctx: Context) -> Finding:
         # else the kernel module.
         module = ctx.fact("nvidia_module") or {}
         library = ctx.fact("nvml_library") or {}
-        if module.get("loaded") and library.get("version") and (
-            library["version"] != module.get("version")
+        if (
+            module.get("loaded")
+            and library.get("version")
+            and (library["version"] != module.get("version"))
         ):
             version, via = library["version"], "the installed libnvidia-ml"
         else:
@@ -81,8 +83,11 @@ def driver_version(ctx: Context) -> Finding:
     )
 
 
-@check("sw.driver.library_match", "Driver/library version match (user-space vs kernel module)",
-       needs_nvml=False)
+@check(
+    "sw.driver.library_match",
+    "Driver/library version match (user-space vs kernel module)",
+    needs_nvml=False,
+)
 def library_match(ctx: Context) -> Finding:
     module = ctx.fact("nvidia_module") or {}
     library = ctx.fact("nvml_library") or {}
@@ -113,8 +118,9 @@ def library_match(ctx: Context) -> Finding:
             f"Driver/library version mismatch: libnvidia-ml {lver} vs kernel module {kver}",
             measured=measured,
         )
-    return skip("the kernel module or the NVML library is absent: nothing to compare",
-                measured=measured)
+    return skip(
+        "the kernel module or the NVML library is absent: nothing to compare", measured=measured
+    )
 
 
 @check("sw.cuda.driver_supports_toolkit", "CUDA driver API supports the pinned toolkit")
@@ -138,8 +144,11 @@ def cuda_supports(ctx: Context) -> Finding:
     )
 
 
-@check("sw.kernel.module_flavour", "Kernel-module flavour (open/proprietary) equals the pin",
-       needs_nvml=False)
+@check(
+    "sw.kernel.module_flavour",
+    "Kernel-module flavour (open/proprietary) equals the pin",
+    needs_nvml=False,
+)
 def module_flavour(ctx: Context) -> Finding:
     pin = ctx.expect.kernel_modules
     if pin is None:
@@ -147,12 +156,22 @@ def module_flavour(ctx: Context) -> Finding:
     module = ctx.fact("nvidia_module") or {}
     flavour = module.get("flavour")
     if flavour is None:
-        return bad(Action.BLOCK_IMAGE, "no nvidia kernel module loaded or installed",
-                   measured=None, expected=pin, source=STACK)
+        return bad(
+            Action.BLOCK_IMAGE,
+            "no nvidia kernel module loaded or installed",
+            measured=None,
+            expected=pin,
+            source=STACK,
+        )
     if flavour == pin:
         return ok(f"from {module.get('source')}", measured=flavour, expected=pin, source=STACK)
-    return bad(Action.BLOCK_IMAGE, f"{flavour} kernel modules, the stack pins {pin}",
-               measured=flavour, expected=pin, source=STACK)
+    return bad(
+        Action.BLOCK_IMAGE,
+        f"{flavour} kernel modules, the stack pins {pin}",
+        measured=flavour,
+        expected=pin,
+        source=STACK,
+    )
 
 
 @check("sw.kernel.release", "Running kernel equals the pin", needs_nvml=False)
@@ -193,8 +212,12 @@ def fm_active(ctx: Context) -> Finding:
     if svc.get("active"):
         return ok(measured=svc.get("state"), expected="active")
     if _fm_package(ctx) is None:
-        return bad(Action.BLOCK_IMAGE, "nvidia-fabricmanager is not installed on an NVSwitch shape",
-                   measured="not installed", expected="active")
+        return bad(
+            Action.BLOCK_IMAGE,
+            "nvidia-fabricmanager is not installed on an NVSwitch shape",
+            measured="not installed",
+            expected="active",
+        )
     return bad(
         Action.REBOOT,
         f"nvidia-fabricmanager is {svc.get('state', 'not running')}: without it CUDA fails "
@@ -210,17 +233,24 @@ def fm_version(ctx: Context) -> Finding:
         return skip("no NVSwitch on this shape: fabric manager not needed")
     found = _fm_package(ctx)
     if found is None:
-        return bad(Action.BLOCK_IMAGE, "nvidia-fabricmanager is not installed",
-                   measured=None, expected=ctx.expect.fabric_manager or "== driver")
+        return bad(
+            Action.BLOCK_IMAGE,
+            "nvidia-fabricmanager is not installed",
+            measured=None,
+            expected=ctx.expect.fabric_manager or "== driver",
+        )
     name, pkg = found
-    driver = _nvml_driver(ctx) or ctx.expect.driver or (ctx.fact("nvidia_module") or {}).get(
-        "version"
+    driver = (
+        _nvml_driver(ctx) or ctx.expect.driver or (ctx.fact("nvidia_module") or {}).get("version")
     )
     if driver is None:
         return skip("driver version unknown", measured=pkg["version"])
     if version_matches(pkg["version"], driver):
-        return ok(measured=pkg["version"], expected=driver,
-                  source="NVIDIA Fabric Manager user guide: FM version must equal the driver")
+        return ok(
+            measured=pkg["version"],
+            expected=driver,
+            source="NVIDIA Fabric Manager user guide: FM version must equal the driver",
+        )
     return bad(
         Action.BLOCK_IMAGE,
         f"{name} {pkg['version']} does not match driver {driver}: fabric manager refuses to "
@@ -231,24 +261,51 @@ def fm_version(ctx: Context) -> Finding:
     )
 
 
-@check("gpu.fabric.state", "NVML fabric state COMPLETED (NVSwitch shapes)", per_gpu=True)
-def fabric_state(ctx: Context, gpu: int) -> Finding:
-    if not _fm_needed(ctx):
-        return skip("no NVSwitch on this shape")
+_FABRIC_STATES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+
+
+def _fabric(ctx: Context, gpu: int) -> tuple[str, int, int]:
     info = pynvml.c_nvmlGpuFabricInfoV_t()
     ctx.nvml.nvmlDeviceGetGpuFabricInfoV(ctx.handles[gpu], info)
-    names = {1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED", 0: "NOT_SUPPORTED"}
-    state = names.get(int(info.state), str(info.state))
-    if state == "COMPLETED" and int(info.status) == pynvml.NVML_SUCCESS:
-        return ok(measured=state, expected="COMPLETED",
-                  details={"clique_id": int(info.cliqueId)})
+    state = _FABRIC_STATES.get(int(info.state), str(info.state))
+    return state, int(info.status), int(info.cliqueId)
+
+
+@check(
+    "gpu.fabric.state",
+    "NVML fabric state COMPLETED (NVSwitch shapes)",
+    per_gpu=True,
+    timeout_s=20.0,
+)
+def fabric_state(ctx: Context, gpu: int) -> Finding:
+    """Boot readiness: right after boot the fabric may still be training, so a live run
+    waits (once per run, ``fabric.wait_s``) for NOT_STARTED / IN_PROGRESS to complete."""
+    if not _fm_needed(ctx):
+        return skip("no NVSwitch on this shape")
+    state, status, clique = _fabric(ctx, gpu)
+    waited = 0.0
+    if state in ("NOT_STARTED", "IN_PROGRESS") and ctx.nvml.kind == "live":
+        t = ctx.thresholds["fabric.wait_s"]
+        if ctx.fabric_deadline is None:
+            ctx.fabric_deadline = time.monotonic() + float(t.value)
+        started = time.monotonic()
+        while state != "COMPLETED" and time.monotonic() < ctx.fabric_deadline:
+            time.sleep(0.25)
+            state, status, clique = _fabric(ctx, gpu)
+        waited = time.monotonic() - started
+    if state == "COMPLETED" and status == pynvml.NVML_SUCCESS:
+        return ok(
+            measured=state,
+            expected="COMPLETED",
+            details={"clique_id": clique, "waited_s": round(waited, 2)},
+        )
     return bad(
         Action.REBOOT,
-        f"fabric state {state}, status {int(info.status)}: the GPU is not part of the NVLink "
-        "fabric (fabric manager failed or still training); restart fabric manager or reboot",
+        f"fabric state {state}, status {status}: the GPU is not part of the NVLink fabric "
+        "(fabric manager failed or still training); restart fabric manager or reboot",
         measured=state,
         expected="COMPLETED",
-        details={"status": int(info.status)},
+        details={"status": status, "waited_s": round(waited, 2)},
     )
 
 
@@ -261,11 +318,17 @@ def nccl_version(ctx: Context) -> Finding:
     nccl = ctx.fact("nccl") or {}
     found = nccl.get("version")
     if found is None:
-        return bad(Action.BLOCK_IMAGE, f"no system NCCL: {nccl.get('error')}",
-                   measured=None, expected=want, source=STACK)
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"no system NCCL: {nccl.get('error')}",
+            measured=None,
+            expected=want,
+            source=STACK,
+        )
     if Dotted.parse(found) == Dotted.parse(want):
-        return ok(f"ncclGetVersion from {nccl.get('path')}", measured=found, expected=want,
-                  source=STACK)
+        return ok(
+            f"ncclGetVersion from {nccl.get('path')}", measured=found, expected=want, source=STACK
+        )
     return bad(
         Action.BLOCK_IMAGE,
         f"libnccl reports {found} ({nccl.get('path')}), the stack pins {want}",
@@ -292,15 +355,20 @@ def packages_pinned(ctx: Context) -> Finding:
         return ok(f"{len(want)} package(s) at their pins", measured=len(want), expected=len(want))
     return bad(
         Action.BLOCK_IMAGE,
-        "; ".join(f"{n}: {w['installed'] or 'missing'} != {w['expected']}" for n, w in wrong.items()),
+        "; ".join(
+            f"{n}: {w['installed'] or 'missing'} != {w['expected']}" for n, w in wrong.items()
+        ),
         measured=wrong,
         expected=want,
         source=STACK,
     )
 
 
-@check("sw.packages.held", "Pinned packages held against upgrades", needs_nvml=False,
-       severity=Severity.WARNING)
+@check(
+    "sw.packages.held",
+    "Pinned packages held against upgrades",
+    needs_nvml=False,
+)
 def packages_held(ctx: Context) -> Finding:
     want = ctx.expect.held
     if not want:
@@ -347,4 +415,3 @@ def manifest_agrees(ctx: Context) -> Finding:
         + "; ".join(f"{n}: {d}" for n, d in differ.items()),
         measured=differ,
     )
-

@@ -7,8 +7,8 @@ from typing import Any
 
 from imagectl.validators.checks.base import LOADED_PROFILES, Finding, bad, check, ok, skip, warn
 from imagectl.validators.context import Context
-from imagectl.validators.nvml.calls import THRESHOLD_SLOWDOWN, TEMP_GPU
-from imagectl.validators.results import Action, Outcome, Severity
+from imagectl.validators.nvml.calls import TEMP_GPU, THRESHOLD_SLOWDOWN
+from imagectl.validators.results import Action, Outcome
 
 SHAPES = "images/catalog/shapes.yaml"
 
@@ -30,8 +30,12 @@ def judge_clock_events(ctx: Context, mask: int) -> Finding:
             details={"mask": hex(mask)},
         )
     if warns:
-        return warn(f"{', '.join(e.name for e in warns)} active", measured=names,
-                    source="; ".join(e.source for e in warns), details={"mask": hex(mask)})
+        return warn(
+            f"{', '.join(e.name for e in warns)} active",
+            measured=names,
+            source="; ".join(e.source for e in warns),
+            details={"mask": hex(mask)},
+        )
     return ok(measured=names, details={"mask": hex(mask)})
 
 
@@ -47,21 +51,41 @@ def judge_temperature(ctx: Context, temp: float, slowdown: float | None) -> Find
     warn_at = hw.temp_warn_c if hw else None
     expected: dict[str, Any] = {"below_slowdown": slowdown, "max": limit}
     if slowdown is not None and temp >= slowdown:
-        return bad(Action.DRAIN, f"{temp} C reaches the GPU's slowdown threshold {slowdown} C: "
-                   "check cooling", measured=temp, expected=expected, unit="C",
-                   source="NVML_TEMPERATURE_THRESHOLD_SLOWDOWN")
+        return bad(
+            Action.DRAIN,
+            f"{temp} C reaches the GPU's slowdown threshold {slowdown} C: check cooling",
+            measured=temp,
+            expected=expected,
+            unit="C",
+            source="NVML_TEMPERATURE_THRESHOLD_SLOWDOWN",
+        )
     if limit is not None and temp >= limit:
-        return bad(Action.DRAIN, f"{temp} C is at or over the shape's limit {limit} C",
-                   measured=temp, expected=expected, unit="C", source=hw.source if hw else SHAPES)
+        return bad(
+            Action.DRAIN,
+            f"{temp} C is at or over the shape's limit {limit} C",
+            measured=temp,
+            expected=expected,
+            unit="C",
+            source=hw.source if hw else SHAPES,
+        )
     if warn_at is not None and temp >= warn_at:
-        return warn(f"{temp} C: performance falls from here", measured=temp,
-                    expected=expected, unit="C", source=hw.source if hw else SHAPES)
-    return ok(measured=temp, expected=expected, unit="C",
-              source="NVML slowdown threshold; " + SHAPES)
+        return warn(
+            f"{temp} C: performance falls from here",
+            measured=temp,
+            expected=expected,
+            unit="C",
+            source=hw.source if hw else SHAPES,
+        )
+    return ok(
+        measured=temp, expected=expected, unit="C", source="NVML slowdown threshold; " + SHAPES
+    )
 
 
-@check("gpu.temperature", "Temperature under the slowdown threshold and the shape's limit",
-       per_gpu=True)
+@check(
+    "gpu.temperature",
+    "Temperature under the slowdown threshold and the shape's limit",
+    per_gpu=True,
+)
 def temperature(ctx: Context, gpu: int) -> Finding:
     h = ctx.handles[gpu]
     temp = ctx.nvml.nvmlDeviceGetTemperature(h, TEMP_GPU)
@@ -72,8 +96,7 @@ def temperature(ctx: Context, gpu: int) -> Finding:
     return judge_temperature(ctx, float(temp), float(slowdown) if slowdown else None)
 
 
-@check("gpu.power.limit", "Enforced power limit as expected", per_gpu=True,
-       severity=Severity.WARNING)
+@check("gpu.power.limit", "Enforced power limit as expected", per_gpu=True)
 def power_limit(ctx: Context, gpu: int) -> Finding:
     hw = ctx.expect.hardware
     limit_w = ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(ctx.handles[gpu]) / 1000.0
@@ -99,8 +122,12 @@ def loaded_samples(ctx: Context, gpu: int) -> list[dict[str, Any]]:
     return [s for s in ctx.load_samples.get(gpu, []) if s.get("util", 0) >= t.value]
 
 
-@check("gpu.load.clock_events", "No hardware clock slowdown under load", per_gpu=True,
-       profiles=LOADED_PROFILES)
+@check(
+    "gpu.load.clock_events",
+    "No hardware clock slowdown under load",
+    per_gpu=True,
+    profiles=LOADED_PROFILES,
+)
 def load_clock_events(ctx: Context, gpu: int) -> Finding:
     samples = loaded_samples(ctx, gpu)
     if not samples:

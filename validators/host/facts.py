@@ -21,7 +21,13 @@ RELEVANT_PACKAGES = re.compile(
     r"^(nvidia|libnvidia|libnccl|cuda-|datacenter-gpu-manager|linux-image|libcuda)"
 )
 SERVICES = ("nvidia-fabricmanager", "nvidia-persistenced", "nvidia-imex")
-HISTORY_FILES = (".bash_history", ".zsh_history", ".python_history", ".mysql_history", ".psql_history")
+HISTORY_FILES = (
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".mysql_history",
+    ".psql_history",
+)
 CREDENTIAL_FILES = (
     ".aws/credentials",
     ".config/gcloud/credentials.db",
@@ -149,9 +155,7 @@ def _nvidia_module(f: LiveFacts) -> dict[str, Any]:
 def _ldconfig(f: LiveFacts, soname: str) -> str | None:
     """Path of ``soname`` in the linker cache (the 64-bit entry first)."""
     _, out = f.run("ldconfig -p 2>/dev/null")
-    found = [
-        line.strip() for line in out.splitlines() if line.strip().startswith(soname + " ")
-    ]
+    found = [line.strip() for line in out.splitlines() if line.strip().startswith(soname + " ")]
     found.sort(key=lambda line: "64" not in line.split("=>")[0])
     for line in found:
         if "=>" in line:
@@ -198,7 +202,7 @@ def _nccl(f: LiveFacts) -> dict[str, Any]:
 
 
 def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
-    rc, out = f.run(
+    _rc, out = f.run(
         "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' 2>/dev/null"
     )
     wanted = set(f.extra_packages)
@@ -210,7 +214,7 @@ def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
         name, version, status = parts
         if not (RELEVANT_PACKAGES.match(name) or name in wanted):
             continue
-        installed = len(status) > 1 and status[1] in "iHUFWt" and status[1] != "n"
+        installed = len(status) > 1 and status[1] == "i"  # "ii", "hi": fully installed
         pkgs[name] = {"version": version, "held": status[:1] == "h", "installed": installed}
     return pkgs
 
@@ -218,7 +222,7 @@ def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
 def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name in SERVICES:
-        rc, state = f.run(f"systemctl is-active {name} 2>/dev/null")
+        _rc, state = f.run(f"systemctl is-active {name} 2>/dev/null")
         _, enabled = f.run(f"systemctl is-enabled {name} 2>/dev/null")
         out[name] = {
             "active": state.strip() == "active",
@@ -230,6 +234,17 @@ def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
 
 def _manifest(f: LiveFacts) -> Any:
     text = f.read(f.under_root("/etc/imagectl/manifest.json"))
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {"$invalid": f"line {exc.lineno}: {exc.msg}"}
+
+
+def _expect_file(f: LiveFacts) -> Any:
+    """The image's own expectations (/etc/imagectl/expect.json), so a replay can use them."""
+    text = f.read(f.under_root("/etc/imagectl/expect.json"))
     if text is None:
         return None
     try:
@@ -349,6 +364,7 @@ GATHERERS: dict[str, Callable[[LiveFacts], Any]] = {
     "packages": _packages,
     "services": _services,
     "manifest": _manifest,
+    "expect_file": _expect_file,
     "cloud_image": _image_id,
     "hygiene": _hygiene,
 }

@@ -18,7 +18,8 @@ RELEVANT = re.compile(r"NVRM|nvidia|Xid|SXid|nvswitch|fallen off the bus|NVLink"
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d+),?\s*(?P<text>.*)$")
 # nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 12028, Non-fatal, Link 32 egress ...
 _SXID = re.compile(
-    r"nvidia-nvswitch(?P<sw>\d*): SXid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d+),?\s*(?P<text>.*)$"
+    r"nvidia-nvswitch(?P<sw>\d*): SXid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): "
+    r"(?P<code>\d+),?\s*(?P<text>.*)$"
 )
 # NVRM: API mismatch: the client has the version 580.95.05, but this kernel module has
 # the version 570.172.08.

@@ -72,7 +72,10 @@ SYSTEM_CALLS: tuple[Call, ...] = (
 
 _ECC_TOTALS = tuple((e, c) for e in (CORRECTED, UNCORRECTED) for c in (VOLATILE, AGGREGATE))
 _ECC_LOCATIONS = tuple(
-    (e, c, loc) for e in (CORRECTED, UNCORRECTED) for c in (VOLATILE, AGGREGATE) for loc in (DRAM, SRAM)
+    (e, c, loc)
+    for e in (CORRECTED, UNCORRECTED)
+    for c in (VOLATILE, AGGREGATE)
+    for loc in (DRAM, SRAM)
 )
 
 DEVICE_CALLS: tuple[Call, ...] = (
@@ -120,9 +123,7 @@ DEVICE_CALLS: tuple[Call, ...] = (
     # captured only for links whose state could be read
     Call(
         "nvmlDeviceGetNvLinkErrorCounter",
-        args=tuple(
-            (link, c) for link in range(NVLINK_MAX_LINKS) for c in NVLINK_COUNTERS.values()
-        ),
+        args=tuple((link, c) for link in range(NVLINK_MAX_LINKS) for c in NVLINK_COUNTERS.values()),
     ),
     Call(
         "nvmlDeviceGetGpuFabricInfoV",

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from typing import Any
 
 import pynvml
-
 from imagectl.validators.nvml.calls import (
     DEVICE_CALLS,
-    NVLINK_COUNTERS,
     SYSTEM_CALLS,
     Call,
     arg_key,
@@ -24,9 +23,7 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, ctypes.Structure | ctypes.Union):
         # "version" is the structure version the caller sets, not a value
         return {
-            name: to_jsonable(getattr(value, name))
-            for name, _ in value._fields_
-            if name != "version"
+            f[0]: to_jsonable(getattr(value, f[0])) for f in value._fields_ if f[0] != "version"
         }
     if isinstance(value, ctypes.Array | list | tuple):
         return [to_jsonable(v) for v in value]
@@ -68,9 +65,13 @@ def _capture_call(nvml: Any, call: Call, head: tuple[Any, ...], links: set[int])
         return {"$error": "NOT_SUPPORTED"}
     values = list(out.values())
     # one error for every argument set (e.g. no NVLink at all): store it once
-    if values and all(isinstance(v, dict) and "$error" in v for v in values):
-        if len({v["$error"] for v in values}) == 1 and call.kind != "fields":
-            return values[0]
+    if (
+        values
+        and all(isinstance(v, dict) and "$error" in v for v in values)
+        and len({v["$error"] for v in values}) == 1
+        and call.kind != "fields"
+    ):
+        return values[0]
     return out
 
 
@@ -96,16 +97,9 @@ def capture_nvml(nvml: Any) -> dict[str, Any]:
                 entry[call.name] = _capture_call(nvml, call, (handle,), links)
                 state = entry[call.name]
                 if call.name == "nvmlDeviceGetNvLinkState" and "$error" not in state:
-                    links = {
-                        int(k) for k, v in state.items() if not isinstance(v, dict)
-                    }
+                    links = {int(k) for k, v in state.items() if not isinstance(v, dict)}
             devices.append(entry)
         return {"init": {"error": None}, "system": system, "devices": devices}
     finally:
-        try:
+        with contextlib.suppress(pynvml.NVMLError):
             nvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
-
-
-__all__ = ["NVLINK_COUNTERS", "capture_nvml", "to_jsonable"]

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pynvml
-
 from imagectl.validators.nvml.calls import ALIAS_TO_NAME, BY_NAME
 from imagectl.validators.nvml.errors import error_name
 

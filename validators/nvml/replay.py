@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pynvml
-
 from imagectl.validators.nvml.calls import ALIAS_TO_NAME, BY_NAME, arg_key
 from imagectl.validators.nvml.errors import make_error
 
@@ -48,7 +47,9 @@ def build_struct(struct_name: str, fields: dict[str, Any], target: Any = None) -
                 arr[i] = item
             continue
         if issubclass(ftype, ctypes.Array) and isinstance(value, bytes):
-            ctypes.memmove(ctypes.addressof(obj) + getattr(type(obj), fname).offset, value, len(value))
+            ctypes.memmove(
+                ctypes.addressof(obj) + getattr(type(obj), fname).offset, value, len(value)
+            )
             continue
         setattr(obj, fname, value)
     return obj
