@@ -4,7 +4,10 @@
   and playbooks/; ``require(cond, reason)`` / ``require_root()``: skip locally, fail in CI.
 
 - ``require_tool(name, extra_dirs=())``: the path of an external program; skips the test
-  when it is missing, fails it instead when ``CI=true``.
+  when it is missing, fails it instead when ``CI=true``. Tests and fixtures get it as the
+  fixture of the same name (``def test_x(require_tool): packer = require_tool("packer")``):
+  ``from conftest import ...`` is unreliable because every folder's conftest.py is
+  imported under the same module name.
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
@@ -27,7 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,12 @@ def require_tool(name: str, extra_dirs: Iterable[str] = ()) -> str:
     if in_ci():
         pytest.fail(f"{message} (CI=true: missing tools are failures)", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(name="require_tool")
+def _require_tool_fixture() -> Callable[..., str]:
+    """The ``require_tool`` helper, for tests and fixtures in any folder."""
+    return require_tool
 
 
 def _require_module(module: str, extra: str) -> None:
@@ -181,7 +190,11 @@ def postgres_server() -> Iterator[PostgresServer]:
          "--no-sync", "--no-instructions"],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off -c max_connections=100"
+    # A throw-away server: durability off for speed.
+    options = (
+        f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c max_connections=100 "
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    )
     started = subprocess.run(
         [*prefix, pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
          "start"],
@@ -208,7 +221,7 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 
     name = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(postgres_server.admin_dsn(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" STRATEGY FILE_COPY')
     try:
         yield postgres_server.url(name)
     finally:

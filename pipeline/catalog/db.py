@@ -5,10 +5,11 @@ The URL is ``$IMAGECTL_DATABASE_URL`` when set (for example
 else a SQLite file ``catalog.db`` in ``imagectl.paths.state_dir()``: nothing to set up.
 
 ``open_catalog()`` creates the engine, brings the schema to the newest Alembic revision the
-first time (serialised between processes: a file lock on SQLite, an advisory lock on
-PostgreSQL) and returns a ``Catalog``. Use ``catalog.transaction()`` for a session that
-commits on success and rolls back on error. Any failure to reach or read the database
-becomes a ``CatalogUnavailable`` (a UserError: one paragraph, exit 2), never a traceback.
+first time (serialised between processes: the write lock of ``BEGIN IMMEDIATE`` on
+SQLite, an advisory lock on PostgreSQL) and returns a ``Catalog``. Use
+``catalog.transaction()`` for a session that commits on success and rolls back on error.
+Any failure to reach or read the database becomes a ``CatalogUnavailable`` (a UserError:
+one paragraph, exit 2), never a traceback.
 
 SQLite connections run with foreign keys on, WAL journal, a busy timeout, and every
 transaction opened with ``BEGIN IMMEDIATE`` (writers queue instead of failing with
@@ -18,7 +19,6 @@ transaction opened with ``BEGIN IMMEDIATE`` (writers queue instead of failing wi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,12 +62,15 @@ def display_url(url: str | URL) -> str:
 def _unavailable(url: str, error: BaseException) -> CatalogUnavailable:
     detail = str(getattr(error, "orig", None) or error).strip().splitlines()
     first = detail[0] if detail else type(error).__name__
+    if str(url).startswith("sqlite"):
+        check = "that the file is an imagectl catalog (SQLite) and readable and writable"
+    else:
+        check = "that the server is running and reachable and the user may log in"
     return CatalogUnavailable(
         f"cannot open the image catalog at {display_url(url)}: {first}",
         hint=(
             f"Check ${ENV_DATABASE_URL} (unset it to use the local SQLite file in the state "
-            "directory), that the server is running and reachable, and that the file is an "
-            "imagectl catalog"
+            f"directory) and {check}"
         ),
     )
 
@@ -107,7 +110,7 @@ def make_engine(url: str) -> Engine:
         raise CatalogUnavailable(
             f"the catalog URL {display_url(parsed)} uses '{backend}', which imagectl does not "
             "support",
-            hint="Use sqlite:///... or postgresql+psycopg://...",
+            hint=f"Set ${ENV_DATABASE_URL} to sqlite:///... or postgresql+psycopg://...",
         )
     kwargs: dict[str, Any] = {}
     if backend == "sqlite":
@@ -176,13 +179,17 @@ def _alembic_config(connection: Any) -> Any:
     return config
 
 
-def head_revision() -> str:
+def _scripts() -> Any:
     from alembic.script import ScriptDirectory
 
-    script = ScriptDirectory.from_config(_alembic_config(None))
-    head = script.get_current_head()
+    return ScriptDirectory.from_config(_alembic_config(None))
+
+
+def head_revision() -> str:
+    """The newest schema revision this imagectl knows."""
+    head = _scripts().get_current_head()
     assert head is not None
-    return head
+    return str(head)
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -194,7 +201,7 @@ def current_revision(engine: Engine) -> str | None:
 
 @contextlib.contextmanager
 def _migration_lock(engine: Engine) -> Iterator[None]:
-    """Serialise first-time migrations between processes."""
+    """Serialise first-time migrations between processes (PostgreSQL: advisory lock)."""
     if engine.url.get_backend_name() == "postgresql":
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -204,20 +211,9 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
             finally:
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
         return
-    db = engine.url.database
-    if not db or db == ":memory:":
-        yield
-        return
-    import fcntl
-
-    digest = hashlib.sha1(str(Path(db).resolve()).encode()).hexdigest()[:12]
-    lock_path = Path(db).resolve().parent / f".{Path(db).name}.{digest}.migrate.lock"
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    # SQLite: nothing to add. migrate() runs inside BEGIN IMMEDIATE, which holds the
+    # database's write lock before Alembic reads the current revision.
+    yield
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
@@ -230,14 +226,12 @@ def migrate(engine: Engine, revision: str = "head") -> None:
 
 def ensure_schema(engine: Engine) -> None:
     """Migrate to head if the database is behind; refuse a database from a newer imagectl."""
-    from alembic.script import ScriptDirectory
-
-    head = head_revision()
+    scripts = _scripts()
+    head = scripts.get_current_head()
     current = current_revision(engine)
     if current == head:
         return
-    script = ScriptDirectory.from_config(_alembic_config(None))
-    if current is not None and current not in {rev.revision for rev in script.walk_revisions()}:
+    if current is not None and current not in {rev.revision for rev in scripts.walk_revisions()}:
         raise CatalogUnavailable(
             f"the image catalog at {display_url(engine.url)} has schema revision '{current}', "
             f"which this imagectl does not know (newest known: '{head}')",

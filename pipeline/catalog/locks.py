@@ -18,7 +18,8 @@ work; trying again later can succeed.
 - SQLite: a row in ``locks`` inserted inside ``BEGIN IMMEDIATE`` (the database write lock
   makes check-and-insert atomic). A row left by a dead process on this host (its pid no
   longer exists) is broken, with a warning and a ``lock.broken`` event. A row from another
-  host is never broken automatically: delete it by hand if that host is gone.
+  host is never broken automatically, nor one whose pid now belongs to another process
+  (pid reuse): delete the row by hand (``DELETE FROM locks WHERE name = ...``) once sure.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.mutable import MutableDict, MutableList
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
@@ -81,8 +82,9 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map: ClassVar[dict[Any, Any]] = {
         datetime: UTCDateTime(),
-        dict[str, Any]: JSON(),
-        list[str]: JSON(),
+        # Mutable wrappers: changing a dict or list in place marks the row dirty.
+        dict[str, Any]: MutableDict.as_mutable(JSON()),
+        list[str]: MutableList.as_mutable(JSON()),
     }
 
 

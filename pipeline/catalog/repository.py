@@ -51,7 +51,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from imagectl.catalog.lifecycle import ImageState, check_transition, current_actor, parse_state
 from imagectl.catalog.models import (
@@ -67,6 +67,8 @@ from imagectl.errors import UserError
 
 BUILD_OUTCOMES = ("running", "succeeded", "failed", "cancelled")
 VERDICTS = ("pass", "fail")
+# A "latest" pointer never moves to these images.
+NEVER_LATEST = (ImageState.BLOCKED.value, ImageState.DELETED.value)
 
 
 def _image(session: Session, image: Image | int) -> Image:
@@ -365,6 +367,12 @@ def finish_promotion(
 ) -> Promotion:
     """Close a promotion: every target done -> promoted; some -> partially_promoted;
     none -> the image returns to the state the promotion started from."""
+    if promotion.state != "running":
+        raise UserError(
+            f"promotion {promotion.id} of {promotion.stack} on {promotion.cloud} already "
+            f"finished ({promotion.state})",
+            hint="Start a new promotion to resume it",
+        )
     done = [r for r in promotion.target_regions if r in set(completed_regions)]
     missing = [r for r in promotion.target_regions if r not in done]
     img = promotion.image
@@ -397,12 +405,21 @@ def set_pointer(
     actor: str | None = None,
     reason: str | None = None,
 ) -> Pointer:
-    """Point "latest" of stack/cloud/region at ``image``; the old target becomes previous."""
+    """Point "latest" of stack/cloud/region at ``image``; the old target becomes previous.
+
+    The image must belong to that stack, cloud and region, and not be blocked or deleted.
+    """
     img = _image(session, image)
     if (img.stack, img.cloud, img.region) != (stack, cloud, region):
         raise UserError(
             f"image {img.label} cannot be latest of {stack} on {cloud}/{region}",
             hint="Point a region at an image of the same stack, cloud and region",
+        )
+    if img.state in NEVER_LATEST:
+        raise UserError(
+            f"image {img.label} is {img.state} and cannot become latest of {stack} on "
+            f"{cloud}/{region}",
+            hint="Pick a validated or promoted image",
         )
     actor = actor or current_actor()
     pointer = get_pointer(session, stack, cloud, region)
@@ -451,7 +468,14 @@ def get_pointer(session: Session, stack: str, cloud: str, region: str) -> Pointe
 def list_pointers(
     session: Session, *, stack: str | None = None, cloud: str | None = None
 ) -> list[Pointer]:
-    query = select(Pointer).order_by(Pointer.stack, Pointer.cloud, Pointer.region)
+    query = (
+        select(Pointer)
+        .options(
+            selectinload(Pointer.image).selectinload(Image.build),
+            selectinload(Pointer.previous_image).selectinload(Image.build),
+        )
+        .order_by(Pointer.stack, Pointer.cloud, Pointer.region)
+    )
     if stack:
         query = query.where(Pointer.stack == stack)
     if cloud:
@@ -468,7 +492,11 @@ def list_images(
     region: str | None = None,
 ) -> list[Image]:
     """Images filtered by stack, cloud, region and state(s), newest first."""
-    query = select(Image).order_by(Image.created_at.desc(), Image.id.desc())
+    query = (
+        select(Image)
+        .options(selectinload(Image.build))
+        .order_by(Image.created_at.desc(), Image.id.desc())
+    )
     if stack:
         query = query.where(Image.stack == stack)
     if cloud:

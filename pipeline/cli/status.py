@@ -2,7 +2,8 @@
 
 For each stack and cloud: the current image of every region (the "latest" pointers, with
 the previous one), candidates (built, validating, validated), blocked images with their
-reasons, and the latest events. ``--json`` prints the same as one JSON object::
+reasons, and the latest events. Tables list at most ``--limit`` candidates and blocked
+images (newest first); ``--json`` prints everything as one JSON object::
 
     {"database": URL, "stacks": [{"stack", "cloud", "current": [...], "candidates": [...],
       "blocked": [...], "events": [...]}]}
@@ -96,7 +97,12 @@ def _short(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else "-"
 
 
-def _render(stacks: list[dict[str, Any]], database: str) -> None:
+def _more(out: Any, hidden: int, what: str) -> None:
+    if hidden > 0:
+        out.print(f"  ... and {hidden} more {what} (newest shown first; --limit or --json for all)")
+
+
+def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     from rich.table import Table
 
     out = console()
@@ -124,7 +130,7 @@ def _render(stacks: list[dict[str, Any]], database: str) -> None:
             table = Table(title="candidates", title_justify="left")
             for col in ("image", "region", "state", "build", "created"):
                 table.add_column(col)
-            for img in entry["candidates"]:
+            for img in entry["candidates"][:limit]:
                 table.add_row(
                     img["cloud_image_id"],
                     img["region"],
@@ -133,11 +139,12 @@ def _render(stacks: list[dict[str, Any]], database: str) -> None:
                     _short(img["created_at"]),
                 )
             out.print(table)
+            _more(out, len(entry["candidates"]) - limit, "candidates")
         if entry["blocked"]:
             table = Table(title="blocked", title_justify="left")
             for col in ("image", "region", "since", "reason"):
                 table.add_column(col)
-            for img in entry["blocked"]:
+            for img in entry["blocked"][:limit]:
                 table.add_row(
                     img["cloud_image_id"],
                     img["region"],
@@ -146,6 +153,7 @@ def _render(stacks: list[dict[str, Any]], database: str) -> None:
                     style="red",
                 )
             out.print(table)
+            _more(out, len(entry["blocked"]) - limit, "blocked images")
         if entry["events"]:
             table = Table(title="latest events", title_justify="left")
             for col in ("time", "actor", "kind", "message"):
@@ -166,8 +174,15 @@ def _render(stacks: list[dict[str, Any]], database: str) -> None:
     show_default=True,
     help="How many latest events to show per stack and cloud.",
 )
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Most candidates and blocked images listed per stack and cloud (tables only).",
+)
 @json_option
-def command(stack: str | None, cloud: str | None, n_events: int, as_json: bool) -> None:
+def command(stack: str | None, cloud: str | None, n_events: int, limit: int, as_json: bool) -> None:
     """Show current, candidate and blocked images per stack and cloud, and recent events."""
     from imagectl.catalog.db import open_catalog
 
@@ -184,4 +199,4 @@ def command(stack: str | None, cloud: str | None, n_events: int, as_json: bool) 
                                      f"on cloud {cloud}" if cloud else "") if f)  # fmt: skip
         console().print(f"no images yet{' ' + scope if scope else ''} (catalog: {catalog.url})")
         return
-    _render(stacks, catalog.url)
+    _render(stacks, catalog.url, limit)

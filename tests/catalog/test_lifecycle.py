@@ -8,7 +8,6 @@ from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
-from imagectl.catalog.models import Image
 from imagectl.catalog.lifecycle import (
     FORCED_TRANSITIONS,
     TRANSITIONS,
@@ -17,6 +16,7 @@ from imagectl.catalog.lifecycle import (
     check_transition,
     current_actor,
 )
+from imagectl.catalog.models import Image
 from imagectl.errors import EXIT_BAD_INPUT, UserError
 
 S = ImageState
@@ -93,7 +93,7 @@ def test_forced_transition_needs_force() -> None:
 
 
 def test_unknown_state_name_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="unknown image state 'shipped'.*built, validating"):
+    with pytest.raises(UserError, match=r"unknown image state 'shipped'.*built, validating"):
         check_transition("img", "built", "shipped")
 
 
@@ -130,9 +130,11 @@ def test_illegal_transition_through_the_catalog_changes_nothing(catalog: Catalog
     with catalog.transaction() as s:
         img = _image_in(s, S.BUILT, 1)
         image_id = img.id
-    with pytest.raises(IllegalTransition, match=r"ami-0001 \(aws/us-east-1.*'built' to 'promoted'"):
-        with catalog.transaction() as s:
-            repo.set_state(s, image_id, S.PROMOTED, reason="skip the gates")
+    with (
+        pytest.raises(IllegalTransition, match=r"ami-0001 \(aws/us-east-1.*'built' to 'promoted'"),
+        catalog.transaction() as s,
+    ):
+        repo.set_state(s, image_id, S.PROMOTED, reason="skip the gates")
     with catalog.transaction() as s:
         img2 = repo.get_image(s, image_id)
         assert img2 is not None and img2.state == "built"

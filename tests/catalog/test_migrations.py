@@ -110,7 +110,7 @@ def test_database_from_a_newer_imagectl_is_refused(catalog_url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
-    with pytest.raises(CatalogUnavailable, match="schema revision '9999'.*newest known: '0001'"):
+    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0001'"):
         open_catalog(catalog_url)
 
 

@@ -91,15 +91,19 @@ def test_duplicates_are_refused(catalog: Catalog) -> None:
     with catalog.transaction() as s:
         build = _build(s)
         repo.record_image(s, build=build, cloud_image_id="ami-1", region="us-east-1")
-    with pytest.raises(UserError, match="build b-1 is already in the catalog"):
-        with catalog.transaction() as s:
-            _build(s)
-    with pytest.raises(UserError, match="ami-1 in aws/us-east-1 is already in the catalog"):
-        with catalog.transaction() as s:
-            repo.record_image(
-                s, cloud_image_id="ami-1", region="us-east-1", cloud="aws", stack="x",
-                stack_digest="d",
-            )  # fmt: skip
+    with (
+        pytest.raises(UserError, match=r"build b-1 is already in the catalog"),
+        catalog.transaction() as s,
+    ):
+        _build(s)
+    with (
+        pytest.raises(UserError, match=r"ami-1 in aws/us-east-1 is already in the catalog"),
+        catalog.transaction() as s,
+    ):
+        repo.record_image(
+            s, cloud_image_id="ami-1", region="us-east-1", cloud="aws", stack="x",
+            stack_digest="d",
+        )  # fmt: skip
     with catalog.transaction() as s:  # the same id in another region is another image
         repo.record_image(s, build=build, cloud_image_id="ami-1", region="eu-west-1")
 
@@ -117,7 +121,7 @@ def test_pointer_keeps_previous(catalog: Catalog) -> None:
         repo.set_pointer(s, "h100-training", "aws", "us-east-1", b)
         repo.set_pointer(s, "h100-training", "aws", "us-east-1", b)  # same image: no change
         ids = (a.id, b.id, c.id)
-        with pytest.raises(UserError, match="cannot be latest of h100-training on aws/us-east-1"):
+        with pytest.raises(UserError, match=r"cannot be latest of h100-training on aws/us-east-1"):
             repo.set_pointer(s, "h100-training", "aws", "us-east-1", other)
     with catalog.transaction() as s:
         p = repo.get_pointer(s, "h100-training", "aws", "us-east-1")
@@ -139,14 +143,12 @@ def test_event_log_is_append_only(catalog: Catalog) -> None:
     with catalog.transaction() as s:
         ev = repo.log_event(s, "note", "hello", stack="local", cloud="local", details={"k": 1})
         event_id = ev.id
-    with pytest.raises(AppendOnlyViolation):
-        with catalog.transaction() as s:
-            row = s.get(Event, event_id)
-            assert row is not None
-            row.message = "rewritten"
-    with pytest.raises(AppendOnlyViolation):
-        with catalog.transaction() as s:
-            s.delete(s.get(Event, event_id))
+    with pytest.raises(AppendOnlyViolation), catalog.transaction() as s:
+        row = s.get(Event, event_id)
+        assert row is not None
+        row.message = "rewritten"
+    with pytest.raises(AppendOnlyViolation), catalog.transaction() as s:
+        s.delete(s.get(Event, event_id))
     with catalog.transaction() as s:
         (row,) = repo.events(s, stack="local")
         assert (row.kind, row.message, row.details) == ("note", "hello", {"k": 1})
@@ -173,7 +175,7 @@ def test_list_images_filters(catalog: Catalog) -> None:
         assert len(both) == 3
         assert [i.cloud_image_id for i in repo.list_images(s, region="us-west-2")] == ["ami-1"]
         assert repo.stacks_and_clouds(s) == [("h100-training", "aws"), ("local", "local")]
-        with pytest.raises(UserError, match="unknown image state 'gone'"):
+        with pytest.raises(UserError, match=r"unknown image state 'gone'"):
             repo.list_images(s, state="gone")
 
 
@@ -184,16 +186,18 @@ def test_receipt_validation(catalog: Catalog) -> None:
         )
         image_id = img.id
     kwargs = dict(shape="a3", host="h1", profile="quick", receipt={}, validator_version="1")
-    with pytest.raises(UserError, match="verdict 'maybe' is not pass or fail"):
-        with catalog.transaction() as s:
-            repo.record_receipt(s, image_id, verdict="maybe", worst_action="NONE", **kwargs)
-    with pytest.raises(UserError, match="worst action 'EXPLODE' is unknown.*BLOCK_IMAGE"):
-        with catalog.transaction() as s:
-            repo.record_receipt(s, image_id, verdict="fail", worst_action="EXPLODE", **kwargs)
+    with (
+        pytest.raises(UserError, match=r"verdict 'maybe' is not pass or fail"),
+        catalog.transaction() as s,
+    ):
+        repo.record_receipt(s, image_id, verdict="maybe", worst_action="NONE", **kwargs)
+    with (
+        pytest.raises(UserError, match=r"worst action 'EXPLODE' is unknown.*BLOCK_IMAGE"),
+        catalog.transaction() as s,
+    ):
+        repo.record_receipt(s, image_id, verdict="fail", worst_action="EXPLODE", **kwargs)
     with catalog.transaction() as s:
-        run = repo.record_receipt(
-            s, image_id, verdict="fail", worst_action="BLOCK_IMAGE", **kwargs
-        )
+        run = repo.record_receipt(s, image_id, verdict="fail", worst_action="BLOCK_IMAGE", **kwargs)
         assert run.verdict == "fail"
         assert repo.get_image(s, image_id).state == "built"  # type: ignore[union-attr]
 
@@ -236,12 +240,16 @@ def test_forced_promotion_needs_a_reason_and_is_recorded(catalog: Catalog) -> No
             stack_digest="d", state="inconclusive",
         )  # fmt: skip
         image_id = img.id
-    with pytest.raises(IllegalTransition, match="'inconclusive' to 'promoting'"):
-        with catalog.transaction() as s:
-            repo.start_promotion(s, image_id, target_regions=["us-east-1"])
-    with pytest.raises(UserError, match="forced promotion of ami-9 .* needs a reason"):
-        with catalog.transaction() as s:
-            repo.start_promotion(s, image_id, target_regions=["us-east-1"], forced=True)
+    with (
+        pytest.raises(IllegalTransition, match=r"'inconclusive' to 'promoting'"),
+        catalog.transaction() as s,
+    ):
+        repo.start_promotion(s, image_id, target_regions=["us-east-1"])
+    with (
+        pytest.raises(UserError, match=r"forced promotion of ami-9 .* needs a reason"),
+        catalog.transaction() as s,
+    ):
+        repo.start_promotion(s, image_id, target_regions=["us-east-1"], forced=True)
     with catalog.transaction() as s:
         p = repo.start_promotion(
             s, image_id, target_regions=["us-east-1"], forced=True,
@@ -255,3 +263,38 @@ def test_forced_promotion_needs_a_reason_and_is_recorded(catalog: Catalog) -> No
         assert row.force_reason == "validator host pool down; incident 42"
         ev = repo.events(s, image=image_id, kind="image.state")[-1]
         assert ev.details["forced"] is True and "forced: validator host pool down" in ev.message
+
+
+def test_json_columns_track_in_place_changes(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = repo.record_image(
+            s, cloud_image_id="img", region="r", cloud="gcp", stack="x", stack_digest="d",
+            tags={"a": 1},
+        )  # fmt: skip
+        image_id = img.id
+    with catalog.transaction() as s:
+        got = repo.get_image(s, image_id)
+        assert got is not None
+        got.tags["b"] = 2
+    with catalog.transaction() as s:
+        got = repo.get_image(s, image_id)
+        assert got is not None and got.tags == {"a": 1, "b": 2}
+
+
+def test_pointer_refuses_blocked_and_deleted_images(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = _validated(s)
+        repo.set_state(s, img, "blocked", reason="CVE")
+        with pytest.raises(UserError, match=r"ami-1 .* is blocked and cannot become latest"):
+            repo.set_pointer(s, "h100-training", "aws", "us-east-1", img)
+        assert repo.get_pointer(s, "h100-training", "aws", "us-east-1") is None
+
+
+def test_a_promotion_finishes_once(catalog: Catalog) -> None:
+    with catalog.transaction() as s:
+        img = _validated(s)
+        p = repo.start_promotion(s, img, target_regions=["us-east-1"])
+        repo.finish_promotion(s, p, completed_regions=["us-east-1"])
+        with pytest.raises(UserError, match=r"already finished \(succeeded\)"):
+            repo.finish_promotion(s, p, completed_regions=[])
+        assert img.state == "promoted"
