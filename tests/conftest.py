@@ -10,6 +10,8 @@
   imported under the same module name.
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
+- ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
+- ``workspace_copy``: a writable copy of images/ and playbooks/.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
   a temporary data folder on 127.0.0.1 and a free port, stopped at the end of the session.
   As root it runs through ``runuser -u postgres --`` (PostgreSQL refuses to run as root).
@@ -93,12 +95,13 @@ def _require_module(module: str, extra: str) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own state dir (catalog, plan files): nothing leaks into ~."""
     state = tmp_path / "state"
     state.mkdir()
     monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
     return state
 
 

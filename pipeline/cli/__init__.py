@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
     "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
     "block": ("imagectl.cli.block", "Block an image from promotion."),
+    "validate-image": ("imagectl.cli.validate_image", "Boot a candidate on its GPU shape, validate, decide."),
+    "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
 }
 
 

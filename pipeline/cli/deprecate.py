@@ -44,7 +44,7 @@ def command(
 
             _pk, stack_name, image_cloud = pick_image(catalog, image, stack, cloud)
             resolved = load_stack_for(workspace(ctx), stack_name)
-            provider = provider_for(resolved.stack, choose_cloud(resolved.stack, image_cloud))
+            provider = provider_for(resolved, choose_cloud(resolved.stack, image_cloud))
             action = delete_image if delete else deprecate_image
             outcome = action(catalog, provider, _pk, reason=reason)
         else:
@@ -53,7 +53,7 @@ def command(
             chosen = choose_cloud(resolved.stack, cloud)
             outcome = apply_retention(
                 catalog,
-                provider_for(resolved.stack, chosen),
+                provider_for(resolved, chosen),
                 stack,
                 chosen,
                 keep_last=keep or resolved.stack.retention.keep_last,

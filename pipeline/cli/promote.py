@@ -142,7 +142,7 @@ def command(
         from imagectl.promotion.promote import target_regions
 
         targets = target_regions(resolved.stack, chosen, wanted)
-        provider = provider_for(resolved.stack, chosen)
+        provider = provider_for(resolved, chosen)
         out = console(stderr=as_json)
         with RegionProgress(out, targets) as progress:
             result = promote(

@@ -40,7 +40,7 @@ def command(
     catalog = open_catalog()
     try:
         result = rollback(
-            catalog, provider_for(resolved.stack, chosen), stack, reason=reason, lock_wait_s=wait_s
+            catalog, provider_for(resolved, chosen), stack, reason=reason, lock_wait_s=wait_s
         )
     finally:
         catalog.close()

@@ -6,7 +6,7 @@ Layout under the registry root (default ``<state dir>/registry``; ``root=`` or
     <root>/<region>/images/<hex>.<qcow2|raw>   the image file, content-addressed
     <root>/<region>/images/<hex>.json          its metadata (name, stack, digest, tags,
                                                state, shared_with, deprecation)
-    <root>/<region>/copies/<token>.json        copy requests, keyed by their token
+    <root>/<region>/copies/<hex>-<token>.json  copy requests, keyed by image and token
     <root>/<region>/stacks/<stack>/latest      the stack's "latest" pointer (an image id)
     <root>/instances/<id>.json                 instances registered as running an image
 
@@ -152,7 +152,7 @@ def parse_fail(raw: str | dict[str, str] | None) -> dict[str, str]:
 
 class LocalProvider(Provider):
     cloud = "local"
-    poll_interval_s = 0.02  # how often promotion polls replica_status
+    poll_interval_s = 0.05  # how often promotion polls replica_status
 
     def __init__(
         self,
@@ -428,9 +428,9 @@ class LocalProvider(Provider):
         return out
 
     # -- promotion ----------------------------------------------------------------
-    def _copy_path(self, region: str, token: str) -> Path:
+    def _copy_path(self, region: str, token: str, image_id: str) -> Path:
         safe = hashlib.sha256(token.encode()).hexdigest()[:32]
-        return self.region_dir(region) / "copies" / f"{safe}.json"
+        return self.region_dir(region) / "copies" / f"{_hex(image_id)}-{safe}.json"
 
     def _source_file(self, image: CloudImage) -> Path:
         path = self.image_file(image.image_id, image.region)
@@ -444,12 +444,8 @@ class LocalProvider(Provider):
         if self.fail.get(region) == "copy":
             raise CloudError(f"injected failure: copy of {image.image_id} into {region} refused")
         with self._region_lock(region):
-            existing = _read_json(self._copy_path(region, token))
+            existing = _read_json(self._copy_path(region, token, image.image_id))
             if existing is not None:
-                if existing["image_id"] != image.image_id:
-                    raise CloudError(
-                        f"copy token {token} in {region} was used for {existing['image_id']}"
-                    )
                 return ReplicaStatus(region, existing["state"], image.image_id, "same token")
             if self.metadata(image.image_id, region) is not None:
                 return ReplicaStatus(region, "available", image.image_id, "already present")
@@ -457,7 +453,7 @@ class LocalProvider(Provider):
             meta = self.metadata(image.image_id, image.region) or {}
             now = time.time()
             _write_json(
-                self._copy_path(region, token),
+                self._copy_path(region, token, image.image_id),
                 {
                     "token": token,
                     "image_id": image.image_id,
@@ -476,9 +472,9 @@ class LocalProvider(Provider):
     def _pending_copy(self, image_id: str, region: str) -> tuple[Path, dict[str, Any]] | None:
         folder = self.region_dir(region) / "copies"
         found = None
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in sorted(folder.glob(f"{_hex(image_id)}-*.json")):
             raw = _read_json(path)
-            if raw and raw["image_id"] == image_id:
+            if raw:
                 found = (path, raw)
                 if raw["state"] == "pending":
                     return found
@@ -487,6 +483,9 @@ class LocalProvider(Provider):
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         if self.metadata(image.image_id, region) is not None:
             return ReplicaStatus(region, "available", image.image_id)
+        unlocked = self._pending_copy(image.image_id, region)  # cheap poll, no lock
+        if unlocked and unlocked[1]["state"] == "pending" and time.time() < unlocked[1]["ready_at"]:
+            return ReplicaStatus(region, "pending", image.image_id)
         with self._region_lock(region):
             pending = self._pending_copy(image.image_id, region)
             if pending is None:

@@ -1,16 +1,13 @@
 """What the promotion commands need from the workspace: the stack, the cloud, a provider.
 
-``provider_for(stack, cloud)`` is the one adapter between a stack's cloud settings and
-``imagectl.clouds.get_provider``: it offers each cloud module's ``create_provider`` the
-settings it may want (AWS: build region and SSM parameter prefix; Google Cloud: project
-and family; Azure: subscription, gallery) and passes only the keyword arguments that
-function accepts, so a provider that needs fewer options still works.
+``provider_for(resolved, cloud)`` builds the provider with the options
+``imagectl.clouds.options.provider_options`` derives from the stack (the same mapping
+build, validate-image and reap use); endpoints come from the providers' variables
+(``IMAGECTL_AWS_ENDPOINT_URL``, ``IMAGECTL_GCP_ENDPOINT``, ``IMAGECTL_AZURE_ENDPOINT``).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import Any
 
 from imagectl.errors import UserError
@@ -40,40 +37,15 @@ def choose_cloud(stack: Any, cloud: str | None) -> str:
     )
 
 
-def provider_options(stack: Any, cloud: str) -> dict[str, Any]:
-    settings = getattr(stack.clouds, cloud)
-    if cloud == "aws":
-        return {
-            "region": settings.build.region,
-            "ssm_prefix": settings.ssm_parameter_prefix,
-            "ssm_parameter_prefix": settings.ssm_parameter_prefix,
-        }
-    if cloud == "gcp":
-        return {"project": settings.build.project, "family": settings.family}
-    if cloud == "azure":
-        g = settings.gallery
-        return {
-            "subscription_id": settings.build.subscription_id,
-            "resource_group": g.resource_group,
-            "gallery": g.name,
-            "image_definition": g.image_definition,
-            "location": settings.build.location,
-        }
-    return {}
+def provider_for(resolved: Any, cloud: str) -> Any:
+    """The cloud's provider configured from the stack (``clouds.options``)."""
+    from imagectl.clouds import get_provider
+    from imagectl.clouds.options import provider_options
 
-
-def provider_for(stack: Any, cloud: str) -> Any:
-    from imagectl.clouds import _MODULES, get_provider
-
-    options = provider_options(stack, cloud)
     try:
-        factory = importlib.import_module(_MODULES[cloud]).create_provider
+        return get_provider(cloud, **provider_options(resolved, cloud))
     except ModuleNotFoundError as error:
         raise UserError(
-            f"the {cloud} provider is not available ({error})",
-            hint="Install the cloud's extra: pip install 'imagectl[" + cloud + "]'",
+            f"the {cloud} provider needs the Python module '{error.name}'",
+            hint=f"Install the cloud's extra: pip install 'imagectl[{cloud}]'",
         ) from None
-    params = inspect.signature(factory).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        options = {k: v for k, v in options.items() if k in params}
-    return get_provider(cloud, **options)

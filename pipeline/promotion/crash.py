@@ -13,7 +13,7 @@ Points, in the order a promotion reaches them:
 ``after_copy_started``    the copy's id is recorded; the copy is still running
 ``after_region_done``     a region finished (available, tagged, shared, recorded)
 ``before_pointer_flip``   every region is done; no pointer has moved
-``after_pointer_set``     one region's pointer moved and was recorded; others not yet
+``after_pointer_set``     a region's cloud pointer moved; the catalog does not know yet
 ``before_finish``         every pointer moved; the promotion is not closed yet
 =======================  ===========================================================
 """

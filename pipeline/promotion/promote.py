@@ -23,6 +23,7 @@ A killed run leaves the image ``promoting`` with an open promotion (or
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,7 @@ from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate
 
 Progress = Callable[[str, str, str], None]  # (region, step, detail)
 DEFAULT_TIMEOUT_S = 3600.0
+MISSING_GRACE_S = 2.0  # how long an accepted copy may be invisible before it counts as lost
 
 
 @dataclass
@@ -182,6 +184,14 @@ class _Run:
         self.poll_s = poll_s
         self.timeout_s = timeout_s
         self.actor = actor
+        # Azure's regions are one list on one gallery image version: concurrent
+        # read-modify-write updates would lose regions, so its copy requests go one at a
+        # time (they only start replication; the waiting stays parallel).
+        self.replicate_lock: threading.Lock | None = (
+            threading.Lock()
+            if getattr(provider, "replicate_serially", provider.cloud == "azure")
+            else None
+        )
 
     def tell(self, region: str, step: str, detail: str = "") -> None:
         if self.progress is not None:
@@ -213,29 +223,17 @@ class _Run:
             replica_id = self._copy(p)
             step = "wait"
             replica = self._wait(p, replica_id)
-            step = "record"
-            if not p.available:
-                self._record_replica(replica)
             step = "tag"
             if not p.tagged:
                 self.tell(region, "tagging")
                 self.provider.tag_state(replica, "promoting")
-                self.log(rec.TAGGED, region, f"tagged {replica.image_id}")
             step = "share"
             if not p.shared:
                 self.tell(region, "sharing")
                 self.provider.share(replica, self.settings.share)
-                self.log(
-                    rec.SHARED, region, f"shared {replica.image_id}", **_sharing(self.settings)
-                )
+            step = "record"
             seconds = time.monotonic() - started
-            self.log(
-                rec.DONE,
-                region,
-                f"replica {replica.image_id} ready",
-                seconds=round(seconds, 3),
-                replica_id=replica.image_id,
-            )
+            self._record_done(region, replica, seconds)
             self.tell(region, "done", f"{replica.image_id} in {seconds:.1f} s")
             crash_point("after_region_done")
             return RegionResult(region, "done", replica.image_id, seconds=seconds)
@@ -271,16 +269,14 @@ class _Run:
             )
             return self.source.image_id
         token = p.token
-        if token is None:
-            token = rec.copy_token(
-                self.source_pk, self.source.image_id, region, self.promotion_id, p.attempts
-            )
-            self.log(
-                rec.COPY_REQUESTED, region, f"copy of {self.source.image_id} requested", token=token
-            )
-            crash_point("after_copy_requested")
+        if token is None:  # requested (and recorded) in bulk by request_copies()
+            raise RegionFailed("copy", f"no copy token recorded for {region}")
         self.tell(region, "copying", f"token {token[:18]}")
-        status = self.provider.replicate(self.source, region, token=token)
+        if self.replicate_lock is not None:
+            with self.replicate_lock:
+                status = self.provider.replicate(self.source, region, token=token)
+        else:
+            status = self.provider.replicate(self.source, region, token=token)
         crash_point("after_copy_call")
         if status.state == "failed" or not status.image_id:
             raise RegionFailed(
@@ -301,14 +297,19 @@ class _Run:
     def _wait(self, p: rec.RegionProgress, replica_id: str) -> CloudImage:
         region = p.region
         deadline = time.monotonic() + self.timeout_s
+        missing_since: float | None = None
         while True:
             status = self.provider.replica_status(self.source, region)
             if status.state == "available":
                 break
-            if status.state in ("failed", "missing"):
-                raise RegionFailed(
-                    "wait", status.detail or f"copy is {status.state}", new_token=True
-                )
+            if status.state == "failed":
+                raise RegionFailed("wait", status.detail or "the copy failed", new_token=True)
+            if status.state == "missing":  # an accepted copy can take a moment to show
+                missing_since = missing_since or time.monotonic()
+                if time.monotonic() - missing_since > max(MISSING_GRACE_S, 5 * self.poll_s):
+                    raise RegionFailed("wait", "the copy disappeared", new_token=True)
+            else:
+                missing_since = None
             if time.monotonic() > deadline:
                 raise RegionFailed("wait", f"copy still {status.state} after {self.timeout_s:g} s")
             self.tell(region, "waiting", status.state)
@@ -320,19 +321,55 @@ class _Run:
             )
         return replica
 
-    def _record_replica(self, replica: CloudImage) -> None:
+    def request_copies(self, progress: dict[str, rec.RegionProgress]) -> None:
+        """Record the copy token of every region that needs a copy, in one transaction,
+        before any copy is asked for (a re-run reuses these tokens)."""
+        from imagectl.catalog import repository as repo
+
+        todo = [
+            p
+            for p in progress.values()
+            if not p.done
+            and p.replica_id is None
+            and p.token is None
+            and p.region != self.source.region
+        ]
+        if not todo:
+            return
+        with self.catalog.transaction() as s:
+            img = repo.get_image(s, self.source_pk)
+            for p in todo:
+                p.token = rec.copy_token(
+                    self.source_pk, self.source.image_id, p.region, self.promotion_id, p.attempts
+                )
+                repo.log_event(
+                    s,
+                    rec.COPY_REQUESTED,
+                    f"{p.region}: copy of {self.source.image_id} requested",
+                    image=img,
+                    actor=self.actor,
+                    details={"promotion": self.promotion_id, "region": p.region, "token": p.token},
+                )
+        for _p in todo:
+            crash_point("after_copy_requested")
+
+    def _record_done(self, region: str, replica: CloudImage, seconds: float) -> None:
+        """One transaction: the replica's catalog row (state promoting) and the region's
+        ``done`` event (available, tagged, shared). Tagging and sharing are idempotent, so
+        a run killed before this commit simply does them again. The row's region is the
+        target region (an Azure version or a GCP image reports its home location)."""
         from imagectl.catalog import repository as repo
         from imagectl.catalog.lifecycle import ImageState
 
         with self.catalog.transaction() as s:
             source = repo.get_image(s, self.source_pk)
             assert source is not None
-            row = repo.find_image(s, source.cloud, replica.region, replica.image_id)
+            row = repo.find_image(s, source.cloud, region, replica.image_id)
             if row is None:
                 row = repo.record_image(
                     s,
                     cloud_image_id=replica.image_id,
-                    region=replica.region,
+                    region=region,
                     build=source.build,
                     cloud=source.cloud,
                     stack=source.stack,
@@ -343,15 +380,18 @@ class _Run:
                 )
             repo.log_event(
                 s,
-                rec.AVAILABLE,
-                f"{replica.region}: {replica.image_id} available",
+                rec.DONE,
+                f"{region}: replica {replica.image_id} available, tagged and shared "
+                f"in {seconds:.1f} s",
                 image=source,
                 actor=self.actor,
                 details={
                     "promotion": self.promotion_id,
-                    "region": replica.region,
+                    "region": region,
                     "replica_id": replica.image_id,
                     "replica_pk": row.id,
+                    "seconds": round(seconds, 3),
+                    **_sharing(self.settings),
                 },
             )
 
@@ -450,6 +490,7 @@ def promote(
         )
         with catalog.transaction() as s:
             folded = rec.fold(repo.events(s, image=pk, kind=rec.REGION), targets)
+        run.request_copies(folded)
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
             outcomes = list(pool.map(run.region, [folded[r] for r in targets]))
         result.regions = {o.region: o for o in outcomes}
@@ -725,20 +766,27 @@ def _flip_and_close(catalog: Any, run: _Run, result: PromotionResult, targets: l
                 details={"promotion": run.promotion_id, "previous": previous},
             )
     result.previous_pointers = previous
-    for region in targets:
-        replica_id = result.regions[region].replica_id
-        assert replica_id is not None
-        with catalog.transaction() as s:
-            row = repo.find_image(s, cloud, region, replica_id)
-            ptr = repo.get_pointer(s, stack, cloud, region)
+    replicas = {r: result.regions[r].replica_id or "" for r in targets}
+    with catalog.transaction() as s:
+        todo = []
+        for region in targets:
+            row = repo.find_image(s, cloud, region, replicas[region])
             if row is None:
-                raise CloudError(f"replica {replica_id} in {region} is not in the catalog")
-            if ptr is not None and ptr.image_id == row.id:
-                continue  # flipped by an earlier, interrupted run
-        run.tell(region, "pointer", f"latest -> {replica_id}")
-        run.provider.set_pointer(stack, region, replica_id)
-        with catalog.transaction() as s:
-            row = repo.find_image(s, cloud, region, replica_id)
+                raise CloudError(f"replica {replicas[region]} in {region} is not in the catalog")
+            ptr = repo.get_pointer(s, stack, cloud, region)
+            if ptr is None or ptr.image_id != row.id:  # else flipped by an interrupted run
+                todo.append(region)
+
+    def flip(region: str) -> None:
+        run.tell(region, "pointer", f"latest -> {replicas[region]}")
+        run.provider.set_pointer(stack, region, replicas[region])
+        crash_point("after_pointer_set")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        list(pool.map(flip, todo))  # a failure propagates: the promotion stays open
+    with catalog.transaction() as s:
+        for region in todo:
+            row = repo.find_image(s, cloud, region, replicas[region])
             repo.set_pointer(
                 s,
                 stack,
@@ -748,8 +796,6 @@ def _flip_and_close(catalog: Any, run: _Run, result: PromotionResult, targets: l
                 actor=run.actor,
                 reason=f"promotion {run.promotion_id}",
             )
-        crash_point("after_pointer_set")
-    with catalog.transaction() as s:
         img = repo.get_image(s, run.source_pk)
         if not repo.events(s, image=run.source_pk, kind=rec.FLIPPED):
             repo.log_event(
@@ -761,10 +807,14 @@ def _flip_and_close(catalog: Any, run: _Run, result: PromotionResult, targets: l
                 details={"promotion": run.promotion_id, "regions": targets, "previous": previous},
             )
     result.pointer_flipped = True
-    for region in targets:
-        replica = run.provider.get_image(result.regions[region].replica_id or "", region)
+
+    def tag(region: str) -> None:
+        replica = run.provider.get_image(replicas[region], region)
         if replica is not None:
             run.provider.tag_state(replica, "promoted")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        list(pool.map(tag, targets))
     crash_point("before_finish")
     with catalog.transaction() as s:
         promo = s.get(Promotion, run.promotion_id)

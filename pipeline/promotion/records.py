@@ -6,12 +6,16 @@ per region and continues from there: a recorded copy token is reused (the cloud 
 the same copy), a recorded copy id is waited on instead of copied again, a finished
 region is skipped. Event kinds (``details`` always carry ``promotion`` and ``region``):
 
-- ``promotion.region.copy_requested`` (token) -> ``copy_started`` (replica id) ->
-  ``available`` (catalog row of the replica) -> ``tagged`` -> ``shared`` -> ``done``
+- ``promotion.region.copy_requested`` (token; every region's in one transaction before
+  any copy is asked for) -> ``copy_started`` (replica id, after the cloud accepted the
+  copy) -> ``done`` (written with the replica's catalog row once the copy is available,
+  tagged and shared; both are idempotent, so a run killed before ``done`` redoes them)
 - ``promotion.region.failed`` (error, step; ``new_token`` when the copy itself failed and
   a retry must ask for a new one)
-- ``promotion.pointer.flip_started`` (previous pointers), ``pointer.set`` (per region,
-  written by the catalog), ``promotion.pointer.flipped`` (once per image)
+- ``promotion.pointer.flip_started`` (previous pointers), then the cloud pointers of all
+  regions are set in parallel, then one transaction records every ``pointer.set`` (written
+  by the catalog) and ``promotion.pointer.flipped`` (once per image). A run killed between
+  the cloud calls and that transaction sets the same values again and records them once.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ def fold(events: list[Any], regions: list[str]) -> dict[str, RegionProgress]:
             p.shared = True
         elif ev.kind == DONE:
             p.done, p.failed = True, None
+            p.replica_id = d.get("replica_id", p.replica_id)
+            p.available = p.tagged = p.shared = True
         elif ev.kind == FAILED:
             p.failed = d.get("error", "failed")
             if d.get("new_token"):

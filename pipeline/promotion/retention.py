@@ -22,7 +22,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagectl.clouds.base import Provider
+from imagectl.clouds.base import TAG_STATE, Provider
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.promotion.records import TAG_SOURCE
 
@@ -86,10 +86,11 @@ def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> 
     if cloud_ptr == row.cloud_image_id:
         return f"latest of {row.stack} in {row.region} (cloud)"
     users = [
-        i.instance_id for i in instances
+        i.instance_id
+        for i in instances
         if i.image_id == row.cloud_image_id
         and (row.cloud in GLOBAL_IMAGE_CLOUDS or i.region.startswith(row.region))
-    ]  # fmt: skip
+    ]
     if users:
         return f"used by running instance(s) {', '.join(sorted(users))}"
     return None
@@ -105,23 +106,50 @@ def _instances(provider: Provider) -> list[Any]:
 
 def _deprecate_row(
     s: Any, provider: Provider, row: Any, replacement: Any, reason: str, actor: str | None
-) -> None:
+) -> str | None:
     from imagectl.catalog import repository as repo
 
     cloud_img = provider.get_image(row.cloud_image_id, row.region)
     repl = (
         provider.get_image(replacement.cloud_image_id, replacement.region) if replacement else None
     )
+    note = None
     if cloud_img is not None:
-        provider.deprecate(cloud_img, replacement=repl)
+        try:
+            provider.deprecate(cloud_img, replacement=repl)
+        except Exception as error:
+            # e.g. moto has no EnableImageDeprecation: the AWS provider tags the image
+            # (imagectl:state=deprecated, imagectl:deprecated-at) before that call. When the
+            # tag is there, the image is marked deprecated; say how, do not pretend.
+            after = provider.get_image(row.cloud_image_id, row.region)
+            if not (
+                _not_implemented(error) or (after and after.tags.get(TAG_STATE) == "deprecated")
+            ):
+                raise
+            first = (
+                str(error).strip().splitlines()[0][:120]
+                if str(error).strip()
+                else type(error).__name__
+            )
+            note = f"deprecation call failed ({first}); tagged {TAG_STATE}=deprecated only"
     repo.set_state(
         s,
         row,
         "deprecated",
-        reason=reason,
+        reason=reason + (f" ({note})" if note else ""),
         actor=actor,
-        details={"replacement": replacement.cloud_image_id if replacement else None},
+        details={"replacement": replacement.cloud_image_id if replacement else None, "note": note},
     )
+    return note
+
+
+def _not_implemented(error: Exception) -> bool:
+    """The cloud endpoint lacks the call (an emulator), not a refusal of this image."""
+    if isinstance(error, NotImplementedError):
+        return True
+    response = getattr(error, "response", None)
+    code = response.get("Error", {}).get("Code", "") if isinstance(response, dict) else ""
+    return code in ("NotImplemented", "InvalidAction") or "not yet implemented" in str(error)
 
 
 def apply_retention(
@@ -142,9 +170,10 @@ def apply_retention(
         # a group stays a candidate while any of its rows is promoted (a row kept for an
         # instance is retried next time, even though the rest of its group is deprecated)
         promoted = [
-            src for src in sources(s, stack, cloud, ("promoted", "deprecated"))
+            src
+            for src in sources(s, stack, cloud, ("promoted", "deprecated"))
             if any(r.state == "promoted" for r in group(s, src))
-        ]  # fmt: skip
+        ]
         promoted.sort(key=lambda r: (_promoted_at(s, r), r.id), reverse=True)
         kept, old = promoted[:keep_last], promoted[keep_last:]
         newest_by_region = {}
@@ -171,15 +200,19 @@ def apply_retention(
                         details={"region": row.region, "why": why},
                     )
                     continue
-                _deprecate_row(
-                    s,
-                    provider,
-                    row,
-                    newest_by_region.get(row.region),
-                    f"retention: beyond keep_last={keep_last}",
-                    actor,
-                )
-                out.deprecated.append(label)
+                try:
+                    note = _deprecate_row(
+                        s,
+                        provider,
+                        row,
+                        newest_by_region.get(row.region),
+                        f"retention: beyond keep_last={keep_last}",
+                        actor,
+                    )
+                except Exception as error:  # retention never fails a finished promotion
+                    out.skipped.append(f"{label}: deprecation failed: {error}")
+                    continue
+                out.deprecated.append(label + (f" ({note})" if note else ""))
     return out
 
 
@@ -203,8 +236,10 @@ def deprecate_image(
                 hint="Promote a newer image or roll back first, and stop the instances",
             )
         for row in rows:
-            _deprecate_row(s, provider, row, None, reason, actor)
-            out.deprecated.append(f"{row.cloud_image_id} in {row.region}")
+            note = _deprecate_row(s, provider, row, None, reason, actor)
+            out.deprecated.append(
+                f"{row.cloud_image_id} in {row.region}" + (f" ({note})" if note else "")
+            )
         repo.log_event(
             s,
             "image.deprecated",

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # the cloud fakes live in tests/fakes (``tests.fakes``)
+    sys.path.insert(0, str(REPO))
 SOURCE_REGION = "build"
 
 
@@ -175,3 +177,61 @@ def world(tmp_path: Path) -> Iterator[World]:
         yield World(tmp_path, db_url, registry, catalog, resolved)
     finally:
         catalog.close()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    from cloud_envs import FAKE_CREDS
+
+    saved = {k: os.environ.get(k) for k in FAKE_CREDS}
+    os.environ.update(FAKE_CREDS)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(params=["aws", "gcp", "azure"])
+def cloud(
+    request: pytest.FixtureRequest, world: World, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    """The h100-training stack on one cloud's emulator (see ``cloud_envs.py``)."""
+    import urllib.request
+
+    import cloud_envs
+    from imagectl.stacks import load_resolved
+
+    _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)
+    if request.param == "aws":
+        endpoint = request.getfixturevalue("moto_server")
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+        env = cloud_envs.aws_env(resolved, world.catalog, endpoint)
+        for key, value in env.env.items():
+            monkeypatch.setenv(key, value)
+        yield env
+    elif request.param == "gcp":
+        from tests.fakes.gcp_compute import FakeGcpCompute
+
+        fake = FakeGcpCompute(project="imagectl-test", op_polls=1).start()
+        try:
+            yield cloud_envs.gcp_env(resolved, world.catalog, fake)
+        finally:
+            fake.stop()
+    else:
+        from tests.fakes.azure_arm import FakeAzureArm
+
+        fake = FakeAzureArm(subscription="00000000-0000-0000-0000-000000000000").start()
+        try:
+            yield cloud_envs.azure_env(resolved, world.catalog, fake)
+        finally:
+            fake.stop()

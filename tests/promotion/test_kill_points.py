@@ -7,7 +7,6 @@ import signal
 from collections import Counter
 
 import pytest
-
 from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Promotion
 from imagectl.promotion.crash import POINTS
@@ -34,16 +33,23 @@ def test_every_kill_point_is_covered() -> None:
 @pytest.mark.parametrize("kill", KILLS)
 def test_kill_and_rerun_completes_exactly_once(world, kill: str) -> None:
     img = world.validated()
-    crashed = world.run_cli("promote", img.cloud_image_id, "--stack", "local",
-                            IMAGECTL_TEST_CRASH_AT=kill, IMAGECTL_LOCAL_LATENCY=LATENCY)  # fmt: skip
+    crashed = world.run_cli(
+        "promote",
+        img.cloud_image_id,
+        "--stack",
+        "local",
+        IMAGECTL_TEST_CRASH_AT=kill,
+        IMAGECTL_LOCAL_LATENCY=LATENCY,
+    )
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     assert world.image(img.id).state == "promoting"
     if kill.startswith(("after_copy", "after_region")):
         provider = world.provider()
         assert all(provider.get_pointer("local", r) is None for r in REGIONS)
 
-    rerun = world.run_cli("promote", img.cloud_image_id, "--stack", "local",
-                          IMAGECTL_LOCAL_LATENCY=LATENCY)  # fmt: skip
+    rerun = world.run_cli(
+        "promote", img.cloud_image_id, "--stack", "local", IMAGECTL_LOCAL_LATENCY=LATENCY
+    )
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "promoted" in rerun.stdout
 
@@ -54,7 +60,9 @@ def test_kill_and_rerun_completes_exactly_once(world, kill: str) -> None:
     for region in REGIONS:  # no duplicate copies: one file and one copy request per region
         assert len(world.region_files(region)) == 1
         assert len(list((world.registry / region / "copies").glob("*.json"))) == 1
-    requested = Counter(e.details["region"] for e in world.events("promotion.region.copy_requested"))
+    requested = Counter(
+        e.details["region"] for e in world.events("promotion.region.copy_requested")
+    )
     assert requested == Counter(REGIONS)  # the token recorded before the kill was reused
     done = Counter(e.details["region"] for e in world.events("promotion.region.done"))
     assert done == Counter(REGIONS)

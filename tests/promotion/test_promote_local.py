@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from imagectl.catalog import repository as repo
 from imagectl.errors import UserError
 from imagectl.promotion import (
@@ -36,9 +35,12 @@ def test_promotes_to_every_region_and_flips_pointers(world) -> None:
     img = world.validated()
     steps: list[tuple[str, str]] = []
     result = promote(
-        world.catalog, world.provider(latency=0.05), world.stack, img.id,
+        world.catalog,
+        world.provider(latency=0.05),
+        world.stack,
+        img.id,
         progress=lambda region, step, detail: steps.append((region, step)),
-    )  # fmt: skip
+    )
     assert result.state == "promoted" and result.exit_code == 0
     assert result.pointer_flipped
     assert result.previous_pointers == {r: None for r in REGIONS}
@@ -54,12 +56,18 @@ def test_promotes_to_every_region_and_flips_pointers(world) -> None:
     with world.catalog.transaction() as s:
         rows = repo.list_images(s, stack="local")
         assert sorted((r.region, r.state) for r in rows) == [
-            ("build", "promoted"), *[(r, "promoted") for r in REGIONS]
+            ("build", "promoted"),
+            *[(r, "promoted") for r in REGIONS],
         ]
     kinds = [e.kind for e in world.events(image=img.id)]
-    for kind in ("promotion.gate", "promotion.started", "promotion.pointer.flipped",
-                 "promotion.finished", "promotion.region.copy_requested",
-                 "promotion.region.done"):  # fmt: skip
+    for kind in (
+        "promotion.gate",
+        "promotion.started",
+        "promotion.pointer.flipped",
+        "promotion.finished",
+        "promotion.region.copy_requested",
+        "promotion.region.done",
+    ):
         assert kind in kinds
     assert kinds.count("promotion.region.done") == 3
 
@@ -122,8 +130,14 @@ def test_blocked_image_never_promotes_and_force_is_audited(world, monkeypatch) -
     with pytest.raises(UserError, match="needs --reason"):
         promote(world.catalog, world.provider(), world.stack, img.id, force=True)
     monkeypatch.setenv("IMAGECTL_ACTOR", "alice")
-    result = promote(world.catalog, world.provider(), world.stack, img.id, force=True,
-                     reason="hotfix for CVE-2026-1234, NCCL issue is known")  # fmt: skip
+    result = promote(
+        world.catalog,
+        world.provider(),
+        world.stack,
+        img.id,
+        force=True,
+        reason="hotfix for CVE-2026-1234, NCCL issue is known",
+    )
     assert result.state == "promoted" and result.forced
     assert any("blocked" in r for r in result.overridden)
     (forced,) = world.events("promotion.forced", image=img.id)
@@ -148,7 +162,9 @@ def test_region_failing_then_succeeding_on_resume(world) -> None:
     assert first.state == "partially_promoted" and first.exit_code == 1
     assert first.regions["local-b"].state == "failed"
     assert "injected failure" in (first.regions["local-b"].error or "")
-    assert first.resume_command == f"imagectl promote {img.cloud_image_id} --stack local --cloud local"
+    assert (
+        first.resume_command == f"imagectl promote {img.cloud_image_id} --stack local --cloud local"
+    )
     assert _pointers(world) == {r: None for r in REGIONS}  # pointer unchanged everywhere
     assert world.image(img.id).state == "partially_promoted"
     assert not world.region_files("local-b")
@@ -157,8 +173,11 @@ def test_region_failing_then_succeeding_on_resume(world) -> None:
     assert second.regions["local-a"].resumed and second.regions["local-c"].resumed
     assert not second.regions["local-b"].resumed
     assert _pointers(world) == {r: img.cloud_image_id for r in REGIONS}
-    tokens = [e.details["token"] for e in world.events("promotion.region.copy_requested")
-              if e.details["region"] == "local-b"]  # fmt: skip
+    tokens = [
+        e.details["token"]
+        for e in world.events("promotion.region.copy_requested")
+        if e.details["region"] == "local-b"
+    ]
     assert len(tokens) == 2 and tokens[0] != tokens[1]  # the failed copy is not reused
     for region in REGIONS:
         assert len(world.region_files(region)) == 1
@@ -182,7 +201,9 @@ def test_region_failing_for_good_leaves_pointer_unchanged(world) -> None:
 
 def test_all_regions_failing_returns_image_to_validated(world) -> None:
     img = world.validated()
-    result = promote(world.catalog, world.provider(fail="local-a,local-b,local-c"), world.stack, img.id)
+    result = promote(
+        world.catalog, world.provider(fail="local-a,local-b,local-c"), world.stack, img.id
+    )
     assert result.state == "failed" and result.exit_code == 1
     assert world.image(img.id).state == "validated"
 
@@ -223,10 +244,17 @@ def test_retention_keeps_last_k_and_spares_images_in_use(world) -> None:
         promote(world.catalog, provider, world.stack, img.id)
     # images[0] fell out of keep_last=2: deprecated except in local-b, where a VM runs it
     with world.catalog.transaction() as s:
-        states = {r.region: r.state for r in repo.list_images(s, stack="local")
-                  if r.cloud_image_id == images[0].cloud_image_id}  # fmt: skip
-    assert states == {"build": "deprecated", "local-a": "deprecated",
-                      "local-b": "promoted", "local-c": "deprecated"}  # fmt: skip
+        states = {
+            r.region: r.state
+            for r in repo.list_images(s, stack="local")
+            if r.cloud_image_id == images[0].cloud_image_id
+        }
+    assert states == {
+        "build": "deprecated",
+        "local-a": "deprecated",
+        "local-b": "promoted",
+        "local-c": "deprecated",
+    }
     meta = provider.metadata(images[0].cloud_image_id, "local-a")
     assert meta["state"] == "deprecated" and meta["replacement"] == images[2].cloud_image_id
     assert provider.metadata(images[0].cloud_image_id, "local-b")["state"] == "available"

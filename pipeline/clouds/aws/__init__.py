@@ -1,0 +1,19 @@
+"""AWS (boto3): AMIs, EC2 instances, SSM parameters as the "latest" pointer.
+
+``clients`` builds sessions and clients (endpoint override, retry mode, credentials from
+boto3's default chain only); ``errors`` maps EC2 error codes onto CapacityError /
+QuotaError; ``network`` owns the per-run security group; ``provider`` is the Provider.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.clouds.aws.provider import AwsProvider
+
+
+def create_provider(**options: Any) -> AwsProvider:
+    return AwsProvider(**options)
+
+
+__all__ = ["AwsProvider", "create_provider"]

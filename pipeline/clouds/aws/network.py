@@ -1,0 +1,67 @@
+"""The per-instance security group: SSH from the runner's address only, or nothing.
+
+With ``allowed_cidr`` the group admits TCP 22 from that one CIDR; without it the group
+admits nothing (the validator then runs through SSM). Never 0.0.0.0/0. The group is
+tagged like the instance so that the reaper can delete it after the instance is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from imagectl.clouds.common import check_cidr
+from imagectl.errors import UserError
+
+
+
+def vpc_of(ec2: Any, subnet_id: str | None) -> str:
+    if subnet_id:
+        subnets = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]
+        return str(subnets[0]["VpcId"])
+    vpcs = ec2.describe_vpcs(Filters=[{"Name": "isDefault", "Values": ["true"]}])["Vpcs"]
+    if not vpcs:
+        raise UserError(
+            "this region has no default VPC to launch the validation instance in",
+            hint="Set the stack's clouds.aws.build.subnet_id to a subnet of your VPC",
+        )
+    return str(vpcs[0]["VpcId"])
+
+
+def create_group(
+    ec2: Any, *, name: str, vpc_id: str, allowed_cidr: str | None, tags: dict[str, str]
+) -> str:
+    check_cidr(allowed_cidr)
+    group = ec2.create_security_group(
+        GroupName=name,
+        Description="imagectl validation instance: SSH from the runner only",
+        VpcId=vpc_id,
+        TagSpecifications=[
+            {
+                "ResourceType": "security-group",
+                "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+            }
+        ],
+    )
+    group_id = str(group["GroupId"])
+    if allowed_cidr:
+        ec2.authorize_security_group_ingress(
+            GroupId=group_id,
+            IpPermissions=[
+                {
+                    "IpProtocol": "tcp",
+                    "FromPort": 22,
+                    "ToPort": 22,
+                    "IpRanges": [{"CidrIp": allowed_cidr, "Description": "imagectl runner"}],
+                }
+            ],
+        )
+    return group_id
+
+
+def delete_group(ec2: Any, group_id: str) -> None:
+    """Best effort: a group still attached to a terminating instance is left to the reaper."""
+    from botocore.exceptions import ClientError
+
+    with contextlib.suppress(ClientError):
+        ec2.delete_security_group(GroupId=group_id)

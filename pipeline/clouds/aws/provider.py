@@ -1,0 +1,457 @@
+"""The AWS provider: AMIs by tag, EC2 instances for validation, copies, SSM pointers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import time
+from typing import Any
+
+from imagectl.clouds.aws import network
+from imagectl.clouds.aws.clients import AwsClients
+from imagectl.clouds.aws.errors import error_code, translate_launch_error
+from imagectl.clouds.base import (
+    TAG_DIGEST,
+    TAG_MANAGED,
+    TAG_STACK,
+    TAG_STATE,
+    CloudImage,
+    Instance,
+    Provider,
+    ReplicaStatus,
+)
+from imagectl.clouds.common import (
+    TAG_REPLICA_TOKEN,
+    TAG_SOURCE_IMAGE,
+    NotReachable,
+    instance_tags,
+    iso,
+    parse_time,
+    utcnow,
+)
+from imagectl.errors import CloudError
+
+LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+_AZ = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d+)[a-z]$")
+
+
+def region_of(location: str) -> str:
+    """``us-east-1a`` -> ``us-east-1``; a region stays a region."""
+    match = _AZ.match(location)
+    return match.group(1) if match else location
+
+
+def _tags(raw: list[dict[str, str]] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in raw or []}
+
+
+def _tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in tags.items()]
+
+
+def _user_data(ssh_public_key: str | None) -> str:
+    """cloud-init: the run's one-off SSH key; no key pair resource to clean up."""
+    lines = ["#cloud-config"]
+    if ssh_public_key:
+        lines += ["ssh_authorized_keys:", f"  - {ssh_public_key.strip()}"]
+    return "\n".join(lines) + "\n"
+
+
+class AwsProvider(Provider):
+    cloud = "aws"
+
+    def __init__(
+        self,
+        *,
+        region: str | None = None,
+        regions: list[str] | None = None,
+        endpoint_url: str | None = None,
+        session: Any = None,
+        retry_mode: str = "adaptive",
+        max_attempts: int = 8,
+        poll_interval_s: float = 5.0,
+        subnet_id: str | None = None,
+        instance_profile: str | None = None,
+        ssm_prefix: str = "/imagectl",
+        profile: str | None = None,
+        **_ignored: Any,
+    ) -> None:
+        home = (
+            region
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1"
+        )
+        self.region = home
+        self.regions = list(regions or [home])
+        if home not in self.regions:
+            self.regions.insert(0, home)
+        self.clients = AwsClients(
+            region=home,
+            endpoint_url=endpoint_url,
+            session=session,
+            retry_mode=retry_mode,
+            max_attempts=max_attempts,
+            profile=profile,
+        )
+        self.poll_interval_s = poll_interval_s
+        self.subnet_id = subnet_id
+        self.instance_profile = instance_profile
+        self.ssm_prefix = "/" + ssm_prefix.strip("/")
+
+    # -- images ------------------------------------------------------------------
+    def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
+        state = str(raw.get("State", ""))
+        if raw.get("DeprecationTime") and state == "available":
+            deprecated_at = parse_time(raw["DeprecationTime"])
+            if deprecated_at and deprecated_at <= utcnow():
+                state = "deprecated"
+        return CloudImage(
+            cloud="aws",
+            region=region,
+            image_id=str(raw["ImageId"]),
+            name=str(raw.get("Name", "")),
+            state=state,
+            tags=_tags(raw.get("Tags")),
+            created_at=parse_time(raw.get("CreationDate")),
+        )
+
+    def find_images(
+        self,
+        *,
+        stack: str | None = None,
+        digest: str | None = None,
+        state: str | None = None,
+        region: str | None = None,
+    ) -> list[CloudImage]:
+        filters = []
+        for key, value in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)):
+            if value is not None:
+                filters.append({"Name": f"tag:{key}", "Values": [value]})
+        if not filters:
+            filters.append({"Name": "tag-key", "Values": [TAG_STACK]})
+        found: list[CloudImage] = []
+        for reg in [region] if region else self.regions:
+            resp = self.clients.ec2(reg).describe_images(
+                Owners=["self"], Filters=filters, IncludeDeprecated=True
+            )
+            found.extend(self._image(raw, reg) for raw in resp["Images"])
+        return sorted(found, key=lambda i: (i.created_at or dt.datetime.min.replace(
+            tzinfo=dt.timezone.utc), i.image_id))  # fmt: skip
+
+    def get_image(self, image_id: str, region: str) -> CloudImage | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            resp = self.clients.ec2(region).describe_images(
+                ImageIds=[image_id], IncludeDeprecated=True
+            )
+        except ClientError as exc:
+            if error_code(exc).startswith("InvalidAMIID"):
+                return None
+            raise
+        images = resp["Images"]
+        return self._image(images[0], region) if images else None
+
+    def _snapshots(self, image_id: str, region: str) -> list[str]:
+        resp = self.clients.ec2(region).describe_images(ImageIds=[image_id], IncludeDeprecated=True)
+        return [
+            str(m["Ebs"]["SnapshotId"])
+            for raw in resp["Images"]
+            for m in raw.get("BlockDeviceMappings", [])
+            if m.get("Ebs", {}).get("SnapshotId")
+        ]
+
+    def tag_state(self, image: CloudImage, state: str) -> None:
+        self.clients.ec2(image.region).create_tags(
+            Resources=[image.image_id], Tags=[{"Key": TAG_STATE, "Value": state}]
+        )
+
+    # -- instances ---------------------------------------------------------------------
+    def candidate_locations(self, image: CloudImage) -> list[str]:
+        """The Availability Zones of the image's region, in name order."""
+        zones = self.clients.ec2(image.region).describe_availability_zones(
+            Filters=[{"Name": "state", "Values": ["available"]}]
+        )["AvailabilityZones"]
+        return sorted(str(z["ZoneName"]) for z in zones)
+
+    def launch(
+        self,
+        image: CloudImage,
+        shape: str,
+        *,
+        location: str,
+        ttl: dt.timedelta,
+        launched_by: str,
+        stack: str,
+        ssh_public_key: str | None = None,
+        allowed_cidr: str | None = None,
+    ) -> Instance:
+        from botocore.exceptions import ClientError
+
+        region = region_of(location)
+        ec2 = self.clients.ec2(region)
+        tags = instance_tags(
+            stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by
+        )
+        name = f"imagectl-{stack}-{int(time.time() * 1000) % 10**10}"
+        group_id = network.create_group(
+            ec2,
+            name=name,
+            vpc_id=network.vpc_of(ec2, self.subnet_id),
+            allowed_cidr=allowed_cidr,
+            tags={**tags, "Name": name},
+        )
+        kwargs: dict[str, Any] = {
+            "ImageId": image.image_id,
+            "InstanceType": shape,
+            "MinCount": 1,
+            "MaxCount": 1,
+            "UserData": _user_data(ssh_public_key),
+            "SecurityGroupIds": [group_id],
+            "InstanceInitiatedShutdownBehavior": "terminate",
+            # IMDSv2 only, one hop: containers on the host cannot reach the metadata.
+            "MetadataOptions": {
+                "HttpTokens": "required",
+                "HttpEndpoint": "enabled",
+                "HttpPutResponseHopLimit": 1,
+            },
+            "TagSpecifications": [
+                {"ResourceType": "instance", "Tags": _tag_list({**tags, "Name": name})},
+                {"ResourceType": "volume", "Tags": _tag_list(tags)},
+            ],
+        }
+        if location != region:
+            kwargs["Placement"] = {"AvailabilityZone": location}
+        if self.subnet_id:
+            kwargs["SubnetId"] = self.subnet_id
+        if self.instance_profile:  # only what validation needs (e.g. SSM), nothing else
+            kwargs["IamInstanceProfile"] = {"Name": self.instance_profile}
+        try:
+            resp = ec2.run_instances(**kwargs)
+        except ClientError as exc:
+            network.delete_group(ec2, group_id)
+            translated = translate_launch_error(exc, location)
+            if translated is exc:
+                raise CloudError(
+                    f"EC2 refused to launch {shape} from {image.image_id} in {location}: {exc}"
+                ) from exc
+            raise translated from exc
+        raw = resp["Instances"][0]
+        return self._instance(raw, region)
+
+    def _instance(self, raw: dict[str, Any], region: str) -> Instance:
+        zone = raw.get("Placement", {}).get("AvailabilityZone") or region
+        return Instance(
+            cloud="aws",
+            region=str(zone),
+            instance_id=str(raw["InstanceId"]),
+            shape=str(raw.get("InstanceType", "")),
+            image_id=str(raw.get("ImageId", "")),
+            state=str(raw.get("State", {}).get("Name", "")),
+            address=raw.get("PublicIpAddress") or raw.get("PrivateIpAddress"),
+            tags=_tags(raw.get("Tags")),
+            launched_at=raw.get("LaunchTime"),
+        )
+
+    def _describe(self, instance: Instance) -> Instance | None:
+        from botocore.exceptions import ClientError
+
+        region = region_of(instance.region)
+        try:
+            resp = self.clients.ec2(region).describe_instances(
+                InstanceIds=[instance.instance_id]
+            )
+        except ClientError as exc:
+            if error_code(exc).startswith("InvalidInstanceID"):
+                return None
+            raise
+        for reservation in resp["Reservations"]:
+            for raw in reservation["Instances"]:
+                return self._instance(raw, region)
+        return None
+
+    def _reachability_passed(self, instance: Instance) -> bool:
+        """EC2's own reachability status check; no status yet counts as not yet passed
+        only while the instance is younger than the check's first report (~2 min)."""
+        statuses = self.clients.ec2(region_of(instance.region)).describe_instance_status(
+            InstanceIds=[instance.instance_id], IncludeAllInstances=True
+        )["InstanceStatuses"]
+        for status in statuses:
+            for part in ("InstanceStatus", "SystemStatus"):
+                if status.get(part, {}).get("Status") == "impaired":
+                    return False
+        return True
+
+    def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance:
+        deadline = time.monotonic() + timeout_s
+        last = instance
+        while True:
+            current = self._describe(instance)
+            if current is None or current.state in ("shutting-down", "terminated"):
+                raise NotReachable(
+                    instance.instance_id, f"the instance is {current.state if current else 'gone'}"
+                )
+            last = current
+            if current.state == "running" and self._reachability_passed(current):
+                return current
+            if time.monotonic() >= deadline:
+                raise NotReachable(
+                    instance.instance_id,
+                    f"still '{last.state}' after {timeout_s:.0f} s",
+                )
+            time.sleep(self.poll_interval_s)
+
+    def terminate(self, instance: Instance) -> None:
+        from botocore.exceptions import ClientError
+
+        region = region_of(instance.region)
+        ec2 = self.clients.ec2(region)
+        current = self._describe(instance)
+        try:
+            ec2.terminate_instances(InstanceIds=[instance.instance_id])
+        except ClientError as exc:
+            if not error_code(exc).startswith("InvalidInstanceID"):
+                raise
+        if current is not None:
+            resp = ec2.describe_instances(InstanceIds=[instance.instance_id])
+            for reservation in resp["Reservations"]:
+                for raw in reservation["Instances"]:
+                    for group in raw.get("SecurityGroups", []):
+                        self._delete_group_if_managed(ec2, str(group["GroupId"]))
+
+    def _delete_group_if_managed(self, ec2: Any, group_id: str) -> None:
+        groups = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+        if groups and _tags(groups[0].get("Tags")).get(TAG_MANAGED) == "true":
+            network.delete_group(ec2, group_id)
+
+    def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
+        filters = [{"Name": "instance-state-name", "Values": LIVE_STATES}]
+        if managed_only:
+            filters.append({"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]})
+        found: list[Instance] = []
+        for reg in self.regions:
+            paginator = self.clients.ec2(reg).get_paginator("describe_instances")
+            for page in paginator.paginate(Filters=filters):
+                for reservation in page["Reservations"]:
+                    found.extend(self._instance(raw, reg) for raw in reservation["Instances"])
+        return found
+
+    # -- promotion ---------------------------------------------------------------------
+    def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
+        if region == image.region:
+            return self.get_image(image.image_id, region)
+        resp = self.clients.ec2(region).describe_images(
+            Owners=["self"],
+            Filters=[{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}],
+            IncludeDeprecated=True,
+        )
+        live = [r for r in resp["Images"] if r.get("State") != "deregistered"]
+        return self._image(live[0], region) if live else None
+
+    @staticmethod
+    def _status(region: str, replica: CloudImage | None) -> ReplicaStatus:
+        if replica is None:
+            return ReplicaStatus(region=region, state="missing")
+        state = {"available": "available", "pending": "pending", "deprecated": "available"}.get(
+            replica.state, "failed"
+        )
+        return ReplicaStatus(region, state, replica.image_id, detail=replica.state)
+
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        existing = self._replica(image, region)
+        if existing is not None:
+            return self._status(region, existing)
+        ec2 = self.clients.ec2(region)
+        copy = ec2.copy_image(
+            Name=image.name or image.image_id,
+            SourceImageId=image.image_id,
+            SourceRegion=image.region,
+            ClientToken=token[:64],
+            CopyImageTags=True,
+        )
+        new_id = str(copy["ImageId"])
+        # copy_image may not copy tags (moto never does): tag the copy and its snapshots.
+        tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
+        resources = [new_id, *self._snapshots(new_id, region)]
+        ec2.create_tags(Resources=resources, Tags=_tag_list(tags))
+        return self._status(region, self.get_image(new_id, region))
+
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
+        return self._status(region, self._replica(image, region))
+
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
+            sharing, k, d
+        )  # fmt: skip
+        add: list[dict[str, str]] = []
+        add += [{"UserId": str(a)} for a in get("accounts", []) or []]
+        for arn in get("organizations", []) or []:
+            key = "OrganizationalUnitArn" if ":ou/" in arn else "OrganizationArn"
+            add.append({key: arn})
+        if get("public", False):
+            add.append({"Group": "all"})
+        if not add:
+            return
+        self.clients.ec2(replica.region).modify_image_attribute(
+            ImageId=replica.image_id, LaunchPermission={"Add": add}
+        )
+
+    def _parameter(self, stack: str) -> str:
+        return f"{self.ssm_prefix}/{stack}/latest"
+
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            resp = self.clients.ssm(region).get_parameter(Name=self._parameter(stack))
+        except ClientError as exc:
+            if error_code(exc) == "ParameterNotFound":
+                return None
+            raise
+        return str(resp["Parameter"]["Value"])
+
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        self.clients.ssm(region).put_parameter(
+            Name=self._parameter(stack),
+            Value=image_id,
+            Type="String",
+            DataType="aws:ec2:image",
+            Overwrite=True,
+            Description=f"imagectl: the promoted image of stack {stack}",
+        )
+
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        ec2 = self.clients.ec2(image.region)
+        # EC2 refuses a deprecation time in the past; "now" means the next minute.
+        when = max(at or utcnow(), utcnow() + dt.timedelta(minutes=1))
+        tags = {TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(when)}
+        if replacement is not None:
+            tags["imagectl:replacement"] = replacement.image_id
+        ec2.create_tags(Resources=[image.image_id], Tags=_tag_list(tags))
+        ec2.enable_image_deprecation(ImageId=image.image_id, DeprecateAt=when)
+
+    def delete(self, image: CloudImage) -> None:
+        from botocore.exceptions import ClientError
+
+        ec2 = self.clients.ec2(image.region)
+        try:
+            snapshots = self._snapshots(image.image_id, image.region)
+            ec2.deregister_image(ImageId=image.image_id)
+        except ClientError as exc:
+            if error_code(exc).startswith("InvalidAMIID"):
+                return
+            raise
+        for snapshot in snapshots:
+            try:
+                ec2.delete_snapshot(SnapshotId=snapshot)
+            except ClientError as exc:
+                if not error_code(exc).startswith("InvalidSnapshot"):
+                    raise

@@ -1,0 +1,104 @@
+"""The management clients, built in one place.
+
+- Credentials: ``DefaultAzureCredential()`` (environment, workload identity for CI,
+  managed identity, Azure CLI): never a secret in a file of ours.
+- Endpoint: ``https://management.azure.com`` unless ``endpoint`` /
+  ``IMAGECTL_AZURE_ENDPOINT`` names another (the local ARM fake in tests). Only with an
+  override that is plain http does the bearer policy allow a non-TLS URL.
+- Retries: azure-core's RetryPolicy (429 and 5xx, honouring Retry-After) with
+  ``retry_total`` attempts; LRO polling every ``polling_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.clouds.common import endpoint_from_env
+
+ENV_ENDPOINT = "IMAGECTL_AZURE_ENDPOINT"
+ARM = "https://management.azure.com"
+SCOPE = "https://management.azure.com/.default"
+
+
+class LocalToken:
+    """A token credential for a local ARM endpoint: a fixed, meaningless token."""
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        import time
+
+        from azure.core.credentials import AccessToken
+
+        return AccessToken("local-endpoint-token", int(time.time()) + 3600)
+
+
+def _local_auth_policy(credential: Any) -> Any:
+    from azure.mgmt.core.policies import ARMChallengeAuthenticationPolicy
+
+    class LocalHttpAuth(ARMChallengeAuthenticationPolicy):
+        """Bearer auth that allows http: used only for an explicit local endpoint."""
+
+        def on_request(self, request: Any) -> Any:
+            request.context.options["enforce_https"] = False
+            return super().on_request(request)
+
+    return LocalHttpAuth(credential, SCOPE)
+
+
+class AzureClients:
+    def __init__(
+        self,
+        *,
+        subscription_id: str,
+        endpoint: str | None = None,
+        credential: Any = None,
+        polling_interval: float = 15.0,
+        retry_total: int = 8,
+        retry_backoff_factor: float = 0.8,
+    ) -> None:
+        self.subscription_id = subscription_id
+        self.endpoint = endpoint_from_env(endpoint, ENV_ENDPOINT)
+        if credential is None:
+            if self.endpoint:
+                credential = LocalToken()
+            else:
+                from azure.identity import DefaultAzureCredential
+
+                credential = DefaultAzureCredential()
+        self.credential = credential
+        self.polling_interval = polling_interval
+        self.retry_total = retry_total
+        self.retry_backoff_factor = retry_backoff_factor
+        self._compute: Any = None
+        self._network: Any = None
+
+    def _kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "base_url": self.endpoint or ARM,
+            "credential_scopes": [SCOPE],
+            "polling_interval": self.polling_interval,
+            "retry_total": self.retry_total,
+            "retry_backoff_factor": self.retry_backoff_factor,
+        }
+        if self.endpoint and self.endpoint.startswith("http://"):
+            kwargs["authentication_policy"] = _local_auth_policy(self.credential)
+        return kwargs
+
+    @property
+    def compute(self) -> Any:
+        if self._compute is None:
+            from azure.mgmt.compute import ComputeManagementClient
+
+            self._compute = ComputeManagementClient(
+                self.credential, self.subscription_id, **self._kwargs()
+            )
+        return self._compute
+
+    @property
+    def network(self) -> Any:
+        if self._network is None:
+            from azure.mgmt.network import NetworkManagementClient
+
+            self._network = NetworkManagementClient(
+                self.credential, self.subscription_id, **self._kwargs()
+            )
+        return self._network

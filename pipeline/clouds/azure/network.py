@@ -1,0 +1,151 @@
+"""The validation VM's network: an NSG admitting SSH from the runner only, a public IP
+only when the runner connects over the internet, and the NIC. All tagged like the VM.
+
+Without ``subnet_id`` a small virtual network (``imagectl-validation``) is created once
+in the validation resource group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.clouds.azure.errors import is_not_found
+from imagectl.clouds.common import check_cidr
+
+VNET = "imagectl-validation"
+VNET_CIDR = "10.42.0.0/16"
+SUBNET_CIDR = "10.42.0.0/24"
+
+
+def ensure_subnet(network: Any, rg: str, location: str, subnet_id: str | None) -> str:
+    if subnet_id:
+        return subnet_id
+    from azure.core.exceptions import HttpResponseError
+
+    try:
+        vnet = network.virtual_networks.get(rg, VNET)
+    except HttpResponseError as exc:
+        if not is_not_found(exc):
+            raise
+        from azure.mgmt.network.models import AddressSpace, Subnet, VirtualNetwork
+
+        vnet = network.virtual_networks.begin_create_or_update(
+            rg,
+            VNET,
+            VirtualNetwork(
+                location=location,
+                tags={"imagectl:managed": "true"},
+                address_space=AddressSpace(address_prefixes=[VNET_CIDR]),
+                subnets=[Subnet(name="default", address_prefix=SUBNET_CIDR)],
+            ),
+        ).result()
+    return f"{vnet.id}/subnets/default"
+
+
+def create(
+    network: Any,
+    *,
+    rg: str,
+    location: str,
+    name: str,
+    subnet_id: str,
+    allowed_cidr: str | None,
+    tags: dict[str, str],
+    zone: str | None,
+) -> str:
+    """Create NSG (+ public IP) + NIC; return the NIC id."""
+    from azure.mgmt.network.models import (
+        NetworkInterface,
+        NetworkInterfaceIPConfiguration,
+        NetworkSecurityGroup,
+        PublicIPAddress,
+        PublicIPAddressSku,
+        SecurityRule,
+        Subnet,
+    )
+
+    check_cidr(allowed_cidr)
+    rules = []
+    if allowed_cidr:
+        rules.append(
+            SecurityRule(
+                name="ssh-from-runner",
+                priority=100,
+                direction="Inbound",
+                access="Allow",
+                protocol="Tcp",
+                source_address_prefix=allowed_cidr,
+                source_port_range="*",
+                destination_address_prefix="*",
+                destination_port_range="22",
+            )
+        )
+    nsg = network.network_security_groups.begin_create_or_update(
+        rg,
+        f"{name}-nsg",
+        NetworkSecurityGroup(location=location, tags=tags, security_rules=rules),
+    ).result()
+    ip_config = NetworkInterfaceIPConfiguration(name="ipconfig1", subnet=Subnet(id=subnet_id))
+    if allowed_cidr:
+        pip = network.public_ip_addresses.begin_create_or_update(
+            rg,
+            f"{name}-ip",
+            PublicIPAddress(
+                location=location,
+                tags=tags,
+                sku=PublicIPAddressSku(name="Standard"),
+                public_ip_allocation_method="Static",
+                zones=[zone] if zone else None,
+            ),
+        ).result()
+        ip_config.public_ip_address = PublicIPAddress(id=pip.id)
+    nic = network.network_interfaces.begin_create_or_update(
+        rg,
+        f"{name}-nic",
+        NetworkInterface(
+            location=location,
+            tags=tags,
+            network_security_group=NetworkSecurityGroup(id=nsg.id),
+            ip_configurations=[ip_config],
+        ),
+    ).result()
+    return str(nic.id)
+
+
+def address(network: Any, rg: str, name: str) -> str | None:
+    """The public IP if there is one, else the NIC's private IP."""
+    from azure.core.exceptions import HttpResponseError
+
+    try:
+        pip = network.public_ip_addresses.get(rg, f"{name}-ip")
+        if pip.ip_address:
+            return str(pip.ip_address)
+    except HttpResponseError as exc:
+        if not is_not_found(exc):
+            raise
+    try:
+        nic = network.network_interfaces.get(rg, f"{name}-nic")
+    except HttpResponseError as exc:
+        if is_not_found(exc):
+            return None
+        raise
+    for cfg in nic.ip_configurations or []:
+        if cfg.private_ip_address:
+            return str(cfg.private_ip_address)
+    return None
+
+
+def delete(network: Any, rg: str, name: str) -> None:
+    """NIC, then public IP and NSG (the NIC holds both); missing ones are fine."""
+    from azure.core.exceptions import HttpResponseError
+
+    for ops, suffix in (
+        (network.network_interfaces, "nic"),
+        (network.public_ip_addresses, "ip"),
+        (network.network_security_groups, "nsg"),
+    ):
+        try:
+            ops.begin_delete(rg, f"{name}-{suffix}").result()
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                raise

@@ -1,0 +1,476 @@
+"""The Azure provider: gallery image versions, VMs for validation, exclude_from_latest."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+import time
+from typing import Any
+
+from imagectl.clouds.azure import network as vnet
+from imagectl.clouds.azure.clients import AzureClients
+from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
+from imagectl.clouds.base import (
+    TAG_DIGEST,
+    TAG_MANAGED,
+    TAG_STACK,
+    TAG_STATE,
+    CloudImage,
+    Instance,
+    Provider,
+    ReplicaStatus,
+)
+from imagectl.clouds.common import NotReachable, instance_tags, iso, utcnow
+from imagectl.errors import CloudError, UserError
+
+_VERSION_ID = re.compile(
+    r"/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/galleries/(?P<gallery>[^/]+)"
+    r"/images/(?P<definition>[^/]+)/versions/(?P<version>[^/]+)$",
+    re.IGNORECASE,
+)
+REPLICATION = {"Completed": "available", "Replicating": "pending", "Failed": "failed"}
+ADMIN_USER = "imagectl"
+
+
+def split_location(location: str) -> tuple[str, str | None]:
+    """``eastus/2`` -> (``eastus``, ``2``); ``eastus`` -> (``eastus``, None)."""
+    region, _, zone = location.partition("/")
+    return region, zone or None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+class AzureProvider(Provider):
+    cloud = "azure"
+
+    def __init__(
+        self,
+        *,
+        subscription_id: str,
+        location: str,
+        gallery_resource_group: str,
+        gallery: str,
+        image_definition: str,
+        resource_group: str | None = None,
+        subnet_id: str | None = None,
+        zones: list[str] | None = None,
+        endpoint: str | None = None,
+        credential: Any = None,
+        polling_interval: float = 15.0,
+        poll_interval_s: float | None = None,
+        retry_total: int = 8,
+        retry_backoff_factor: float = 0.8,
+        **_ignored: Any,
+    ) -> None:
+        self.subscription_id = subscription_id
+        self.location = location
+        self.gallery_rg = gallery_resource_group
+        self.gallery = gallery
+        self.definition = image_definition
+        self.rg = resource_group or gallery_resource_group
+        self.subnet_id = subnet_id
+        self.zones = list(zones) if zones is not None else ["1", "2", "3"]
+        self.poll_interval_s = polling_interval if poll_interval_s is None else poll_interval_s
+        self.clients = AzureClients(
+            subscription_id=subscription_id,
+            endpoint=endpoint,
+            credential=credential,
+            polling_interval=self.poll_interval_s,
+            retry_total=retry_total,
+            retry_backoff_factor=retry_backoff_factor,
+        )
+
+    @property
+    def versions(self) -> Any:
+        return self.clients.compute.gallery_image_versions
+
+    # -- images ----------------------------------------------------------------------------
+    def _parts(self, image_id: str) -> tuple[str, str, str, str]:
+        match = _VERSION_ID.search(image_id)
+        if match:
+            return match["rg"], match["gallery"], match["definition"], match["version"]
+        return self.gallery_rg, self.gallery, self.definition, image_id
+
+    def _image(self, raw: Any) -> CloudImage:
+        profile = raw.publishing_profile
+        state = {"Succeeded": "available", "Failed": "failed"}.get(
+            raw.provisioning_state or "", "pending"
+        )
+        eol = profile.end_of_life_date if profile else None
+        if state == "available" and eol and eol <= utcnow():
+            state = "deprecated"
+        return CloudImage(
+            cloud="azure",
+            region=raw.location,
+            image_id=raw.id,
+            name=raw.name,
+            state=state,
+            tags=dict(raw.tags or {}),
+            created_at=profile.published_date if profile else None,
+        )
+
+    def _list_raw(self) -> list[Any]:
+        return list(
+            self.versions.list_by_gallery_image(self.gallery_rg, self.gallery, self.definition)
+        )
+
+    def find_images(
+        self,
+        *,
+        stack: str | None = None,
+        digest: str | None = None,
+        state: str | None = None,
+        region: str | None = None,
+    ) -> list[CloudImage]:
+        wanted = {
+            k: v for k, v in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)) if v
+        }
+        found = []
+        for raw in self._list_raw():
+            tags = raw.tags or {}
+            if any(tags.get(k) != v for k, v in wanted.items()):
+                continue
+            if region and region not in self._target_regions(raw):
+                continue
+            found.append(self._image(raw))
+        return sorted(found, key=lambda i: (i.created_at or utcnow(), _version_key(i.name)))
+
+    def _get_raw(self, image_id: str, expand: str | None = None) -> Any | None:
+        from azure.core.exceptions import HttpResponseError
+
+        rg, gallery, definition, version = self._parts(image_id)
+        try:
+            kwargs = {"expand": expand} if expand else {}
+            return self.versions.get(rg, gallery, definition, version, **kwargs)
+        except HttpResponseError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+
+    def get_image(self, image_id: str, region: str) -> CloudImage | None:
+        raw = self._get_raw(image_id)
+        return self._image(raw) if raw is not None else None
+
+    def _update(self, image_id: str, **changes: Any) -> Any:
+        """PATCH a version: tags and/or publishing-profile fields; wait for it."""
+        from azure.mgmt.compute.models import (
+            GalleryImageVersionPublishingProfile,
+            GalleryImageVersionUpdate,
+        )
+
+        rg, gallery, definition, version = self._parts(image_id)
+        update = GalleryImageVersionUpdate()
+        if "tags" in changes:
+            update.tags = changes.pop("tags")
+        if changes:
+            update.publishing_profile = GalleryImageVersionPublishingProfile(**changes)
+        return self.versions.begin_update(rg, gallery, definition, version, update).result()
+
+    def tag_state(self, image: CloudImage, state: str) -> None:
+        raw = self._get_raw(image.image_id)
+        if raw is None:
+            raise UserError(f"gallery image version {image.image_id} does not exist")
+        self._update(image.image_id, tags={**(raw.tags or {}), TAG_STATE: state})
+
+    # -- instances ---------------------------------------------------------------------------
+    def candidate_locations(self, image: CloudImage) -> list[str]:
+        """The image's location, one entry per availability zone (``eastus/1``...)."""
+        region = image.region or self.location
+        return [f"{region}/{z}" for z in self.zones] or [region]
+
+    def launch(
+        self,
+        image: CloudImage,
+        shape: str,
+        *,
+        location: str,
+        ttl: dt.timedelta,
+        launched_by: str,
+        stack: str,
+        ssh_public_key: str | None = None,
+        allowed_cidr: str | None = None,
+    ) -> Instance:
+        from azure.core.exceptions import HttpResponseError
+
+        region, zone = split_location(location)
+        name = re.sub(r"[^a-z0-9-]", "-", f"imagectl-{stack}-{secrets.token_hex(3)}".lower())[:60]
+        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
+        net = self.clients.network
+        subnet = vnet.ensure_subnet(net, self.rg, region, self.subnet_id)
+        nic_id = vnet.create(
+            net, rg=self.rg, location=region, name=name, subnet_id=subnet,
+            allowed_cidr=allowed_cidr, tags=tags, zone=zone,
+        )  # fmt: skip
+        from azure.mgmt.compute import models as m
+
+        linux = m.LinuxConfiguration(disable_password_authentication=True)
+        if ssh_public_key:
+            linux.ssh = m.SshConfiguration(
+                public_keys=[
+                    m.SshPublicKey(
+                        path=f"/home/{ADMIN_USER}/.ssh/authorized_keys",
+                        key_data=ssh_public_key.strip(),
+                    )
+                ]
+            )
+        body = m.VirtualMachine(
+            location=region,
+            tags=tags,
+            zones=[zone] if zone else None,
+            properties=m.VirtualMachineProperties(
+                hardware_profile=m.HardwareProfile(vm_size=shape),
+                storage_profile=m.StorageProfile(
+                    image_reference=m.ImageReference(id=image.image_id),
+                    os_disk=m.OSDisk(
+                        create_option="FromImage",
+                        delete_option="Delete",
+                        managed_disk=m.ManagedDiskParameters(storage_account_type="Premium_LRS"),
+                    ),
+                ),
+                os_profile=m.OSProfile(
+                    computer_name=name, admin_username=ADMIN_USER, linux_configuration=linux
+                ),
+                network_profile=m.NetworkProfile(
+                    network_interfaces=[
+                        m.NetworkInterfaceReference(
+                            id=nic_id,
+                            properties=m.NetworkInterfaceReferenceProperties(
+                                primary=True, delete_option="Delete"
+                            ),
+                        )
+                    ]
+                ),
+                # No managed identity: the VM gets no role in the subscription.
+            ),
+        )
+        try:
+            self.clients.compute.virtual_machines.begin_create_or_update(
+                self.rg, name, body
+            ).result()
+        except HttpResponseError as exc:
+            self._cleanup(name)
+            translated = translate_launch_error(exc, location)
+            if translated is exc:
+                raise CloudError(
+                    f"Azure refused to create {shape} from {image.name} in {location}: "
+                    f"{exc.message if hasattr(exc, 'message') else exc}"
+                ) from exc
+            raise translated from exc
+        return Instance(
+            cloud="azure",
+            region=location,
+            instance_id=name,
+            shape=shape,
+            image_id=image.image_id,
+            state="creating",
+            address=vnet.address(net, self.rg, name),
+            tags=tags,
+            launched_at=utcnow(),
+        )
+
+    def _cleanup(self, name: str) -> None:
+        from azure.core.exceptions import HttpResponseError
+
+        try:
+            self.clients.compute.virtual_machines.begin_delete(self.rg, name).result()
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                raise
+        vnet.delete(self.clients.network, self.rg, name)
+
+    def _power_state(self, name: str) -> str | None:
+        from azure.core.exceptions import HttpResponseError
+
+        try:
+            view = self.clients.compute.virtual_machines.instance_view(self.rg, name)
+        except HttpResponseError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+        for status in view.statuses or []:
+            if (status.code or "").startswith("PowerState/"):
+                return str(status.code).split("/", 1)[1]
+        return "unknown"
+
+    def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            power = self._power_state(instance.instance_id)
+            if power is None or power in ("deallocated", "deallocating", "stopped"):
+                raise NotReachable(instance.instance_id, f"the VM is {power or 'gone'}")
+            if power == "running":
+                address = vnet.address(self.clients.network, self.rg, instance.instance_id)
+                return Instance(
+                    **{**instance.__dict__, "state": "running", "address": address}
+                )
+            if time.monotonic() >= deadline:
+                raise NotReachable(
+                    instance.instance_id, f"still {power} after {timeout_s:.0f} s"
+                )
+            time.sleep(self.poll_interval_s)
+
+    def terminate(self, instance: Instance) -> None:
+        self._cleanup(instance.instance_id)
+
+    def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
+        found = []
+        for vm in self.clients.compute.virtual_machines.list(self.rg):
+            tags = dict(vm.tags or {})
+            if managed_only and tags.get(TAG_MANAGED) != "true":
+                continue
+            zone = (vm.zones or [None])[0]
+            image_ref = vm.storage_profile.image_reference if vm.storage_profile else None
+            found.append(
+                Instance(
+                    cloud="azure",
+                    region=f"{vm.location}/{zone}" if zone else vm.location,
+                    instance_id=vm.name,
+                    shape=vm.hardware_profile.vm_size if vm.hardware_profile else "",
+                    image_id=(image_ref.id if image_ref else "") or tags.get("imagectl:image", ""),
+                    state=vm.provisioning_state or "",
+                    tags=tags,
+                    launched_at=vm.time_created,
+                )
+            )
+        return found
+
+    # -- promotion ---------------------------------------------------------------------------
+    @staticmethod
+    def _target_regions(raw: Any) -> list[str]:
+        profile = raw.publishing_profile
+        regions = [t.name for t in (profile.target_regions or [])] if profile else []
+        return regions or [raw.location]
+
+    @staticmethod
+    def _same_region(a: str, b: str) -> bool:
+        return a.replace(" ", "").lower() == b.replace(" ", "").lower()
+
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        """Add ``region`` to the version's target regions (idempotent: present is done)."""
+        from azure.mgmt.compute.models import (
+            GalleryImageVersionPublishingProfile,
+            GalleryImageVersionUpdate,
+            TargetRegion,
+        )
+
+        raw = self._get_raw(image.image_id)
+        if raw is None:
+            raise UserError(f"gallery image version {image.image_id} does not exist")
+        current = list(raw.publishing_profile.target_regions or [])
+        if not any(self._same_region(t.name, region) for t in current):
+            current.append(
+                TargetRegion(name=region, regional_replica_count=1,
+                             storage_account_type="Standard_LRS")
+            )  # fmt: skip
+            rg, gallery, definition, version = self._parts(image.image_id)
+            update = GalleryImageVersionUpdate(
+                publishing_profile=GalleryImageVersionPublishingProfile(
+                    target_regions=current,
+                    exclude_from_latest=raw.publishing_profile.exclude_from_latest,
+                )
+            )
+            # Started, not awaited: replication takes minutes to hours per region.
+            self.versions.begin_update(rg, gallery, definition, version, update)
+        return self.replica_status(image, region)
+
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
+        raw = self._get_raw(image.image_id, expand="ReplicationStatus")
+        if raw is None or not any(
+            self._same_region(r, region) for r in self._target_regions(raw)
+        ):
+            return ReplicaStatus(region=region, state="missing")
+        summary = raw.replication_status.summary if raw.replication_status else []
+        for entry in summary or []:
+            if self._same_region(entry.region or "", region):
+                state = REPLICATION.get(str(getattr(entry.state, "value", entry.state)), "pending")
+                return ReplicaStatus(region, state, image.image_id, detail=entry.details or "")
+        return ReplicaStatus(region, "pending", image.image_id)
+
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        """Gallery sharing: principals are subscription ids, or ``tenant:<id>``."""
+        from azure.mgmt.compute.models import SharingProfileGroup, SharingUpdate
+
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
+            sharing, k, d
+        )  # fmt: skip
+        principals = [str(p) for p in get("principals", []) or []]
+        subs = [p for p in principals if not p.startswith("tenant:")]
+        tenants = [p.split(":", 1)[1] for p in principals if p.startswith("tenant:")]
+        groups = []
+        if subs:
+            groups.append(SharingProfileGroup(type="Subscriptions", ids=subs))
+        if tenants:
+            groups.append(SharingProfileGroup(type="AADTenants", ids=tenants))
+        if not groups:
+            return
+        rg, gallery, _, _ = self._parts(replica.image_id)
+        self.clients.compute.gallery_sharing_profile.begin_update(
+            rg, gallery, SharingUpdate(operation_type="Add", groups=groups)
+        ).result()
+
+    def _eligible(self, region: str) -> list[Any]:
+        out = []
+        for raw in self._list_raw():
+            profile = raw.publishing_profile
+            if profile is None or profile.exclude_from_latest:
+                continue
+            if raw.provisioning_state != "Succeeded":
+                continue
+            if not any(self._same_region(r, region) for r in self._target_regions(raw)):
+                continue
+            out.append(raw)
+        return out
+
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        """The version ``latest`` resolves to in ``region``: the highest version number
+        among those not excluded from latest (the gallery's own rule)."""
+        eligible = self._eligible(region)
+        if not eligible:
+            return None
+        return str(max(eligible, key=lambda r: _version_key(r.name)).id)
+
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        target = self._get_raw(image_id)
+        if target is None:
+            raise UserError(f"gallery image version {image_id} does not exist")
+        if target.publishing_profile.exclude_from_latest:
+            self._update(image_id, exclude_from_latest=False)
+        for raw in self._eligible(region):
+            if raw.id.lower() != target.id.lower() and _version_key(raw.name) > _version_key(
+                target.name
+            ):
+                self._update(raw.id, exclude_from_latest=True)
+
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        raw = self._get_raw(image.image_id)
+        if raw is None:
+            raise UserError(f"gallery image version {image.image_id} does not exist")
+        tags = {**(raw.tags or {}), TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(
+            at or utcnow())}  # fmt: skip
+        if replacement is not None:
+            tags["imagectl:replacement"] = replacement.image_id
+        self._update(
+            image.image_id,
+            tags=tags,
+            exclude_from_latest=True,
+            end_of_life_date=at or utcnow(),
+        )
+
+    def delete(self, image: CloudImage) -> None:
+        from azure.core.exceptions import HttpResponseError
+
+        rg, gallery, definition, version = self._parts(image.image_id)
+        try:
+            self.versions.begin_delete(rg, gallery, definition, version).result()
+        except HttpResponseError as exc:
+            if not is_not_found(exc):
+                raise

@@ -1,0 +1,139 @@
+"""Helpers every provider shares: the tags of a managed instance, TTLs, endpoints.
+
+Nothing here imports a cloud SDK.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import os
+import re
+
+from imagectl.clouds.base import (
+    TAG_LAUNCHED_BY,
+    TAG_MANAGED,
+    TAG_STACK,
+    TAG_TTL,
+    Instance,
+)
+
+TAG_IMAGE = "imagectl:image"  # the image an instance was launched from
+TAG_SOURCE_IMAGE = "imagectl:source-image"  # the image a replica was copied from
+TAG_REPLICA_TOKEN = "imagectl:replica-token"  # idempotency token of a replication
+
+ENV_ACTOR = "IMAGECTL_ACTOR"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(ts: dt.datetime) -> str:
+    """ISO-8601 UTC, seconds precision: ``2026-11-22T05:10:00+00:00``."""
+    return ts.astimezone(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def parse_time(raw: str | None) -> dt.datetime | None:
+    if not raw:
+        return None
+    value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def launched_by_default() -> str:
+    """Who launches: ``$IMAGECTL_ACTOR`` (CI sets it to the pipeline run) or the OS user."""
+    actor = os.environ.get(ENV_ACTOR)
+    if actor:
+        return actor
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        return "unknown"
+
+
+def instance_tags(
+    *, stack: str, image_id: str, ttl: dt.timedelta, launched_by: str, now: dt.datetime | None = None
+) -> dict[str, str]:
+    """Tags on every instance imagectl launches; the reaper keys on managed + expires-at."""
+    expires = (now or utcnow()) + ttl
+    return {
+        TAG_MANAGED: "true",
+        TAG_STACK: stack,
+        TAG_IMAGE: image_id,
+        TAG_TTL: iso(expires),
+        TAG_LAUNCHED_BY: launched_by,
+    }
+
+
+def is_expired(instance: Instance, now: dt.datetime | None = None) -> bool:
+    """A managed instance whose TTL passed (an instance without a TTL never expires)."""
+    expires = instance.expires_at()
+    if expires is None:
+        return False
+    if expires.tzinfo is None:
+        expires = expires.replace(tzinfo=dt.timezone.utc)
+    return expires <= (now or utcnow())
+
+
+_LABEL_OK = re.compile(r"[^a-z0-9_-]")
+
+
+def gcp_label_key(key: str) -> str:
+    """``imagectl:expires-at`` -> ``imagectl-expires-at`` (GCP label keys allow no ':')."""
+    return _LABEL_OK.sub("-", key.lower())[:63]
+
+
+def gcp_label_value(value: str) -> str:
+    """GCP label values: lowercase letters, digits, '-' and '_', at most 63 characters.
+
+    Times are written as ``20261122t051000z`` (``encode_time``); other values are
+    lower-cased with every other character replaced by '-'.
+    """
+    return _LABEL_OK.sub("-", value.lower())[:63]
+
+
+def encode_time(ts: dt.datetime) -> str:
+    return ts.astimezone(dt.timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+
+
+def decode_time(raw: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(raw.upper(), "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return parse_time(raw)
+
+
+OPEN_WORLD = ("0.0.0.0/0", "::/0")
+
+
+def check_cidr(allowed_cidr: str | None) -> None:
+    """SSH is admitted from the runner's address only: never from the whole internet."""
+    from imagectl.errors import UserError
+
+    if allowed_cidr in OPEN_WORLD:
+        raise UserError(
+            f"refusing to open SSH to the whole internet ({allowed_cidr})",
+            hint="Pass the runner's own address, e.g. 203.0.113.7/32, or none to use the "
+            "cloud's own remote-command channel",
+        )
+
+
+def endpoint_from_env(option: str | None, *names: str) -> str | None:
+    """The first of an explicit option and the named environment variables that is set."""
+    if option:
+        return option
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+class NotReachable(Exception):
+    """The instance never became reachable in time: the run is inconclusive."""
+
+    def __init__(self, instance_id: str, detail: str):
+        self.instance_id = instance_id
+        self.detail = detail
+        super().__init__(f"instance {instance_id} is not reachable: {detail}")

@@ -1,0 +1,144 @@
+"""The one place ``compute_v1`` clients are built, and operations are waited on.
+
+- Credentials: ``google.auth.default()`` (ADC: workload identity, metadata server,
+  ``gcloud auth application-default``); ``AnonymousCredentials`` only when an endpoint
+  override (``endpoint`` option / ``IMAGECTL_GCP_ENDPOINT``) points at a local server.
+- Transport: REST. Retries: ``google.api_core.retry.Retry`` on 429 / rateLimitExceeded,
+  500, 502, 503 and 504 with exponential backoff, passed on every call.
+- Operations are waited on here with ``GlobalOperationsClient`` /
+  ``ZoneOperationsClient`` built with the same options: the extended-operation poller
+  behind ``.result()`` builds its own client and would drop the endpoint override.
+  A failed operation becomes CapacityError / QuotaError / a ``google.api_core``
+  exception of the operation's HTTP status.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from imagectl.clouds.base import CapacityError, QuotaError
+from imagectl.clouds.common import endpoint_from_env
+
+ENV_ENDPOINT = "IMAGECTL_GCP_ENDPOINT"
+# Operation error codes (Compute Engine "Troubleshooting resource availability").
+CAPACITY_CODES = frozenset(
+    {
+        "ZONE_RESOURCE_POOL_EXHAUSTED",
+        "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+        "RESOURCE_POOL_EXHAUSTED",
+        "UNSUPPORTED_OPERATION",  # the machine type is not offered in this zone
+    }
+)
+QUOTA_CODES = frozenset({"QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED"})
+
+
+def _transient(exc: BaseException) -> bool:
+    from google.api_core import exceptions as gexc
+
+    if isinstance(
+        exc,
+        gexc.TooManyRequests
+        | gexc.InternalServerError
+        | gexc.BadGateway
+        | gexc.ServiceUnavailable
+        | gexc.GatewayTimeout,
+    ):
+        return True
+    if isinstance(exc, gexc.Forbidden):  # Compute sometimes throttles with 403
+        return "rateLimitExceeded" in str(exc) or "userRateLimitExceeded" in str(exc)
+    return False
+
+
+class GcpClients:
+    def __init__(
+        self,
+        *,
+        project: str,
+        endpoint: str | None = None,
+        credentials: Any = None,
+        retry_initial_s: float = 1.0,
+        retry_deadline_s: float = 120.0,
+        poll_interval_s: float = 2.0,
+    ) -> None:
+        from google.api_core.retry import Retry
+
+        self.project = project
+        self.endpoint = endpoint_from_env(endpoint, ENV_ENDPOINT)
+        if credentials is None and self.endpoint:
+            from google.auth.credentials import AnonymousCredentials
+
+            credentials = AnonymousCredentials()
+        self.credentials = credentials  # None: the client library runs google.auth.default()
+        self.poll_interval_s = poll_interval_s
+        self.retry = Retry(
+            predicate=_transient,
+            initial=retry_initial_s,
+            maximum=max(retry_initial_s * 32, retry_initial_s),
+            multiplier=2.0,
+            timeout=retry_deadline_s,
+        )
+        self._clients: dict[str, Any] = {}
+
+    def _make(self, name: str) -> Any:
+        if name not in self._clients:
+            from google.cloud import compute_v1
+
+            kwargs: dict[str, Any] = {"transport": "rest"}
+            if self.credentials is not None:
+                kwargs["credentials"] = self.credentials
+            if self.endpoint:
+                kwargs["client_options"] = {"api_endpoint": self.endpoint}
+            self._clients[name] = getattr(compute_v1, name)(**kwargs)
+        return self._clients[name]
+
+    @property
+    def images(self) -> Any:
+        return self._make("ImagesClient")
+
+    @property
+    def instances(self) -> Any:
+        return self._make("InstancesClient")
+
+    @property
+    def firewalls(self) -> Any:
+        return self._make("FirewallsClient")
+
+    @property
+    def zones(self) -> Any:
+        return self._make("ZonesClient")
+
+    def wait(self, operation: Any, *, zone: str | None = None, timeout_s: float = 1800.0) -> Any:
+        """Poll the operation until DONE; raise what its error stands for."""
+        from google.cloud import compute_v1
+
+        name = operation.name
+        ops = self._make("ZoneOperationsClient" if zone else "GlobalOperationsClient")
+        deadline = time.monotonic() + timeout_s
+        while True:
+            kwargs: dict[str, Any] = {"project": self.project, "operation": name}
+            if zone:
+                kwargs["zone"] = zone
+            op = ops.get(**kwargs, retry=self.retry)
+            if op.status == compute_v1.Operation.Status.DONE:
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"operation {name} not done after {timeout_s:.0f} s")
+            time.sleep(self.poll_interval_s)
+        raise_for_operation(op, location=zone or "global")
+        return op
+
+
+def raise_for_operation(op: Any, *, location: str) -> None:
+    errors = list(op.error.errors) if op.error and op.error.errors else []
+    if not errors:
+        return
+    from google.api_core import exceptions as gexc
+
+    codes = [e.code for e in errors]
+    message = "; ".join(f"{e.code}: {e.message}" for e in errors)
+    if any(c in CAPACITY_CODES for c in codes):
+        raise CapacityError(location, message)
+    if any(c in QUOTA_CODES for c in codes):
+        raise QuotaError(f"{location}: {message}")
+    raise gexc.from_http_status(op.http_error_status_code or 500, message)

@@ -1,0 +1,524 @@
+"""The Google Cloud provider: global images, families as the pointer, zonal instances."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+import time
+from typing import Any
+
+from imagectl.clouds.base import (
+    TAG_DIGEST,
+    TAG_MANAGED,
+    TAG_STACK,
+    TAG_STATE,
+    CloudImage,
+    Instance,
+    Provider,
+    ReplicaStatus,
+)
+from imagectl.clouds.common import (
+    TAG_SOURCE_IMAGE,
+    NotReachable,
+    check_cidr,
+    gcp_label_key,
+    gcp_label_value,
+    instance_tags,
+    iso,
+    parse_time,
+    utcnow,
+)
+from imagectl.clouds.gcp.clients import GcpClients
+from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
+from imagectl.errors import UserError
+
+_NAME_BAD = re.compile(r"[^a-z0-9-]")
+
+
+def resource_name(*parts: str) -> str:
+    """A valid Compute resource name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters."""
+    raw = _NAME_BAD.sub("-", "-".join(parts).lower())
+    raw = re.sub("-+", "-", raw)[:63].strip("-")
+    return raw if raw[:1].isalpha() else ("i" + raw)[:63]
+
+
+def _image_state(raw: Any) -> str:
+    deprecated = raw.deprecated.state if raw.deprecated else ""
+    if deprecated and deprecated != "ACTIVE":
+        return "deprecated"
+    return {"READY": "available", "PENDING": "pending", "FAILED": "failed"}.get(
+        raw.status, raw.status.lower()
+    )
+
+
+class GcpProvider(Provider):
+    cloud = "gcp"
+
+    def __init__(
+        self,
+        *,
+        project: str,
+        zone: str | None = None,
+        family: str | None = None,
+        network: str = "global/networks/default",
+        subnetwork: str | None = None,
+        endpoint: str | None = None,
+        credentials: Any = None,
+        poll_interval_s: float = 2.0,
+        retry_initial_s: float = 1.0,
+        boot_disk_gb: int = 200,
+        **_ignored: Any,
+    ) -> None:
+        if not project:
+            raise UserError(
+                "the gcp provider needs a project",
+                hint="Set clouds.gcp.build.project in the stack file",
+            )
+        self.project = project
+        self.zone = zone
+        self.family = family
+        self.network = network
+        self.subnetwork = subnetwork
+        self.poll_interval_s = poll_interval_s
+        self.boot_disk_gb = boot_disk_gb
+        self.clients = GcpClients(
+            project=project,
+            endpoint=endpoint,
+            credentials=credentials,
+            retry_initial_s=retry_initial_s,
+            poll_interval_s=poll_interval_s,
+        )
+
+    # -- images --------------------------------------------------------------------------
+    def _image(self, raw: Any) -> CloudImage:
+        return CloudImage(
+            cloud="gcp",
+            region=",".join(raw.storage_locations) or "global",
+            image_id=raw.name,
+            name=raw.name,
+            state=_image_state(raw),
+            tags=from_labels(dict(raw.labels)),
+            created_at=parse_time(raw.creation_timestamp) if raw.creation_timestamp else None,
+        )
+
+    def _get_raw(self, name: str) -> Any | None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return self.clients.images.get(
+                project=self.project, image=name, retry=self.clients.retry
+            )
+        except NotFound:
+            return None
+
+    def find_images(
+        self,
+        *,
+        stack: str | None = None,
+        digest: str | None = None,
+        state: str | None = None,
+        region: str | None = None,
+    ) -> list[CloudImage]:
+        wanted = {
+            k: v for k, v in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)) if v
+        }
+        from google.cloud import compute_v1
+
+        request = compute_v1.ListImagesRequest(project=self.project)
+        if wanted:
+            request.filter = label_filter(wanted)
+        found = []
+        for raw in self.clients.images.list(request=request, retry=self.clients.retry):
+            labels = dict(raw.labels)
+            if any(labels.get(k) != v for k, v in to_labels(wanted).items()):
+                continue
+            if not wanted and gcp_label_key(TAG_STACK) not in labels:
+                continue
+            image = self._image(raw)
+            if region and region not in raw.storage_locations:
+                continue
+            found.append(image)
+        return sorted(found, key=lambda i: (i.created_at or utcnow(), i.image_id))
+
+    def get_image(self, image_id: str, region: str) -> CloudImage | None:
+        raw = self._get_raw(image_id)
+        return self._image(raw) if raw is not None else None
+
+    def tag_state(self, image: CloudImage, state: str) -> None:
+        from google.cloud import compute_v1
+
+        raw = self._get_raw(image.image_id)
+        if raw is None:
+            raise UserError(f"image {image.image_id} is not in project {self.project}")
+        labels = dict(raw.labels)
+        labels[gcp_label_key(TAG_STATE)] = gcp_label_value(state)
+        op = self.clients.images.set_labels(
+            project=self.project,
+            resource=image.image_id,
+            global_set_labels_request_resource=compute_v1.GlobalSetLabelsRequest(
+                labels=labels, label_fingerprint=raw.label_fingerprint
+            ),
+            retry=self.clients.retry,
+        )
+        self.clients.wait(op)
+
+    # -- instances -------------------------------------------------------------------------
+    def candidate_locations(self, image: CloudImage) -> list[str]:
+        """The build zone first, then the other zones of its region that are UP."""
+        if not self.zone:
+            raise UserError("the gcp provider needs a zone", hint="Set clouds.gcp.build.zone")
+        region = self.zone.rsplit("-", 1)[0]
+        zones = [
+            z.name
+            for z in self.clients.zones.list(project=self.project, retry=self.clients.retry)
+            if z.status == "UP" and z.region.rsplit("/", 1)[-1] == region
+        ]
+        return [self.zone, *sorted(z for z in zones if z != self.zone)]
+
+    def launch(
+        self,
+        image: CloudImage,
+        shape: str,
+        *,
+        location: str,
+        ttl: dt.timedelta,
+        launched_by: str,
+        stack: str,
+        ssh_public_key: str | None = None,
+        allowed_cidr: str | None = None,
+    ) -> Instance:
+        from google.cloud import compute_v1
+
+        check_cidr(allowed_cidr)
+        zone = location
+        name = resource_name("imagectl", stack, secrets.token_hex(3))
+        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
+        if allowed_cidr:
+            self._open_ssh(name, allowed_cidr)
+        nic = compute_v1.NetworkInterface(network=self.network)
+        if self.subnetwork:
+            nic.subnetwork = self.subnetwork
+        if allowed_cidr:  # the runner reaches it over the internet, from its address only
+            nic.access_configs = [
+                compute_v1.AccessConfig(name="External NAT", type_="ONE_TO_ONE_NAT")
+            ]
+        metadata = [compute_v1.Items(key="block-project-ssh-keys", value="true")]
+        if ssh_public_key:
+            metadata.append(
+                compute_v1.Items(key="ssh-keys", value=f"imagectl:{ssh_public_key.strip()}")
+            )
+        resource = compute_v1.Instance(
+            name=name,
+            machine_type=f"zones/{zone}/machineTypes/{shape}",
+            disks=[
+                compute_v1.AttachedDisk(
+                    boot=True,
+                    auto_delete=True,
+                    initialize_params=compute_v1.AttachedDiskInitializeParams(
+                        source_image=f"projects/{self.project}/global/images/{image.image_id}",
+                        disk_size_gb=self.boot_disk_gb,
+                    ),
+                )
+            ],
+            network_interfaces=[nic],
+            labels=to_labels(tags),
+            metadata=compute_v1.Metadata(items=metadata),
+            tags=compute_v1.Tags(items=[name]),
+            # GPU machine types cannot live-migrate; no service account: no cloud role.
+            scheduling=compute_v1.Scheduling(on_host_maintenance="TERMINATE", automatic_restart=False),
+            service_accounts=[],
+        )
+        try:
+            op = self.clients.instances.insert(
+                project=self.project,
+                zone=zone,
+                instance_resource=resource,
+                retry=self.clients.retry,
+            )
+            self.clients.wait(op, zone=zone)
+        except Exception:
+            if allowed_cidr:
+                self._close_ssh(name)
+            raise
+        return self._describe_by_name(zone, name) or Instance(
+            cloud="gcp", region=zone, instance_id=name, shape=shape, image_id=image.image_id,
+            state="PROVISIONING", tags=tags,
+        )  # fmt: skip
+
+    def _open_ssh(self, name: str, cidr: str) -> None:
+        from google.cloud import compute_v1
+
+        firewall = compute_v1.Firewall(
+            name=f"{name}-ssh"[:63],
+            network=self.network,
+            direction="INGRESS",
+            source_ranges=[cidr],
+            target_tags=[name],
+            allowed=[compute_v1.Allowed(I_p_protocol="tcp", ports=["22"])],
+            description="imagectl validation instance: SSH from the runner only",
+        )
+        op = self.clients.firewalls.insert(
+            project=self.project, firewall_resource=firewall, retry=self.clients.retry
+        )
+        self.clients.wait(op)
+
+    def _close_ssh(self, name: str) -> None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            op = self.clients.firewalls.delete(
+                project=self.project, firewall=f"{name}-ssh"[:63], retry=self.clients.retry
+            )
+            self.clients.wait(op)
+        except NotFound:
+            return
+
+    def _instance(self, raw: Any) -> Instance:
+        zone = raw.zone.rsplit("/", 1)[-1]
+        address = None
+        for nic in raw.network_interfaces:
+            for ac in nic.access_configs:
+                address = address or ac.nat_i_p or None
+            address = address or nic.network_i_p or None
+        source = ""
+        for disk in raw.disks:
+            if disk.initialize_params and disk.initialize_params.source_image:
+                source = disk.initialize_params.source_image.rsplit("/", 1)[-1]
+        tags = from_labels(dict(raw.labels))
+        return Instance(
+            cloud="gcp",
+            region=zone,
+            instance_id=raw.name,
+            shape=raw.machine_type.rsplit("/", 1)[-1],
+            image_id=tags.get("imagectl:image", source),
+            state=raw.status,
+            address=address,
+            tags=tags,
+            launched_at=parse_time(raw.creation_timestamp) if raw.creation_timestamp else None,
+        )
+
+    def _describe_by_name(self, zone: str, name: str) -> Instance | None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            raw = self.clients.instances.get(
+                project=self.project, zone=zone, instance=name, retry=self.clients.retry
+            )
+        except NotFound:
+            return None
+        return self._instance(raw)
+
+    def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            current = self._describe_by_name(instance.region, instance.instance_id)
+            if current is None or current.state in ("STOPPING", "TERMINATED", "SUSPENDED"):
+                state = current.state if current else "gone"
+                raise NotReachable(instance.instance_id, f"the instance is {state}")
+            if current.state == "RUNNING":
+                return current
+            if time.monotonic() >= deadline:
+                raise NotReachable(
+                    instance.instance_id, f"still {current.state} after {timeout_s:.0f} s"
+                )
+            time.sleep(self.poll_interval_s)
+
+    def terminate(self, instance: Instance) -> None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            op = self.clients.instances.delete(
+                project=self.project,
+                zone=instance.region,
+                instance=instance.instance_id,
+                retry=self.clients.retry,
+            )
+            self.clients.wait(op, zone=instance.region)
+        except NotFound:
+            pass
+        self._close_ssh(instance.instance_id)
+
+    def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
+        from google.cloud import compute_v1
+
+        request = compute_v1.AggregatedListInstancesRequest(project=self.project)
+        if managed_only:
+            request.filter = label_filter({TAG_MANAGED: "true"})
+        found = []
+        for _scope, scoped in self.clients.instances.aggregated_list(
+            request=request, retry=self.clients.retry
+        ):
+            for raw in scoped.instances:
+                inst = self._instance(raw)
+                if managed_only and inst.tags.get(TAG_MANAGED) != "true":
+                    continue
+                if inst.state in ("STOPPING", "TERMINATED"):
+                    continue
+                found.append(inst)
+        return found
+
+    # -- promotion: storage locations, IAM, families ---------------------------------------
+    def _replica_name(self, image: CloudImage, region: str) -> str:
+        return resource_name(image.image_id[:50], region)
+
+    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        """Images are global; a "region" is a storage location. An image already stored
+        there is its own replica; otherwise a copy stored there is created (idempotent:
+        the copy's name is derived from the source and the location)."""
+        from google.cloud import compute_v1
+
+        status = self.replica_status(image, region)
+        if status.state != "missing":
+            return status
+        labels = to_labels({**image.tags, TAG_SOURCE_IMAGE: image.image_id})
+        name = self._replica_name(image, region)
+        self.clients.images.insert(
+            project=self.project,
+            image_resource=compute_v1.Image(
+                name=name,
+                source_image=f"projects/{self.project}/global/images/{image.image_id}",
+                storage_locations=[region],
+                labels=labels,
+                description=f"imagectl replica of {image.image_id} (token {token[:40]})",
+            ),
+            retry=self.clients.retry,
+        )
+        return ReplicaStatus(region=region, state="pending", image_id=name)
+
+    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
+        source = self._get_raw(image.image_id)
+        if source is not None and region in source.storage_locations:
+            return ReplicaStatus(region, _image_state(source), image.image_id)
+        raw = self._get_raw(self._replica_name(image, region))
+        if raw is None:
+            return ReplicaStatus(region=region, state="missing")
+        state = _image_state(raw)
+        return ReplicaStatus(region, "available" if state == "deprecated" else state, raw.name)
+
+    def share(self, replica: CloudImage, sharing: Any) -> None:
+        from google.cloud import compute_v1
+
+        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(
+            sharing, k, d
+        )  # fmt: skip
+        members = [str(p) for p in get("principals", []) or []]
+        if get("public", False):
+            members.append("allAuthenticatedUsers")
+        if not members:
+            return
+        role = "roles/compute.imageUser"
+        policy = self.clients.images.get_iam_policy(
+            project=self.project, resource=replica.image_id, retry=self.clients.retry
+        )
+        bindings = [b for b in policy.bindings if b.role != role]
+        current = next((list(b.members) for b in policy.bindings if b.role == role), [])
+        merged = sorted(set(current) | set(members))
+        bindings.append(compute_v1.Binding(role=role, members=merged))
+        self.clients.images.set_iam_policy(
+            project=self.project,
+            resource=replica.image_id,
+            global_set_policy_request_resource=compute_v1.GlobalSetPolicyRequest(
+                policy=compute_v1.Policy(bindings=bindings, etag=policy.etag)
+            ),
+            retry=self.clients.retry,
+        )
+
+    def _family(self, stack: str) -> str:
+        return self.family or stack
+
+    def get_pointer(self, stack: str, region: str) -> str | None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            raw = self.clients.images.get_from_family(
+                project=self.project, family=self._family(stack), retry=self.clients.retry
+            )
+        except NotFound:
+            return None
+        return str(raw.name)
+
+    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        """Make ``image_id`` what the stack's family resolves to.
+
+        A candidate belongs to no family, so the first time it is copied into the family
+        (``<family>-<image>``); newer family members are deprecated (that is how a family
+        rolls back) and a deprecated target is made ACTIVE again. ``get_pointer`` then
+        returns the family member's name.
+        """
+        from google.cloud import compute_v1
+
+        family = self._family(stack)
+        raw = self._get_raw(image_id)
+        if raw is None:
+            raise UserError(f"image {image_id} is not in project {self.project}")
+        if raw.family != family:
+            member_name = resource_name(family, image_id)[:63]
+            member = self._get_raw(member_name)
+            if member is None:
+                op = self.clients.images.insert(
+                    project=self.project,
+                    image_resource=compute_v1.Image(
+                        name=member_name,
+                        family=family,
+                        source_image=f"projects/{self.project}/global/images/{image_id}",
+                        storage_locations=list(raw.storage_locations),
+                        labels={**dict(raw.labels), gcp_label_key(TAG_SOURCE_IMAGE):
+                                gcp_label_value(image_id)},
+                    ),
+                    retry=self.clients.retry,
+                )  # fmt: skip
+                self.clients.wait(op)
+                member = self._get_raw(member_name)
+            raw = member
+        assert raw is not None
+        if raw.deprecated and raw.deprecated.state not in ("", "ACTIVE"):
+            self._set_deprecation(raw.name, compute_v1.DeprecationStatus(state="ACTIVE"))
+        target_created = raw.creation_timestamp
+        for other in self.clients.images.list(project=self.project, retry=self.clients.retry):
+            if other.family != family or other.name == raw.name:
+                continue
+            active = not other.deprecated or other.deprecated.state in ("", "ACTIVE")
+            if active and other.creation_timestamp >= target_created:
+                self._set_deprecation(
+                    other.name,
+                    compute_v1.DeprecationStatus(
+                        state="DEPRECATED", replacement=raw.self_link or raw.name
+                    ),
+                )
+
+    def _set_deprecation(self, name: str, status: Any) -> None:
+        op = self.clients.images.deprecate(
+            project=self.project,
+            image=name,
+            deprecation_status_resource=status,
+            retry=self.clients.retry,
+        )
+        self.clients.wait(op)
+
+    def deprecate(
+        self,
+        image: CloudImage,
+        *,
+        replacement: CloudImage | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        from google.cloud import compute_v1
+
+        status = compute_v1.DeprecationStatus(state="DEPRECATED", deprecated=iso(at or utcnow()))
+        if replacement is not None:
+            status.replacement = (
+                f"projects/{self.project}/global/images/{replacement.image_id}"
+            )
+        self._set_deprecation(image.image_id, status)
+
+    def delete(self, image: CloudImage) -> None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            op = self.clients.images.delete(
+                project=self.project, image=image.image_id, retry=self.clients.retry
+            )
+        except NotFound:
+            return
+        self.clients.wait(op)

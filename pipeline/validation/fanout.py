@@ -1,0 +1,126 @@
+"""Run playbooks/validate.yml over an inventory with ansible-runner; fetch receipts.
+
+Each run gets a fresh ``private_data_dir`` (ansible-runner writes ``env/extravars`` and
+``env/cmdline`` there, and they would leak into the next run). ``ansible-playbook`` is
+taken from the running Python's folder first (a virtual environment), then PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imagectl.errors import UserError
+
+GROUP = "validate_hosts"
+
+
+@dataclass
+class FanoutResult:
+    status: str  # successful | failed | timeout | canceled
+    rc: int
+    host_status: dict[str, str] = field(default_factory=dict)  # ok | failed | unreachable
+    host_messages: dict[str, str] = field(default_factory=dict)
+
+
+def playbook_path() -> Path:
+    """playbooks/validate.yml of the workspace, else the copy shipped in the package."""
+    from imagectl.paths import find_workspace
+
+    candidate = find_workspace().playbooks / "validate.yml"
+    if candidate.is_file():
+        return candidate
+    import imagectl.playbooks
+
+    return Path(imagectl.playbooks.__file__).parent / "validate.yml"
+
+
+def _ansible_playbook() -> str:
+    beside = Path(sys.executable).parent / "ansible-playbook"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("ansible-playbook")
+    if not found:
+        raise UserError(
+            "ansible-playbook is not installed",
+            hint="Install it with: pip install 'imagectl[ansible]'",
+        )
+    return found
+
+
+def run_validate_playbook(
+    *,
+    hosts: dict[str, dict[str, Any]],
+    extravars: dict[str, Any],
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    timeout_s: float | None = None,
+    playbook: Path | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> FanoutResult:
+    try:
+        import ansible_runner
+    except ImportError as exc:
+        raise UserError(
+            "ansible-runner is not installed",
+            hint="Install it with: pip install 'imagectl[ansible]'",
+        ) from exc
+    binary = _ansible_playbook()
+    book = playbook or playbook_path()
+    inventory = {"all": {"children": {GROUP: {"hosts": hosts}}}}
+    messages: dict[str, str] = {}
+
+    def handler(event: dict[str, Any]) -> bool:
+        data = event.get("event_data", {}) or {}
+        host = data.get("host")
+        if host and event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
+            res = data.get("res", {}) or {}
+            text = str(res.get("msg") or res.get("stderr") or "")
+            if res.get("rc") is not None:
+                text = f"rc={res.get('rc')}: {text}"
+            messages[host] = f"{data.get('task', '')}: {text}".strip()[-600:]
+        if on_event is not None:
+            on_event(event)
+        return True
+
+    with tempfile.TemporaryDirectory(prefix="imagectl-ansible-") as pdd:
+        env = {
+            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_PIPELINING": "True",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_NOCOLOR": "True",
+            "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        kwargs: dict[str, Any] = {
+            "private_data_dir": pdd,
+            "playbook": str(book),
+            "inventory": inventory,
+            "extravars": extravars,
+            "envvars": env,
+            "binary": binary,
+            "quiet": True,
+            "forks": max(1, len(hosts)),
+            "event_handler": handler,
+        }
+        if timeout_s:
+            kwargs["timeout"] = int(timeout_s)
+        if cancel is not None:
+            kwargs["cancel_callback"] = cancel
+        runner = ansible_runner.run(**kwargs)
+        stats = runner.stats or {}
+    host_status = {}
+    for host in hosts:
+        if host in (stats.get("dark") or {}):
+            host_status[host] = "unreachable"
+        elif host in (stats.get("failures") or {}):
+            host_status[host] = "failed"
+        elif host in (stats.get("ok") or {}):
+            host_status[host] = "ok"
+        else:
+            host_status[host] = "not run"
+    return FanoutResult(str(runner.status), int(runner.rc or 0), host_status, messages)

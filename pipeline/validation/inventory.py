@@ -1,0 +1,102 @@
+"""Inventory host variables for launched instances, and the documented override.
+
+Production: each host is reached over SSH at the instance's address with the run's key
+(``ansible_host``, ``ansible_user``, ``ansible_ssh_private_key_file``); the instance is
+new, so its host key is accepted on first use (and the instance dies after the run).
+
+Override (``--inventory-override FILE``, YAML), for a lab, a bastion, or test mode::
+
+    all:                 # vars for every host (e.g. ansible_connection: local)
+      ansible_connection: local
+      validate_imagectl: /path/to/venv/bin/imagectl
+      validate_hygiene_root: /tmp/empty-root
+    slots:               # vars per host slot, in launch order; replacement hosts
+      - validate_snapshot: tests/snapshots/healthy/h100-sxm-8x.json     # continue the
+      - validate_snapshot: tests/snapshots/faults/h100-sxm-8x--xid79-fallen-off-bus.json
+    default_slot:        # vars for slots past the list
+      validate_snapshot: tests/snapshots/healthy/h100-sxm-8x.json
+
+In test mode the "instance" is the local machine: ``ansible_connection: local``, the
+validator is the controller's own imagectl, and each slot replays a snapshot, so real
+receipts from the real validator reach the decision.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imagectl.clouds.base import Instance
+from imagectl.errors import UserError
+
+if TYPE_CHECKING:
+    from imagectl.validation.run import ValidationRequest
+
+
+@dataclass(frozen=True)
+class InventoryOverride:
+    all: dict[str, Any] = field(default_factory=dict)
+    slots: list[dict[str, Any]] = field(default_factory=list)
+    default_slot: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def local(self) -> bool:
+        return self.all.get("ansible_connection") == "local"
+
+    def for_slot(self, slot: int) -> dict[str, Any]:
+        extra = self.slots[slot] if slot < len(self.slots) else self.default_slot
+        return {**self.all, **(extra or {})}
+
+    @classmethod
+    def load(cls, path: Path) -> InventoryOverride:
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        try:
+            data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        except (OSError, YAMLError) as exc:
+            raise UserError(f"cannot read the inventory override: {exc}", where=str(path)) from exc
+        if not isinstance(data, dict):
+            raise UserError("the inventory override must be a mapping", where=str(path),
+                            hint="Use the keys all, slots and default_slot")  # fmt: skip
+        unknown = set(data) - {"all", "slots", "default_slot"}
+        if unknown:
+            raise UserError(f"unknown key(s) {', '.join(sorted(unknown))}", where=str(path),
+                            hint="Use the keys all, slots and default_slot")  # fmt: skip
+        base = path.parent
+        def resolve(d: dict[str, Any]) -> dict[str, Any]:
+            out = dict(d or {})
+            snap = out.get("validate_snapshot")
+            if snap and not Path(snap).is_absolute() and (base / snap).exists():
+                out["validate_snapshot"] = str((base / snap).resolve())
+            return out
+
+        return cls(
+            all=dict(data.get("all") or {}),
+            slots=[resolve(s) for s in data.get("slots") or []],
+            default_slot=resolve(data.get("default_slot") or {}),
+        )
+
+
+def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:
+    override = req.override.for_slot(slot) if req.override else {}
+    if override.get("ansible_connection") == "local":
+        out: dict[str, Any] = {
+            "ansible_python_interpreter": sys.executable,
+            "validate_imagectl": str(Path(sys.executable).parent / "imagectl"),
+            # Hosts share this machine: one work folder per host.
+            "validate_remote_dir": str(workdir / "hosts" / inst.instance_id),
+        }
+    else:
+        out = {
+            "ansible_host": inst.address or inst.instance_id,
+            "ansible_user": req.ssh_user,
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new "
+            "-o UserKnownHostsFile=/dev/null",
+        }
+        if req.ssh_private_key:
+            out["ansible_ssh_private_key_file"] = req.ssh_private_key
+    out.update(override)
+    return out

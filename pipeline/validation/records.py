@@ -1,0 +1,82 @@
+"""The catalog side of a validation run, through the catalog's repository API.
+
+The image row is found (or recorded as ``built``), moved to ``validating``, every
+receipt is stored, and the decision moves it to ``validated`` / ``blocked`` /
+``inconclusive`` (a host problem that retries could not clear is inconclusive).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imagectl.errors import UserError
+from imagectl.validation.decide import BLOCKED, VALIDATED, Decision
+from imagectl.validation.receipts import HostOutcome
+
+STARTABLE = ("built", "inconclusive", "validating")
+
+
+class CatalogRecorder:
+    def __init__(self, catalog: Any = None) -> None:
+        from imagectl.catalog.db import open_catalog
+
+        self.catalog = catalog or open_catalog()
+        self.image_pk: int | None = None
+
+    def start(self, *, cloud: str, region: str, image_id: str, stack: str, digest: str,
+              tags: dict[str, str]) -> str:  # fmt: skip
+        """Record/find the image and move it to validating; returns the previous state."""
+        from imagectl.catalog import repository as repo
+
+        with self.catalog.transaction() as s:
+            row = repo.find_image(s, cloud, region, image_id)
+            if row is None:
+                row = repo.record_image(
+                    s, cloud_image_id=image_id, region=region, cloud=cloud, stack=stack,
+                    stack_digest=digest, tags=tags,
+                )  # fmt: skip
+            if row.stack_digest != digest:
+                raise UserError(
+                    f"the catalog records image {image_id} with stack digest "
+                    f"{row.stack_digest[:12]}, not {digest[:12]}",
+                    hint="Validate it against the stack it was built from",
+                )
+            previous = str(row.state)
+            if previous not in STARTABLE:
+                raise UserError(
+                    f"image {image_id} is '{previous}' in the catalog; only built or "
+                    "inconclusive images are validated",
+                    hint="Build a new candidate, or look at `imagectl status`",
+                )
+            if previous != "validating":
+                repo.set_state(s, row, "validating", reason="validation run started")
+            self.image_pk = int(row.id)
+            return previous
+
+    def receipt(self, outcome: HostOutcome, *, shape: str, profile: str) -> None:
+        from imagectl.catalog import repository as repo
+
+        if outcome.receipt is None or self.image_pk is None:
+            return
+        r = outcome.receipt
+        with self.catalog.transaction() as s:
+            repo.record_receipt(
+                s, self.image_pk, shape=shape, host=outcome.host, profile=profile,
+                verdict=r["verdict"], worst_action=r["worst_action"], receipt=r,
+                validator_version=r.get("validator_version", "unknown"),
+            )  # fmt: skip
+
+    def finish(self, decision: Decision) -> str:
+        from imagectl.catalog import repository as repo
+
+        target = decision.verdict if decision.verdict in (VALIDATED, BLOCKED) else "inconclusive"
+        if self.image_pk is None:
+            return target
+        with self.catalog.transaction() as s:
+            repo.set_state(
+                s, self.image_pk, target,
+                reason="; ".join(decision.reasons)[:2000] or decision.verdict,
+                blocked_reason="; ".join(decision.reasons)[:2000] if target == BLOCKED else None,
+                details=decision.to_dict(),
+            )  # fmt: skip
+        return target

@@ -1,0 +1,308 @@
+"""One validation run: launch N hosts from the candidate, validate them in parallel
+through Ansible, bind and decide, retry host problems on fresh hosts, always terminate.
+
+Termination is guaranteed three ways: ``finally`` here (with SIGINT/SIGTERM turned into
+exceptions for the run's duration, and held while cleaning up), and ``imagectl reap``
+for a runner killed with -9 (every instance carries ``imagectl:expires-at``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider, QuotaError
+from imagectl.clouds.common import NotReachable
+from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, Decision, decide
+from imagectl.validation.fanout import FanoutResult, run_validate_playbook
+from imagectl.validation.inventory import InventoryOverride, host_vars
+from imagectl.validation.progress import Reporter
+from imagectl.validation.receipts import HostOutcome, load_bound
+from imagectl.validation.signals import deferred_interrupts, interrupts_raise
+
+
+@dataclass
+class ValidationRequest:
+    image: CloudImage
+    stack: str
+    stack_digest: str
+    shape: str
+    hosts: int = 1
+    profile: str = "quick"
+    ttl: dt.timedelta = dt.timedelta(hours=3)
+    locations: list[str] | None = None
+    max_host_retries: int = 2
+    reach_timeout_s: float = 900.0
+    validator_timeout_s: float = 1800.0
+    allowed_cidr: str | None = None
+    ssh_user: str = "ubuntu"
+    ssh_private_key: str | None = None
+    ssh_public_key: str | None = None
+    launched_by: str = "imagectl"
+    override: InventoryOverride | None = None
+    wheel: str = ""
+    playbook: Path | None = None
+
+
+@dataclass
+class ValidationResult:
+    decision: Decision
+    outcomes: list[HostOutcome]
+    launched: list[Instance] = field(default_factory=list)
+    terminated: list[str] = field(default_factory=list)
+    termination_errors: dict[str, str] = field(default_factory=dict)
+    rounds: int = 0
+    bad_hosts: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.decision.to_dict(),
+            "rounds": self.rounds,
+            "bad_hosts": self.bad_hosts,
+            "hosts": [
+                {
+                    "host": o.host,
+                    "slot": o.slot,
+                    "verdict": o.receipt["verdict"] if o.receipt else None,
+                    "worst_action": o.receipt["worst_action"] if o.receipt else None,
+                    "failed_checks": sorted({c["id"] for c in o.failed_checks}),
+                    "problem": o.problem,
+                }
+                for o in self.outcomes
+            ],
+            "launched": [i.instance_id for i in self.launched],
+            "terminated": self.terminated,
+            "termination_errors": self.termination_errors,
+        }
+
+
+class NoCapacity(Exception):
+    def __init__(self, errors: list[CapacityError]):
+        self.errors = errors
+        where = ", ".join(e.location for e in errors) or "no location"
+        super().__init__(f"no capacity for the shape in any allowed location ({where})")
+
+
+class ValidationRun:
+    def __init__(
+        self,
+        provider: Provider,
+        request: ValidationRequest,
+        *,
+        reporter: Reporter | None = None,
+        on_receipt: Callable[[HostOutcome], None] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.req = request
+        self.reporter = reporter or Reporter()
+        self.on_receipt = on_receipt
+        self.live: dict[int, Instance] = {}
+        self.result = ValidationResult(Decision(INCONCLUSIVE, ["run did not finish"]), [])
+        self._next_slot = 0
+        self._workdir = Path(tempfile.mkdtemp(prefix="imagectl-validate-"))
+
+    # -- launching ---------------------------------------------------------------------------
+    def _locations(self) -> list[str]:
+        if self.req.locations:
+            return list(self.req.locations)
+        finder = getattr(self.provider, "candidate_locations", None)
+        return list(finder(self.req.image)) if finder else [self.req.image.region]
+
+    def _launch_one(self, locations: list[str]) -> tuple[int, Instance]:
+        slot = self._next_slot
+        self._next_slot += 1
+        errors: list[CapacityError] = []
+        for location in locations:
+            self.reporter.step(f"slot {slot}: launching {self.req.shape} in {location}")
+            try:
+                inst = self.provider.launch(
+                    self.req.image,
+                    self.req.shape,
+                    location=location,
+                    ttl=self.req.ttl,
+                    launched_by=self.req.launched_by,
+                    stack=self.req.stack,
+                    ssh_public_key=self.req.ssh_public_key,
+                    allowed_cidr=self.req.allowed_cidr,
+                )
+            except CapacityError as exc:
+                errors.append(exc)
+                self.reporter.step(f"slot {slot}: no capacity in {location}: {exc.detail[:160]}")
+                continue
+            self.live[slot] = inst
+            self.result.launched.append(inst)
+            self.reporter.instance(slot, inst.instance_id, location, inst.state or "launched")
+            return slot, inst
+        raise NoCapacity(errors)
+
+    def _terminate(self, slot: int) -> None:
+        inst = self.live.pop(slot, None)
+        if inst is None:
+            return
+        self.reporter.step(f"slot {slot}: terminating {inst.instance_id}")
+        try:
+            self.provider.terminate(inst)
+        except Exception as exc:  # keep going: the reaper gets what is left
+            self.result.termination_errors[inst.instance_id] = f"{type(exc).__name__}: {exc}"
+            self.reporter.instance(slot, inst.instance_id, inst.region, "terminate failed")
+            return
+        self.result.terminated.append(inst.instance_id)
+        self.reporter.instance(slot, inst.instance_id, inst.region, "terminated")
+
+    # -- one round ---------------------------------------------------------------------------
+    def _validate(self, slots: list[int]) -> dict[int, HostOutcome]:
+        outcomes: dict[int, HostOutcome] = {}
+        reachable: dict[int, Instance] = {}
+        for slot in slots:
+            inst = self.live[slot]
+            try:
+                ready = self.provider.wait_reachable(inst, timeout_s=self.req.reach_timeout_s)
+            except NotReachable as exc:
+                outcomes[slot] = HostOutcome(
+                    inst.instance_id, inst.instance_id, None, f"unreachable: {exc.detail}", slot
+                )
+                self.reporter.instance(slot, inst.instance_id, inst.region, "unreachable")
+                continue
+            self.live[slot] = ready
+            reachable[slot] = ready
+            self.reporter.instance(slot, ready.instance_id, ready.region, ready.state or "ready")
+        if not reachable:
+            return outcomes
+        receipt_dir = self._workdir / f"round-{len(self.result.outcomes)}-{min(reachable)}"
+        receipt_dir.mkdir(parents=True, exist_ok=True)
+        hosts = {
+            inst.instance_id: host_vars(inst, slot, self.req, self._workdir)
+            for slot, inst in reachable.items()
+        }
+        extravars = {
+            "validate_receipt_dir": str(receipt_dir),
+            "validate_image_id": self.req.image.image_id,
+            "validate_stack": self.req.stack,
+            "validate_shape": self.req.shape,
+            "validate_profile": self.req.profile,
+            "validate_wheel": self.req.wheel,
+            "validate_timeout_s": int(self.req.validator_timeout_s),
+            "validate_connect_timeout_s": int(self.req.reach_timeout_s),
+        }
+        self.reporter.step(f"running the validator on {len(hosts)} host(s) through Ansible")
+
+        def on_event(event: dict[str, Any]) -> None:
+            data = event.get("event_data", {}) or {}
+            kind = event.get("event", "")
+            host = data.get("host")
+            if not host:
+                return
+            status = {
+                "runner_on_start": "running",
+                "runner_on_ok": "ok",
+                "runner_on_failed": "failed",
+                "runner_on_unreachable": "unreachable",
+                "runner_on_skipped": "skipped",
+            }.get(kind)
+            if status:
+                self.reporter.task(host, data.get("task", ""), status)
+
+        fan: FanoutResult = run_validate_playbook(
+            hosts=hosts,
+            extravars=extravars,
+            on_event=on_event,
+            timeout_s=self.req.validator_timeout_s + self.req.reach_timeout_s + 120,
+            playbook=self.req.playbook,
+        )
+        for slot, inst in reachable.items():
+            outcome = load_bound(
+                receipt_dir / f"{inst.instance_id}.json",
+                host=inst.instance_id,
+                instance_id=inst.instance_id,
+                slot=slot,
+                image_id=self.req.image.image_id,
+                stack_digest=self.req.stack_digest,
+            )
+            if outcome.receipt is None:
+                status = fan.host_status.get(inst.instance_id, "not run")
+                detail = fan.host_messages.get(inst.instance_id, "")
+                if outcome.problem == "no receipt came back":
+                    why = {"unreachable": "host unreachable over SSH",
+                           "failed": "the validator crashed or timed out"}.get(
+                               status, f"ansible: {status}")  # fmt: skip
+                    outcome = HostOutcome(outcome.host, outcome.instance_id, None,
+                                          f"{why}: {detail}".rstrip(": "), slot)  # fmt: skip
+            else:
+                self.reporter.checks(inst.instance_id, outcome.receipt.get("checks", []))
+                if self.on_receipt is not None:
+                    self.on_receipt(outcome)
+            outcomes[slot] = outcome
+        return outcomes
+
+    # -- the run -----------------------------------------------------------------------------
+    def run(self) -> ValidationResult:
+        try:
+            with interrupts_raise():
+                self._run()
+        finally:
+            with deferred_interrupts():
+                for slot in sorted(self.live):
+                    self._terminate(slot)
+        return self.result
+
+    def _run(self) -> None:
+        req = self.req
+        try:
+            locations = self._locations()
+            self.reporter.step(
+                f"validating {req.image.image_id} on {req.hosts} x {req.shape} "
+                f"(locations: {', '.join(locations)})"
+            )
+            for _ in range(req.hosts):
+                self._launch_one(locations)
+        except (NoCapacity, QuotaError) as exc:
+            self.result.decision = Decision(INCONCLUSIVE, [str(exc)])
+            return
+        current: dict[int, HostOutcome] = {}
+        pending = sorted(self.live)
+        retries_left = req.max_host_retries
+        while True:
+            self.result.rounds += 1
+            current.update(self._validate(pending))
+            decision = decide([current[s] for s in sorted(current)])
+            self.result.outcomes = [current[s] for s in sorted(current)]
+            if decision.verdict != HOST_PROBLEM:
+                break
+            self.result.bad_hosts.extend(decision.bad_hosts)
+            bad_slots = [s for s, o in current.items() if o.host in decision.retry_hosts]
+            if retries_left <= 0:
+                decision = Decision(
+                    INCONCLUSIVE,
+                    [f"hosts still failing hardware checks after {req.max_host_retries} "
+                     "retries", *decision.reasons],  # fmt: skip
+                    bad_hosts=self.result.bad_hosts,
+                )
+                break
+            retries_left -= 1
+            self.reporter.step(
+                "host problem (not an image fault): "
+                + "; ".join(decision.reasons)
+                + f"; retrying on {len(bad_slots)} fresh host(s)"
+            )
+            pending = []
+            try:
+                for slot in bad_slots:
+                    self._terminate(slot)
+                    del current[slot]
+                    new_slot, _ = self._launch_one(locations)
+                    pending.append(new_slot)
+            except (NoCapacity, QuotaError) as exc:
+                decision = Decision(
+                    INCONCLUSIVE, [f"no fresh host for the retry: {exc}"],
+                    bad_hosts=self.result.bad_hosts,
+                )  # fmt: skip
+                break
+        if decision.verdict != INCONCLUSIVE or not decision.bad_hosts:
+            decision = Decision(decision.verdict, decision.reasons, decision.retry_hosts,
+                                self.result.bad_hosts or decision.bad_hosts)  # fmt: skip
+        self.result.decision = decision
+        self.reporter.step(f"decision: {decision.verdict}: {'; '.join(decision.reasons)}")

@@ -1,0 +1,472 @@
+"""A local Azure Resource Manager (ARM) API for ``azure-mgmt-compute`` / ``-network``.
+
+Seeding::
+
+    fake = FakeAzureArm(subscription="00000000-0000-0000-0000-000000000000").start()
+    version_id = fake.add_gallery_image_version(
+        "imagectl-images", "imagectl_gallery", "h100-training", "2026.1122.42530",
+        location="eastus", tags={"imagectl:stack": "h100-training"},
+        exclude_from_latest=True)
+    ComputeManagementClient(credential, subscription, base_url=fake.endpoint)
+
+Faults (each returns the ``Fault`` rule or nothing)::
+
+    fake.throttle(2)                        # next 2 requests: 429 with Retry-After: 0
+    fake.capacity_error("eastus", zone="1") # VM PUTs there: 409 SkuNotAvailable
+    fake.quota_error()                      # VM PUTs: 409 QuotaExceeded
+    fake.never_running()                    # VMs stay PowerState/starting
+    fake.fail_replication("westus3")        # replication to that region ends Failed
+
+Everything is kept as ARM JSON (``id``, ``name``, ``type``, ``location``, ``tags``,
+``properties``) in ``fake.resources`` keyed by the lower-cased resource id. PUT, PATCH
+and DELETE are long-running: 201/202 with an ``Azure-AsyncOperation`` header whose
+status is InProgress until polled ``op_polls`` times, then Succeeded (or Failed with
+an error); the resource's ``provisioningState`` follows. Gallery image versions report
+``replicationStatus`` (with ``$expand=ReplicationStatus``): each target region is
+Replicating for ``replication_polls`` reads, then Completed.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import itertools
+import re
+from typing import Any
+
+from tests.fakes.server import FakeServer, Request, Response
+
+SUB = "/subscriptions/(?P<sub>[^/]+)"
+RG = SUB + "/resourceGroups/(?P<rg>[^/]+)"
+RESOURCE = RG + "/providers/(?P<rest>.+)"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+def arm_error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+class FakeAzureArm(FakeServer):
+    def __init__(
+        self,
+        subscription: str = "00000000-0000-0000-0000-000000000000",
+        *,
+        op_polls: int = 1,
+        replication_polls: int = 1,
+        boot_polls: int = 1,
+    ) -> None:
+        super().__init__()
+        self.subscription = subscription
+        self.op_polls = op_polls
+        self.replication_polls = replication_polls
+        self.boot_polls = boot_polls
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.operations: dict[str, dict[str, Any]] = {}
+        self.sharing: dict[str, list[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
+        self._capacity: dict[tuple[str, str | None], int | None] = {}
+        self._quota: list[int | None] = []
+        self._never_running = False
+        self._failed_regions: set[str] = set()
+        self._replication_reads: dict[tuple[str, str], int] = {}
+        self._boot_reads: dict[str, int] = {}
+        r = self.route
+        r("GET", SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
+          self._get_operation)  # fmt: skip
+        r("POST", RESOURCE + "/share", self._share)
+        r("GET", RESOURCE + "/instanceView", self._instance_view)
+        r("GET", SUB + "/providers/Microsoft.Compute/virtualMachines", self._list_all_vms)
+        r("PUT", RESOURCE, self._put)
+        r("PATCH", RESOURCE, self._patch)
+        r("GET", RESOURCE, self._get)
+        r("DELETE", RESOURCE, self._delete)
+
+    # -- ids ------------------------------------------------------------------------------
+    def rid(self, rg: str, rest: str) -> str:
+        return f"/subscriptions/{self.subscription}/resourceGroups/{rg}/providers/{rest}"
+
+    @staticmethod
+    def _key(path: str) -> str:
+        return path.rstrip("/").lower()
+
+    @staticmethod
+    def _type_of(rest: str) -> str:
+        parts = rest.split("/")
+        ns = parts[0]
+        types = parts[1::2]
+        return "/".join([ns, *types])
+
+    # -- seeding --------------------------------------------------------------------------
+    def add_gallery_image_version(
+        self,
+        rg: str,
+        gallery: str,
+        definition: str,
+        version: str,
+        *,
+        location: str = "eastus",
+        tags: dict[str, str] | None = None,
+        exclude_from_latest: bool = True,
+        target_regions: list[str] | None = None,
+        published: str | None = None,
+        end_of_life: str | None = None,
+    ) -> str:
+        rest = (
+            f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/{version}"
+        )
+        rid = self.rid(rg, rest)
+        regions = target_regions or [location]
+        body = {
+            "id": rid,
+            "name": version,
+            "type": "Microsoft.Compute/galleries/images/versions",
+            "location": location,
+            "tags": dict(tags or {}),
+            "properties": {
+                "publishingProfile": {
+                    "targetRegions": [
+                        {"name": r, "regionalReplicaCount": 1, "storageAccountType": "Standard_LRS"}
+                        for r in regions
+                    ],
+                    "excludeFromLatest": exclude_from_latest,
+                    "publishedDate": published or _now(),
+                    **({"endOfLifeDate": end_of_life} if end_of_life else {}),
+                },
+                "storageProfile": {"osDiskImage": {"sizeInGB": 64}},
+                "provisioningState": "Succeeded",
+            },
+        }
+        with self.lock:
+            self._ensure_parents(rg, gallery, definition, location)
+            self.resources[self._key(rid)] = body
+            for region in regions:  # seeded versions are already replicated
+                self._replication_reads[(self._key(rid), region.lower())] = 10**6
+        return rid
+
+    def _ensure_parents(self, rg: str, gallery: str, definition: str, location: str) -> None:
+        for rest, rtype in (
+            (f"Microsoft.Compute/galleries/{gallery}", "Microsoft.Compute/galleries"),
+            (
+                f"Microsoft.Compute/galleries/{gallery}/images/{definition}",
+                "Microsoft.Compute/galleries/images",
+            ),
+        ):
+            rid = self.rid(rg, rest)
+            self.resources.setdefault(
+                self._key(rid),
+                {
+                    "id": rid,
+                    "name": rest.rsplit("/", 1)[-1],
+                    "type": rtype,
+                    "location": location,
+                    "properties": {"provisioningState": "Succeeded"},
+                },
+            )
+
+    # -- faults ---------------------------------------------------------------------------
+    def throttle(self, times: int = 1, *, method: str | None = None, path: str = "") -> Any:
+        body = arm_error("TooManyRequests", "The request is being throttled.")
+        return self.add_fault(
+            lambda r: (429, body, {"Retry-After": "0"}), method=method, path=path, times=times
+        )
+
+    def capacity_error(self, location: str, *, zone: str | None = None, times: int | None = None) -> None:
+        self._capacity[(location.lower(), zone)] = times
+
+    def quota_error(self, times: int | None = None) -> None:
+        self._quota.append(times)
+
+    def never_running(self) -> None:
+        self._never_running = True
+
+    def fail_replication(self, region: str) -> None:
+        self._failed_regions.add(region.lower())
+
+    # -- long-running operations -----------------------------------------------------------
+    def _start_op(self, target: str, finish: Any, error: dict[str, Any] | None = None) -> str:
+        op_id = f"op-{next(self._ids):06d}"
+        self.operations[op_id] = {
+            "name": op_id,
+            "status": "InProgress",
+            "startTime": _now(),
+            "polls": 0,
+            "target": target,
+            "finish": finish,
+            "error": error,
+        }
+        if self.op_polls <= 0:
+            self._complete(op_id)
+        return op_id
+
+    def _complete(self, op_id: str) -> None:
+        op = self.operations[op_id]
+        if op["status"] != "InProgress":
+            return
+        op["finish"]()
+        op["status"] = "Failed" if op["error"] else "Succeeded"
+        op["endTime"] = _now()
+
+    def _op_headers(self, op_id: str, location: str = "eastus") -> dict[str, str]:
+        url = (
+            f"{self.endpoint}/subscriptions/{self.subscription}/providers/Microsoft.Compute/"
+            f"locations/{location}/operations/{op_id}?api-version=2024-03-02"
+        )
+        return {"Azure-AsyncOperation": url, "Retry-After": "0"}
+
+    def _get_operation(self, req: Request) -> Response:
+        op = self.operations.get(req.match["op"])
+        if op is None:
+            return 404, arm_error("NotFound", "operation not found"), {}
+        op["polls"] += 1
+        if op["polls"] >= self.op_polls:
+            self._complete(req.match["op"])
+        body = {k: op[k] for k in ("name", "status", "startTime") if k in op}
+        if op["status"] == "Failed":
+            body["error"] = op["error"]
+        return 200, body, {"Retry-After": "0"}
+
+    def _advance(self, key: str) -> None:
+        for op_id, op in list(self.operations.items()):
+            if op["target"] == key and op["status"] == "InProgress":
+                op["polls"] += 1
+                if op["polls"] >= self.op_polls:
+                    self._complete(op_id)
+
+    # -- generic resources -----------------------------------------------------------------
+    def not_found(self, path: str) -> Any:
+        return arm_error("ResourceNotFound", f"The Resource '{path}' was not found.")
+
+    def _collection(self, req: Request) -> Response | None:
+        """GET of a collection: an even number of segments after the namespace."""
+        rest = req.match["rest"].rstrip("/")
+        if len(rest.split("/")) % 2 == 0:
+            prefix = self._key(req.path) + "/"
+            items = [
+                self._view(k, req)
+                for k in list(self.resources)
+                if k.startswith(prefix) and "/" not in k[len(prefix):]
+            ]
+            return 200, {"value": items}, {}
+        return None
+
+    def _view(self, key: str, req: Request) -> dict[str, Any]:
+        res = self.resources[key]
+        out = copy.deepcopy(res)
+        if res["type"].lower() == "microsoft.compute/galleries/images/versions":
+            expand = req.query.get("$expand", "")
+            if expand.lower() == "replicationstatus":
+                out["properties"]["replicationStatus"] = self._replication(key, res)
+        return out
+
+    def _replication(self, key: str, res: dict[str, Any]) -> dict[str, Any]:
+        summary = []
+        for target in res["properties"]["publishingProfile"].get("targetRegions", []):
+            region = target["name"].lower()
+            reads = self._replication_reads.get((key, region), 0) + 1
+            self._replication_reads[(key, region)] = reads
+            if region in self._failed_regions:
+                state, progress = "Failed", 0
+            elif reads > self.replication_polls:
+                state, progress = "Completed", 100
+            else:
+                state, progress = "Replicating", 50
+            summary.append({"region": target["name"], "state": state, "progress": progress})
+        states = {s["state"] for s in summary}
+        aggregated = (
+            "Failed" if "Failed" in states else "InProgress" if "Replicating" in states
+            else "Completed"
+        )  # fmt: skip
+        return {"aggregatedState": aggregated, "summary": summary}
+
+    def _get(self, req: Request) -> Response:
+        listed = self._collection(req)
+        if listed is not None:
+            return listed
+        key = self._key(req.path)
+        if key not in self.resources:
+            return 404, self.not_found(req.path), {}
+        self._advance(key)
+        if key not in self.resources:
+            return 404, self.not_found(req.path), {}
+        return 200, self._view(key, req), {}
+
+    def _put(self, req: Request) -> Response:
+        key = self._key(req.path)
+        rest = req.match["rest"]
+        body = copy.deepcopy(req.body or {})
+        rtype = self._type_of(rest)
+        if rtype.lower() == "microsoft.compute/virtualmachines":
+            refused = self._vm_admission(body, rest)
+            if refused is not None:
+                return refused
+        existing = self.resources.get(key)
+        created = existing is None
+        res = existing or {
+            "id": self.rid(req.match["rg"], rest),
+            "name": rest.rsplit("/", 1)[-1],
+            "type": rtype,
+        }
+        props = body.pop("properties", {}) or {}
+        res.update(body)
+        res["properties"] = props if created else _merge(res.get("properties", {}), props)
+        self._decorate(res, created)
+        res["properties"]["provisioningState"] = "Creating" if created else "Updating"
+        self.resources[key] = res
+
+        def finish() -> None:
+            if key in self.resources:
+                self.resources[key]["properties"]["provisioningState"] = "Succeeded"
+
+        op_id = self._start_op(key, finish)
+        return (201 if created else 200), copy.deepcopy(res), self._op_headers(op_id)
+
+    def _patch(self, req: Request) -> Response:
+        key = self._key(req.path)
+        if key not in self.resources:
+            return 404, self.not_found(req.path), {}
+        res = self.resources[key]
+        body = copy.deepcopy(req.body or {})
+        if "tags" in body:
+            res["tags"] = body.pop("tags") or {}
+        props = body.pop("properties", {}) or {}
+        publishing = props.get("publishingProfile", {})
+        if "targetRegions" in publishing:  # a list replaces, it does not merge
+            res["properties"].setdefault("publishingProfile", {})["targetRegions"] = publishing.pop(
+                "targetRegions"
+            )
+        _merge(res["properties"], props)
+        res["properties"]["provisioningState"] = "Updating"
+
+        def finish() -> None:
+            if key in self.resources:
+                self.resources[key]["properties"]["provisioningState"] = "Succeeded"
+
+        op_id = self._start_op(key, finish)
+        return 200, copy.deepcopy(res), self._op_headers(op_id)
+
+    def _delete(self, req: Request) -> Response:
+        key = self._key(req.path)
+        if key not in self.resources:
+            return 204, None, {}
+        self.resources[key]["properties"]["provisioningState"] = "Deleting"
+
+        def finish() -> None:
+            self.resources.pop(key, None)
+            for other in [k for k in self.resources if k.startswith(key + "/")]:
+                self.resources.pop(other, None)
+
+        op_id = self._start_op(key, finish)
+        headers = self._op_headers(op_id)
+        headers["Location"] = headers["Azure-AsyncOperation"]
+        return 202, None, headers
+
+    def _decorate(self, res: dict[str, Any], created: bool) -> None:
+        rtype = res["type"].lower()
+        props = res["properties"]
+        if rtype == "microsoft.compute/virtualmachines" and created:
+            props["vmId"] = f"vm-{next(self._ids):08d}"
+            props["timeCreated"] = _now()
+            self._boot_reads[self._key(res["id"])] = 0
+        elif rtype == "microsoft.network/networkinterfaces" and created:
+            n = next(self._ids) % 250 + 4
+            for cfg in props.get("ipConfigurations", []):
+                cfg.setdefault("properties", {})["privateIPAddress"] = f"10.42.0.{n}"
+        elif rtype == "microsoft.network/publicipaddresses" and created:
+            props["ipAddress"] = f"198.51.100.{next(self._ids) % 250 + 4}"
+        elif rtype == "microsoft.compute/galleries/images/versions":
+            props.setdefault("publishingProfile", {}).setdefault("publishedDate", _now())
+
+    def _vm_admission(self, body: dict[str, Any], rest: str) -> Response | None:
+        location = str(body.get("location", "")).lower()
+        zones = body.get("zones") or [None]
+        size = body.get("properties", {}).get("hardwareProfile", {}).get("vmSize", "")
+        for zone in zones:
+            for key in ((location, zone), (location, None)):
+                if key in self._capacity and self._capacity[key] != 0:
+                    left = self._capacity[key]
+                    self._capacity[key] = None if left is None else left - 1
+                    where = f"location '{location}'" + (f" zones '{zone}'" if zone else "")
+                    msg = (
+                        f"The requested VM size for resource 'Following SKUs have failed for "
+                        f"Capacity Restrictions: {size}' is currently not available in {where} "
+                        "for subscription. Please try another size or deploy to a different "
+                        "location or different zone."
+                    )
+                    return 409, arm_error("SkuNotAvailable", msg), {}
+        if self._quota and self._quota[0] != 0:
+            left = self._quota[0]
+            self._quota[0] = None if left is None else left - 1
+            msg = (
+                "Operation could not be completed as it results in exceeding approved "
+                "standardNDSH100v5Family Cores quota. Location: " + location
+            )
+            return 409, arm_error("QuotaExceeded", msg), {}
+        image = (
+            body.get("properties", {}).get("storageProfile", {}).get("imageReference", {}).get("id")
+        )
+        if image and self._key(image) not in self.resources:
+            return 404, arm_error("GalleryImageNotFound", f"image {image} not found"), {}
+        return None
+
+    # -- special paths ---------------------------------------------------------------------
+    def _instance_view(self, req: Request) -> Response:
+        key = self._key(req.path[: -len("/instanceView")])
+        if key not in self.resources:
+            return 404, self.not_found(req.path), {}
+        self._advance(key)
+        res = self.resources[key]
+        prov = res["properties"]["provisioningState"]
+        self._boot_reads[key] = self._boot_reads.get(key, 0) + 1
+        if prov != "Succeeded" or self._never_running:
+            power = "PowerState/starting"
+        elif self._boot_reads[key] >= self.boot_polls:
+            power = "PowerState/running"
+        else:
+            power = "PowerState/starting"
+        statuses = [
+            {"code": f"ProvisioningState/{prov.lower()}", "level": "Info"},
+            {"code": power, "level": "Info"},
+        ]
+        return 200, {"computerName": res["name"], "statuses": statuses}, {}
+
+    def _list_all_vms(self, req: Request) -> Response:
+        items = [
+            copy.deepcopy(r)
+            for r in self.resources.values()
+            if r["type"].lower() == "microsoft.compute/virtualmachines"
+        ]
+        return 200, {"value": items}, {}
+
+    def _share(self, req: Request) -> Response:
+        key = self._key(req.path[: -len("/share")])
+        if key not in self.resources:
+            return 404, self.not_found(req.path), {}
+        body = req.body or {}
+        groups = self.sharing.setdefault(key, [])
+        for group in body.get("groups", []):
+            current = next((g for g in groups if g["type"] == group["type"]), None)
+            if current is None:
+                groups.append({"type": group["type"], "ids": list(group.get("ids", []))})
+            elif body.get("operationType") == "Remove":
+                current["ids"] = [i for i in current["ids"] if i not in group.get("ids", [])]
+            else:
+                current["ids"] = sorted(set(current["ids"]) | set(group.get("ids", [])))
+        op_id = self._start_op(key, lambda: None)
+        headers = self._op_headers(op_id)
+        return 202, None, {**headers, "Location": headers["Azure-AsyncOperation"]}
+
+
+def sanitized(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", name)

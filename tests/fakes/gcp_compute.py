@@ -1,0 +1,461 @@
+"""A local Compute Engine REST API (``compute/v1``) for ``google-cloud-compute`` clients.
+
+Seeding::
+
+    fake = FakeGcpCompute(project="imagectl-test").start()
+    fake.add_image("cand-1", labels={"imagectl-stack": "h100-training"}, family=None)
+    client_options = {"api_endpoint": fake.endpoint}
+
+Faults (each returns the ``Fault`` rule; ``times=None`` means forever)::
+
+    fake.throttle(2)                          # next 2 requests: 429 rateLimitExceeded
+    fake.capacity_error("us-central1-a")      # inserts there end ZONE_RESOURCE_POOL_EXHAUSTED
+    fake.quota_error()                        # instance inserts end QUOTA_EXCEEDED
+    fake.never_running("us-central1-b")       # instances there stay PROVISIONING
+    fake.fail_operation("images", "INTERNAL") # image operations end with an error
+
+State is in ``fake.images`` / ``fake.instances`` (``{(zone, name): json}``) /
+``fake.firewalls`` / ``fake.operations`` / ``fake.iam`` as the API's own camelCase JSON.
+Operations are RUNNING on creation and DONE after ``op_polls`` GETs of the operation
+(``op_polls=0``: DONE at once); the effect (image READY, instance RUNNING, deletion)
+happens when the operation completes. Instances go PROVISIONING -> STAGING -> RUNNING
+over ``boot_polls`` GETs of the instance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tests.fakes.server import FakeServer, Request, Response
+
+BASE = "/compute/v1/projects/(?P<project>[^/]+)"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def error_body(code: int, message: str, reason: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "errors": [{"message": message, "domain": "global", "reason": reason}],
+        }
+    }
+
+
+class FakeGcpCompute(FakeServer):
+    def __init__(
+        self,
+        project: str = "imagectl-test",
+        zones: tuple[str, ...] = ("us-central1-a", "us-central1-b", "us-central1-c"),
+        *,
+        op_polls: int = 1,
+        boot_polls: int = 1,
+    ) -> None:
+        super().__init__()
+        self.project = project
+        self.zones = list(zones)
+        self.op_polls = op_polls
+        self.boot_polls = boot_polls
+        self.images: dict[str, dict[str, Any]] = {}
+        self.instances: dict[tuple[str, str], dict[str, Any]] = {}
+        self.firewalls: dict[str, dict[str, Any]] = {}
+        self.operations: dict[str, dict[str, Any]] = {}
+        self.iam: dict[str, dict[str, Any]] = {}
+        self._finish: dict[str, Callable[[], dict[str, Any] | None]] = {}
+        self._polls: dict[str, int] = {}
+        self._instance_polls: dict[tuple[str, str], int] = {}
+        self._capacity: dict[str, int | None] = {}
+        self._quota: list[int | None] = []
+        self._never_running: set[str | None] = set()
+        self._ids = itertools.count(1000)
+        self._routes_setup()
+
+    # -- seeding --------------------------------------------------------------------------
+    def link(self, rest: str) -> str:
+        return f"{self.endpoint}/compute/v1/projects/{self.project}/{rest}"
+
+    def add_image(
+        self,
+        name: str,
+        *,
+        family: str | None = None,
+        labels: dict[str, str] | None = None,
+        status: str = "READY",
+        storage_locations: list[str] | None = None,
+        created: str | None = None,
+    ) -> dict[str, Any]:
+        image = {
+            "kind": "compute#image",
+            "id": str(next(self._ids)),
+            "name": name,
+            "status": status,
+            "labels": dict(labels or {}),
+            "labelFingerprint": "42WmSpB8rSM=",
+            "storageLocations": list(storage_locations or ["us"]),
+            "creationTimestamp": created or _now(),
+            "selfLink": self.link(f"global/images/{name}"),
+        }
+        if family:
+            image["family"] = family
+        with self.lock:
+            self.images[name] = image
+        return image
+
+    # -- faults ---------------------------------------------------------------------------
+    def throttle(self, times: int = 1, *, method: str | None = None, path: str = "") -> Any:
+        """The next ``times`` matching requests answer 429 rateLimitExceeded."""
+        return self.add_fault(
+            lambda r: (429, error_body(429, "Rate Limit Exceeded", "rateLimitExceeded"), {}),
+            method=method,
+            path=path,
+            times=times,
+        )
+
+    def capacity_error(self, zone: str, times: int | None = None) -> None:
+        self._capacity[zone] = times
+
+    def quota_error(self, times: int | None = None) -> None:
+        self._quota.append(times)
+
+    def never_running(self, zone: str | None = None) -> None:
+        """Instances (in ``zone``, or everywhere) never leave PROVISIONING."""
+        self._never_running.add(zone)
+
+    # -- operations -----------------------------------------------------------------------
+    def _operation(
+        self,
+        kind: str,
+        target: str,
+        finish: Callable[[], dict[str, Any] | None],
+        zone: str | None = None,
+    ) -> dict[str, Any]:
+        name = f"operation-{next(self._ids)}"
+        scope = f"zones/{zone}" if zone else "global"
+        op: dict[str, Any] = {
+            "kind": "compute#operation",
+            "id": str(next(self._ids)),
+            "name": name,
+            "operationType": kind,
+            "status": "RUNNING",
+            "progress": 0,
+            "targetLink": target,
+            "insertTime": _now(),
+            "selfLink": self.link(f"{scope}/operations/{name}"),
+        }
+        if zone:
+            op["zone"] = self.link(f"zones/{zone}")
+        self.operations[name] = op
+        self._finish[name] = finish
+        self._polls[name] = 0
+        if self.op_polls <= 0:
+            self._complete(name)
+        return dict(op)
+
+    def _complete(self, name: str) -> None:
+        op = self.operations[name]
+        if op["status"] == "DONE":
+            return
+        error = self._finish.pop(name)()
+        op.update(status="DONE", progress=100, endTime=_now())
+        if error:
+            op.update(error)
+
+    @staticmethod
+    def op_error(status: int, message: str, code: str) -> dict[str, Any]:
+        return {
+            "httpErrorStatusCode": status,
+            "httpErrorMessage": message,
+            "error": {"errors": [{"code": code, "message": message}]},
+        }
+
+    def _get_operation(self, req: Request) -> Response:
+        name = req.match["op"]
+        op = self.operations.get(name)
+        if op is None:
+            return 404, error_body(404, f"operation {name} not found", "notFound"), {}
+        self._polls[name] += 1
+        if self._polls[name] >= self.op_polls:
+            self._complete(name)
+        return 200, op, {}
+
+    # -- routes ---------------------------------------------------------------------------
+    def _routes_setup(self) -> None:
+        r = self.route
+        r("GET", BASE + "/global/operations/(?P<op>[^/]+)", self._get_operation)
+        r("GET", BASE + "/zones/(?P<zone>[^/]+)/operations/(?P<op>[^/]+)", self._get_operation)
+        r("GET", BASE + "/zones", self._list_zones)
+        r("GET", BASE + "/global/images", self._list_images)
+        r("POST", BASE + "/global/images", self._insert_image)
+        r("GET", BASE + "/global/images/family/(?P<family>[^/]+)", self._from_family)
+        r("GET", BASE + "/global/images/(?P<name>[^/]+)", self._get_image)
+        r("DELETE", BASE + "/global/images/(?P<name>[^/]+)", self._delete_image)
+        r("POST", BASE + "/global/images/(?P<name>[^/]+)/deprecate", self._deprecate)
+        r("POST", BASE + "/global/images/(?P<name>[^/]+)/setLabels", self._set_labels)
+        r("POST", BASE + "/global/images/(?P<name>[^/]+)/setIamPolicy", self._set_iam)
+        r("GET", BASE + "/global/images/(?P<name>[^/]+)/getIamPolicy", self._get_iam)
+        r("GET", BASE + "/aggregated/instances", self._aggregated_instances)
+        r("GET", BASE + "/zones/(?P<zone>[^/]+)/instances", self._list_instances)
+        r("POST", BASE + "/zones/(?P<zone>[^/]+)/instances", self._insert_instance)
+        r("GET", BASE + "/zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)", self._get_instance)
+        r("DELETE", BASE + "/zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)", self._del_inst)
+        r("POST", BASE + "/global/firewalls", self._insert_firewall)
+        r("GET", BASE + "/global/firewalls/(?P<name>[^/]+)", self._get_firewall)
+        r("DELETE", BASE + "/global/firewalls/(?P<name>[^/]+)", self._delete_firewall)
+
+    def not_found(self, path: str) -> Any:
+        return error_body(404, f"The resource '{path}' was not found", "notFound")
+
+    def _missing(self, what: str) -> Response:
+        return 404, self.not_found(f"projects/{self.project}/{what}"), {}
+
+    # zones
+    def _list_zones(self, req: Request) -> Response:
+        items = [
+            {
+                "kind": "compute#zone",
+                "name": z,
+                "status": "UP",
+                "region": self.link(f"regions/{z.rsplit('-', 1)[0]}"),
+                "selfLink": self.link(f"zones/{z}"),
+            }
+            for z in self.zones
+        ]
+        return 200, {"kind": "compute#zoneList", "items": items}, {}
+
+    # images
+    def _list_images(self, req: Request) -> Response:
+        items = [dict(i) for i in self.images.values()]
+        flt = req.query.get("filter", "")
+        for key, value in re.findall(r'labels\.([\w-]+)\s*=\s*"?([\w.-]+)"?', flt):
+            items = [i for i in items if i.get("labels", {}).get(key) == value]
+        return 200, {"kind": "compute#imageList", "items": items}, {}
+
+    def _get_image(self, req: Request) -> Response:
+        image = self.images.get(req.match["name"])
+        if image is None:
+            return self._missing(f"global/images/{req.match['name']}")
+        self._advance_target(image["selfLink"])
+        return 200, image, {}
+
+    def _advance_target(self, link: str) -> None:
+        """Reading a resource also moves its pending operation on (nobody else may poll)."""
+        for name, op in list(self.operations.items()):
+            if op["targetLink"] == link and op["status"] == "RUNNING":
+                self._polls[name] += 1
+                if self._polls[name] >= self.op_polls:
+                    self._complete(name)
+
+    def _insert_image(self, req: Request) -> Response:
+        body = dict(req.body or {})
+        name = body.get("name", "")
+        if name in self.images:
+            msg = f"The resource 'projects/{self.project}/global/images/{name}' already exists"
+            return 409, error_body(409, msg, "alreadyExists"), {}
+        source = body.get("sourceImage", "")
+        if source and source.rsplit("/", 1)[-1] not in self.images:
+            return self._missing(f"global/images/{source.rsplit('/', 1)[-1]}")
+        image = self.add_image(
+            name,
+            family=body.get("family"),
+            labels=body.get("labels"),
+            status="PENDING",
+            storage_locations=body.get("storageLocations"),
+        )
+        if source:
+            image["sourceImage"] = source
+
+        def finish() -> None:
+            image["status"] = "READY"
+
+        return 200, self._operation("insert", image["selfLink"], finish), {}
+
+    def _active(self, image: dict[str, Any]) -> bool:
+        state = image.get("deprecated", {}).get("state", "ACTIVE")
+        return image.get("status") == "READY" and state in ("", "ACTIVE")
+
+    def _from_family(self, req: Request) -> Response:
+        family = req.match["family"]
+        members = [i for i in self.images.values() if i.get("family") == family and self._active(i)]
+        if not members:
+            return self._missing(f"global/images/family/{family}")
+        return 200, max(members, key=lambda i: (i["creationTimestamp"], i["id"])), {}
+
+    def _image_op(self, req: Request, kind: str, apply: Callable[[dict[str, Any]], None]) -> Response:
+        image = self.images.get(req.match["name"])
+        if image is None:
+            return self._missing(f"global/images/{req.match['name']}")
+
+        def finish() -> None:
+            apply(image)
+
+        return 200, self._operation(kind, image["selfLink"], finish), {}
+
+    def _delete_image(self, req: Request) -> Response:
+        return self._image_op(req, "delete", lambda i: self.images.pop(i["name"], None))
+
+    def _deprecate(self, req: Request) -> Response:
+        status = dict(req.body or {})
+
+        def apply(image: dict[str, Any]) -> None:
+            if status.get("state") in (None, "", "ACTIVE"):
+                image.pop("deprecated", None)
+            else:
+                image["deprecated"] = status
+
+        return self._image_op(req, "deprecate", apply)
+
+    def _set_labels(self, req: Request) -> Response:
+        labels = dict((req.body or {}).get("labels") or {})
+
+        def apply(image: dict[str, Any]) -> None:
+            image["labels"] = labels
+
+        return self._image_op(req, "setLabels", apply)
+
+    def _set_iam(self, req: Request) -> Response:
+        policy = dict((req.body or {}).get("policy") or {})
+        policy.setdefault("etag", "BwY=")
+        self.iam[req.match["name"]] = policy
+        return 200, policy, {}
+
+    def _get_iam(self, req: Request) -> Response:
+        return 200, self.iam.get(req.match["name"], {"etag": "ACAB"}), {}
+
+    # instances
+    def _instance_view(self, zone: str, name: str) -> dict[str, Any]:
+        inst = self.instances[(zone, name)]
+        if inst["status"] in ("PROVISIONING", "STAGING") and not (
+            {zone, None} & self._never_running
+        ):
+            self._instance_polls[(zone, name)] += 1
+            if self._instance_polls[(zone, name)] >= self.boot_polls:
+                inst["status"] = "RUNNING"
+            else:
+                inst["status"] = "STAGING"
+        return inst
+
+    def _get_instance(self, req: Request) -> Response:
+        key = (req.match["zone"], req.match["name"])
+        if key not in self.instances:
+            return self._missing(f"zones/{key[0]}/instances/{key[1]}")
+        return 200, self._instance_view(*key), {}
+
+    def _list_instances(self, req: Request) -> Response:
+        zone = req.match["zone"]
+        items = [self._instance_view(z, n) for (z, n) in list(self.instances) if z == zone]
+        return 200, {"kind": "compute#instanceList", "items": items}, {}
+
+    def _aggregated_instances(self, req: Request) -> Response:
+        items: dict[str, Any] = {}
+        for z, n in list(self.instances):
+            items.setdefault(f"zones/{z}", {"instances": []})["instances"].append(
+                self._instance_view(z, n)
+            )
+        return 200, {"kind": "compute#instanceAggregatedList", "items": items}, {}
+
+    def _insert_instance(self, req: Request) -> Response:
+        zone = req.match["zone"]
+        body = dict(req.body or {})
+        name = body.get("name", "")
+        if zone not in self.zones:
+            return self._missing(f"zones/{zone}")
+        if (zone, name) in self.instances:
+            return 409, error_body(409, f"instance {name} already exists", "alreadyExists"), {}
+        target = self.link(f"zones/{zone}/instances/{name}")
+        if zone in self._capacity and self._capacity[zone] != 0:
+            left = self._capacity[zone]
+            self._capacity[zone] = None if left is None else left - 1
+            msg = (
+                f"The zone 'projects/{self.project}/zones/{zone}' does not have enough "
+                "resources available to fulfill the request. Try a different zone, or try again "
+                "later."
+            )
+            return 200, self._failing_op(target, zone, 503, msg, "ZONE_RESOURCE_POOL_EXHAUSTED"), {}
+        if self._quota and self._quota[0] != 0:
+            left = self._quota[0]
+            self._quota[0] = None if left is None else left - 1
+            msg = "Quota 'NVIDIA_H100_GPUS' exceeded. Limit: 0.0 in region us-central1."
+            return 200, self._failing_op(target, zone, 403, msg, "QUOTA_EXCEEDED"), {}
+        source = ""
+        for disk in body.get("disks", []):
+            source = disk.get("initializeParams", {}).get("sourceImage", "") or source
+        image_name = source.rsplit("/", 1)[-1]
+        if image_name and image_name not in self.images:
+            return self._missing(f"global/images/{image_name}")
+        nics = body.get("networkInterfaces") or [{}]
+        index = len(self.instances) + 2
+        for nic in nics:
+            nic.setdefault("networkIP", f"10.128.0.{index}")
+            for ac in nic.get("accessConfigs", []):
+                ac.setdefault("natIP", f"203.0.113.{index}")
+        inst = {
+            **body,
+            "kind": "compute#instance",
+            "id": str(next(self._ids)),
+            "status": "PROVISIONING",
+            "zone": self.link(f"zones/{zone}"),
+            "creationTimestamp": _now(),
+            "networkInterfaces": nics,
+            "selfLink": target,
+        }
+
+        def finish() -> None:
+            self.instances[(zone, name)] = inst
+            self._instance_polls[(zone, name)] = 0
+
+        return 200, self._operation("insert", target, finish, zone), {}
+
+    def _failing_op(self, target: str, zone: str, status: int, msg: str, code: str) -> Any:
+        def finish() -> dict[str, Any]:
+            return self.op_error(status, msg, code)
+
+        return self._operation("insert", target, finish, zone)
+
+    def _del_inst(self, req: Request) -> Response:
+        key = (req.match["zone"], req.match["name"])
+        if key not in self.instances:
+            return self._missing(f"zones/{key[0]}/instances/{key[1]}")
+        self.instances[key]["status"] = "STOPPING"
+
+        def finish() -> None:
+            self.instances.pop(key, None)
+
+        return 200, self._operation("delete", self.instances[key]["selfLink"], finish, key[0]), {}
+
+    # firewalls
+    def _insert_firewall(self, req: Request) -> Response:
+        body = dict(req.body or {})
+        name = body.get("name", "")
+        if name in self.firewalls:
+            return 409, error_body(409, f"firewall {name} already exists", "alreadyExists"), {}
+        body.update(
+            kind="compute#firewall",
+            id=str(next(self._ids)),
+            selfLink=self.link(f"global/firewalls/{name}"),
+        )
+
+        def finish() -> None:
+            self.firewalls[name] = body
+
+        return 200, self._operation("insert", body["selfLink"], finish), {}
+
+    def _get_firewall(self, req: Request) -> Response:
+        fw = self.firewalls.get(req.match["name"])
+        return (200, fw, {}) if fw else self._missing(f"global/firewalls/{req.match['name']}")
+
+    def _delete_firewall(self, req: Request) -> Response:
+        name = req.match["name"]
+        if name not in self.firewalls:
+            return self._missing(f"global/firewalls/{name}")
+
+        def finish() -> None:
+            self.firewalls.pop(name, None)
+
+        return 200, self._operation("delete", self.link(f"global/firewalls/{name}"), finish), {}
