@@ -365,6 +365,7 @@ def _boot_and_validate(
                 outcome = validate_in_vm(
                     vm, image_id=image_id, profile=resolved.stack.validation.profile,
                     dest=run_dir / "receipt.json",
+                    shape=local.validation_shapes[0] if local.validation_shapes else None,
                 )  # fmt: skip
                 st.note(f"verdict {outcome.verdict}, worst action {outcome.worst_action}")
         finally:

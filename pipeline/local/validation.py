@@ -85,7 +85,13 @@ def read_receipt(path: Path) -> dict[str, Any]:
 
 
 def validate_in_vm(
-    vm: Vm, *, image_id: str, profile: str, dest: Path, timeout: float = 900
+    vm: Vm,
+    *,
+    image_id: str,
+    profile: str,
+    dest: Path,
+    shape: str | None = None,
+    timeout: float = 900,
 ) -> ValidationOutcome:
     code, out = vm.ssh.try_run(f"test -x {REMOTE_IMAGECTL} && test -r {REMOTE_EXPECT}")
     if code != 0:
@@ -99,6 +105,7 @@ def validate_in_vm(
         for a in (
             REMOTE_IMAGECTL, "validate", "--profile", profile, "--expect", REMOTE_EXPECT,
             "--image-id", image_id, "-o", REMOTE_RECEIPT,
+            *(["--shape", shape] if shape else []),
         )
     )  # fmt: skip
     vm.ssh.try_run(f"rm -f {REMOTE_RECEIPT}")
