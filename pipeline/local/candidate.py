@@ -146,6 +146,8 @@ def build_candidate(
                 "ANSIBLE_PIPELINING": "True",
                 "ANSIBLE_HOST_KEY_CHECKING": "False",
                 "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
+                # Debian 12's python3: no interpreter discovery round trip under TCG
+                "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
             },
             on_event=on_event,
             timeout=timeout,
