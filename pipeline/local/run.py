@@ -370,7 +370,8 @@ def _boot_and_validate(
                 st.note(f"verdict {outcome.verdict}, worst action {outcome.worst_action}")
         finally:
             with progress.step("poweroff", "Power off the VM") as st:
-                st.note(f"{vm.poweroff():.1f} s")
+                vm.poweroff()
+                st.note("clean shutdown over SSH")
     finally:
         if instance is not None:
             provider.terminate(instance)
