@@ -382,7 +382,7 @@ def _boot_and_validate(
 def _provider(resolved: ResolvedStack) -> Any:
     from imagectl.promotion.context import provider_for
 
-    return provider_for(resolved.stack, CLOUD)
+    return provider_for(resolved, CLOUD)
 
 
 def _block(catalog: Any, image_pk: int, reason: str) -> None:
