@@ -28,7 +28,11 @@ from imagectl.paths import Workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
 Note = Callable[[str], None]
-SOURCE_FOLDERS = ("pipeline", "validators", "playbooks")
+# What ends up in the image besides the stack and the base: the playbooks, the validator
+# (validators/) and the dependency list. Controller code (pipeline/) is in the wheel too
+# but does not run in the image; --rebuild builds anyway.
+SOURCE_FOLDERS = ("validators", "playbooks")
+SOURCE_FILES = ("pyproject.toml",)
 
 
 @dataclass(frozen=True)
@@ -64,13 +68,14 @@ def inputs_key(ws: Workspace, resolved: ResolvedStack, base: BaseImage) -> str:
     digest = hashlib.sha256()
     digest.update(f"{resolved.digest}\n{base.folder.name}\n".encode())
     roots = [ws.packer_dir("local"), *(ws.root / f for f in SOURCE_FOLDERS)]
+    files = [ws.root / f for f in SOURCE_FILES if (ws.root / f).is_file()]
     for root in roots:
-        if not root.is_dir():
-            continue
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                digest.update(str(path.relative_to(ws.root)).encode() + b"\0")
-                digest.update(path.read_bytes())
+        if root.is_dir():
+            files += sorted(root.rglob("*"))
+    for path in files:
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(str(path.relative_to(ws.root)).encode() + b"\0")
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
