@@ -322,6 +322,10 @@ def _pipeline(
         promo = promote(catalog, provider, resolved, image_pk, regions=regions, progress=on_region)
         result.promotion_state = promo.state
         result.regions_reached = sorted(r for r, rr in promo.regions.items() if rr.state == "done")
+        if promo.state == "already_promoted":  # nothing copied: the pointers already name it
+            result.regions_reached = [
+                r for r in regions if provider.get_pointer(resolved.name, r) == image_id
+            ]
         st.note(f"{promo.state}: {', '.join(result.regions_reached) or 'no region'}")
     result.outcome = "promoted" if promo.state in ("promoted", "already_promoted") else "failed"
     if result.outcome != "promoted":
