@@ -26,11 +26,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# Main job on the embedded default (the local end-to-end run).
+# Main job on the embedded default: the whole pipeline end to end in local QEMU "regions".
 run: system venv
 	$(BIN)/imagectl lint
-	$(BIN)/imagectl plan --stack local
-	$(BIN)/imagectl status
+	$(BIN)/imagectl run --stack local
 
 lint: venv
 	$(BIN)/ruff check pipeline validators tests benchmarks

@@ -18,6 +18,7 @@ from imagectl import __version__
 # name -> (module, one-line help). The help line is shown by `imagectl --help` without
 # importing the module.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("imagectl.cli.run", "The whole pipeline on this machine in QEMU, no cloud."),
     "lint": ("imagectl.cli.lint", "Check every stack: schema, compatibility, template variables."),
     "compat": ("imagectl.cli.compat", "Check an ad-hoc driver/CUDA/NCCL/GPU combination."),
     "plan": ("imagectl.cli.plan", "Print the build matrix and write resolved Packer variables."),

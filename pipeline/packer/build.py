@@ -107,6 +107,7 @@ def plan_build(
     skip_provisioning: bool = False,
     validator_wheel: str = "",
     local_base_dir: str = "",
+    validator_wheelhouse: str = "",
 ) -> BuildPlan:
     """Write the var files and stage the templates; nothing is run."""
     ws = workspace or find_workspace()
@@ -132,6 +133,7 @@ def plan_build(
         playbook_file=str((ws.playbooks / "site.yml").resolve()),
         manifest_file=str(manifest_file),
         validator_wheel=validator_wheel,
+        validator_wheelhouse=validator_wheelhouse,
         **(
             {
                 "local_base_dir": local_base_dir
@@ -202,6 +204,7 @@ def run_build(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     cleanup_timeout: float = 900.0,
     local_base_dir: str = "",
+    validator_wheelhouse: str = "",
 ) -> BuildResult:
     """Build one candidate with the real packer and return its artifacts."""
     ws = workspace or find_workspace()
@@ -220,6 +223,7 @@ def run_build(
         skip_provisioning=skip_provisioning,
         validator_wheel=wheel,
         local_base_dir=local_base_dir,
+        validator_wheelhouse=validator_wheelhouse,
     )
     if plan.manifest_file.exists():
         plan.manifest_file.unlink()

@@ -169,10 +169,14 @@ def packer_vars(
     return common
 
 
-def ansible_vars(r: ResolvedStack, cloud: str, *, validator_wheel: str = "") -> dict[str, Any]:
+def ansible_vars(
+    r: ResolvedStack, cloud: str, *, validator_wheel: str = "", validator_wheelhouse: str = ""
+) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
-    ``validator_wheel`` is filled in at build time: the imagectl wheel on the controller.
+    ``validator_wheel`` is filled in at build time: the imagectl wheel on the controller;
+    ``validator_wheelhouse`` (optional) its dependency wheels, for targets that cannot
+    reach the package index (the local QEMU build).
     """
     s = r.stack
     n = s.nvidia
@@ -187,6 +191,7 @@ def ansible_vars(r: ResolvedStack, cloud: str, *, validator_wheel: str = "") -> 
         "manifest_cloud": cloud,
         "validator_profile": s.validation.profile,
         "validator_wheel": validator_wheel,
+        **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
         "nvidia_repo_slug": s.os.repo_slug,
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
@@ -241,7 +246,8 @@ def write_var_files(
     folder.mkdir(parents=True, exist_ok=True)
     pvars_path, avars_path = var_file_paths(folder, r.stack.name, cloud)
     validator_wheel = runtime.pop("validator_wheel", "")
-    avars = ansible_vars(r, cloud, validator_wheel=validator_wheel)
+    wheelhouse = runtime.pop("validator_wheelhouse", "")
+    avars = ansible_vars(r, cloud, validator_wheel=validator_wheel, validator_wheelhouse=wheelhouse)
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)
     _write_json_atomically(avars_path, avars)

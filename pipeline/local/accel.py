@@ -1,0 +1,98 @@
+"""Choose QEMU's accelerator: KVM when it really runs a guest, TCG emulation otherwise.
+
+``/dev/kvm`` existing is not enough: on some hosts it is a paravirtual flavour on which
+a stock kernel hangs silently. The probe boots the base image's own kernel under KVM
+(no disk) and requires its first console line ("Linux version") within a time limit;
+anything else means TCG. The answer is cached per host boot and kernel file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from imagectl.local.procs import Children
+from imagectl.paths import state_dir
+
+ACCELS = ("auto", "kvm", "tcg")
+PROBE_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class AccelChoice:
+    name: str  # kvm | tcg
+    reason: str
+    probe_s: float = 0.0
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def probe_kvm(kernel: Path, children: Children, workdir: Path, timeout: float) -> tuple[bool, str]:
+    """Boot ``kernel`` under KVM without a disk; True if it prints its banner in time."""
+    if not os.path.exists("/dev/kvm"):
+        return False, "/dev/kvm does not exist"
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "/dev/kvm is not readable and writable by this user"
+    workdir.mkdir(parents=True, exist_ok=True)
+    serial = workdir / "kvm-probe.serial.log"
+    serial.unlink(missing_ok=True)
+    argv = [
+        "qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-m", "256", "-smp", "1",
+        "-display", "none", "-monitor", "none", "-no-reboot",
+        "-serial", f"file:{serial}", "-kernel", str(kernel),
+        "-append", "console=ttyS0 panic=-1",
+    ]  # fmt: skip
+    proc = children.popen(argv, name="qemu kvm probe", stdout=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            text = serial.read_text(errors="replace") if serial.exists() else ""
+            if "Linux version" in text:
+                return True, "KVM booted the kernel"
+            if proc.poll() is not None:
+                out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                lines = [ln for ln in out.strip().splitlines() if ln.strip()]
+                first = lines[0][:160] if lines else "no output"
+                return False, f"qemu -accel kvm exited {proc.returncode}: {first}"
+            time.sleep(0.2)
+        return False, f"KVM made no progress within {timeout:g} s (no kernel banner)"
+    finally:
+        children.stop(proc, grace_s=1)
+
+
+def choose_accel(
+    requested: str, kernel: Path, children: Children, *, timeout: float = PROBE_TIMEOUT_S
+) -> AccelChoice:
+    """``auto`` probes KVM (cached per host boot and kernel) and falls back to TCG."""
+    if requested == "tcg":
+        return AccelChoice("tcg", "requested")
+    if requested == "kvm":
+        return AccelChoice("kvm", "requested")
+    cache = state_dir() / "local" / "accel.json"
+    key = {"boot_id": _boot_id(), "kernel": str(kernel), "size": kernel.stat().st_size}
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            c = cached["choice"]
+            return AccelChoice(c["name"], f"{c['reason']} (probed earlier this boot)", 0.0)
+    except (OSError, ValueError, KeyError):
+        pass
+    start = time.monotonic()
+    ok, why = probe_kvm(kernel, children, cache.parent, timeout)
+    choice = AccelChoice(
+        "kvm" if ok else "tcg",
+        why if ok else f"TCG emulation: {why}",
+        round(time.monotonic() - start, 1),
+    )
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "choice": asdict(choice)}, indent=2) + "\n")
+    return choice

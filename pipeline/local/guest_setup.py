@@ -1,0 +1,128 @@
+"""Files written into the base root file system: what makes a debootstrap tree a VM.
+
+Each entry says why it is there (measured under TCG on a 2-core machine, see
+shared/reference/testing-without-cloud-or-gpu.md): DHCP through systemd-networkd,
+QEMU's user-mode DNS, an ed25519 host key generated at first boot (none baked in),
+no initramfs rebuilds in the guest, no apt timers, and a per-boot SSH key handed in by
+QEMU's fw_cfg for the validation boot (the image carries no key of its own after the
+hygiene role).
+"""
+
+from __future__ import annotations
+
+# Path inside the guest of the per-boot key (fw_cfg name opt/imagectl/authorized_keys).
+FW_CFG_KEY_NAME = "opt/imagectl/authorized_keys"
+RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
+
+BLACKLIST = (
+    "kvm", "kvm_amd", "kvm_intel", "sr_mod", "cdrom", "sg", "ata_piix", "floppy",
+    "aesni_intel", "ghash_clmulni_intel", "polyval_clmulni", "sha1_ssse3",
+    "sha256_ssse3", "sha512_ssse3", "crc32_pclmul", "powernow_k8", "acpi_cpufreq",
+    "pcspkr", "serio_raw", "joydev", "psmouse", "i2c_piix4", "bochs", "drm",
+)  # fmt: skip
+
+BLACKLIST = (
+    "kvm",
+    "kvm_amd",
+    "kvm_intel",
+    "sr_mod",
+    "cdrom",
+    "sg",
+    "ata_piix",
+    "floppy",
+    "aesni_intel",
+    "ghash_clmulni_intel",
+    "polyval_clmulni",
+    "sha1_ssse3",
+    "sha256_ssse3",
+    "sha512_ssse3",
+    "crc32_pclmul",
+    "powernow_k8",
+    "acpi_cpufreq",
+    "pcspkr",
+    "serio_raw",
+    "joydev",
+    "psmouse",
+    "i2c_piix4",
+    "bochs",
+    "drm",
+)
+
+FILES: dict[str, str] = {
+    # QEMU user networking: DHCP on the virtio NIC; the resolver is slirp's.
+    "etc/systemd/network/80-imagectl-dhcp.network": (
+        "[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n"
+    ),
+    "etc/resolv.conf": "nameserver 10.0.2.3\n",
+    "etc/hostname": "imagectl-local\n",
+    "etc/hosts": "127.0.0.1 localhost\n127.0.1.1 imagectl-local\n",
+    "etc/fstab": "/dev/vda / ext4 rw,errors=remount-ro 0 1\n",
+    # An initramfs trigger took ~20 minutes under TCG: the initrd is made once, natively.
+    "etc/initramfs-tools/update-initramfs.conf": "update_initramfs=no\nbackup_initramfs=no\n",
+    # A small initrd: only what mounts a virtio ext4 root (udev in a "most" initrd loads
+    # IDE/SCSI/CD-ROM drivers first: ~40 s under TCG).
+    "etc/initramfs-tools/conf.d/imagectl.conf": "MODULES=list\nCOMPRESS=gzip\n",
+    "etc/initramfs-tools/modules": "virtio_pci\nvirtio_blk\nvirtio_net\next4\ncrc32c_generic\n",
+    # Drivers udev would load for emulated hardware a QEMU guest never uses (each costs
+    # seconds under TCG): the CD-ROM, nested KVM, CPU-specific crypto and frequency drivers.
+    "etc/modprobe.d/imagectl-qemu-guest.conf": "".join(f"blacklist {m}\n" for m in BLACKLIST),
+    # Light installs: the local stack's packages only, no recommends.
+    "etc/apt/apt.conf.d/90imagectl-no-recommends": (
+        'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n'
+    ),
+    # Only an ed25519 host key (RSA generation costs 11-22 s under TCG); a per-boot key
+    # file under /run for validation access (never stored in the image).
+    "etc/ssh/sshd_config.d/50-imagectl.conf": (
+        "HostKey /etc/ssh/ssh_host_ed25519_key\n"
+        f"AuthorizedKeysFile .ssh/authorized_keys {RUNTIME_KEYS}\n"
+        "UseDNS no\n"
+    ),
+    "etc/systemd/system/imagectl-ssh-hostkey.service": (
+        "[Unit]\n"
+        "Description=imagectl: generate this machine's SSH host key on first boot\n"
+        "Before=ssh.service\n"
+        "ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key\n\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        "ExecStart=/usr/bin/ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key\n\n"
+        "[Install]\n"
+        "RequiredBy=ssh.service\n"
+    ),
+    "usr/local/sbin/imagectl-fwcfg-key": (
+        "#!/bin/sh\n"
+        "# Install the per-boot SSH key QEMU passes with -fw_cfg (local validation boots).\n"
+        "# On a cloud there is no fw_cfg entry and this does nothing.\n"
+        "modprobe qemu_fw_cfg 2>/dev/null || true\n"
+        f"src=/sys/firmware/qemu_fw_cfg/by_name/{FW_CFG_KEY_NAME}/raw\n"
+        '[ -r "$src" ] || exit 0\n'
+        "install -d -m 0755 /run/imagectl\n"
+        'install -m 0600 "$src" /run/imagectl/authorized_keys.root\n'
+    ),
+    "etc/systemd/system/imagectl-fwcfg-key.service": (
+        "[Unit]\n"
+        "Description=imagectl: per-boot SSH key from QEMU fw_cfg\n"
+        "After=systemd-modules-load.service\n"
+        "Before=ssh.service\n\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        "ExecStart=/usr/local/sbin/imagectl-fwcfg-key\n\n"
+        "[Install]\n"
+        "WantedBy=ssh.service\n"
+    ),
+}
+
+EXECUTABLE = {"usr/local/sbin/imagectl-fwcfg-key"}
+
+ENABLE = [
+    "systemd-networkd.service",
+    "ssh.service",
+    "imagectl-ssh-hostkey.service",
+    "imagectl-fwcfg-key.service",
+]
+MASK = [
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "systemd-networkd-wait-online.service",
+    "e2scrub_all.timer",
+    "fstrim.timer",
+]

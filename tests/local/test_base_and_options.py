@@ -1,0 +1,78 @@
+"""Base image cache keys, region choice and the CLI's bad-input paths (no VM needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from imagectl.errors import UserError
+from imagectl.local.base import BASE_PACKAGES, BaseSpec, find_base
+from imagectl.local.run import choose_regions
+from imagectl.stacks import load_resolved
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def resolved():
+    return load_resolved(REPO / "images", "local")[1]
+
+
+def test_base_spec_follows_the_stack_pins(resolved):
+    spec = BaseSpec.from_stack(resolved)
+    assert spec.kernel == resolved.stack.clouds.local.kernel
+    assert spec.codename == "bookworm"
+    assert "python3-venv" in spec.packages and "openssh-server" in spec.packages
+    assert spec.packages == BASE_PACKAGES
+
+
+def test_base_key_changes_with_what_changes_the_disk(resolved):
+    spec = BaseSpec.from_stack(resolved)
+    same = BaseSpec.from_stack(resolved)
+    assert spec.key() == same.key()
+    assert dataclasses.replace(spec, kernel="6.1.0-50-cloud-amd64").key() != spec.key()
+    assert dataclasses.replace(spec, mirror="http://example/debian").key() != spec.key()
+    assert dataclasses.replace(spec, packages=(*spec.packages, "jq")).key() != spec.key()
+    # the debootstrap stage does not depend on the kernel (it is installed afterwards)
+    other_kernel = dataclasses.replace(spec, kernel="6.1.0-50-cloud-amd64")
+    assert other_kernel.debootstrap_key() == spec.debootstrap_key()
+
+
+def test_an_incomplete_base_folder_is_not_a_cache_hit(resolved, _isolated_state: Path):
+    spec = BaseSpec.from_stack(resolved)
+    folder = _isolated_state / "local" / "base" / spec.key()
+    folder.mkdir(parents=True)
+    for name in ("disk.qcow2", "vmlinuz", "initrd.img", "id_ed25519"):
+        (folder / name).write_bytes(b"x")
+    assert find_base(spec) is None  # base.json is written last
+    (folder / "base.json").write_text("{}")
+    found = find_base(spec)
+    assert found is not None and found.cached and found.disk == folder / "disk.qcow2"
+
+
+def test_regions_are_the_first_n_of_the_stack(resolved):
+    assert choose_regions(resolved, None) == ["local-a", "local-b", "local-c"]
+    assert choose_regions(resolved, 2) == ["local-a", "local-b"]
+    with pytest.raises(UserError, match="has 3 local regions"):
+        choose_regions(resolved, 4)
+    with pytest.raises(UserError):
+        choose_regions(resolved, 0)
+
+
+def test_cli_too_many_regions_is_bad_input(cli):
+    res = cli("--root", str(REPO), "run", "--stack", "local", "--regions", "7")
+    assert res.code == 2
+    assert "--regions 7" in res.err and "local-a" in res.err
+
+
+def test_cli_a_stack_without_local_cloud_is_bad_input(cli):
+    res = cli("--root", str(REPO), "run", "--stack", "h100-training")
+    assert res.code == 2
+    assert "clouds.local" in res.err
+
+
+def test_cli_unknown_fault_is_bad_input(cli):
+    res = cli("--root", str(REPO), "run", "--inject-fault", "nonsense")
+    assert res.code == 2
+    assert "nonsense" in res.err

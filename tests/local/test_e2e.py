@@ -1,0 +1,133 @@
+"""The whole local pipeline for real: debootstrap base, Packer qemu + site.yml, QEMU boot,
+validation over SSH, catalog records and promotion into the local registry.
+
+Marked ``e2e``: runs under CI=true (or IMAGECTL_E2E=1) and needs root, debootstrap,
+qemu-system-x86_64, qemu-img, packer, ansible-playbook and the Debian archive. The base
+image and the candidate are cached in one state folder for the whole module
+(``IMAGECTL_E2E_STATE_DIR`` keeps it between sessions): the fault run reuses the
+candidate the first run built, so it costs a boot and a validation, not a build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from needs import require
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
+
+
+def _run(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+    env.update(IMAGECTL_STATE_DIR=str(state), COLUMNS="160")
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "imagectl"), "--root", str(REPO), "run", *args,
+         "--json"],
+        capture_output=True, text=True, env=env, timeout=timeout, check=False,
+    )  # fmt: skip
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON from imagectl run (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.returncode, data, proc.stderr
+
+
+def _catalog(state: Path):
+    os.environ["IMAGECTL_STATE_DIR"] = str(state)
+    from imagectl.catalog.db import open_catalog
+
+    return open_catalog()
+
+
+@pytest.fixture(scope="module")
+def promoted_run(e2e_state: Path) -> tuple[int, dict, str]:
+    return _run(e2e_state)
+
+
+def test_run_promotes_the_image_to_every_local_region(promoted_run, e2e_state: Path):
+    code, data, err = promoted_run
+    assert code == 0, f"{data.get('error')}\n{err[-3000:]}"
+    assert data["outcome"] == "promoted"
+    assert data["verdict"] == "pass" and data["failing_checks"] == []
+    assert data["regions_reached"] == ["local-a", "local-b", "local-c"]
+    image_id = data["image_id"]
+    assert image_id.startswith("sha256:")
+    registry = e2e_state / "registry"
+    for region in ("local-a", "local-b", "local-c"):
+        latest = (registry / region / "stacks" / "local" / "latest").read_text().strip()
+        assert latest == image_id
+        files = list((registry / region / "images").glob(image_id.split(":")[1] + ".*"))
+        assert any(f.suffix == ".qcow2" for f in files)
+    # Live progress named every step with its duration.
+    for title in ("Base image", "Build: packer qemu", "Boot candidate", "Validate", "Promote"):
+        assert title in err
+    assert set(data["timings"]) >= {"base", "build", "boot", "validate", "promote"}
+
+
+def test_the_receipt_passes_and_is_bound_to_the_image(promoted_run):
+    _code, data, _err = promoted_run
+    receipt = json.loads(Path(data["receipt"]).read_text())
+    assert receipt["image_id"] == data["image_id"]
+    assert receipt["verdict"] == "pass" and receipt["profile"] == "boot"
+    assert receipt["stack"] == "local"
+    ids = {c["id"] for c in receipt["checks"]}
+    assert "sw.packages.held" in ids and "sw.packages.pinned" in ids, ids
+    assert {"image.ssh_host_keys", "image.build_keys"} <= ids, ids
+    assert all(c["outcome"] in ("pass", "skip") for c in receipt["checks"])
+
+
+def test_the_catalog_holds_build_image_receipt_promotion_and_pointers(promoted_run, e2e_state):
+    _code, data, _err = promoted_run
+    from imagectl.catalog import repository as repo
+
+    catalog = _catalog(e2e_state)
+    with catalog.transaction() as s:
+        rows = [i for i in repo.list_images(s, stack="local", cloud="local")
+                if i.cloud_image_id == data["image_id"]]  # fmt: skip
+        assert {r.region for r in rows} == {"local-a", "local-b", "local-c"}
+        assert all(r.state == "promoted" for r in rows)
+        source = next(r for r in rows if r.region == "local-a")
+        assert source.build is not None and source.build.build_id == data["build_id"]
+        assert source.build.outcome == "succeeded"
+        runs = repo.receipts(s, source)
+        assert len(runs) == 1 and runs[0].verdict == "pass"
+        assert runs[0].receipt["image_id"] == data["image_id"]
+        for region in ("local-a", "local-b", "local-c"):
+            pointer = repo.get_pointer(s, "local", "local", region)
+            assert pointer is not None and pointer.image.cloud_image_id == data["image_id"]
+        kinds = {e.kind for e in repo.events(s, stack="local")}
+    assert {"build.started", "build.succeeded", "validation.receipt", "pointer.set"} <= kinds
+    # The status view was part of the run's output.
+    assert data["status"][0]["stack"] == "local"
+
+
+@pytest.mark.parametrize("fault", ["unheld-package", "ssh-host-key"])
+def test_an_injected_fault_is_blocked_with_the_failing_check_named(
+    promoted_run, e2e_state: Path, fault: str
+):
+    first_code, first, _ = promoted_run
+    require(first_code == 0, "the promoted run failed; its candidate is needed here")
+    code, data, err = _run(e2e_state, "--inject-fault", fault)
+    assert code == 1, err[-3000:]
+    assert data["outcome"] == "blocked"
+    assert data["candidate_reused"] is True and data["build_id"] == first["build_id"]
+    assert data["verdict"] == "fail" and data["regions_reached"] == []
+    names = " ".join(f"{c['name']} {c['title']} {c['message']}" for c in data["failing_checks"])
+    assert data["fault"]["expected_check"] in names.lower(), names
+    assert data["image_id"] != first["image_id"]
+    # Nothing moved: every region still points at the promoted image.
+    for region in ("local-a", "local-b", "local-c"):
+        latest = e2e_state / "registry" / region / "stacks" / "local" / "latest"
+        assert latest.read_text().strip() == first["image_id"]
+    from imagectl.catalog import repository as repo
+
+    with _catalog(e2e_state).transaction() as s:
+        row = repo.find_image(s, "local", "local-a", data["image_id"])
+        assert row is not None and row.state == "blocked"
+        assert data["failing_checks"][0]["name"] in (row.blocked_reason or "")

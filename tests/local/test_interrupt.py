@@ -1,0 +1,143 @@
+"""Ctrl-C stops every QEMU, packer and SSH process a local run started (checked in /proc).
+
+Two real cases: SIGINT to ``imagectl run`` while Packer's QEMU VM boots (packer cancels
+and takes its VM down), and SIGINT to the QEMU runner while it waits for SSH on the
+validation VM. Both need the cached base image, so both are ``e2e``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from imagectl.local.procs import alive, descendants
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _processes_mentioning(text: str) -> list[tuple[int, str]]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            line = _cmdline(int(entry))
+            if text in line and alive(int(entry)):
+                out.append((int(entry), line[:200]))
+    return out
+
+
+def _watch_until(proc: subprocess.Popen, want: str, timeout: float) -> set[int]:
+    """Collect the descendants of ``proc`` until one whose command line has ``want``
+    has been alive for a few seconds; returns every pid seen."""
+    seen: set[int] = set()
+    first_hit: float | None = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before the VM started"
+        kids = descendants(proc.pid)
+        seen |= kids
+        hit = any(want in _cmdline(p) for p in kids)
+        if hit and first_hit is None:
+            first_hit = time.monotonic()
+        if first_hit is not None and time.monotonic() - first_hit > 5:
+            return seen
+        time.sleep(0.3)
+    pytest.fail(f"no '{want}' process within {timeout:g} s")
+
+
+def _gone(pids: set[int], timeout: float = 30) -> set[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = {p for p in pids if alive(p)}
+        if not left:
+            return set()
+        time.sleep(0.2)
+    return {p for p in pids if alive(p)}
+
+
+def _env(state: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+    env.update(IMAGECTL_STATE_DIR=str(state), COLUMNS="160")
+    return env
+
+
+def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path):
+    imagectl = str(Path(sys.executable).parent / "imagectl")
+    proc = subprocess.Popen(
+        [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(e2e_state),
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        # The base may have to be built first (cold state): allow for it.
+        seen = _watch_until(proc, "qemu-system-x86_64", timeout=1500)
+        qemus = {p for p in seen if "qemu-system" in _cmdline(p)}
+        assert qemus, "packer's VM was not among the run's processes"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = out.decode(errors="replace")
+    assert proc.returncode == 130, text[-2000:]
+    assert "interrupted" in text
+    assert _gone(seen) == set(), "processes of the run survived Ctrl-C"
+    assert _processes_mentioning(str(e2e_state)) == []
+
+
+RUNNER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from imagectl.local import disk
+    from imagectl.local.base import BaseSpec, ensure_base
+    from imagectl.local.procs import Children
+    from imagectl.local.qemu import VmSpec, boot
+    from imagectl.local.ssh import generate_key
+    from imagectl.stacks import load_resolved
+
+    work = Path(sys.argv[1])
+    _, resolved = load_resolved(Path(sys.argv[2]) / "images", "local")
+    with Children() as ch:
+        base = ensure_base(BaseSpec.from_stack(resolved), ch)
+        key = generate_key(work / "ssh")
+        overlay = disk.overlay(ch, base.disk, work / "overlay.qcow2")
+        spec = VmSpec(disk=overlay, kernel=base.kernel, initrd=base.initrd,
+                      serial_log=work / "serial.log")
+        print("booting", flush=True)
+        boot(ch, spec, key, ssh_timeout=900)
+    """
+)
+
+
+def test_ctrl_c_while_waiting_for_ssh_stops_qemu_and_ssh(e2e_state: Path, tmp_path: Path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, str(tmp_path), str(REPO)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(e2e_state),
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        seen = _watch_until(proc, str(tmp_path / "overlay.qcow2"), timeout=1500)
+        qemus = {p for p in seen if "qemu-system" in _cmdline(p)}
+        assert len(qemus) == 1
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in out
+    assert _gone(seen) == set(), "qemu or ssh survived Ctrl-C"
+    assert _processes_mentioning(str(tmp_path)) == []
