@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+
 from imagectl.cli.common import console, emit_json, json_option, workspace
 
 FAULTS = ("unheld-package", "ssh-host-key")
@@ -91,8 +92,9 @@ def command(
 
 
 def _summary(out: Any, result: Any) -> None:
-    from imagectl.local.progress import fmt_s
     from rich.table import Table
+
+    from imagectl.local.progress import fmt_s
 
     table = Table(title="Local run", show_header=False, title_justify="left")
     table.add_column(style="bold")

@@ -415,8 +415,9 @@ def _action(value: str, verdict: str) -> str:
 
 
 def _build_pk(session: Any, build_id: str) -> int | None:
-    from imagectl.catalog.models import Build
     from sqlalchemy import select
+
+    from imagectl.catalog.models import Build
 
     row = session.scalar(select(Build).where(Build.build_id == build_id))
     return row.id if row is not None else None

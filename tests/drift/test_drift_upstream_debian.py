@@ -86,7 +86,8 @@ def test_older_pins_are_reported_and_written(cli, workspace_copy, mirror):
     text = path.read_text()
     assert 'kernel: "6.1.0-56-cloud-amd64"' in text
     assert 'jq: "1.6-2.1+deb12u3"' in text and 'chrony: "4.3-2+deb12u3"' in text
-    assert text.startswith("# The local stack: a Debian 12 QEMU VM")
+    assert text.startswith("# yaml-language-server: $schema=")  # comments kept, in order
+    assert text.splitlines()[1].startswith("# The local stack: a Debian 12 QEMU VM")
     assert run(cli, workspace_copy).code == 0  # nothing left to propose
 
 

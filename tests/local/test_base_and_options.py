@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+
 from imagectl.errors import UserError
 from imagectl.local.base import BASE_PACKAGES, BaseSpec, find_base
 from imagectl.local.run import choose_regions

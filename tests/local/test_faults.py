@@ -7,10 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from needs import require_tool
+
 from imagectl.errors import UserError
 from imagectl.local import disk, faults
 from imagectl.local.procs import Children
-from needs import require_tool
 
 STATUS = """Package: jq
 Status: hold ok installed

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from imagectl.local.procs import alive, descendants
 
 REPO = Path(__file__).resolve().parents[2]

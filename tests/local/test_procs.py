@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from imagectl.local.procs import ChildFailed, Children, alive, descendants
 
 # A script that starts a process tree through Children (sleep + a shell with its own

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.base import (
@@ -51,6 +52,10 @@ if TYPE_CHECKING:
 class GcpPromotion:
     def __init__(self, provider: GcpProvider) -> None:
         self.p = provider
+        # The family is one pointer for every region: promotion flips regions in
+        # parallel, so the per-region calls are serialised (the first does the work,
+        # the others find it done).
+        self._pointer_lock = threading.Lock()
 
     def _replica_name(self, image: CloudImage, region: str) -> str:
         return resource_name(image.image_id[:50], region)
@@ -130,6 +135,10 @@ class GcpPromotion:
         return str(raw.name)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        with self._pointer_lock:
+            self._set_family_pointer(stack, image_id)
+
+    def _set_family_pointer(self, stack: str, image_id: str) -> None:
         """Make ``image_id`` what the stack's family resolves to.
 
         A candidate belongs to no family, so the first time it is copied into the family
