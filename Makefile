@@ -38,8 +38,9 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy pipeline validators
 
+# Four workers on two cores: most tests wait on subprocesses, servers and emulators.
 unit: venv
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 4 --dist loadgroup
 
 test: system tools lint typecheck unit
 
