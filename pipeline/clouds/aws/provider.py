@@ -18,8 +18,6 @@ from imagectl.clouds.base import (
     TAG_STATE,
     CloudImage,
     Instance,
-    Provider,
-    ReplicaStatus,
 )
 from imagectl.clouds.common import (
     NotReachable,
@@ -27,6 +25,7 @@ from imagectl.clouds.common import (
     parse_time,
     utcnow,
 )
+from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
@@ -55,7 +54,7 @@ def _user_data(ssh_public_key: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-class AwsProvider(Provider):
+class AwsProvider(PromotionDelegate):
     cloud = "aws"
 
     def __init__(
@@ -338,31 +337,3 @@ class AwsProvider(Provider):
                 for reservation in page["Reservations"]:
                     found.extend(self._instance(raw, reg) for raw in reservation["Instances"])
         return found
-
-    # -- promotion (aws/promotion.py) ------------------------------
-    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        return self.promotion.replicate(image, region, token=token)
-
-    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        return self.promotion.replica_status(image, region)
-
-    def share(self, replica: CloudImage, sharing: Any) -> None:
-        return self.promotion.share(replica, sharing)
-
-    def get_pointer(self, stack: str, region: str) -> str | None:
-        return self.promotion.get_pointer(stack, region)
-
-    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        return self.promotion.set_pointer(stack, region, image_id)
-
-    def deprecate(
-        self,
-        image: CloudImage,
-        *,
-        replacement: CloudImage | None = None,
-        at: dt.datetime | None = None,
-    ) -> None:
-        return self.promotion.deprecate(image, replacement=replacement, at=at)
-
-    def delete(self, image: CloudImage) -> None:
-        return self.promotion.delete(image)

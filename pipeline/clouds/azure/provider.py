@@ -18,10 +18,9 @@ from imagectl.clouds.base import (
     TAG_STATE,
     CloudImage,
     Instance,
-    Provider,
-    ReplicaStatus,
 )
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
+from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError, UserError
 
 _VERSION_ID = re.compile(
@@ -43,7 +42,7 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
-class AzureProvider(Provider):
+class AzureProvider(PromotionDelegate):
     cloud = "azure"
 
     def __init__(
@@ -341,31 +340,3 @@ class AzureProvider(Provider):
                 )
             )
         return found
-
-    # -- promotion (azure/promotion.py) ------------------------------
-    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        return self.promotion.replicate(image, region, token=token)
-
-    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        return self.promotion.replica_status(image, region)
-
-    def share(self, replica: CloudImage, sharing: Any) -> None:
-        return self.promotion.share(replica, sharing)
-
-    def get_pointer(self, stack: str, region: str) -> str | None:
-        return self.promotion.get_pointer(stack, region)
-
-    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        return self.promotion.set_pointer(stack, region, image_id)
-
-    def deprecate(
-        self,
-        image: CloudImage,
-        *,
-        replacement: CloudImage | None = None,
-        at: dt.datetime | None = None,
-    ) -> None:
-        return self.promotion.deprecate(image, replacement=replacement, at=at)
-
-    def delete(self, image: CloudImage) -> None:
-        return self.promotion.delete(image)

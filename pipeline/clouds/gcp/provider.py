@@ -15,8 +15,6 @@ from imagectl.clouds.base import (
     TAG_STATE,
     CloudImage,
     Instance,
-    Provider,
-    ReplicaStatus,
 )
 from imagectl.clouds.common import (
     NotReachable,
@@ -27,6 +25,7 @@ from imagectl.clouds.common import (
     parse_time,
     utcnow,
 )
+from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.errors import UserError
@@ -50,7 +49,7 @@ def _image_state(raw: Any) -> str:
     )
 
 
-class GcpProvider(Provider):
+class GcpProvider(PromotionDelegate):
     cloud = "gcp"
 
     def __init__(
@@ -365,31 +364,3 @@ class GcpProvider(Provider):
                     continue
                 found.append(inst)
         return found
-
-    # -- promotion (gcp/promotion.py) ------------------------------
-    def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        return self.promotion.replicate(image, region, token=token)
-
-    def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        return self.promotion.replica_status(image, region)
-
-    def share(self, replica: CloudImage, sharing: Any) -> None:
-        return self.promotion.share(replica, sharing)
-
-    def get_pointer(self, stack: str, region: str) -> str | None:
-        return self.promotion.get_pointer(stack, region)
-
-    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        return self.promotion.set_pointer(stack, region, image_id)
-
-    def deprecate(
-        self,
-        image: CloudImage,
-        *,
-        replacement: CloudImage | None = None,
-        at: dt.datetime | None = None,
-    ) -> None:
-        return self.promotion.deprecate(image, replacement=replacement, at=at)
-
-    def delete(self, image: CloudImage) -> None:
-        return self.promotion.delete(image)
