@@ -72,10 +72,11 @@ def import_all(python: Path, cwd: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_wheel_install(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
-        check=True,
-    )
+    from imagectl.packer.build import build_validator_wheel
+    from imagectl.paths import Workspace
+
+    # The same builder the validator role uses (serialised per source tree).
+    build_validator_wheel(Workspace(root=REPO, images=REPO / "images"), dist)
     [wheel] = list(dist.glob("imagectl-*.whl"))
     python = fresh_venv(tmp_path / "venv")
     pip(python, str(wheel))

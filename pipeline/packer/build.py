@@ -9,6 +9,7 @@ folder for Packer < 1.7), ``packer.log`` and ``manifest.json``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib.util
 import os
@@ -16,7 +17,7 @@ import secrets
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,18 +170,37 @@ def plan_build(
     )
 
 
+@contextlib.contextmanager
+def _source_tree_lock(root: Path) -> Iterator[None]:
+    """One wheel build at a time per source tree: setuptools builds in ``<root>/build``,
+    and two concurrent builds there (parallel builds or test workers) collide."""
+    import fcntl
+    import hashlib
+    import tempfile
+
+    key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
+    lock_path = Path(tempfile.gettempdir()) / f"imagectl-wheel-{key}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def build_validator_wheel(ws: Workspace, dest: Path) -> str:
     """``pip wheel --no-deps`` of the workspace: the validator the image carries."""
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest)]
     if importlib.util.find_spec("setuptools") and importlib.util.find_spec("wheel"):
         cmd.append("--no-build-isolation")  # seconds instead of half a minute
-    proc = subprocess.run(
-        [*cmd, str(ws.root)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    with _source_tree_lock(ws.root):
+        proc = subprocess.run(
+            [*cmd, str(ws.root)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     wheels = sorted(dest.glob("imagectl-*.whl"))
     if proc.returncode != 0 or not wheels:
         raise UserError(

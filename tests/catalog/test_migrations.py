@@ -125,15 +125,12 @@ def test_default_catalog_is_a_sqlite_file_in_the_state_dir(_isolated_state: Path
 
 def test_migration_files_ship_in_the_wheel(tmp_path: Path) -> None:
     """Build the wheel and check the Alembic environment and revisions are inside."""
-    import subprocess
-    import sys
+
+    from imagectl.packer.build import build_validator_wheel
+    from imagectl.paths import Workspace
 
     root = Path(__file__).resolve().parents[2]
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path), str(root)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
+    build_validator_wheel(Workspace(root=root, images=root / "images"), tmp_path)
     (wheel,) = tmp_path.glob("imagectl-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     base = "imagectl/catalog/migrations/"
