@@ -38,9 +38,10 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy pipeline validators
 
-# Four workers on two cores: most tests wait on subprocesses, servers and emulators.
+# Four workers on two cores (most tests wait on subprocesses, servers and emulators);
+# one module per worker, so a module-scoped fixture (Debian root, e2e image) runs once.
 unit: venv
-	$(BIN)/pytest -q -n 4 --dist loadgroup
+	$(BIN)/pytest -q -n 4 --dist loadfile
 
 test: system tools lint typecheck unit
 

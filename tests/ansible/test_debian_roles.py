@@ -31,8 +31,7 @@ from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
 from tests.support import ROOT, require_root, require_tool
 
-# One xdist worker runs the module: its fixture provisions a Debian root once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("debian-roles")]
+pytestmark = pytest.mark.slow
 
 LEFTOVERS = {
     "etc/ssh/ssh_host_ed25519_key": "fake host key",

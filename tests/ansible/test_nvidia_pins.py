@@ -25,9 +25,6 @@ from imagectl.stacks import load_resolved
 from imagectl.stacks.variables import ansible_vars, write_var_files
 from tests.support import ROOT, require_root, require_tool
 
-# One xdist worker runs the module: its fixture builds the apt sandbox once.
-pytestmark = pytest.mark.xdist_group("nvidia-pins")
-
 HERE = Path(__file__).resolve().parent
 ROLES = ROOT / "playbooks" / "roles"
 NVIDIA_ROLES = (

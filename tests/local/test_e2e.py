@@ -20,8 +20,7 @@ import pytest
 from needs import require
 
 REPO = Path(__file__).resolve().parents[2]
-# One worker runs the whole module under xdist (its fixtures build one image).
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local-e2e")]
+pytestmark = pytest.mark.e2e
 
 
 def _run(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict, str]:
