@@ -16,6 +16,7 @@ Faults (each returns the ``Fault`` rule or nothing)::
     fake.quota_error()                      # VM PUTs: 409 QuotaExceeded
     fake.never_running()                    # VMs stay PowerState/starting
     fake.fail_replication("westus3")        # replication to that region ends Failed
+    fake.heal_replication("westus3")        # later attempts there succeed
 
 Everything is kept as ARM JSON (``id``, ``name``, ``type``, ``location``, ``tags``,
 ``properties``) in ``fake.resources`` keyed by the lower-cased resource id. PUT, PATCH
@@ -23,7 +24,9 @@ and DELETE are long-running: 201/202 with an ``Azure-AsyncOperation`` header who
 status is InProgress until polled ``op_polls`` times, then Succeeded (or Failed with
 an error); the resource's ``provisioningState`` follows. Gallery image versions report
 ``replicationStatus`` (with ``$expand=ReplicationStatus``): each target region is
-Replicating for ``replication_polls`` reads, then Completed.
+Replicating for ``replication_polls`` reads, then Completed. A replication that failed
+stays Failed after ``heal_replication`` (as in Azure): only a new attempt, the region
+removed from ``targetRegions`` and added again, replicates it.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class FakeAzureArm(FakeServer):
         self._quota: list[int | None] = []
         self._never_running = False
         self._failed_regions: set[str] = set()
+        self._failed_replicas: set[tuple[str, str]] = set()  # (version key, region)
         self._replication_reads: dict[tuple[str, str], int] = {}
         self._boot_reads: dict[str, int] = {}
         r = self.route
@@ -197,6 +201,19 @@ class FakeAzureArm(FakeServer):
     def fail_replication(self, region: str) -> None:
         self._failed_regions.add(region.lower())
 
+    def heal_replication(self, region: str) -> None:
+        """New replications to ``region`` succeed; those that failed stay failed."""
+        self._failed_regions.discard(region.lower())
+
+    def _retarget(self, key: str, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
+        """A region dropped from the target list loses its replica and its history."""
+        kept = {t["name"].replace(" ", "").lower() for t in new}
+        for target in old:
+            region = target["name"].replace(" ", "").lower()
+            if region not in kept:
+                self._failed_replicas.discard((key, region))
+                self._replication_reads.pop((key, region), None)
+
     # -- long-running operations -----------------------------------------------------------
     def _start_op(self, target: str, finish: Any, error: dict[str, Any] | None = None) -> str:
         op_id = f"op-{next(self._ids):06d}"
@@ -279,7 +296,9 @@ class FakeAzureArm(FakeServer):
             region = target["name"].lower()
             reads = self._replication_reads.get((key, region), 0) + 1
             self._replication_reads[(key, region)] = reads
-            if region in self._failed_regions:
+            if region in self._failed_regions and (key, region) not in self._failed_replicas:
+                self._failed_replicas.add((key, region))
+            if (key, region) in self._failed_replicas:
                 state, progress = "Failed", 0
             elif reads > self.replication_polls:
                 state, progress = "Completed", 100
@@ -349,9 +368,10 @@ class FakeAzureArm(FakeServer):
         props = body.pop("properties", {}) or {}
         publishing = props.get("publishingProfile", {})
         if "targetRegions" in publishing:  # a list replaces, it does not merge
-            res["properties"].setdefault("publishingProfile", {})["targetRegions"] = publishing.pop(
-                "targetRegions"
-            )
+            profile = res["properties"].setdefault("publishingProfile", {})
+            new_targets = publishing.pop("targetRegions")
+            self._retarget(key, profile.get("targetRegions", []), new_targets)
+            profile["targetRegions"] = new_targets
         _merge(res["properties"], props)
         res["properties"]["provisioningState"] = "Updating"
 

@@ -297,9 +297,6 @@ def azure_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         targets = body.get("properties", {}).get("publishingProfile", {}).get("targetRegions", [])
         return sum(1 for t in targets if t["name"].replace(" ", "").lower() == region.lower())
 
-    def heal(region: str) -> None:
-        fake._failed_regions.discard(region.lower())
-
     return CloudEnv(
         "azure",
         resolved,
@@ -310,6 +307,6 @@ def azure_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         seed_cloud,
         count_copies,
         fake.fail_replication,
-        heal,
+        fake.heal_replication,
         env={"IMAGECTL_AZURE_ENDPOINT": fake.endpoint},
     )

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from imagectl.catalog import repository as repo
+from imagectl.promotion.crash import POINTS
 
 
 def replicas_of(env, source: str, region: str) -> list[str]:
@@ -23,7 +24,19 @@ def replicas_of(env, source: str, region: str) -> list[str]:
     return [i["ImageId"] for i in found]
 
 
-KILLS = ["after_copy_call:2", "after_region_done:1", "after_pointer_set:2"]
+KILLS = [
+    "after_copy_requested:2",
+    "after_copy_call:2",
+    "after_copy_started:2",
+    "after_region_done:1",
+    "before_pointer_flip",
+    "after_pointer_set:2",
+    "before_finish",
+]
+
+
+def test_every_kill_point_is_covered_on_aws() -> None:
+    assert sorted(k.split(":")[0] for k in KILLS) == sorted(POINTS)
 
 
 @pytest.mark.parametrize("kill", KILLS)
@@ -48,13 +61,31 @@ def test_aws_kill_and_rerun(world, cloud_aws, kill: str) -> None:
         # exactly one replica per region (the one tagged with the source id, which the
         # catalog and SSM name); pointer flips and copy records are counted below.
         assert replicas_of(env, img.cloud_image_id, region) == [pointers[region]]
-        # moto ignores ClientToken and allows duplicate AMI names: a kill while another
-        # region's CopyImage was in flight (before the provider tagged the copy) can leave
-        # one untagged orphan there; real EC2 returns the same AMI for the same token.
-        copies = env.count_copies(img.cloud_image_id, region)
-        assert copies == 1 or (copies == 2 and kill != "after_pointer_set:2"), copies
+        # every AMI with the image's name, tagged or not: moto ignores ClientToken and
+        # TagSpecifications, so a copy the kill left untagged must have been adopted
+        assert env.count_copies(img.cloud_image_id, region) == 1
         assert provider.get_pointer("h100-training", region) == pointers[region]  # SSM
     assert pointers["us-east-1"] == img.cloud_image_id
     sets = Counter(e.details["region"] for e in world.events("pointer.set"))
     assert sets == Counter(env.regions)
     assert len(world.events("promotion.pointer.flipped")) == 1
+
+
+def test_untagged_copy_left_by_a_kill_is_adopted(world, cloud_aws) -> None:
+    """What a kill between CopyImage and the tagging leaves on an emulator: an untagged
+    AMI with the image's name. The re-run adopts it instead of copying again."""
+    import boto3
+
+    env = cloud_aws
+    img = env.seed()
+    region = env.regions[-1]
+    source = boto3.client("ec2", region_name="us-east-1", endpoint_url=env.endpoint)
+    name = source.describe_images(ImageIds=[img.cloud_image_id])["Images"][0]["Name"]
+    dest = boto3.client("ec2", region_name=region, endpoint_url=env.endpoint)
+    orphan = dest.copy_image(Name=name, SourceImageId=img.cloud_image_id, SourceRegion="us-east-1")
+    args = ("promote", img.cloud_image_id, "--stack", "h100-training", "--cloud", "aws")
+    done = world.run_cli(*args, timeout=300, **env.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert env.count_copies(img.cloud_image_id, region) == 1
+    assert replicas_of(env, img.cloud_image_id, region) == [orphan["ImageId"]]
+    assert env.provider().get_pointer("h100-training", region) == orphan["ImageId"]

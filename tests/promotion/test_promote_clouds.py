@@ -74,8 +74,6 @@ def test_region_failing_for_good_then_healed(cloud) -> None:
         assert result.resume_command and "--stack h100-training" in result.resume_command
         assert _pointers(cloud, cloud.provider()) == before
         assert _catalog_pointers(cloud) == old_pointers  # unchanged in every region
-    if cloud.cloud == "azure":
-        return  # a failed Azure replication is not retried by re-adding the region
     cloud.heal(bad)
     result = promote(cloud.catalog, cloud.provider(), cloud.resolved, new.id, poll_s=0.01)
     assert result.state == "promoted", result.regions

@@ -78,21 +78,51 @@ class AwsPromotion:
         )
         return ReplicaStatus(region, state, replica.image_id, detail=replica.state)
 
+    def _orphan(self, image: CloudImage, region: str) -> dict[str, Any] | None:
+        """A copy of ``image`` in ``region`` that was never tagged as its replica.
+
+        A run killed between ``CopyImage`` and the tagging leaves one where the cloud
+        did not apply the request's tags (real EC2 applies ``TagSpecifications`` with
+        the copy and returns the same AMI for the same ``ClientToken``; emulators may
+        do neither). AMI names are unique per account and region, so our image's name
+        without a source tag is that copy. ``SourceImageId`` is compared when reported.
+        """
+        if not image.name:
+            return None
+        resp = self.p.clients.ec2(region).describe_images(
+            Owners=["self"],
+            Filters=[{"Name": "name", "Values": [image.name]}],
+            IncludeDeprecated=True,
+        )
+        for raw in sorted(resp["Images"], key=lambda r: str(r.get("CreationDate", ""))):
+            if raw.get("State") == "deregistered" or TAG_SOURCE_IMAGE in _tags(raw.get("Tags")):
+                continue
+            if raw.get("SourceImageId", image.image_id) == image.image_id:
+                return dict(raw)
+        return None
+
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
         existing = self._replica(image, region)
         if existing is not None:
             return self._status(region, existing)
         ec2 = self.p.clients.ec2(region)
-        copy = ec2.copy_image(
-            Name=image.name or image.image_id,
-            SourceImageId=image.image_id,
-            SourceRegion=image.region,
-            ClientToken=token[:64],
-            CopyImageTags=True,
-        )
-        new_id = str(copy["ImageId"])
-        # copy_image may not copy tags (moto never does): tag the copy and its snapshots.
         tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
+        orphan = self._orphan(image, region)
+        if orphan is not None:  # adopted: tagged below, not copied a second time
+            new_id = str(orphan["ImageId"])
+        else:
+            copy = ec2.copy_image(
+                Name=image.name or image.image_id,
+                SourceImageId=image.image_id,
+                SourceRegion=image.region,
+                ClientToken=token[:64],
+                TagSpecifications=[
+                    {"ResourceType": kind, "Tags": _tag_list(tags)}
+                    for kind in ("image", "snapshot")
+                ],
+            )
+            new_id = str(copy["ImageId"])
+        # Tagged again: emulators (moto) ignore TagSpecifications on CopyImage.
         resources = [new_id, *self.p._snapshots(new_id, region)]
         ec2.create_tags(Resources=resources, Tags=_tag_list(tags))
         return self._status(region, self.p.get_image(new_id, region))

@@ -58,32 +58,54 @@ class AzurePromotion:
         return a.replace(" ", "").lower() == b.replace(" ", "").lower()
 
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        """Add ``region`` to the version's target regions (idempotent: present is done)."""
-        from azure.mgmt.compute.models import (
-            GalleryImageVersionPublishingProfile,
-            GalleryImageVersionUpdate,
-            TargetRegion,
-        )
+        """Add ``region`` to the version's target regions.
 
-        raw = self.p._get_raw(image.image_id)
+        Idempotent: a region already listed is left to replicate. One whose replication
+        failed is a new attempt (the resume after a failure): Azure does not retry a
+        failed region by itself, so it is dropped from the target regions (awaited) and
+        added again.
+        """
+        raw = self.p._get_raw(image.image_id, expand="ReplicationStatus")
         if raw is None:
             raise UserError(f"gallery image version {image.image_id} does not exist")
         current = list(raw.publishing_profile.target_regions or [])
-        if not any(self._same_region(t.name, region) for t in current):
+        listed = any(self._same_region(t.name, region) for t in current)
+        if listed and self._replication_state(raw, region) == "failed":
+            current = [t for t in current if not self._same_region(t.name, region)]
+            self._set_targets(image, raw, current).result()
+            listed = False
+        if not listed:
+            from azure.mgmt.compute.models import TargetRegion
+
             current.append(
                 TargetRegion(
                     name=region, regional_replica_count=1, storage_account_type="Standard_LRS"
                 )
             )
-            rg, gallery, definition, version = self.p._parts(image.image_id)
-            update = GalleryImageVersionUpdate()
-            update.publishing_profile = GalleryImageVersionPublishingProfile(
-                target_regions=current,
-                exclude_from_latest=raw.publishing_profile.exclude_from_latest,
-            )
             # Started, not awaited: replication takes minutes to hours per region.
-            self.p.versions.begin_update(rg, gallery, definition, version, update)
+            self._set_targets(image, raw, current)
         return self.replica_status(image, region)
+
+    def _set_targets(self, image: CloudImage, raw: Any, targets: list[Any]) -> Any:
+        from azure.mgmt.compute.models import (
+            GalleryImageVersionPublishingProfile,
+            GalleryImageVersionUpdate,
+        )
+
+        rg, gallery, definition, version = self.p._parts(image.image_id)
+        update = GalleryImageVersionUpdate()
+        update.publishing_profile = GalleryImageVersionPublishingProfile(
+            target_regions=targets,
+            exclude_from_latest=raw.publishing_profile.exclude_from_latest,
+        )
+        return self.p.versions.begin_update(rg, gallery, definition, version, update)
+
+    def _replication_state(self, raw: Any, region: str) -> str:
+        summary = raw.replication_status.summary if raw.replication_status else []
+        for entry in summary or []:
+            if self._same_region(entry.region or "", region):
+                return REPLICATION.get(str(getattr(entry.state, "value", entry.state)), "pending")
+        return "pending"
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         raw = self.p._get_raw(image.image_id, expand="ReplicationStatus")
@@ -92,7 +114,7 @@ class AzurePromotion:
         summary = raw.replication_status.summary if raw.replication_status else []
         for entry in summary or []:
             if self._same_region(entry.region or "", region):
-                state = REPLICATION.get(str(getattr(entry.state, "value", entry.state)), "pending")
+                state = self._replication_state(raw, region)
                 return ReplicaStatus(region, state, image.image_id, detail=entry.details or "")
         return ReplicaStatus(region, "pending", image.image_id)
 
