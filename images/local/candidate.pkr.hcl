@@ -1,6 +1,8 @@
-# The local candidate: a qcow2 built under QEMU from a Debian 12 debootstrap disk, booted
-# directly with the pinned kernel (no bootloader), provisioned over SSH by the same
-# playbook as the clouds. Its "tags" travel in Packer's manifest (custom_data).
+# The local candidate: a qcow2 built under QEMU from a Debian 12 disk, booted directly
+# with the pinned kernel (no bootloader), provisioned over SSH by the same playbook as
+# the clouds. imagectl run gives it a disk whose root site.yml already provisioned
+# natively in a chroot, and ansible_tags=booted: this pass runs the roles that belong
+# in the booted image (manifest, hygiene). Its "tags" travel in Packer's manifest.
 source "qemu" "candidate" {
   disk_image       = true
   iso_url          = "${var.local_base_dir}/disk.qcow2"
@@ -24,8 +26,10 @@ source "qemu" "candidate" {
   communicator         = var.skip_provisioning ? "none" : "ssh"
   ssh_username         = var.ssh_username
   ssh_private_key_file = "${var.local_base_dir}/id_ed25519"
-  ssh_timeout          = "10m"
-  shutdown_command     = "systemctl poweroff"
+  ssh_timeout          = "20m"
+  # sshd answers slowly under TCG on a busy machine: keep trying the handshake
+  ssh_handshake_attempts = 60
+  shutdown_command       = "systemctl poweroff"
 }
 
 build {
@@ -38,6 +42,7 @@ build {
     use_proxy     = false
     extra_arguments = [
       "--extra-vars", "@${var.ansible_vars_file}",
+      "--tags", var.ansible_tags,
     ]
     ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
   }

@@ -87,6 +87,11 @@ variable "ssh_username" {
   type    = string
   default = "root"
 }
+variable "ansible_tags" {
+  type        = string
+  default     = "all"
+  description = "Which site.yml tags Packer's Ansible pass runs: all, or booted after a native chroot pass."
+}
 variable "skip_provisioning" {
   type    = bool
   default = false

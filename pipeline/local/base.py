@@ -6,7 +6,9 @@ Recipe (needs root, debootstrap, mkfs.ext4 and qemu-img; no loop mounts):
 2. in a chroot: the archive's -updates and -security suites, the pinned
    ``linux-image-<kernel>`` (with its initramfs, made once, natively), the guest set-up
    files of ``guest_setup``, a build key for Packer's SSH communicator;
-3. ``mkfs.ext4 -d ROOTFS disk.raw`` then ``qemu-img convert -O qcow2``;
+3. the finished root kept as ``rootfs.tar`` (the candidate is provisioned from it,
+   natively, see ``provision``), and ``mkfs.ext4 -d ROOTFS disk.raw`` then
+   ``qemu-img convert -O qcow2`` for a bootable disk;
 4. the kernel and initrd copied out next to the disk for direct kernel boot.
 
 The result lives in ``<state dir>/local/base/<key>/`` where ``key`` hashes every input
@@ -17,25 +19,25 @@ and renamed into place, so a cancelled build never leaves a half base behind.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import shutil
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from imagectl.errors import UserError
 from imagectl.local import guest_setup
+from imagectl.local.chroot import chroot_ready, remove_root
+from imagectl.local.disk import make_disk
 from imagectl.local.procs import Children
 from imagectl.paths import state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
 # Bump when the recipe changes in a way that changes the disk.
-RECIPE_VERSION = 4
+RECIPE_VERSION = 5
 
 # What the reference measured as the smallest set that boots, networks, serves SSH and
 # runs Ansible quickly (python3-apt: Ansible's apt module would install it, slowly).
@@ -139,7 +141,7 @@ def base_root() -> Path:
 
 def find_base(spec: BaseSpec) -> BaseImage | None:
     folder = base_root() / spec.key()
-    needed = ("disk.qcow2", "vmlinuz", "initrd.img", "id_ed25519", "base.json")
+    needed = ("disk.qcow2", "rootfs.tar", "vmlinuz", "initrd.img", "id_ed25519", "base.json")
     if all((folder / n).is_file() for n in needed):
         return BaseImage(folder=folder, spec=spec, cached=True)
     return None
@@ -160,13 +162,12 @@ def ensure_base(
     work.mkdir(parents=True)
     try:
         _build(spec, work, children, note)
-        _unmount_all(work / "rootfs")
-        shutil.rmtree(work / "rootfs", ignore_errors=True)
+        remove_root(work / "rootfs")
         if final.exists():
             shutil.rmtree(final)
         os.replace(work, final)
     finally:
-        _unmount_all(work / "rootfs")
+        remove_root(work / "rootfs")
         shutil.rmtree(work, ignore_errors=True)
     return BaseImage(folder=final, spec=spec, cached=False)
 
@@ -227,17 +228,12 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
         os.replace(partial, tarball)
     t_boot = time.monotonic() - t0
     _write_guest_files(rootfs, spec)
-    with _chroot_mounts(rootfs):
+    with chroot_ready(rootfs):  # the guest's own resolv.conf is written below
         env = {
             "DEBIAN_FRONTEND": "noninteractive",
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
             "LC_ALL": "C",
         }
-        policy = rootfs / "usr/sbin/policy-rc.d"
-        policy.write_text("#!/bin/sh\nexit 101\n")
-        policy.chmod(0o755)
-        # The resolver for the chroot (the guest's own resolv.conf is written after).
-        shutil.copyfile("/etc/resolv.conf", rootfs / "etc/resolv.conf")
         note(f"kernel linux-image-{spec.kernel} from {spec.codename}-security (chroot)")
         chroot = ["chroot", str(rootfs)]
         children.run([*chroot, "apt-get", "update"], name="apt-get update", log=log, env=env)
@@ -259,7 +255,6 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
         for unit in guest_setup.MASK:
             children.run([*chroot, "systemctl", "mask", unit], name="systemctl", log=log)
         children.run([*chroot, "apt-get", "clean"], name="apt-get clean", log=log, env=env)
-        policy.unlink()
     # No baked host keys, an empty machine-id: the image's first boot makes its own.
     for key in (rootfs / "etc/ssh").glob("ssh_host_*"):
         key.unlink()
@@ -280,20 +275,14 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
     shutil.copyfile(rootfs / f"boot/vmlinuz-{spec.kernel}", work / "vmlinuz")
     shutil.copyfile(rootfs / f"boot/initrd.img-{spec.kernel}", work / "initrd.img")
     fw_cfg = _kernel_config(rootfs, spec.kernel, "CONFIG_FW_CFG_SYSFS")
-    note(f"disk: mkfs.ext4 -d ({spec.disk_gib} GiB) + qemu-img convert")
-    raw = work / "disk.raw"
+    note("root file system kept as rootfs.tar (the candidate is provisioned from it)")
     children.run(
-        ["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(rootfs), str(raw),
-         f"{spec.disk_gib}G"],
-        name="mkfs.ext4",
-        log=log,
-    )  # fmt: skip
-    children.run(
-        ["qemu-img", "convert", "-O", "qcow2", str(raw), str(work / "disk.qcow2")],
-        name="qemu-img convert",
+        ["tar", "-C", str(rootfs), "--numeric-owner", "-cpf", str(work / "rootfs.tar"), "."],
+        name="tar",
         log=log,
     )
-    raw.unlink()
+    note(f"disk: mkfs.ext4 -d ({spec.disk_gib} GiB) + qemu-img convert")
+    make_disk(children, rootfs, work / "disk.qcow2", spec.disk_gib, log=log)
     meta = {
         "key": spec.key(),
         "codename": spec.codename,
@@ -333,31 +322,3 @@ def _kernel_config(rootfs: Path, kernel: str, option: str) -> str:
         if line.startswith(f"{option}="):
             return line.split("=", 1)[1]
     return "n"
-
-
-@contextlib.contextmanager
-def _chroot_mounts(rootfs: Path) -> Iterator[None]:
-    """/proc, /sys and /dev/pts for apt and the kernel's postinst (no loop devices)."""
-    mounted: list[Path] = []
-    try:
-        for fstype, rel in (("proc", "proc"), ("sysfs", "sys"), ("devpts", "dev/pts")):
-            target = rootfs / rel
-            target.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["mount", "-t", fstype, fstype, str(target)], check=True)
-            mounted.append(target)
-        yield
-    finally:
-        for target in reversed(mounted):
-            subprocess.run(["umount", "-l", str(target)], check=False)
-
-
-def _unmount_all(rootfs: Path) -> None:
-    """Lazy-unmount anything still mounted below ``rootfs`` (after a cancelled build)."""
-    try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
-    except OSError:
-        return
-    prefix = str(rootfs.resolve())
-    targets = [m.split()[1] for m in mounts if len(m.split()) > 1]
-    for target in sorted((t for t in targets if t.startswith(prefix)), reverse=True):
-        subprocess.run(["umount", "-l", target], check=False)

@@ -1,12 +1,16 @@
-"""Build the local candidate with Packer's qemu builder and playbooks/site.yml.
+"""Build the local candidate: site.yml natively in a chroot, then Packer's qemu builder.
 
 ``build_candidate`` calls the same ``imagectl.packer.build.run_build`` as ``imagectl
 build`` (images/local/ template, the stack's pins as Packer and Ansible variables) with
-the cached base image and the chosen accelerator. Each finished candidate is also kept
-in ``<state dir>/local/candidates/<inputs key>/`` so that a later run asked to
-``reuse`` it (the fault demonstration, CI's second run) skips the build when nothing that
-goes into the image changed: the stack digest, the base image, the template, the
-playbooks and the imagectl sources that become the validator wheel.
+the chosen accelerator. Before Packer starts, ``provision`` runs site.yml's roles in a
+chroot of the cached base image's root (native speed) and writes the disk Packer boots;
+Packer's Ansible provisioner then runs the roles tagged ``booted`` in the VM.
+
+Each finished candidate is also kept in ``<state dir>/local/candidates/<inputs key>/``
+so that a later run asked to ``reuse`` it (the fault demonstration, CI's second run)
+skips the build when nothing that goes into the image changed: the stack digest, the
+base image, the template, the playbooks and the imagectl sources that become the
+validator wheel.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +29,9 @@ from typing import Any
 
 from imagectl.errors import UserError
 from imagectl.local.base import BaseImage
+from imagectl.local.procs import Children
+from imagectl.local.progress import Progress, Step
+from imagectl.local.provision import BOOTED_TAG, provision, provisioned_dir
 from imagectl.paths import Workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
@@ -116,51 +124,94 @@ def build_candidate(
     *,
     accel: str,
     build_id: str,
-    note: Note,
+    progress: Progress,
+    children: Children,
     env: dict[str, str] | None = None,
     timeout: float = 3600,
 ) -> Candidate:
+    """Two progress steps: ``provision`` (site.yml natively in a chroot, see
+    ``provision``) then ``build`` (Packer's qemu build runs the booted roles)."""
     from imagectl.local.wheelhouse import ensure_wheelhouse
-    from imagectl.packer.build import run_build
+    from imagectl.packer.build import BuildPlan, run_build
 
-    note("validator dependency wheels (pip download, cached)")
-    wheelhouse = ensure_wheelhouse()
+    local = resolved.stack.clouds.local
+    assert local is not None
+    started = time.monotonic()
+    build_step: list[Step] = []
 
     def on_event(event: Any) -> None:
-        if event.type != "ui":
+        if event.type != "ui" or not build_step:
             return
         for raw in reversed((event.text or "").splitlines()):
             line = raw.split("qemu.candidate:", 1)[-1].strip().rstrip("*").strip()
             if line and line != "==>":
-                note(line[:160])
+                build_step[0].note(line[:160])
                 return
 
     # Ansible's SSH master connections (ControlPersist) leave packer's process group; their
     # sockets live in a folder of this build so that they can be found and stopped.
     control_dir = state_dir() / "local" / "ssh-control" / build_id
     control_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        result = run_build(
-            resolved,
-            "local",
-            workspace=ws,
-            build_id=build_id,
-            overrides={"local_accelerator": accel},
-            env={
-                **(env or {}),
-                "ANSIBLE_PIPELINING": "True",
-                "ANSIBLE_HOST_KEY_CHECKING": "False",
-                "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
-                # Debian 12's python3: no interpreter discovery round trip under TCG
-                "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
-            },
-            on_event=on_event,
-            timeout=timeout,
-            local_base_dir=str(base.folder),
-            validator_wheelhouse=str(wheelhouse),
+    folder = (state_dir() / "builds" / build_id).resolve()
+    with contextlib.ExitStack() as provision_step, contextlib.ExitStack() as packer_step:
+        st = provision_step.enter_context(
+            progress.step("provision", "Provision: playbooks/site.yml natively in a chroot")
         )
-    finally:
-        stop_ssh_masters(control_dir)
+        st.note("validator dependency wheels (pip download, cached)")
+        wheelhouse = ensure_wheelhouse()
+        st.note("imagectl wheel for the validator role")
+
+        def before_packer(plan: BuildPlan) -> None:
+            provision(
+                base=base,
+                build_folder=plan.folder,
+                playbook=Path(plan.packer_vars["playbook_file"]),
+                ansible_vars_file=plan.ansible_vars_file,
+                ansible_config=Path(plan.env["ANSIBLE_CONFIG"]),
+                kernel=local.kernel,
+                disk_gib=local.build.disk_gib,
+                children=children,
+                note=st.note,
+                timeout=max(60.0, timeout - (time.monotonic() - started)),
+            )
+            provision_step.close()
+            build_step.append(
+                packer_step.enter_context(
+                    progress.step(
+                        "build", f"Build: packer qemu ({accel}) + site.yml's {BOOTED_TAG} roles"
+                    )
+                )
+            )
+
+        try:
+            result = run_build(
+                resolved,
+                "local",
+                workspace=ws,
+                build_id=build_id,
+                var_dir=folder,
+                overrides={"local_accelerator": accel, "ansible_tags": BOOTED_TAG},
+                env={
+                    **(env or {}),
+                    "ANSIBLE_PIPELINING": "True",
+                    "ANSIBLE_HOST_KEY_CHECKING": "False",
+                    "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
+                    # Debian 12's python3: no interpreter discovery round trip under TCG
+                    "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
+                    # An emulated guest on a busy machine answers slowly: wait, and retry
+                    # a dropped connection instead of calling the host unreachable.
+                    "ANSIBLE_TIMEOUT": "120",
+                    "ANSIBLE_SSH_RETRIES": "5",
+                },
+                on_event=on_event,
+                timeout=timeout,
+                local_base_dir=str(provisioned_dir(folder)),
+                validator_wheelhouse=str(wheelhouse),
+                before_packer=before_packer,
+            )
+        finally:
+            stop_ssh_masters(control_dir)
+        shutil.rmtree(provisioned_dir(folder), ignore_errors=True)  # Packer made its copy
     disks = [Path(a.id) for a in result.artifacts if str(a.id).endswith(".qcow2")]
     if not disks or not disks[0].is_file():
         raise UserError(

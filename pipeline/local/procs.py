@@ -18,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -179,6 +179,47 @@ class Children:
         if check and proc.returncode != 0:
             raise ChildFailed(name, argv, proc.returncode, text[-2000:])
         return text
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str,
+        on_line: Callable[[str], None],
+        log: Path,
+        timeout: float | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """Run to completion, each output line to ``log`` and ``on_line`` as it comes."""
+        proc = self.popen(argv, name=name, stdout=subprocess.PIPE, env=env)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            self.stop(proc)
+
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, expire)
+            timer.daemon = True
+            timer.start()
+        try:
+            assert proc.stdout is not None
+            with log.open("ab") as fh:
+                for raw in proc.stdout:
+                    fh.write(raw)
+                    fh.flush()
+                    on_line(raw.decode(errors="replace").rstrip())
+            proc.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if proc.poll() is None:
+                self.stop(proc)
+            self._forget(proc)
+        if proc.returncode != 0:
+            tail = f"timed out after {timeout:g} s" if expired.is_set() else _tail(log)[-2000:]
+            raise ChildFailed(name, argv, proc.returncode, tail)
 
     # -- stopping ------------------------------------------------------------------
     def pids(self) -> list[int]:

@@ -213,13 +213,11 @@ def _pipeline(
                 cloud=CLOUD, git_commit=git_commit(ws.root),
             )  # fmt: skip
             build_pk = build_row.id
-        title = f"Build: packer qemu ({accel.name}) + playbooks/site.yml"
         try:
-            with progress.step("build", title) as st:
-                candidate = build_candidate(
-                    ws, resolved, base, accel=accel.name, build_id=build_id, note=st.note,
-                    timeout=opts.build_timeout_s,
-                )  # fmt: skip
+            candidate = build_candidate(
+                ws, resolved, base, accel=accel.name, build_id=build_id, progress=progress,
+                children=children, timeout=opts.build_timeout_s,
+            )  # fmt: skip
         except BaseException as exc:
             with catalog.transaction() as s:
                 repo.finish_build(s, _get_build(s, build_pk), outcome=_build_outcome(exc))

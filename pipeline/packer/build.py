@@ -225,8 +225,13 @@ def run_build(
     cleanup_timeout: float = 900.0,
     local_base_dir: str = "",
     validator_wheelhouse: str = "",
+    before_packer: Callable[[BuildPlan], None] | None = None,
 ) -> BuildResult:
-    """Build one candidate with the real packer and return its artifacts."""
+    """Build one candidate with the real packer and return its artifacts.
+
+    ``before_packer`` runs once the var files are written and before packer starts (the
+    local build provisions its disk natively there, with the plan's Ansible vars).
+    """
     ws = workspace or find_workspace()
     binary = find_packer()
     bid = build_id or new_build_id()
@@ -247,6 +252,8 @@ def run_build(
     )
     if plan.manifest_file.exists():
         plan.manifest_file.unlink()
+    if before_packer is not None:
+        before_packer(plan)
     bin_dir = str(Path(sys.executable).parent)
     run_env = {
         **(env or {}),

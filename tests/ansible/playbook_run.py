@@ -11,7 +11,6 @@ from pathlib import Path
 
 from tests.support import ROOT
 
-PLUGINS = Path(__file__).resolve().parent / "connection_plugins"
 _RECAP = re.compile(
     r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
     r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)",
@@ -57,7 +56,6 @@ def run_site(
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(ROOT / "playbooks" / "ansible.cfg"),
-        "ANSIBLE_CONNECTION_PLUGINS": str(PLUGINS),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -4,8 +4,8 @@
 provisioning (python3, python3-apt, systemd, sudo, ca-certificates) takes minutes, so the
 result is cached as a tarball keyed by date under ``IMAGECTL_TEST_CACHE`` (default
 ``/tmp/imagectl-test-cache``); each test unpacks a fresh copy. While tasks run, the
-copy has /proc, /sys and /dev mounted and a policy-rc.d that stops package scripts from
-starting daemons on the host (standard for chroots); both are removed afterwards.
+copy is made ready by the production ``imagectl.local.chroot.chroot_ready`` (mounts, DNS,
+policy-rc.d), the same the local build provisions its candidate in.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import datetime as dt
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+
+from imagectl.local.chroot import chroot_ready
+
+__all__ = ["chroot_ready", "tarball", "unpack"]
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -26,7 +28,6 @@ deb {MIRROR} {SUITE} main
 deb {MIRROR} {SUITE}-updates main
 deb http://deb.debian.org/debian-security {SUITE}-security main
 """
-POLICY_RC = "#!/bin/sh\n# imagectl test chroot: package scripts must not start daemons\nexit 101\n"
 
 
 def cache_dir() -> Path:
@@ -74,32 +75,3 @@ def unpack(tar: Path, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-C", str(dest), "-xf", str(tar)], check=True)
     return dest
-
-
-@contextmanager
-def chroot_ready(root: Path) -> Iterator[Path]:
-    """Mount /proc, /sys, /dev(/pts), give DNS and block daemon starts; undo afterwards."""
-    mounts = [
-        (["-t", "proc", "proc"], root / "proc"),
-        (["-t", "sysfs", "sysfs"], root / "sys"),
-        (["--bind", "/dev"], root / "dev"),
-        (["--bind", "/dev/pts"], root / "dev/pts"),
-    ]
-    done: list[Path] = []
-    policy = root / "usr/sbin/policy-rc.d"
-    resolv = root / "etc/resolv.conf"
-    try:
-        for args, target in mounts:
-            target.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["mount", *args, str(target)], check=True)
-            done.append(target)
-        policy.write_text(POLICY_RC)
-        policy.chmod(0o755)
-        if resolv.is_symlink() or resolv.exists():
-            resolv.unlink()
-        shutil.copyfile("/etc/resolv.conf", resolv)
-        yield root
-    finally:
-        for target in reversed(done):
-            subprocess.run(["umount", "-l", str(target)], check=False)
-        policy.unlink(missing_ok=True)

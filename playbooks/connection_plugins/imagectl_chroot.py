@@ -1,9 +1,12 @@
 """Ansible connection plugin: run tasks inside a root file system with chroot(8).
 
-community.general's chroot plugin is not installed here (no Galaxy), so the tests
-carry this small equivalent: modules are copied into the root file system and run by
-its own python3 via ``chroot ROOT /bin/sh -c CMD``, exactly as they would run on the
-image. The inventory host name (or ``ansible_host``) is the root folder.
+The local build provisions the candidate's root file system natively with it before
+QEMU boots the disk (``imagectl.local.provision``), and the role tests run site.yml in a
+Debian root with it. community.general's chroot plugin would need Galaxy; this small
+equivalent copies modules into the root file system and runs them with its own python3
+via ``chroot ROOT /bin/sh -c CMD``, exactly as they run on the image. The inventory
+host name (or ``ansible_host``) is the root folder. playbooks/ansible.cfg names this
+folder, so ``ansible_connection=imagectl_chroot`` works wherever that config is used.
 """
 
 from __future__ import annotations
