@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: system venv tools run test lint typecheck unit bench clean
+.PHONY: system venv tools run test lint typecheck unit e2e bench clean
 
 # System tools (packer, qemu, debootstrap, postgresql, ...): installs what is missing.
 system:
@@ -39,11 +39,16 @@ typecheck: venv
 	$(BIN)/mypy pipeline validators
 
 # Four workers on two cores (most tests wait on subprocesses, servers and emulators);
-# one module per worker, so a module-scoped fixture (Debian root, e2e image) runs once.
+# one module per worker, so a module-scoped fixture (the Debian root) runs once.
 unit: venv
-	$(BIN)/pytest -q -n 4 --dist loadfile
+	$(BIN)/pytest -q -n 4 --dist loadfile -m "not e2e"
 
-test: system tools lint typecheck unit
+# The local pipeline end to end in QEMU (TCG here): alone, after the parallel suite, so
+# the emulated guests get the CPU (beside four workers their SSH timed out).
+e2e: venv
+	$(BIN)/pytest -q -m e2e tests/local
+
+test: system tools lint typecheck unit e2e
 
 bench: venv
 	$(BIN)/python benchmarks/cli_startup.py

@@ -19,10 +19,6 @@ def e2e_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ``IMAGECTL_E2E_STATE_DIR`` keeps it between sessions (the base image is then built
     once); otherwise a fresh temporary folder: a cold run.
     """
-    # Opt-in for now: the first CI runs of the full QEMU run failed (see the issue note);
-    # CI re-enables it once it passes there. A missing tool still fails under CI=true.
-    if os.environ.get("IMAGECTL_E2E") != "1":
-        pytest.skip("end-to-end QEMU run: set IMAGECTL_E2E=1")
     require_root()
     for tool in E2E_TOOLS:
         require_tool(tool)

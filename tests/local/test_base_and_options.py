@@ -46,6 +46,8 @@ def test_an_incomplete_base_folder_is_not_a_cache_hit(resolved, _isolated_state:
     folder.mkdir(parents=True)
     for name in ("disk.qcow2", "vmlinuz", "initrd.img", "id_ed25519"):
         (folder / name).write_bytes(b"x")
+    assert find_base(spec) is None  # no rootfs.tar (the candidate is provisioned from it)
+    (folder / "rootfs.tar").write_bytes(b"x")
     assert find_base(spec) is None  # base.json is written last
     (folder / "base.json").write_text("{}")
     found = find_base(spec)
