@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -149,9 +150,10 @@ def build_candidate(
                 return
 
     # Ansible's SSH master connections (ControlPersist) leave packer's process group; their
-    # sockets live in a folder of this build so that they can be found and stopped.
-    control_dir = state_dir() / "local" / "ssh-control" / build_id
-    control_dir.mkdir(parents=True, exist_ok=True)
+    # sockets live in a folder of this build so that they can be found and stopped. A
+    # socket path has at most 107 bytes (ssh adds a random suffix while it binds): the
+    # folder is a short one in /tmp, not below a state folder of any length.
+    control_dir = Path(tempfile.mkdtemp(prefix="ictl-ssh-", dir="/tmp"))
     folder = (state_dir() / "builds" / build_id).resolve()
     with contextlib.ExitStack() as provision_step, contextlib.ExitStack() as packer_step:
         st = provision_step.enter_context(
@@ -196,6 +198,7 @@ def build_candidate(
                     "ANSIBLE_PIPELINING": "True",
                     "ANSIBLE_HOST_KEY_CHECKING": "False",
                     "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
+                    "ANSIBLE_SSH_CONTROL_PATH": "%(directory)s/%%C",  # a hash: fixed length
                     # Debian 12's python3: no interpreter discovery round trip under TCG
                     "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3",
                     # An emulated guest on a busy machine answers slowly: wait, and retry

@@ -4,8 +4,12 @@ Steps (each timed and shown live by ``progress``):
 
 1. base       the Debian base image (debootstrap, cached by its inputs: ``base``)
 2. accel      KVM if it really runs a guest, else TCG (``accel``)
-3. build      Packer's qemu builder + playbooks/site.yml with the stack's pins
-              (``candidate``); recorded as a build in the catalog
+3. provision  playbooks/site.yml with the stack's pins natively in a chroot of the
+              base's root, all but the ``booted`` roles; the root becomes a disk
+              (``provision``)
+   build      Packer's qemu builder boots that disk and runs site.yml's ``booted``
+              roles (manifest, hygiene) over SSH (``candidate``); recorded as a build
+              in the catalog
 4. import     the candidate's disk into the local registry's first region (content id);
               recorded as an image, state ``built``
    fault      (``--inject-fault``) a faulty copy of the candidate replaces it

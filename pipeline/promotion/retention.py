@@ -22,7 +22,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagectl.clouds.base import TAG_STATE, Provider
+from imagectl.clouds.base import Provider
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.promotion.records import TAG_SOURCE
 
@@ -108,50 +108,24 @@ def _instances(provider: Provider) -> list[Any]:
 
 def _deprecate_row(
     s: Any, provider: Provider, row: Any, replacement: Any, reason: str, actor: str | None
-) -> str | None:
+) -> None:
+    """Deprecate in the cloud, then in the catalog: a cloud error leaves the row as it was."""
     from imagectl.catalog import repository as repo
 
     cloud_img = provider.get_image(row.cloud_image_id, row.region)
     repl = (
         provider.get_image(replacement.cloud_image_id, replacement.region) if replacement else None
     )
-    note = None
     if cloud_img is not None:
-        try:
-            provider.deprecate(cloud_img, replacement=repl)
-        except Exception as error:
-            # e.g. moto has no EnableImageDeprecation: the AWS provider tags the image
-            # (imagectl:state=deprecated, imagectl:deprecated-at) before that call. When the
-            # tag is there, the image is marked deprecated; say how, do not pretend.
-            after = provider.get_image(row.cloud_image_id, row.region)
-            if not (
-                _not_implemented(error) or (after and after.tags.get(TAG_STATE) == "deprecated")
-            ):
-                raise
-            first = (
-                str(error).strip().splitlines()[0][:120]
-                if str(error).strip()
-                else type(error).__name__
-            )
-            note = f"deprecation call failed ({first}); tagged {TAG_STATE}=deprecated only"
+        provider.deprecate(cloud_img, replacement=repl)
     repo.set_state(
         s,
         row,
         "deprecated",
-        reason=reason + (f" ({note})" if note else ""),
+        reason=reason,
         actor=actor,
-        details={"replacement": replacement.cloud_image_id if replacement else None, "note": note},
+        details={"replacement": replacement.cloud_image_id if replacement else None},
     )
-    return note
-
-
-def _not_implemented(error: Exception) -> bool:
-    """The cloud endpoint lacks the call (an emulator), not a refusal of this image."""
-    if isinstance(error, NotImplementedError):
-        return True
-    response = getattr(error, "response", None)
-    code = response.get("Error", {}).get("Code", "") if isinstance(response, dict) else ""
-    return code in ("NotImplemented", "InvalidAction") or "not yet implemented" in str(error)
 
 
 def apply_retention(
@@ -203,7 +177,7 @@ def apply_retention(
                     )
                     continue
                 try:
-                    note = _deprecate_row(
+                    _deprecate_row(
                         s,
                         provider,
                         row,
@@ -214,7 +188,7 @@ def apply_retention(
                 except Exception as error:  # retention never fails a finished promotion
                     out.skipped.append(f"{label}: deprecation failed: {error}")
                     continue
-                out.deprecated.append(label + (f" ({note})" if note else ""))
+                out.deprecated.append(label)
     return out
 
 
@@ -238,10 +212,8 @@ def deprecate_image(
                 hint="Promote a newer image or roll back first, and stop the instances",
             )
         for row in rows:
-            note = _deprecate_row(s, provider, row, None, reason, actor)
-            out.deprecated.append(
-                f"{row.cloud_image_id} in {row.region}" + (f" ({note})" if note else "")
-            )
+            _deprecate_row(s, provider, row, None, reason, actor)
+            out.deprecated.append(f"{row.cloud_image_id} in {row.region}")
         repo.log_event(
             s,
             "image.deprecated",

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes import moto_extensions
 from tests.fakes.aws_faults import AwsFaults
 from tests.fakes.azure_arm import FakeAzureArm
 from tests.fakes.gcp_compute import FakeGcpCompute
@@ -65,6 +66,7 @@ def aws_moto(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[Aw
         monkeypatch.delenv(key, raising=False)
     from moto import mock_aws
 
+    moto_extensions.install()
     with mock_aws(), AwsFaults() as faults:
         yield faults
 
@@ -75,6 +77,7 @@ def moto_server(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator
         monkeypatch.setenv(key, value)
     from moto.server import ThreadedMotoServer
 
+    moto_extensions.install()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

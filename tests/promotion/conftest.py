@@ -197,6 +197,9 @@ def moto_server() -> Iterator[str]:
     os.environ.update(FAKE_CREDS)
     from moto.server import ThreadedMotoServer
 
+    from tests.fakes import moto_extensions
+
+    moto_extensions.install()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

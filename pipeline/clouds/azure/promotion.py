@@ -70,7 +70,8 @@ class AzurePromotion:
             raise UserError(f"gallery image version {image.image_id} does not exist")
         current = list(raw.publishing_profile.target_regions or [])
         listed = any(self._same_region(t.name, region) for t in current)
-        if listed and self._replication_state(raw, region) == "failed":
+        home = self._same_region(raw.location or "", region)  # never drop the source region
+        if listed and not home and self._replication_state(raw, region) == "failed":
             current = [t for t in current if not self._same_region(t.name, region)]
             self._set_targets(image, raw, current).result()
             listed = False
