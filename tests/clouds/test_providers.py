@@ -170,8 +170,8 @@ def test_deprecate_and_delete(cloud_env: CloudEnv) -> None:
     p = cloud_env.provider()
     p.deprecate(image)
     after = p.get_image(image.image_id, image.region)
-    assert after.tags[TAG_STATE] == "deprecated"
     if cloud_env.cloud == "aws":
+        assert after.tags[TAG_STATE] == "deprecated"
         # EC2 takes no deprecation time in the past: "now" is the next minute
         import boto3
 
