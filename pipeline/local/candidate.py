@@ -38,10 +38,11 @@ from imagectl.stacks.resolve import ResolvedStack
 
 Note = Callable[[str], None]
 # What ends up in the image besides the stack and the base: the playbooks, the validator
-# (validators/) and the dependency list. Controller code (pipeline/) is in the wheel too
-# but does not run in the image; --rebuild builds anyway.
+# (validators/), the dependency list and the code that provisions the root natively.
+# Other controller code (pipeline/) is in the wheel too but does not run in the image;
+# --rebuild builds anyway.
 SOURCE_FOLDERS = ("validators", "playbooks")
-SOURCE_FILES = ("pyproject.toml",)
+SOURCE_FILES = ("pyproject.toml", "pipeline/local/provision.py", "pipeline/local/chroot.py")
 
 
 @dataclass(frozen=True)
