@@ -42,6 +42,9 @@ class CloudEnv:
     fail: Callable[[str], None]
     heal: Callable[[str], None]
     env: dict[str, str] = field(default_factory=dict)  # for subprocesses
+    # Google Cloud: members of the stack's image family made from a source image (the
+    # family is the pointer, and a member is a copy); None on the other clouds.
+    family_members: Callable[[str], int] | None = None
 
     @property
     def regions(self) -> list[str]:
@@ -252,6 +255,9 @@ def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         fail,
         heal,
         env={"IMAGECTL_GCP_ENDPOINT": fake.endpoint},
+        family_members=lambda source: sum(
+            1 for img in list(fake.images.values()) if img.get("family") and source in img["name"]
+        ),
     )
 
 

@@ -78,6 +78,9 @@ def test_kill_and_rerun_on_each_cloud(world, cloud, kill: str) -> None:
         pointer = provider.get_pointer("h100-training", region)
         if cloud.cloud == "gcp":  # one global family: it resolves to this image's member
             assert pointer and img.cloud_image_id in pointer, pointer
+            assert cloud.family_members is not None
+            # each region's replica joined the family once: no duplicate member
+            assert cloud.family_members(img.cloud_image_id) == len(cloud.regions)
         else:  # an SSM parameter / exclude_from_latest per region
             assert pointer == pointers[region]
         if cloud.cloud == "aws":  # the one copy is the tagged replica the catalog names
