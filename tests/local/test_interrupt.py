@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,6 +78,30 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
+def _ctrl_c_rebuild_when(state: Path, want: str, while_running: Any) -> tuple[set[int], str]:
+    """Start ``imagectl run --stack local --rebuild`` in its own session; once a process
+    whose command line has ``want`` has run a few seconds, check ``while_running(seen)``
+    and send SIGINT. Returns every pid seen and the output; the exit must be 130."""
+    imagectl = str(Path(sys.executable).parent / "imagectl")
+    proc = subprocess.Popen(
+        [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(state),
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        # The base may have to be built first (cold state): allow for it.
+        seen = _watch_until(proc, want, timeout=1500)
+        while_running(seen)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = out.decode(errors="replace")
+    assert proc.returncode == 130, text[-2000:]
+    return seen, text
+
+
 def _mounts_below(path: Path) -> list[str]:
     prefix = str(path.resolve()) + "/"
     lines = Path("/proc/mounts").read_text().splitlines()
@@ -84,47 +109,22 @@ def _mounts_below(path: Path) -> list[str]:
 
 
 def test_ctrl_c_during_the_chroot_provisioning_unmounts_and_stops_ansible(e2e_state: Path):
-    imagectl = str(Path(sys.executable).parent / "imagectl")
-    proc = subprocess.Popen(
-        [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(e2e_state),
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        # ansible-playbook with the chroot inventory: the native provisioning pass
-        seen = _watch_until(proc, "chroot-inventory.ini", timeout=1500)
+    def mounted(_seen: set[int]) -> None:
         assert _mounts_below(e2e_state), "the chroot had no mounts while ansible ran"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    text = out.decode(errors="replace")
-    assert proc.returncode == 130, text[-2000:]
+
+    # ansible-playbook with the chroot inventory: the native provisioning pass
+    seen, _text = _ctrl_c_rebuild_when(e2e_state, "chroot-inventory.ini", mounted)
     assert _gone(seen) == set(), "ansible or its chroot processes survived Ctrl-C"
     assert _mounts_below(e2e_state) == []  # /proc, /sys, /dev, /dev/pts all unmounted
     assert list((e2e_state / "builds").glob("*/rootfs")) == []
 
 
 def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path):
-    imagectl = str(Path(sys.executable).parent / "imagectl")
-    proc = subprocess.Popen(
-        [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(e2e_state),
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        # The base may have to be built first (cold state): allow for it.
-        seen = _watch_until(proc, "qemu-system-x86_64", timeout=1500)
+    def vm_running(seen: set[int]) -> None:
         qemus = {p for p in seen if "qemu-system" in _cmdline(p)}
         assert qemus, "packer's VM was not among the run's processes"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    text = out.decode(errors="replace")
-    assert proc.returncode == 130, text[-2000:]
+
+    seen, text = _ctrl_c_rebuild_when(e2e_state, "qemu-system-x86_64", vm_running)
     assert "interrupted" in text
     assert _gone(seen) == set(), "processes of the run survived Ctrl-C"
     assert _processes_mentioning(str(e2e_state)) == []
