@@ -10,7 +10,6 @@ pinned: its check is skipped with that reason, never passed silently.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
+from imagectl.validators.jsonfile import read_json
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
@@ -201,15 +201,11 @@ def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectat
 
 
 def from_file(path: Path) -> Expectations:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read expectations {path}: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg})",
-            hint="Expectations are JSON described by imagectl/validators/schema/expect.schema.json",
-        ) from exc
+    data = read_json(
+        path,
+        "expectations file",
+        "Expectations are JSON described by imagectl/validators/schema/expect.schema.json",
+    )
     try:
         expect = Expectations.model_validate(data)
     except ValidationError as exc:

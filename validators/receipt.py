@@ -7,13 +7,13 @@ only through ``load_receipt``, which refuses corrupt or truncated files with exi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
+from imagectl.validators.jsonfile import read_json
 from imagectl.validators.results import Action, CheckResult, Outcome
 
 SCHEMA_VERSION = 1
@@ -124,18 +124,5 @@ def parse_receipt(data: Any, *, where: str) -> Receipt:
 def load_receipt(path: str | Path) -> dict[str, Any]:
     """Read and validate a receipt; corrupt, truncated or foreign files raise UserError."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read receipt {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError("not a receipt: the file is not UTF-8 text", where=str(path)) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"line {exc.lineno}: not valid JSON ({exc.msg}); the receipt is corrupt or truncated",
-            where=str(path),
-            hint="Use the receipt written by `imagectl validate -o FILE`",
-        ) from exc
+    data = read_json(path, "receipt", "Use the receipt written by `imagectl validate -o FILE`")
     return parse_receipt(data, where=str(path)).model_dump(mode="json")

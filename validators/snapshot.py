@@ -9,13 +9,13 @@ NVIDIA-relevant lines of this boot's kernel log (``kernel_log``). The JSON Schem
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from imagectl.errors import UserError
+from imagectl.validators.jsonfile import read_json
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "snapshot.schema.json"
 
@@ -107,20 +107,7 @@ def snapshot_schema() -> dict[str, Any]:
 
 def load_snapshot(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read snapshot {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError("not a snapshot: the file is not UTF-8 text", where=str(path)) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"line {exc.lineno}: not valid JSON ({exc.msg}); the snapshot is corrupt or truncated",
-            where=str(path),
-            hint="Capture a new one with `imagectl snapshot -o FILE`",
-        ) from exc
+    data = read_json(path, "snapshot", "Capture a new one with `imagectl snapshot -o FILE`")
     try:
         snap = Snapshot.model_validate(data)
     except ValidationError as exc:

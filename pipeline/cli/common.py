@@ -21,6 +21,18 @@ def json_option(func: F) -> F:
     )
 
 
+def wait_option(func: F) -> F:
+    """``--wait S``: how long to wait for a concurrent promotion of the same stack."""
+    return click.option(
+        "--wait",
+        "wait_s",
+        type=float,
+        default=0.0,
+        show_default=True,
+        help="Seconds to wait for a concurrent promotion of the stack.",
+    )(func)
+
+
 def console(stderr: bool = False) -> Any:
     """A rich console; when output is not a terminal, wide enough for tables in logs."""
     import os

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, wait_option, workspace
 
 
 def pick_image(
@@ -101,14 +101,7 @@ def render(out: Any, result: Any) -> None:
 @click.option("--dry-run", is_flag=True, help="Check the gate and print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")
 @click.option("--reason", help="Why the gate is overridden (with --force).")
-@click.option(
-    "--wait",
-    "wait_s",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Seconds to wait for a concurrent promotion of the stack.",
-)
+@wait_option
 @json_option
 @click.pass_context
 def command(

@@ -6,21 +6,14 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, wait_option, workspace
 
 
 @click.command("rollback")
 @click.option("--stack", required=True, help="Stack to roll back.")
 @click.option("--cloud", help="Cloud (default: the stack's only cloud).")
 @click.option("--reason", help="Why (recorded in the event log).")
-@click.option(
-    "--wait",
-    "wait_s",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Seconds to wait for a concurrent promotion of the stack.",
-)
+@wait_option
 @json_option
 @click.pass_context
 def command(

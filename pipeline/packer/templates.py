@@ -1,10 +1,11 @@
 """Stage a cloud's template folder for the packer binary at hand.
 
-``images/<cloud>/`` holds ``variables.pkr.hcl``, ``candidate.pkr.hcl`` and
-``plugins.pkr.hcl`` (the ``packer { required_plugins }`` block current Packer needs).
-Packer 1.6.6 has the builders built in and fails on that block ("Unsupported block
-type"), so for it the folder is copied without ``plugins.pkr.hcl``. Packer loads every
-``*.pkr.hcl`` of a folder, so no file list is needed either way.
+``images/<cloud>/`` holds ``stack.pkr.hcl`` (a link to ``images/common/stack.pkr.hcl``),
+``variables.pkr.hcl``, ``candidate.pkr.hcl`` and ``plugins.pkr.hcl`` (the
+``packer { required_plugins }`` block current Packer needs). Packer 1.6.6 has the
+builders built in and fails on that block ("Unsupported block type"), so for it the
+folder is copied without ``plugins.pkr.hcl`` (the copy holds the linked file's content).
+Packer loads every ``*.pkr.hcl`` of a folder, so no file list is needed either way.
 """
 
 from __future__ import annotations
@@ -38,5 +39,5 @@ def stage_templates(source: Path, dest: Path, binary: PackerBinary) -> Path:
         old.unlink()
     for f in files:
         if f.name != PLUGINS_FILE:
-            shutil.copy2(f, dest / f.name)
+            shutil.copy2(f, dest / f.name)  # follows the link to images/common/
     return dest

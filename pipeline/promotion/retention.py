@@ -192,6 +192,22 @@ def apply_retention(
     return out
 
 
+def _refuse_if_in_use(
+    s: Any, provider: Provider, src: Any, rows: list[Any], instances: list[Any]
+) -> None:
+    """ImageInUse naming every row a pointer or a running instance still uses."""
+    busy = [
+        f"{r.cloud_image_id} in {r.region}: {why}"
+        for r in rows
+        if (why := in_use(s, provider, r, instances))
+    ]
+    if busy:
+        raise ImageInUse(
+            f"image {src.label} is still in use: {'; '.join(busy)}",
+            hint="Promote a newer image or roll back first, and stop the instances",
+        )
+
+
 def deprecate_image(
     catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
@@ -204,13 +220,7 @@ def deprecate_image(
     with catalog.transaction() as s:
         src = resolve_image(s, image, cloud=provider.cloud)
         rows = [r for r in group(s, src) if r.state not in ("deprecated", "deleted")]
-        blockers = [(r, in_use(s, provider, r, instances)) for r in rows]
-        busy = [f"{r.cloud_image_id} in {r.region}: {why}" for r, why in blockers if why]
-        if busy:
-            raise ImageInUse(
-                f"image {src.label} is still in use: {'; '.join(busy)}",
-                hint="Promote a newer image or roll back first, and stop the instances",
-            )
+        _refuse_if_in_use(s, provider, src, rows, instances)
         for row in rows:
             _deprecate_row(s, provider, row, None, reason, actor)
             out.deprecated.append(f"{row.cloud_image_id} in {row.region}")
@@ -244,9 +254,7 @@ def delete_image(
                 + ", ".join(f"{r.region} is {r.state}" for r in wrong),
                 hint="Deprecate it first (`imagectl deprecate IMAGE`)",
             )
-        busy = [f"{r.region}: {why}" for r in rows if (why := in_use(s, provider, r, instances))]
-        if busy:
-            raise ImageInUse(f"image {src.label} is still in use: {'; '.join(busy)}")
+        _refuse_if_in_use(s, provider, src, rows, instances)
         for row in rows:
             cloud_img = provider.get_image(row.cloud_image_id, row.region)
             if cloud_img is not None:

@@ -166,7 +166,8 @@ def _variable_problems(ws: Workspace, loaded: LoadedStack, resolved: Any) -> lis
                         where,
                         f"the stack feeds Packer variables that {ws.relative(folder)} does "
                         f"not declare: {', '.join(missing)}",
-                        f"add a variable block for each to {ws.relative(folder)}/variables.pkr.hcl",
+                        f"add a variable block for each to {ws.relative(folder)}/variables.pkr.hcl"
+                        " (or to images/common/stack.pkr.hcl when every cloud is fed it)",
                     )
                 )
         missing_roles = sorted(set(ansible_vars(resolved, cloud)) - role_vars)

@@ -2,8 +2,9 @@
 
 These two functions are the contract between the stack files and the templates:
 ``imagectl plan`` writes their output, ``imagectl build`` passes it to Packer, and
-``imagectl lint`` checks that every name exists in ``images/<cloud>/variables.pkr.hcl``
-and in a role's ``defaults/main.yml``. Versions come from the resolved stack only.
+``imagectl lint`` checks that every name is declared in ``images/<cloud>/`` (its
+``variables.pkr.hcl`` or the common ``stack.pkr.hcl``) and in a role's
+``defaults/main.yml``. Versions come from the resolved stack only.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ _VARIABLE = re.compile(r'^variable\s+"([A-Za-z0-9_]+)"\s*\{(.*?)^\}', re.M | re.
 
 
 def declared(cloud: str) -> dict[str, bool]:
-    """variable name -> has a default, from images/<cloud>/variables.pkr.hcl."""
-    text = (IMAGES / cloud / "variables.pkr.hcl").read_text()
+    """variable name -> has a default, from every template file of images/<cloud>/."""
+    text = "\n".join(f.read_text() for f in sorted((IMAGES / cloud).glob("*.pkr.hcl")))
     return {m[1]: bool(re.search(r"^\s*default\s*=", m[2], re.M)) for m in _VARIABLE.finditer(text)}
 
 
@@ -55,6 +55,18 @@ def test_every_cloud_keeps_plugins_in_own_file() -> None:
         for f in folder.glob("*.pkr.hcl"):
             if f.name != PLUGINS_FILE:
                 assert "required_plugins" not in f.read_text(), f
+
+
+def test_common_variables_are_one_file_linked_into_every_cloud() -> None:
+    """The stack-fed variables are declared once; a copy in a cloud folder would drift."""
+    common = IMAGES / "common" / "stack.pkr.hcl"
+    assert 'variable "stack_digest"' in common.read_text()
+    for cloud in ("aws", "gcp", "azure", "local"):
+        link = IMAGES / cloud / common.name
+        assert link.is_symlink(), f"{link} must link to {common}, not copy it"
+        assert link.resolve() == common.resolve()
+        own = (IMAGES / cloud / "variables.pkr.hcl").read_text()
+        assert 'variable "stack_digest"' not in own, f"{cloud} declares a common variable again"
 
 
 def _local_base(tmp: Path) -> Path:

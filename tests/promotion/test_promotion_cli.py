@@ -106,6 +106,15 @@ def test_deprecate_command_refuses_images_in_use(env, cli) -> None:
     assert r.out.count("deprecated ") == 4  # build + three regions
     meta = env.provider().metadata(old.cloud_image_id, "local-b")
     assert meta["state"] == "deprecated"
+    # A running instance of the deprecated image keeps it from deletion, like a pointer.
+    provider = env.provider()
+    image_b = provider.get_image(old.cloud_image_id, "local-b")
+    assert image_b is not None
+    user = provider.register_instance(image_b, shape="local-vm", tags={})
+    r = cli("deprecate", old.cloud_image_id, "--delete", "--reason", "cleanup")
+    assert r.code == 1 and "used by running instance" in r.err and user.instance_id in r.err
+    assert (env.registry / "local-b" / "images" / (old.cloud_image_id[7:] + ".qcow2")).exists()
+    provider.terminate(user)
     r = cli("deprecate", old.cloud_image_id, "--delete", "--reason", "cleanup")
     assert r.code == 0, r.err
     assert not (env.registry / "local-b" / "images" / (old.cloud_image_id[7:] + ".qcow2")).exists()

@@ -56,7 +56,10 @@ def test_expect_file_round_trip(tmp_path: Path) -> None:
     path.write_text(e.model_dump_json())
     assert from_file(path).model_dump(exclude={"origin"}) == e.model_dump(exclude={"origin"})
     path.write_text("{ not json")
-    with pytest.raises(UserError, match="not valid JSON"):
+    with pytest.raises(UserError, match="line 1: not valid JSON"):
+        from_file(path)
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(UserError, match="not UTF-8"):
         from_file(path)
 
 

@@ -30,10 +30,11 @@ def _tree(root: Path, *, dirty: bool) -> None:
         (root / "root/.bash_history").write_text("")  # empty history is not a leak
 
 
-def _run(root: Path) -> dict[str, list]:
+def _run(root: Path, prefix: str = "image.") -> dict[str, list]:
+    """The boot checks whose id starts with ``prefix``, on the tree at ``root``."""
     ctx = build_context(Options(expect=Expectations(gpus_expected=False), hygiene_root=str(root)))
     assert isinstance(ctx.facts, LiveFacts)
-    results = run_checks([s for s in specs_for("boot") if s.id.startswith("image.")], ctx)
+    results = run_checks([s for s in specs_for("boot") if s.id.startswith(prefix)], ctx)
     out: dict[str, list] = {}
     for r in results:
         out.setdefault(r.id, []).append(r)
@@ -73,3 +74,16 @@ def test_clean_image_tree_passes(tmp_path: Path) -> None:
         ),
         Outcome.PASS,
     )
+
+
+def test_corrupt_manifest_in_the_image_blocks_it(tmp_path: Path) -> None:
+    """The image's own JSON files are read from the root; a truncated one is named."""
+    _tree(tmp_path, dirty=False)
+    (tmp_path / "etc/imagectl").mkdir()
+    (tmp_path / "etc/imagectl/manifest.json").write_text('{"packages": {\n  "nccl": ')
+    [result] = _run(tmp_path, "sw.manifest.agrees")["sw.manifest.agrees"]
+    assert result.outcome == Outcome.FAIL and result.action == Action.BLOCK_IMAGE
+    assert "manifest.json is corrupt: line 2" in result.message
+    (tmp_path / "etc/imagectl/manifest.json").write_text('{"packages": {}}')
+    [result] = _run(tmp_path, "sw.manifest.agrees")["sw.manifest.agrees"]
+    assert result.outcome != Outcome.FAIL, result.message

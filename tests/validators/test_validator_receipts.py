@@ -162,3 +162,7 @@ def test_bad_options_are_exit_2(tmp_path: Path) -> None:
     bad_expect.write_text('{"gpu_count": "eight"}')
     out = imagectl("validate", "--replay", str(HEALTHY), "--expect", str(bad_expect))
     assert out.returncode == 2 and "gpu_count" in out.stderr
+    bad_expect.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    out = imagectl("validate", "--replay", str(HEALTHY), "--expect", str(bad_expect))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "expect.json" in out.stderr and "not UTF-8" in out.stderr

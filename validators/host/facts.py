@@ -232,25 +232,24 @@ def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _manifest(f: LiveFacts) -> Any:
-    text = f.read(f.under_root("/etc/imagectl/manifest.json"))
+def _json_fact(f: LiveFacts, path: str) -> Any:
+    """A JSON file of the image, None when absent, ``{"$invalid": why}`` when corrupt."""
+    text = f.read(f.under_root(path))
     if text is None:
         return None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         return {"$invalid": f"line {exc.lineno}: {exc.msg}"}
+
+
+def _manifest(f: LiveFacts) -> Any:
+    return _json_fact(f, "/etc/imagectl/manifest.json")
 
 
 def _expect_file(f: LiveFacts) -> Any:
     """The image's own expectations (/etc/imagectl/expect.json), so a replay can use them."""
-    text = f.read(f.under_root("/etc/imagectl/expect.json"))
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        return {"$invalid": f"line {exc.lineno}: {exc.msg}"}
+    return _json_fact(f, "/etc/imagectl/expect.json")
 
 
 def _boot(f: LiveFacts) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.common import check_cidr
 from imagectl.errors import UserError
 
@@ -35,12 +36,7 @@ def create_group(
         GroupName=name,
         Description="imagectl validation instance: SSH from the runner only",
         VpcId=vpc_id,
-        TagSpecifications=[
-            {
-                "ResourceType": "security-group",
-                "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
-            }
-        ],
+        TagSpecifications=[{"ResourceType": "security-group", "Tags": tag_list(tags)}],
     )
     group_id = str(group["GroupId"])
     if allowed_cidr:

@@ -8,10 +8,10 @@ The provider delegates its promotion methods here; this module owns no client of
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.errors import error_code
+from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.base import (
     TAG_STATE,
     CloudImage,
@@ -23,32 +23,6 @@ from imagectl.clouds.common import (
     iso,
     utcnow,
 )
-
-LIVE_STATES = ["pending", "running", "stopping", "stopped"]
-_AZ = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d+)[a-z]$")
-
-
-def region_of(location: str) -> str:
-    """``us-east-1a`` -> ``us-east-1``; a region stays a region."""
-    match = _AZ.match(location)
-    return match.group(1) if match else location
-
-
-def _tags(raw: list[dict[str, str]] | None) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in raw or []}
-
-
-def _tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
-    return [{"Key": k, "Value": v} for k, v in tags.items()]
-
-
-def _user_data(ssh_public_key: str | None) -> str:
-    """cloud-init: the run's one-off SSH key; no key pair resource to clean up."""
-    lines = ["#cloud-config"]
-    if ssh_public_key:
-        lines += ["ssh_authorized_keys:", f"  - {ssh_public_key.strip()}"]
-    return "\n".join(lines) + "\n"
-
 
 if TYPE_CHECKING:
     from imagectl.clouds.aws.provider import AwsProvider
@@ -95,7 +69,7 @@ class AwsPromotion:
             IncludeDeprecated=True,
         )
         for raw in sorted(resp["Images"], key=lambda r: str(r.get("CreationDate", ""))):
-            if raw.get("State") == "deregistered" or TAG_SOURCE_IMAGE in _tags(raw.get("Tags")):
+            if raw.get("State") == "deregistered" or TAG_SOURCE_IMAGE in tag_dict(raw.get("Tags")):
                 continue
             if raw.get("SourceImageId", image.image_id) == image.image_id:
                 return dict(raw)
@@ -117,14 +91,13 @@ class AwsPromotion:
                 SourceRegion=image.region,
                 ClientToken=token[:64],
                 TagSpecifications=[
-                    {"ResourceType": kind, "Tags": _tag_list(tags)}
-                    for kind in ("image", "snapshot")
+                    {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("image", "snapshot")
                 ],
             )
             new_id = str(copy["ImageId"])
         # Tagged again: emulators (moto) ignore TagSpecifications on CopyImage.
         resources = [new_id, *self.p._snapshots(new_id, region)]
-        ec2.create_tags(Resources=resources, Tags=_tag_list(tags))
+        ec2.create_tags(Resources=resources, Tags=tag_list(tags))
         return self._status(region, self.p.get_image(new_id, region))
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
@@ -182,7 +155,7 @@ class AwsPromotion:
         tags = {TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(when)}
         if replacement is not None:
             tags["imagectl:replacement"] = replacement.image_id
-        ec2.create_tags(Resources=[image.image_id], Tags=_tag_list(tags))
+        ec2.create_tags(Resources=[image.image_id], Tags=tag_list(tags))
         ec2.enable_image_deprecation(ImageId=image.image_id, DeprecateAt=when)
 
     def delete(self, image: CloudImage) -> None:

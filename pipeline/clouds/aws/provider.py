@@ -11,6 +11,7 @@ from typing import Any
 from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
+from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.base import (
     TAG_DIGEST,
     TAG_MANAGED,
@@ -36,14 +37,6 @@ def region_of(location: str) -> str:
     """``us-east-1a`` -> ``us-east-1``; a region stays a region."""
     match = _AZ.match(location)
     return match.group(1) if match else location
-
-
-def _tags(raw: list[dict[str, str]] | None) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in raw or []}
-
-
-def _tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
-    return [{"Key": k, "Value": v} for k, v in tags.items()]
 
 
 def _user_data(ssh_public_key: str | None) -> str:
@@ -112,7 +105,7 @@ class AwsProvider(PromotionDelegate):
             image_id=str(raw["ImageId"]),
             name=str(raw.get("Name", "")),
             state=state,
-            tags=_tags(raw.get("Tags")),
+            tags=tag_dict(raw.get("Tags")),
             created_at=parse_time(raw.get("CreationDate")),
         )
 
@@ -220,8 +213,8 @@ class AwsProvider(PromotionDelegate):
                 "HttpPutResponseHopLimit": 1,
             },
             "TagSpecifications": [
-                {"ResourceType": "instance", "Tags": _tag_list({**tags, "Name": name})},
-                {"ResourceType": "volume", "Tags": _tag_list(tags)},
+                {"ResourceType": "instance", "Tags": tag_list({**tags, "Name": name})},
+                {"ResourceType": "volume", "Tags": tag_list(tags)},
             ],
         }
         if location != region:
@@ -253,7 +246,7 @@ class AwsProvider(PromotionDelegate):
             image_id=str(raw.get("ImageId", "")),
             state=str(raw.get("State", {}).get("Name", "")),
             address=raw.get("PublicIpAddress") or raw.get("PrivateIpAddress"),
-            tags=_tags(raw.get("Tags")),
+            tags=tag_dict(raw.get("Tags")),
             launched_at=raw.get("LaunchTime"),
         )
 
@@ -323,7 +316,7 @@ class AwsProvider(PromotionDelegate):
 
     def _delete_group_if_managed(self, ec2: Any, group_id: str) -> None:
         groups = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
-        if groups and _tags(groups[0].get("Tags")).get(TAG_MANAGED) == "true":
+        if groups and tag_dict(groups[0].get("Tags")).get(TAG_MANAGED) == "true":
             network.delete_group(ec2, group_id)
 
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]:

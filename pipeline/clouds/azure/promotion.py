@@ -8,10 +8,10 @@ The provider delegates its promotion methods here; this module owns no client of
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.azure.errors import is_not_found
+from imagectl.clouds.azure.resources import REPLICATION, version_key
 from imagectl.clouds.base import (
     TAG_STATE,
     CloudImage,
@@ -19,25 +19,6 @@ from imagectl.clouds.base import (
 )
 from imagectl.clouds.common import iso, utcnow
 from imagectl.errors import UserError
-
-_VERSION_ID = re.compile(
-    r"/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/galleries/(?P<gallery>[^/]+)"
-    r"/images/(?P<definition>[^/]+)/versions/(?P<version>[^/]+)$",
-    re.IGNORECASE,
-)
-REPLICATION = {"Completed": "available", "Replicating": "pending", "Failed": "failed"}
-ADMIN_USER = "imagectl"
-
-
-def split_location(location: str) -> tuple[str, str | None]:
-    """``eastus/2`` -> (``eastus``, ``2``); ``eastus`` -> (``eastus``, None)."""
-    region, _, zone = location.partition("/")
-    return region, zone or None
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
-
 
 if TYPE_CHECKING:
     from imagectl.clouds.azure.provider import AzureProvider
@@ -158,7 +139,7 @@ class AzurePromotion:
         eligible = self._eligible(region)
         if not eligible:
             return None
-        return str(max(eligible, key=lambda r: _version_key(r.name)).id)
+        return str(max(eligible, key=lambda r: version_key(r.name)).id)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
         target = self.p._get_raw(image_id)
@@ -167,7 +148,7 @@ class AzurePromotion:
         if target.publishing_profile.exclude_from_latest:
             self.p._update(image_id, exclude_from_latest=False)
         for raw in self._eligible(region):
-            if raw.id.lower() != target.id.lower() and _version_key(raw.name) > _version_key(
+            if raw.id.lower() != target.id.lower() and version_key(raw.name) > version_key(
                 target.name
             ):
                 self.p._update(raw.id, exclude_from_latest=True)

@@ -11,6 +11,7 @@ from typing import Any
 from imagectl.clouds.azure import network as vnet
 from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
+from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
 from imagectl.clouds.base import (
     TAG_DIGEST,
     TAG_MANAGED,
@@ -23,23 +24,7 @@ from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError, UserError
 
-_VERSION_ID = re.compile(
-    r"/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/galleries/(?P<gallery>[^/]+)"
-    r"/images/(?P<definition>[^/]+)/versions/(?P<version>[^/]+)$",
-    re.IGNORECASE,
-)
-REPLICATION = {"Completed": "available", "Replicating": "pending", "Failed": "failed"}
 ADMIN_USER = "imagectl"
-
-
-def split_location(location: str) -> tuple[str, str | None]:
-    """``eastus/2`` -> (``eastus``, ``2``); ``eastus`` -> (``eastus``, None)."""
-    region, _, zone = location.partition("/")
-    return region, zone or None
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
 class AzureProvider(PromotionDelegate):
@@ -91,7 +76,7 @@ class AzureProvider(PromotionDelegate):
 
     # -- images ----------------------------------------------------------------------------
     def _parts(self, image_id: str) -> tuple[str, str, str, str]:
-        match = _VERSION_ID.search(image_id)
+        match = VERSION_ID.search(image_id)
         if match:
             return match["rg"], match["gallery"], match["definition"], match["version"]
         return self.gallery_rg, self.gallery, self.definition, image_id
@@ -138,7 +123,7 @@ class AzureProvider(PromotionDelegate):
             if region and region not in self._target_regions(raw):
                 continue
             found.append(self._image(raw))
-        return sorted(found, key=lambda i: (i.created_at or utcnow(), _version_key(i.name)))
+        return sorted(found, key=lambda i: (i.created_at or utcnow(), version_key(i.name)))
 
     def _get_raw(self, image_id: str, expand: str | None = None) -> Any | None:
         from azure.core.exceptions import HttpResponseError

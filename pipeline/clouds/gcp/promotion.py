@@ -8,7 +8,6 @@ The provider delegates its promotion methods here; this module owns no client of
 from __future__ import annotations
 
 import datetime as dt
-import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -24,26 +23,8 @@ from imagectl.clouds.common import (
     utcnow,
 )
 from imagectl.clouds.gcp.labels import to_labels
+from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.errors import UserError
-
-_NAME_BAD = re.compile(r"[^a-z0-9-]")
-
-
-def resource_name(*parts: str) -> str:
-    """A valid Compute resource name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters."""
-    raw = _NAME_BAD.sub("-", "-".join(parts).lower())
-    raw = re.sub("-+", "-", raw)[:63].strip("-")
-    return raw if raw[:1].isalpha() else ("i" + raw)[:63]
-
-
-def _image_state(raw: Any) -> str:
-    deprecated = raw.deprecated.state if raw.deprecated else ""
-    if deprecated and deprecated != "ACTIVE":
-        return "deprecated"
-    return {"READY": "available", "PENDING": "pending", "FAILED": "failed"}.get(
-        raw.status, raw.status.lower()
-    )
-
 
 if TYPE_CHECKING:
     from imagectl.clouds.gcp.provider import GcpProvider
@@ -87,11 +68,11 @@ class GcpPromotion:
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         source = self.p._get_raw(image.image_id)
         if source is not None and region in source.storage_locations:
-            return ReplicaStatus(region, _image_state(source), image.image_id)
+            return ReplicaStatus(region, image_state(source), image.image_id)
         raw = self.p._get_raw(self._replica_name(image, region))
         if raw is None:
             return ReplicaStatus(region=region, state="missing")
-        state = _image_state(raw)
+        state = image_state(raw)
         return ReplicaStatus(region, "available" if state == "deprecated" else state, raw.name)
 
     def share(self, replica: CloudImage, sharing: Any) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 import secrets
 import time
 from typing import Any
@@ -28,25 +27,8 @@ from imagectl.clouds.common import (
 from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
+from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.errors import UserError
-
-_NAME_BAD = re.compile(r"[^a-z0-9-]")
-
-
-def resource_name(*parts: str) -> str:
-    """A valid Compute resource name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters."""
-    raw = _NAME_BAD.sub("-", "-".join(parts).lower())
-    raw = re.sub("-+", "-", raw)[:63].strip("-")
-    return raw if raw[:1].isalpha() else ("i" + raw)[:63]
-
-
-def _image_state(raw: Any) -> str:
-    deprecated = raw.deprecated.state if raw.deprecated else ""
-    if deprecated and deprecated != "ACTIVE":
-        return "deprecated"
-    return {"READY": "available", "PENDING": "pending", "FAILED": "failed"}.get(
-        raw.status, raw.status.lower()
-    )
 
 
 class GcpProvider(PromotionDelegate):
@@ -97,7 +79,7 @@ class GcpProvider(PromotionDelegate):
             region=",".join(raw.storage_locations) or "global",
             image_id=raw.name,
             name=raw.name,
-            state=_image_state(raw),
+            state=image_state(raw),
             tags=from_labels(dict(raw.labels)),
             created_at=parse_time(raw.creation_timestamp) if raw.creation_timestamp else None,
         )
