@@ -11,9 +11,11 @@ same catalog and registry (for kill points and concurrency).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -151,6 +153,25 @@ class World:
 
         with self.catalog.transaction() as s:
             return repo.events(s, kind=kind, image=image)
+
+    def wait_for_event(self, kind: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.events(kind):
+            assert time.monotonic() < deadline, f"no {kind} event after {timeout} s"
+            time.sleep(0.05)
+
+    def finish_copies_now(self) -> None:
+        """The emulated cloud finishes every pending copy now (its ready time is on disk).
+
+        Written the way the registry itself writes (a temporary file, then a rename): a
+        running promotion polls these files, and an in-place write can be read half-made.
+        """
+        for path in self.registry.glob("*/copies/*.json"):
+            record = json.loads(path.read_text())
+            record["ready_at"] = 0
+            tmp = path.with_name(path.name + ".test-tmp")
+            tmp.write_text(json.dumps(record))
+            os.replace(tmp, path)
 
     def image(self, pk: int) -> Any:
         from imagectl.catalog import repository as repo

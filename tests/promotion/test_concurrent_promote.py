@@ -3,39 +3,21 @@ both at once."""
 
 from __future__ import annotations
 
-import json
-import time
-
 from imagectl.catalog.models import Promotion
 
 LATENCY = "0.8"
-
-
-def _wait_for(world, kind: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not world.events(kind):
-        assert time.monotonic() < deadline, f"no {kind} event after {timeout} s"
-        time.sleep(0.05)
-
-
-def _finish_copies_now(world) -> None:
-    """The emulated cloud finishes every pending copy now (its ready time is on disk)."""
-    for path in world.registry.glob("*/copies/*.json"):
-        record = json.loads(path.read_text())
-        record["ready_at"] = 0
-        path.write_text(json.dumps(record))
 
 
 def test_second_promotion_fails_clearly(world) -> None:
     a, b = world.validated(), world.validated()
     # the first run holds the lock while its copies "take" 10 minutes
     first = world.spawn("promote", str(a.id), IMAGECTL_LOCAL_LATENCY="600")
-    _wait_for(world, "promotion.region.copy_started")
+    world.wait_for_event("promotion.region.copy_started")
     second = world.spawn("promote", str(b.id), IMAGECTL_LOCAL_LATENCY="0")
     out2, loser = second.communicate(timeout=120)
     assert second.returncode == 1, out2 + loser
     assert first.poll() is None, "the first promotion ended before the second tried"
-    _finish_copies_now(world)
+    world.finish_copies_now()
     out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0, out1 + err1
     assert "promotion of stack local on cloud local is already running" in loser

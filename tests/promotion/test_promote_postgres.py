@@ -3,8 +3,6 @@ second promotion of the stack out, and promote / rollback record the same histor
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from imagectl.catalog import repository as repo
@@ -37,19 +35,11 @@ def test_concurrent_promotion_refused_on_postgres(world_pg) -> None:
     w = world_pg
     a, b = w.validated(), w.validated()
     first = w.spawn("promote", str(a.id), IMAGECTL_LOCAL_LATENCY="600")
-    import time
-
-    deadline = time.monotonic() + 120
-    while not w.events("promotion.region.copy_started"):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    w.wait_for_event("promotion.region.copy_started")
     second = w.run_cli("promote", str(b.id), timeout=120)
     assert second.returncode == 1, second.stdout + second.stderr
     assert "is already running" in second.stderr
-    for path in w.registry.glob("*/copies/*.json"):  # the emulated copies finish now
-        record = json.loads(path.read_text())
-        record["ready_at"] = 0
-        path.write_text(json.dumps(record))
+    w.finish_copies_now()
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, out + err
     with w.catalog.transaction() as s:
