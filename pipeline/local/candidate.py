@@ -33,6 +33,7 @@ from imagectl.local.base import BaseImage
 from imagectl.local.procs import Children
 from imagectl.local.progress import Progress, Step
 from imagectl.local.provision import BOOTED_TAG, provision, provisioned_dir
+from imagectl.packer.templates import common_dir
 from imagectl.paths import Workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
@@ -77,7 +78,11 @@ def inputs_key(ws: Workspace, resolved: ResolvedStack, base: BaseImage) -> str:
     """Hash of everything that goes into the candidate."""
     digest = hashlib.sha256()
     digest.update(f"{resolved.digest}\n{base.folder.name}\n".encode())
-    roots = [ws.packer_dir("local"), *(ws.root / f for f in SOURCE_FOLDERS)]
+    roots = [
+        ws.packer_dir("local"),
+        common_dir(ws.packer_dir("local")),
+        *(ws.root / f for f in SOURCE_FOLDERS),
+    ]
     files = [ws.root / f for f in SOURCE_FILES if (ws.root / f).is_file()]
     for root in roots:
         if root.is_dir():

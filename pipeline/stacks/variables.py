@@ -2,8 +2,8 @@
 
 These two functions are the contract between the stack files and the templates:
 ``imagectl plan`` writes their output, ``imagectl build`` passes it to Packer, and
-``imagectl lint`` checks that every name is declared in ``images/<cloud>/`` (its
-``variables.pkr.hcl`` or the common ``stack.pkr.hcl``) and in a role's
+``imagectl lint`` checks that every name is declared in ``images/<cloud>/variables.pkr.hcl``
+or the shared ``images/common/stack.pkr.hcl``, and in a role's
 ``defaults/main.yml``. Versions come from the resolved stack only.
 """
 

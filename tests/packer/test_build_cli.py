@@ -42,7 +42,9 @@ def test_dry_run_prints_command_and_writes_var_files(
     argv = shlex.split(command_line)
     var_file = tmp_path / "h100-training.aws.pkrvars.json"
     assert f"-var-file={var_file}" in argv
-    assert argv[-1] in (str(ROOT / "images" / "aws"), str(tmp_path / "templates"))
+    staged = tmp_path / "templates"  # the cloud's templates and images/common's
+    assert argv[-1] == str(staged)
+    assert (staged / "candidate.pkr.hcl").is_file() and (staged / "stack.pkr.hcl").is_file()
     written = json.loads(var_file.read_text())
     _, resolved = load_resolved(ROOT / "images", "h100-training")
     assert set(written) == set(packer_vars(resolved, "aws"))

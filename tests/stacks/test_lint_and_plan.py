@@ -114,6 +114,22 @@ def test_missing_template_variable_is_reported(cli, workspace_copy: Path) -> Non
     assert "aws_instance_type" in problem["message"]
 
 
+def test_variable_missing_from_the_common_templates_is_reported(cli, workspace_copy) -> None:
+    """images/common/ is part of every cloud's template set: lint reads it for each."""
+    common = workspace_copy / "images" / "common" / "stack.pkr.hcl"
+    text = common.read_text()
+    assert 'variable "nccl_version"' in text
+    common.write_text(text.replace('variable "nccl_version"', 'variable "nccl_release"'))
+    result = cli("--root", str(workspace_copy), "lint", "--stack", "h100-training", "--json")
+    assert result.code == 1
+    problems = rules_of(result.json(), "h100-training")["TEMPLATE-VAR-MISSING"]
+    folders = {Path(p["message"].split(" does ")[0].split()[-1]) for p in problems}
+    assert {(f.parent.name, f.name) for f in folders} == {
+        ("images", cloud) for cloud in ("aws", "gcp", "azure")
+    }
+    assert all("nccl_version" in p["message"] for p in problems)
+
+
 def test_lint_unknown_stack_is_exit_2(cli) -> None:
     result = cli("lint", "--stack", "nope")
     assert result.code == 2

@@ -1,1 +1,0 @@
-../common/stack.pkr.hcl
