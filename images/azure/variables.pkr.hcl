@@ -1,5 +1,5 @@
-# This cloud's variables; those of every cloud are in stack.pkr.hcl (a link to
-# images/common/stack.pkr.hcl). Every variable that `imagectl plan` / `imagectl build`
+# This cloud's variables; those of every cloud are in images/common/stack.pkr.hcl, which
+# a build stages beside these files. Every variable that `imagectl plan` / `imagectl build`
 # feed comes from pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the
 # two agree. Variables with a default below that packer_vars does not feed are build knobs.
 

@@ -1,7 +1,6 @@
-# The variables every cloud's template declares, kept once. Each cloud folder links
-# here (images/<cloud>/stack.pkr.hcl -> ../common/stack.pkr.hcl), because Packer loads
-# the *.pkr.hcl files of one folder only; imagectl's wrapper copies the linked content
-# when it stages a folder. The stack-fed names come from
+# The variables every cloud's template declares, kept once. Packer loads the *.pkr.hcl
+# files of one folder only, so a build stages this file beside the cloud's own
+# (pipeline/packer/templates.py:stage_templates). The stack-fed names come from
 # pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the two agree.
 
 # --- from the stack ---

@@ -12,7 +12,7 @@ from typing import Any
 from imagectl.compat.data import load_compat
 from imagectl.compat.engine import evaluate
 from imagectl.errors import StackError, UserError
-from imagectl.packer.templates import common_dir
+from imagectl.packer.templates import template_files
 from imagectl.paths import Workspace
 from imagectl.stacks.loader import LoadedStack, load_stack, stack_paths
 from imagectl.stacks.resolve import resolve
@@ -58,8 +58,8 @@ def declared_packer_vars(folder: Path) -> set[str]:
     """Variables declared for a cloud: its own template files and images/common/'s."""
     names: set[str] = set()
     if not any(folder.glob("*.pkr.hcl")):
-        return names
-    for f in [*sorted(folder.glob("*.pkr.hcl")), *sorted(common_dir(folder).glob("*.pkr.hcl"))]:
+        return names  # reported as TEMPLATE-MISSING
+    for f in template_files(folder):
         names.update(_PACKER_VAR.findall(f.read_text(encoding="utf-8")))
     return names
 

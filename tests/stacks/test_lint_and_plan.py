@@ -130,6 +130,15 @@ def test_variable_missing_from_the_common_templates_is_reported(cli, workspace_c
     assert all("nccl_version" in p["message"] for p in problems)
 
 
+def test_cloud_file_named_like_a_common_one_is_exit_2(cli, workspace_copy) -> None:
+    images = workspace_copy / "images"
+    (images / "aws" / "stack.pkr.hcl").write_text((images / "common" / "stack.pkr.hcl").read_text())
+    result = cli("--root", str(workspace_copy), "lint", "--stack", "h100-training")
+    assert result.code == 2
+    err = " ".join(result.err.split())  # the paragraph wraps at the terminal's width
+    assert "both hold stack.pkr.hcl" in err and "images/common" in err
+
+
 def test_lint_unknown_stack_is_exit_2(cli) -> None:
     result = cli("lint", "--stack", "nope")
     assert result.code == 2
