@@ -1,0 +1,442 @@
+"""Building blocks of the snapshot library: the healthy bases and the fault primitives.
+
+``make_snapshots.py`` (the generator) and the fault-class modules beside it
+(``faults_*.py``, one per class of fault, each ``FAULTS: dict[str, Fault]``) import this.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from imagectl.validators.expectations import _shape_fields, from_stack  # noqa: E402
+from imagectl.validators.nvml.calls import (  # noqa: E402
+    AGGREGATE,
+    CORRECTED,
+    DRAM,
+    FIELD_RECOVERY_ACTION,
+    NVLINK_COUNTERS,
+    NVLINK_MAX_LINKS,
+    SRAM,
+    UNCORRECTED,
+    VOLATILE,
+)
+from imagectl.validators.snapshot import factor_common  # noqa: E402
+
+__all__ = ["AGGREGATE", "FIELD_RECOVERY_ACTION", "SRAM", "factor_common"]  # re-exported
+
+DRIVER = "580.95.05"
+T_FIRST_BOOT = 1_790_000_000.0  # first boot of the instance (epoch seconds)
+T_BOOT = T_FIRST_BOOT + 3600.0
+
+BASES: dict[str, dict[str, Any]] = {
+    "h100-sxm-8x": {
+        "shape": "p5.48xlarge",
+        "name": "NVIDIA H100 80GB HBM3",
+        "count": 8,
+        "mem_mib": 81559,
+        "arch": 9,
+        "pcie": (5, 16),
+        "links": 18,
+        "power_w": 700,
+        "slowdown": 89,
+        "shutdown": 92,
+        "gpu_max": 87,
+        "vbios": "96.00.89.00.01",
+        "inforom": "G520.0200.00.05",
+        "nvswitch": True,
+        "image": "ami-0h100healthy0001",
+        "buses": ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"],
+    },
+    "a100-sxm-80gb-8x": {
+        "shape": "p4de.24xlarge",
+        "name": "NVIDIA A100-SXM4-80GB",
+        "count": 8,
+        "mem_mib": 81920,
+        "arch": 7,
+        "pcie": (4, 16),
+        "links": 12,
+        "power_w": 400,
+        "slowdown": 92,
+        "shutdown": 95,
+        "gpu_max": 90,
+        "vbios": "92.00.45.00.06",
+        "inforom": "G506.0212.00.02",
+        "nvswitch": True,
+        "image": "ami-0a100healthy0001",
+        "buses": ["10", "16", "20", "27", "90", "96", "a0", "a7"],
+    },
+    "h200-8x": {
+        "shape": "p5e.48xlarge",
+        "name": "NVIDIA H200",
+        "count": 8,
+        "mem_mib": 143771,
+        "arch": 9,
+        "pcie": (5, 16),
+        "links": 18,
+        "power_w": 700,
+        "slowdown": 89,
+        "shutdown": 92,
+        "gpu_max": 87,
+        "vbios": "96.00.A5.00.01",
+        "inforom": "G525.0201.00.01",
+        "nvswitch": True,
+        "image": "ami-0h200healthy0001",
+        "buses": ["19", "3b", "4c", "5d", "9b", "bb", "cb", "db"],
+    },
+    "l4-1x": {
+        "shape": "g6.xlarge",
+        "name": "NVIDIA L4",
+        "count": 1,
+        "mem_mib": 23034,
+        "arch": 8,
+        "pcie": (4, 16),
+        "links": 0,
+        "power_w": 72,
+        "slowdown": 94,
+        "shutdown": 101,
+        "gpu_max": 89,
+        "vbios": "95.04.29.00.06",
+        "inforom": "G193.0200.00.01",
+        "nvswitch": False,
+        "image": "ami-0l4healthy000001",
+        "buses": ["31"],
+    },
+}
+
+
+def expectations(base: str) -> dict[str, Any]:
+    return copy.deepcopy(_expectations(base))
+
+
+@functools.cache
+def _expectations(base: str) -> dict[str, Any]:
+    b = BASES[base]
+    e = from_stack(ROOT / "images", "h100-training", "p5.48xlarge")
+    if b["shape"] != "p5.48xlarge":
+        e = e.model_copy(update=_shape_fields(ROOT / "images", b["shape"]))
+    if not b["nvswitch"]:
+        pkgs = {k: v for k, v in e.packages.items() if not k.startswith("nvidia-fabricmanager")}
+        e = e.model_copy(update={"fabric_manager": None, "packages": pkgs, "held": sorted(pkgs)})
+    e = e.model_copy(update={"origin": f"tests/snapshots/expect/{base}.json"})
+    return e.model_dump(mode="json")
+
+
+def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
+    gen, width = b["pcie"]
+    bus = b["buses"][i]
+    links = b["links"]
+    ecc_totals = {f"{e},{c}": 0 for e in (CORRECTED, UNCORRECTED) for c in (VOLATILE, AGGREGATE)}
+    ecc_loc = {
+        f"{e},{c},{loc}": 0
+        for e in (CORRECTED, UNCORRECTED)
+        for c in (VOLATILE, AGGREGATE)
+        for loc in (DRAM, SRAM)
+    }
+    dev: dict[str, Any] = {
+        "nvmlDeviceGetName": b["name"],
+        "nvmlDeviceGetUUID": f"GPU-{b['shape'][:2]}{i:02d}a1b2-c3d4-e5f6-0000-00000000{i:04d}",
+        "nvmlDeviceGetSerial": f"165232000{i:04d}",
+        "nvmlDeviceGetArchitecture": b["arch"],
+        "nvmlDeviceGetVbiosVersion": b["vbios"],
+        "nvmlDeviceGetInforomImageVersion": b["inforom"],
+        "nvmlDeviceValidateInforom": None,
+        "nvmlDeviceGetPciInfo_v3": {
+            "busIdLegacy": f"0000:{bus.upper()}:00.0",
+            "domain": 0,
+            "bus": int(bus, 16),
+            "device": 0,
+            "pciDeviceId": 0x233010DE,
+            "pciSubSystemId": 0x16C110DE,
+            "busId": f"00000000:{bus.upper()}:00.0",
+        },
+        "nvmlDeviceGetMemoryInfo": {
+            "total": b["mem_mib"] * 2**20,
+            "free": (b["mem_mib"] - 500) * 2**20,
+            "used": 500 * 2**20,
+        },
+        "nvmlDeviceGetMigMode": [0, 0],
+        "nvmlDeviceGetComputeMode": 0,
+        "nvmlDeviceGetPersistenceMode": 1,
+        "nvmlDeviceGetCurrentEccMode": 1,
+        "nvmlDeviceGetPendingEccMode": 1,
+        "nvmlDeviceGetTotalEccErrors": ecc_totals,
+        "nvmlDeviceGetMemoryErrorCounter": ecc_loc,
+        "nvmlDeviceGetRemappedRows": [0, 0, 0, 0],
+        "nvmlDeviceGetRetiredPages": {"$error": "NOT_SUPPORTED"},
+        "nvmlDeviceGetRetiredPagesPendingStatus": {"$error": "NOT_SUPPORTED"},
+        "nvmlDeviceGetCurrentClocksEventReasons": 0x1,  # idle
+        "nvmlDeviceGetTemperature": {"0": 33 + i % 3},
+        "nvmlDeviceGetTemperatureThreshold": {
+            "0": b["shutdown"],
+            "1": b["slowdown"],
+            "3": b["gpu_max"],
+        },
+        "nvmlDeviceGetPowerUsage": int(b["power_w"] * 0.1 * 1000),
+        "nvmlDeviceGetEnforcedPowerLimit": b["power_w"] * 1000,
+        "nvmlDeviceGetPowerManagementDefaultLimit": b["power_w"] * 1000,
+        "nvmlDeviceGetUtilizationRates": {"gpu": 0, "memory": 0},
+        "nvmlDeviceGetClockInfo": {"1": 345},
+        "nvmlDeviceGetMaxClockInfo": {"1": 1980},
+        # idle: the link has downtrained to Gen1 to save power (normal)
+        "nvmlDeviceGetCurrPcieLinkGeneration": 1,
+        "nvmlDeviceGetCurrPcieLinkWidth": width,
+        "nvmlDeviceGetMaxPcieLinkGeneration": gen,
+        "nvmlDeviceGetMaxPcieLinkWidth": width,
+        "nvmlDeviceGetGpuMaxPcieLinkGeneration": gen,
+        "nvmlDeviceGetPcieReplayCounter": 0,
+        "nvmlDeviceGetFieldValues": {str(FIELD_RECOVERY_ACTION): 0},
+    }
+    if links:
+        dev["nvmlDeviceGetNvLinkState"] = {
+            str(link): (1 if link < links else {"$error": "INVALID_ARGUMENT"})
+            for link in range(NVLINK_MAX_LINKS)
+        }
+        dev["nvmlDeviceGetNvLinkErrorCounter"] = {
+            f"{link},{c}": 0 for link in range(links) for c in NVLINK_COUNTERS.values()
+        }
+        dev["nvmlDeviceGetGpuFabricInfoV"] = {
+            "clusterUuid": [0] * 16,
+            "status": 0,
+            "cliqueId": 32766,
+            "state": 3,
+            "healthMask": 0,
+        }
+    else:
+        dev["nvmlDeviceGetNvLinkState"] = {"$error": "NOT_SUPPORTED"}
+        dev["nvmlDeviceGetNvLinkErrorCounter"] = {"$error": "NOT_SUPPORTED"}
+        dev["nvmlDeviceGetGpuFabricInfoV"] = {"$error": "NOT_SUPPORTED"}
+    return dev
+
+
+def healthy(base: str) -> dict[str, Any]:
+    b = BASES[base]
+    e = expectations(base)
+    packages = {
+        name: {
+            "version": (
+                f"{v}-1"
+                if name.startswith("nvidia-fabricmanager")
+                else f"{v}-1"
+                if name.startswith("cuda-toolkit")
+                else v
+            ),
+            "held": True,
+            "installed": True,
+        }
+        for name, v in e["packages"].items()
+    }
+    packages["nvidia-driver-580-open"] = {
+        "version": f"{DRIVER}-0ubuntu1",
+        "held": True,
+        "installed": True,
+    }
+    packages["libnvidia-compute-580"] = {
+        "version": f"{DRIVER}-0ubuntu1",
+        "held": True,
+        "installed": True,
+    }
+    log = (
+        "2026-11-20T10:00:01+0000 host kernel: nvidia: loading out-of-tree module taints kernel.\n"
+        "2026-11-20T10:00:02+0000 host kernel: NVRM: loading NVIDIA UNIX Open Kernel Module "
+        f"for x86_64  {DRIVER}  Release Build  (dvs-builder@U22-I3-AF03-09-1)\n"
+    )
+    return {
+        "schema_version": 1,
+        "kind": "imagectl.snapshot",
+        "description": f"healthy {base} ({b['shape']})",
+        "captured_at": "2026-11-20T10:05:00+00:00",
+        "validator_version": "0.1.0",
+        "nvml": {
+            "init": {"error": None},
+            "system": {
+                "nvmlSystemGetDriverVersion": DRIVER,
+                "nvmlSystemGetNVMLVersion": f"13.{DRIVER}",
+                "nvmlSystemGetCudaDriverVersion_v2": 13000,
+                "nvmlDeviceGetCount": b["count"],
+            },
+            "devices": [_device(b, i) for i in range(b["count"])],
+        },
+        "host": {
+            "hostname": f"{base}-node",
+            "kernel_release": e["kernel"],
+            "os_release": {
+                "ID": "ubuntu",
+                "VERSION_ID": "22.04",
+                "PRETTY_NAME": "Ubuntu 22.04.5 LTS",
+            },
+            "boot": {
+                "boot_id": "9f1c1111-2222-3333-4444-555566667777",
+                "uptime_s": 300.0,
+                "booted_at": T_BOOT,
+            },
+            "nvidia_module": {
+                "loaded": True,
+                "version": DRIVER,
+                "flavour": "open",
+                "source": "/proc/driver/nvidia/version",
+            },
+            "nvml_library": {
+                "path": f"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.{DRIVER}",
+                "version": DRIVER,
+            },
+            "nccl": {
+                "path": "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+                "version": e["nccl"].split("-")[0],
+                "error": None,
+            },
+            "packages": packages,
+            "services": {
+                "nvidia-fabricmanager": {
+                    "active": b["nvswitch"],
+                    "state": "active" if b["nvswitch"] else "inactive",
+                    "enabled": b["nvswitch"],
+                },
+                "nvidia-persistenced": {"active": True, "state": "active", "enabled": True},
+                "nvidia-imex": {"active": False, "state": "inactive", "enabled": False},
+            },
+            "manifest": {
+                "image_id": b["image"],
+                "stack": e["stack"],
+                "stack_digest": e["stack_digest"],
+                "packages": {n: p["version"] for n, p in sorted(packages.items())},
+            },
+            "cloud_image": {"cloud": "aws", "image_id": b["image"]},
+            # the image's own /etc/imagectl/expect.json: a replay without --expect uses it
+            "expect_file": e,
+            "hygiene": {
+                "root": "/",
+                "booted_root": True,
+                "first_boot": T_FIRST_BOOT,
+                "machine_id": "5b0c6a1f0e2d4c3b8a7968574a3b2c1d",
+                "ssh_host_keys": [
+                    {
+                        "path": "/etc/ssh/ssh_host_ed25519_key",
+                        "size": 399,
+                        "mtime": T_FIRST_BOOT + 12.0,
+                    },
+                ],
+                "build_keys": [],
+                "credentials": [],
+                "shell_history": [],
+            },
+        },
+        "kernel_log": {"source": "journalctl -k -b", "error": None, "filtered": True, "text": log},
+    }
+
+
+# -- faults ---------------------------------------------------------------------------
+
+Snap = dict[str, Any]
+
+
+def _gpus(s: Snap) -> list[dict[str, Any]]:
+    devices: list[dict[str, Any]] = s["nvml"]["devices"]
+    return devices
+
+
+def _log(s: Snap, line: str) -> None:
+    s["kernel_log"]["text"] += f"2026-11-20T10:03:00+0000 host kernel: {line}\n"
+
+
+def _bus(s: Snap, i: int) -> str:
+    return str(_gpus(s)[i]["nvmlDeviceGetPciInfo_v3"]["busId"])[4:14].lower()
+
+
+def xid(code: int, text: str, gpu: int = 3, times: int = 1) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        for _ in range(times):
+            _log(s, f"NVRM: Xid (PCI:{_bus(s, gpu)}): {code}, pid=4242, name=python3, {text}")
+
+    return apply
+
+
+def gpu_set(
+    func: str, value: Any, gpu: int | None = 0, key: str | None = None
+) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        for i, dev in enumerate(_gpus(s)):
+            if gpu is None or i == gpu:
+                if key is None:
+                    dev[func] = copy.deepcopy(value)
+                else:
+                    dev[func][key] = copy.deepcopy(value)
+
+    return apply
+
+
+def host_set(path: str, value: Any) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        node = s["host"]
+        *head, last = path.split(".")
+        for k in head:
+            node = node[k]
+        node[last] = copy.deepcopy(value)
+
+    return apply
+
+
+def both(*fns: Callable[[Snap], None]) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        for fn in fns:
+            fn(s)
+
+    return apply
+
+
+def drop_gpu(index: int) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        del _gpus(s)[index]
+        s["nvml"]["system"]["nvmlDeviceGetCount"] = len(_gpus(s))
+
+    return apply
+
+
+def drop_calls(*names: str) -> Callable[[Snap], None]:
+    """An older driver: these functions do not exist (FUNCTION_NOT_FOUND when called)."""
+
+    def apply(s: Snap) -> None:
+        for dev in _gpus(s):
+            for name in names:
+                dev.pop(name, None)
+
+    return apply
+
+
+def nvml_init_error(name: str) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        s["nvml"] = {"init": {"error": name}, "system": {}, "devices": []}
+
+    return apply
+
+
+OLD = "580.82.07"
+U, V, A = UNCORRECTED, VOLATILE, AGGREGATE
+FM = "nvidia-fabricmanager-580"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One named fault: the bases it is applied to, how, and what the validator must say.
+
+    ``expect_fail``: check id -> action for every check that must fail (nothing else may
+    fail; empty: the snapshot must pass). ``expect_warn``: check ids that must warn.
+    ``source``: where the rule that judges it comes from (a vendor document, cited).
+    """
+
+    bases: tuple[str, ...]
+    apply: Callable[[Snap], None]
+    expect_fail: dict[str, str]
+    source: str
+    expect_warn: tuple[str, ...] = ()
