@@ -160,6 +160,28 @@ def _load_collectives() -> Callable[..., Any]:
     return collective_checks
 
 
+def _load_dcgm() -> Callable[..., Any]:
+    from imagectl.validators.dcgm import dcgm_checks
+
+    return dcgm_checks
+
+
+def dcgm_part(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckResult]:
+    """NVIDIA's own diagnostics (``dcgmi diag``) beside ours: live, or from the snapshot's
+    recorded ``dcgm`` section when replaying (``validators/dcgm/``)."""
+    replay = opts.snapshot is not None
+    recorded = (opts.snapshot or {}).get("dcgm") if replay else None
+    return _guarded(
+        "dcgm.diag",
+        "DCGM diagnostics (dcgmi diag)",
+        _load_dcgm,
+        lambda fn: fn(
+            opts.profile, ctx.expect, recorded=recorded, replay=replay, deadline_s=deadline_s
+        ),
+        deadline_s + 5.0,
+    )
+
+
 def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckResult]:
     """The CUDA and collective smoke tests (other modules), sampled under load.
 
@@ -170,6 +192,7 @@ def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckRes
         return [
             _skip("compute.smoke", "CUDA smoke tests", "replay: no hardware to load"),
             _skip("collectives.smoke", "Collective smoke tests", "replay: no hardware"),
+            *dcgm_part(ctx, opts, deadline_s=deadline_s),
         ]
     out: list[CheckResult] = []
     sampler = None
@@ -203,6 +226,7 @@ def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckRes
         if sampler is not None:
             sampler.__exit__()
             ctx.load_samples = sampler.samples
+    out += dcgm_part(ctx, opts, deadline_s=max(1.0, deadline_s - (time.perf_counter() - started)))
     return out
 
 
