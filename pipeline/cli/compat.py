@@ -24,6 +24,15 @@ def command() -> None:
 @click.option("--gpu", "gpus", multiple=True, help="GPU SKU (repeatable), e.g. H100-SXM-80GB.")
 @click.option("--kernel-modules", type=click.Choice(["open", "proprietary"]))
 @click.option(
+    "--toolkit",
+    help="The validator's GPU toolkit as TORCH+cuXY, e.g. 2.9.1+cu128 (validation.toolkit).",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["boot", "quick", "full", "burn"]),
+    help="The validation profile (quick/full/burn on GPUs need a toolkit).",
+)
+@click.option(
     "--as-of",
     type=click.DateTime(formats=["%Y-%m-%d"]),
     help="Judge branch lifecycles as of this date (default: today).",
@@ -38,6 +47,8 @@ def check(
     fabric_manager: str | None,
     gpus: tuple[str, ...],
     kernel_modules: str | None,
+    toolkit: str | None,
+    profile: str | None,
     as_of: dt.datetime | None,
     as_json: bool,
 ) -> None:
@@ -50,6 +61,7 @@ def check(
     if nccl:
         NcclVersion.parse(nccl)
     canonical = tuple(data.gpu(g).sku for g in gpus)
+    toolkit_torch, toolkit_cuda = _parse_toolkit(toolkit)
     combo = Combination(
         driver=driver,
         cuda=cuda,
@@ -57,6 +69,9 @@ def check(
         fabric_manager=fabric_manager,
         gpus=canonical,
         kernel_modules=kernel_modules,
+        toolkit_torch=toolkit_torch,
+        toolkit_cuda=toolkit_cuda,
+        profile=profile,
         as_of=as_of.date() if as_of else dt.date.today(),
     )
     violations = evaluate(combo, data)
@@ -72,6 +87,8 @@ def check(
                     "fabric_manager": fabric_manager,
                     "gpus": list(canonical),
                     "kernel_modules": kernel_modules,
+                    "toolkit": toolkit,
+                    "profile": profile,
                     "as_of": combo.as_of.isoformat(),
                 },
                 "violations": [v.as_dict() for v in violations],
@@ -111,3 +128,20 @@ def rules(ctx: click.Context, as_json: bool) -> None:
     for r in data.rules.values():
         table.add_row(r.id, r.severity, r.message, r.source)
     console().print(table)
+
+
+def _parse_toolkit(text: str | None) -> tuple[str | None, str | None]:
+    """'2.9.1+cu128' -> ('2.9.1', '12.8'); bad input is exit 2."""
+    import re
+
+    from imagectl.errors import UserError
+
+    if not text:
+        return None, None
+    m = re.fullmatch(r"(\d+\.\d+\.\d+)\+cu(\d{2})(\d)", text)
+    if not m:
+        raise UserError(
+            f"cannot parse toolkit '{text}'",
+            hint="Give the torch release and its CUDA variant, e.g. 2.9.1+cu128",
+        )
+    return m.group(1), f"{m.group(2)}.{m.group(3)}"

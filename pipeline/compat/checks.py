@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from imagectl.compat.data import CompatData, Rule
+from imagectl.compat.data import CompatData, Rule, ToolkitVariant
 from imagectl.compat.engine import Combination, Violation, violation
 from imagectl.versions import Dotted, NcclVersion, driver_branch
 
@@ -158,3 +158,64 @@ def branch_unknown(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation
     branch = driver_branch(c.driver)
     if branch not in d.branches:
         yield violation(r, branch=branch)
+
+
+def toolkit_variant(cuda: str) -> str:
+    """'12.8' -> 'cu128' (PyTorch's variant names)."""
+    major, minor = [*cuda.split("."), "0"][:2]
+    return f"cu{major}{minor}"
+
+
+def _toolkit(c: Combination, d: CompatData) -> tuple[str, str, ToolkitVariant | None] | None:
+    if not (c.toolkit_torch and c.toolkit_cuda):
+        return None
+    variant = toolkit_variant(c.toolkit_cuda)
+    return c.toolkit_torch, variant, d.toolkit(c.toolkit_torch, variant)
+
+
+@rule("TOOLKIT-VARIANT-KNOWN")
+def toolkit_known(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    tk = _toolkit(c, d)
+    if tk and tk[2] is None:
+        known = sorted(d.toolkits.get(tk[0], {})) or [f"no release {tk[0]} in the table"]
+        yield violation(r, torch=tk[0], variant=tk[1], known=", ".join(known))
+
+
+@rule("TOOLKIT-CUDA-DRIVER")
+def toolkit_cuda_driver(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    tk = _toolkit(c, d)
+    if not tk or tk[2] is None:
+        return
+    _, minimum = d.cuda_entry(tk[2].cuda_runtime)
+    if _driver(c) < minimum:
+        yield violation(
+            r,
+            torch=tk[0],
+            variant=tk[1],
+            cuda_runtime=tk[2].cuda_runtime,
+            min_driver=minimum,
+            driver=c.driver,
+        )
+
+
+@rule("TOOLKIT-CUDA-MAJOR")
+def toolkit_cuda_major(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    if not c.toolkit_cuda:
+        return
+    toolkit_major = Dotted.parse(c.toolkit_cuda, what="toolkit CUDA").parts[0]
+    cuda_major = Dotted.parse(c.cuda, what="CUDA version").parts[0]
+    if toolkit_major != cuda_major:
+        yield violation(
+            r,
+            toolkit_major=toolkit_major,
+            variant=toolkit_variant(c.toolkit_cuda),
+            cuda=c.cuda,
+            cuda_major=cuda_major,
+        )
+
+
+@rule("TOOLKIT-MISSING")
+def toolkit_missing(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    needs = c.profile in ("quick", "full", "burn") and bool(c.gpus)
+    if needs and not c.toolkit_torch:
+        yield violation(r, profile=c.profile, gpus=", ".join(c.gpus))

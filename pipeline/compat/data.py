@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,17 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class ToolkitVariant:
+    """One CUDA variant of a torch release (images/compat/toolkits.yaml)."""
+
+    torch: str
+    variant: str  # cu128
+    cuda_runtime: str  # the CUDA runtime its wheels bundle
+    pypi_default: bool
+    source: str
+
+
+@dataclass(frozen=True)
 class CompatData:
     rules: dict[str, Rule]
     cuda_min_driver: dict[str, Dotted]  # normalised "12.8.1" -> min driver
@@ -66,6 +77,12 @@ class CompatData:
     branches: dict[int, Branch]
     branch_warn_days: int
     branches_source: str
+    toolkits: dict[str, dict[str, ToolkitVariant]] = field(default_factory=dict)
+    toolkit_index: str = ""
+    toolkits_source: str = ""
+
+    def toolkit(self, torch: str, variant: str) -> ToolkitVariant | None:
+        return self.toolkits.get(torch, {}).get(variant)
 
     def cuda_entry(self, cuda: str) -> tuple[str, Dotted]:
         """Resolve '12.8' (GA) or '12.8.1' to its table entry; unknown -> exit 2."""
@@ -143,6 +160,20 @@ def load_compat(compat_dir: Path) -> CompatData:
         )
         for n, b in br_doc["branches"].items()
     }
+    tk_doc = _load(compat_dir / "toolkits.yaml")
+    toolkits = {
+        str(version): {
+            str(name): ToolkitVariant(
+                torch=str(version),
+                variant=str(name),
+                cuda_runtime=str(v["cuda_runtime"]),
+                pypi_default=bool(v.get("pypi_default", False)),
+                source=str(v["source"]),
+            )
+            for name, v in t["variants"].items()
+        }
+        for version, t in tk_doc["torch"].items()
+    }
     return CompatData(
         rules=rules,
         cuda_min_driver=cuda,
@@ -151,6 +182,9 @@ def load_compat(compat_dir: Path) -> CompatData:
         branches=branches,
         branch_warn_days=int(br_doc.get("warn_days", 90)),
         branches_source=br_doc["source"],
+        toolkits=toolkits,
+        toolkit_index=str(tk_doc["index"]),
+        toolkits_source=str(tk_doc["source"]),
     )
 
 

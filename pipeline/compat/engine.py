@@ -25,6 +25,9 @@ class Combination:
     fabric_manager_mode: str = "auto"  # auto | required | none (stacks); ad hoc: auto
     gpus: tuple[str, ...] = ()
     kernel_modules: str | None = None
+    toolkit_torch: str | None = None  # the validator's GPU toolkit (validation.toolkit)
+    toolkit_cuda: str | None = None  # its CUDA variant as X.Y (12.8 -> cu128)
+    profile: str | None = None  # validation.profile (stacks only)
     as_of: dt.date = field(default_factory=dt.date.today)
 
 

@@ -53,7 +53,17 @@ class ResolvedStack:
             "nccl": n.nccl if n else None,
             "dcgm": n.dcgm if n else None,
             "container_toolkit": n.container_toolkit if n else None,
+            "validator_toolkit": self.validator_toolkit,
         }
+
+    @property
+    def validator_toolkit(self) -> dict[str, str] | None:
+        """The pinned torch and CUDA variant of the validator, e.g. 2.9.1 + cu128."""
+        tk = self.stack.validation.toolkit
+        if tk is None:
+            return None
+        major, minor = tk.cuda.split(".")
+        return {"torch": tk.torch, "cuda": tk.cuda, "variant": f"cu{major}{minor}"}
 
     def combination(self, as_of: Any = None) -> Combination:
         n = self.stack.nvidia
@@ -69,6 +79,9 @@ class ResolvedStack:
             fabric_manager_mode=n.fabric_manager,
             gpus=tuple(self.stack.gpus),
             kernel_modules=n.driver.kernel_modules,
+            toolkit_torch=tk.torch if (tk := self.stack.validation.toolkit) else None,
+            toolkit_cuda=tk.cuda if tk else None,
+            profile=self.stack.validation.profile,
             **kwargs,
         )
 

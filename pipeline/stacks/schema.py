@@ -278,9 +278,24 @@ class Clouds(Strict):
         return {c: getattr(self, c) for c in CLOUDS if getattr(self, c) is not None}
 
 
+class Toolkit(Strict):
+    """The validator's GPU toolkit, installed into the image's validator venv: a torch
+    release and its CUDA variant (images/compat/toolkits.yaml; 12.8 means ``+cu128``)."""
+
+    torch: str = Field(
+        pattern=r"^\d{1,3}\.\d{1,3}\.\d{1,3}$", description="torch release, e.g. 2.9.1"
+    )
+    cuda: str = Field(pattern=r"^\d{2}\.\d$", description="CUDA variant as X.Y, e.g. 12.8 (cu128)")
+
+
 class Validation(Strict):
     profile: Profile = "quick"
     max_receipt_age_hours: int = Field(72, ge=1)
+    toolkit: Toolkit | None = Field(
+        None,
+        description="torch + CUDA variant for the quick/full/burn smoke tests; required for "
+        "those profiles on GPUs (TOOLKIT-MISSING)",
+    )
 
 
 class Retention(Strict):

@@ -215,6 +215,106 @@ CASES = [
     ),
     ("BRANCH-EOL-SOON", ["--driver", "535.261.03", "--cuda", "12.2", "--as-of", TODAY], False),
     ("BRANCH-UNKNOWN", ["--driver", "999.10.01", "--cuda", "13.2.2"], True),
+    # The validator's toolkit (images/compat/toolkits.yaml): torch 2.9 publishes cu126, cu128
+    # and cu130 (PyTorch RELEASE.md); its cu128 wheels bundle the CUDA 12.8.1 runtime
+    # (nvidia-cuda-runtime-cu12==12.8.90), which Table 3 puts at driver >= 570.124.06.
+    (
+        "TOOLKIT-VARIANT-KNOWN",
+        ["--driver", "580.95.05", "--cuda", "12.9.1", "--toolkit", "2.9.1+cu129"],
+        True,
+    ),
+    (
+        "TOOLKIT-VARIANT-KNOWN",
+        ["--driver", "580.95.05", "--cuda", "12.9.1", "--toolkit", "2.8.0+cu129"],
+        False,
+    ),
+    (
+        "TOOLKIT-CUDA-DRIVER",
+        [
+            "--driver",
+            "570.86.15",
+            "--cuda",
+            "12.8.0",
+            "--toolkit",
+            "2.9.1+cu128",
+            "--as-of",
+            BEFORE_570_EOL,
+        ],
+        True,
+    ),
+    (
+        "TOOLKIT-CUDA-DRIVER",
+        [
+            "--driver",
+            "570.124.06",
+            "--cuda",
+            "12.8.1",
+            "--toolkit",
+            "2.9.1+cu128",
+            "--as-of",
+            BEFORE_570_EOL,
+        ],
+        False,
+    ),
+    (
+        "TOOLKIT-CUDA-DRIVER",
+        ["--driver", "580.65.06", "--cuda", "13.0.0", "--toolkit", "2.9.1+cu130"],
+        False,
+    ),
+    (
+        "TOOLKIT-CUDA-MAJOR",
+        ["--driver", "580.95.05", "--cuda", "13.0.2", "--toolkit", "2.9.1+cu128"],
+        True,
+    ),
+    (
+        "TOOLKIT-CUDA-MAJOR",
+        ["--driver", "580.95.05", "--cuda", "13.0.2", "--toolkit", "2.9.1+cu130"],
+        False,
+    ),
+    (
+        "TOOLKIT-MISSING",
+        [
+            "--driver",
+            "580.95.05",
+            "--cuda",
+            "12.8.1",
+            "--gpu",
+            "H100-SXM-80GB",
+            "--profile",
+            "quick",
+        ],
+        True,
+    ),
+    (
+        "TOOLKIT-MISSING",
+        [
+            "--driver",
+            "580.95.05",
+            "--cuda",
+            "12.8.1",
+            "--gpu",
+            "H100-SXM-80GB",
+            "--profile",
+            "boot",
+        ],
+        False,
+    ),
+    (
+        "TOOLKIT-MISSING",
+        [
+            "--driver",
+            "580.95.05",
+            "--cuda",
+            "12.8.1",
+            "--gpu",
+            "H100-SXM-80GB",
+            "--profile",
+            "quick",
+            "--toolkit",
+            "2.9.1+cu128",
+        ],
+        False,
+    ),
     ("BRANCH-UNKNOWN", ["--driver", "580.95.05", "--cuda", "13.2.2", "--as-of", TODAY], False),
 ]
 
@@ -284,6 +384,7 @@ def test_gpu_names_are_case_insensitive(cli) -> None:
         (["--driver", "580.x", "--cuda", "12.8"], "cannot parse driver version '580.x'"),
         (["--driver", "580.95.05", "--cuda", "12.7"], "Known versions: 13.2.2,"),
         (["--driver", "580.95.05", "--cuda", "twelve"], "cannot parse CUDA version"),
+        (["--driver", "580.95.05", "--cuda", "12.8", "--toolkit", "2.9.1"], "cannot parse toolkit"),
         (
             ["--driver", "580.95.05", "--cuda", "12.8", "--nccl", "2.26.2"],
             "cannot parse NCCL version",
