@@ -11,6 +11,8 @@ Every problem names the file and line and says what to fix. ``load_stack`` raise
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from imagectl.errors import StackError, UserError
-from imagectl.stacks.schema import Stack
+from imagectl.stacks.schema import STACK_NAME, Stack
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FLOAT = "tag:yaml.org,2002:float"
@@ -43,13 +45,88 @@ class LoadedStack:
         return f"{self.path}:{self.line_of(*loc)}"
 
 
-def read_yaml(path: Path) -> yaml.MappingNode:
-    """Compose the file (libyaml when present): a node tree that keeps every line."""
+# Bounds for a hostile stack file: a real stack is a few KB, a dozen levels deep, with
+# no aliases and short numbers. Anything past these is refused before it is composed
+# (libyaml's composer recurses: 50,000 levels crash it; aliases can expand a 1 KB file
+# into billions of nodes when it becomes plain data).
+MAX_STACK_BYTES = 256 * 1024
+MAX_DEPTH = 32
+MAX_SCALAR_DIGITS = 40
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, refusing what a stack file cannot be (device, huge, not UTF-8)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise StackError(
+                    [
+                        f"{path}: not a regular file (a device, FIFO or folder); a stack file "
+                        "is a small YAML file in images/stacks/"
+                    ],
+                    path=str(path),
+                )
+            data = fh.read(MAX_STACK_BYTES + 1)
     except OSError as exc:
         raise UserError(f"cannot read stack file {path}: {exc.strerror}") from exc
+    if len(data) > MAX_STACK_BYTES:
+        raise StackError(
+            [f"{path}: larger than {MAX_STACK_BYTES // 1024} KiB; a stack file is a few KB"],
+            path=str(path),
+        )
     try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise StackError(
+            [f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8"],
+            path=str(path),
+        ) from exc
+
+
+def _screen(text: str, path: Path) -> None:
+    """One pass over libyaml's events: refuse aliases, deep nesting and huge numbers
+    before the composer sees them (stops at the first problem, so it stays linear)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        line = event.start_mark.line + 1 if event.start_mark else 1
+        if isinstance(event, yaml.AliasEvent):
+            raise StackError(
+                [
+                    f"{path}:{line}: YAML aliases (*{event.anchor}) are not allowed in a stack "
+                    "file; write the value out"
+                ],
+                path=str(path),
+            )
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise StackError(
+                    [
+                        f"{path}:{line}: nested more than {MAX_DEPTH} levels deep; a stack "
+                        "file is a few levels of mappings"
+                    ],
+                    path=str(path),
+                )
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.ScalarEvent) and event.implicit[0]:
+            digits = event.value.lstrip("+-")
+            if len(digits) > MAX_SCALAR_DIGITS and digits[:1].isdigit():
+                raise StackError(
+                    [
+                        f"{path}:{line}: a number {len(event.value)} characters long; "
+                        "no value in a stack file is that long (quote it if it is text)"
+                    ],
+                    path=str(path),
+                )
+
+
+def read_yaml(path: Path) -> yaml.MappingNode:
+    """Compose the file (libyaml when present): a node tree that keeps every line."""
+    text = _read_text(path)
+    try:
+        _screen(text, path)
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -63,12 +140,32 @@ def read_yaml(path: Path) -> yaml.MappingNode:
             [f"{path}:1: a stack file must be a YAML mapping (name:, os:, nvidia:, ...)"],
             path=str(path),
         )
+    bad_keys = list(_non_scalar_keys(node))
+    if bad_keys:
+        raise StackError(
+            [
+                f"{path}:{line}: a key must be a plain word, not a list or mapping"
+                for line in bad_keys
+            ],
+            path=str(path),
+        )
     dupes = list(_duplicate_keys(node))
     if dupes:
         raise StackError(
             [f"{path}:{line}: key '{key}' appears twice" for key, line in dupes], path=str(path)
         )
     return node
+
+
+def _non_scalar_keys(node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                yield key.start_mark.line + 1
+            yield from _non_scalar_keys(value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            yield from _non_scalar_keys(item)
 
 
 def _duplicate_keys(node: yaml.Node) -> Any:
@@ -155,6 +252,19 @@ def _describe(err: Any, path: Path, raw: yaml.MappingNode) -> str:
         return f"{path}:{line}: unknown key '{dotted}'; {hint}"
     if kind == "missing":
         return f"{path}:{line}: '{dotted}' is required but missing; add it"
+    if kind in ("string_pattern_mismatch", "string_too_long"):
+        shown = repr(str(err.get("input", "")))
+        shown = shown if len(shown) <= 80 else shown[:77] + "...'"
+        ctx = err.get("ctx") or {}
+        rule = (
+            f"match {ctx['pattern']}"
+            if "pattern" in ctx
+            else f"be at most {ctx.get('max_length')} characters"
+        )
+        return (
+            f"{path}:{line}: {dotted}: {shown} is not allowed here; it must {rule} "
+            "(see images/schema/stack.schema.json)"
+        )
     msg = str(err["msg"]).removeprefix("Value error, ")
     if kind == "literal_error":
         return f"{path}:{line}: {dotted}: {msg}"
@@ -182,6 +292,13 @@ def stack_paths(stacks_dir: Path) -> list[Path]:
 
 
 def find_stack(stacks_dir: Path, name: str) -> Path:
+    """``images/stacks/<name>.yaml``; ``name`` is a stack name, never a path."""
+    if not STACK_NAME.match(name):
+        raise UserError(
+            f"'{name[:80]}' is not a stack name: 2-40 lowercase letters, digits and '-' "
+            f"(a file name in {stacks_dir} without .yaml, not a path)",
+            hint="See `imagectl lint` for the known stacks",
+        )
     path = stacks_dir / f"{name}.yaml"
     if not path.is_file():
         known = [p.stem for p in stack_paths(stacks_dir)]

@@ -14,10 +14,32 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from imagectl.errors import UserError
+from imagectl.stacks.patterns import (
+    AmiNameFilter,
+    AwsOwner,
+    AwsSubnet,
+    AzureGroup,
+    AzureGuid,
+    AzureLocation,
+    AzureName,
+    AzureVmSize,
+    DebName,
+    DebVersion,
+    Description,
+    GcpLabel,
+    GcpProject,
+    GcpZone,
+    GpuSku,
+    HttpUrl,
+    Principal,
+    Region,
+    ShapeName,
+    SsmPrefix,
+    Version,
+)
 from imagectl.versions import Dotted, NcclVersion, driver_branch
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
-_DEB_VERSION = re.compile(r"^(\d+:)?[0-9][A-Za-z0-9.+~-]*$")
+STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 _AWS_ACCOUNT = re.compile(r"^\d{12}$")
 _ORG_ARN = re.compile(r"^arn:aws:organizations::\d{12}:(organization|ou)/[\w/-]+$")
 
@@ -36,13 +58,6 @@ def _checked(parse: Callable[[], object]) -> None:
         parse()
     except UserError as exc:
         raise ValueError(exc.render().rstrip(".")) from None
-
-
-def _deb_version(value: str, what: str) -> str:
-    value = str(value)
-    if not _DEB_VERSION.match(value):
-        raise ValueError(f"'{value}' is not a package version ({what}), e.g. 1.17.8-1")
-    return value
 
 
 class OsPins(Strict):
@@ -76,10 +91,10 @@ class OsPins(Strict):
 
 
 class DriverPins(Strict):
-    version: str
+    version: Version
     kernel_modules: Literal["open", "proprietary"]
 
-    @field_validator("version")
+    @field_validator("version", mode="before")
     @classmethod
     def _version(cls, v: str) -> str:
         _checked(lambda: Dotted.parse(v, what="driver version"))
@@ -102,12 +117,12 @@ class NvidiaPins(Strict):
         "auto",
         description="auto: installed when a target GPU sits on NVSwitch; version == driver",
     )
-    cuda: str
-    nccl: str | None = None
-    dcgm: str | None = None
-    container_toolkit: str | None = None
+    cuda: Version
+    nccl: str | None = Field(None, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+\+cuda[0-9]+\.[0-9]+$")
+    dcgm: DebVersion | None = None
+    container_toolkit: DebVersion | None = None
 
-    @field_validator("cuda")
+    @field_validator("cuda", mode="before")
     @classmethod
     def _cuda(cls, v: str) -> str:
         _checked(lambda: Dotted.parse(str(v), what="CUDA version"))
@@ -115,24 +130,19 @@ class NvidiaPins(Strict):
             raise ValueError(f"CUDA version '{v}' must name at least major.minor, e.g. 12.8.1")
         return str(v)
 
-    @field_validator("nccl")
+    @field_validator("nccl", mode="before")
     @classmethod
     def _nccl(cls, v: str | None) -> str | None:
         if v is not None:
             _checked(lambda: NcclVersion.parse(v))
         return v
 
-    @field_validator("dcgm", "container_toolkit")
-    @classmethod
-    def _pkg(cls, v: str | None) -> str | None:
-        return None if v is None else _deb_version(v, "package version")
-
 
 class AwsEfa(Strict):
-    installer: str
-    ofi_nccl: str
+    installer: Version
+    ofi_nccl: Version
 
-    @field_validator("installer", "ofi_nccl")
+    @field_validator("installer", "ofi_nccl", mode="before")
     @classmethod
     def _ver(cls, v: str) -> str:
         _checked(lambda: Dotted.parse(v, what="EFA version"))
@@ -140,7 +150,7 @@ class AwsEfa(Strict):
 
 
 class AzureInfiniband(Strict):
-    doca_ofed: str
+    doca_ofed: Version = Field(description="DOCA-OFED release, e.g. 3.1.0")
     peermem: bool = True
 
 
@@ -152,7 +162,7 @@ class NetworkPins(Strict):
 class Sharing(Strict):
     accounts: list[str] = Field(default_factory=list, description="AWS account ids")
     organizations: list[str] = Field(default_factory=list, description="AWS org/OU ARNs")
-    principals: list[str] = Field(default_factory=list, description="GCP/Azure principals")
+    principals: list[Principal] = Field(default_factory=list, description="GCP/Azure principals")
     public: bool = False
 
     @field_validator("accounts")
@@ -173,9 +183,12 @@ class Sharing(Strict):
 
 
 class CloudCommon(Strict):
-    kernel: str = Field(description="exact kernel release, e.g. 6.8.0-1021-aws")
-    validation_shapes: list[str] = Field(min_length=1)
-    regions: list[str] = Field(min_length=1, description="target regions for replication")
+    kernel: str = Field(
+        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[a-z0-9]+)*$",
+        description="exact kernel release, e.g. 6.8.0-1021-aws",
+    )
+    validation_shapes: list[ShapeName] = Field(min_length=1)
+    regions: list[Region] = Field(min_length=1, description="target regions for replication")
     share: Sharing = Field(default_factory=Sharing)
 
     @field_validator("kernel")
@@ -195,56 +208,58 @@ class CloudCommon(Strict):
 
 
 class AwsBaseImage(Strict):
-    owner: str
-    name: str = Field(description="AMI name filter, e.g. ubuntu/images/hvm-ssd/ubuntu-jammy-*")
+    owner: AwsOwner
+    name: AmiNameFilter = Field(
+        description="AMI name filter, e.g. ubuntu/images/hvm-ssd/ubuntu-jammy-*"
+    )
 
 
 class AwsBuild(Strict):
-    region: str
-    instance_type: str
-    subnet_id: str | None = None
+    region: Region
+    instance_type: ShapeName
+    subnet_id: AwsSubnet | None = None
 
 
 class AwsCloud(CloudCommon):
     base_image: AwsBaseImage
     build: AwsBuild
-    ssm_parameter_prefix: str = "/imagectl"
+    ssm_parameter_prefix: SsmPrefix = "/imagectl"
 
 
 class GcpBaseImage(Strict):
-    project: str
-    family: str
+    project: GcpProject
+    family: GcpLabel
 
 
 class GcpBuild(Strict):
-    project: str
-    zone: str
-    machine_type: str
+    project: GcpProject
+    zone: GcpZone
+    machine_type: GcpLabel
 
 
 class GcpCloud(CloudCommon):
     base_image: GcpBaseImage
     build: GcpBuild
-    family: str = Field(description="production image family (the latest pointer)")
+    family: GcpLabel = Field(description="production image family (the latest pointer)")
 
 
 class AzureBaseImage(Strict):
-    publisher: str
-    offer: str
-    sku: str
+    publisher: AzureName
+    offer: AzureName
+    sku: AzureName
 
 
 class AzureGallery(Strict):
-    resource_group: str
-    name: str
-    image_definition: str
+    resource_group: AzureGroup
+    name: AzureName
+    image_definition: AzureName
 
 
 class AzureBuild(Strict):
-    subscription_id: str
-    location: str
-    vm_size: str
-    resource_group: str
+    subscription_id: AzureGuid
+    location: AzureLocation
+    vm_size: AzureVmSize
+    resource_group: AzureGroup
 
 
 class AzureCloud(CloudCommon):
@@ -261,9 +276,9 @@ class LocalBuild(Strict):
 
 class LocalCloud(CloudCommon):
     base_image: Literal["debootstrap"] = "debootstrap"
-    mirror: str = "http://deb.debian.org/debian"
+    mirror: HttpUrl = "http://deb.debian.org/debian"
     build: LocalBuild = Field(default_factory=LocalBuild)
-    packages: dict[str, str] = Field(
+    packages: dict[DebName, DebVersion] = Field(
         default_factory=dict, description="extra packages pinned to exact versions"
     )
 
@@ -304,12 +319,12 @@ class Retention(Strict):
 
 class Stack(Strict):
     schema_version: Literal[1] = 1
-    name: str
-    description: str = ""
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
+    description: Description = ""
     os: OsPins
     nvidia: NvidiaPins | None = Field(None, description="absent only for a stack with no GPUs")
     network: NetworkPins = Field(default_factory=NetworkPins)
-    gpus: list[str] = Field(
+    gpus: list[GpuSku] = Field(
         default_factory=list, description="target GPU SKUs (see images/compat/gpus.yaml)"
     )
     clouds: Clouds
@@ -319,7 +334,7 @@ class Stack(Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _NAME.match(v):
+        if not STACK_NAME.match(v):
             raise ValueError(
                 f"'{v}' is not a valid stack name: 2-40 lowercase letters, digits and '-'"
             )

@@ -1,0 +1,73 @@
+"""Strict patterns for every string a stack file holds.
+
+Stack strings travel into Packer variables, Ansible extra vars, apt source lines and
+cloud API calls. None of them is free text: each is a version, a package name, a cloud
+resource name or a URL, and its pattern allows only the characters that kind of value
+has (no whitespace, no newline, no quote, no ``{``, ``}`` or ``%``: nothing a template
+engine or a shell could act on). The patterns are exported into the JSON Schema.
+
+``$`` in these patterns is the end of the text: pydantic checks them with Rust's regex
+engine (no "before a final newline" rule as in Python's ``re``).
+
+Sources:
+- Debian package names and versions: Debian Policy Manual, 5.6.1 "Source" and 5.6.12
+  "Version" (https://www.debian.org/doc/debian-policy/ch-controlfields.html).
+- AMI names: Amazon EC2 API Reference, CreateImage "Name" (letters, numbers, ( ) [ ]
+  space . / - ' @ _; here without space and quote); filters add ``*`` and ``?``.
+- GCP names (RFC 1035 labels): https://cloud.google.com/compute/docs/naming-resources;
+  project ids: https://cloud.google.com/resource-manager/docs/creating-managing-projects.
+- Azure names: https://learn.microsoft.com/azure/azure-resource-manager/management/
+  resource-name-rules (resource groups, galleries, image definitions).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import StringConstraints
+
+
+def pattern(regex: str, max_length: int = 128) -> object:
+    return StringConstraints(pattern=regex, max_length=max_length)
+
+
+# Debian Policy 5.6.1: lowercase letters, digits, + - . ; at least two characters,
+# starting with an alphanumeric character.
+DebName = Annotated[str, pattern(r"^[a-z0-9][a-z0-9+.-]+$", 100)]
+# Debian Policy 5.6.12: [epoch:]upstream[-revision]; upstream starts with a digit and
+# holds alphanumerics and . + ~ - (here without the colon an epoch would permit).
+DebVersion = Annotated[str, pattern(r"^([0-9]+:)?[0-9][A-Za-z0-9.+~-]*$", 100)]
+# Release numbers as NVIDIA, DOCA and EFA publish them: 580.95.05, 3.1.0, 24.10-1.1.4.0
+Version = Annotated[str, pattern(r"^[0-9]+(\.[0-9]+)+(-[0-9]+(\.[0-9]+)*)?$", 40)]
+# Cloud resource names.
+Region = Annotated[str, pattern(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", 63)]
+ShapeName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$", 80)]
+GpuSku = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", 64)]
+AwsOwner = Annotated[str, pattern(r"^([0-9]{12}|amazon|aws-marketplace|self)$", 20)]
+AmiNameFilter = Annotated[str, pattern(r"^[A-Za-z0-9()\[\]./@_*?-]{3,128}$", 128)]
+AwsSubnet = Annotated[str, pattern(r"^subnet-[0-9a-f]{8,17}$", 24)]
+SsmPrefix = Annotated[str, pattern(r"^(/[A-Za-z0-9_.-]+)+$", 200)]
+GcpLabel = Annotated[str, pattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", 63)]
+GcpProject = Annotated[str, pattern(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", 30)]
+GcpZone = Annotated[str, pattern(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", 40)]
+AzureName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,78}[A-Za-z0-9_]$", 80)]
+AzureGroup = Annotated[str, pattern(r"^[A-Za-z0-9._()-]{0,89}[A-Za-z0-9_()-]$", 90)]
+AzureGuid = Annotated[
+    str, pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+]
+AzureLocation = Annotated[str, pattern(r"^[a-z0-9]{2,40}$", 40)]
+AzureVmSize = Annotated[str, pattern(r"^[A-Za-z0-9_]{2,64}$", 64)]
+# GCP IAM members (user:, group:, serviceAccount:, domain:) or an Azure object id.
+Principal = Annotated[
+    str,
+    pattern(
+        r"^(([a-zA-Z]+:[A-Za-z0-9._%+@-]+)|([0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}))$",
+        200,
+    ),
+]
+# An http(s) URL: host, optional port, a path of unreserved characters (RFC 3986 2.3).
+HttpUrl = Annotated[
+    str, pattern(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/+-]*)?$", 300)
+]
+# Free text meant for people (a stack's description): one line, no template characters.
+Description = Annotated[str, pattern(r"^[^\x00-\x1f\x7f{}%]*$", 300)]
