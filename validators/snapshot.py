@@ -2,7 +2,9 @@
 
 A snapshot holds every NVML value per GPU (``nvml``, encoded as described in
 ``nvml/calls.py``), the host's software facts (``host``, see ``host/facts.py``) and the
-NVIDIA-relevant lines of this boot's kernel log (``kernel_log``). The JSON Schema is
+NVIDIA-relevant lines of this boot's kernel log (``kernel_log``) and, when captured with
+``--dcgm-level N``, one ``dcgmi diag -r N -j`` run (``dcgm``, judged in replay by
+``validators/dcgm/``). The JSON Schema is
 ``schema/snapshot.schema.json`` (generated from ``Snapshot`` and kept in sync by a test).
 """
 
@@ -56,6 +58,31 @@ class KernelLogSection(BaseModel):
     text: str = ""
 
 
+class DcgmSection(BaseModel):
+    """One ``dcgmi diag -r <level> -j`` run as it happened (``validators/dcgm/run.py``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    level: int = Field(ge=1, le=4, description="the -r run level")
+    dcgmi: str | None = Field(default=None, description="path of dcgmi; null: not found")
+    argv: list[str] | None = Field(default=None, description="the command; null: not started")
+    exit_code: int | None = Field(
+        default=None, description="exit status; negative: killed by that signal"
+    )
+    timed_out: bool = Field(default=False, description="the hard timeout fired")
+    timeout_s: float | None = None
+    duration_s: float = 0.0
+    stdout: str = Field(default="", description="stdout as printed (DCGM's JSON, or not)")
+    stderr_tail: str = ""
+    error: str | None = Field(default=None, description="why dcgmi could not be started")
+
+
+DCGM_DOC = (
+    "NVIDIA DCGM diagnostics: one `dcgmi diag -r <level> -j` run (argv, exit code, stdout as "
+    "printed, stderr tail, duration, timeout, or why it could not run). Absent: not captured; "
+    "replay then skips the DCGM checks."
+)
+
+
 class Snapshot(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,6 +97,7 @@ class Snapshot(BaseModel):
         "nvidia_module, nvml_library, nccl, packages, services, manifest, cloud_image, hygiene)"
     )
     kernel_log: KernelLogSection = Field(default_factory=KernelLogSection)
+    dcgm: DcgmSection | None = Field(default=None, description=DCGM_DOC)
 
     @field_validator("nvml")
     @classmethod
@@ -122,9 +150,14 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
 
 
 def capture(
-    *, root: str = "/", extra_packages: tuple[str, ...] = (), description: str = ""
+    *,
+    root: str = "/",
+    extra_packages: tuple[str, ...] = (),
+    description: str = "",
+    dcgm_level: int | None = None,
 ) -> dict[str, Any]:
-    """Capture this host: NVML (walking calls.py), host facts and the kernel log."""
+    """Capture this host: NVML (walking calls.py), host facts, the kernel log and, with
+    ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm)."""
     from imagectl import __version__
     from imagectl.validators.host.facts import LiveFacts, collect_all
     from imagectl.validators.host.kernel_log import read_host_log, relevant_only
@@ -139,4 +172,8 @@ def capture(
         host=collect_all(LiveFacts(root=root, extra_packages=extra_packages)),
         kernel_log=KernelLogSection.model_validate(relevant_only(read_host_log()).to_dict()),
     )
+    if dcgm_level is not None:  # NVIDIA's own diagnostics, judged in replay (validators/dcgm)
+        from imagectl.validators.dcgm import record_diag
+
+        snap.dcgm = DcgmSection.model_validate(record_diag(dcgm_level))
     return snap.model_dump(mode="json")
