@@ -70,9 +70,22 @@ class Expectations(BaseModel):
         default_factory=dict, description="package -> version that must be installed"
     )
     held: list[str] = Field(default_factory=list, description="packages that must be on hold")
+    validator_toolkit: dict[str, str] | None = Field(
+        default=None,
+        description="the validator's GPU toolkit the image carries: torch, cuda (X.Y), variant "
+        "(cuXY); null when the stack pins none",
+    )
+    profile: Literal["boot", "quick", "full", "burn"] | None = Field(
+        default=None, description="the stack's validation.profile (the weakest the gate accepts)"
+    )
     mig_mode: bool = False
     compute_mode: Literal["DEFAULT", "EXCLUSIVE_PROCESS", "PROHIBITED"] = "DEFAULT"
     persistence_mode: bool = True
+
+    @property
+    def names_gpus(self) -> bool:
+        """The host must have GPUs: a GPU shape, a GPU model or a GPU count is expected."""
+        return self.gpus_expected and bool(self.gpu or self.gpu_count or self.hardware)
 
     @property
     def pins(self) -> dict[str, Any]:
@@ -87,6 +100,7 @@ class Expectations(BaseModel):
             "kernel": self.kernel,
             "dcgm": self.dcgm,
             "container_toolkit": self.container_toolkit,
+            "validator_toolkit": self.validator_toolkit,
         }
 
 
@@ -194,6 +208,8 @@ def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectat
         kernel=kernel,
         dcgm=pins["dcgm"],
         container_toolkit=pins["container_toolkit"],
+        validator_toolkit=pins["validator_toolkit"],
+        profile=stack.validation.profile,
         packages=packages,
         held=sorted(packages),
         **fields,
@@ -261,6 +277,41 @@ def resolve_expectations(
     if shape:
         return Expectations(origin=f"shape:{shape}", **_shape_fields(images_dir, shape))
     return Expectations(origin="none")
+
+
+def nvidia_gpus_on_host(sysfs: Path = Path("/sys/bus/pci/devices")) -> int:
+    """NVIDIA GPUs on the PCI bus (vendor 0x10de, class display/3D), driver or not."""
+    count = 0
+    for dev in sysfs.glob("*"):
+        try:
+            vendor = (dev / "vendor").read_text().strip()
+            klass = (dev / "class").read_text().strip()
+        except OSError:
+            continue
+        if vendor == "0x10de" and klass[:6] in ("0x0300", "0x0302"):
+            count += 1
+    return count
+
+
+def require_expectations(expect: Expectations, snapshot: dict[str, Any] | None) -> None:
+    """A host with GPUs and no expectations is bad input (exit 2), never a pass by skips."""
+    if expect.origin != "none":
+        return
+    if snapshot is not None:
+        nvml = snapshot.get("nvml") or {}
+        gpus = int((nvml.get("system") or {}).get("nvmlDeviceGetCount") or 0) or len(
+            nvml.get("devices") or []
+        )
+        where = "the snapshot"
+    else:
+        gpus, where = nvidia_gpus_on_host(), "this host"
+    if gpus:
+        raise UserError(
+            f"{where} has {gpus} NVIDIA GPU(s) but no expectations: no "
+            f"{DEFAULT_EXPECT_FILE} (the image's own), and none of --stack, --expect or "
+            "--shape was given, so every check would be judged against nothing",
+            hint="Pass --stack STACK [--shape SHAPE], --expect FILE, or at least --shape SHAPE",
+        )
 
 
 def expect_schema() -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
+from imagectl.validators.coverage import Coverage
 from imagectl.validators.jsonfile import read_json
 from imagectl.validators.results import Action, CheckResult, Outcome
 
@@ -46,11 +47,21 @@ class Receipt(BaseModel):
     finished_at: str = Field(description="ISO 8601, UTC")
     duration_s: float
     mode: Literal["live", "replay"]
+    sandbox: bool = Field(
+        default=False,
+        description="a try-it replay (--sandbox): the promotion gate accepts a replay receipt "
+        "only when this is set, and records that it did",
+    )
     snapshot: str | None = Field(default=None, description="the snapshot replayed, if any")
     host: dict[str, Any] = Field(description="host facts: hostname, kernel, OS, driver, cloud")
     expectations: dict[str, Any]
     gpus: list[GpuSummary]
     checks: list[CheckResult]
+    coverage: Coverage | None = Field(
+        default=None,
+        description="required vs ran for the profile on this shape (validators/coverage.py); "
+        "absent in receipts of validators before 0.2",
+    )
     summary: dict[str, int] = Field(description="number of checks per outcome")
     verdict: Literal["pass", "fail"]
     worst_action: Action

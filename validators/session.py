@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,26 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.errors import UserError
+from imagectl.validators import budgets, procs
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import LOADED_PROFILES
+from imagectl.validators.compute.readiness import TOOLKIT_ID
 from imagectl.validators.context import Context, NamedCalls
+from imagectl.validators.coverage import Coverage, coverage
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.host.kernel_log import KernelLog, read_file_log, read_host_log
 from imagectl.validators.receipt import Receipt, gpu_summaries, summarise, verdict_of
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 from imagectl.validators.runner import run_checks, run_with_deadline
-
-# Wall-time budget per profile (checks past it fail rather than overrun).
-PROFILE_BUDGET_S: dict[str, float | None] = {
-    "boot": 30.0,
-    "quick": 180.0,
-    "full": 1200.0,
-    "burn": None,
-}
-
-
-# Time kept back from part 2 for the checks that judge its samples.
-PART_TWO_RESERVE_S = 10.0
 
 
 @dataclass
@@ -49,6 +42,7 @@ class Options:
     nodes: str | None = None
     baseline: dict[str, Any] | None = None
     max_regression_pct: float = 5.0
+    sandbox: bool = False  # a try-it replay the gate may accept (recorded in the receipt)
 
 
 def _now() -> str:
@@ -116,13 +110,14 @@ def _guarded(
 ) -> list[CheckResult]:
     """Import a part-2 function lazily and call it on the worker thread, with a deadline.
 
-    Import failure (module absent, torch missing) -> ``skip`` with the reason; an exception
-    -> ``error``; overrunning the deadline -> ``fail`` (the run moves on).
+    Import failure (a part of the validator missing) -> ``error`` with BLOCK_IMAGE (what the
+    profile needs is missing: never a skip); an exception -> ``error``; overrunning the
+    deadline -> ``fail``, its worker processes killed and scratch folders removed.
     """
     try:
         fn = load()
     except Exception as exc:
-        return [_skip(id_, title, f"unavailable: {type(exc).__name__}: {exc}")]
+        return [_error(id_, title, exc).model_copy(update={"action": Action.BLOCK_IMAGE})]
     box: dict[str, Any] = {}
 
     def job() -> None:
@@ -132,6 +127,7 @@ def _guarded(
             box["exc"] = exc
 
     if not run_with_deadline(job, deadline_s):
+        cleaned = procs.cleanup()  # the stage's workers and scratch folders go with it
         return [
             CheckResult(
                 id=id_,
@@ -140,6 +136,7 @@ def _guarded(
                 outcome=Outcome.FAIL,
                 action=Action.REBOOT,
                 message=f"timed out after {deadline_s:g} s (a hung check is a failed check)",
+                details={"killed_process_groups": cleaned["groups"]},
             )
         ]
     if "exc" in box:
@@ -182,26 +179,81 @@ def dcgm_part(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckRe
     )
 
 
-def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckResult]:
-    """The CUDA and collective smoke tests (other modules), sampled under load.
+def resolve_device(device: str, expect: Expectations) -> str:
+    """``auto`` means CUDA on a host whose expectations name GPUs, CPU on a shape without
+    GPUs; ``cpu`` and ``cuda`` are taken as asked. Never a silent fallback to the CPU."""
+    if device != "auto":
+        return device
+    return "cuda" if expect.names_gpus else "cpu"
 
-    They run on the validator's worker thread (not the main thread) under the profile's
-    remaining time budget.
+
+@dataclass
+class PartTwoState:
+    """What part two learnt about the run, for the receipt: the device the GPU work ran on
+    and the toolkit that ran it."""
+
+    device: str | None = None
+    toolkit: dict[str, Any] | None = None
+
+
+def readiness_part(
+    ctx: Context, opts: Options, device: str, state: PartTwoState
+) -> tuple[list[CheckResult], bool]:
+    """The toolkit and CUDA, live or from the snapshot's ``cuda`` section; ready or not."""
+    from imagectl.validators.compute.readiness import gather, init_result, toolkit_result
+
+    replay = opts.snapshot is not None
+    if replay:
+        facts = (opts.snapshot or {}).get("cuda")
+        if facts is None:
+            why = "replay: this snapshot records no toolkit or CUDA facts (capture it again)"
+            return [_skip(TOOLKIT_ID, "The validator's GPU toolkit", why)], False
+    else:
+        tries = cuinit_tries(device, opts.profile)
+        facts = gather(tries)
+    state.toolkit = (facts or {}).get("toolkit")
+    out = [toolkit_result(facts, ctx.expect.validator_toolkit, device)]
+    if device == "cuda":
+        out.append(init_result(facts, ctx.expect.gpu_count))
+    ready = not any(r.failed for r in out)
+    return out, ready
+
+
+def cuinit_tries(device: str, profile: str) -> int:
+    if device != "cuda":
+        return 0
+    from imagectl.validators.compute.profiles import profile_for
+
+    return profile_for(device, profile).cuinit_tries
+
+
+def part_two(ctx: Context, opts: Options, state: PartTwoState) -> list[CheckResult]:
+    """The toolkit and CUDA readiness, then the CUDA and collective smoke tests sampled under
+    load, then DCGM's diagnostics.
+
+    They run on the validator's worker thread (not the main thread), each stage under its
+    own deadline (``budgets.py``). A host that is not ready (toolkit missing, CUDA not
+    initialising) runs none of the GPU work: the coverage check then names what did not run.
     """
+    device = resolve_device(opts.device, ctx.expect)
+    state.device = device
+    out, ready = readiness_part(ctx, opts, device, state)
     if opts.snapshot is not None:
-        return [
-            _skip("compute.smoke", "CUDA smoke tests", "replay: no hardware to load"),
-            _skip("collectives.smoke", "Collective smoke tests", "replay: no hardware"),
-            *dcgm_part(ctx, opts, deadline_s=deadline_s),
+        why = "replay: measurements are not replayed (no hardware to load)"
+        out += [
+            _skip("compute.smoke", "CUDA smoke tests", why),
+            _skip("collectives.smoke", "Collective smoke tests", why),
         ]
-    out: list[CheckResult] = []
+        return out + dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
+    if not ready:
+        return out + dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
+    init = next((r for r in out if r.id == "cuda.init"), None)
     sampler = None
     if ctx.nvml_ready and ctx.handles:
         from imagectl.validators.sampler import LoadSampler
 
         sampler = LoadSampler(ctx.nvml, ctx.handles)
         sampler.__enter__()
-    started = time.perf_counter()
     try:
         out += _guarded(
             "compute.smoke",
@@ -209,24 +261,25 @@ def part_two(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckRes
             _load_smoke,
             lambda fn: fn(
                 ctx.expect,
-                device=opts.device,
+                device=device,
                 profile=opts.profile,
                 nvml=ctx.nvml if ctx.nvml_ready else None,
+                init=init,
             ),
-            deadline_s,
+            budgets.smoke_s(device, opts.profile),
         )
         out += _guarded(
             "collectives.smoke",
             "Collective smoke tests",
             _load_collectives,
-            lambda fn: fn(ctx.expect, device=opts.device, profile=opts.profile, nodes=opts.nodes),
-            max(1.0, deadline_s - (time.perf_counter() - started)),
+            lambda fn: fn(ctx.expect, device=device, profile=opts.profile, nodes=opts.nodes),
+            budgets.collectives_s(device, opts.profile),
         )
     finally:
         if sampler is not None:
             sampler.__exit__()
             ctx.load_samples = sampler.samples
-    out += dcgm_part(ctx, opts, deadline_s=max(1.0, deadline_s - (time.perf_counter() - started)))
+    out += dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
     return out
 
 
@@ -295,29 +348,71 @@ def _image_id(ctx: Context, opts: Options) -> str | None:
 
 
 def validate(opts: Options) -> Receipt:
+    """One run. On Ctrl-C or SIGTERM the worker processes it started are killed and their
+    scratch folders removed before the interruption propagates."""
+    restore = _terminate_as_interrupt()
+    try:
+        return _validate(opts)
+    except BaseException:
+        procs.cleanup()
+        raise
+    finally:
+        restore()
+
+
+def _terminate_as_interrupt() -> Callable[[], None]:
+    """SIGTERM (a stopped unit, an Ansible timeout) interrupts like Ctrl-C (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def raise_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def _validate(opts: Options) -> Receipt:
     started_at, t0 = _now(), time.perf_counter()
     ctx = build_context(opts)
     specs = specs_for(opts.profile, hygiene=opts.hygiene)
     idle = [s for s in specs if "boot" in s.profiles]
     loaded = [s for s in specs if "boot" not in s.profiles]
-    results = run_checks(idle, ctx, budget_s=PROFILE_BUDGET_S["boot"])
+    results = run_checks(idle, ctx, budget_s=budgets.BOOT_S)
+    state = PartTwoState()
     if opts.profile in LOADED_PROFILES:
-        budget = PROFILE_BUDGET_S[opts.profile] or 24 * 3600.0
-        remaining = budget - (time.perf_counter() - t0) - PART_TWO_RESERVE_S
-        results += part_two(ctx, opts, deadline_s=max(1.0, remaining))
-        results += run_checks(loaded, ctx, budget_s=PROFILE_BUDGET_S[opts.profile])
+        results += part_two(ctx, opts, state)
+        results += run_checks(loaded, ctx, budget_s=budgets.JUDGE_S)
+    cov, cov_result = coverage(
+        opts.profile,
+        opts.expect,
+        results,
+        device=state.device,
+        replay=opts.snapshot is not None,
+        toolkit=state.toolkit,
+    )
+    results.append(cov_result)
     if ctx.nvml_ready and not ctx.nvml_wedged:
         with contextlib.suppress(Exception):
             ctx.nvml.nvmlShutdown()
-    receipt = _make_receipt(ctx, opts, results, started_at, t0)
+    receipt = _make_receipt(ctx, opts, results, started_at, t0, cov)
     extra = baseline_checks(receipt.model_dump(mode="json"), opts)
     if extra:
-        receipt = _make_receipt(ctx, opts, results + extra, started_at, t0)
+        receipt = _make_receipt(ctx, opts, results + extra, started_at, t0, cov)
     return receipt
 
 
 def _make_receipt(
-    ctx: Context, opts: Options, results: list[CheckResult], started_at: str, t0: float
+    ctx: Context,
+    opts: Options,
+    results: list[CheckResult],
+    started_at: str,
+    t0: float,
+    cov: Coverage,
 ) -> Receipt:
     verdict, worst = verdict_of(results)
     from imagectl import __version__
@@ -332,7 +427,9 @@ def _make_receipt(
         finished_at=_now(),
         duration_s=round(time.perf_counter() - t0, 4),
         mode="replay" if opts.snapshot is not None else "live",
+        sandbox=opts.sandbox,
         snapshot=opts.snapshot_path,
+        coverage=cov,
         host=_host_summary(ctx),
         expectations=opts.expect.model_dump(mode="json"),
         gpus=gpu_summaries(ctx.gpus, results),

@@ -97,6 +97,12 @@ class Snapshot(BaseModel):
         "nvidia_module, nvml_library, nccl, packages, services, manifest, cloud_image, hygiene)"
     )
     kernel_log: KernelLogSection = Field(default_factory=KernelLogSection)
+    cuda: dict[str, Any] | None = Field(
+        default=None,
+        description="readiness for the GPU work (validators/compute/readiness.py gather()): "
+        "toolkit {installed, version, cuda, path, error}, device_nodes, nvidiactl, uvm "
+        "{loaded, node}, cuinit [{rc, ms, devices} | {rc: null, error}]; null: not recorded",
+    )
     dcgm: DcgmSection | None = Field(default=None, description=DCGM_DOC)
 
     @field_validator("nvml")
@@ -154,11 +160,14 @@ def capture(
     root: str = "/",
     extra_packages: tuple[str, ...] = (),
     description: str = "",
+    cuinit_tries: int = 3,
     dcgm_level: int | None = None,
 ) -> dict[str, Any]:
-    """Capture this host: NVML (walking calls.py), host facts, the kernel log and, with
+    """Capture this host: NVML (walking calls.py), host facts, the kernel log, the
+    readiness for GPU work (the validator's toolkit, cuInit in fresh processes) and, with
     ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm)."""
     from imagectl import __version__
+    from imagectl.validators.compute.readiness import gather
     from imagectl.validators.host.facts import LiveFacts, collect_all
     from imagectl.validators.host.kernel_log import read_host_log, relevant_only
     from imagectl.validators.nvml import LiveNvml
@@ -171,6 +180,7 @@ def capture(
         nvml=NvmlSection.model_validate(factor_common(capture_nvml(LiveNvml()))),
         host=collect_all(LiveFacts(root=root, extra_packages=extra_packages)),
         kernel_log=KernelLogSection.model_validate(relevant_only(read_host_log()).to_dict()),
+        cuda=gather(cuinit_tries),
     )
     if dcgm_level is not None:  # NVIDIA's own diagnostics, judged in replay (validators/dcgm)
         from imagectl.validators.dcgm import record_diag

@@ -74,6 +74,12 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
     show_default=True,
     help="Largest accepted drop against --baseline.",
 )
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="A try-it run: with --replay, mark the receipt as a sandbox replay, which the "
+    "promotion gate accepts (and records) instead of refusing it.",
+)
 @json_option
 @click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
@@ -99,6 +105,7 @@ def command(
     nodes: str | None,
     baseline: Path | None,
     max_regression_pct: float,
+    sandbox: bool,
     as_json: bool,
     show_all: bool,
     junit: Path | None,
@@ -109,7 +116,7 @@ def command(
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
     from imagectl.errors import UserError
-    from imagectl.validators.expectations import resolve_expectations
+    from imagectl.validators.expectations import require_expectations, resolve_expectations
     from imagectl.validators.receipt import load_receipt, write_receipt
     from imagectl.validators.report import junit_xml, render_table
     from imagectl.validators.session import Options, validate
@@ -125,6 +132,12 @@ def command(
         shape=shape,
         replay=snapshot,
     )
+    require_expectations(expect, snapshot)
+    if sandbox and snapshot is None:
+        raise UserError(
+            "--sandbox marks a replayed snapshot as a try-it receipt; it needs --replay",
+            hint="Drop --sandbox on a live host: a live receipt needs no switch",
+        )
     opts = Options(
         profile=profile,
         expect=expect,
@@ -138,6 +151,7 @@ def command(
         nodes=nodes,
         baseline=load_receipt(baseline) if baseline is not None else None,
         max_regression_pct=max_regression_pct,
+        sandbox=sandbox,
     )
     receipt = validate(opts)
     data = receipt.model_dump(mode="json")

@@ -190,9 +190,13 @@ FAULTS: dict[str, Fault] = {
     ),
     "nvlink-crc-errors": Fault(
         ("h100-sxm-8x",),
-        gpu_set("nvmlDeviceGetNvLinkErrorCounter", 150, gpu=1, key="4,2"),
+        # 45,000 CRC flit errors on link 4 in the 300 s since boot: 150 per second
+        gpu_set("nvmlDeviceGetNvLinkErrorCounter", 45_000, gpu=1, key="4,2"),
         {"gpu.nvlink.errors": "RESET_GPU"},
-        source="DCGM health watch (NVLink): CRC errors judged as a rate; DCGM threshold 100",
+        source=(
+            "NVIDIA DCGM health watch (MonitorNVLink): CRC flit/data errors fail at 100 per "
+            "second (dcgm_gpu_hardware_limits.h DCGM_LIMIT_MAX_NVLINK_CRC_ERROR)"
+        ),
     ),
     "fabric-manager-not-running": Fault(
         ("h100-sxm-8x",),
@@ -204,6 +208,11 @@ FAULTS: dict[str, Fault] = {
             gpu_set(
                 "nvmlDeviceGetGpuFabricInfoV",
                 {"clusterUuid": [0] * 16, "status": 0, "cliqueId": 0, "state": 1, "healthMask": 0},
+                gpu=None,
+            ),
+            gpu_set(
+                "nvmlDeviceGetGpuFabricInfo",
+                {"clusterUuid": [0] * 16, "status": 0, "cliqueId": 0, "state": 1},
                 gpu=None,
             ),
         ),
@@ -525,6 +534,7 @@ def case(base: str, name: str | None, fault: Fault | None) -> dict[str, Any]:
         "verdict": "fail" if fails else "pass",
         "worst_action": max(fails.values(), key=ACTIONS.index) if fails else "NONE",
         "source": fault.source if fault else "a healthy host of this shape",
+        "profile": fault.profile if fault else "boot",
     }
 
 

@@ -133,6 +133,29 @@ def _expectations(base: str) -> dict[str, Any]:
     return e.model_dump(mode="json")
 
 
+# nvmlGpuFabricInfo_v2_t.healthMask of a healthy Hopper GPU: DEGRADED_BW, ROUTE_RECOVERY,
+# ROUTE_UNHEALTHY and ACCESS_TIMEOUT_RECOVERY FALSE (2), INCORRECT_CONFIGURATION NONE (1)
+HEALTHY_FABRIC_MASK = (2 << 0) | (2 << 2) | (2 << 4) | (2 << 6) | (1 << 8)
+
+
+def fabric_mask(**fields: int) -> int:
+    """The healthy mask with some fields set (names of nvml.h's SHIFT_* constants)."""
+    shifts = {
+        "DEGRADED_BW": (0, 0x3),
+        "ROUTE_RECOVERY": (2, 0x3),
+        "ROUTE_UNHEALTHY": (4, 0x3),
+        "ACCESS_TIMEOUT_RECOVERY": (6, 0x3),
+        "INCORRECT_CONFIGURATION": (8, 0xF),
+        "PARTITION_ASSIGNED": (12, 0x3),
+        "GFM_STATE": (14, 0x3),
+    }
+    mask = HEALTHY_FABRIC_MASK
+    for name, value in fields.items():
+        shift, width = shifts[name]
+        mask = (mask & ~(width << shift)) | (value << shift)
+    return mask
+
+
 def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
     gen, width = b["pcie"]
     bus = b["buses"][i]
@@ -206,17 +229,18 @@ def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
         dev["nvmlDeviceGetNvLinkErrorCounter"] = {
             f"{link},{c}": 0 for link in range(links) for c in NVLINK_COUNTERS.values()
         }
-        dev["nvmlDeviceGetGpuFabricInfoV"] = {
-            "clusterUuid": [0] * 16,
-            "status": 0,
-            "cliqueId": 32766,
-            "state": 3,
-            "healthMask": 0,
-        }
+    if links and b["arch"] >= 9:  # NVML: fabric info "for Hopper or newer"
+        # v1 layout (deprecated call) and v2 (with the health mask); every field of the
+        # mask reports healthy: FALSE for the fault bits, configuration NONE (nvml.h)
+        fabric = {"clusterUuid": [0] * 16, "status": 0, "cliqueId": 32766, "state": 3}
+        dev["nvmlDeviceGetGpuFabricInfo"] = dict(fabric)
+        dev["nvmlDeviceGetGpuFabricInfoV"] = {**fabric, "healthMask": HEALTHY_FABRIC_MASK}
     else:
+        dev["nvmlDeviceGetGpuFabricInfo"] = {"$error": "NOT_SUPPORTED"}
+        dev["nvmlDeviceGetGpuFabricInfoV"] = {"$error": "NOT_SUPPORTED"}
+    if not links:
         dev["nvmlDeviceGetNvLinkState"] = {"$error": "NOT_SUPPORTED"}
         dev["nvmlDeviceGetNvLinkErrorCounter"] = {"$error": "NOT_SUPPORTED"}
-        dev["nvmlDeviceGetGpuFabricInfoV"] = {"$error": "NOT_SUPPORTED"}
     return dev
 
 
@@ -333,6 +357,25 @@ def healthy(base: str) -> dict[str, Any]:
             },
         },
         "kernel_log": {"source": "journalctl -k -b", "error": None, "filtered": True, "text": log},
+        "cuda": cuda_ready(b["count"], e["validator_toolkit"]),
+    }
+
+
+def cuda_ready(count: int, toolkit: dict[str, str] | None) -> dict[str, Any]:
+    """A host ready for the GPU work: the stack's toolkit installed, device nodes, nvidia_uvm
+    loaded and cuInit succeeding in three fresh processes (readiness.gather())."""
+    tk = toolkit or {"torch": "2.9.1", "cuda": "12.8", "variant": "cu128"}
+    return {
+        "toolkit": {
+            "installed": True,
+            "version": f"{tk['torch']}+{tk['variant']}",
+            "cuda": tk["cuda"],
+            "path": "/opt/imagectl/lib/python3.10/site-packages/torch",
+        },
+        "device_nodes": [f"/dev/nvidia{i}" for i in range(count)],
+        "nvidiactl": True,
+        "uvm": {"loaded": True, "node": True},
+        "cuinit": [{"rc": 0, "ms": 412.5 + 3 * i, "devices": count} for i in range(3)],
     }
 
 
@@ -440,3 +483,4 @@ class Fault:
     expect_fail: dict[str, str]
     source: str
     expect_warn: tuple[str, ...] = ()
+    profile: str = "boot"  # the profile the case is replayed with

@@ -113,8 +113,9 @@ def test_a_wedged_nvml_fails_the_remaining_gpu_checks_fast() -> None:
 
 
 def test_part_two_calls_are_guarded() -> None:
-    """Part 2 (compute, collectives, baseline) comes from other modules: a missing module is a
-    skip with the reason, a hang a failure within the deadline, an exception an error."""
+    """Part 2 (compute, collectives, baseline) comes from other modules: a missing module is an
+    error that blocks the image (what the profile needs is missing: never a skip), a hang a
+    failure within the deadline, an exception an error."""
     from imagectl.validators.results import CheckResult
     from imagectl.validators.session import _guarded
 
@@ -135,8 +136,9 @@ def test_part_two_calls_are_guarded() -> None:
             )
         ]
 
-    (skip,) = _guarded("compute.smoke", "t", missing, lambda fn: fn(), 1.0)
-    assert skip.outcome == Outcome.SKIP and "torch" in skip.message
+    (absent,) = _guarded("compute.smoke", "t", missing, lambda fn: fn(), 1.0)
+    assert absent.outcome == Outcome.ERROR and "torch" in absent.message
+    assert absent.action.value == "BLOCK_IMAGE"
     started = time.perf_counter()
     (hung,) = _guarded("compute.smoke", "t", lambda: hangs, lambda fn: fn(), 0.3)
     assert time.perf_counter() - started < 2.0

@@ -42,12 +42,13 @@ def _skip(check_id: str, message: str) -> CheckResult:
     )
 
 
-def _resolve_device(device: str) -> str:
+def _resolve_device(device: str, expect: Any) -> str:
+    """``auto``: CUDA where the expectations name GPUs, else the CPU (never a silent fallback
+    from a GPU host to the CPU)."""
     if device in ("cpu", "cuda"):
         return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    names_gpus = getattr(expect, "names_gpus", None)
+    return "cuda" if names_gpus else "cpu"
 
 
 def collective_checks(
@@ -70,9 +71,17 @@ def collective_checks(
     hostfile = parse_hostfile(nodes) if nodes else None  # bad input fails before any work
     if importlib.util.find_spec("torch") is None:
         return [
-            _skip("collective.rendezvous", "torch is not installed (pip install 'imagectl[torch]')")
+            CheckResult(
+                id="collective.rendezvous",
+                title="Collective smoke tests",
+                severity=Severity.CRITICAL,
+                outcome=Outcome.ERROR,
+                action=Action.BLOCK_IMAGE,
+                message="torch is not installed: the profile needs it (pip install "
+                "'imagectl[torch]')",
+            )
         ]
-    device = _resolve_device(device)
+    device = _resolve_device(device, expect)
     if device == "cuda":
         import torch
 

@@ -28,6 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.validators import procs as registry
 from imagectl.validators.collectives.events import EventReader, RankState
 from imagectl.validators.collectives.hostfile import Hostfile
 
@@ -136,11 +137,13 @@ def _spawn(plan: Plan, cfg_path: str, run_dir: str) -> tuple[dict[str, subproces
 def _popen(cmd: list[str], env: dict[str, str], run_dir: str, name: str) -> subprocess.Popen:
     log = open(os.path.join(run_dir, f"{name}.stderr"), "wb")  # noqa: SIM115
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     finally:
         log.close()
+    registry.register_group(proc.pid)  # killed by the session on a deadline or Ctrl-C
+    return proc
 
 
 def _kill_all(procs: dict[str, subprocess.Popen], states: dict[int, RankState]) -> None:
@@ -330,6 +333,7 @@ def _died_failure(
 
 def run_collectives(plan: Plan) -> RunReport:
     run_dir = tempfile.mkdtemp(prefix="imagectl-collectives-")
+    registry.register_folder(run_dir)
     events_dir = os.path.join(run_dir, "events")
     os.mkdir(events_dir)
     cfg = {
@@ -348,13 +352,19 @@ def run_collectives(plan: Plan) -> RunReport:
         json.dump(cfg, fh)
     reader = EventReader(events_dir)
     launched = time.time()
-    procs, world = _spawn(plan, cfg_path, run_dir)
     failure: Failure | None = None
     died: dict[int, dict[str, Any]] = {}
+    children: dict[str, subprocess.Popen] = {}
     try:
-        failure, died = _watch(plan, procs, reader, launched)
+        children, world = _spawn(plan, cfg_path, run_dir)
+        failure, died = _watch(plan, children, reader, launched)
+    except BaseException:
+        _kill_all(children, reader.ranks)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        registry.release(folder=run_dir)
+        raise
     finally:
-        _kill_all(procs, reader.ranks)
+        _kill_all(children, reader.ranks)
         reader.poll()
     local = _local_ranks(plan, reader)
     # Errors reported after the stop are consequences (peers losing the dead rank); exit
@@ -371,7 +381,7 @@ def run_collectives(plan: Plan) -> RunReport:
     elif failure is None:
         unfinished = [r for r in local if not (r in reader.ranks and reader.ranks[r].done_t)]
         if unfinished or len(local) < plan.nranks:
-            codes = {n: p.returncode for n, p in procs.items()}
+            codes = {n: p.returncode for n, p in children.items()}
             failure = Failure(
                 "died",
                 f"the launcher exited before every rank finished (exit codes {codes})",
@@ -380,13 +390,16 @@ def run_collectives(plan: Plan) -> RunReport:
     elif died:
         failure.died = died
     tails = {}
-    for name in procs:
+    for name in children:
         path = os.path.join(run_dir, f"{name}.stderr")
         with open(path, "rb") as fh:
             tail = fh.read()[-4000:].decode("utf-8", "replace")
         if failure is not None and tail.strip():
             tails[name] = tail
     shutil.rmtree(run_dir, ignore_errors=True)
+    registry.release(folder=run_dir)
+    for proc in children.values():
+        registry.release(group=proc.pid)
     return RunReport(
         plan=plan,
         world_size=world,
@@ -395,7 +408,7 @@ def run_collectives(plan: Plan) -> RunReport:
         launched_t=launched,
         duration_s=time.time() - launched,
         exit_codes={
-            int(n[5:]) if n.startswith("rank-") else -1: p.returncode for n, p in procs.items()
+            int(n[5:]) if n.startswith("rank-") else -1: p.returncode for n, p in children.items()
         },
         failure=failure,
         stderr_tail=tails,

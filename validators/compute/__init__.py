@@ -26,7 +26,7 @@ from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.compute.floors import floors_for, load_floors
 from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.properties import properties_check, sku_info
-from imagectl.validators.results import CheckResult, Outcome, Severity
+from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 __all__ = ["smoke_checks"]
 
@@ -70,17 +70,25 @@ def _guard(check_id: str, fn: Any, *args: Any, **kw: Any) -> list[CheckResult]:
         return [_result(check_id, Outcome.ERROR, f"{type(exc).__name__}: {exc}")]
 
 
-def smoke_checks(expect: Any, *, device: str, profile: str, nvml: Any) -> list[CheckResult]:
+def smoke_checks(
+    expect: Any, *, device: str, profile: str, nvml: Any, init: CheckResult | None = None
+) -> list[CheckResult]:
+    """The smoke tests on ``device`` (cuda or cpu; the session resolves ``auto``: CUDA on a
+    host whose expectations name GPUs, never a silent fallback to the CPU). ``init`` is the
+    session's ``cuda.init`` result when it already probed cuInit (readiness)."""
     if importlib.util.find_spec("torch") is None:
         return [
             _result(
-                "cuda.init", Outcome.SKIP, "torch is not installed (pip install 'imagectl[torch]')"
+                "validator.toolkit",
+                Outcome.ERROR,
+                "torch is not installed: the profile needs it (pip install 'imagectl[torch]')",
+                action=Action.BLOCK_IMAGE,
             )
         ]
     import torch
 
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"device must be cuda or cpu, not {device!r}")
     prof = profile_for(device, profile)
     gpu, shape = getattr(expect, "gpu", None), getattr(expect, "shape", None)
     want_count = getattr(expect, "gpu_count", 0) or 0
@@ -88,10 +96,17 @@ def smoke_checks(expect: Any, *, device: str, profile: str, nvml: Any) -> list[C
     pcie_floor = floors_for(gpu, shape).get("pcie")  # a link expectation, not a performance floor
     checks: list[CheckResult] = []
     if device == "cuda":
-        init = init_check(probe(prof.cuinit_tries), want_count)
-        checks.append(init)
+        if init is None:
+            init = init_check(probe(prof.cuinit_tries), want_count)
+            checks.append(init)
         if init.outcome is Outcome.FAIL and init.measured is None:
             return checks
+        if not torch.cuda.is_available():
+            why = "cuInit succeeded but torch cannot use CUDA (torch.cuda.is_available() is False)"
+            return [
+                *checks,
+                _result("cuda.device_properties", Outcome.ERROR, why, action=Action.BLOCK_IMAGE),
+            ]
         devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
         if not devices:
             why = "cuInit succeeded but torch sees no CUDA device (CUDA_VISIBLE_DEVICES?)"
