@@ -9,11 +9,12 @@ or the shared ``images/common/stack.pkr.hcl``, and in a role's
 
 from __future__ import annotations
 
-import json
-import os
+import re
 from pathlib import Path
 from typing import Any
 
+from imagectl.errors import UserError
+from imagectl.fsutil import atomic_write_json
 from imagectl.stacks.resolve import ResolvedStack
 
 # Filled in at build time (build id, commit, file paths), not from the stack.
@@ -244,20 +245,43 @@ def write_var_files(
     The Packer var file points at the Ansible file (``ansible_vars_file``) unless the
     caller passes one. Returns (packer path, ansible path, packer vars, ansible vars).
     """
-    folder.mkdir(parents=True, exist_ok=True)
     pvars_path, avars_path = var_file_paths(folder, r.stack.name, cloud)
     validator_wheel = runtime.pop("validator_wheel", "")
     wheelhouse = runtime.pop("validator_wheelhouse", "")
     avars = ansible_vars(r, cloud, validator_wheel=validator_wheel, validator_wheelhouse=wheelhouse)
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)
-    _write_json_atomically(avars_path, avars)
-    _write_json_atomically(pvars_path, pvars)
+    atomic_write_json(avars_path, ansible_unsafe(avars), indent=2, sort_keys=True)
+    atomic_write_json(pvars_path, pvars, indent=2, sort_keys=True)
     return pvars_path, avars_path, pvars, avars
 
 
-def _write_json_atomically(path: Path, payload: object) -> None:
-    """Write to a temporary file, then rename: a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+# A mapping key Ansible receives is a package or variable name; Ansible cannot mark a key
+# unsafe, so a key must not hold anything a template could act on.
+_SAFE_KEY = re.compile(r"[A-Za-z0-9_.+:-]+")
+
+
+def ansible_unsafe(value: Any, *, where: str = "") -> Any:
+    """``value`` for an Ansible vars file, every string marked unsafe so that Ansible never
+    renders it as a Jinja template: ``{"__ansible_unsafe": "..."}`` is the JSON form of
+    ``!unsafe`` (ansible-core's vars loader turns it into unsafe text; "Unsafe or raw
+    strings", Ansible docs, playbooks_advanced_syntax). A stack value like
+    ``{{ lookup('pipe', ...) }}`` then arrives as those characters, never as a command."""
+    if isinstance(value, str):
+        return {"__ansible_unsafe": value}
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or not _SAFE_KEY.fullmatch(key):
+                raise UserError(
+                    f"refusing to hand Ansible the key {str(key)[:80]!r}"
+                    f"{' under ' + where if where else ''}: keys may hold only letters, "
+                    "digits and _ . + : -",
+                    hint="Fix the stack file (a package name is lowercase letters, digits, "
+                    "+ . -) and run `imagectl lint`",
+                )
+            out[key] = ansible_unsafe(item, where=where or key)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [ansible_unsafe(item, where=where) for item in value]
+    return value

@@ -159,7 +159,13 @@ def test_plan_writes_resolved_variable_files(cli, tmp_path: Path) -> None:
     assert aws["build_location"] == "us-east-1"
     assert aws["target_regions"][0] == "us-east-1" and len(aws["target_regions"]) == 4
     pkr = json.loads((out / "h100-training.aws.pkrvars.json").read_text())
-    ans = json.loads((out / "h100-training.aws.ansible.json").read_text())
+    raw = json.loads((out / "h100-training.aws.ansible.json").read_text())
+    # every string reaches Ansible marked unsafe (never templated); booleans stay plain
+    assert raw["nccl_version"] == {"__ansible_unsafe": "2.26.2-1+cuda12.8"}
+    ans = {
+        k: v["__ansible_unsafe"] if isinstance(v, dict) and "__ansible_unsafe" in v else v
+        for k, v in raw.items()
+    }
     assert pkr["driver_version"] == ans["nvidia_driver_version"] == ans["fabric_manager_version"]
     assert pkr["nccl_version"] == ans["nccl_version"] == "2.26.2-1+cuda12.8"
     assert pkr["ansible_vars_file"].endswith("h100-training.aws.ansible.json")
