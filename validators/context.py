@@ -30,7 +30,9 @@ class NamedCalls:
             try:
                 return fn(*args)
             except pynvml.NVMLError as exc:
-                exc.nvml_call = name  # type: ignore[attr-defined]
+                if not hasattr(exc, "nvml_call"):
+                    exc.nvml_call = name  # type: ignore[attr-defined]
+                    exc.nvml_args = args  # type: ignore[attr-defined]
                 raise
 
         return call
@@ -54,6 +56,8 @@ class Context:
     nvml_init_s: float | None = None
     nvml_wedged: bool = False
     fabric_deadline: float | None = None  # boot readiness: wait for the fabric once per run
+    # one entry per enumerated GPU; a GPU whose handle could not be opened has handle None
+    # and its ``gpus`` entry carries ``error`` and ``action`` (the other GPUs are judged)
     handles: list[Any] = field(default_factory=list)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     # samples taken under load (quick/full/burn), per GPU index

@@ -3,7 +3,10 @@
 Every check runs on a daemon worker thread; the runner waits up to the check's timeout
 and moves on. A C call stuck inside NVML keeps its thread, which cannot block exit (daemon)
 and marks NVML as wedged so later NVML checks fail at once instead of hanging in turn.
-An exception is ``error`` (never ``pass``); an unsupported NVML call is ``skip``.
+An exception is ``error`` (never ``pass``). An NVML error is judged by ``data/nvml.yaml``:
+NOT_SUPPORTED is a ``skip`` only where the GPU's architecture lacks the call and no peer
+of the same model answers it (``nvml/unsupported.py``); every other error fails that GPU
+with its recovery action. A GPU whose handle failed fails alone.
 """
 
 from __future__ import annotations
@@ -21,14 +24,9 @@ from imagectl.validators.checks.base import Finding, Spec
 from imagectl.validators.context import Context
 from imagectl.validators.host.facts import FactMissing
 from imagectl.validators.nvml.errors import error_label, error_name, is_unsupported
+from imagectl.validators.nvml.policy import nvml_policy
+from imagectl.validators.nvml.unsupported import judge_unsupported
 from imagectl.validators.results import Action, CheckResult, Outcome
-
-# NVML errors inside a check that say something about the GPU, not about the check.
-_NVML_FAULTS = {
-    "GPU_IS_LOST": (Action.REBOOT, "the GPU is lost (fallen off the bus)"),
-    "RESET_REQUIRED": (Action.RESET_GPU, "the GPU requires a reset"),
-    "CORRUPTED_INFOROM": (Action.ISOLATE_RMA, "the InfoROM is corrupted"),
-}
 
 
 def _result(spec: Spec, f: Finding, gpu: int | None, duration: float) -> CheckResult:
@@ -55,24 +53,22 @@ def _from_exception(exc: BaseException) -> Finding:
     if isinstance(exc, pynvml.NVMLError):
         call = getattr(exc, "nvml_call", "an NVML call")
         name = error_name(exc)
-        if is_unsupported(exc):
+        rule = nvml_policy().error(name)
+        details = {"nvml_error": name, "call": call}
+        if rule.skip:
             return Finding(
                 Outcome.SKIP,
                 f"{call} is not supported here: {error_label(exc)}",
-                details={"nvml_error": name, "call": call},
+                source=rule.source,
+                details=details,
             )
-        if name in _NVML_FAULTS:
-            action, what = _NVML_FAULTS[name]
-            return Finding(
-                Outcome.FAIL,
-                f"{call} failed: {what} ({error_label(exc)})",
-                action=action,
-                details={"nvml_error": name, "call": call},
-            )
+        # every other NVML error is a fault of the GPU the call was made on
         return Finding(
-            Outcome.ERROR,
+            Outcome.FAIL,
             f"{call} failed: {error_label(exc)}",
-            details={"nvml_error": name, "call": call},
+            action=rule.action,
+            source=rule.source,
+            details=details,
         )
     if isinstance(exc, FactMissing):
         return Finding(Outcome.SKIP, str(exc))
@@ -137,6 +133,8 @@ def run_one(spec: Spec, ctx: Context, gpu: int | None) -> list[CheckResult]:
             box["findings"] = out if isinstance(out, list) else [out]
         except BaseException as exc:
             box["exc"] = exc
+            if is_unsupported(exc):  # a skip only when the architecture lacks the call
+                box["fault"] = judge_unsupported(ctx, gpu, exc)
 
     started = time.perf_counter()
     finished = run_with_deadline(work, spec.timeout_s)
@@ -151,6 +149,8 @@ def run_one(spec: Spec, ctx: Context, gpu: int | None) -> list[CheckResult]:
             details={"timeout_s": spec.timeout_s},
         )
         return [_result(spec, f, gpu, duration)]
+    if box.get("fault") is not None:
+        return [_result(spec, box["fault"], gpu, duration)]
     if "exc" in box:
         return [_result(spec, _from_exception(box["exc"]), gpu, duration)]
     findings: list[Finding] = box.get("findings") or []
@@ -179,6 +179,18 @@ def _precondition(spec: Spec, ctx: Context) -> Finding | None:
     return None
 
 
+def _no_handle(ctx: Context, gpu: int) -> Finding:
+    """A GPU whose handle failed: each of its checks fails with the handle's cause; the
+    other GPUs are judged as usual."""
+    g = ctx.gpus[gpu]
+    return Finding(
+        Outcome.FAIL,
+        f"not checked: GPU {gpu} could not be opened ({g.get('error')})",
+        action=g.get("action") or Action.REBOOT,
+        details={"root_cause": "nvml.init", "nvml_error": g.get("error")},
+    )
+
+
 def run_checks(
     specs: list[Spec], ctx: Context, *, budget_s: float | None = None
 ) -> list[CheckResult]:
@@ -203,6 +215,9 @@ def run_checks(
                 pre = _precondition(spec, ctx)
                 assert pre is not None
                 results.append(_result(spec, pre, gpu, 0.0))
+                continue
+            if gpu is not None and ctx.handles[gpu] is None:
+                results.append(_result(spec, _no_handle(ctx, gpu), gpu, 0.0))
                 continue
             results.extend(run_one(spec, ctx, gpu))
     return results

@@ -26,7 +26,7 @@ class LoadSampler:
     def sample_once(self) -> None:
         n = self.nvml
         for i, h in enumerate(self.handles):
-            if i in self._dead:
+            if i in self._dead or h is None:  # None: a GPU whose handle failed at init
                 continue
             try:
                 self.samples[i].append(

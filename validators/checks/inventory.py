@@ -3,15 +3,19 @@ persistence; VBIOS and InfoROM."""
 
 from __future__ import annotations
 
+import functools
 import time
+from pathlib import Path
 from typing import Any
 
 import pynvml
 
+from imagectl.errors import UserError
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import normalise_bus
 from imagectl.validators.nvml.errors import error_label, error_name
+from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action
 
 SHAPES = "images/catalog/shapes.yaml"
@@ -58,7 +62,7 @@ def _safe_fact(ctx: Context, name: str) -> Any:
 
 
 @check("nvml.init", "NVML initialises and enumerates the GPUs", needs_nvml=True, timeout_s=20.0)
-def nvml_init(ctx: Context) -> Finding:
+def nvml_init(ctx: Context) -> Finding | list[Finding]:
     started = time.perf_counter()
     try:
         ctx.nvml.nvmlInit()
@@ -74,27 +78,61 @@ def nvml_init(ctx: Context) -> Finding:
             details={"nvml_error": error_name(exc)},
         )
     count = ctx.nvml.nvmlDeviceGetCount()
-    handles = [ctx.nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-    gpus = []
-    for i, h in enumerate(handles):
-        pci = ctx.nvml.nvmlDeviceGetPciInfo_v3(h)
-        gpus.append(
-            {
+    handles: list[Any] = []
+    gpus: list[dict[str, Any]] = []
+    lost: list[Finding] = []
+    for i in range(count):
+        try:
+            h = ctx.nvml.nvmlDeviceGetHandleByIndex(i)
+            pci = ctx.nvml.nvmlDeviceGetPciInfo_v3(h)
+            entry: dict[str, Any] = {
                 "index": i,
                 "name": ctx.nvml.nvmlDeviceGetName(h),
                 "uuid": ctx.nvml.nvmlDeviceGetUUID(h),
                 "bus": normalise_bus(pci.busId),
                 "pci_bus_id": pci.busId,
+                "arch": _arch_of(ctx, h),
             }
-        )
+        except pynvml.NVMLError as exc:
+            # one GPU that cannot be opened fails alone; the others are judged as usual
+            rule = nvml_policy().error(error_name(exc))
+            action = rule.action if not rule.skip else Action.REBOOT
+            handles.append(None)
+            gpus.append({"index": i, "error": error_name(exc), "action": action})
+            lost.append(
+                bad(
+                    action,
+                    f"GPU {i} cannot be opened: {getattr(exc, 'nvml_call', 'NVML')} failed with "
+                    f"{error_label(exc)}",
+                    measured=error_name(exc),
+                    expected="NVML_SUCCESS",
+                    source=rule.source,
+                    gpu=i,
+                    details={"nvml_error": error_name(exc), "root_cause": "nvml.handle"},
+                )
+            )
+            continue
+        handles.append(h)
+        gpus.append(entry)
     ctx.nvml_init_s = time.perf_counter() - started
     ctx.handles, ctx.gpus, ctx.nvml_ready = handles, gpus, True
-    return ok(
-        f"{count} GPU(s) in {ctx.nvml_init_s * 1000:.0f} ms",
-        measured=round(ctx.nvml_init_s, 3),
-        unit="s",
-        details={"driver": ctx.nvml.nvmlSystemGetDriverVersion()},
-    )
+    return [
+        ok(
+            f"{count} GPU(s) in {ctx.nvml_init_s * 1000:.0f} ms",
+            measured=round(ctx.nvml_init_s, 3),
+            unit="s",
+            details={"driver": ctx.nvml.nvmlSystemGetDriverVersion()},
+        ),
+        *lost,
+    ]
+
+
+def _arch_of(ctx: Context, handle: Any) -> int | None:
+    """NVML_DEVICE_ARCH_* of the GPU (None where the driver cannot say)."""
+    try:
+        return int(ctx.nvml.nvmlDeviceGetArchitecture(handle))
+    except pynvml.NVMLError:
+        return None
 
 
 @check("gpu.count", "GPU count matches the shape", timeout_action=Action.REBOOT)
@@ -138,32 +176,70 @@ def gpu_model(ctx: Context, gpu: int) -> Finding:
     )
 
 
-@check("gpu.memory", "GPU memory size matches the model", per_gpu=True)
+@functools.cache
+def _sku_memory() -> dict[str, tuple[str, int, str]]:
+    """NVML model name -> (SKU, MiB NVML reports, source) from images/compat/gpus.yaml."""
+    from ruamel.yaml import YAML
+
+    import imagectl.images
+
+    path = Path(imagectl.images.__file__).resolve().parent / "compat" / "gpus.yaml"
+    try:
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except Exception as exc:
+        raise UserError(f"{path}: cannot read the GPU table: {exc}") from exc
+    out: dict[str, tuple[str, int, str]] = {}
+    for sku, g in (doc.get("gpus") or {}).items():
+        if g.get("nvml_memory_mib"):
+            for name in g.get("nvml_names") or []:
+                out[name] = (sku, int(g["nvml_memory_mib"]), str(g.get("nvml_memory_source")))
+    return out
+
+
+@check("gpu.memory", "GPU memory size matches the SKU's NVML total", per_gpu=True)
 def gpu_memory(ctx: Context, gpu: int) -> Finding:
-    total = ctx.nvml.nvmlDeviceGetMemoryInfo(ctx.handles[gpu]).total
-    gib = total / 2**30
+    total = int(ctx.nvml.nvmlDeviceGetMemoryInfo(ctx.handles[gpu]).total)
+    mib = total / 2**20
+    name = ctx.gpus[gpu].get("name")
+    sku = _sku_memory().get(str(name))
+    if sku is not None:
+        t = ctx.thresholds["memory.sku_tolerance_pct"]
+        floor = sku[1] * (1 - float(t.value) / 100)
+        expected = f">= {floor:.0f} ({sku[1]} - {t.value:g}%)"
+        src = f"{GPUS} {sku[0]}.nvml_memory_mib: {sku[2]}; {t.source}"
+        if mib >= floor:
+            return ok(measured=round(mib), expected=expected, unit="MiB", source=src)
+        return bad(
+            Action.ISOLATE_RMA,
+            f"{mib:.0f} MiB visible, a {name} reports {sku[1]} MiB: memory is missing",
+            measured=round(mib),
+            expected=expected,
+            unit="MiB",
+            source=src,
+        )
     hw = ctx.expect.hardware
     if hw is None or hw.memory_gib is None:
-        return skip("no memory size expected (no shape)", measured=round(gib, 1), unit="GiB")
-    t = ctx.thresholds["memory.min_fraction"]
-    floor = hw.memory_gib * 1e9 / 2**30 * float(t.value) if hw.memory_gib else 0
-    # nominal sizes are marketing GB on some SKUs and GiB on others: accept either
-    floor = min(floor, hw.memory_gib * float(t.value))
-    if gib >= floor:
-        return ok(measured=round(gib, 1), expected=f">= {floor:.1f}", unit="GiB", source=t.source)
+        return skip("no memory size known for this model (no shape)", measured=round(mib))
+    # no NVML total recorded for this SKU: NVIDIA quotes decimal GB, and NVML reports at
+    # least that many bytes on every SKU with a recorded total
+    t = ctx.thresholds["memory.nominal_min_fraction"]
+    floor_b = hw.memory_gib * 1e9 * float(t.value)
+    expected = f">= {floor_b / 2**20:.0f}"
+    if total >= floor_b:
+        return ok(measured=round(mib), expected=expected, unit="MiB", source=t.source)
     return bad(
         Action.ISOLATE_RMA,
-        f"{gib:.1f} GiB visible, a {ctx.expect.gpu} has {hw.memory_gib} GB",
-        measured=round(gib, 1),
-        expected=f">= {floor:.1f}",
-        unit="GiB",
+        f"{mib:.0f} MiB visible, a {ctx.expect.gpu} has {hw.memory_gib} GB",
+        measured=round(mib),
+        expected=expected,
+        unit="MiB",
         source=t.source,
     )
 
 
 @check("gpu.uuid", "GPU UUIDs readable and unique")
 def gpu_uuid(ctx: Context) -> Finding:
-    uuids = [g["uuid"] for g in ctx.gpus]
+    uuids = [g["uuid"] for g in ctx.gpus if "error" not in g]
     bad_ids = [u for u in uuids if not str(u).startswith("GPU-")]
     dupes = sorted({u for u in uuids if uuids.count(u) > 1})
     if bad_ids or dupes:
@@ -191,6 +267,64 @@ def gpu_inforom(ctx: Context, gpu: int) -> Finding:
             )
         raise
     return ok(measured={"vbios": vbios, "inforom": image, "valid": True})
+
+
+def majority(values: dict[int, Any]) -> Any:
+    """The value more than half of ``values`` agree on (None when there is none)."""
+    counts: dict[Any, int] = {}
+    for v in values.values():
+        counts[v] = counts.get(v, 0) + 1
+    best = max(counts.items(), key=lambda kv: kv[1], default=(None, 0))
+    return best[0] if best[1] * 2 > len(values) else None
+
+
+def same_model(ctx: Context, gpu: int) -> list[int]:
+    """This GPU and every other opened GPU with the same NVML model name."""
+    name = ctx.gpus[gpu].get("name")
+    return [
+        int(g["index"])
+        for g in ctx.gpus
+        if "error" not in g and g.get("name") == name and ctx.handles[int(g["index"])] is not None
+    ]
+
+
+def peer_values(ctx: Context, gpu: int, read: Any) -> dict[int, Any]:
+    """``read(handle)`` on every GPU of the same model; a peer that cannot answer is left out
+    (its own checks report it), this GPU's own error propagates."""
+    out: dict[int, Any] = {}
+    for i in same_model(ctx, gpu):
+        try:
+            out[i] = read(ctx.handles[i])
+        except pynvml.NVMLError:
+            if i == gpu:
+                raise
+    return out
+
+
+_VBIOS_SRC = (
+    "NVIDIA HGX firmware: every GPU of a baseboard runs the same firmware bundle (nvfwupd "
+    "updates them together): a GPU whose VBIOS differs from its peers missed an update"
+)
+
+
+@check("gpu.vbios.consistent", "VBIOS version the same as its peers of the same SKU", per_gpu=True)
+def vbios_consistent(ctx: Context, gpu: int) -> Finding:
+    versions = peer_values(ctx, gpu, ctx.nvml.nvmlDeviceGetVbiosVersion)
+    mine = versions[gpu]
+    if len(versions) < 2:
+        return skip("no other GPU of this model to compare with", measured=mine)
+    common = majority(versions)
+    if mine == common:
+        return ok(measured=mine, expected=common, source=_VBIOS_SRC)
+    return bad(
+        Action.DRAIN,
+        f"VBIOS {mine} differs from its peers' {common or sorted(set(versions.values()))}: "
+        "mixed firmware on one host; drain and update the firmware bundle",
+        measured=mine,
+        expected=common,
+        source=_VBIOS_SRC,
+        details={"versions": versions},
+    )
 
 
 @check("gpu.mig_mode", "MIG mode as expected", per_gpu=True)

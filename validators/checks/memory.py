@@ -69,22 +69,32 @@ def ecc_volatile(ctx: Context, gpu: int) -> Finding:
     )
 
 
-def _counter(ctx: Context, gpu: int, err: int, loc: int) -> int | None:
+def _counter(
+    ctx: Context, gpu: int, err: int, loc: int, missing: list[pynvml.NVMLError]
+) -> int | None:
+    """The counter, or None (its error kept in ``missing``) when it cannot be read."""
     try:
         value: int = ctx.nvml.nvmlDeviceGetMemoryErrorCounter(ctx.handles[gpu], err, AGGREGATE, loc)
-        return value
+        return int(value)
     except pynvml.NVMLError as exc:
         if is_unsupported(exc):
+            missing.append(exc)
             return None
         raise
 
 
+def _unreadable(missing: list[pynvml.NVMLError]) -> None:
+    """A counter that cannot be read is never 'zero, pass': the runner turns its error
+    into a skip (the architecture lacks it) or a failure (its peers answer it)."""
+    if missing:
+        raise missing[0]
+
+
 @check("gpu.ecc.sram", "SRAM ECC counters under thresholds", per_gpu=True)
 def ecc_sram(ctx: Context, gpu: int) -> Finding:
-    corr = _counter(ctx, gpu, CORRECTED, SRAM)
-    unc = _counter(ctx, gpu, UNCORRECTED, SRAM)
-    if corr is None and unc is None:
-        return skip("SRAM ECC counters not supported on this GPU/driver")
+    missing: list[pynvml.NVMLError] = []
+    corr = _counter(ctx, gpu, CORRECTED, SRAM, missing)
+    unc = _counter(ctx, gpu, UNCORRECTED, SRAM, missing)
     tc = ctx.thresholds["ecc.sram_correctable_max"]
     tu = ctx.thresholds["ecc.sram_uncorrectable_max"]
     measured = {"correctable": corr, "uncorrectable": unc}
@@ -99,15 +109,15 @@ def ecc_sram(ctx: Context, gpu: int) -> Finding:
             unit="errors",
             source=f"{tc.source}; {tu.source}",
         )
+    _unreadable(missing)
     return ok(measured=measured, expected=expected, unit="errors", source=tc.source)
 
 
 @check("gpu.ecc.dram", "DRAM ECC counters under thresholds", per_gpu=True)
 def ecc_dram(ctx: Context, gpu: int) -> Finding:
-    corr = _counter(ctx, gpu, CORRECTED, DRAM)
-    unc = _counter(ctx, gpu, UNCORRECTED, DRAM)
-    if corr is None and unc is None:
-        return skip("DRAM ECC counters not supported on this GPU/driver")
+    missing: list[pynvml.NVMLError] = []
+    corr = _counter(ctx, gpu, CORRECTED, DRAM, missing)
+    unc = _counter(ctx, gpu, UNCORRECTED, DRAM, missing)
     t = ctx.thresholds["ecc.dram_total_max"]
     total = (corr or 0) + (unc or 0)
     measured = {"correctable": corr, "uncorrectable": unc}
@@ -120,15 +130,19 @@ def ecc_dram(ctx: Context, gpu: int) -> Finding:
             unit=t.unit,
             source=t.source,
         )
+    _unreadable(missing)
     return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)
 
 
 def _remapped(ctx: Context, gpu: int) -> tuple[int, int, int, int] | None:
+    """None on a pre-Ampere GPU; NOT_SUPPORTED elsewhere goes to the runner (Ampere and
+    newer must answer, data/nvml.yaml min_arch)."""
+    arch = _arch(ctx)
     try:
         corr, unc, pending, failure = ctx.nvml.nvmlDeviceGetRemappedRows(ctx.handles[gpu])
         return int(corr), int(unc), int(pending), int(failure)
     except pynvml.NVMLError as exc:
-        if is_unsupported(exc):
+        if is_unsupported(exc) and arch in PRE_AMPERE:
             return None
         raise
 

@@ -1,6 +1,9 @@
-"""NVLink: every expected link active; error counters under thresholds."""
+"""NVLink and the NVLink fabric: every expected link up (ACTIVE or SLEEP), the link error
+counters judged as DCGM's health watch does, and the fabric health mask."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pynvml
 
@@ -8,7 +11,15 @@ from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import NVLINK_COUNTERS
 from imagectl.validators.nvml.errors import error_name, is_unsupported
+from imagectl.validators.nvml.fabric import read_fabric
+from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action, Severity
+
+DCGM_NVLINK = (
+    "NVIDIA DCGM health watch (DcgmHealthWatch MonitorNVLink; dcgm_gpu_hardware_limits.h): "
+    "replay and recovery errors fail at 1 (DCGM_FR_NVLINK_ERROR_CRITICAL); CRC flit/data "
+    "errors fail at 100 per second (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR), warn below"
+)
 
 
 def _expected_links(ctx: Context) -> int | None:
@@ -16,52 +27,95 @@ def _expected_links(ctx: Context) -> int | None:
     return hw.nvlink_links if hw is not None else None
 
 
+def _no_link(exc: pynvml.NVMLError) -> bool:
+    return is_unsupported(exc) or error_name(exc) == "INVALID_ARGUMENT"
+
+
 @check("gpu.nvlink.active", "Every expected NVLink link active", per_gpu=True)
 def links_active(ctx: Context, gpu: int) -> Finding:
     want = _expected_links(ctx)
     if want == 0:
         return skip("no NVLink on this shape")
+    policy = nvml_policy()
     h = ctx.handles[gpu]
-    inactive: list[int] = []
-    active: list[int] = []
+    down: dict[int, str] = {}
+    up: dict[int, str] = {}
     for link in range(want if want is not None else 18):
         try:
-            state = ctx.nvml.nvmlDeviceGetNvLinkState(h, link)
+            value = int(ctx.nvml.nvmlDeviceGetNvLinkState(h, link))
         except pynvml.NVMLError as exc:
-            if want is None and (is_unsupported(exc) or error_name(exc) == "INVALID_ARGUMENT"):
+            if want is None and _no_link(exc):
                 break  # no shape: count what the GPU has
-            if is_unsupported(exc) or error_name(exc) == "INVALID_ARGUMENT":
-                inactive.append(link)
+            if _no_link(exc):
+                down[link] = error_name(exc)
                 continue
             raise
-        (active if state == pynvml.NVML_FEATURE_ENABLED else inactive).append(link)
+        state = policy.link_states.get(value)
+        name = state.name if state else f"UNKNOWN({value})"
+        (up if state is not None and state.healthy else down)[link] = name
+    src = policy.link_states_source
+    details: dict[str, Any] = {"states": {**up, **down}}
     if want is None:
-        if inactive:
+        if down:
             return bad(
                 Action.RESET_GPU,
-                f"NVLink links {inactive} inactive",
-                measured=len(active),
-                expected=len(active) + len(inactive),
+                f"NVLink links {sorted(down)} not up: {down}",
+                measured=len(up),
+                expected=len(up) + len(down),
+                source=src,
+                details=details,
             )
-        return ok("no shape given: judged the links the GPU reports", measured=len(active))
-    src = ctx.expect.hardware.source if ctx.expect.hardware else None
-    if inactive:
+        return ok(
+            "no shape given: judged the links the GPU reports",
+            measured=len(up),
+            source=src,
+            details=details,
+        )
+    if ctx.expect.hardware:
+        src = f"{ctx.expect.hardware.source}; {src}"
+    if down:
         return bad(
             Action.RESET_GPU,
-            f"{len(inactive)} of {want} NVLink links inactive ({inactive}): reset the GPU; "
-            "if it persists, isolate (NVLink workflow)",
-            measured=len(active),
+            f"{len(down)} of {want} NVLink links not up ({down}): reset the GPU; if it "
+            "persists, isolate (NVLink workflow)",
+            measured=len(up),
             expected=want,
             unit="links",
             source=src,
-            details={"inactive": inactive},
+            details={**details, "inactive": sorted(down)},
         )
-    return ok(measured=len(active), expected=want, unit="links", source=src)
+    sleeping = sorted(k for k, v in up.items() if v == "SLEEP")
+    note = f"{len(sleeping)} link(s) in SLEEP (low power, healthy)" if sleeping else ""
+    return ok(note, measured=len(up), expected=want, unit="links", source=src, details=details)
+
+
+def _links_present(ctx: Context, gpu: int) -> list[int]:
+    """No shape: the links whose state the GPU reports."""
+    found = []
+    for link in range(18):
+        try:
+            ctx.nvml.nvmlDeviceGetNvLinkState(ctx.handles[gpu], link)
+        except pynvml.NVMLError as exc:
+            if _no_link(exc):
+                break
+            raise
+        found.append(link)
+    return found
+
+
+def _seconds_counted(ctx: Context) -> float | None:
+    """Counters run from driver load: the host's uptime is the window they cover."""
+    try:
+        boot = ctx.fact("boot") or {}
+    except Exception:
+        return None
+    up = boot.get("uptime_s") if isinstance(boot, dict) else None
+    return float(up) if isinstance(up, int | float) and up > 0 else None
 
 
 @check(
     "gpu.nvlink.errors",
-    "NVLink error counters under thresholds",
+    "NVLink error counters as DCGM's health watch judges them",
     per_gpu=True,
     severity=Severity.WARNING,
 )
@@ -71,41 +125,109 @@ def link_errors(ctx: Context, gpu: int) -> Finding:
         return skip("no NVLink on this shape")
     h = ctx.handles[gpu]
     totals = dict.fromkeys(NVLINK_COUNTERS, 0)
-    per_link: dict[int, int] = {}
-    for link in range(want if want is not None else 18):
+    per_link: dict[int, dict[str, int]] = {}
+    unreadable: list[str] = []
+    first_exc: pynvml.NVMLError | None = None
+    links = range(want) if want is not None else _links_present(ctx, gpu)
+    for link in links:
         for name, counter in NVLINK_COUNTERS.items():
             try:
                 n = int(ctx.nvml.nvmlDeviceGetNvLinkErrorCounter(h, link, counter))
             except pynvml.NVMLError as exc:
-                if is_unsupported(exc) or error_name(exc) == "INVALID_ARGUMENT":
-                    continue
-                raise
+                if not _no_link(exc):
+                    raise
+                unreadable.append(f"link {link} {name}")
+                first_exc = first_exc or exc
+                continue
             totals[name] += n
-            per_link[link] = per_link.get(link, 0) + n
+            if n:
+                per_link.setdefault(link, {})[name] = n
+    seconds = _seconds_counted(ctx)
+    t_rate = ctx.thresholds["nvlink.crc_rate_max_per_s"]
+    t_rr = ctx.thresholds["nvlink.replay_recovery_max"]
     crc = totals["crc_flit"] + totals["crc_data"]
-    total = sum(totals.values())
-    t_crc = ctx.thresholds["nvlink.crc_max"]
-    t_warn = ctx.thresholds["nvlink.errors_warn"]
-    details = {"per_link": {k: v for k, v in per_link.items() if v}}
-    if crc > t_crc.value:
+    worst_rate = (
+        max(
+            (v.get("crc_flit", 0) + v.get("crc_data", 0) for v in per_link.values()),
+            default=0,
+        )
+        / seconds
+        if seconds
+        else None
+    )
+    details: dict[str, Any] = {
+        "per_link": per_link,
+        "seconds_counted": seconds,
+        "crc_per_s_worst_link": None if worst_rate is None else round(worst_rate, 3),
+    }
+    if unreadable:
+        details["unreadable"] = unreadable
+    rr = totals["replay"] + totals["recovery"]
+    if rr > t_rr.value:
         return bad(
             Action.RESET_GPU,
-            f"{crc} NVLink CRC errors",
+            f"{totals['replay']} NVLink replay and {totals['recovery']} recovery error(s): "
+            "DCGM treats any as critical; reset the GPU, isolate if they return",
             measured=totals,
-            expected=f"CRC <= {t_crc.value}",
+            expected={"replay + recovery": f"<= {t_rr.value:g}"},
             unit="errors",
-            source=t_crc.source,
+            source=t_rr.source,
             details=details,
             severity=Severity.CRITICAL,
         )
-    if total >= t_warn.value:
-        return warn(
-            f"{total} NVLink errors in total",
+    if worst_rate is not None and worst_rate >= t_rate.value:
+        return bad(
+            Action.RESET_GPU,
+            f"NVLink CRC errors at {worst_rate:.1f}/s on one link (over {seconds:g} s since "
+            f"the driver loaded): at or above DCGM's {t_rate.value:g}/s",
             measured=totals,
-            expected=f"< {t_warn.value}",
+            expected={"crc_per_s": f"< {t_rate.value:g}"},
             unit="errors",
-            source=t_warn.source,
+            source=t_rate.source,
+            details=details,
+            severity=Severity.CRITICAL,
+        )
+    if unreadable and first_exc is not None:
+        raise first_exc  # a counter that cannot be read is never 'zero, pass'
+    if crc:
+        rate = f" ({worst_rate:.3f}/s worst link)" if worst_rate is not None else ""
+        return warn(
+            f"{crc} NVLink CRC error(s){rate}: under DCGM's {t_rate.value:g}/s failure rate",
+            measured=totals,
+            expected={"crc_per_s": f"< {t_rate.value:g}"},
+            unit="errors",
+            source=t_rate.source,
             action=Action.RESET_GPU,
             details=details,
         )
-    return ok(measured=totals, expected=f"< {t_warn.value}", unit="errors", source=t_warn.source)
+    return ok(measured=totals, expected=0, unit="errors", source=DCGM_NVLINK, details=details)
+
+
+@check("gpu.fabric.health", "NVML fabric health mask clean (NVSwitch shapes)", per_gpu=True)
+def fabric_health(ctx: Context, gpu: int) -> Finding:
+    hw = ctx.expect.hardware
+    if not (ctx.expect.fabric_manager or (hw and hw.nvswitch)):
+        return skip("no NVSwitch on this shape")
+    info = read_fabric(ctx.nvml, ctx.handles[gpu])
+    policy = nvml_policy()
+    if info.health_mask is None:
+        return skip(
+            "this driver offers only the v1 fabric structure (nvmlGpuFabricInfo_t), which has "
+            "no health mask",
+            details={"layout": info.layout},
+        )
+    mask = info.health_mask
+    fields = {f.name: f.value(mask) for f in policy.fabric_fields}
+    faults = [(f, f.bad[fields[f.name]]) for f in policy.fabric_fields if fields[f.name] in f.bad]
+    details = {"mask": hex(mask), "fields": fields, "layout": info.layout}
+    if faults:
+        worst = max((f.action for f, _ in faults), key=lambda a: a.rank)
+        return bad(
+            worst,
+            "fabric health: " + "; ".join(text for _, text in faults),
+            measured=[f.name for f, _ in faults],
+            expected="no health-mask fault",
+            source="; ".join(f.source for f, _ in faults),
+            details=details,
+        )
+    return ok(measured=hex(mask), expected="no health-mask fault", source=policy.fabric_source)

@@ -9,30 +9,61 @@ from imagectl.validators.checks.thermal import loaded_samples
 from imagectl.validators.context import Context
 from imagectl.validators.results import Action, Severity
 
+_WIDTH_SRC = (
+    "PCIe Base Specification (ASPM L0s/L1 and speed changes keep the negotiated width); "
+    "NVIDIA nvidia-smi -q: the current link generation drops when the GPU is idle, the "
+    "width does not: a narrower current width is a degraded link"
+)
+
 
 @check(
     "gpu.pcie.link_max",
-    "PCIe link capability matches the shape (generation and width)",
+    "PCIe link capability matches the shape; current width at its maximum",
     per_gpu=True,
 )
 def link_max(ctx: Context, gpu: int) -> Finding:
     h = ctx.handles[gpu]
     gen = int(ctx.nvml.nvmlDeviceGetMaxPcieLinkGeneration(h))
     width = int(ctx.nvml.nvmlDeviceGetMaxPcieLinkWidth(h))
+    cur_width = int(ctx.nvml.nvmlDeviceGetCurrPcieLinkWidth(h))
     measured = f"Gen{gen} x{width}"
     hw = ctx.expect.hardware
+    want_w = max(width, hw.pcie_width) if hw is not None and hw.pcie_width else width
+    details = {"current_width": cur_width, "max_width": width}
+    if hw is not None and hw.pcie_gen is not None and hw.pcie_width is not None:
+        expected = f"Gen{hw.pcie_gen} x{hw.pcie_width}"
+        if gen < hw.pcie_gen or width < hw.pcie_width:
+            return bad(
+                Action.DRAIN,
+                f"the GPU's link can only reach {measured} on a {expected} shape (riser, slot "
+                "or retimer fault): host<->GPU bandwidth is cut; drain for inspection",
+                measured=measured,
+                expected=expected,
+                source=hw.source,
+                details=details,
+            )
+    if cur_width < want_w:
+        return bad(
+            Action.DRAIN,
+            f"the link trained at x{cur_width} of x{want_w} (the width does not drop at idle, "
+            "only the speed does): a lane or retimer fault; drain for inspection",
+            measured=f"x{cur_width}",
+            expected=f"x{want_w}",
+            source=_WIDTH_SRC,
+            details=details,
+        )
     if hw is None or hw.pcie_gen is None or hw.pcie_width is None:
-        return skip("no PCIe link expected (no shape)", measured=measured)
-    expected = f"Gen{hw.pcie_gen} x{hw.pcie_width}"
-    if gen >= hw.pcie_gen and width >= hw.pcie_width:
-        return ok(measured=measured, expected=expected, source=hw.source)
-    return bad(
-        Action.DRAIN,
-        f"the GPU's link can only reach {measured} on a {expected} shape (riser, slot or "
-        "retimer fault): host<->GPU bandwidth is cut; drain for inspection",
-        measured=measured,
-        expected=expected,
+        return ok(
+            "no shape: judged the current width against the link's maximum",
+            measured=f"{measured}, current x{cur_width}",
+            source=_WIDTH_SRC,
+            details=details,
+        )
+    return ok(
+        measured=f"{measured}, current x{cur_width}",
+        expected=f"Gen{hw.pcie_gen} x{hw.pcie_width}",
         source=hw.source,
+        details=details,
     )
 
 

@@ -16,6 +16,7 @@ from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import api_mismatch
 from imagectl.validators.nvml.errors import error_name
+from imagectl.validators.nvml.fabric import read_fabric
 from imagectl.validators.results import Action
 from imagectl.versions import Dotted
 
@@ -262,14 +263,10 @@ def fm_version(ctx: Context) -> Finding:
     )
 
 
-_FABRIC_STATES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
-
-
 def _fabric(ctx: Context, gpu: int) -> tuple[str, int, int]:
-    info = pynvml.c_nvmlGpuFabricInfoV_t()
-    ctx.nvml.nvmlDeviceGetGpuFabricInfoV(ctx.handles[gpu], info)
-    state = _FABRIC_STATES.get(int(info.state), str(info.state))
-    return state, int(info.status), int(info.cliqueId)
+    # v2 structure, or the v1 layout on drivers without ...InfoV (nvml/fabric.py)
+    info = read_fabric(ctx.nvml, ctx.handles[gpu])
+    return info.state, info.status, info.clique_id
 
 
 @check(

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pynvml
+
 from imagectl.validators.checks.base import LOADED_PROFILES, Finding, bad, check, ok, skip, warn
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import TEMP_GPU, THRESHOLD_SLOWDOWN
+from imagectl.validators.nvml.errors import is_unsupported
 from imagectl.validators.results import Action, Outcome
 
 SHAPES = "images/catalog/shapes.yaml"
@@ -91,30 +94,51 @@ def temperature(ctx: Context, gpu: int) -> Finding:
     temp = ctx.nvml.nvmlDeviceGetTemperature(h, TEMP_GPU)
     try:
         slowdown = ctx.nvml.nvmlDeviceGetTemperatureThreshold(h, THRESHOLD_SLOWDOWN)
-    except Exception:
-        slowdown = None
+    except pynvml.NVMLError as exc:
+        if not is_unsupported(exc):
+            raise
+        slowdown = None  # judged against the shape's limit only
     return judge_temperature(ctx, float(temp), float(slowdown) if slowdown else None)
 
 
-@check("gpu.power.limit", "Enforced power limit as expected", per_gpu=True)
+@check("gpu.power.limit", "Enforced power limit as expected and as its peers'", per_gpu=True)
 def power_limit(ctx: Context, gpu: int) -> Finding:
+    from imagectl.validators.checks.inventory import majority, peer_values
+
     hw = ctx.expect.hardware
-    limit_w = ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(ctx.handles[gpu]) / 1000.0
-    if hw is None or hw.power_limit_w is None:
-        return skip("no power limit expected (no shape)", measured=limit_w, unit="W")
+    limits = peer_values(ctx, gpu, lambda h: ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
+    limit_w = limits[gpu]
     t = ctx.thresholds["power.limit_min_fraction"]
+    if hw is not None and hw.power_limit_w is not None:
+        floor = hw.power_limit_w * float(t.value)
+        if limit_w < floor:
+            return bad(
+                Action.REBOOT,
+                f"power limit {limit_w:g} W is under the shape's {hw.power_limit_w:g} W: the "
+                "GPU is capped (nvidia-smi -pl); a reboot restores the default",
+                measured=limit_w,
+                expected=f">= {floor:g}",
+                unit="W",
+                source=f"{hw.source}; {t.source}",
+            )
+    # the same SKU on one host: the same enforced limit (one capped GPU slows a whole job)
+    common = majority({i: round(w) for i, w in limits.items()}) if len(limits) > 1 else None
+    if common is not None and limit_w < common * float(t.value):
+        return bad(
+            Action.REBOOT,
+            f"power limit {limit_w:g} W is under its peers' {common:g} W: this GPU is capped",
+            measured=limit_w,
+            expected=f">= {common * float(t.value):g}",
+            unit="W",
+            source=t.source,
+            details={"peers_w": limits},
+        )
+    if hw is None or hw.power_limit_w is None:
+        if common is None:
+            return skip("no power limit expected (no shape, no peer)", measured=limit_w, unit="W")
+        return ok(measured=limit_w, expected=f">= {common * float(t.value):g}", unit="W")
     floor = hw.power_limit_w * float(t.value)
-    if limit_w >= floor:
-        return ok(measured=limit_w, expected=f">= {floor:g}", unit="W", source=hw.source)
-    return bad(
-        Action.REBOOT,
-        f"power limit {limit_w:g} W is under the shape's {hw.power_limit_w:g} W: the GPU is "
-        "capped (nvidia-smi -pl); a reboot restores the default",
-        measured=limit_w,
-        expected=f">= {floor:g}",
-        unit="W",
-        source=f"{hw.source}; {t.source}",
-    )
+    return ok(measured=limit_w, expected=f">= {floor:g}", unit="W", source=hw.source)
 
 
 def loaded_samples(ctx: Context, gpu: int) -> list[dict[str, Any]]:

@@ -7,8 +7,9 @@ with the pynvml function surface (live pynvml or the validator's replay). Judgem
 - HW slowdown (0x8), HW thermal (0x40) or HW power brake (0x80) in any sample fails
   (Autopilot, gpud: these under load are faults; SW power cap and idle are normal);
 - SW thermal slowdown (0x20) warns;
-- the best PCIe link seen under load below the expected generation or width fails (links
-  downtrain at idle, so only a loaded link is judged);
+- every sample's PCIe link is judged: one sample under load below the expected
+  generation or width fails (links downtrain at idle, so only a loaded link is judged,
+  and a link that flaps between samples is a fault, not hidden by its best sample);
 - temperature above the floors table's maximum fails.
 """
 
@@ -122,7 +123,7 @@ def gemm_load(torch: Any, devices: list[Any], seconds: float, n: int) -> dict[st
 
 
 def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-GPU figures from its samples: reason counts, max temperature/power, best link."""
+    """Per-GPU figures from its samples: reason counts, max temperature/power, every link."""
     reasons: dict[str, int] = {}
     first_seen: dict[str, float] = {}
     for s in samples:
@@ -135,8 +136,11 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
                 first_seen.setdefault(name, s["t"])
     temps = [s["temp_c"] for s in samples if s.get("temp_c") is not None]
     powers = [s["power_w"] for s in samples if s.get("power_w") is not None]
-    gens = [s["pcie_gen"] for s in samples if s.get("pcie_gen") is not None]
-    widths = [s["pcie_width"] for s in samples if s.get("pcie_width") is not None]
+    links = [
+        (int(s["pcie_gen"]), int(s["pcie_width"]))
+        for s in samples
+        if s.get("pcie_gen") is not None and s.get("pcie_width") is not None
+    ]
     return {
         "samples": len(samples),
         "reasons": reasons,
@@ -145,6 +149,9 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "temp_max_c": max(temps) if temps else None,
         "power_max_w": max(powers) if powers else None,
         "power_mean_w": round(sum(powers) / len(powers), 1) if powers else None,
-        "pcie_gen_max": max(gens) if gens else None,
-        "pcie_width_max": max(widths) if widths else None,
+        # every sample's link (gen, width), judged one by one; the worst for the report
+        "pcie_links": links,
+        "pcie_unread": len(samples) - len(links),
+        "pcie_gen_min": min(g for g, _ in links) if links else None,
+        "pcie_width_min": min(w for _, w in links) if links else None,
     }

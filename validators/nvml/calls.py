@@ -125,12 +125,10 @@ DEVICE_CALLS: tuple[Call, ...] = (
         "nvmlDeviceGetNvLinkErrorCounter",
         args=tuple((link, c) for link in range(NVLINK_MAX_LINKS) for c in NVLINK_COUNTERS.values()),
     ),
-    Call(
-        "nvmlDeviceGetGpuFabricInfoV",
-        struct="c_nvmlGpuFabricInfoV_t",
-        kind="fill",
-        aliases=("nvmlDeviceGetGpuFabricInfo",),
-    ),
+    # two functions with two layouts (see fabric.py): v2 with healthMask, and the
+    # deprecated v1 structure older drivers fill
+    Call("nvmlDeviceGetGpuFabricInfoV", struct="c_nvmlGpuFabricInfo_v2_t", kind="fill"),
+    Call("nvmlDeviceGetGpuFabricInfo", struct="c_nvmlGpuFabricInfo_t", kind="fill"),
     Call("nvmlDeviceGetFieldValues", args=((FIELD_RECOVERY_ACTION,),), kind="fields"),
 )
 

@@ -21,6 +21,9 @@ def field_value(nvml: Any, handle: Any, field_id: int) -> float | int:
     """The value of one field; raises the field's own NVMLError when it has one."""
     (entry,) = nvml.nvmlDeviceGetFieldValues(handle, [field_id])
     if entry.nvmlReturn != pynvml.NVML_SUCCESS:
-        raise pynvml.NVMLError(entry.nvmlReturn)
+        exc = pynvml.NVMLError(entry.nvmlReturn)
+        exc.nvml_call = "nvmlDeviceGetFieldValues"  # type: ignore[attr-defined]
+        exc.nvml_args = (handle, [field_id])  # type: ignore[attr-defined]
+        raise exc
     value: float | int = getattr(entry.value, _VALUE_ATTR.get(entry.valueType, "ullVal"))
     return value

@@ -56,6 +56,20 @@ def build_struct(struct_name: str, fields: dict[str, Any], target: Any = None) -
     return obj
 
 
+def _fill(struct_name: str, fields: dict[str, Any], target: Any) -> None:
+    """Write the function's own structure layout into the caller's buffer, as the C
+    library does: a versioned structure must carry the version the driver knows
+    (else ARGUMENT_VERSION_MISMATCH); a buffer of another layout is read shifted."""
+    if not isinstance(target, ctypes.Structure):
+        raise make_error("INVALID_ARGUMENT")
+    written = build_struct(struct_name, fields)
+    names = [f[0] for f in written._fields_]
+    if "version" in names and getattr(target, "version", None) != written.version:
+        raise make_error("ARGUMENT_VERSION_MISMATCH")
+    size = min(ctypes.sizeof(written), ctypes.sizeof(target))
+    ctypes.memmove(ctypes.addressof(target), ctypes.addressof(written), size)
+
+
 class ReplayNvml:
     kind = "replay"
 
@@ -128,8 +142,8 @@ class ReplayNvml:
         if _is_error(value):
             raise make_error(value["$error"])
         kind = spec.kind if spec else "value"
-        if kind == "fill":
-            build_struct(spec.struct or "", value, target=rest[0]) if spec else None
+        if kind == "fill" and spec is not None:
+            _fill(spec.struct or "", value, rest[0] if rest else None)
             return pynvml.NVML_SUCCESS
         if kind == "fields":
             return self._fields(value, rest[0])

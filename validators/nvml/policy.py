@@ -1,0 +1,108 @@
+"""What NVML's answers mean (``validators/data/nvml.yaml``): error codes, the calls an
+architecture must answer, NVLink link states and the fabric health mask."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from imagectl.errors import UserError
+from imagectl.validators.results import Action
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "nvml.yaml"
+
+
+@dataclass(frozen=True)
+class ErrorRule:
+    name: str
+    skip: bool
+    action: Action
+    source: str
+
+
+@dataclass(frozen=True)
+class MinArch:
+    arch: int
+    source: str
+
+
+@dataclass(frozen=True)
+class LinkState:
+    name: str
+    healthy: bool
+
+
+@dataclass(frozen=True)
+class HealthField:
+    name: str
+    shift: int
+    width: int
+    bad: dict[int, str]
+    action: Action
+    source: str
+
+    def value(self, mask: int) -> int:
+        return (mask >> self.shift) & self.width
+
+
+@dataclass(frozen=True)
+class NvmlPolicy:
+    errors: dict[str, ErrorRule]
+    min_arch: dict[str, MinArch]
+    peer_action: Action
+    peer_source: str
+    link_states: dict[int, LinkState]
+    link_states_source: str
+    fabric_fields: tuple[HealthField, ...]
+    fabric_source: str
+
+    def error(self, name: str) -> ErrorRule:
+        return self.errors.get(name) or self.errors["default"]
+
+
+def _rule(name: str, v: dict[str, Any]) -> ErrorRule:
+    skip = v["outcome"] == "skip"
+    action = Action.NONE if skip else Action(v["action"])
+    if not skip and action == Action.NONE:
+        raise ValueError(f"errors.{name}: a failing NVML error needs an action other than NONE")
+    return ErrorRule(name, skip, action, str(v["source"]))
+
+
+@lru_cache(maxsize=1)
+def nvml_policy() -> NvmlPolicy:
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="safe").load(DATA.read_text(encoding="utf-8"))
+        states = doc["nvlink_states"]
+        fabric = doc["fabric_health"]
+        return NvmlPolicy(
+            errors={k: _rule(k, v) for k, v in doc["errors"].items()},
+            min_arch={k: MinArch(int(v["arch"]), v["source"]) for k, v in doc["min_arch"].items()},
+            peer_action=Action(doc["peer_unsupported"]["action"]),
+            peer_source=doc["peer_unsupported"]["source"],
+            link_states={
+                int(k): LinkState(v["name"], bool(v["healthy"]))
+                for k, v in states["values"].items()
+            },
+            link_states_source=states["source"],
+            fabric_fields=tuple(
+                HealthField(
+                    name,
+                    int(f["shift"]),
+                    int(f["width"]),
+                    {int(k): str(t) for k, t in f["bad"].items()},
+                    Action(f["action"]),
+                    f["source"],
+                )
+                for name, f in fabric["fields"].items()
+            ),
+            fabric_source=fabric["source"],
+        )
+    except Exception as exc:
+        raise UserError(
+            f"{DATA}: cannot load the validator's NVML rules: {exc}. Restore the file from "
+            "the imagectl release."
+        ) from exc
