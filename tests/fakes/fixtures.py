@@ -67,6 +67,7 @@ def aws_moto(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[Aw
     from moto import mock_aws
 
     moto_extensions.install()
+    moto_extensions.BEHAVIOUR.reset()
     with mock_aws(), AwsFaults() as faults:
         yield faults
 
@@ -78,6 +79,7 @@ def moto_server(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator
     from moto.server import ThreadedMotoServer
 
     moto_extensions.install()
+    moto_extensions.BEHAVIOUR.reset()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

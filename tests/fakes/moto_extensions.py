@@ -1,25 +1,125 @@
-"""EC2 calls that moto (5.2.5) lacks, added at its protocol layer.
+"""EC2 and SSM behaviour that moto (5.2.5) lacks or softens, added at its protocol layer.
 
-moto answers an action by calling the method of the same (snake_case) name on its EC2
-response class; these methods are added there, so boto3 talks to them over moto's own
-request parsing and response serialization, in process (``mock_aws``) and through
-``ThreadedMotoServer`` alike. Each keeps EC2's documented behaviour that the
-production code relies on, nothing more.
+moto answers an action by calling the method of the same (snake_case) name on its
+response class; these methods are added or replaced there, so boto3 talks to them over
+moto's own request parsing and response serialization (botocore's ``service-2.json``
+output shapes), in process (``mock_aws``) and through ``ThreadedMotoServer`` alike. Each
+keeps the documented behaviour of the real API that the production code must cope with;
+``CONTRACT`` lists, per operation, the request members read and the response members
+written, and ``tests/contract/test_aws_contract.py`` checks them against botocore's
+installed ``service-2.json``.
 
-- ``EnableImageDeprecation(ImageId, DeprecateAt)``: sets the AMI's ``DeprecationTime``
-  (then returned by ``DescribeImages``); an unknown AMI is ``InvalidAMIID.NotFound``.
-- ``DisableImageDeprecation(ImageId)``: clears it.
+- ``EnableImageDeprecation(ImageId, DeprecateAt)`` / ``DisableImageDeprecation``: set or
+  clear the AMI's ``DeprecationTime``; an unknown AMI is ``InvalidAMIID.NotFound``.
+- ``CopyImage``: honours ``ClientToken`` ("Unique, case-sensitive identifier you provide
+  to ensure idempotency of the request": the same token returns the same AMI, the same
+  token with other parameters is ``IdempotentParameterMismatch``, EC2 API reference,
+  "Ensuring idempotency") and ``TagSpecifications`` (``image`` and ``snapshot`` tags are
+  applied with the copy, atomically); the copy is ``pending`` for
+  ``BEHAVIOUR.copy_pending_polls`` DescribeImages calls in its region, then ``available``
+  or, for a region in ``BEHAVIOUR.fail_copies_into``, ``failed`` with a ``StateReason``.
+- ``DeregisterImage(DeleteAssociatedSnapshots=True)`` deletes the AMI's snapshots with it
+  (EC2 API reference, DeregisterImage); without it they stay, as on EC2.
+- SSM ``PutParameter`` with ``DataType=aws:ec2:image`` is validated asynchronously: "a
+  successful HTTP 200 response does not guarantee that your parameter was successfully
+  created or updated [...] If you submit an invalid AMI value, the PutParameter
+  operation will return success, but the asynchronous validation will fail and the
+  parameter will not be created or updated" (SSM API reference, PutParameter,
+  DataType). The value changes after ``BEHAVIOUR.ssm_validation_polls`` GetParameter
+  calls, and only if the AMI exists and is ``available`` in that account and region.
 """
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from typing import Any
+
+# operation -> (request members read, response members written); checked against
+# botocore's service-2.json by tests/contract/test_aws_contract.py.
+CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("ec2", "EnableImageDeprecation"): (("ImageId", "DeprecateAt", "DryRun"), ("Return",)),
+    ("ec2", "DisableImageDeprecation"): (("ImageId", "DryRun"), ("Return",)),
+    ("ec2", "CopyImage"): (
+        (
+            "SourceImageId",
+            "SourceRegion",
+            "Name",
+            "Description",
+            "ClientToken",
+            "TagSpecifications",
+            "DryRun",
+        ),
+        ("ImageId",),
+    ),
+    ("ec2", "DeregisterImage"): (("ImageId", "DeleteAssociatedSnapshots", "DryRun"), ("Return",)),
+    ("ssm", "PutParameter"): (
+        ("Name", "Value", "Type", "DataType", "Overwrite", "Description"),
+        ("Version", "Tier"),
+    ),
+    ("ssm", "GetParameter"): (("Name",), ("Parameter",)),
+}
+# The AMI members the emulator sets that DescribeImages returns (checked likewise).
+IMAGE_MEMBERS = ("State", "StateReason", "DeprecationTime", "SourceImageId", "SourceRegion")
+
+
+@dataclass
+class Behaviour:
+    """How strict the emulator is; tests change it and ``reset()`` restores the default."""
+
+    copy_pending_polls: int = 2
+    ssm_validation_polls: int = 1
+    fail_copies_into: set[str] = field(default_factory=set)
+    # internal state
+    tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
+    pending: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    parameters: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def reset(self) -> None:
+        fresh = Behaviour()
+        for name in ("copy_pending_polls", "ssm_validation_polls", "fail_copies_into"):
+            setattr(self, name, getattr(fresh, name))
+        self.tokens.clear()
+        self.pending.clear()
+        self.parameters.clear()
+
+
+BEHAVIOUR = Behaviour()
+
+
+def _advance_copies(backend: Any) -> None:
+    """One DescribeImages in this region: pending copies move one poll on."""
+    key_prefix = (backend.account_id, backend.region_name)
+    with BEHAVIOUR.lock:
+        for key, entry in list(BEHAVIOUR.pending.items()):
+            if key[:2] != key_prefix:
+                continue
+            ami = backend.amis.get(key[2])
+            if ami is None:
+                BEHAVIOUR.pending.pop(key)
+                continue
+            entry[0] -= 1
+            if entry[0] > 0:
+                continue
+            BEHAVIOUR.pending.pop(key)
+            if entry[1]:
+                ami.state = "failed"
+                ami.state_reason = {
+                    "Code": "Server.InternalError",
+                    "Message": "Copy of the snapshot failed (emulated)",
+                }
+            else:
+                ami.state = "available"
 
 
 def install() -> None:
-    """Add the calls to moto's EC2 responses (idempotent)."""
+    """Add the calls to moto's EC2 and SSM responses (idempotent)."""
     from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError
     from moto.ec2.responses.amis import AmisResponse
+    from moto.ec2.utils import convert_tag_spec
+    from moto.ssm.responses import SimpleSystemManagerResponse
 
     if getattr(AmisResponse, "_imagectl_extended", False):
         return
@@ -39,6 +139,108 @@ def install() -> None:
         ami.deprecation_time = None
         return ActionResult({"Return": True})
 
+    def copy_image(self: Any) -> ActionResult:
+        backend = self.ec2_backend
+        source_id = self._get_param("SourceImageId")
+        source_region = self._get_param("SourceRegion")
+        name = self._get_param("Name")
+        description = self._get_param("Description")
+        token = self._get_param("ClientToken")
+        specs = self._get_param("TagSpecifications", []) or []
+        self.error_on_dryrun()
+        signature = (source_id, source_region, name, description)
+        with BEHAVIOUR.lock:
+            key = (backend.account_id, backend.region_name, token or "")
+            if token and key in BEHAVIOUR.tokens:
+                ami_id, seen = BEHAVIOUR.tokens[key]
+                if seen != signature:
+                    raise EC2ClientError(
+                        "IdempotentParameterMismatch",
+                        "The client token you have provided is associated with a resource "
+                        "that is already deleted or was created with different parameters.",
+                    )
+                return ActionResult({"ImageId": ami_id})
+            ami = backend.copy_image(source_id, source_region, name, description)
+            ami.source_image_id = source_id
+            ami.source_region = source_region
+            tags = convert_tag_spec(specs) if specs else {}
+            if tags.get("image"):
+                backend.create_tags([ami.id], tags["image"])
+            if tags.get("snapshot"):
+                backend.create_tags([ami.ebs_snapshot.id], tags["snapshot"])
+            if BEHAVIOUR.copy_pending_polls > 0 or backend.region_name in (
+                BEHAVIOUR.fail_copies_into
+            ):
+                ami.state = "pending"
+                BEHAVIOUR.pending[(backend.account_id, backend.region_name, ami.id)] = [
+                    max(1, BEHAVIOUR.copy_pending_polls),
+                    backend.region_name in BEHAVIOUR.fail_copies_into,
+                ]
+            if token:
+                BEHAVIOUR.tokens[key] = (ami.id, signature)
+        return ActionResult({"ImageId": ami.id})
+
+    original_describe = AmisResponse.describe_images
+
+    def describe_images(self: Any) -> Any:
+        _advance_copies(self.ec2_backend)
+        return original_describe(self)
+
+    def deregister_image(self: Any) -> ActionResult:
+        backend = self.ec2_backend
+        ami_id = self._get_param("ImageId")
+        with_snapshots = self._get_param("DeleteAssociatedSnapshots", False)
+        self.error_on_dryrun()
+        ami = backend.amis.get(ami_id)
+        backend.deregister_image(ami_id)  # InvalidAMIID.* as moto raises it
+        if with_snapshots and ami is not None:
+            snapshot = getattr(ami, "ebs_snapshot", None)
+            if snapshot is not None and snapshot.id in backend.snapshots:
+                backend.delete_snapshot(snapshot.id)
+        return ActionResult({"Return": True})
+
+    original_put = SimpleSystemManagerResponse.put_parameter
+    original_get = SimpleSystemManagerResponse.get_parameter
+
+    def put_parameter(self: Any) -> Any:
+        if self._get_param("DataType", "text") != "aws:ec2:image":
+            return original_put(self)
+        name = self._get_param("Name")
+        current = self.ssm_backend.get_parameter(name)
+        version = (current.version if current is not None else 0) + 1
+        with BEHAVIOUR.lock:
+            key = (self.current_account, self.region, name)
+            BEHAVIOUR.parameters[key] = [max(0, BEHAVIOUR.ssm_validation_polls), self]
+        return ActionResult({"Version": version, "Tier": "Standard"})
+
+    def get_parameter(self: Any) -> Any:
+        name = self._get_param("Name")
+        with BEHAVIOUR.lock:
+            key = (self.current_account, self.region, name)
+            entry = BEHAVIOUR.parameters.get(key)
+            if entry is not None:
+                entry[0] -= 1
+                if entry[0] < 0:  # N reads saw the old value; validation is over
+                    BEHAVIOUR.parameters.pop(key)
+                    if _image_valid(entry[1]):
+                        original_put(entry[1])
+        return original_get(self)
+
     AmisResponse.enable_image_deprecation = enable_image_deprecation  # type: ignore[attr-defined]
     AmisResponse.disable_image_deprecation = disable_image_deprecation  # type: ignore[attr-defined]
+    AmisResponse.copy_image = copy_image  # type: ignore[method-assign]
+    AmisResponse.describe_images = describe_images  # type: ignore[method-assign]
+    AmisResponse.deregister_image = deregister_image  # type: ignore[method-assign]
+    SimpleSystemManagerResponse.put_parameter = put_parameter  # type: ignore[method-assign]
+    SimpleSystemManagerResponse.get_parameter = get_parameter  # type: ignore[method-assign]
     AmisResponse._imagectl_extended = True  # type: ignore[attr-defined]
+
+
+def _image_valid(put_response: Any) -> bool:
+    """Is the AMI of a pending ``aws:ec2:image`` put available in its account and region?"""
+    from moto.ec2.models import ec2_backends
+
+    value = put_response._get_param("Value")
+    backend = ec2_backends[put_response.current_account][put_response.region]
+    ami = backend.amis.get(value)
+    return ami is not None and ami.state == "available"

@@ -235,6 +235,12 @@ def moto_server() -> Iterator[str]:
                 os.environ[key] = value
 
 
+def _reset_moto_behaviour() -> None:
+    from tests.fakes import moto_extensions
+
+    moto_extensions.BEHAVIOUR.reset()
+
+
 @pytest.fixture(params=["aws", "gcp", "azure"])
 def cloud(
     request: pytest.FixtureRequest, world: World, monkeypatch: pytest.MonkeyPatch
@@ -250,6 +256,7 @@ def cloud(
     if request.param == "aws":
         endpoint = request.getfixturevalue("moto_server")
         urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+        _reset_moto_behaviour()
         env = cloud_envs.aws_env(resolved, world.catalog, endpoint)
         for key, value in env.env.items():
             monkeypatch.setenv(key, value)
@@ -283,6 +290,7 @@ def cloud_aws(world: World, moto_server: str, monkeypatch: pytest.MonkeyPatch) -
 
     _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)
     urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"))
+    _reset_moto_behaviour()
     env = cloud_envs.aws_env(resolved, world.catalog, moto_server)
     for key, value in env.env.items():
         monkeypatch.setenv(key, value)

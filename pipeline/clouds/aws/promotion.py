@@ -8,10 +8,11 @@ The provider delegates its promotion methods here; this module owns no client of
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.errors import error_code
-from imagectl.clouds.aws.tags import tag_dict, tag_list
+from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.base import (
     TAG_STATE,
     CloudImage,
@@ -23,6 +24,7 @@ from imagectl.clouds.common import (
     iso,
     utcnow,
 )
+from imagectl.errors import CloudError
 
 if TYPE_CHECKING:
     from imagectl.clouds.aws.provider import AwsProvider
@@ -35,12 +37,15 @@ class AwsPromotion:
     def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
         if region == image.region:
             return self.p.get_image(image.image_id, region)
-        resp = self.p.clients.ec2(region).describe_images(
+        found = self.p.describe_images(
+            region,
             Owners=["self"],
             Filters=[{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}],
             IncludeDeprecated=True,
         )
-        live = [r for r in resp["Images"] if r.get("State") != "deregistered"]
+        live = [r for r in found if r.get("State") != "deregistered"]
+        # a working copy before a failed one (a failed attempt may not be deleted yet)
+        live.sort(key=lambda r: (r.get("State") == "failed", str(r.get("CreationDate", ""))))
         return self.p._image(live[0], region) if live else None
 
     @staticmethod
@@ -52,53 +57,39 @@ class AwsPromotion:
         )
         return ReplicaStatus(region, state, replica.image_id, detail=replica.state)
 
-    def _orphan(self, image: CloudImage, region: str) -> dict[str, Any] | None:
-        """A copy of ``image`` in ``region`` that was never tagged as its replica.
-
-        A run killed between ``CopyImage`` and the tagging leaves one where the cloud
-        did not apply the request's tags (real EC2 applies ``TagSpecifications`` with
-        the copy and returns the same AMI for the same ``ClientToken``; emulators may
-        do neither). AMI names are unique per account and region, so our image's name
-        without a source tag is that copy. ``SourceImageId`` is compared when reported.
-        """
-        if not image.name:
-            return None
-        resp = self.p.clients.ec2(region).describe_images(
-            Owners=["self"],
-            Filters=[{"Name": "name", "Values": [image.name]}],
-            IncludeDeprecated=True,
-        )
-        for raw in sorted(resp["Images"], key=lambda r: str(r.get("CreationDate", ""))):
-            if raw.get("State") == "deregistered" or TAG_SOURCE_IMAGE in tag_dict(raw.get("Tags")):
-                continue
-            if raw.get("SourceImageId", image.image_id) == image.image_id:
-                return dict(raw)
-        return None
-
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
+        """Start (or find again) the copy of ``image`` into ``region``.
+
+        The copy's tags go in the ``CopyImage`` request (``TagSpecifications``: applied
+        with the copy, so no ``CreateTags`` races EC2's eventual consistency) and its
+        ``ClientToken`` makes a re-run get the same AMI back. A ``failed`` copy made
+        with another token (an earlier attempt) is deregistered with its snapshots and
+        the copy asked for again: a failed AMI never blocks a retry.
+        """
         existing = self._replica(image, region)
+        if existing is not None and existing.state == "failed":
+            if existing.tags.get(TAG_REPLICA_TOKEN) == token[:255]:
+                return self._status(region, existing)  # this very request failed
+            self.delete(existing)
+            existing = None
         if existing is not None:
             return self._status(region, existing)
         ec2 = self.p.clients.ec2(region)
         tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
-        orphan = self._orphan(image, region)
-        if orphan is not None:  # adopted: tagged below, not copied a second time
-            new_id = str(orphan["ImageId"])
-        else:
-            copy = ec2.copy_image(
-                Name=image.name or image.image_id,
-                SourceImageId=image.image_id,
-                SourceRegion=image.region,
-                ClientToken=token[:64],
-                TagSpecifications=[
-                    {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("image", "snapshot")
-                ],
-            )
-            new_id = str(copy["ImageId"])
-        # Tagged again: emulators (moto) ignore TagSpecifications on CopyImage.
-        resources = [new_id, *self.p._snapshots(new_id, region)]
-        ec2.create_tags(Resources=resources, Tags=tag_list(tags))
-        return self._status(region, self.p.get_image(new_id, region))
+        copy = ec2.copy_image(
+            Name=image.name or image.image_id,
+            SourceImageId=image.image_id,
+            SourceRegion=image.region,
+            ClientToken=token[:64],
+            TagSpecifications=[
+                {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("image", "snapshot")
+            ],
+        )
+        new_id = str(copy["ImageId"])
+        replica = self.p.get_image(new_id, region)
+        if replica is None:  # eventual consistency: accepted, not yet visible
+            return ReplicaStatus(region, "pending", new_id, detail="not visible yet")
+        return self._status(region, replica)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         return self._status(region, self._replica(image, region))
@@ -133,6 +124,11 @@ class AwsPromotion:
         return str(resp["Parameter"]["Value"])
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+        """Write the ``aws:ec2:image`` parameter and read it back until it names
+        ``image_id``: SSM validates such a value asynchronously and a 200 from
+        ``PutParameter`` does not mean the parameter moved (SSM API reference,
+        PutParameter, DataType). A value that never arrives is a ``CloudError``, so the
+        catalog never records a flip the cloud did not make."""
         self.p.clients.ssm(region).put_parameter(
             Name=self._parameter(stack),
             Value=image_id,
@@ -141,6 +137,23 @@ class AwsPromotion:
             Overwrite=True,
             Description=f"imagectl: the promoted image of stack {stack}",
         )
+        deadline = time.monotonic() + self.p.pointer_timeout_s
+        while True:
+            current = self.get_pointer(stack, region)
+            if current == image_id:
+                return
+            if time.monotonic() >= deadline:
+                raise CloudError(
+                    f"the SSM parameter {self._parameter(stack)} in {region} still names "
+                    f"{current or 'nothing'}, not {image_id}, "
+                    f"{self.p.pointer_timeout_s:g} s after it was written",
+                    hint=(
+                        f"SSM refuses an aws:ec2:image value whose AMI is not available in "
+                        f"{region}: check that {image_id} exists there and is 'available', "
+                        "then run the same command again"
+                    ),
+                )
+            time.sleep(self.p.poll_interval_s)
 
     def deprecate(
         self,
@@ -162,16 +175,9 @@ class AwsPromotion:
         from botocore.exceptions import ClientError
 
         ec2 = self.p.clients.ec2(image.region)
-        try:
-            snapshots = self.p._snapshots(image.image_id, image.region)
-            ec2.deregister_image(ImageId=image.image_id)
+        try:  # the snapshots go in the same call: none is left behind by a kill
+            ec2.deregister_image(ImageId=image.image_id, DeleteAssociatedSnapshots=True)
         except ClientError as exc:
             if error_code(exc).startswith("InvalidAMIID"):
                 return
             raise
-        for snapshot in snapshots:
-            try:
-                ec2.delete_snapshot(SnapshotId=snapshot)
-            except ClientError as exc:
-                if not error_code(exc).startswith("InvalidSnapshot"):
-                    raise

@@ -64,6 +64,7 @@ class AwsProvider(PromotionDelegate):
         instance_profile: str | None = None,
         ssm_prefix: str = "/imagectl",
         profile: str | None = None,
+        pointer_timeout_s: float = 300.0,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.aws.promotion import AwsPromotion
@@ -91,6 +92,8 @@ class AwsProvider(PromotionDelegate):
         self.subnet_id = subnet_id
         self.instance_profile = instance_profile
         self.ssm_prefix = "/" + ssm_prefix.strip("/")
+        # how long an aws:ec2:image parameter may take to pass SSM's validation
+        self.pointer_timeout_s = pointer_timeout_s
 
     # -- images ------------------------------------------------------------------
     def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
@@ -109,6 +112,14 @@ class AwsProvider(PromotionDelegate):
             created_at=parse_time(raw.get("CreationDate")),
         )
 
+    def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, Any]]:
+        """Every page of ``DescribeImages`` (``NextToken``) for a filtered query."""
+        found: list[dict[str, Any]] = []
+        paginator = self.clients.ec2(region).get_paginator("describe_images")
+        for page in paginator.paginate(**kwargs):
+            found.extend(page.get("Images", []))
+        return found
+
     def find_images(
         self,
         *,
@@ -125,10 +136,10 @@ class AwsProvider(PromotionDelegate):
             filters.append({"Name": "tag-key", "Values": [TAG_STACK]})
         found: list[CloudImage] = []
         for reg in [region] if region else self.regions:
-            resp = self.clients.ec2(reg).describe_images(
-                Owners=["self"], Filters=filters, IncludeDeprecated=True
+            raws = self.describe_images(
+                reg, Owners=["self"], Filters=filters, IncludeDeprecated=True
             )
-            found.extend(self._image(raw, reg) for raw in resp["Images"])
+            found.extend(self._image(raw, reg) for raw in raws)
         return sorted(
             found,
             key=lambda i: (
