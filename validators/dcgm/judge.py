@@ -143,7 +143,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
         )
         route, first = ranked[0]
         msg = f"{first['name']} ({first['code']}): {first['message']}"
-        if first["dcgm_suggestion"]:
+        if first["dcgm_suggestion"] and first["dcgm_suggestion"] not in first["message"]:
             msg += f". DCGM suggests: {first['dcgm_suggestion']}"
         if len(errors) > 1:
             msg += f" (+{len(errors) - 1} more DCGM error(s))"
