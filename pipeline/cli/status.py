@@ -26,6 +26,32 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def validated_by(img: Any) -> str | None:
+    """How the image's newest receipts were made: live, replay, or sandbox replay (a try-it
+    replay the gate accepted through the explicit --sandbox switch)."""
+    newest: dict[str, Any] = {}
+    for run in sorted(img.validation_runs, key=lambda r: (r.received_at, r.id)):
+        newest[run.shape] = run
+    modes = {
+        "sandbox replay"
+        if (r.receipt or {}).get("mode") == "replay" and (r.receipt or {}).get("sandbox")
+        else str((r.receipt or {}).get("mode") or "unknown")
+        for r in newest.values()
+    }
+    if not modes:
+        return None
+    for mode in ("sandbox replay", "replay", "unknown"):
+        if mode in modes:
+            return mode
+    return "live"
+
+
+def _state(img: dict[str, Any]) -> str:
+    """The state, marked when the receipts behind it are replays."""
+    by = img.get("validated_by")
+    return f"{img['state']} ({by})" if by and by != "live" else str(img["state"])
+
+
 def _image(img: Any) -> dict[str, Any]:
     return {
         "id": img.id,
@@ -37,6 +63,7 @@ def _image(img: Any) -> dict[str, Any]:
         "created_at": _time(img.created_at),
         "state_changed_at": _time(img.state_changed_at),
         "tags": img.tags,
+        "validated_by": validated_by(img),
     }
 
 
@@ -120,7 +147,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                 table.add_row(
                     row["region"],
                     row["image"]["cloud_image_id"],
-                    row["image"]["state"],
+                    _state(row["image"]),
                     _short(row["updated_at"]),
                     prev["cloud_image_id"] if prev else "-",
                 )
@@ -135,7 +162,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                 table.add_row(
                     img["cloud_image_id"],
                     img["region"],
-                    img["state"],
+                    _state(img),
                     img["build_id"] or "-",
                     _short(img["created_at"]),
                 )
@@ -183,10 +210,20 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     help="Most candidates and blocked images listed per stack and cloud (tables only).",
 )
 @json_option
-def command(stack: str | None, cloud: str | None, n_events: int, limit: int, as_json: bool) -> None:
+@click.pass_context
+def command(
+    ctx: click.Context,
+    stack: str | None,
+    cloud: str | None,
+    n_events: int,
+    limit: int,
+    as_json: bool,
+) -> None:
     """Show current, candidate and blocked images per stack and cloud, and recent events."""
     from imagectl.catalog.db import open_catalog
 
+    if stack is not None:
+        _known_stack(ctx, stack)
     catalog = open_catalog()
     try:
         stacks = collect(catalog, stack=stack, cloud=cloud, events=n_events)
@@ -201,3 +238,11 @@ def command(stack: str | None, cloud: str | None, n_events: int, limit: int, as_
         console().print(f"no images yet{' ' + scope if scope else ''} (catalog: {catalog.url})")
         return
     _render(stacks, catalog.url, limit)
+
+
+def _known_stack(ctx: click.Context, stack: str) -> None:
+    """``--stack`` names a stack file of the workspace (exit 2 otherwise, with the list)."""
+    from imagectl.cli.common import workspace
+    from imagectl.stacks.loader import find_stack
+
+    find_stack(workspace(ctx).stacks_dir, stack)

@@ -8,7 +8,14 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
   shape says ``verdict: pass`` and no worst action that blocks the image;
 - every such receipt names this image id and the stack digest of the image, and that
   digest is the stack file's current digest (the pins did not change since the build);
-- the receipt finished less than ``validation.max_receipt_age_hours`` ago.
+- the receipt finished less than ``validation.max_receipt_age_hours`` ago, and not in the
+  future beyond a small clock skew (``MAX_CLOCK_SKEW``: a negative age is no age);
+- its profile is at least the stack's ``validation.profile`` (boot < quick < full < burn);
+- every check the profile requires on the shape ran (``receipt.coverage``: none skipped,
+  errored or missing), and a loaded profile's receipt has that coverage record;
+- it was made on the image, not replayed from a snapshot: a replay receipt passes only
+  when it was made with the explicit ``--sandbox`` switch (the README's try-it paths),
+  which the receipt records; ``sandbox_receipts`` names them for the event log and status.
 
 A receipt missing its fields is corrupt: ``CorruptReceipt`` (bad input, exit 2).
 ``--force --reason`` overrides the refusals (the promotion records them with who and why).
@@ -21,8 +28,18 @@ from typing import Any
 
 from imagectl.errors import EXIT_FAILED, UserError
 
-RECEIPT_FIELDS = ("image_id", "stack", "stack_digest", "verdict", "worst_action", "finished_at")
+RECEIPT_FIELDS = (
+    "image_id",
+    "stack",
+    "stack_digest",
+    "verdict",
+    "worst_action",
+    "finished_at",
+    "profile",
+    "mode",
+)
 BLOCKING_ACTIONS = ("BLOCK_IMAGE",)
+MAX_CLOCK_SKEW = dt.timedelta(minutes=5)  # hosts run NTP (chrony); more is a broken clock
 
 
 class GateRefused(UserError):
@@ -72,12 +89,60 @@ def latest_receipts(session: Any, image: Any) -> list[Any]:
     return list(newest.values())
 
 
+def sandbox_receipts(session: Any, image: Any) -> list[str]:
+    """The hosts whose newest receipt is a sandbox replay (accepted by the explicit switch)."""
+    return [
+        f"{run.shape} on {run.host}"
+        for run in latest_receipts(session, image)
+        if (run.receipt or {}).get("mode") == "replay" and (run.receipt or {}).get("sandbox")
+    ]
+
+
+def _profile_reasons(body: dict[str, Any], where: str, required_profile: str) -> list[str]:
+    from imagectl.validators.coverage import profile_strength
+
+    profile = str(body["profile"])
+    reasons = []
+    if profile_strength(profile) < profile_strength(required_profile):
+        reasons.append(
+            f"{where} ran profile {profile}, weaker than the stack's validation.profile "
+            f"{required_profile}"
+        )
+    if profile_strength(profile) < profile_strength("quick"):
+        return reasons
+    cov = body.get("coverage")
+    if not isinstance(cov, dict):
+        reasons.append(
+            f"{where} has no coverage record (a validator older than 0.2): it cannot show "
+            "that the profile's GPU checks ran; validate again"
+        )
+        return reasons
+    sandbox = body["mode"] == "replay" and body.get("sandbox")
+    for check_id, why in sorted((cov.get("not_run") or {}).items()):
+        if not sandbox:
+            reasons.append(f"{where}: required check {check_id} did not run ({why})")
+    return reasons
+
+
+def _mode_reasons(body: dict[str, Any], where: str) -> list[str]:
+    if body["mode"] == "live":
+        return []
+    if body["mode"] == "replay" and body.get("sandbox"):
+        return []
+    return [
+        f"{where} is a replay of a recorded snapshot ({body.get('snapshot') or 'unnamed'}), "
+        "not a run on the image; validate on hosts booted from the image (a try-it sandbox "
+        "validates with --sandbox, which the receipt and the event log record)"
+    ]
+
+
 def check_gate(
     session: Any,
     image: Any,
     *,
     stack_digest: str,
     max_age_hours: float,
+    required_profile: str = "boot",
     now: dt.datetime | None = None,
 ) -> list[str]:
     """Reasons ``image`` may not be promoted; empty when it passes the gate."""
@@ -115,8 +180,17 @@ def check_gate(
             reasons.append(f"{where} verdict is {body['verdict']}")
         if run.worst_action in BLOCKING_ACTIONS:
             reasons.append(f"{where} asks to {run.worst_action}")
-        age = now - _finished_at(body, where)
+        reasons += _mode_reasons(body, where)
+        reasons += _profile_reasons(body, where, required_profile)
+        finished = _finished_at(body, where)
+        age = now - finished
         if age > dt.timedelta(hours=max_age_hours):
             hours = age.total_seconds() / 3600
             reasons.append(f"{where} is {hours:.1f} h old (maximum {max_age_hours:g} h)")
+        elif -age > MAX_CLOCK_SKEW:
+            reasons.append(
+                f"{where} finished at {finished.isoformat()}, {(-age).total_seconds():.0f} s "
+                f"in the future (clock skew allows {MAX_CLOCK_SKEW.total_seconds():.0f} s): "
+                "its time cannot be trusted"
+            )
     return reasons

@@ -34,7 +34,7 @@ from imagectl.clouds.base import Provider
 from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.finish import close_partial, flip_and_close
-from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate
+from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate, sandbox_receipts
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.regions import RegionRun
 from imagectl.promotion.results import Progress, PromotionResult, RegionResult
@@ -331,15 +331,22 @@ def _begin(
         result.forced = promo.forced
         return promo
     reasons = check_gate(
-        s, img, stack_digest=digest, max_age_hours=model.validation.max_receipt_age_hours
+        s,
+        img,
+        stack_digest=digest,
+        max_age_hours=model.validation.max_receipt_age_hours,
+        required_profile=model.validation.profile,
     )
+    sandbox = sandbox_receipts(s, img)
     repo.log_event(
         s,
         "promotion.gate",
-        f"gate for {img.label}: " + ("passed" if not reasons else "; ".join(reasons)),
+        f"gate for {img.label}: "
+        + ("passed" if not reasons else "; ".join(reasons))
+        + (f" (on sandbox replay receipts: {', '.join(sandbox)})" if sandbox else ""),
         image=img,
         actor=actor,
-        details={"passed": not reasons, "reasons": reasons, "forced": force},
+        details={"passed": not reasons, "reasons": reasons, "forced": force, "sandbox": sandbox},
     )
     if reasons and not force:
         cls = ImageBlocked if img.state == ImageState.BLOCKED.value else GateRefused

@@ -45,7 +45,8 @@ class World:
         )
         receipt = {"image_id": image.image_id, "stack": "local",
                    "stack_digest": self.stack.digest, "verdict": "pass",
-                   "worst_action": "NONE", "finished_at": _now()}  # fmt: skip
+                   "worst_action": "NONE", "finished_at": _now(),
+                   "profile": "boot", "mode": "live"}  # fmt: skip
         with self.catalog.transaction() as s:
             build = repo.record_build(s, build_id=f"b-{uuid.uuid4().hex[:8]}", stack="local",
                                       stack_digest=self.stack.digest, cloud="local")  # fmt: skip

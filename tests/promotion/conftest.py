@@ -38,6 +38,8 @@ def make_receipt(
     verdict: str = "pass",
     age_hours: float = 1.0,
     worst_action: str = "NONE",
+    profile: str = "boot",
+    mode: str = "live",
 ) -> dict[str, Any]:
     finished = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=age_hours)
     return {
@@ -47,6 +49,8 @@ def make_receipt(
         "verdict": verdict,
         "worst_action": worst_action,
         "finished_at": finished.isoformat(),
+        "profile": profile,
+        "mode": mode,
     }
 
 

@@ -1,0 +1,114 @@
+"""The gate refuses receipts that do not prove the image works: a weaker profile than the
+stack asks, a required check that did not run, a replay (unless made with the explicit
+--sandbox switch, which is then recorded), a finish time in the future. On SQLite and on
+PostgreSQL, through the real catalog and ``check_gate`` / ``promote``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+
+from imagectl.promotion import GateRefused, promote
+from imagectl.promotion.gate import check_gate, sandbox_receipts
+
+COMPLETE = {"profile": "quick", "shape_kind": "nvswitch", "required": ["cuda.init"],
+            "ran": ["cuda.init"], "not_run": {}}  # fmt: skip
+
+
+def _reasons(world: Any, required_profile: str = "quick", **overrides: Any) -> list[str]:
+    img = world.validated(
+        receipt_overrides={"profile": "quick", "coverage": dict(COMPLETE), **overrides}
+    )
+    with world.catalog.transaction() as s:
+        from imagectl.catalog import repository as repo
+
+        row = repo.get_image(s, img.id)
+        return check_gate(
+            s,
+            row,
+            stack_digest=world.stack.digest,
+            max_age_hours=24,
+            required_profile=required_profile,
+        )
+
+
+def _future(seconds: float) -> str:
+    return (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)).isoformat()
+
+
+CASES = [
+    ({"profile": "boot"}, "ran profile boot, weaker than the stack's validation.profile quick"),
+    (
+        {"coverage": {**COMPLETE, "not_run": {"cuda.gemm.bf16": "skipped: torch missing"}}},
+        "required check cuda.gemm.bf16 did not run (skipped: torch missing)",
+    ),
+    (
+        {"coverage": {**COMPLETE, "not_run": {"collective.all_reduce": "error: hang"}}},
+        "required check collective.all_reduce did not run (error: hang)",
+    ),
+    ({"coverage": None}, "has no coverage record"),
+    ({"mode": "replay", "snapshot": "h100.json"}, "is a replay of a recorded snapshot (h100.json)"),
+    ({"finished_at": _future(2 * 3600)}, "in the future (clock skew allows 300 s)"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "why"), CASES, ids=[c[1][:30] for c in CASES])
+def test_gate_refuses_receipts_that_prove_nothing(world, overrides, why) -> None:
+    reasons = _reasons(world, **overrides)
+    assert any(why in r for r in reasons), reasons
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("overrides", "why"), CASES, ids=[c[1][:30] for c in CASES])
+def test_gate_refuses_on_postgres(world_pg, overrides, why) -> None:
+    reasons = _reasons(world_pg, **overrides)
+    assert any(why in r for r in reasons), reasons
+
+
+def test_gate_accepts_what_proves_the_image(world) -> None:
+    assert _reasons(world) == []
+    assert _reasons(world, profile="full") == []  # stronger than asked is fine
+    assert _reasons(world, finished_at=_future(60)) == []  # within the clock skew
+    assert _reasons(world, required_profile="boot", profile="boot", coverage=None) == []
+
+
+def test_sandbox_replay_passes_and_is_recorded(world) -> None:
+    """The README's try-it paths: a replay made with --sandbox promotes, and says so."""
+    img = world.validated(
+        receipt_overrides={
+            "mode": "replay",
+            "sandbox": True,
+            "snapshot": "tests/snapshots/healthy/h100-sxm-8x.json",
+        }
+    )
+    with world.catalog.transaction() as s:
+        from imagectl.catalog import repository as repo
+
+        assert sandbox_receipts(s, repo.get_image(s, img.id)) == ["qemu-tcg on vm-1"]
+    result = promote(world.catalog, world.provider(), world.stack, img.id)
+    assert result.state == "promoted"
+    (gate,) = world.events("promotion.gate", image=img.id)
+    assert gate.details["sandbox"] == ["qemu-tcg on vm-1"]
+    assert "sandbox replay receipts" in gate.message
+
+
+def test_replay_without_the_switch_never_promotes(world) -> None:
+    img = world.validated(receipt_overrides={"mode": "replay"})
+    with pytest.raises(GateRefused, match="is a replay of a recorded snapshot") as info:
+        promote(world.catalog, world.provider(), world.stack, img.id)
+    assert info.value.exit_code == 1
+
+
+def test_status_says_which_images_stand_on_sandbox_replays(world) -> None:
+    live = world.validated()
+    sandbox = world.validated(receipt_overrides={"mode": "replay", "sandbox": True})
+    out = world.run_cli("status", "--json")
+    assert out.returncode == 0, out.stderr
+    (entry,) = json.loads(out.stdout)["stacks"]
+    by = {c["id"]: c["validated_by"] for c in entry["candidates"]}
+    assert by == {live.id: "live", sandbox.id: "sandbox replay"}
+    table = world.run_cli("status")
+    assert "validated (sandbox replay)" in table.stdout
