@@ -235,3 +235,46 @@ def test_code_table_is_dcgms() -> None:
     assert set(t.overrides) <= names
     assert t.route(t.code(999)).action == Action.RESET_GPU  # a code newer than the table
     assert {lv.level for lv in t.levels.values()} == {2, 3, 4}
+
+
+def test_error_table_generator_reads_dcgms_macros() -> None:
+    """errors_source.build on excerpts of DCGM 4.4.1's dcgm_errors.h / dcgm_errors.c: codes,
+    multi-line ``*_MSG`` strings, ``*_NEXT`` naming another macro, and the meta table."""
+    from imagectl.validators.dcgm.errors_source import build
+
+    header = r"""
+#define TRIAGE_RUN_FIELD_DIAG_MSG "Run a field diagnostic on the GPU."
+typedef enum dcgmError_enum
+{
+    DCGM_FR_OK                       = 0,  //!< 0 No error
+    DCGM_FR_STRESS_LEVEL               = 50, //!< 50 Stress level is too low (bad performance)
+    DCGM_FR_FAULTY_MEMORY              = 52, //!< 52 Faulty memory detected on this GPU
+    DCGM_FR_ERROR_SENTINEL                 = 121, //!< 120 MUST BE THE LAST ERROR CODE
+} dcgmError_t;
+#define DCGM_FR_OK_MSG           "The operation completed successfully."
+#define DCGM_FR_STRESS_LEVEL_MSG                                      \
+    "Max stress level of %.1f did not reach desired stress level of " \
+    "%.1f for GPU %u"
+#define DCGM_FR_FAULTY_MEMORY_MSG "Found %lld faulty memory elements on GPU %u"
+#define DCGM_FR_OK_NEXT           "N/A"
+#define DCGM_FR_FAULTY_MEMORY_NEXT      TRIAGE_RUN_FIELD_DIAG_MSG
+"""
+    table = """
+    DCGM_ERROR_TABLE_ENTRY(DCGM_FR_OK, DCGM_ERROR_UNKNOWN, DCGM_FR_EC_NONE),
+    DCGM_ERROR_TABLE_ENTRY(DCGM_FR_STRESS_LEVEL, DCGM_ERROR_TRIAGE, DCGM_FR_EC_PERF_THRESHOLD),
+    DCGM_ERROR_TABLE_ENTRY(DCGM_FR_FAULTY_MEMORY, DCGM_ERROR_ISOLATE, DCGM_FR_EC_HARDWARE_MEMORY),
+"""
+    doc = build(header, table, "v4.4.1", "ca755f1")
+    codes = doc["codes"]
+    assert isinstance(codes, dict) and set(codes) == {0, 50, 52}
+    assert codes[50]["message"] == (
+        "Max stress level of %.1f did not reach desired stress level of %.1f for GPU %u"
+    )
+    assert codes[52] == {
+        "name": "DCGM_FR_FAULTY_MEMORY",
+        "severity": "ISOLATE",
+        "category": "HARDWARE_MEMORY",
+        "message": "Found %lld faulty memory elements on GPU %u",
+        "suggestion": "Run a field diagnostic on the GPU.",
+    }
+    assert codes[50]["severity"] == "TRIAGE" and codes[50]["suggestion"] == ""
