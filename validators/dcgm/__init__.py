@@ -59,4 +59,10 @@ def dcgm_checks(
             )
         return judge(recorded, expect, t)
     timeout = max(1.0, min(level.timeout_s, deadline_s - DEADLINE_MARGIN_S))
-    return judge(run_diag(level.level, timeout, search=t.dcgmi_paths), expect, t)
+    record = run_diag(level.level, timeout, search=t.dcgmi_paths)
+    if timeout < level.timeout_s:
+        record["limited_by"] = (
+            f"the {profile} profile's remaining time; DCGM r{level.level}'s own hard timeout "
+            f"is {level.timeout_s:g} s"
+        )
+    return judge(record, expect, t)

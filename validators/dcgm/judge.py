@@ -201,8 +201,9 @@ def judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list[
         return [
             _run_result(
                 rf["timeout"],
-                f"{cmd} did not finish within its hard timeout of {record.get('timeout_s')} s: "
-                "hung (the process group was killed; a hang is a failed check)",
+                f"{cmd} did not finish within {record.get('timeout_s')} s "
+                f"({record.get('limited_by') or 'its hard timeout'}): the process group was "
+                "killed; a hang is a failed check",
                 record,
                 stderr_tail=stderr,
             )
