@@ -15,14 +15,18 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
 
 CLOUDS = ("aws", "gcp", "azure", "local")
 
 
 @click.command("build")
 @click.option(
-    "--stack", "stack_name", required=True, help="Stack name (images/stacks/<name>.yaml)."
+    "--stack",
+    "stack_name",
+    callback=stack_name,
+    required=True,
+    help="Stack name (images/stacks/<name>.yaml).",
 )
 @click.option("--cloud", type=click.Choice(CLOUDS), required=True, help="Which template set.")
 @click.option("--dry-run", is_flag=True, help="Print the packer command and variables only.")
@@ -73,14 +77,15 @@ def command(
     ws = workspace(ctx)
     _, resolved = load_resolved(ws.images, stack_name)
     extra = _parse_overrides(overrides, UserError)
+    _check_override_names(extra, ws.packer_dir(cloud), cloud, UserError)
     if dry_run:
         _dry_run(ws, resolved, cloud, var_dir, build_id, extra, skip_provisioning, as_json)
         return
     from imagectl.clouds import build_records
-    from imagectl.packer.build import git_commit, new_build_id, run_build
+    from imagectl.packer.build import check_build_id, git_commit, new_build_id, run_build
 
     extra = build_records.endpoint_overrides(cloud, extra)
-    build_id = build_id or new_build_id()
+    build_id = check_build_id(build_id) if build_id else new_build_id()
     record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
     out = console(stderr=True)
 
@@ -124,6 +129,22 @@ def _parse_overrides(items: tuple[str, ...], error: Any) -> dict[str, str]:
             raise error(f"--var '{item}' is not NAME=VALUE", hint="e.g. --var aws_region=us-west-2")
         out[name] = value
     return out
+
+
+def _check_override_names(extra: dict[str, str], folder: Path, cloud: str, error: Any) -> None:
+    """``--var NAME=...`` names a variable the cloud's templates declare."""
+    import difflib
+
+    from imagectl.stacks.lint import declared_packer_vars
+
+    declared = declared_packer_vars(folder)
+    for name in extra:
+        if declared and name not in declared:
+            near = difflib.get_close_matches(name, sorted(declared), n=1)
+            raise error(
+                f"--var {name[:80]!r}: no such variable in the {cloud} templates ({folder})",
+                hint=f"Did you mean '{near[0]}'?" if near else "See variables.pkr.hcl there",
+            )
 
 
 def _dry_run(

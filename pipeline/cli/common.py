@@ -33,6 +33,21 @@ def wait_option(func: F) -> F:
     )(func)
 
 
+def stack_name(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Click callback for ``--stack``: a stack name (a file name in images/stacks/ without
+    .yaml), never a path; exit 2 otherwise, before anything else runs."""
+    from imagectl.stacks.schema import STACK_NAME
+
+    for name in value if isinstance(value, tuple) else (value,):
+        if name is not None and not STACK_NAME.match(name):
+            raise UserError(
+                f"--stack '{name[:80]}' is not a stack name: 2-40 lowercase letters, digits "
+                "and '-' (a file name in images/stacks/ without .yaml, not a path)",
+                hint="`imagectl lint` lists the stacks",
+            )
+    return value
+
+
 def console(stderr: bool = False) -> Any:
     """A rich console; when output is not a terminal, wide enough for tables in logs."""
     import os

@@ -8,14 +8,16 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, workspace
+from imagectl.cli.common import console, stack_name, workspace
 from imagectl.errors import EXIT_FAILED, EXIT_OK
 
 SOURCES = ("upstream", "replicas", "fleet", "hosts")
 
 
 @click.command("drift")
-@click.option("--stack", "stacks", multiple=True, help="Only this stack (repeatable).")
+@click.option(
+    "--stack", "stacks", callback=stack_name, multiple=True, help="Only this stack (repeatable)."
+)
 @click.option("--upstream", is_flag=True, help="Newer packages upstream, branch end of life.")
 @click.option("--replicas", is_flag=True, help="Promoted images missing/failed per region.")
 @click.option("--fleet", is_flag=True, help="Running instances not on the current image.")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
 
 
 @click.command("plan")
-@click.option("--stack", help="Only this stack.")
+@click.option("--stack", callback=stack_name, help="Only this stack.")
 @click.option("--cloud", help="Only this cloud (aws, gcp, azure, local).")
 @click.option(
     "--out",

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
 
 
 @click.command("reap")
@@ -20,6 +20,7 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
 @click.option(
     "--stack",
     "stacks",
+    callback=stack_name,
     multiple=True,
     help="Take accounts/projects/regions from these stacks (default: all).",
 )

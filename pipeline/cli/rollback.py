@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, wait_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_name, wait_option, workspace
 
 
 @click.command("rollback")
-@click.option("--stack", required=True, help="Stack to roll back.")
+@click.option("--stack", callback=stack_name, required=True, help="Stack to roll back.")
 @click.option("--cloud", help="Cloud (default: the stack's only cloud).")
 @click.option("--reason", help="Why (recorded in the event log).")
 @wait_option

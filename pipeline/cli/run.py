@@ -15,13 +15,19 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
 
 FAULTS = ("unheld-package", "ssh-host-key")
 
 
 @click.command("run")
-@click.option("--stack", default="local", show_default=True, help="Stack with a clouds.local.")
+@click.option(
+    "--stack",
+    callback=stack_name,
+    default="local",
+    show_default=True,
+    help="Stack with a clouds.local.",
+)
 @click.option(
     "--regions", "regions", type=int, default=None, help="Promote to the first N local regions."
 )

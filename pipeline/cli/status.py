@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option
+from imagectl.cli.common import console, emit_json, json_option, stack_name
 
 
 def _time(value: datetime | None) -> str | None:
@@ -192,7 +192,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
 
 
 @click.command("status")
-@click.option("--stack", help="Only this stack.")
+@click.option("--stack", callback=stack_name, help="Only this stack.")
 @click.option("--cloud", help="Only this cloud (aws, gcp, azure, local).")
 @click.option(
     "--events",

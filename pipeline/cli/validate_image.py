@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
 
 
 def _stack_of(cloud: str, image_id: str) -> str | None:
@@ -60,7 +60,7 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
 @click.command("validate-image")
 @click.argument("image_id")
 @click.option("--cloud", required=True, type=click.Choice(["aws", "gcp", "azure"]))
-@click.option("--stack", help="The image's stack (default: from the catalog).")
+@click.option("--stack", callback=stack_name, help="The image's stack (default: from the catalog).")
 @click.option("--shape", help="Machine shape (default: the stack's first validation shape).")
 @click.option(
     "--hosts",
@@ -127,6 +127,12 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
     "ansible_connection=local and replay snapshots.",
 )
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="A try-it run whose hosts replay snapshots (--inventory-override): the receipts say "
+    "they are sandbox replays, which the promotion gate accepts and records.",
+)
 @json_option
 @click.pass_context
 def command(
@@ -146,6 +152,7 @@ def command(
     ssh_user: str,
     ssh_key: str | None,
     inventory_override: Path | None,
+    sandbox: bool,
     wheel: str | None,
     as_json: bool,
 ) -> int:
@@ -232,6 +239,7 @@ def command(
         launched_by=launched_by_default(),
         override=override,
         wheel=wheel or "",
+        sandbox=sandbox,
     )
     reporter = Reporter() if as_json else RichReporter(console())
 
@@ -256,6 +264,7 @@ def command(
         "stack": stack,
         "shape": shape,
         "state": state,
+        "receipts": _receipt_kind(override, sandbox),
         **result.to_dict(),
     }
     if as_json:
@@ -263,6 +272,16 @@ def command(
     else:
         _render(payload)
     return 0 if state == "validated" else 1
+
+
+def _receipt_kind(override: Any, sandbox: bool) -> str:
+    """live (hosts booted from the image) or replay (test-mode hosts replaying snapshots)."""
+    replays = override is not None and any(
+        override.for_slot(i).get("validate_snapshot") for i in range(len(override.slots) + 1)
+    )
+    if not replays:
+        return "live"
+    return "sandbox replay" if sandbox else "replay"
 
 
 def _render(payload: dict[str, Any]) -> None:
@@ -287,3 +306,14 @@ def _render(payload: dict[str, Any]) -> None:
     colour = {"validated": "green", "blocked": "red"}.get(payload["state"], "yellow")
     out.print(f"[bold {colour}]{payload['state']}[/]: {'; '.join(payload['reasons'])}")
     out.print(f"terminated: {', '.join(payload['terminated']) or 'none'}")
+    kind = payload.get("receipts")
+    if kind == "sandbox replay":
+        out.print(
+            "[yellow]receipts: sandbox replays[/] of recorded snapshots (--sandbox), not runs "
+            "on the image; the gate accepts them and records that it did"
+        )
+    elif kind == "replay":
+        out.print(
+            "[yellow]receipts: replays[/] of recorded snapshots, not runs on the image: the "
+            "promotion gate refuses them (pass --sandbox for a try-it run)"
+        )

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import importlib.util
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -76,6 +78,20 @@ class BuildResult:
         }
 
 
+BUILD_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
+
+
+def check_build_id(value: str) -> str:
+    """A build id names a folder under the state folder: only what new_build_id makes."""
+    if not BUILD_ID.fullmatch(value):
+        raise UserError(
+            f"--build-id '{value[:80]}' is not a build id: YYYYMMDD-HHMMSS-xxxxxx "
+            "(8 digits, 6 digits, 6 hex digits), e.g. 20261122-042530-ab12cd",
+            hint="Leave --build-id out to get a new one",
+        )
+    return value
+
+
 def new_build_id(now: dt.datetime | None = None) -> str:
     """``20261122-042530-1a2b3c``: sortable, unique, valid in every cloud's names."""
     now = now or dt.datetime.now(dt.timezone.utc)
@@ -121,7 +137,7 @@ def plan_build(
     source = ws.packer_dir(cloud)
     if not source.is_dir():
         raise UserError(f"no Packer templates for '{cloud}' in {source}")
-    bid = build_id or new_build_id()
+    bid = check_build_id(build_id) if build_id else new_build_id()
     folder = (var_dir or state_dir() / "builds" / bid).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     manifest_file = folder / "manifest.json"
@@ -173,19 +189,31 @@ def plan_build(
 @contextlib.contextmanager
 def _source_tree_lock(root: Path) -> Iterator[None]:
     """One wheel build at a time per source tree: setuptools builds in ``<root>/build``,
-    and two concurrent builds there (parallel builds or test workers) collide."""
-    import fcntl
-    import hashlib
-    import tempfile
+    and two concurrent builds there (parallel builds or test workers) collide.
 
-    key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
-    lock_path = Path(tempfile.gettempdir()) / f"imagectl-wheel-{key}.lock"
-    with open(lock_path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    The lock file lives in that ``build/`` folder (the tree's owner's, not a shared
+    /tmp where another user could plant a symbolic link), falling back to the state
+    folder when the tree is read-only; it is opened with ``O_NOFOLLOW``, 0600."""
+    import fcntl
+
+    from imagectl.fsutil import open_lock_file
+
+    folder = root.resolve() / "build"
+    try:
+        folder.mkdir(exist_ok=True)
+        probe = os.access(folder, os.W_OK)
+    except OSError:
+        probe = False
+    if not probe:
+        key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
+        folder = state_dir() / "locks" / f"wheel-{key}"
+        folder.mkdir(parents=True, exist_ok=True)
+    with open_lock_file(folder / ".imagectl-wheel.lock") as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def build_validator_wheel(ws: Workspace, dest: Path) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ class LoadedStack:
 MAX_STACK_BYTES = 256 * 1024
 MAX_DEPTH = 32
 MAX_SCALAR_DIGITS = 40
+# What YAML 1.1 resolves as an int (decimal, 0x, 0o/0, 0b, with _ separators).
+_INT_TEXT = re.compile(r"[-+]?(0b[01_]+|0x[0-9a-fA-F_]+|0o?[0-7_]+|[0-9][0-9_:]*)")
 
 
 def _read_text(path: Path) -> str:
@@ -110,16 +113,19 @@ def _screen(text: str, path: Path) -> None:
                 )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
-        elif isinstance(event, yaml.ScalarEvent) and event.implicit[0]:
-            digits = event.value.lstrip("+-")
-            if len(digits) > MAX_SCALAR_DIGITS and digits[:1].isdigit():
-                raise StackError(
-                    [
-                        f"{path}:{line}: a number {len(event.value)} characters long; "
-                        "no value in a stack file is that long (quote it if it is text)"
-                    ],
-                    path=str(path),
-                )
+        elif (
+            isinstance(event, yaml.ScalarEvent)
+            and event.implicit[0]
+            and len(event.value) > MAX_SCALAR_DIGITS
+            and _INT_TEXT.fullmatch(event.value)
+        ):
+            raise StackError(
+                [
+                    f"{path}:{line}: a number {len(event.value)} digits long; no number in a "
+                    "stack file is that long (quote it if it is text)"
+                ],
+                path=str(path),
+            )
 
 
 def read_yaml(path: Path) -> yaml.MappingNode:

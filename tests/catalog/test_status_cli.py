@@ -112,8 +112,10 @@ def test_status_json_shape(
 
     code, out, _ = _run(capsys, "--json", "--cloud", "local")
     assert [e["stack"] for e in json.loads(out)["stacks"]] == ["local"]
-    code, out, _ = _run(capsys, "--json", "--stack", "nope")
+    code, out, _ = _run(capsys, "--json", "--stack", "b200-training")
     assert code == 0 and json.loads(out)["stacks"] == []
+    code, out, err = _run(capsys, "--json", "--stack", "nope")  # no such stack file: bad input
+    assert code == 2 and out == "" and "no stack named 'nope'" in err
 
 
 def test_status_table_for_people(
@@ -129,8 +131,8 @@ def test_status_table_for_people(
     assert "ami-new-eu-west-1" in out and "validating" in out  # candidate
     assert "XID 79 on p5.48xlarge host i-0abc" in out  # blocked reason
     assert "latest events" in out
-    code, out, _ = _run(capsys, "--stack", "nope")
-    assert code == 0 and "no images yet for stack nope" in out
+    code, out, _ = _run(capsys, "--stack", "b200-training")
+    assert code == 0 and "no images yet for stack b200-training" in out
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
