@@ -13,7 +13,6 @@ or a half-applied change (driver and fabric manager disagree).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +26,9 @@ FIELDS = ("driver", "fabric_manager", "nccl", "kernel")
 
 
 def load_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"{path}:{exc.lineno}: corrupt {what}: {exc.msg}",
-            hint="Collect the file again from the node, or remove it",
-        ) from exc
-    except OSError as exc:
-        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    from imagectl.validators.jsonfile import read_json
+
+    doc = read_json(path, what, "Collect the file again from the node, or remove it")
     if not isinstance(doc, dict):
         raise UserError(f"{path}:1: corrupt {what}: expected a JSON object")
     return doc
@@ -48,7 +41,9 @@ def _manifests(hosts_dir: Path | None, files: tuple[Path, ...]) -> list[HostFact
     return [manifest_facts(load_json(p, "image manifest"), str(p)) for p in paths]
 
 
-def _receipts(stacks: list[ResolvedStack], hosts_dir: Path | None) -> list[HostFacts]:
+def _receipts(
+    stacks: list[ResolvedStack], hosts_dir: Path | None, unreadable: list[tuple[str, str]]
+) -> list[HostFacts]:
     if hosts_dir is None:  # the catalog also holds candidates' receipts without host facts
         out = []
         for s in stacks:
@@ -66,7 +61,10 @@ def _receipts(stacks: list[ResolvedStack], hosts_dir: Path | None) -> list[HostF
     for path in sorted(hosts_dir.rglob("*.json")):
         if "manifests" in path.relative_to(hosts_dir).parts:
             continue
-        found.append(receipt_facts(load_receipt(path), str(path)))
+        try:
+            found.append(receipt_facts(load_receipt(path), str(path)))
+        except UserError as exc:  # one bad receipt is reported; the others are still checked
+            unreadable.append((str(path), exc.render()))
     return found
 
 
@@ -120,7 +118,15 @@ def check(
 ) -> None:
     by_name = {s.name: s for s in stacks}
     manifests = _manifests(hosts_dir, manifest_files)
-    for host in _receipts(stacks, hosts_dir):
+    unreadable: list[tuple[str, str]] = []
+    hosts = _receipts(stacks, hosts_dir, unreadable)
+    for label, problem in unreadable:
+        for s in stacks:
+            report.stack(s.name).findings.append(Finding(
+                "hosts", s.name, "host-receipt-unreadable", label, None, None,
+                f"skipped: {problem}", severity="warning",
+            ))  # fmt: skip
+    for host in hosts:
         if host.stack not in by_name:
             continue
         drift = report.stack(host.stack)

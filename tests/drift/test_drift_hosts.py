@@ -153,12 +153,18 @@ def test_receipt_of_an_image_with_no_known_manifest(cli, fleet_receipts):
     assert result.code == 1
 
 
-def test_corrupt_receipt_is_bad_input(cli, fleet_receipts):
-    hosts, _receipt, _ = fleet_receipts
+def test_a_corrupt_receipt_is_reported_and_skipped(cli, fleet_receipts):
+    """One bad receipt in the fleet's folder must not stop the nightly check of the rest."""
+    hosts, receipt, snaps = fleet_receipts
+    receipt("node-kernel", snaps["kernel_nccl"])
     (hosts / "node-broken.json").write_text('{"image_id": "ami-1", "host": ')
     result = run(cli, hosts)
-    assert result.code == 2
-    assert "node-broken.json" in result.err
+    assert result.code == 1, result.err
+    found = {f["kind"]: f for f in stack_report(result, "h100-training")["findings"]}
+    broken = found["host-receipt-unreadable"]
+    assert broken["subject"].endswith("node-broken.json") and broken["severity"] == "warning"
+    assert "not valid JSON" in broken["detail"]
+    assert found["host-kernel-drift"]["subject"] == "node-kernel"  # the others still checked
 
 
 def test_corrupt_manifest_is_bad_input(cli, fleet_receipts):
