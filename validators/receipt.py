@@ -111,10 +111,10 @@ def receipt_schema() -> dict[str, Any]:
 
 
 def write_receipt(receipt: Receipt, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(receipt.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """The receipt, whole or not at all (a full disk leaves no partial or .tmp file)."""
+    from imagectl.fsutil import atomic_write
+
+    atomic_write(path, receipt.model_dump_json(indent=2) + "\n")
 
 
 def parse_receipt(data: Any, *, where: str) -> Receipt:

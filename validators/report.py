@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 _STYLE = {
@@ -210,3 +211,10 @@ def diff_receipts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {"header": header, "checks": changed}
+
+
+def write_junit(receipt: dict[str, Any], path: Path) -> None:
+    """``--junit FILE``: the JUnit XML, whole or not at all."""
+    from imagectl.fsutil import atomic_write
+
+    atomic_write(path, junit_xml(receipt))

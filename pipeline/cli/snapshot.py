@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -32,11 +31,11 @@ def command(output: Path, description: str, hygiene_root: str, dcgm_level: int |
     imagectl/validators/schema/snapshot.schema.json.
     """
     from imagectl.cli.common import console
+    from imagectl.fsutil import atomic_write_json
     from imagectl.validators.snapshot import capture
 
     snap = capture(root=hygiene_root, description=description, dcgm_level=dcgm_level)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write_json(output, snap, indent=1, sort_keys=True)
     n = len(snap["nvml"]["devices"])
     err = snap["nvml"]["init"]["error"]
     dcgm = snap.get("dcgm") or {}

@@ -118,12 +118,14 @@ def command(
     from imagectl.errors import UserError
     from imagectl.validators.expectations import require_expectations, resolve_expectations
     from imagectl.validators.receipt import load_receipt, write_receipt
-    from imagectl.validators.report import junit_xml, render_table
+    from imagectl.validators.report import render_table, write_junit
     from imagectl.validators.session import Options, validate
     from imagectl.validators.snapshot import load_snapshot
 
     if kernel_log is not None and not kernel_log.is_file():
         raise UserError(f"cannot read the kernel log {kernel_log}: no such file")
+    if nodes is not None and not Path(nodes).is_file():
+        raise UserError(f"cannot read the --nodes hostfile {nodes}: no such file")
     snapshot = load_snapshot(replay) if replay is not None else None
     expect = resolve_expectations(
         images_dir=workspace(ctx).images,
@@ -158,8 +160,7 @@ def command(
     if output is not None:
         write_receipt(receipt, output)
     if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(junit_xml(data), encoding="utf-8")
+        write_junit(data, junit)
     if as_json:
         emit_json(data)
     else:

@@ -64,6 +64,7 @@ from imagectl.clouds.base import (
     ReplicaStatus,
 )
 from imagectl.errors import CloudError, UserError
+from imagectl.fsutil import atomic_write
 
 ENV_REGISTRY = "IMAGECTL_LOCAL_REGISTRY"
 ENV_LATENCY = "IMAGECTL_LOCAL_LATENCY"
@@ -96,10 +97,7 @@ def file_digest(path: Path) -> str:
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     """Atomic write: a reader sees the old or the new file, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -231,24 +229,39 @@ class LocalProvider(Provider):
         return _read_json(self._meta_path(region, _hex(image_id)))
 
     def _place(self, src: Path, region: str, hex_: str, suffix: str) -> str:
-        """Put ``src`` into the region as ``<hex><suffix>`` atomically; return the name."""
+        """Put ``src`` into the region as ``<hex><suffix>`` atomically; return the name.
+        Called under the region's lock; removes what a killed copy left behind."""
         images = self.region_dir(region) / "images"
         images.mkdir(parents=True, exist_ok=True)
         name = f"{hex_}{suffix}"
         dest = images / name
         if dest.exists():
             return name
+        # Only _place writes these, under the region lock: any left are a killed copy's.
+        for stale in images.glob(f".{name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
         tmp = images / f".{name}.{uuid.uuid4().hex}.tmp"
         linked = False
-        if self.link:
-            try:
-                os.link(src, tmp)
-                linked = True
-            except OSError:
-                linked = False
-        if not linked:
-            shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
+        try:
+            if self.link:
+                try:
+                    os.link(src, tmp)
+                    linked = True
+                except OSError:
+                    linked = False
+            if not linked:
+                shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+        except BaseException as exc:  # a full disk or Ctrl-C leaves no partial copy
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if isinstance(exc, OSError):
+                raise CloudError(
+                    f"cannot copy the image into {images}: {exc.strerror or exc}",
+                    hint="Free space there and replicate again",
+                ) from exc
+            raise
         return name
 
     def import_image(
@@ -531,10 +544,7 @@ class LocalProvider(Provider):
         if self.metadata(image_id, region) is None:
             raise CloudError(f"cannot point {stack} in {region} at {image_id}: not in the region")
         path = self._pointer_path(stack, region)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".latest.{uuid.uuid4().hex}.tmp")
-        tmp.write_text(image_id + "\n")
-        os.replace(tmp, path)
+        atomic_write(path, image_id + "\n")
 
     def deprecate(
         self,
