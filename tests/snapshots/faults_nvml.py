@@ -186,13 +186,18 @@ FAULTS: dict[str, Fault] = {
         ("a100-sxm-80gb-8x",),
         gpu_set("nvmlDeviceGetEnforcedPowerLimit", 350_000, gpu=4),
         {"gpu.power.limit": "REBOOT"},
-        source="images/catalog/shapes.yaml p4de power limit 400 W; NVML nvmlDeviceGetEnforcedPowerLimit",
+        source=(
+            "images/catalog/shapes.yaml p4de power limit 400 W; NVML "
+            "nvmlDeviceGetEnforcedPowerLimit"
+        ),
     ),
     "power-capped-h200": Fault(
         ("h200-8x",),
         gpu_set("nvmlDeviceGetEnforcedPowerLimit", 600_000, gpu=1),
         {"gpu.power.limit": "REBOOT"},
-        source="images/catalog/shapes.yaml p5e power limit 700 W; NVML nvmlDeviceGetEnforcedPowerLimit",
+        source=(
+            "images/catalog/shapes.yaml p5e power limit 700 W; NVML nvmlDeviceGetEnforcedPowerLimit"
+        ),
     ),
     "pcie-width-x8-at-boot": Fault(
         ("h100-sxm-8x", "l4-1x"),
@@ -245,7 +250,9 @@ FAULTS: dict[str, Fault] = {
         ("h200-8x",),
         link_states(3, range(3, 4), gpu=5),
         {"gpu.nvlink.active": "RESET_GPU"},
-        source="NVML nvmlNvLinkState_t: NVML_NVLINK_STATE_ACTIVE_TRAFFIC_DISABLED carries no traffic",
+        source=(
+            "NVML nvmlNvLinkState_t: NVML_NVLINK_STATE_ACTIVE_TRAFFIC_DISABLED carries no traffic"
+        ),
     ),
     # -- 8. fabric -------------------------------------------------------------------------
     "fabric-degraded-bandwidth": Fault(
