@@ -14,6 +14,8 @@ from pathlib import Path
 
 from platformdirs import user_state_path
 
+from imagectl.errors import UserError
+
 ENV_ROOT = "IMAGECTL_ROOT"
 ENV_STATE = "IMAGECTL_STATE_DIR"
 
@@ -70,8 +72,22 @@ def find_workspace(explicit: str | os.PathLike[str] | None = None) -> Workspace:
 
 
 def state_dir() -> Path:
-    """The user's state directory (XDG): catalog database, caches, generated files."""
+    """The user's state directory (XDG): catalog database, caches, generated files.
+
+    Created 0700 (it holds the catalog and per-run SSH keys; an existing folder keeps
+    its mode). A path that is a file, or a folder that cannot be written, is exit 2."""
     override = os.environ.get(ENV_STATE)
     path = Path(override) if override else user_state_path("imagectl", appauthor=False)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(
+            f"cannot use the state folder {path}: {exc.strerror or exc}",
+            hint=f"Point ${ENV_STATE} at a folder you can write (it is created when missing)",
+        ) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserError(
+            f"cannot use the state folder {path}: not writable",
+            hint=f"Point ${ENV_STATE} at a folder you can write (it is created when missing)",
+        )
     return path

@@ -56,7 +56,19 @@ def display_url(url: str | URL) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
-        return "<unparseable URL>"
+        return mask_url(str(url))
+
+
+def mask_url(raw: str) -> str:
+    """A URL that may not parse, with everything before its last '@' after the scheme
+    (user and password, whatever characters the password holds) shown as ***."""
+    scheme, sep, rest = raw.partition("://")
+    if not sep:
+        scheme, rest = "", raw
+    if "@" in rest:
+        rest = "***@" + rest.rsplit("@", 1)[1]
+    shown = f"{scheme}{sep}{rest}"
+    return shown if len(shown) <= 200 else shown[:197] + "..."
 
 
 def _unavailable(url: str, error: BaseException) -> CatalogUnavailable:
@@ -93,13 +105,29 @@ def _sqlite_setup(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _create_private(path: Path) -> None:
+    """A new SQLite catalog file is created 0600 (SQLite gives its -wal and -shm files
+    the database file's permissions)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
+        pass  # reported by the first connection with the URL and what to check
+
+
 def make_engine(url: str) -> Engine:
     """An Engine for ``url``, with a clear error for malformed URLs and missing drivers."""
     try:
         parsed = make_url(url)
-    except exc.ArgumentError as error:
+    except (exc.ArgumentError, ValueError) as error:
+        why = (
+            "the port is not a number"
+            if isinstance(error, ValueError)
+            else "expected dialect+driver://user:password@host:port/database"
+        )
         raise CatalogUnavailable(
-            f"the catalog URL '{url}' is not a database URL ({error})",
+            f"the catalog URL '{mask_url(url)}' is not a database URL ({why})",
             hint=(
                 f"Set ${ENV_DATABASE_URL} to a URL such as "
                 "postgresql+psycopg://user@host/imagectl or sqlite:////path/catalog.db"
@@ -123,6 +151,7 @@ def make_engine(url: str) -> Engine:
                     f"{folder} does not exist",
                     hint=f"Create it, or fix ${ENV_DATABASE_URL}",
                 )
+            _create_private(Path(db).expanduser())
         kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_S}
     else:
         kwargs["pool_pre_ping"] = True
