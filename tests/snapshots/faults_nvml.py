@@ -173,13 +173,13 @@ FAULTS: dict[str, Fault] = {
     "vbios-mismatch": Fault(
         ("h100-sxm-8x",),
         gpu_set("nvmlDeviceGetVbiosVersion", "96.00.74.00.0B", gpu=2),
-        {"gpu.vbios.consistent": "DRAIN"},
+        {"gpu.inforom": "DRAIN"},
         source="NVIDIA HGX firmware: one firmware bundle for every GPU of a baseboard (nvfwupd)",
     ),
     "vbios-mismatch-h200": Fault(
         ("h200-8x",),
         gpu_set("nvmlDeviceGetVbiosVersion", "96.00.9F.00.04", gpu=7),
-        {"gpu.vbios.consistent": "DRAIN"},
+        {"gpu.inforom": "DRAIN"},
         source="NVIDIA HGX firmware: one firmware bundle for every GPU of a baseboard (nvfwupd)",
     ),
     "power-capped-a100": Fault(
@@ -258,25 +258,25 @@ FAULTS: dict[str, Fault] = {
     "fabric-degraded-bandwidth": Fault(
         ("h100-sxm-8x",),
         fabric(2, DEGRADED_BW=1),
-        {"gpu.fabric.health": "DRAIN"},
+        {"gpu.fabric.state": "DRAIN"},
         source=f"{FABRIC_MASK}: DEGRADED_BW_TRUE",
     ),
     "fabric-route-unhealthy": Fault(
         ("h200-8x",),
         fabric(6, ROUTE_UNHEALTHY=1),
-        {"gpu.fabric.health": "REBOOT"},
+        {"gpu.fabric.state": "REBOOT"},
         source=f"{FABRIC_MASK}: ROUTE_UNHEALTHY_TRUE",
     ),
     "fabric-insufficient-nvlinks": Fault(
         ("h100-sxm-8x",),
         fabric(0, INCORRECT_CONFIGURATION=5),
-        {"gpu.fabric.health": "DRAIN"},
+        {"gpu.fabric.state": "DRAIN"},
         source=f"{FABRIC_MASK}: INCORRECT_CONFIGURATION_INSUFFICIENT_NVLINKS",
     ),
     "fabric-access-timeout-recovery": Fault(
         ("h200-8x",),
         fabric(1, ACCESS_TIMEOUT_RECOVERY=1),
-        {"gpu.fabric.health": "REBOOT"},
+        {"gpu.fabric.state": "REBOOT"},
         source=f"{FABRIC_MASK}: ACCESS_TIMEOUT_RECOVERY_TRUE",
     ),
     "fabric-v1-in-progress": Fault(

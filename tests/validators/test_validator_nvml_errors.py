@@ -131,7 +131,7 @@ def test_a_lost_gpu_handle_does_not_blind_the_others() -> None:
     def change(devs: list[dict[str, Any]]) -> None:
         devs[5] = {"$error": "GPU_IS_LOST"}
 
-    res = _run("h100-sxm-8x", change, "gpu.memory", "gpu.uuid", "gpu.vbios.consistent")
+    res = _run("h100-sxm-8x", change, "gpu.memory", "gpu.uuid", "gpu.inforom")
     init = res[("nvml.init", 5)]
     assert init.outcome == Outcome.FAIL and init.action == Action.REBOOT
     assert res[("nvml.init", None)].outcome == Outcome.PASS
@@ -139,5 +139,23 @@ def test_a_lost_gpu_handle_does_not_blind_the_others() -> None:
     assert lost.outcome == Outcome.FAIL and lost.details["root_cause"] == "nvml.init"
     for gpu in (0, 1, 2, 3, 4, 6, 7):
         assert res[("gpu.memory", gpu)].outcome == Outcome.PASS
-        assert res[("gpu.vbios.consistent", gpu)].outcome == Outcome.PASS
+        assert res[("gpu.inforom", gpu)].outcome == Outcome.PASS
     assert res[("gpu.uuid", None)].outcome == Outcome.PASS
+
+
+def test_mig_not_supported_on_one_h100_of_eight_fails_it() -> None:
+    """NOT_SUPPORTED on one H100 whose seven peers answer fails; an L4 (not MIG-capable,
+    no peer) is simply without MIG."""
+
+    def change(devs: list[dict[str, Any]]) -> None:
+        devs[4]["nvmlDeviceGetMigMode"] = {"$error": "NOT_SUPPORTED"}
+
+    res = _run("h100-sxm-8x", change, "gpu.mig_mode")
+    r = res[("gpu.mig_mode", 4)]
+    assert r.outcome == Outcome.FAIL and r.action == Action.RESET_GPU
+    assert res[("gpu.mig_mode", 3)].outcome == Outcome.PASS
+
+    def l4(devs: list[dict[str, Any]]) -> None:
+        devs[0]["nvmlDeviceGetMigMode"] = {"$error": "NOT_SUPPORTED"}
+
+    assert _run("l4-1x", l4, "gpu.mig_mode")[("gpu.mig_mode", 0)].outcome == Outcome.PASS

@@ -114,17 +114,17 @@ def test_fabric_health_mask_bits_fail(shift: int, value: int, action: Action) ->
     mask = dev["nvmlDeviceGetGpuFabricInfoV"]["healthMask"]
     width = 0xF if shift == 8 else 0x3
     dev["nvmlDeviceGetGpuFabricInfoV"]["healthMask"] = (mask & ~(width << shift)) | (value << shift)
-    res = _judge(snap, "h100-sxm-8x", "gpu.fabric.health", "gpu.fabric.state")
-    r = res[("gpu.fabric.health", 7)]
+    res = _judge(snap, "h100-sxm-8x", "gpu.fabric.state")
+    r = res[("gpu.fabric.state", 7)]  # state COMPLETED and status success: the mask decides
     assert r.outcome == Outcome.FAIL and r.action == action
-    assert res[("gpu.fabric.state", 7)].outcome == Outcome.PASS  # state and status look fine
-    assert res[("gpu.fabric.health", 6)].outcome == Outcome.PASS
+    assert r.details["layout"] == "v2"
+    assert res[("gpu.fabric.state", 6)].outcome == Outcome.PASS
 
 
 def test_a_mask_of_not_supported_fields_passes() -> None:
     snap = _snap("h100-sxm-8x")
     snap["nvml"]["devices"][0]["nvmlDeviceGetGpuFabricInfoV"]["healthMask"] = 0
-    r = _judge(snap, "h100-sxm-8x", "gpu.fabric.health")[("gpu.fabric.health", 0)]
+    r = _judge(snap, "h100-sxm-8x", "gpu.fabric.state")[("gpu.fabric.state", 0)]
     assert r.outcome == Outcome.PASS
 
 
@@ -191,11 +191,11 @@ def test_vbios_and_power_limit_against_peers() -> None:
     snap = _snap("a100-sxm-80gb-8x")
     snap["nvml"]["devices"][5]["nvmlDeviceGetVbiosVersion"] = "92.00.19.00.01"
     snap["nvml"]["devices"][6]["nvmlDeviceGetEnforcedPowerLimit"] = 300_000
-    res = _judge(snap, "a100-sxm-80gb-8x", "gpu.vbios.consistent", "gpu.power.limit")
-    v = res[("gpu.vbios.consistent", 5)]
+    res = _judge(snap, "a100-sxm-80gb-8x", "gpu.inforom", "gpu.power.limit")
+    v = res[("gpu.inforom", 5)]
     assert v.outcome == Outcome.FAIL and v.action == Action.DRAIN
-    assert v.expected == "92.00.45.00.06"
-    assert res[("gpu.vbios.consistent", 4)].outcome == Outcome.PASS
+    assert v.expected == {"vbios": "92.00.45.00.06"}
+    assert res[("gpu.inforom", 4)].outcome == Outcome.PASS
     p = res[("gpu.power.limit", 6)]
     assert p.outcome == Outcome.FAIL and p.action == Action.REBOOT
 

@@ -16,6 +16,7 @@ from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import normalise_bus
 from imagectl.validators.nvml.errors import error_label, error_name
 from imagectl.validators.nvml.policy import nvml_policy
+from imagectl.validators.nvml.unsupported import peers_answering
 from imagectl.validators.results import Action
 
 SHAPES = "images/catalog/shapes.yaml"
@@ -251,24 +252,6 @@ def gpu_uuid(ctx: Context) -> Finding:
     return ok(f"{len(uuids)} unique", measured=len(uuids))
 
 
-@check("gpu.inforom", "VBIOS and InfoROM readable, InfoROM valid", per_gpu=True)
-def gpu_inforom(ctx: Context, gpu: int) -> Finding:
-    h = ctx.handles[gpu]
-    vbios = ctx.nvml.nvmlDeviceGetVbiosVersion(h)
-    image = ctx.nvml.nvmlDeviceGetInforomImageVersion(h)
-    try:
-        ctx.nvml.nvmlDeviceValidateInforom(h)
-    except pynvml.NVMLError as exc:
-        if error_name(exc) == "CORRUPTED_INFOROM":
-            return bad(
-                Action.ISOLATE_RMA,
-                "InfoROM is corrupted (ECC and retirement records cannot be trusted)",
-                measured={"vbios": vbios, "inforom": image, "valid": False},
-            )
-        raise
-    return ok(measured={"vbios": vbios, "inforom": image, "valid": True})
-
-
 def majority(values: dict[int, Any]) -> Any:
     """The value more than half of ``values`` agree on (None when there is none)."""
     counts: dict[Any, int] = {}
@@ -307,24 +290,40 @@ _VBIOS_SRC = (
 )
 
 
-@check("gpu.vbios.consistent", "VBIOS version the same as its peers of the same SKU", per_gpu=True)
-def vbios_consistent(ctx: Context, gpu: int) -> Finding:
+@check(
+    "gpu.inforom",
+    "VBIOS and InfoROM readable, InfoROM valid, VBIOS the same as its peers'",
+    per_gpu=True,
+)
+def gpu_inforom(ctx: Context, gpu: int) -> Finding:
+    h = ctx.handles[gpu]
+    vbios = ctx.nvml.nvmlDeviceGetVbiosVersion(h)
+    image = ctx.nvml.nvmlDeviceGetInforomImageVersion(h)
+    try:
+        ctx.nvml.nvmlDeviceValidateInforom(h)
+    except pynvml.NVMLError as exc:
+        if error_name(exc) == "CORRUPTED_INFOROM":
+            return bad(
+                Action.ISOLATE_RMA,
+                "InfoROM is corrupted (ECC and retirement records cannot be trusted)",
+                measured={"vbios": vbios, "inforom": image, "valid": False},
+            )
+        raise
+    measured = {"vbios": vbios, "inforom": image, "valid": True}
+    # the same SKU on one host runs the same VBIOS: the odd one out missed an update
     versions = peer_values(ctx, gpu, ctx.nvml.nvmlDeviceGetVbiosVersion)
-    mine = versions[gpu]
-    if len(versions) < 2:
-        return skip("no other GPU of this model to compare with", measured=mine)
-    common = majority(versions)
-    if mine == common:
-        return ok(measured=mine, expected=common, source=_VBIOS_SRC)
-    return bad(
-        Action.DRAIN,
-        f"VBIOS {mine} differs from its peers' {common or sorted(set(versions.values()))}: "
-        "mixed firmware on one host; drain and update the firmware bundle",
-        measured=mine,
-        expected=common,
-        source=_VBIOS_SRC,
-        details={"versions": versions},
-    )
+    common = majority(versions) if len(versions) > 1 else vbios
+    if vbios != common:
+        return bad(
+            Action.DRAIN,
+            f"VBIOS {vbios} differs from its peers' {common or sorted(set(versions.values()))}: "
+            "mixed firmware on one host; drain and update the firmware bundle",
+            measured=measured,
+            expected={"vbios": common},
+            source=_VBIOS_SRC,
+            details={"vbios_by_gpu": versions},
+        )
+    return ok(measured=measured, source=_VBIOS_SRC if len(versions) > 1 else None)
 
 
 @check("gpu.mig_mode", "MIG mode as expected", per_gpu=True)
@@ -332,7 +331,12 @@ def gpu_mig(ctx: Context, gpu: int) -> Finding:
     try:
         current, pending = ctx.nvml.nvmlDeviceGetMigMode(ctx.handles[gpu])
     except pynvml.NVMLError as exc:
-        if error_name(exc) in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND") and not ctx.expect.mig_mode:
+        if (
+            error_name(exc) in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND")
+            and not ctx.expect.mig_mode
+            # a MIG-capable peer of the same model answers: the runner fails this GPU
+            and not peers_answering(ctx, gpu, "nvmlDeviceGetMigMode", (ctx.handles[gpu],))
+        ):
             return ok("MIG not supported on this GPU (so disabled)", measured=None, expected=False)
         raise
     want = 1 if ctx.expect.mig_mode else 0

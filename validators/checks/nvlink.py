@@ -1,5 +1,5 @@
-"""NVLink and the NVLink fabric: every expected link up (ACTIVE or SLEEP), the link error
-counters judged as DCGM's health watch does, and the fabric health mask."""
+"""NVLink: every expected link up (ACTIVE or SLEEP) and the link error counters judged as
+DCGM's health watch does. The fabric (state and health mask) is gpu.fabric.state."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
 from imagectl.validators.context import Context
 from imagectl.validators.nvml.calls import NVLINK_COUNTERS
 from imagectl.validators.nvml.errors import error_name, is_unsupported
-from imagectl.validators.nvml.fabric import read_fabric
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action, Severity
 
@@ -201,33 +200,3 @@ def link_errors(ctx: Context, gpu: int) -> Finding:
             details=details,
         )
     return ok(measured=totals, expected=0, unit="errors", source=DCGM_NVLINK, details=details)
-
-
-@check("gpu.fabric.health", "NVML fabric health mask clean (NVSwitch shapes)", per_gpu=True)
-def fabric_health(ctx: Context, gpu: int) -> Finding:
-    hw = ctx.expect.hardware
-    if not (ctx.expect.fabric_manager or (hw and hw.nvswitch)):
-        return skip("no NVSwitch on this shape")
-    info = read_fabric(ctx.nvml, ctx.handles[gpu])
-    policy = nvml_policy()
-    if info.health_mask is None:
-        return skip(
-            "this driver offers only the v1 fabric structure (nvmlGpuFabricInfo_t), which has "
-            "no health mask",
-            details={"layout": info.layout},
-        )
-    mask = info.health_mask
-    fields = {f.name: f.value(mask) for f in policy.fabric_fields}
-    faults = [(f, f.bad[fields[f.name]]) for f in policy.fabric_fields if fields[f.name] in f.bad]
-    details = {"mask": hex(mask), "fields": fields, "layout": info.layout}
-    if faults:
-        worst = max((f.action for f, _ in faults), key=lambda a: a.rank)
-        return bad(
-            worst,
-            "fabric health: " + "; ".join(text for _, text in faults),
-            measured=[f.name for f, _ in faults],
-            expected="no health-mask fault",
-            source="; ".join(f.source for f, _ in faults),
-            details=details,
-        )
-    return ok(measured=hex(mask), expected="no health-mask fault", source=policy.fabric_source)

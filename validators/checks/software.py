@@ -16,7 +16,7 @@ from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import api_mismatch
 from imagectl.validators.nvml.errors import error_name
-from imagectl.validators.nvml.fabric import read_fabric
+from imagectl.validators.nvml.fabric import health_fault, read_fabric
 from imagectl.validators.results import Action
 from imagectl.versions import Dotted
 
@@ -271,7 +271,7 @@ def _fabric(ctx: Context, gpu: int) -> tuple[str, int, int]:
 
 @check(
     "gpu.fabric.state",
-    "NVML fabric state COMPLETED (NVSwitch shapes)",
+    "NVML fabric state COMPLETED, health mask clean (NVSwitch shapes)",
     per_gpu=True,
     timeout_s=20.0,
 )
@@ -292,6 +292,10 @@ def fabric_state(ctx: Context, gpu: int) -> Finding:
             state, status, clique = _fabric(ctx, gpu)
         waited = time.monotonic() - started
     if state == "COMPLETED" and status == pynvml.NVML_SUCCESS:
+        # and the v2 health mask (degraded bandwidth, route unhealthy, ...): nvml/fabric.py
+        unhealthy = health_fault(read_fabric(ctx.nvml, ctx.handles[gpu]))
+        if unhealthy is not None:
+            return unhealthy
         return ok(
             measured=state,
             expected="COMPLETED",
