@@ -330,13 +330,7 @@ def _begin(
         )
         result.forced = promo.forced
         return promo
-    reasons = check_gate(
-        s,
-        img,
-        stack_digest=digest,
-        max_age_hours=model.validation.max_receipt_age_hours,
-        required_profile=model.validation.profile,
-    )
+    reasons = gate_reasons(s, img, model, digest)
     sandbox = sandbox_receipts(s, img)
     repo.log_event(
         s,
@@ -380,6 +374,17 @@ def _begin(
     return promo
 
 
+def gate_reasons(s: Any, img: Any, model: Any, digest: str) -> list[str]:
+    """The gate's refusals for ``img`` under the stack's validation settings."""
+    return check_gate(
+        s,
+        img,
+        stack_digest=digest,
+        max_age_hours=model.validation.max_receipt_age_hours,
+        required_profile=model.validation.profile,
+    )
+
+
 def _dry_run(
     catalog: Any, pk: int, model: Any, cloud: str, digest: str, targets: list[str], force: bool
 ) -> PromotionResult:
@@ -390,9 +395,7 @@ def _dry_run(
         assert img is not None
         result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "dry_run")
         if img.state in ("validated", "blocked"):
-            reasons = check_gate(
-                s, img, stack_digest=digest, max_age_hours=model.validation.max_receipt_age_hours
-            )
+            reasons = gate_reasons(s, img, model, digest)
             if reasons and not force:
                 cls = ImageBlocked if img.state == "blocked" else GateRefused
                 raise cls(img.label, reasons)

@@ -47,6 +47,7 @@ class ValidationRequest:
     override: InventoryOverride | None = None
     wheel: str = ""
     playbook: Path | None = None
+    sandbox: bool = False  # replaying hosts mark their receipts as sandbox replays
 
 
 @dataclass
@@ -190,6 +191,7 @@ class ValidationRun:
             "validate_stack": self.req.stack,
             "validate_shape": self.req.shape,
             "validate_profile": self.req.profile,
+            "validate_sandbox": self.req.sandbox,
             "validate_wheel": self.req.wheel,
             "validate_timeout_s": int(self.req.validator_timeout_s),
             "validate_connect_timeout_s": int(self.req.reach_timeout_s),
