@@ -65,6 +65,7 @@ from imagectl.clouds.base import (
 )
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
+from imagectl.settings import parse_seconds
 
 ENV_REGISTRY = "IMAGECTL_LOCAL_REGISTRY"
 ENV_LATENCY = "IMAGECTL_LOCAL_LATENCY"
@@ -121,11 +122,11 @@ def parse_latency(raw: str | float | dict[str, float] | None) -> dict[str, float
     if isinstance(raw, dict):
         return {k: float(v) for k, v in raw.items()}
     if "=" not in raw:
-        return float(raw)
+        return parse_seconds(ENV_LATENCY, raw)
     out: dict[str, float] = {}
     for part in raw.split(","):
         region, _, value = part.partition("=")
-        out[region.strip()] = float(value)
+        out[region.strip()] = parse_seconds(ENV_LATENCY, value)
     return out
 
 

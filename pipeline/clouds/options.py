@@ -9,7 +9,6 @@ local emulators set it to 0); endpoints come from the providers' own variables
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from imagectl.errors import UserError
@@ -37,6 +36,7 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "project": settings.build.project,
             "zone": settings.build.zone,
             "family": settings.family,
+            "regions": list(settings.regions),
         }
     elif cloud == "azure":
         opts = {
@@ -49,9 +49,10 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
         }
     else:
         opts = {}
-    poll = os.environ.get(ENV_POLL)
-    if poll is not None:
-        value = float(poll)
+    from imagectl.settings import env_seconds
+
+    value = env_seconds(ENV_POLL)
+    if value is not None:
         opts.update(
             poll_interval_s=value,
             polling_interval=value,
