@@ -13,6 +13,8 @@ Points, in the order a promotion reaches them:
 ``after_copy_started``    the copy's id is recorded; the copy is still running
 ``after_region_done``     a region finished (available, tagged, shared, recorded)
 ``before_pointer_flip``   every region is done; no pointer has moved
+``inside_family_member``  Google Cloud: the family member's insert was sent, its
+                          operation not waited on (the pointer is moving)
 ``after_pointer_set``     a region's cloud pointer moved; the catalog does not know yet
 ``before_finish``         every pointer moved; the promotion is not closed yet
 =======================  ===========================================================
@@ -31,6 +33,7 @@ POINTS = (
     "after_copy_started",
     "after_region_done",
     "before_pointer_flip",
+    "inside_family_member",
     "after_pointer_set",
     "before_finish",
 )

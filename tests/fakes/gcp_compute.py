@@ -29,14 +29,35 @@ import itertools
 import re
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from tests.fakes.server import FakeServer, Request, Response
 
 BASE = "/compute/v1/projects/(?P<project>[^/]+)"
 
 
+PACIFIC = ZoneInfo("America/Los_Angeles")
+PAGE_SIZE = 3  # lists page (nextPageToken) at this size unless maxResults asks otherwise
+
+
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+    """Compute's timestamps: RFC 3339 in Pacific time (``-08:00`` or ``-07:00``), as the
+    API returns them (e.g. ``"2026-11-23T12:45:47.123-08:00"``)."""
+    return dt.datetime.now(PACIFIC).isoformat(timespec="milliseconds")
+
+
+def _time(raw: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+
+
+def _page(req: Request, items: list[Any], kind: str, key: str = "items") -> Response:
+    """One page of a list (``maxResults`` / ``pageToken`` -> ``nextPageToken``)."""
+    size = int(req.query.get("maxResults") or PAGE_SIZE)
+    start = int(req.query.get("pageToken") or 0)
+    body: dict[str, Any] = {"kind": kind, key: items[start : start + size]}
+    if start + size < len(items):
+        body["nextPageToken"] = str(start + size)
+    return 200, body, {}
 
 
 def error_body(code: int, message: str, reason: str) -> dict[str, Any]:
@@ -75,6 +96,8 @@ class FakeGcpCompute(FakeServer):
         self._quota: list[int | None] = []
         self._never_running: set[str | None] = set()
         self._ids = itertools.count(1000)
+        self._request_ids: dict[str, dict[str, Any]] = {}
+        self.disks: dict[tuple[str, str], dict[str, Any]] = {}
         self._routes_setup()
 
     # -- seeding --------------------------------------------------------------------------
@@ -196,6 +219,7 @@ class FakeGcpCompute(FakeServer):
         r("GET", BASE + "/global/images/family/(?P<family>[^/]+)", self._from_family)
         r("GET", BASE + "/global/images/(?P<name>[^/]+)", self._get_image)
         r("DELETE", BASE + "/global/images/(?P<name>[^/]+)", self._delete_image)
+        r("PATCH", BASE + "/global/images/(?P<name>[^/]+)", self._patch_image)
         r("POST", BASE + "/global/images/(?P<name>[^/]+)/deprecate", self._deprecate)
         r("POST", BASE + "/global/images/(?P<name>[^/]+)/setLabels", self._set_labels)
         r("POST", BASE + "/global/images/(?P<name>[^/]+)/setIamPolicy", self._set_iam)
@@ -204,6 +228,7 @@ class FakeGcpCompute(FakeServer):
         r("GET", BASE + "/zones/(?P<zone>[^/]+)/instances", self._list_instances)
         r("POST", BASE + "/zones/(?P<zone>[^/]+)/instances", self._insert_instance)
         r("GET", BASE + "/zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)", self._get_instance)
+        r("GET", BASE + "/zones/(?P<zone>[^/]+)/disks/(?P<name>[^/]+)", self._get_disk)
         r("DELETE", BASE + "/zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)", self._del_inst)
         r("POST", BASE + "/global/firewalls", self._insert_firewall)
         r("GET", BASE + "/global/firewalls/(?P<name>[^/]+)", self._get_firewall)
@@ -235,7 +260,7 @@ class FakeGcpCompute(FakeServer):
         flt = req.query.get("filter", "")
         for key, value in re.findall(r'labels\.([\w-]+)\s*=\s*"?([\w.-]+)"?', flt):
             items = [i for i in items if i.get("labels", {}).get(key) == value]
-        return 200, {"kind": "compute#imageList", "items": items}, {}
+        return _page(req, items, "compute#imageList")
 
     def _get_image(self, req: Request) -> Response:
         image = self.images.get(req.match["name"])
@@ -255,6 +280,9 @@ class FakeGcpCompute(FakeServer):
     def _insert_image(self, req: Request) -> Response:
         body = dict(req.body or {})
         name = body.get("name", "")
+        request_id = req.query.get("requestId")
+        if request_id and request_id in self._request_ids:  # the same request, once
+            return 200, dict(self._request_ids[request_id]), {}
         if name in self.images:
             msg = f"The resource 'projects/{self.project}/global/images/{name}' already exists"
             return 409, error_body(409, msg, "alreadyExists"), {}
@@ -274,7 +302,10 @@ class FakeGcpCompute(FakeServer):
         def finish() -> None:
             image["status"] = "READY"
 
-        return 200, self._operation("insert", image["selfLink"], finish), {}
+        op = self._operation("insert", image["selfLink"], finish)
+        if request_id:
+            self._request_ids[request_id] = op
+        return 200, op, {}
 
     def _active(self, image: dict[str, Any]) -> bool:
         state = image.get("deprecated", {}).get("state", "ACTIVE")
@@ -285,7 +316,7 @@ class FakeGcpCompute(FakeServer):
         members = [i for i in self.images.values() if i.get("family") == family and self._active(i)]
         if not members:
             return self._missing(f"global/images/family/{family}")
-        return 200, max(members, key=lambda i: (i["creationTimestamp"], i["id"])), {}
+        return 200, max(members, key=lambda i: (_time(i["creationTimestamp"]), int(i["id"]))), {}
 
     def _image_op(
         self, req: Request, kind: str, apply: Callable[[dict[str, Any]], None]
@@ -301,6 +332,22 @@ class FakeGcpCompute(FakeServer):
 
     def _delete_image(self, req: Request) -> Response:
         return self._image_op(req, "delete", lambda i: self.images.pop(i["name"], None))
+
+    PATCHABLE = frozenset({"family", "description", "deprecated"})
+
+    def _patch_image(self, req: Request) -> Response:
+        """images.patch: "Only the following fields can be modified: family, description,
+        deprecation status" (Compute API reference); anything else is a 400."""
+        body = {k: v for k, v in dict(req.body or {}).items() if v not in (None, "", [], {})}
+        other = sorted(set(body) - self.PATCHABLE - {"name"})
+        if other:
+            msg = f"Invalid value for field(s) {', '.join(other)}: cannot be patched"
+            return 400, error_body(400, msg, "invalid"), {}
+
+        def apply(image: dict[str, Any]) -> None:
+            image.update({k: v for k, v in body.items() if k in self.PATCHABLE})
+
+        return self._image_op(req, "patch", apply)
 
     def _deprecate(self, req: Request) -> Response:
         status = dict(req.body or {})
@@ -349,10 +396,15 @@ class FakeGcpCompute(FakeServer):
             return self._missing(f"zones/{key[0]}/instances/{key[1]}")
         return 200, self._instance_view(*key), {}
 
+    def _get_disk(self, req: Request) -> Response:
+        key = (req.match["zone"], req.match["name"])
+        disk = self.disks.get(key)
+        return (200, disk, {}) if disk else self._missing(f"zones/{key[0]}/disks/{key[1]}")
+
     def _list_instances(self, req: Request) -> Response:
         zone = req.match["zone"]
         items = [self._instance_view(z, n) for (z, n) in list(self.instances) if z == zone]
-        return 200, {"kind": "compute#instanceList", "items": items}, {}
+        return _page(req, items, "compute#instanceList")
 
     def _aggregated_instances(self, req: Request) -> Response:
         items: dict[str, Any] = {}
@@ -397,8 +449,29 @@ class FakeGcpCompute(FakeServer):
             nic.setdefault("networkIP", f"10.128.0.{index}")
             for ac in nic.get("accessConfigs", []):
                 ac.setdefault("natIP", f"203.0.113.{index}")
+        # initializeParams is "[Input Only]" (Compute discovery document, AttachedDisk):
+        # an instance GET names each disk by ``source``; the image is the disk's.
+        disks = []
+        for i, disk in enumerate(body.get("disks", [])):
+            params = disk.get("initializeParams") or {}
+            disk_name = params.get("diskName") or (name if i == 0 else f"{name}-{i}")
+            link = self.link(f"zones/{zone}/disks/{disk_name}")
+            self.disks[(zone, disk_name)] = {
+                "kind": "compute#disk",
+                "id": str(next(self._ids)),
+                "name": disk_name,
+                "zone": self.link(f"zones/{zone}"),
+                "sizeGb": str(params.get("diskSizeGb", "10")),
+                "sourceImage": params.get("sourceImage", ""),
+                "status": "READY",
+                "creationTimestamp": _now(),
+                "selfLink": link,
+            }
+            kept = {k: v for k, v in disk.items() if k != "initializeParams"}
+            disks.append({**kept, "kind": "compute#attachedDisk", "source": link, "index": i})
         inst = {
             **body,
+            "disks": disks,
             "kind": "compute#instance",
             "id": str(next(self._ids)),
             "status": "PROVISIONING",
@@ -427,7 +500,10 @@ class FakeGcpCompute(FakeServer):
         self.instances[key]["status"] = "STOPPING"
 
         def finish() -> None:
-            self.instances.pop(key, None)
+            inst = self.instances.pop(key, None) or {}
+            for disk in inst.get("disks", []):
+                if disk.get("autoDelete"):
+                    self.disks.pop((key[0], disk["source"].rsplit("/", 1)[-1]), None)
 
         return 200, self._operation("delete", self.instances[key]["selfLink"], finish, key[0]), {}
 

@@ -228,12 +228,14 @@ def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         return name
 
     def count_copies(source: str, region: str) -> int:
+        """Images other than the source holding its bits in ``region`` (the promoted
+        image, in the family or not yet)."""
         return sum(
             1
             for img in list(fake.images.values())
             if region in img.get("storageLocations", [])
-            and not img.get("family")
-            and (img["name"] == source or source[:20] in img["name"])
+            and img["name"] != source
+            and source[:20] in img["name"]
         )
 
     def fail(region: str) -> None:

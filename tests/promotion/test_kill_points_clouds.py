@@ -45,8 +45,11 @@ def _nth(kill: str, cloud: str) -> str:
     return kill
 
 
+GCP_ONLY = ("inside_family_member",)
+
+
 def test_every_kill_point_is_covered_on_the_clouds() -> None:
-    assert sorted(k.split(":")[0] for k in KILLS) == sorted(POINTS)
+    assert sorted(k.split(":")[0] for k in (*KILLS, *GCP_ONLY)) == sorted(POINTS)
 
 
 @pytest.mark.parametrize("kill", KILLS)
@@ -74,17 +77,41 @@ def test_kill_and_rerun_on_each_cloud(world, cloud, kill: str) -> None:
     for region in cloud.regions:
         # every copy there, tagged or not: the re-run's CopyImage carries the recorded
         # ClientToken, and the emulator (like EC2) answers it with the same AMI
-        assert cloud.count_copies(img.cloud_image_id, region) == 1, region
         pointer = provider.get_pointer("h100-training", region)
         if cloud.cloud == "gcp":  # one global family: it resolves to this image's member
             assert pointer and img.cloud_image_id in pointer, pointer
             assert cloud.family_members is not None
-            # each region's replica joined the family once: no duplicate member
-            assert cloud.family_members(img.cloud_image_id) == len(cloud.regions)
-        else:  # an SSM parameter / exclude_from_latest per region
+            # one promotion, one image: the family member, stored in every region
+            assert cloud.family_members(img.cloud_image_id) == 1
+        else:
+            assert cloud.count_copies(img.cloud_image_id, region) == 1, (
+                region
+            )  # an SSM parameter / exclude_from_latest per region
             assert pointer == pointers[region]
         if cloud.cloud == "aws":  # the one copy is the tagged replica the catalog names
             assert replicas_of(cloud, img.cloud_image_id, region) == [pointers[region]]
     sets = Counter(e.details["region"] for e in world.events("pointer.set"))
     assert sets == Counter(cloud.regions)
+    assert len(world.events("promotion.pointer.flipped")) == 1
+
+
+@pytest.mark.parametrize("cloud", ["gcp"], indirect=True)
+def test_kill_inside_the_family_member_creation(world, cloud) -> None:
+    """Google Cloud: SIGKILL right after the promoted image's family was sent
+    (``images.patch``), before its operation finished. The re-run finds the image in the
+    family or joins it again, and the family has exactly one member of this image: the
+    pointer flipped once."""
+    img = cloud.seed()
+    args = ("promote", img.cloud_image_id, "--stack", "h100-training", "--cloud", "gcp")
+    env = {**cloud.env, "IMAGECTL_CLOUD_POLL_S": "0.01"}
+    crashed = world.run_cli(
+        *args, timeout=300, IMAGECTL_TEST_CRASH_AT="inside_family_member", **env
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    assert cloud.family_members is not None
+    rerun = world.run_cli(*args, timeout=300, **env)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert cloud.family_members(img.cloud_image_id) == 1
+    pointer = cloud.provider().get_pointer("h100-training", cloud.regions[0])
+    assert pointer and img.cloud_image_id in pointer
     assert len(world.events("promotion.pointer.flipped")) == 1

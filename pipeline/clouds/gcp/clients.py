@@ -60,6 +60,7 @@ class GcpClients:
         retry_initial_s: float = 1.0,
         retry_deadline_s: float = 120.0,
         poll_interval_s: float = 2.0,
+        op_timeout_s: float = 1800.0,
     ) -> None:
         from google.api_core.retry import Retry
 
@@ -71,6 +72,7 @@ class GcpClients:
             credentials = AnonymousCredentials()
         self.credentials = credentials  # None: the client library runs google.auth.default()
         self.poll_interval_s = poll_interval_s
+        self.op_timeout_s = op_timeout_s
         self.retry = Retry(
             predicate=_transient,
             initial=retry_initial_s,
@@ -105,13 +107,20 @@ class GcpClients:
         return self._make("FirewallsClient")
 
     @property
+    def disks(self) -> Any:
+        return self._make("DisksClient")
+
+    @property
     def zones(self) -> Any:
         return self._make("ZonesClient")
 
-    def wait(self, operation: Any, *, zone: str | None = None, timeout_s: float = 1800.0) -> Any:
+    def wait(
+        self, operation: Any, *, zone: str | None = None, timeout_s: float | None = None
+    ) -> Any:
         """Poll the operation until DONE; raise what its error stands for."""
         from google.cloud import compute_v1
 
+        timeout_s = self.op_timeout_s if timeout_s is None else timeout_s
         name = operation.name
         ops = self._make("ZoneOperationsClient" if zone else "GlobalOperationsClient")
         deadline = time.monotonic() + timeout_s

@@ -1,5 +1,16 @@
-"""Google Cloud promotion primitives: storage-location copies, IAM imageUser bindings, the
-image family as pointer, deprecation, deletion.
+"""Google Cloud promotion primitives: one promoted image per promotion, IAM imageUser
+bindings, the image family as pointer, deprecation, deletion.
+
+Images and families are global. A promotion makes exactly one image, ``<family>-<source>``
+(``member_name``), from the validated source, stored in the stack's storage locations
+(``clouds.gcp.regions``: multi-regions such as ``us``, ``europe``); every target region's
+"replica" is that image (or the source where the source is already stored). The image
+joins the family only when the pointer flips (``images.patch`` of ``family``: "Only the
+following fields can be modified: family, description, deprecation status", Compute API
+reference, images.patch), once for every region. Rollback is Compute's own model:
+members created after the target are deprecated, so ``getFromFamily`` resolves to the
+target. A deprecation is never undone (Compute documents ``ACTIVE`` only for "operations
+which communicate the end of life date"; nothing says it brings an image back).
 
 The provider delegates its promotion methods here; this module owns no client of its own
 (``self.p`` is the provider: clients, options, image readers).
@@ -9,9 +20,11 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.base import (
+    TAG_STACK,
     CloudImage,
     ReplicaStatus,
 )
@@ -20,11 +33,29 @@ from imagectl.clouds.common import (
     gcp_label_key,
     gcp_label_value,
     iso,
+    parse_time,
     utcnow,
 )
-from imagectl.clouds.gcp.labels import to_labels
 from imagectl.clouds.gcp.resources import image_state, resource_name
-from imagectl.errors import UserError
+from imagectl.errors import CloudError, UserError
+
+IMAGE_USER = "roles/compute.imageUser"
+
+
+def request_id(name: str) -> str:
+    """Compute's ``requestId``: a UUID, the same for the same resource, so that a re-sent
+    insert (a retry, a re-run) is recognised by the API instead of repeated."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"imagectl:{name}"))
+
+
+def compute_v1_status(state: str, *, replacement: str = "") -> Any:
+    from google.cloud import compute_v1
+
+    status = compute_v1.DeprecationStatus(state=state)
+    if replacement:
+        status.replacement = replacement
+    return status
+
 
 if TYPE_CHECKING:
     from imagectl.clouds.gcp.provider import GcpProvider
@@ -33,76 +64,98 @@ if TYPE_CHECKING:
 class GcpPromotion:
     def __init__(self, provider: GcpProvider) -> None:
         self.p = provider
-        # The family is one pointer for every region: promotion flips regions in
-        # parallel, so the per-region calls are serialised (the first does the work,
-        # the others find it done).
+        # One image and one family for every region: the per-region calls that create
+        # or flip it are serialised (the first does the work, the others find it done).
         self._pointer_lock = threading.Lock()
+        self._copy_lock = threading.Lock()
 
-    def _replica_name(self, image: CloudImage, region: str) -> str:
-        return resource_name(image.image_id[:50], region)
+    def _family(self, stack: str) -> str:
+        return self.p.family or stack
+
+    def member_name(self, family: str, source: str) -> str:
+        """The one image a promotion of ``source`` makes (derived: a re-run finds it)."""
+        return resource_name(family, source)[:63]
+
+    def _source_family(self, image: CloudImage) -> str:
+        return self.p.family or image.tags.get(TAG_STACK, "") or "imagectl"
 
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        """Images are global; a "region" is a storage location. An image already stored
-        there is its own replica; otherwise a copy stored there is created (idempotent:
-        the copy's name is derived from the source and the location)."""
+        """Find or make the promotion's one image (stored in every target location).
+        A ``FAILED`` one from an earlier attempt is deleted and made again."""
+        with self._copy_lock:
+            status = self.replica_status(image, region)
+            if status.state == "failed" and status.image_id != image.image_id:
+                self.delete(CloudImage("gcp", "global", str(status.image_id)))
+            elif status.state != "missing":
+                return status
+            name = self.member_name(self._source_family(image), image.image_id)
+            self._insert_promoted(image.image_id, name, token=token)
+            return ReplicaStatus(region=region, state="pending", image_id=name)
+
+    def _insert_promoted(self, source: str, name: str, *, token: str) -> Any:
         from google.cloud import compute_v1
 
-        status = self.replica_status(image, region)
-        if status.state != "missing":
-            return status
-        labels = to_labels({**image.tags, TAG_SOURCE_IMAGE: image.image_id})
-        name = self._replica_name(image, region)
-        self.p.clients.images.insert(
+        raw = self.p._get_raw(source)
+        if raw is None:
+            raise UserError(f"image {source} is not in project {self.p.project}")
+        request = compute_v1.InsertImageRequest(
             project=self.p.project,
+            request_id=request_id(f"{name}|{token}"),
             image_resource=compute_v1.Image(
                 name=name,
-                source_image=f"projects/{self.p.project}/global/images/{image.image_id}",
-                storage_locations=[region],
-                labels=labels,
-                description=f"imagectl replica of {image.image_id} (token {token[:40]})",
+                source_image=f"projects/{self.p.project}/global/images/{source}",
+                storage_locations=list(self.p.regions or raw.storage_locations),
+                labels={
+                    **dict(raw.labels),
+                    gcp_label_key(TAG_SOURCE_IMAGE): gcp_label_value(source),
+                },
+                description=f"imagectl: promoted copy of {source}",
             ),
-            retry=self.p.clients.retry,
         )
-        return ReplicaStatus(region=region, state="pending", image_id=name)
+        return self.p.clients.images.insert(request=request, retry=self.p.clients.retry)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         source = self.p._get_raw(image.image_id)
         if source is not None and region in source.storage_locations:
-            return ReplicaStatus(region, image_state(source), image.image_id)
-        raw = self.p._get_raw(self._replica_name(image, region))
+            return ReplicaStatus(region, _usable(image_state(source)), source.name)
+        name = self.member_name(self._source_family(image), image.image_id)
+        raw = self.p._get_raw(name)
         if raw is None:
             return ReplicaStatus(region=region, state="missing")
-        state = image_state(raw)
-        return ReplicaStatus(region, "available" if state == "deprecated" else state, raw.name)
+        if region not in raw.storage_locations:
+            return ReplicaStatus(region, "failed", raw.name, detail=f"not stored in {region}")
+        return ReplicaStatus(region, _usable(image_state(raw)), raw.name)
 
     def share(self, replica: CloudImage, sharing: Any) -> None:
-        from google.cloud import compute_v1
-
         get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
         members = [str(p) for p in get("principals", []) or []]
         if get("public", False):
             members.append("allAuthenticatedUsers")
         if not members:
             return
-        role = "roles/compute.imageUser"
+        self._grant(replica.image_id, members)
+
+    def _grant(self, image: str, members: list[str]) -> None:
+        from google.cloud import compute_v1
+
+        role = IMAGE_USER
         policy = self.p.clients.images.get_iam_policy(
-            project=self.p.project, resource=replica.image_id, retry=self.p.clients.retry
+            project=self.p.project, resource=image, retry=self.p.clients.retry
         )
         bindings = [b for b in policy.bindings if b.role != role]
         current = next((list(b.members) for b in policy.bindings if b.role == role), [])
         merged = sorted(set(current) | set(members))
+        if set(current) >= set(members):
+            return
         bindings.append(compute_v1.Binding(role=role, members=merged))
         self.p.clients.images.set_iam_policy(
             project=self.p.project,
-            resource=replica.image_id,
+            resource=image,
             global_set_policy_request_resource=compute_v1.GlobalSetPolicyRequest(
                 policy=compute_v1.Policy(bindings=bindings, etag=policy.etag)
             ),
             retry=self.p.clients.retry,
         )
-
-    def _family(self, stack: str) -> str:
-        return self.p.family or stack
 
     def get_pointer(self, stack: str, region: str) -> str | None:
         from google.api_core.exceptions import NotFound
@@ -120,55 +173,75 @@ class GcpPromotion:
             self._set_family_pointer(stack, image_id)
 
     def _set_family_pointer(self, stack: str, image_id: str) -> None:
-        """Make ``image_id`` what the stack's family resolves to.
-
-        A candidate belongs to no family, so the first time it is copied into the family
-        (``<family>-<image>``); newer family members are deprecated (that is how a family
-        rolls back) and a deprecated target is made ACTIVE again. ``get_pointer`` then
-        returns the family member's name.
-        """
-        from google.cloud import compute_v1
-
+        """Make the family resolve to ``image_id``'s promoted image: it joins the family
+        (once, for every region), members created after it are deprecated."""
         family = self._family(stack)
         raw = self.p._get_raw(image_id)
         if raw is None:
             raise UserError(f"image {image_id} is not in project {self.p.project}")
         if raw.family != family:
-            member_name = resource_name(family, image_id)[:63]
-            member = self.p._get_raw(member_name)
-            if member is None:
-                op = self.p.clients.images.insert(
-                    project=self.p.project,
-                    image_resource=compute_v1.Image(
-                        name=member_name,
-                        family=family,
-                        source_image=f"projects/{self.p.project}/global/images/{image_id}",
-                        storage_locations=list(raw.storage_locations),
-                        labels={
-                            **dict(raw.labels),
-                            gcp_label_key(TAG_SOURCE_IMAGE): gcp_label_value(image_id),
-                        },
-                    ),
-                    retry=self.p.clients.retry,
-                )
-                self.p.clients.wait(op)
-                member = self.p._get_raw(member_name)
-            raw = member
-        assert raw is not None
+            name = self.member_name(family, image_id)
+            if not self._source_of(raw):  # the source: its promoted image is the member
+                member = self.p._get_raw(name)
+                if member is None:  # every region held the source: make it now
+                    self.p.clients.wait(self._insert_promoted(image_id, name, token="flip"))
+                    member = self.p._get_raw(name)
+                raw = member
+            assert raw is not None
+            if raw.family != family:
+                self._join_family(raw, family)
+                raw = self.p._get_raw(raw.name)
+                assert raw is not None
         if raw.deprecated and raw.deprecated.state not in ("", "ACTIVE"):
-            self._set_deprecation(raw.name, compute_v1.DeprecationStatus(state="ACTIVE"))
-        target_created = raw.creation_timestamp
+            raise CloudError(
+                f"image {raw.name} of family {family} is deprecated "
+                f"({raw.deprecated.state}): Compute Engine documents no way to undo that",
+                hint="Promote a new validated image instead (`imagectl promote`)",
+            )
+        source = self._source_of(raw)
+        if source:
+            self._copy_image_users(source, raw.name)
+        target_created = parse_time(raw.creation_timestamp) or utcnow()
         for other in self.p.clients.images.list(project=self.p.project, retry=self.p.clients.retry):
             if other.family != family or other.name == raw.name:
                 continue
             active = not other.deprecated or other.deprecated.state in ("", "ACTIVE")
-            if active and other.creation_timestamp >= target_created:
+            created = parse_time(other.creation_timestamp) or utcnow()
+            if active and created >= target_created:  # times, not strings: offsets vary
                 self._set_deprecation(
                     other.name,
-                    compute_v1.DeprecationStatus(
-                        state="DEPRECATED", replacement=raw.self_link or raw.name
-                    ),
+                    compute_v1_status("DEPRECATED", replacement=raw.self_link or raw.name),
                 )
+
+    @staticmethod
+    def _source_of(raw: Any) -> str:
+        return str(dict(raw.labels).get(gcp_label_key(TAG_SOURCE_IMAGE), ""))
+
+    def _join_family(self, raw: Any, family: str) -> None:
+        from google.cloud import compute_v1
+
+        op = self.p.clients.images.patch(
+            project=self.p.project,
+            image=raw.name,
+            image_resource=compute_v1.Image(family=family),
+            retry=self.p.clients.retry,
+        )
+        from imagectl.promotion.crash import crash_point
+
+        crash_point("inside_family_member")
+        self.p.clients.wait(op)
+
+    def _copy_image_users(self, source: str, member: str) -> None:
+        """Consumers use the image the family resolves to: it gets the source's
+        ``compute.imageUser`` members (set by ``share``)."""
+        if source == member:
+            return
+        policy = self.p.clients.images.get_iam_policy(
+            project=self.p.project, resource=source, retry=self.p.clients.retry
+        )
+        members = [m for b in policy.bindings if b.role == IMAGE_USER for m in b.members]
+        if members:
+            self._grant(member, members)
 
     def _set_deprecation(self, name: str, status: Any) -> None:
         op = self.p.clients.images.deprecate(
@@ -203,3 +276,7 @@ class GcpPromotion:
         except NotFound:
             return
         self.p.clients.wait(op)
+
+
+def _usable(state: str) -> str:
+    return "available" if state == "deprecated" else state

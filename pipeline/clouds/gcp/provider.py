@@ -47,6 +47,7 @@ class GcpProvider(PromotionDelegate):
         poll_interval_s: float = 2.0,
         retry_initial_s: float = 1.0,
         boot_disk_gb: int = 200,
+        regions: list[str] | None = None,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.gcp.promotion import GcpPromotion
@@ -64,6 +65,8 @@ class GcpProvider(PromotionDelegate):
         self.subnetwork = subnetwork
         self.poll_interval_s = poll_interval_s
         self.boot_disk_gb = boot_disk_gb
+        # the storage locations of a promoted image (the stack's clouds.gcp.regions)
+        self.regions = list(regions or [])
         self.clients = GcpClients(
             project=project,
             endpoint=endpoint,
@@ -270,11 +273,8 @@ class GcpProvider(PromotionDelegate):
             for ac in nic.access_configs:
                 address = address or ac.nat_i_p or None
             address = address or nic.network_i_p or None
-        source = ""
-        for disk in raw.disks:
-            if disk.initialize_params and disk.initialize_params.source_image:
-                source = disk.initialize_params.source_image.rsplit("/", 1)[-1]
         tags = from_labels(dict(raw.labels))
+        source = "" if "imagectl:image" in tags else self._boot_image(raw)
         return Instance(
             cloud="gcp",
             region=zone,
@@ -286,6 +286,26 @@ class GcpProvider(PromotionDelegate):
             tags=tags,
             launched_at=parse_time(raw.creation_timestamp) if raw.creation_timestamp else None,
         )
+
+    def _boot_image(self, raw: Any) -> str:
+        """The image of an instance's boot disk. An instance GET never returns
+        ``initializeParams`` ("[Input Only]" in the Compute API): the image is the boot
+        disk's ``sourceImage``, read from the disk the instance names."""
+        from google.api_core.exceptions import NotFound
+
+        for disk in raw.disks:
+            if not disk.boot or not disk.source:
+                continue
+            parts = disk.source.split("/")
+            zone, name = parts[parts.index("zones") + 1], parts[-1]
+            try:
+                found = self.clients.disks.get(
+                    project=self.project, zone=zone, disk=name, retry=self.clients.retry
+                )
+            except NotFound:
+                return ""
+            return str(found.source_image).rsplit("/", 1)[-1]
+        return ""
 
     def _describe_by_name(self, zone: str, name: str) -> Instance | None:
         from google.api_core.exceptions import NotFound
