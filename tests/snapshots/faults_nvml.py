@@ -90,13 +90,22 @@ def link_states(value: int, links: range, gpu: int | None) -> Callable[[Snap], N
 
 FAULTS: dict[str, Fault] = {
     # -- 5. NVML errors -------------------------------------------------------------------
-    "nvml-temperature-not-supported-peers-answer": Fault(
+    "nvml-ecc-totals-not-supported-peers-answer": Fault(
         ("h100-sxm-8x",),
-        gpu_set("nvmlDeviceGetTemperature", {"$error": "NOT_SUPPORTED"}, gpu=5, key="0"),
-        {"gpu.temperature": "RESET_GPU"},
+        gpu_set("nvmlDeviceGetTotalEccErrors", {"$error": "NOT_SUPPORTED"}, gpu=5, key=f"{U},{V}"),
+        {"gpu.ecc.volatile_uncorrected": "RESET_GPU"},
         source=(
             f"{NVML_RETURN}: NOT_SUPPORTED means the device lacks the feature; its seven "
-            "peers of the same model answer nvmlDeviceGetTemperature, so GPU 5 is degraded"
+            "peers of the same model answer nvmlDeviceGetTotalEccErrors, so GPU 5 is degraded"
+        ),
+    ),
+    "nvml-temperature-not-supported": Fault(
+        ("l4-1x", "h200-8x"),
+        gpu_set("nvmlDeviceGetTemperature", {"$error": "NOT_SUPPORTED"}, gpu=0, key="0"),
+        {"gpu.temperature": "RESET_GPU"},
+        source=(
+            "NVML API reference, nvmlDeviceGetTemperature: 'For all products': NOT_SUPPORTED "
+            "from it is a degraded GPU, peer or no peer"
         ),
     ),
     "nvml-ecc-counters-not-supported-peers-answer": Fault(

@@ -70,12 +70,18 @@ def test_an_error_fails_only_the_gpu_it_came_from(error: str, action: Action) ->
     assert len(others) == 7 and all(r.outcome == Outcome.PASS for r in others)
 
 
-def test_not_supported_where_peers_answer_fails_that_gpu() -> None:
-    def change(devs: list[dict[str, Any]]) -> None:
-        devs[2]["nvmlDeviceGetTemperature"] = {"0": {"$error": "NOT_SUPPORTED"}}
+ECC_VOLATILE_UNC = f"{pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED},{pynvml.NVML_VOLATILE_ECC}"
 
-    res = _run("a100-sxm-80gb-8x", change, "gpu.temperature")
-    r = res[("gpu.temperature", 2)]
+
+def test_not_supported_where_peers_answer_fails_that_gpu() -> None:
+    """nvmlDeviceGetTotalEccErrors has no architecture rule (ECC devices only): the peers
+    of the same model decide."""
+
+    def change(devs: list[dict[str, Any]]) -> None:
+        devs[2]["nvmlDeviceGetTotalEccErrors"] = {ECC_VOLATILE_UNC: {"$error": "NOT_SUPPORTED"}}
+
+    res = _run("a100-sxm-80gb-8x", change, "gpu.ecc.volatile_uncorrected")
+    r = res[("gpu.ecc.volatile_uncorrected", 2)]
     assert r.outcome == Outcome.FAIL and r.action == Action.RESET_GPU
     assert r.details["peers_answering"] == [0, 1, 3, 4, 5, 6, 7]
 
@@ -85,10 +91,22 @@ def test_not_supported_everywhere_is_a_skip() -> None:
 
     def change(devs: list[dict[str, Any]]) -> None:
         for d in devs:
-            d["nvmlDeviceGetTemperature"] = {"0": {"$error": "NOT_SUPPORTED"}}
+            d["nvmlDeviceGetTotalEccErrors"] = {ECC_VOLATILE_UNC: {"$error": "NOT_SUPPORTED"}}
 
-    res = _run("h200-8x", change, "gpu.temperature")
-    assert {r.outcome for (cid, _), r in res.items() if cid == "gpu.temperature"} == {Outcome.SKIP}
+    res = _run("h200-8x", change, "gpu.ecc.volatile_uncorrected")
+    outcomes = {r.outcome for (cid, _), r in res.items() if cid == "gpu.ecc.volatile_uncorrected"}
+    assert outcomes == {Outcome.SKIP}
+
+
+def test_not_supported_on_a_call_for_all_products_fails_without_peers() -> None:
+    """nvmlDeviceGetTemperature: 'For all products'; a single L4 has no peer to ask."""
+
+    def change(devs: list[dict[str, Any]]) -> None:
+        devs[0]["nvmlDeviceGetTemperature"] = {"0": {"$error": "NOT_SUPPORTED"}}
+
+    r = _run("l4-1x", change, "gpu.temperature")[("gpu.temperature", 0)]
+    assert r.outcome == Outcome.FAIL and r.action == Action.RESET_GPU
+    assert "For all products" in (r.source or "")
 
 
 def test_not_supported_on_a_single_gpu_host_is_judged_by_architecture() -> None:
