@@ -232,3 +232,20 @@ def test_under_load_every_sample_is_judged_not_the_best() -> None:
     assert r.outcome == Outcome.FAIL and r.measured == "Gen5 x8"
     assert r.details["samples_below"] == 1 and r.details["samples"] == 8
     assert judged([{"t": 0.0, **good}] * 8).outcome == Outcome.PASS
+
+
+def test_power_limit_against_the_boards_default_without_a_shape() -> None:
+    """No power limit in the shape, one GPU: NVML's default limit is the SKU's own figure."""
+    snap = _snap("l4-1x")
+    snap["nvml"]["devices"][0]["nvmlDeviceGetEnforcedPowerLimit"] = 60_000
+    expect = from_file(expect_file("l4-1x"))
+    assert expect.hardware is not None
+    hw = expect.hardware.model_copy(update={"power_limit_w": None})
+    ctx = build_context(Options(expect=expect.model_copy(update={"hardware": hw}), snapshot=snap))
+    res = {
+        (r.id, r.gpu): r
+        for r in run_checks([REGISTRY["nvml.init"], REGISTRY["gpu.power.limit"]], ctx)
+    }
+    r = res[("gpu.power.limit", 0)]
+    assert r.outcome == Outcome.FAIL and r.action == Action.REBOOT
+    assert "DefaultLimit" in (r.source or "")

@@ -121,6 +121,21 @@ def power_limit(ctx: Context, gpu: int) -> Finding:
                 unit="W",
                 source=f"{hw.source}; {t.source}",
             )
+    # NVML's own default for this board (what a reboot restores)
+    try:
+        default_w = ctx.nvml.nvmlDeviceGetPowerManagementDefaultLimit(ctx.handles[gpu]) / 1000.0
+    except pynvml.NVMLError:
+        default_w = None  # not judged against the default where the driver cannot say
+    if default_w and limit_w < default_w * float(t.value):
+        return bad(
+            Action.REBOOT,
+            f"power limit {limit_w:g} W is under the board's default {default_w:g} W: the GPU "
+            "is capped (nvidia-smi -pl); a reboot restores the default",
+            measured=limit_w,
+            expected=f">= {default_w * float(t.value):g}",
+            unit="W",
+            source=f"NVML nvmlDeviceGetPowerManagementDefaultLimit; {t.source}",
+        )
     # the same SKU on one host: the same enforced limit (one capped GPU slows a whole job)
     common = majority({i: round(w) for i, w in limits.items()}) if len(limits) > 1 else None
     if common is not None and limit_w < common * float(t.value):
