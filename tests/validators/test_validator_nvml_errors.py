@@ -177,3 +177,14 @@ def test_mig_not_supported_on_one_h100_of_eight_fails_it() -> None:
         devs[0]["nvmlDeviceGetMigMode"] = {"$error": "NOT_SUPPORTED"}
 
     assert _run("l4-1x", l4, "gpu.mig_mode")[("gpu.mig_mode", 0)].outcome == Outcome.PASS
+
+
+def test_device_count_failing_names_its_action() -> None:
+    """nvmlInit works but nvmlDeviceGetCount fails: every NVML check carries that action."""
+    snap = copy.deepcopy(load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"))
+    snap["nvml"]["system"]["nvmlDeviceGetCount"] = {"$error": "IRQ_ISSUE"}
+    ctx = build_context(Options(expect=from_file(expect_file("h100-sxm-8x")), snapshot=snap))
+    init, memory = run_checks([REGISTRY["nvml.init"], REGISTRY["gpu.memory"]], ctx)
+    assert init.outcome == Outcome.FAIL and init.action == Action.REBOOT
+    assert memory.outcome == Outcome.FAIL and memory.action == Action.REBOOT
+    assert memory.details["root_cause"] == "nvml.init"

@@ -78,7 +78,21 @@ def nvml_init(ctx: Context) -> Finding | list[Finding]:
             expected="NVML_SUCCESS",
             details={"nvml_error": error_name(exc)},
         )
-    count = ctx.nvml.nvmlDeviceGetCount()
+    try:
+        count = ctx.nvml.nvmlDeviceGetCount()
+    except pynvml.NVMLError as exc:
+        rule = nvml_policy().error(error_name(exc))
+        ctx.nvml_error = exc
+        ctx.nvml_action = rule.action if not rule.skip else Action.REBOOT
+        ctx.nvml_problem = f"nvmlDeviceGetCount failed: {error_label(exc)}"
+        return bad(
+            ctx.nvml_action,
+            ctx.nvml_problem,
+            measured=error_name(exc),
+            expected="NVML_SUCCESS",
+            source=rule.source,
+            details={"nvml_error": error_name(exc)},
+        )
     handles: list[Any] = []
     gpus: list[dict[str, Any]] = []
     lost: list[Finding] = []
