@@ -85,6 +85,11 @@ def fail(message: str, *, code: int = EXIT_BAD_INPUT) -> None:
 
 def run_cli(group: click.Group, argv: list[str]) -> int:
     """Run the click group; turn UserError into one paragraph on stderr and exit 2."""
+    import logging
+
+    # azure.identity logs each credential it tried as a multi-line warning; the failure
+    # itself reaches the user as one paragraph (imagectl.clouds.sdk_errors).
+    logging.getLogger("azure.identity").setLevel(logging.ERROR)
     try:
         rv = group.main(args=argv, prog_name="imagectl", standalone_mode=False)
     except UserError as exc:
@@ -103,6 +108,14 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
     except KeyboardInterrupt:
         console(stderr=True).print("[yellow]interrupted[/]")
         return 130
+    except Exception as exc:  # a cloud SDK's "no credentials" / "unreachable": exit 2
+        from imagectl.clouds.sdk_errors import translate
+
+        translated = translate(exc)
+        if translated is None:
+            raise
+        _print_error(translated.render())
+        return translated.exit_code
     return int(rv or 0)
 
 

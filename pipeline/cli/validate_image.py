@@ -163,19 +163,18 @@ def command(
     host unreachable, the validator crashed, a foreign receipt, host problems that
     retries did not clear). Instances are always terminated.
     """
-    import datetime as dt
+    import shutil
     import tempfile
 
     from imagectl.clouds import get_provider
-    from imagectl.clouds.common import launched_by_default
     from imagectl.clouds.options import provider_options
     from imagectl.errors import UserError
     from imagectl.stacks import load_resolved
     from imagectl.validation.inventory import InventoryOverride
-    from imagectl.validation.progress import Reporter, RichReporter
-    from imagectl.validation.records import CatalogRecorder
-    from imagectl.validation.run import ValidationRequest, ValidationRun
+    from imagectl.validation.signals import interrupts_raise
 
+    # Local input first: a bad override file is exit 2 before any cloud call.
+    override = InventoryOverride.load(inventory_override) if inventory_override else None
     ws = workspace(ctx)
     stack = stack or _stack_of(cloud, image_id)
     if not stack:
@@ -204,10 +203,52 @@ def command(
             f"{stack} now resolves to {resolved.short_digest}",
             hint="Build a new candidate from the current stack",
         )
-    override = InventoryOverride.load(inventory_override) if inventory_override else None
     shape = shape or settings.validation_shapes[0]
     profile = profile or resolved.stack.validation.profile
+    # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
+    # too: it is raised as an interrupt while the run holds the key).
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
+    try:
+        with interrupts_raise():
+            return _validate_with_key(
+                keydir, ssh_key, override, cloud, provider, image, resolved, stack, shape,
+                profile, hosts, ttl_h, locations, max_retries, reach_timeout,
+                validator_timeout, runner_cidr, ssh_user, wheel, sandbox, as_json,
+            )  # fmt: skip
+    finally:
+        shutil.rmtree(keydir, ignore_errors=True)
+
+
+def _validate_with_key(
+    keydir: Path,
+    ssh_key: str | None,
+    override: Any,
+    cloud: str,
+    provider: Any,
+    image: Any,
+    resolved: Any,
+    stack: str,
+    shape: str,
+    profile: str,
+    hosts: int,
+    ttl_h: float,
+    locations: tuple[str, ...],
+    max_retries: int,
+    reach_timeout: float,
+    validator_timeout: float,
+    runner_cidr: str | None,
+    ssh_user: str,
+    wheel: str | None,
+    sandbox: bool,
+    as_json: bool,
+) -> int:
+    import datetime as dt
+
+    from imagectl.clouds.common import launched_by_default
+    from imagectl.validation.progress import Reporter, RichReporter
+    from imagectl.validation.records import CatalogRecorder
+    from imagectl.validation.run import ValidationRequest, ValidationRun
+
     private_key, public_key = _ssh_key(ssh_key, not (override and override.local), keydir)
 
     recorder = CatalogRecorder()

@@ -26,6 +26,7 @@ stopped on exit, failure and Ctrl-C.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -379,9 +380,12 @@ def _boot_and_validate(
                 vm.poweroff()
                 st.note("clean shutdown over SSH")
     finally:
-        if instance is not None:
-            provider.terminate(instance)
-        overlay.unlink(missing_ok=True)
+        try:
+            if instance is not None:
+                provider.terminate(instance)
+        finally:
+            overlay.unlink(missing_ok=True)
+            shutil.rmtree(key.parent, ignore_errors=True)  # this run's SSH key
     return outcome
 
 

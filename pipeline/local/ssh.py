@@ -15,8 +15,11 @@ from imagectl.local.procs import ChildFailed, Children
 
 
 def generate_key(folder: Path, name: str = "id_ed25519", comment: str = "imagectl-run") -> Path:
-    """A fresh ed25519 key pair in ``folder``; returns the private key's path."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """A fresh ed25519 key pair in ``folder`` (made 0700; ssh-keygen writes the private key
+    0600); returns the private key's path. The caller removes the folder when done."""
+    from imagectl.fsutil import private_dir
+
+    private_dir(folder)
     key = folder / name
     for p in (key, key.with_suffix(".pub")):
         p.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -262,6 +263,7 @@ class ValidationRun:
                 for slot in sorted(self.live):
                     self._terminate(slot)
                 self._sweep()
+                shutil.rmtree(self._workdir, ignore_errors=True)  # receipts, host vars
         return self.result
 
     def _sweep(self) -> None:
