@@ -60,7 +60,7 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
     ("ssm", "GetParameter"): (("Name",), ("Parameter",)),
 }
 # The AMI members the emulator sets that DescribeImages returns (checked likewise).
-IMAGE_MEMBERS = ("State", "StateReason", "DeprecationTime", "SourceImageId", "SourceRegion")
+IMAGE_MEMBERS = ("State", "StateReason", "DeprecationTime", "SourceImageId", "SourceImageRegion")
 
 
 @dataclass
@@ -162,7 +162,7 @@ def install() -> None:
                 return ActionResult({"ImageId": ami_id})
             ami = backend.copy_image(source_id, source_region, name, description)
             ami.source_image_id = source_id
-            ami.source_region = source_region
+            ami.source_image_region = source_region
             tags = convert_tag_spec(specs) if specs else {}
             if tags.get("image"):
                 backend.create_tags([ami.id], tags["image"])

@@ -53,6 +53,7 @@ class Logged:
     status: int = 0
     body: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    response: Any = None  # the JSON answered (contract tests check it)
 
 
 class FakeServer:
@@ -168,6 +169,7 @@ class FakeServer:
             status, payload, headers = 500, self.server_error(repr(exc)), {}
         logged.status = status
         data = b"" if payload is None else json.dumps(payload).encode()
+        logged.response = json.loads(data) if data else None
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json; charset=utf-8")
         handler.send_header("Content-Length", str(len(data)))
