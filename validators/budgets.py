@@ -7,7 +7,7 @@ hard timeout names the test), and the profile's budget is their sum, never short
 - ``collectives``: the launcher's start (rendezvous) timeout, plus the healthy sweep's
   expected duration, plus one hang deadline (``op_timeout_s``), plus a margin: a hang is
   always caught by the launcher's own deadline before the stage's.
-- ``dcgm``: the level's hard timeout (``imagectl.validators.dcgm`` when it has one).
+- ``dcgm``: the level's hard timeout (``data/dcgm.yaml``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ SWEEP_S = {
     ("cpu", "full"): 180.0,
     ("cpu", "burn"): 900.0,
 }
-DCGM_S = {"quick": 900.0, "full": 3600.0, "burn": 10800.0}
+DCGM_S = {"quick": 600.0}  # when the DCGM table has no level for the profile
 
 
 def smoke_s(device: str, profile: str) -> float:
@@ -51,12 +51,11 @@ def collectives_s(device: str, profile: str) -> float:
 
 
 def dcgm_s(profile: str) -> float:
-    try:
-        from imagectl.validators.dcgm import timeout_for  # type: ignore[attr-defined]
+    """The level's hard timeout (validators/data/dcgm.yaml) plus a margin."""
+    from imagectl.validators.dcgm.table import tables
 
-        return float(timeout_for(profile)) + MARGIN_S
-    except (ImportError, AttributeError, KeyError, TypeError, ValueError):
-        return DCGM_S.get(profile, DCGM_S["quick"])
+    level = tables().levels.get(profile)
+    return (level.timeout_s if level else DCGM_S["quick"]) + MARGIN_S
 
 
 def profile_s(device: str, profile: str) -> float:
