@@ -34,6 +34,7 @@ from imagectl.packer.templates import stage_templates
 from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
+from imagectl.toolkit import ensure_toolkit_wheelhouse
 
 DEFAULT_TIMEOUT_S = 4 * 3600.0
 
@@ -78,15 +79,19 @@ class BuildResult:
         }
 
 
-BUILD_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")
+# A build id names a folder under the state folder and goes into image names: lowercase
+# letters, digits and '-' only (no '/', no '.'), like new_build_id()'s
+# ``20261122-042530-ab12cd`` or CI's ``gh-<run id>-<attempt>-<cloud>``.
+BUILD_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 
 
 def check_build_id(value: str) -> str:
-    """A build id names a folder under the state folder: only what new_build_id makes."""
+    """``--build-id``: refused unless it matches BUILD_ID (it can never leave the state
+    folder or break an image name)."""
     if not BUILD_ID.fullmatch(value):
         raise UserError(
-            f"--build-id '{value[:80]}' is not a build id: YYYYMMDD-HHMMSS-xxxxxx "
-            "(8 digits, 6 digits, 6 hex digits), e.g. 20261122-042530-ab12cd",
+            f"--build-id '{value[:80]}' is not a build id: 1-63 lowercase letters, digits "
+            "and '-', starting with a letter or digit (e.g. 20261122-042530-ab12cd)",
             hint="Leave --build-id out to get a new one",
         )
     return value
@@ -125,6 +130,7 @@ def plan_build(
     validator_wheel: str = "",
     local_base_dir: str = "",
     validator_wheelhouse: str = "",
+    validator_toolkit_wheelhouse: str = "",
 ) -> BuildPlan:
     """Write the var files and stage the templates; nothing is run."""
     ws = workspace or find_workspace()
@@ -151,6 +157,7 @@ def plan_build(
         manifest_file=str(manifest_file),
         validator_wheel=validator_wheel,
         validator_wheelhouse=validator_wheelhouse,
+        validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
         **(
             {
                 "local_base_dir": local_base_dir
@@ -265,6 +272,11 @@ def run_build(
     bid = build_id or new_build_id()
     folder = (var_dir or state_dir() / "builds" / bid).resolve()
     wheel = "" if skip_provisioning else build_validator_wheel(ws, folder / "dist")
+    toolkit = (
+        ""
+        if skip_provisioning or resolved.validator_toolkit is None
+        else str(ensure_toolkit_wheelhouse(resolved))
+    )
     plan = plan_build(
         resolved,
         cloud,
@@ -277,6 +289,7 @@ def run_build(
         validator_wheel=wheel,
         local_base_dir=local_base_dir,
         validator_wheelhouse=validator_wheelhouse,
+        validator_toolkit_wheelhouse=toolkit,
     )
     if plan.manifest_file.exists():
         plan.manifest_file.unlink()
