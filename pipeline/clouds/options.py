@@ -46,6 +46,9 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "gallery_resource_group": settings.gallery.resource_group,
             "gallery": settings.gallery.name,
             "image_definition": settings.gallery.image_definition,
+            "regions": list(settings.regions),
+            "replica_count": settings.gallery.replica_count,
+            "storage_account_type": settings.gallery.storage_account_type,
         }
     else:
         opts = {}

@@ -253,6 +253,13 @@ class AzureGallery(Strict):
     resource_group: AzureGroup
     name: AzureName
     image_definition: AzureName
+    # TargetRegion.regionalReplicaCount / storageAccountType (Compute Gallery REST API)
+    replica_count: int = Field(
+        1, ge=1, le=100, description="replicas of each version per target region"
+    )
+    storage_account_type: Literal["Standard_LRS", "Standard_ZRS", "Premium_LRS"] = Field(
+        "Standard_LRS", description="storage of each region's replicas"
+    )
 
 
 class AzureBuild(Strict):

@@ -48,6 +48,29 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat()
 
 
+VERSIONS = "microsoft.compute/galleries/images/versions"
+# ARM answers a gallery version's target regions with the region's display name
+# ("West US 3"), whatever name the request used (``az account list-locations``:
+# ``name`` -> ``displayName``).
+DISPLAY_NAMES = {
+    "eastus": "East US",
+    "eastus2": "East US 2",
+    "westus2": "West US 2",
+    "westus3": "West US 3",
+    "southcentralus": "South Central US",
+    "northeurope": "North Europe",
+    "westeurope": "West Europe",
+}
+
+
+def region_key(name: str) -> str:
+    return name.replace(" ", "").lower()
+
+
+def display_name(name: str) -> str:
+    return DISPLAY_NAMES.get(region_key(name), name)
+
+
 def arm_error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
@@ -142,7 +165,11 @@ class FakeAzureArm(FakeServer):
             "properties": {
                 "publishingProfile": {
                     "targetRegions": [
-                        {"name": r, "regionalReplicaCount": 1, "storageAccountType": "Standard_LRS"}
+                        {
+                            "name": display_name(r),
+                            "regionalReplicaCount": 1,
+                            "storageAccountType": "Standard_LRS",
+                        }
                         for r in regions
                     ],
                     "excludeFromLatest": exclude_from_latest,
@@ -157,7 +184,7 @@ class FakeAzureArm(FakeServer):
             self._ensure_parents(rg, gallery, definition, location)
             self.resources[self._key(rid)] = body
             for region in regions:  # seeded versions are already replicated
-                self._replication_reads[(self._key(rid), region.lower())] = 10**6
+                self._replication_reads[(self._key(rid), region_key(region))] = 10**6
         return rid
 
     def _ensure_parents(self, rg: str, gallery: str, definition: str, location: str) -> None:
@@ -199,17 +226,17 @@ class FakeAzureArm(FakeServer):
         self._never_running = True
 
     def fail_replication(self, region: str) -> None:
-        self._failed_regions.add(region.lower())
+        self._failed_regions.add(region_key(region))
 
     def heal_replication(self, region: str) -> None:
         """New replications to ``region`` succeed; those that failed stay failed."""
-        self._failed_regions.discard(region.lower())
+        self._failed_regions.discard(region_key(region))
 
     def _retarget(self, key: str, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
         """A region dropped from the target list loses its replica and its history."""
-        kept = {t["name"].replace(" ", "").lower() for t in new}
+        kept = {region_key(t["name"]) for t in new}
         for target in old:
-            region = target["name"].replace(" ", "").lower()
+            region = region_key(target["name"])
             if region not in kept:
                 self._failed_replicas.discard((key, region))
                 self._replication_reads.pop((key, region), None)
@@ -284,19 +311,48 @@ class FakeAzureArm(FakeServer):
     def _view(self, key: str, req: Request) -> dict[str, Any]:
         res = self.resources[key]
         out = copy.deepcopy(res)
-        if res["type"].lower() == "microsoft.compute/galleries/images/versions":
+        if res["type"].lower() == VERSIONS:
+            replication = self._replication(key, res)
+            out["properties"]["provisioningState"] = self._version_state(res, replication)
             expand = req.query.get("$expand", "")
             if expand.lower() == "replicationstatus":
-                out["properties"]["replicationStatus"] = self._replication(key, res)
+                out["properties"]["replicationStatus"] = replication
         return out
 
-    def _replication(self, key: str, res: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _version_state(res: dict[str, Any], replication: dict[str, Any]) -> str:
+        """A version is ``Updating`` while any target region replicates, and ``Failed``
+        when one failed, whatever its last write's operation said."""
+        state = str(res["properties"].get("provisioningState", "Succeeded"))
+        if state != "Succeeded":
+            return state
+        return {"InProgress": "Updating", "Failed": "Failed"}.get(
+            replication["aggregatedState"], state
+        )
+
+    def _busy(self, key: str) -> Response | None:
+        """ARM refuses a second write to a gallery version while it is being updated."""
+        res = self.resources.get(key)
+        if res is None or res["type"].lower() != VERSIONS:
+            return None
+        state = self._version_state(res, self._replication(key, res, read=False))
+        if state in ("Creating", "Updating", "Deleting"):
+            msg = (
+                f"Operation on gallery image version '{res['name']}' is not allowed while it "
+                f"is in provisioning state '{state}'. Retry after the operation completes."
+            )
+            return 409, arm_error("OperationNotAllowed", msg), {}
+        return None
+
+    def _replication(self, key: str, res: dict[str, Any], read: bool = True) -> dict[str, Any]:
         summary = []
         for target in res["properties"]["publishingProfile"].get("targetRegions", []):
-            region = target["name"].lower()
-            reads = self._replication_reads.get((key, region), 0) + 1
+            region = region_key(target["name"])
+            before = self._replication_reads.get((key, region), 0)
+            reads = before + (1 if read else 0)
             self._replication_reads[(key, region)] = reads
-            if region in self._failed_regions and (key, region) not in self._failed_replicas:
+            done = before > self.replication_polls  # a finished replica stays finished
+            if region in self._failed_regions and not done:
                 self._failed_replicas.add((key, region))
             if (key, region) in self._failed_replicas:
                 state, progress = "Failed", 0
@@ -304,7 +360,9 @@ class FakeAzureArm(FakeServer):
                 state, progress = "Completed", 100
             else:
                 state, progress = "Replicating", 50
-            summary.append({"region": target["name"], "state": state, "progress": progress})
+            summary.append(
+                {"region": display_name(target["name"]), "state": state, "progress": progress}
+            )
         states = {s["state"] for s in summary}
         aggregated = (
             "Failed"
@@ -336,6 +394,9 @@ class FakeAzureArm(FakeServer):
             refused = self._vm_admission(body, rest)
             if refused is not None:
                 return refused
+        busy = self._busy(key)
+        if busy is not None:
+            return busy
         existing = self.resources.get(key)
         created = existing is None
         res = existing or {
@@ -361,6 +422,9 @@ class FakeAzureArm(FakeServer):
         key = self._key(req.path)
         if key not in self.resources:
             return 404, self.not_found(req.path), {}
+        busy = self._busy(key)
+        if busy is not None:
+            return busy
         res = self.resources[key]
         body = copy.deepcopy(req.body or {})
         if "tags" in body:
@@ -369,7 +433,9 @@ class FakeAzureArm(FakeServer):
         publishing = props.get("publishingProfile", {})
         if "targetRegions" in publishing:  # a list replaces, it does not merge
             profile = res["properties"].setdefault("publishingProfile", {})
-            new_targets = publishing.pop("targetRegions")
+            new_targets = [
+                {**t, "name": display_name(t["name"])} for t in publishing.pop("targetRegions")
+            ]
             self._retarget(key, profile.get("targetRegions", []), new_targets)
             profile["targetRegions"] = new_targets
         _merge(res["properties"], props)

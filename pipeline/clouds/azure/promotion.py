@@ -8,6 +8,8 @@ The provider delegates its promotion methods here; this module owns no client of
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.azure.errors import is_not_found
@@ -18,7 +20,9 @@ from imagectl.clouds.base import (
     ReplicaStatus,
 )
 from imagectl.clouds.common import iso, utcnow
-from imagectl.errors import UserError
+from imagectl.errors import CloudError, UserError
+
+BUSY = frozenset({"Creating", "Updating", "Deleting"})
 
 if TYPE_CHECKING:
     from imagectl.clouds.azure.provider import AzureProvider
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
 class AzurePromotion:
     def __init__(self, provider: AzureProvider) -> None:
         self.p = provider
+        # ARM takes one write at a time on a gallery version: region threads queue here
+        self.write_lock = threading.RLock()
 
     @staticmethod
     def _target_regions(raw: Any) -> list[str]:
@@ -39,34 +45,65 @@ class AzurePromotion:
         return a.replace(" ", "").lower() == b.replace(" ", "").lower()
 
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
-        """Add ``region`` to the version's target regions.
+        """Add ``region`` (and every other target region of the stack not listed yet:
+        one write instead of one per region) to the version's target regions.
 
         Idempotent: a region already listed is left to replicate. One whose replication
         failed is a new attempt (the resume after a failure): Azure does not retry a
         failed region by itself, so it is dropped from the target regions (awaited) and
-        added again.
+        added again. Every write waits until the version is no longer ``Updating``:
+        ARM refuses a second write while one is in progress, and a version stays
+        ``Updating`` while any region replicates.
         """
-        raw = self.p._get_raw(image.image_id, expand="ReplicationStatus")
-        if raw is None:
-            raise UserError(f"gallery image version {image.image_id} does not exist")
+        with self.write_lock:
+            return self._replicate(image, region)
+
+    def _replicate(self, image: CloudImage, region: str) -> ReplicaStatus:
+        raw = self.wait_writable(image.image_id)
         current = list(raw.publishing_profile.target_regions or [])
         listed = any(self._same_region(t.name, region) for t in current)
         home = self._same_region(raw.location or "", region)  # never drop the source region
         if listed and not home and self._replication_state(raw, region) == "failed":
             current = [t for t in current if not self._same_region(t.name, region)]
             self._set_targets(image, raw, current).result()
+            raw = self.wait_writable(image.image_id)
             listed = False
         if not listed:
             from azure.mgmt.compute.models import TargetRegion
 
-            current.append(
-                TargetRegion(
-                    name=region, regional_replica_count=1, storage_account_type="Standard_LRS"
+            wanted = [region] + [r for r in self.p.regions if not self._same_region(r, region)]
+            for name in wanted:
+                if any(self._same_region(t.name, name) for t in current):
+                    continue
+                if name != region and self._replication_state(raw, name) == "failed":
+                    continue
+                current.append(
+                    TargetRegion(
+                        name=name,
+                        regional_replica_count=self.p.replica_count,
+                        storage_account_type=self.p.storage_account_type,
+                    )
                 )
-            )
             # Started, not awaited: replication takes minutes to hours per region.
             self._set_targets(image, raw, current)
         return self.replica_status(image, region)
+
+    def wait_writable(self, image_id: str) -> Any:
+        """The version, once no write or replication is in progress on it."""
+        deadline = time.monotonic() + self.p.write_timeout_s
+        while True:
+            raw = self.p._get_raw(image_id, expand="ReplicationStatus")
+            if raw is None:
+                raise UserError(f"gallery image version {image_id} does not exist")
+            if raw.provisioning_state not in BUSY:
+                return raw
+            if time.monotonic() >= deadline:
+                raise CloudError(
+                    f"gallery image version {image_id} is still {raw.provisioning_state} "
+                    f"after {self.p.write_timeout_s:g} s",
+                    hint="Replication is still running; run the same command again later",
+                )
+            time.sleep(self.p.poll_interval_s)
 
     def _set_targets(self, image: CloudImage, raw: Any, targets: list[Any]) -> Any:
         from azure.mgmt.compute.models import (
@@ -126,7 +163,8 @@ class AzurePromotion:
             profile = raw.publishing_profile
             if profile is None or profile.exclude_from_latest:
                 continue
-            if raw.provisioning_state != "Succeeded":
+            # a version being replicated elsewhere is still what latest resolves to
+            if raw.provisioning_state not in ("Succeeded", "Updating"):
                 continue
             if not any(self._same_region(r, region) for r in self._target_regions(raw)):
                 continue

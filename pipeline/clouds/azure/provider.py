@@ -47,6 +47,10 @@ class AzureProvider(PromotionDelegate):
         poll_interval_s: float | None = None,
         retry_total: int = 8,
         retry_backoff_factor: float = 0.8,
+        regions: list[str] | None = None,
+        replica_count: int = 1,
+        storage_account_type: str = "Standard_LRS",
+        write_timeout_s: float = 6 * 3600.0,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.azure.promotion import AzurePromotion
@@ -61,6 +65,12 @@ class AzureProvider(PromotionDelegate):
         self.subnet_id = subnet_id
         self.zones = list(zones) if zones is not None else ["1", "2", "3"]
         self.poll_interval_s = polling_interval if poll_interval_s is None else poll_interval_s
+        # the stack's target regions, replicas per region and storage type
+        self.regions = list(regions or [])
+        self.replica_count = replica_count
+        self.storage_account_type = storage_account_type
+        # how long a write waits for a version to leave Updating (replication)
+        self.write_timeout_s = write_timeout_s
         self.clients = AzureClients(
             subscription_id=subscription_id,
             endpoint=endpoint,
@@ -154,7 +164,10 @@ class AzureProvider(PromotionDelegate):
             update.tags = changes.pop("tags")
         if changes:
             update.publishing_profile = GalleryImageVersionPublishingProfile(**changes)
-        return self.versions.begin_update(rg, gallery, definition, version, update).result()
+        with self.promotion.write_lock:  # one write at a time, after Updating ends
+            self.promotion.wait_writable(image_id)
+            poller = self.versions.begin_update(rg, gallery, definition, version, update)
+            return poller.result()
 
     def tag_state(self, image: CloudImage, state: str) -> None:
         raw = self._get_raw(image.image_id)

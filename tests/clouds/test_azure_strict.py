@@ -1,0 +1,68 @@
+"""Azure promotion against the ARM fake made as strict as the Compute Gallery: a version
+stays ``Updating`` while any region replicates and refuses a second write meanwhile
+(409 OperationNotAllowed); target regions come back as display names ("West US 3")."""
+
+from __future__ import annotations
+
+from tests.fakes.fixtures import CloudEnv
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+
+def _version(fake, image_id: str) -> dict:
+    return fake.resources[image_id.lower()]
+
+
+def test_target_regions_go_in_one_write_per_version_state(azure_fake) -> None:
+    """Every region of the stack is added while the version is writable, in one write
+    with the stack's replica count and storage type, and nothing is refused with 409:
+    before, each region sent its own update while the first one was still replicating."""
+    env = CloudEnv("azure", azure_fake)
+    provider = env.provider()
+    provider.replica_count, provider.storage_account_type = 2, "Standard_ZRS"
+    image = env.seed_candidate()
+    regions = list(env.resolved.stack.clouds.azure.regions)
+    for region in regions:
+        provider.replicate(image, region, token=f"imagectl-{region}")
+    for region in regions:
+        while provider.replica_status(image, region).state == "pending":
+            pass
+        assert provider.replica_status(image, region).state == "available"
+    assert [r.status for r in azure_fake.requests if r.status == 409] == []
+    targets = _version(azure_fake, image.image_id)["properties"]["publishingProfile"][
+        "targetRegions"
+    ]
+    assert sorted(t["name"] for t in targets) == ["East US", "South Central US", "West US 3"]
+    added = [t for t in targets if t["name"] != "East US"]
+    assert {(t["regionalReplicaCount"], t["storageAccountType"]) for t in added} == {
+        (2, "Standard_ZRS")
+    }
+
+
+def test_writes_wait_for_updating_to_end(azure_fake) -> None:
+    """Tags, ``exclude_from_latest`` and target regions are written one at a time, each
+    after the version left ``Updating``."""
+    env = CloudEnv("azure", azure_fake)
+    provider = env.provider()
+    image = env.seed_candidate()
+    provider.replicate(image, "westus3", token="imagectl-w")  # replication starts
+    provider.tag_state(image, "promoting")  # must wait, not be refused
+    provider.set_pointer("h100-training", "westus3", image.image_id)
+    body = _version(azure_fake, image.image_id)
+    assert body["tags"]["imagectl:state"] == "promoting"
+    assert body["properties"]["publishingProfile"]["excludeFromLatest"] is False
+    assert not [r for r in azure_fake.requests if r.status == 409]
+
+
+def test_pointer_knows_a_version_being_replicated(azure_fake) -> None:
+    """The promoted version replicating into a new region is ``Updating``; ``latest`` in
+    its regions still resolves to it (before, only ``Succeeded`` versions counted)."""
+    env = CloudEnv("azure", azure_fake)
+    provider = env.provider()
+    image = env.seed_candidate()
+    provider.set_pointer("h100-training", "eastus", image.image_id)
+    assert provider.get_pointer("h100-training", "eastus") == image.image_id
+    azure_fake.replication_polls = 50
+    provider.replicate(image, "westus3", token="imagectl-x")
+    assert provider.replica_status(image, "westus3").state == "pending"
+    assert provider.get_pointer("h100-training", "eastus") == image.image_id
