@@ -79,3 +79,47 @@ def require_url(url: str, timeout: float = 20.0) -> None:
     if IN_CI:
         pytest.fail(f"{message} (CI=true: the archive must be reachable)")
     pytest.skip(message)
+
+
+def fake_torch_wheel(folder: Path, version: str = "2.9.1+cu128", cuda: str | None = "12.8") -> Path:
+    """A wheel named and laid out like torch's (dist-info, ``torch/version.py`` with its
+    CUDA variant), without torch's code: a stand-in at the package-index boundary for tests
+    that check what the build installs, never for tests that run torch."""
+    import base64
+    import hashlib
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"torch-{version.split('+')[0]}.dist-info"
+    files = {
+        "torch/__init__.py": f"__version__ = {version!r}\n",
+        "torch/version.py": (
+            f"__version__ = {version!r}\ndebug = False\n"
+            f"cuda: Optional[str] = {cuda!r}\nhip: Optional[str] = None\n"
+        ),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: imagectl-tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    path = folder / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return path
+
+
+def simple_index(root: Path, wheels: list[Path]) -> str:
+    """A PEP 503 "simple" index on disk serving ``wheels``; returns its file:// URL."""
+    for wheel in wheels:
+        project = root / wheel.name.split("-")[0].lower()
+        project.mkdir(parents=True, exist_ok=True)
+        shutil.copy(wheel, project / wheel.name)
+        links = "".join(f'<a href="{w.name}">{w.name}</a>\n' for w in project.glob("*.whl"))
+        (project / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    return root.as_uri()

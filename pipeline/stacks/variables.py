@@ -172,13 +172,19 @@ def packer_vars(
 
 
 def ansible_vars(
-    r: ResolvedStack, cloud: str, *, validator_wheel: str = "", validator_wheelhouse: str = ""
+    r: ResolvedStack,
+    cloud: str,
+    *,
+    validator_wheel: str = "",
+    validator_wheelhouse: str = "",
+    validator_toolkit_wheelhouse: str = "",
 ) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
     ``validator_wheel`` is filled in at build time: the imagectl wheel on the controller;
     ``validator_wheelhouse`` (optional) its dependency wheels, for targets that cannot
-    reach the package index (the local QEMU build).
+    reach the package index (the local QEMU build); ``validator_toolkit_wheelhouse`` the
+    pinned GPU toolkit's wheels (``imagectl.toolkit``), installed offline.
     """
     s = r.stack
     n = s.nvidia
@@ -194,6 +200,9 @@ def ansible_vars(
         "validator_profile": s.validation.profile,
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
+        "validator_toolkit_torch": (r.validator_toolkit or {}).get("torch", ""),
+        "validator_toolkit_cuda": (r.validator_toolkit or {}).get("cuda", ""),
+        "validator_toolkit_wheelhouse": validator_toolkit_wheelhouse,
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
         "nvidia_repo_slug": s.os.repo_slug,
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
@@ -248,7 +257,14 @@ def write_var_files(
     pvars_path, avars_path = var_file_paths(folder, r.stack.name, cloud)
     validator_wheel = runtime.pop("validator_wheel", "")
     wheelhouse = runtime.pop("validator_wheelhouse", "")
-    avars = ansible_vars(r, cloud, validator_wheel=validator_wheel, validator_wheelhouse=wheelhouse)
+    toolkit = runtime.pop("validator_toolkit_wheelhouse", "")
+    avars = ansible_vars(
+        r,
+        cloud,
+        validator_wheel=validator_wheel,
+        validator_wheelhouse=wheelhouse,
+        validator_toolkit_wheelhouse=toolkit,
+    )
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)
     atomic_write_json(avars_path, ansible_unsafe(avars), indent=2, sort_keys=True)

@@ -29,7 +29,7 @@ from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
-from tests.support import ROOT, require_root, require_tool
+from tests.support import ROOT, fake_torch_wheel, require_root, require_tool
 
 pytestmark = pytest.mark.slow
 
@@ -86,9 +86,18 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisione
     _, avars_file, _, avars = write_var_files(
         resolved, "local", tmp / "vars", validator_wheel=wheel
     )
+    toolkit = tmp / "toolkit.tar"  # a wheel laid out like torch+cu128's (tests/support.py)
+    with tarfile.open(toolkit, "w") as t:
+        whl = fake_torch_wheel(tmp / "toolkit")
+        t.add(whl, arcname=whl.name)
     try:
         with rootfs_mod.chroot_ready(root):
-            extra = ("-e", f"validator_wheelhouse={wheelhouse}")
+            extra = (
+                "-e", f"validator_wheelhouse={wheelhouse}",
+                "-e", "validator_toolkit_torch=2.9.1",
+                "-e", "validator_toolkit_cuda=12.8",
+                "-e", f"validator_toolkit_wheelhouse={toolkit}",
+            )  # fmt: skip
             first = run_site(root, avars_file, tmp / "first.log", *extra)
             second = (
                 run_site(root, avars_file, tmp / "second.log", *extra)
@@ -213,6 +222,20 @@ def test_validator_installed_with_enabled_boot_unit(provisioned: Provisioned, ho
     assert expect["kernel"] == provisioned.avars["base_kernel_version"]
     assert expect["packages"] == provisioned.avars["base_packages"]
     assert host.file("/var/lib/imagectl").is_directory
+
+
+def test_validator_toolkit_installed_offline_and_in_the_manifest(
+    provisioned: Provisioned, host: Any
+) -> None:
+    """The pinned toolkit goes into the validator's venv from its wheelhouse, its wheels do
+    not stay in the image, and the manifest records what was installed."""
+    out = host.run("/opt/imagectl/bin/python /opt/imagectl/toolkit-version.py 2.9.1 12.8")
+    assert out.rc == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout) == {"torch": "2.9.1+cu128", "cuda": "12.8"}
+    assert not host.file("/opt/imagectl/toolkit").exists
+    assert not host.file("/opt/imagectl/toolkit.tar").exists
+    manifest = json.loads(host.file("/etc/imagectl/manifest.json").content_string)
+    assert manifest["validator_toolkit"] == {"torch": "2.9.1+cu128", "cuda": "12.8"}
 
 
 def test_hygiene_removed_build_leftovers(provisioned: Provisioned, host: Any) -> None:

@@ -58,6 +58,32 @@ def nccl_version():
     return f"{major}.{minor}.{patch}"
 
 
+def validator_toolkit(venv):
+    """torch's release and CUDA variant in the validator venv (its files, no import)."""
+    import glob
+    import os
+    import re
+
+    for meta in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages",
+                                              "torch-*.dist-info", "METADATA"))):
+        version = None
+        with open(meta, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("Version:"):
+                    version = line.split(":", 1)[1].strip()
+                    break
+        site = os.path.dirname(os.path.dirname(meta))
+        cuda = None
+        try:
+            with open(os.path.join(site, "torch", "version.py"), encoding="utf-8") as fh:
+                match = re.search(r"^cuda\s*(?::[^=]*)?=\s*'([^']*)'", fh.read(), re.M)
+                cuda = match.group(1) if match else None
+        except OSError:
+            pass
+        return {"torch": version, "cuda": cuda}
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stack", required=True)
@@ -65,6 +91,7 @@ def main():
     ap.add_argument("--cloud", required=True)
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--pattern", action="append", default=[])
+    ap.add_argument("--validator-venv", default="/opt/imagectl")
     args = ap.parse_args()
     packages = installed_packages(args.pattern)
     manifest = {
@@ -77,6 +104,7 @@ def main():
         "held": held_packages(),
         "kernel_modules": module_flavour(args.kernel),
         "nccl": nccl_version(),
+        "validator_toolkit": validator_toolkit(args.validator_venv),
     }
     print(json.dumps(manifest, indent=2, sort_keys=True))
 

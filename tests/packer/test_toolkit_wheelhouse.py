@@ -1,0 +1,75 @@
+"""The validator toolkit's wheelhouse, made on the controller by the real ``pip download``
+against a package index: here a PEP 503 index on disk (``IMAGECTL_TOOLKIT_INDEX_URL``)
+serving wheels laid out like torch's, so no multi-GB download happens in the suite."""
+
+from __future__ import annotations
+
+import tarfile
+
+import pytest
+
+from imagectl.errors import UserError
+from imagectl.paths import find_workspace
+from imagectl.stacks import load_resolved
+from imagectl.stacks.variables import ansible_vars
+from imagectl.toolkit import INDEX_ENV, ensure_toolkit_wheelhouse, target_python, toolkit_pin
+from tests.support import fake_torch_wheel, simple_index
+
+
+@pytest.fixture()
+def h100():
+    return load_resolved(find_workspace().images, "h100-training")[1]
+
+
+def test_pin_and_python_come_from_the_stack(h100, monkeypatch) -> None:
+    monkeypatch.delenv(INDEX_ENV, raising=False)
+    pin = toolkit_pin(h100)
+    assert pin is not None
+    assert (pin.torch, pin.cuda, pin.variant) == ("2.9.1", "12.8", "cu128")
+    assert pin.index_url == "https://download.pytorch.org/whl/cu128"
+    assert target_python(h100) == "3.10"  # Ubuntu 22.04's python3
+    avars = ansible_vars(h100, "aws", validator_toolkit_wheelhouse="/tmp/tk.tar")
+    assert avars["validator_toolkit_torch"] == "2.9.1"
+    assert avars["validator_toolkit_cuda"] == "12.8"
+    assert avars["validator_toolkit_wheelhouse"] == "/tmp/tk.tar"
+
+
+def test_wheelhouse_holds_the_pinned_variant_and_is_cached(h100, tmp_path, monkeypatch) -> None:
+    url = simple_index(tmp_path / "index", [fake_torch_wheel(tmp_path / "w")])
+    monkeypatch.setenv(INDEX_ENV, url)
+    tarball = ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+    with tarfile.open(tarball) as tar:
+        assert tar.getnames() == ["torch-2.9.1+cu128-py3-none-any.whl"]
+    assert not list((tmp_path / "cache").glob("*.partial"))
+    (tmp_path / "index" / "torch" / "index.html").unlink()  # the index is gone: the cache serves
+    assert ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache") == tarball
+
+
+def test_a_wheel_of_another_cuda_variant_is_refused(h100, tmp_path, monkeypatch) -> None:
+    wheel = fake_torch_wheel(tmp_path / "w", version="2.9.1+cu126", cuda="12.6")
+    monkeypatch.setenv(INDEX_ENV, simple_index(tmp_path / "index", [wheel]))
+    with pytest.raises(UserError, match=r"built for CUDA 12.6, but the stack pins the cu128"):
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+    assert not list((tmp_path / "cache").glob("*.tar"))
+
+
+def test_a_cpu_build_is_refused(h100, tmp_path, monkeypatch) -> None:
+    wheel = fake_torch_wheel(tmp_path / "w", version="2.9.1+cpu", cuda=None)
+    monkeypatch.setenv(INDEX_ENV, simple_index(tmp_path / "index", [wheel]))
+    with pytest.raises(UserError, match=r"built for CUDA none \(cpu\)"):
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+
+
+def test_an_index_without_the_release_is_a_clear_error(h100, tmp_path, monkeypatch) -> None:
+    wheel = fake_torch_wheel(tmp_path / "w", version="2.8.0+cu128")
+    monkeypatch.setenv(INDEX_ENV, simple_index(tmp_path / "index", [wheel]))
+    with pytest.raises(UserError, match=r"downloading the validator toolkit torch==2.9.1"):
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+
+
+def test_stacks_without_a_toolkit_have_none(tmp_path) -> None:
+    local = load_resolved(find_workspace().images, "local")[1]
+    assert toolkit_pin(local) is None
+    assert ansible_vars(local, "local")["validator_toolkit_torch"] == ""
+    with pytest.raises(UserError, match="pins no validation.toolkit"):
+        ensure_toolkit_wheelhouse(local, folder=tmp_path)
