@@ -63,20 +63,21 @@ def profile_strength(profile: str) -> int:
     return order.index(profile) if profile in order else -1
 
 
-def shape_kind(expect: Expectations) -> str:
+def shape_kind(expect: Expectations, gpus_seen: int = 0) -> str:
+    """The kind of shape; without a shape (the image's own expect.json) the GPUs NVML saw."""
     if not expect.names_gpus:
         return "no-gpu"
-    count = expect.gpu_count or 1
+    count = expect.gpu_count or gpus_seen or 1
     if count == 1:
         return "single-gpu"
     return "nvswitch" if expect.hardware is not None and expect.hardware.nvswitch else "multi-gpu"
 
 
-def required_checks(profile: str, expect: Expectations) -> list[str]:
+def required_checks(profile: str, expect: Expectations, gpus_seen: int = 0) -> list[str]:
     req = requirements()
     if profile not in req["loaded_profiles"]:
         return []
-    return list(req["kinds"][shape_kind(expect)])
+    return list(req["kinds"][shape_kind(expect, gpus_seen)])
 
 
 def _why_not(check_id: str, results: list[CheckResult], gpus: int) -> str | None:
@@ -105,9 +106,10 @@ def coverage(
     device: str | None,
     replay: bool,
     toolkit: dict[str, Any] | None = None,
+    gpus_seen: int = 0,
 ) -> tuple[Coverage, CheckResult]:
-    required = required_checks(profile, expect)
-    gpus = expect.gpu_count if device == "cuda" else 0
+    required = required_checks(profile, expect, gpus_seen)
+    gpus = (expect.gpu_count or gpus_seen) if device == "cuda" else 0
     not_run: dict[str, str] = {}
     for check_id in required:
         why = _why_not(check_id, results, gpus)
@@ -116,7 +118,7 @@ def coverage(
     nccl = next((r.measured for r in results if r.id == "collective.nccl_version"), None)
     cov = Coverage(
         profile=profile,
-        shape_kind=shape_kind(expect),
+        shape_kind=shape_kind(expect, gpus_seen),
         device=device,
         required=required,
         ran=[c for c in required if c not in not_run],

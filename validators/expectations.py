@@ -84,8 +84,11 @@ class Expectations(BaseModel):
 
     @property
     def names_gpus(self) -> bool:
-        """The host must have GPUs: a GPU shape, a GPU model or a GPU count is expected."""
-        return self.gpus_expected and bool(self.gpu or self.gpu_count or self.hardware)
+        """The host must have GPUs: a GPU shape, model or count, or an NVIDIA driver pin
+        (the image's own expect.json knows its driver, not the shape it will boot on)."""
+        return self.gpus_expected and bool(
+            self.gpu or self.gpu_count or self.hardware or self.driver
+        )
 
     @property
     def pins(self) -> dict[str, Any]:

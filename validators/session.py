@@ -394,6 +394,7 @@ def _validate(opts: Options) -> Receipt:
         device=state.device,
         replay=opts.snapshot is not None,
         toolkit=state.toolkit,
+        gpus_seen=len(ctx.gpus),
     )
     results.append(cov_result)
     if ctx.nvml_ready and not ctx.nvml_wedged:
