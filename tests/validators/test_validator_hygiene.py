@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from validator_support import SNAPSHOTS
+
 from imagectl.validators.checks import specs_for
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.host.facts import LiveFacts
@@ -87,3 +90,22 @@ def test_corrupt_manifest_in_the_image_blocks_it(tmp_path: Path) -> None:
     (tmp_path / "etc/imagectl/manifest.json").write_text('{"packages": {}}')
     [result] = _run(tmp_path, "sw.manifest.agrees")["sw.manifest.agrees"]
     assert result.outcome != Outcome.FAIL, result.message
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "faults/h100-sxm-8x--user-cloud-credentials-after-boot.json",
+        "faults/h200-8x--user-ssh-key-after-boot.json",
+    ],
+)
+def test_a_running_nodes_users_are_neither_judged_nor_listed(name: str) -> None:
+    """A user's key or credentials made after the first boot: no failure, and the receipt
+    names no user's file (fleet boot receipts are collected centrally)."""
+    from imagectl.validators.session import validate
+    from imagectl.validators.snapshot import load_snapshot
+
+    receipt = validate(Options(snapshot=load_snapshot(SNAPSHOTS / name), snapshot_path=name))
+    assert receipt.verdict == "pass", [c for c in receipt.checks if c.failed]
+    text = receipt.model_dump_json()
+    assert "/home/alice" not in text and "/home/bob" not in text

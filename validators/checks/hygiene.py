@@ -1,9 +1,11 @@
 """Image hygiene (candidate images): nothing from the build baked into the image.
 
-Judged on a file tree (``--hygiene-root``, default ``/``). On a booted root, SSH host keys
-and shell history are normal once the machine has booted, so only files older than the
-machine's first boot (cloud-init's instance directory or the machine-id) count as baked
-in; on an image tree (not booted) anything present is baked in.
+Judged on a file tree (``--hygiene-root``, default ``/``). On a booted root, SSH host keys,
+shell history, users' keys and users' credentials are normal once the machine has booted
+(its users made them), so only files older than the machine's first boot (cloud-init's
+instance directory or the machine-id) count as baked in, and the others are neither judged
+nor listed in the receipt; on an image tree (not booted) anything present is baked in.
+Fleet boot checks run without hygiene at all (``--no-hygiene``).
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ def ssh_host_keys(ctx: Context) -> Finding:
     timeout_action=Action.NONE,
 )
 def build_keys(ctx: Context) -> Finding:
-    found = [e["path"] for e in _hygiene(ctx).get("build_keys") or []]
+    h = _hygiene(ctx)
+    found = _baked(h, h.get("build_keys") or [])
+    if found is None:
+        return skip("private keys present; first boot time unknown, cannot tell baked from users'")
     if found:
         return bad(
             Action.BLOCK_IMAGE,
@@ -106,7 +111,10 @@ def machine_id(ctx: Context) -> Finding:
     timeout_action=Action.NONE,
 )
 def credentials(ctx: Context) -> Finding:
-    found = [e["path"] for e in _hygiene(ctx).get("credentials") or []]
+    h = _hygiene(ctx)
+    found = _baked(h, h.get("credentials") or [])
+    if found is None:
+        return skip("credentials present; first boot time unknown, cannot tell baked from users'")
     if found:
         return bad(
             Action.BLOCK_IMAGE,
