@@ -133,3 +133,22 @@ def test_the_fleet_boot_receipt_lists_no_users_files(tmp_path: Path) -> None:
     assert "/home/alice" not in receipt(argv)
     without = [a for a in argv if a != "--no-hygiene"]  # control: what the flag prevents
     assert "/home/alice/.bash_history" in receipt(without)
+
+
+def test_a_copy_cleans_what_a_killed_copy_left(tmp_path: Path) -> None:
+    """A promotion killed mid-copy leaves ``.<image>.<token>.tmp`` in the region; the
+    resumed copy of that image removes it and places the image whole."""
+    from imagectl.clouds.local import LocalProvider, file_digest
+
+    disk = tmp_path / "image.qcow2"
+    disk.write_bytes(os.urandom(64 * 1024))
+    hex_ = file_digest(disk).removeprefix("sha256:")
+    images = tmp_path / "registry" / "local-a" / "images"
+    images.mkdir(parents=True)
+    stale = images / f".{hex_}.qcow2.0123abcd.tmp"
+    stale.write_bytes(disk.read_bytes()[:1000])  # half a copy
+    registry = LocalProvider(root=tmp_path / "registry")
+    image = registry.import_image(disk, region="local-a", stack="local", digest="sha256:00")
+    assert not stale.exists()
+    assert sorted(p.name for p in images.iterdir()) == [f"{hex_}.json", f"{hex_}.qcow2"]
+    assert file_digest(images / f"{hex_}.qcow2") == image.image_id
