@@ -7,6 +7,7 @@ package versions with epoch and revision (``1:4.2.3-1``) and NCCL package versio
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import total_ordering
@@ -96,35 +97,85 @@ class NcclVersion:
         return self.text
 
 
-def debian_version_key(version: str) -> tuple[int, tuple[object, ...], tuple[object, ...]]:
-    """A sort key for Debian package versions ([epoch:]upstream[-revision]).
-
-    Implements dpkg's ordering closely enough for the versions NVIDIA and Debian publish:
-    digits compare numerically, '~' sorts before everything, letters before non-letters.
-    """
-    epoch = 0
-    rest = version
-    if ":" in rest:
-        head, rest = rest.split(":", 1)
-        epoch = int(head) if head.isdigit() else 0
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
-    return epoch, _dpkg_key(upstream), _dpkg_key(revision)
+def debian_version_key(version: str) -> DebianVersion:
+    """A sort key for Debian package versions ([epoch:]upstream[-revision]), ordered exactly
+    as ``dpkg --compare-versions`` orders them (tests/drift use dpkg as the oracle)."""
+    return DebianVersion(version)
 
 
-def _dpkg_key(part: str) -> tuple[object, ...]:
-    out: list[object] = []
-    for chunk in re.findall(r"\d+|\D+", part):
-        if chunk.isdigit():
-            out.append((1, int(chunk), ""))
-        else:
-            out.append((0, 0, tuple(_char_order(c) for c in chunk)))
-    out.append((0, 0, (0,)))
-    return tuple(out)
+@functools.total_ordering
+class DebianVersion:
+    """A Debian package version, compared with dpkg's own algorithm (``verrevcmp`` in
+    dpkg's lib/dpkg/version.c): epochs numerically, then upstream and revision, each as
+    alternating non-digit runs (``~`` before the end, the end before letters, letters before
+    other characters) and digit runs (numerically)."""
+
+    __slots__ = ("epoch", "revision", "text", "upstream")
+
+    def __init__(self, text: str) -> None:
+        self.text = str(text).strip()
+        rest = self.text
+        self.epoch = 0
+        head, colon, tail = rest.partition(":")
+        if colon and head.isdigit():
+            self.epoch, rest = int(head), tail
+        upstream, hyphen, revision = rest.rpartition("-")
+        self.upstream, self.revision = (upstream, revision) if hyphen else (rest, "")
+
+    def _cmp(self, other: DebianVersion) -> int:
+        if self.epoch != other.epoch:
+            return -1 if self.epoch < other.epoch else 1
+        return verrevcmp(self.upstream, other.upstream) or verrevcmp(self.revision, other.revision)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DebianVersion) and self._cmp(other) == 0
+
+    def __lt__(self, other: DebianVersion) -> bool:
+        return self._cmp(other) < 0
+
+    def __hash__(self) -> int:  # equal versions hash equal: digit runs by value, 0 as absent
+        def norm(part: str) -> str:
+            return re.sub(r"\d+", lambda m: str(int(m.group())) if int(m.group()) else "", part)
+
+        return hash((self.epoch, norm(self.upstream), norm(self.revision)))
+
+    def __repr__(self) -> str:
+        return f"DebianVersion({self.text!r})"
 
 
-def _char_order(c: str) -> int:
+def _order(c: str) -> int:
+    if c.isdigit():
+        return 0
+    if c.isascii() and c.isalpha():
+        return ord(c)
     if c == "~":
         return -1
-    if c.isalpha():
-        return ord(c)
     return ord(c) + 256
+
+
+def verrevcmp(a: str, b: str) -> int:
+    """dpkg's comparison of two upstream (or revision) strings: <0, 0 or >0."""
+    i = j = 0
+    while i < len(a) or j < len(b):
+        first_diff = 0
+        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
+            ac = _order(a[i]) if i < len(a) else 0
+            bc = _order(b[j]) if j < len(b) else 0
+            if ac != bc:
+                return ac - bc
+            i, j = i + 1, j + 1
+        while i < len(a) and a[i] == "0":
+            i += 1
+        while j < len(b) and b[j] == "0":
+            j += 1
+        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
+            if not first_diff:
+                first_diff = ord(a[i]) - ord(b[j])
+            i, j = i + 1, j + 1
+        if i < len(a) and a[i].isdigit():
+            return 1
+        if j < len(b) and b[j].isdigit():
+            return -1
+        if first_diff:
+            return first_diff
+    return 0
