@@ -30,13 +30,9 @@ deleted                (terminal)
 
 from __future__ import annotations
 
-import getpass
-import os
 from enum import Enum
 
 from imagectl.errors import UserError
-
-ENV_ACTOR = "IMAGECTL_ACTOR"
 
 
 class ImageState(str, Enum):
@@ -116,14 +112,3 @@ def check_transition(
     if forced and tgt in FORCED_TRANSITIONS.get(cur, frozenset()):
         return tgt
     raise IllegalTransition(image, cur, tgt)
-
-
-def current_actor() -> str:
-    """Who is acting: ``$IMAGECTL_ACTOR``, else the OS user, else 'unknown'."""
-    actor = os.environ.get(ENV_ACTOR, "").strip()
-    if actor:
-        return actor
-    try:
-        return getpass.getuser()
-    except Exception:  # no passwd entry (containers): still record something
-        return "unknown"

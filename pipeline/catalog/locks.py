@@ -39,7 +39,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, delete, exc, insert, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from imagectl.catalog.lifecycle import current_actor
+from imagectl.actor import current_actor
 from imagectl.catalog.models import Event, Lock, utcnow
 from imagectl.errors import EXIT_FAILED, UserError
 

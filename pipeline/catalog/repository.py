@@ -53,12 +53,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from imagectl.catalog.lifecycle import ImageState, check_transition, current_actor, parse_state
+from imagectl.actor import current_actor
+from imagectl.catalog.lifecycle import ImageState, check_transition, parse_state
 from imagectl.catalog.models import (
     Build,
     Event,
     Image,
     Pointer,
+    PointerFlip,
     Promotion,
     ValidationRun,
     utcnow,
@@ -443,6 +445,81 @@ def set_pointer(
         details={"region": region, "image_id": img.id, "previous_image_id": previous_id},
     )  # fmt: skip
     return pointer
+
+
+def start_flips(
+    session: Session,
+    promotion_id: int,
+    stack: str,
+    cloud: str,
+    targets: dict[str, tuple[int | None, int]],
+) -> list[PointerFlip]:
+    """Record each region's coming pointer move (``region -> (from, to)`` catalog ids) as
+    ``pending``, once per promotion and region (a re-run keeps the first record)."""
+    existing = {f.region: f for f in flips(session, promotion_id=promotion_id)}
+    for region, (from_pk, to_pk) in targets.items():
+        if region in existing:
+            continue
+        flip = PointerFlip(
+            promotion_id=promotion_id,
+            stack=stack,
+            cloud=cloud,
+            region=region,
+            from_image_id=from_pk,
+            to_image_id=to_pk,
+            state="pending",
+        )
+        session.add(flip)
+        existing[region] = flip
+    session.flush()
+    return [existing[r] for r in targets]
+
+
+def mark_flip(session: Session, promotion_id: int, region: str, state: str) -> None:
+    for flip in flips(session, promotion_id=promotion_id):
+        if flip.region == region:
+            flip.state = state
+            flip.updated_at = utcnow()
+    session.flush()
+
+
+def flips(
+    session: Session,
+    *,
+    promotion_id: int | None = None,
+    stack: str | None = None,
+    cloud: str | None = None,
+    state: str | None = None,
+) -> list[PointerFlip]:
+    query = (
+        select(PointerFlip)
+        .options(selectinload(PointerFlip.to_image), selectinload(PointerFlip.from_image))
+        .order_by(PointerFlip.promotion_id, PointerFlip.region)
+    )
+    if promotion_id is not None:
+        query = query.where(PointerFlip.promotion_id == promotion_id)
+    if stack:
+        query = query.where(PointerFlip.stack == stack)
+    if cloud:
+        query = query.where(PointerFlip.cloud == cloud)
+    if state:
+        query = query.where(PointerFlip.state == state)
+    return list(session.scalars(query))
+
+
+def half_done_flips(
+    session: Session, *, stack: str | None = None, cloud: str | None = None
+) -> dict[int, list[PointerFlip]]:
+    """Flips that stopped half way: promotion id -> its flips, for every promotion with
+    at least one region ``pending`` and at least one ``done``."""
+    by_promotion: dict[int, list[PointerFlip]] = {}
+    for flip in flips(session, stack=stack, cloud=cloud):
+        by_promotion.setdefault(flip.promotion_id, []).append(flip)
+    return {
+        pid: group
+        for pid, group in by_promotion.items()
+        if {f.state for f in group} >= {"pending", "done"}
+    }
 
 
 def get_image(session: Session, image_id: int) -> Image | None:

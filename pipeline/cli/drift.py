@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, stack_name, workspace
+from imagectl.cli.common import console, json_option, stack_name, workspace
 from imagectl.errors import EXIT_FAILED, EXIT_OK
 
 SOURCES = ("upstream", "replicas", "fleet", "hosts")
@@ -42,6 +42,7 @@ SOURCES = ("upstream", "replicas", "fleet", "hosts")
     default="table",
     show_default=True,
 )
+@json_option
 @click.option("--write", is_flag=True, help="Rewrite stack files with the proposed upstream pins.")
 @click.option(
     "--as-of",
@@ -63,6 +64,7 @@ def command(
     hosts_dir: Path | None,
     manifests: tuple[Path, ...],
     fmt: str,
+    as_json: bool,
     write: bool,
     as_of: dt.datetime | None,
     nvidia_repo_url: str | None,
@@ -93,7 +95,7 @@ def command(
         write=write,
     )
     report = run(workspace(ctx), opts)
-    if fmt == "json":
+    if as_json or fmt == "json":
         sys.stdout.write(render.render_json(report))
     elif fmt == "markdown":
         sys.stdout.write(render.render_markdown(report))

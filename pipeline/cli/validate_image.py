@@ -244,7 +244,7 @@ def _validate_with_key(
 ) -> int:
     import datetime as dt
 
-    from imagectl.clouds.common import launched_by_default
+    from imagectl.actor import current_actor
     from imagectl.validation.progress import Reporter, RichReporter
     from imagectl.validation.records import CatalogRecorder
     from imagectl.validation.run import ValidationRequest, ValidationRun
@@ -277,7 +277,7 @@ def _validate_with_key(
         ssh_user=ssh_user,
         ssh_private_key=private_key,
         ssh_public_key=public_key,
-        launched_by=launched_by_default(),
+        launched_by=current_actor(),
         override=override,
         wheel=wheel or "",
         sandbox=sandbox,

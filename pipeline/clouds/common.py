@@ -6,7 +6,6 @@ Nothing here imports a cloud SDK.
 from __future__ import annotations
 
 import datetime as dt
-import getpass
 import os
 import re
 
@@ -22,7 +21,6 @@ TAG_IMAGE = "imagectl:image"  # the image an instance was launched from
 TAG_SOURCE_IMAGE = "imagectl:source-image"  # the image a replica was copied from
 TAG_REPLICA_TOKEN = "imagectl:replica-token"  # idempotency token of a replication
 
-ENV_ACTOR = "IMAGECTL_ACTOR"
 
 
 def utcnow() -> dt.datetime:
@@ -39,17 +37,6 @@ def parse_time(raw: str | None) -> dt.datetime | None:
         return None
     value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-
-
-def launched_by_default() -> str:
-    """Who launches: ``$IMAGECTL_ACTOR`` (CI sets it to the pipeline run) or the OS user."""
-    actor = os.environ.get(ENV_ACTOR)
-    if actor:
-        return actor
-    try:
-        return getpass.getuser()
-    except Exception:  # no passwd entry in some containers
-        return "unknown"
 
 
 def instance_tags(

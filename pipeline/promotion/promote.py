@@ -120,8 +120,9 @@ def promote(
     ``UserError`` (exit 2); otherwise returns a ``PromotionResult`` whose ``state`` is
     promoted, partially_promoted, failed, already_promoted or dry_run.
     """
+    from imagectl.actor import current_actor
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState, current_actor
+    from imagectl.catalog.lifecycle import ImageState
     from imagectl.catalog.locks import promotion_lock
 
     model, digest = _stack_parts(stack)

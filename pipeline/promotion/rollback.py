@@ -83,6 +83,96 @@ def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, 
     return plan
 
 
+def open_flip(session: Any, stack: str, cloud: str) -> tuple[Any, list[Any]] | None:
+    """The promotion whose pointer flip started and did not finish (a region still
+    ``pending``), with its flips; None when every flip finished."""
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.models import Promotion
+
+    by_promotion: dict[int, list[Any]] = {}
+    for flip in repo.flips(session, stack=stack, cloud=cloud):
+        by_promotion.setdefault(flip.promotion_id, []).append(flip)
+    for pid, group in sorted(by_promotion.items(), reverse=True):
+        promo = session.get(Promotion, pid)
+        if (
+            promo is not None
+            and promo.state == "running"
+            and any(f.state == "pending" for f in group)
+        ):
+            return promo, group
+    return None
+
+
+def _undo_open_flip(
+    catalog: Any,
+    provider: Provider,
+    stack: str,
+    cloud: str,
+    why: str,
+    actor: str,
+    result: RollbackResult,
+) -> bool:
+    """A flip that stopped half way is undone, not rolled back past: every region of that
+    promotion goes back to the image it named before the flip (regions that never moved
+    stay), and the promotion closes without promoting. Rolling back from the catalog's
+    pointers alone would send the moved regions one image too far."""
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.lifecycle import ImageState
+    from imagectl.promotion.finish import set_group_state
+
+    with catalog.transaction() as s:
+        found = open_flip(s, stack, cloud)
+        if found is None:
+            return False
+        promo, group = found
+        back = {
+            f.region: (f.from_image_id, f.from_image.cloud_image_id if f.from_image else None)
+            for f in group
+        }
+        now = {f.region: f.to_image.cloud_image_id for f in group}
+        promo_id = promo.id
+        repo.log_event(
+            s,
+            "rollback.started",
+            f"undoing the unfinished flip of promotion {promo_id} of {stack} on {cloud}",
+            stack=stack,
+            cloud=cloud,
+            actor=actor,
+            details={"promotion": promo_id, "back": {r: b[1] for r, b in back.items()}},
+        )
+    for region, (pk, cloud_id) in sorted(back.items()):
+        if pk is None or cloud_id is None:
+            continue  # no earlier image: nothing to point back at (the flip's first image)
+        provider.set_pointer(stack, region, cloud_id)
+        with catalog.transaction() as s:
+            ptr = repo.get_pointer(s, stack, cloud, region)
+            if ptr is None or ptr.image_id != pk:
+                repo.set_pointer(s, stack, cloud, region, pk, actor=actor, reason=why)
+                result.moved[region] = (now[region], cloud_id)
+    with catalog.transaction() as s:
+        for flip in repo.flips(s, promotion_id=promo_id):
+            repo.mark_flip(s, promo_id, flip.region, "undone")
+        from imagectl.catalog.models import Promotion
+
+        promo = s.get(Promotion, promo_id)
+        img = promo.image
+        repo.finish_promotion(
+            s, promo, completed_regions=[], actor=actor, message=f"flip undone: {why}"
+        )
+        set_group_state(s, img, ImageState.VALIDATED, f"flip of promotion {promo_id} undone", actor)
+        result.rolled_back.append(f"{img.cloud_image_id} (flip of promotion {promo_id} undone)")
+        repo.log_event(
+            s,
+            "rollback.finished",
+            f"undid the unfinished flip of promotion {promo_id} of {stack} on {cloud}",
+            stack=stack,
+            cloud=cloud,
+            actor=actor,
+            details={"moved": result.to_dict()["moved"], "promotion": promo_id},
+        )
+    return True
+
+
 def rollback(
     catalog: Any,
     provider: Provider,
@@ -92,8 +182,8 @@ def rollback(
     lock_wait_s: float = 0.0,
     actor: str | None = None,
 ) -> RollbackResult:
+    from imagectl.actor import current_actor
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import current_actor
     from imagectl.catalog.locks import promotion_lock
     from imagectl.promotion.groups import group_rows
 
@@ -102,6 +192,8 @@ def rollback(
     why = f"rollback{': ' + reason if reason else ''}"
     result = RollbackResult(stack, cloud)
     with promotion_lock(catalog, stack, cloud, wait_s=lock_wait_s):
+        if _undo_open_flip(catalog, provider, stack, cloud, why, actor, result):
+            return result
         with catalog.transaction() as s:
             plan = {
                 r: (cur.id, tgt.id, cur.cloud_image_id, tgt.cloud_image_id)

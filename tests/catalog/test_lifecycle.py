@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
+from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import (
@@ -14,7 +15,6 @@ from imagectl.catalog.lifecycle import (
     IllegalTransition,
     ImageState,
     check_transition,
-    current_actor,
 )
 from imagectl.catalog.models import Image
 from imagectl.errors import EXIT_BAD_INPUT, UserError

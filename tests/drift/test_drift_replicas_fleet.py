@@ -165,3 +165,11 @@ def test_fleet_all_current_is_no_drift(cli, world):
     result = drift(cli, "--fleet")
     assert result.code == 0, result.out
     assert len(findings(result, "fleet-summary")) == 1
+
+
+def test_json_flag_like_every_read_command(cli, world):
+    """``--json`` is the same report as ``--format json`` (every read command takes it)."""
+    world.promoted()
+    flag = cli("--root", str(REPO), "drift", "--stack", "local", "--replicas", "--json")
+    assert flag.code == 0, flag.out + flag.err
+    assert stack_report(flag, "local") == stack_report(drift(cli, "--replicas"), "local")
