@@ -65,9 +65,15 @@ Principal = Annotated[
         200,
     ),
 ]
-# An http(s) URL: host, optional port, a path of unreserved characters (RFC 3986 2.3).
-HttpUrl = Annotated[
-    str, pattern(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/+-]*)?$", 300)
+# An apt mirror: an http(s) URL (host, optional port, a path of RFC 3986 2.3 unreserved
+# characters) or a local file: URI (sources.list(5) "file" type).
+MirrorUrl = Annotated[
+    str,
+    pattern(
+        r"^(https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/+-]*)?"
+        r"|file:///[A-Za-z0-9._~/+-]*)$",
+        300,
+    ),
 ]
 # Free text meant for people (a stack's description): one line, no template characters.
 Description = Annotated[str, pattern(r"^[^\x00-\x1f\x7f{}%]*$", 300)]

@@ -30,7 +30,7 @@ from imagectl.stacks.patterns import (
     GcpProject,
     GcpZone,
     GpuSku,
-    HttpUrl,
+    MirrorUrl,
     Principal,
     Region,
     ShapeName,
@@ -283,7 +283,7 @@ class LocalBuild(Strict):
 
 class LocalCloud(CloudCommon):
     base_image: Literal["debootstrap"] = "debootstrap"
-    mirror: HttpUrl = "http://deb.debian.org/debian"
+    mirror: MirrorUrl = "http://deb.debian.org/debian"
     build: LocalBuild = Field(default_factory=LocalBuild)
     packages: dict[DebName, DebVersion] = Field(
         default_factory=dict, description="extra packages pinned to exact versions"
