@@ -208,6 +208,31 @@ class Pointer(Base):
     previous_image: Mapped[Image | None] = relationship(foreign_keys=[previous_image_id])
 
 
+class PointerFlip(Base):
+    """One region's move of a "latest" pointer in a promotion, recorded per region and
+    cloud: ``pending`` from before the cloud call until the catalog pointer follows it,
+    then ``done`` (or ``undone`` by a rollback). A flip that stopped half way shows in
+    ``status``; a re-run finishes the pending regions; rollback undoes the done ones."""
+
+    __tablename__ = "pointer_flips"
+    __table_args__ = (
+        UniqueConstraint("promotion_id", "region", name="uq_pointer_flips_promotion_region"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    promotion_id: Mapped[int] = mapped_column(ForeignKey("promotions.id"), index=True)
+    stack: Mapped[str] = mapped_column(String(128))
+    cloud: Mapped[str] = mapped_column(String(32))
+    region: Mapped[str] = mapped_column(String(64))
+    from_image_id: Mapped[int | None] = mapped_column(ForeignKey("images.id"))
+    to_image_id: Mapped[int] = mapped_column(ForeignKey("images.id"))
+    state: Mapped[str] = mapped_column(String(16), default="pending")  # pending|done|undone
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    from_image: Mapped[Image | None] = relationship(foreign_keys=[from_image_id])
+    to_image: Mapped[Image] = relationship(foreign_keys=[to_image_id])
+
+
 class Event(Base):
     """Append-only log of everything that happened to stacks and images."""
 

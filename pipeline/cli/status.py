@@ -108,10 +108,13 @@ def collect(
                 }
                 for e in repo.events(s, stack=st, cloud=cl, limit=events)
             ]
+            from imagectl.promotion.query import unfinished_flip
+
             out.append(
                 {
                     "stack": st,
                     "cloud": cl,
+                    "unfinished_flip": unfinished_flip(s, st, cl),
                     "current": current,
                     "candidates": candidates,
                     "blocked": blocked,
@@ -138,6 +141,14 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     for entry in stacks:
         out.print()
         out.print(f"[bold]{entry['stack']}[/] on [bold]{entry['cloud']}[/]")
+        flip = entry.get("unfinished_flip")
+        if flip:
+            out.print(
+                f"  [red]pointer flip of promotion {flip['promotion']} ({flip['image']}) "
+                f"unfinished[/]: moved in {', '.join(flip['done']) or 'no region'}, not yet in "
+                f"{', '.join(flip['pending'])}. Finish: {flip['finish']}; undo: {flip['undo']}",
+                soft_wrap=True,
+            )
         if entry["current"]:
             table = Table(title="current (latest per region)", title_justify="left")
             for col in ("region", "image", "state", "since", "previous"):

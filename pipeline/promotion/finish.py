@@ -96,24 +96,29 @@ def flip_and_close(
     result.previous_pointers = previous
     replicas = {r: result.regions[r].replica_id or "" for r in targets}
     with catalog.transaction() as s:
-        todo = []
+        moves: dict[str, tuple[int | None, int]] = {}
         for region in targets:
             row = repo.find_image(s, cloud, region, replicas[region])
             if row is None:
                 raise CloudError(f"replica {replicas[region]} in {region} is not in the catalog")
             ptr = repo.get_pointer(s, stack, cloud, region)
-            if ptr is None or ptr.image_id != row.id:  # else flipped by an interrupted run
-                todo.append(region)
+            moves[region] = (ptr.image_id if ptr else None, row.id)
+        todo = []
+        for record in repo.start_flips(s, run.promotion_id, stack, cloud, moves):
+            ptr = repo.get_pointer(s, stack, cloud, record.region)
+            if ptr is not None and ptr.image_id == record.to_image_id:
+                if record.state != "done":  # flipped by an earlier run
+                    repo.mark_flip(s, run.promotion_id, record.region, "done")
+            else:
+                todo.append(record.region)
 
     def flip(region: str) -> None:
+        """The cloud pointer, then at once this region's catalog pointer and flip record:
+        a flip that stops half way leaves every region's record true."""
         run.tell(region, "pointer", f"latest -> {replicas[region]}")
         run.provider.set_pointer(stack, region, replicas[region])
         crash_point("after_pointer_set")
-
-    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-        list(pool.map(flip, todo))  # a failure propagates: the promotion stays open
-    with catalog.transaction() as s:
-        for region in todo:
+        with run.transaction() as s:
             row = repo.find_image(s, cloud, region, replicas[region])
             repo.set_pointer(
                 s,
@@ -124,6 +129,11 @@ def flip_and_close(
                 actor=run.actor,
                 reason=f"promotion {run.promotion_id}",
             )
+            repo.mark_flip(s, run.promotion_id, region, "done")
+
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        list(pool.map(flip, todo))  # a failure propagates: the promotion stays open
+    with catalog.transaction() as s:
         img = repo.get_image(s, run.source_pk)
         if not repo.events(s, image=run.source_pk, kind=rec.FLIPPED):
             repo.log_event(

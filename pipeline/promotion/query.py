@@ -34,3 +34,24 @@ def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list
             }
             for e in reversed(rows)
         ]
+
+
+def unfinished_flip(session: Any, stack: str, cloud: str) -> dict[str, Any] | None:
+    """The pointer flip of ``stack`` on ``cloud`` that started and did not finish, as
+    plain data for ``status``: which regions moved, which did not, how to finish it."""
+    from imagectl.promotion.groups import resume_command
+    from imagectl.promotion.rollback import open_flip
+
+    found = open_flip(session, stack, cloud)
+    if found is None:
+        return None
+    promo, flips = found
+    regions = list(promo.target_regions)
+    return {
+        "promotion": promo.id,
+        "image": promo.image.cloud_image_id,
+        "done": [f.region for f in flips if f.state == "done"],
+        "pending": [f.region for f in flips if f.state == "pending"],
+        "finish": resume_command(promo.image, cloud, regions, regions),
+        "undo": f"imagectl rollback --stack {stack} --cloud {cloud}",
+    }

@@ -88,7 +88,10 @@ def test_status_json_shape(
         ("local", "local"),
     ]
     h100 = data["stacks"][0]
-    assert set(h100) == {"stack", "cloud", "current", "candidates", "blocked", "events"}
+    assert set(h100) == {
+        "stack", "cloud", "current", "candidates", "blocked", "events", "unfinished_flip"
+    }  # fmt: skip
+    assert h100["unfinished_flip"] is None  # tests/promotion/test_flip_records.py: a half flip
     current = {c["region"]: c for c in h100["current"]}
     assert set(current) == {"us-east-1", "eu-west-1"}
     east = current["us-east-1"]

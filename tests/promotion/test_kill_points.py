@@ -28,7 +28,10 @@ KILLS = [
 
 
 def test_every_kill_point_is_covered() -> None:
-    assert sorted(k.split(":")[0] for k in KILLS) == sorted(POINTS)
+    # inside_family_member is Google Cloud's (test_kill_points_clouds.py)
+    assert sorted(k.split(":")[0] for k in KILLS) == sorted(
+        p for p in POINTS if p != "inside_family_member"
+    )
 
 
 @pytest.mark.parametrize("kill", KILLS)
