@@ -60,6 +60,10 @@ CASES: dict[str, tuple[Callable[[], bytes | str], str]] = {
     "huge-integer": (lambda: "schema_version: " + "9" * 5000 + "\n", "digits long"),
     "huge-file": (lambda: "# " + "x" * (50 * 1024 * 1024) + "\n", "larger than"),
     "not-a-mapping": (lambda: "- a\n- b\n", "must be a YAML mapping"),
+    "python-tag": (
+        lambda: "name: !!python/object/apply:os.system ['touch /tmp/imagectl-PWNED']\n",
+        "name",
+    ),
     "broken-yaml": (lambda: "name: [unclosed\n", "expected ',' or ']'"),
 }
 
