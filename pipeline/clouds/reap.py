@@ -19,7 +19,7 @@ from imagectl.clouds.common import is_expired, utcnow
 class Reaped:
     cloud: str
     instance: Instance
-    action: str  # terminated | would-terminate | failed
+    action: str  # terminated | would-terminate | failed | deleted | would-delete
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -53,4 +53,8 @@ def reap(
             out.append(Reaped(provider.cloud, inst, "failed", f"{type(exc).__name__}: {exc}"))
             continue
         out.append(Reaped(provider.cloud, inst, "terminated"))
+    orphans = getattr(provider, "reap_orphans", None)  # AWS: security groups left behind
+    if orphans is not None:
+        for record in orphans(now=now, dry_run=dry_run):
+            out.append(Reaped(provider.cloud, record, "would-delete" if dry_run else "deleted"))
     return out

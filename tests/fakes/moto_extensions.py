@@ -27,6 +27,10 @@ installed ``service-2.json``.
   parameter will not be created or updated" (SSM API reference, PutParameter,
   DataType). The value changes after ``BEHAVIOUR.ssm_validation_polls`` GetParameter
   calls, and only if the AMI exists and is ``available`` in that account and region.
+- ``TerminateInstances``: the instance is ``shutting-down`` for
+  ``BEHAVIOUR.shutdown_polls`` DescribeInstances calls in its region, then ``terminated``.
+- ``DeleteSecurityGroup`` of a group that a not yet ``terminated`` instance uses is
+  ``DependencyViolation`` ("resource sg-... has a dependent object", as EC2 answers).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("Version", "Tier"),
     ),
     ("ssm", "GetParameter"): (("Name",), ("Parameter",)),
+    ("ec2", "TerminateInstances"): (("InstanceIds", "DryRun"), ("TerminatingInstances",)),
+    ("ec2", "DeleteSecurityGroup"): (("GroupId", "GroupName", "DryRun"), ("Return", "GroupId")),
 }
 # The AMI members the emulator sets that DescribeImages returns (checked likewise).
 IMAGE_MEMBERS = ("State", "StateReason", "DeprecationTime", "SourceImageId", "SourceImageRegion")
@@ -69,20 +75,28 @@ class Behaviour:
 
     copy_pending_polls: int = 2
     ssm_validation_polls: int = 1
+    shutdown_polls: int = 2
     fail_copies_into: set[str] = field(default_factory=set)
     # internal state
     tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
     pending: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     parameters: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    shutting: dict[tuple[str, str, str], int] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def reset(self) -> None:
         fresh = Behaviour()
-        for name in ("copy_pending_polls", "ssm_validation_polls", "fail_copies_into"):
+        for name in (
+            "copy_pending_polls",
+            "ssm_validation_polls",
+            "shutdown_polls",
+            "fail_copies_into",
+        ):
             setattr(self, name, getattr(fresh, name))
         self.tokens.clear()
         self.pending.clear()
         self.parameters.clear()
+        self.shutting.clear()
 
 
 BEHAVIOUR = Behaviour()
@@ -113,11 +127,28 @@ def _advance_copies(backend: Any) -> None:
                 ami.state = "available"
 
 
+def _advance_shutdowns(backend: Any) -> None:
+    """One DescribeInstances in this region: shutting-down instances move one poll on."""
+    with BEHAVIOUR.lock:
+        for key, left in list(BEHAVIOUR.shutting.items()):
+            if key[:2] != (backend.account_id, backend.region_name):
+                continue
+            if left > 1:
+                BEHAVIOUR.shutting[key] = left - 1
+                continue
+            BEHAVIOUR.shutting.pop(key)
+            for inst in backend.all_instances():
+                if inst.id == key[2]:
+                    inst._state.name, inst._state.code = "terminated", 48
+
+
 def install() -> None:
     """Add the calls to moto's EC2 and SSM responses (idempotent)."""
     from moto.core.responses import ActionResult
     from moto.ec2.exceptions import EC2ClientError
     from moto.ec2.responses.amis import AmisResponse
+    from moto.ec2.responses.instances import InstanceResponse
+    from moto.ec2.responses.security_groups import SecurityGroups
     from moto.ec2.utils import convert_tag_spec
     from moto.ssm.responses import SimpleSystemManagerResponse
 
@@ -226,6 +257,41 @@ def install() -> None:
                         original_put(entry[1])
         return original_get(self)
 
+    original_terminate = InstanceResponse.terminate_instances
+    original_describe_instances = InstanceResponse.describe_instances
+    original_delete_group = SecurityGroups.delete_security_group
+
+    def terminate_instances(self: Any) -> Any:
+        result = original_terminate(self)
+        backend = self.ec2_backend
+        with BEHAVIOUR.lock:
+            for inst in backend.get_multi_instances_by_id(self._get_param("InstanceIds", [])):
+                if BEHAVIOUR.shutdown_polls > 0 and inst._state.name == "terminated":
+                    key = (backend.account_id, backend.region_name, inst.id)
+                    if key not in BEHAVIOUR.shutting:
+                        inst._state.name, inst._state.code = "shutting-down", 32
+                        BEHAVIOUR.shutting[key] = BEHAVIOUR.shutdown_polls
+        return result
+
+    def describe_instances(self: Any) -> Any:
+        _advance_shutdowns(self.ec2_backend)
+        return original_describe_instances(self)
+
+    def delete_security_group(self: Any) -> Any:
+        group_id = self._get_param("GroupId")
+        if group_id:
+            for inst in self.ec2_backend.all_instances():
+                if inst._state.name == "terminated":
+                    continue
+                if any(getattr(g, "id", g) == group_id for g in inst.security_groups or []):
+                    raise EC2ClientError(
+                        "DependencyViolation", f"resource {group_id} has a dependent object"
+                    )
+        return original_delete_group(self)
+
+    InstanceResponse.terminate_instances = terminate_instances  # type: ignore[method-assign]
+    InstanceResponse.describe_instances = describe_instances  # type: ignore[method-assign]
+    SecurityGroups.delete_security_group = delete_security_group  # type: ignore[method-assign]
     AmisResponse.enable_image_deprecation = enable_image_deprecation  # type: ignore[attr-defined]
     AmisResponse.disable_image_deprecation = disable_image_deprecation  # type: ignore[attr-defined]
     AmisResponse.copy_image = copy_image  # type: ignore[method-assign]

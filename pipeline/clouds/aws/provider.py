@@ -17,6 +17,7 @@ from imagectl.clouds.base import (
     TAG_MANAGED,
     TAG_STACK,
     TAG_STATE,
+    TAG_TTL,
     CloudImage,
     Instance,
 )
@@ -65,6 +66,7 @@ class AwsProvider(PromotionDelegate):
         ssm_prefix: str = "/imagectl",
         profile: str | None = None,
         pointer_timeout_s: float = 300.0,
+        terminate_wait_s: float = 900.0,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.aws.promotion import AwsPromotion
@@ -94,6 +96,8 @@ class AwsProvider(PromotionDelegate):
         self.ssm_prefix = "/" + ssm_prefix.strip("/")
         # how long an aws:ec2:image parameter may take to pass SSM's validation
         self.pointer_timeout_s = pointer_timeout_s
+        # how long terminate waits for 'terminated' before leaving the group to the reaper
+        self.terminate_wait_s = terminate_wait_s
 
     # -- images ------------------------------------------------------------------
     def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
@@ -308,27 +312,94 @@ class AwsProvider(PromotionDelegate):
             time.sleep(self.poll_interval_s)
 
     def terminate(self, instance: Instance) -> None:
+        """Terminate the instance, wait until it is ``terminated``, then delete its
+        imagectl security group: EC2 refuses to delete a group while an instance that is
+        still ``shutting-down`` uses it (``DependencyViolation``). A group whose instance
+        does not end in time is left to ``imagectl reap`` (``reap_orphans``)."""
         from botocore.exceptions import ClientError
 
         region = region_of(instance.region)
         ec2 = self.clients.ec2(region)
-        current = self._describe(instance)
+        groups = self._group_ids(ec2, instance.instance_id)
         try:
             ec2.terminate_instances(InstanceIds=[instance.instance_id])
         except ClientError as exc:
             if not error_code(exc).startswith("InvalidInstanceID"):
                 raise
-        if current is not None:
-            resp = ec2.describe_instances(InstanceIds=[instance.instance_id])
-            for reservation in resp["Reservations"]:
-                for raw in reservation["Instances"]:
-                    for group in raw.get("SecurityGroups", []):
-                        self._delete_group_if_managed(ec2, str(group["GroupId"]))
+        if groups and self._wait_terminated(instance):
+            for group_id in groups:
+                self._delete_group_if_managed(ec2, group_id)
+
+    def _group_ids(self, ec2: Any, instance_id: str) -> list[str]:
+        from botocore.exceptions import ClientError
+
+        try:
+            resp = ec2.describe_instances(InstanceIds=[instance_id])
+        except ClientError as exc:
+            if error_code(exc).startswith("InvalidInstanceID"):
+                return []
+            raise
+        return [
+            str(group["GroupId"])
+            for reservation in resp["Reservations"]
+            for raw in reservation["Instances"]
+            for group in raw.get("SecurityGroups", [])
+        ]
+
+    def _wait_terminated(self, instance: Instance) -> bool:
+        deadline = time.monotonic() + self.terminate_wait_s
+        while True:
+            current = self._describe(instance)
+            if current is None or current.state == "terminated":
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self.poll_interval_s)
 
     def _delete_group_if_managed(self, ec2: Any, group_id: str) -> None:
         groups = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
         if groups and tag_dict(groups[0].get("Tags")).get(TAG_MANAGED) == "true":
             network.delete_group(ec2, group_id)
+
+    def reap_orphans(self, *, now: dt.datetime, dry_run: bool = False) -> list[Instance]:
+        """imagectl's security groups whose TTL passed and that no instance uses any more
+        (a runner killed before its clean-up, an instance slow to terminate): deleted, or
+        listed with ``dry_run``. Returned as records of kind ``security-group``."""
+        out: list[Instance] = []
+        for reg in self.regions:
+            ec2 = self.clients.ec2(reg)
+            used = {
+                str(group["GroupId"])
+                for page in ec2.get_paginator("describe_instances").paginate(
+                    Filters=[
+                        {"Name": "instance-state-name", "Values": [*LIVE_STATES, "shutting-down"]}
+                    ]
+                )
+                for reservation in page["Reservations"]
+                for raw in reservation["Instances"]
+                for group in raw.get("SecurityGroups", [])
+            }
+            pages = ec2.get_paginator("describe_security_groups").paginate(
+                Filters=[{"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}]
+            )
+            for page in pages:
+                for group in page["SecurityGroups"]:
+                    tags = tag_dict(group.get("Tags"))
+                    expires = parse_time(tags.get(TAG_TTL))
+                    if group["GroupId"] in used or expires is None or expires > now:
+                        continue
+                    record = Instance(
+                        cloud="aws",
+                        region=reg,
+                        instance_id=str(group["GroupId"]),
+                        shape="security-group",
+                        image_id="",
+                        tags=tags,
+                    )
+                    if not dry_run:
+                        network.delete_group(ec2, record.instance_id)
+                    out.append(record)
+        return out
 
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
         filters = [{"Name": "instance-state-name", "Values": LIVE_STATES}]
