@@ -64,3 +64,28 @@ def test_reap_deletes_orphaned_groups_past_their_ttl(aws_moto) -> None:
     assert done[alive.instance_id] == "terminated"  # its TTL passed too: terminated, and
     assert list(done.values()).count("deleted") == 1  # its group went with it
     assert _managed_groups() == []
+
+
+def test_with_a_subnet_only_its_zone_is_tried(aws_moto) -> None:
+    """A subnet lives in one Availability Zone and EC2 refuses a placement elsewhere:
+    the zone fallback must not walk the region's other zones (before, the first try was
+    us-east-1a whatever the subnet, and every launch was refused)."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.1.0/24", AvailabilityZone="us-east-1b")
+    env = CloudEnv("aws", aws_moto)
+    image = env.seed_candidate()
+    provider = env.provider()
+    provider.subnet_id = subnet["Subnet"]["SubnetId"]
+    zones = provider.candidate_locations(image)
+    assert zones == ["us-east-1b"]
+    inst = provider.launch(
+        image,
+        "p5.48xlarge",
+        location=zones[0],
+        ttl=dt.timedelta(hours=1),
+        launched_by="test",
+        stack="h100-training",
+    )
+    assert inst.region == "us-east-1b"
+    provider.terminate(inst)

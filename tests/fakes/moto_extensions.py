@@ -29,6 +29,9 @@ installed ``service-2.json``.
   calls, and only if the AMI exists and is ``available`` in that account and region.
 - ``TerminateInstances``: the instance is ``shutting-down`` for
   ``BEHAVIOUR.shutdown_polls`` DescribeInstances calls in its region, then ``terminated``.
+- ``RunInstances`` with a ``SubnetId`` and a ``Placement.AvailabilityZone`` other than the
+  subnet's is ``InvalidParameterValue`` (a subnet lives in one Availability Zone; EC2
+  User Guide, "Subnets for your VPC").
 - ``DeleteSecurityGroup`` of a group that a not yet ``terminated`` instance uses is
   ``DependencyViolation`` ("resource sg-... has a dependent object", as EC2 answers).
 """
@@ -62,6 +65,7 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("Version", "Tier"),
     ),
     ("ssm", "GetParameter"): (("Name",), ("Parameter",)),
+    ("ec2", "RunInstances"): (("SubnetId", "Placement"), ("Instances",)),
     ("ec2", "TerminateInstances"): (("InstanceIds", "DryRun"), ("TerminatingInstances",)),
     ("ec2", "DeleteSecurityGroup"): (("GroupId", "GroupName", "DryRun"), ("Return", "GroupId")),
 }
@@ -257,6 +261,21 @@ def install() -> None:
                         original_put(entry[1])
         return original_get(self)
 
+    original_run = InstanceResponse.run_instances
+
+    def run_instances(self: Any) -> Any:
+        subnet_id = self._get_param("SubnetId")
+        zone = self._get_param("Placement.AvailabilityZone")
+        if subnet_id and zone:
+            subnet = self.ec2_backend.get_subnet(subnet_id)
+            if subnet.availability_zone != zone:
+                raise EC2ClientError(
+                    "InvalidParameterValue",
+                    f"Value ({zone}) for parameter availabilityZone is invalid. Subnet "
+                    f"'{subnet_id}' is in the availability zone {subnet.availability_zone}",
+                )
+        return original_run(self)
+
     original_terminate = InstanceResponse.terminate_instances
     original_describe_instances = InstanceResponse.describe_instances
     original_delete_group = SecurityGroups.delete_security_group
@@ -289,6 +308,7 @@ def install() -> None:
                     )
         return original_delete_group(self)
 
+    InstanceResponse.run_instances = run_instances  # type: ignore[method-assign]
     InstanceResponse.terminate_instances = terminate_instances  # type: ignore[method-assign]
     InstanceResponse.describe_instances = describe_instances  # type: ignore[method-assign]
     SecurityGroups.delete_security_group = delete_security_group  # type: ignore[method-assign]

@@ -182,7 +182,12 @@ class AwsProvider(PromotionDelegate):
 
     # -- instances ---------------------------------------------------------------------
     def candidate_locations(self, image: CloudImage) -> list[str]:
-        """The Availability Zones of the image's region, in name order."""
+        """The Availability Zones of the image's region, in name order; with a subnet,
+        only the subnet's zone (a subnet lives in one zone: EC2 refuses a placement in
+        another, so falling back to other zones would only collect refusals)."""
+        if self.subnet_id:
+            subnets = self.clients.ec2(image.region).describe_subnets(SubnetIds=[self.subnet_id])
+            return [str(subnets["Subnets"][0]["AvailabilityZone"])]
         zones = self.clients.ec2(image.region).describe_availability_zones(
             Filters=[{"Name": "state", "Values": ["available"]}]
         )["AvailabilityZones"]
