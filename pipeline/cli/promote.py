@@ -101,6 +101,13 @@ def render(out: Any, result: Any) -> None:
 @click.option("--dry-run", is_flag=True, help="Check the gate and print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")
 @click.option("--reason", help="Why the gate is overridden (with --force).")
+@click.option(
+    "--copy-timeout",
+    "copy_timeout",
+    type=click.IntRange(min=1, max=2880),
+    help="Minutes to wait for each region's copy (default: the stack's "
+    "clouds.<cloud>.copy_timeout_minutes, 60).",
+)
 @wait_option
 @json_option
 @click.pass_context
@@ -113,6 +120,7 @@ def command(
     dry_run: bool,
     force: bool,
     reason: str | None,
+    copy_timeout: int | None,
     wait_s: float,
     as_json: bool,
 ) -> None:
@@ -150,6 +158,7 @@ def command(
                 dry_run=dry_run,
                 progress=progress,
                 lock_wait_s=wait_s,
+                timeout_s=60.0 * copy_timeout if copy_timeout else None,
             )
     finally:
         catalog.close()

@@ -109,7 +109,7 @@ def promote(
     progress: Progress | None = None,
     lock_wait_s: float = 0.0,
     poll_s: float | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
+    timeout_s: float | None = None,
     retention: bool = True,
     actor: str | None = None,
 ) -> PromotionResult:
@@ -133,6 +133,8 @@ def promote(
     if force and not (reason or "").strip():
         raise UserError("--force needs --reason '...': a forced promotion records who and why")
     poll = poll_s if poll_s is not None else float(getattr(provider, "poll_interval_s", 2.0))
+    if timeout_s is None:  # the stack's wait for one region's copy (large AMIs: hours)
+        timeout_s = 60.0 * getattr(settings, "copy_timeout_minutes", DEFAULT_TIMEOUT_S / 60)
     started = time.monotonic()
 
     with catalog.transaction() as s:

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from imagectl.errors import UserError
 from imagectl.stacks.patterns import (
@@ -190,6 +197,10 @@ class CloudCommon(Strict):
     validation_shapes: list[ShapeName] = Field(min_length=1)
     regions: list[Region] = Field(min_length=1, description="target regions for replication")
     share: Sharing = Field(default_factory=Sharing)
+    # how long promotion waits for one region's copy (large AMIs take hours to copy)
+    copy_timeout_minutes: int = Field(
+        60, ge=1, le=2880, description="promotion's wait for one region's copy"
+    )
 
     @field_validator("kernel")
     @classmethod
@@ -220,10 +231,31 @@ class AwsBuild(Strict):
     subnet_id: AwsSubnet | None = None
 
 
+# A KMS key ARN or alias ARN (AWS KMS Developer Guide, "Key identifiers").
+AwsKmsKey = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/[A-Za-z0-9/_-]{1,250}$",
+        max_length=300,
+    ),
+]
+
+
 class AwsCloud(CloudCommon):
     base_image: AwsBaseImage
     build: AwsBuild
     ssm_parameter_prefix: SsmPrefix = "/imagectl"
+    # CopyImage per target region: Encrypted + KmsKeyId (a copy shared with other
+    # accounts must be encrypted with a customer managed key of that region that they
+    # may use; absent: the account's default EBS encryption settings apply)
+    kms_key_ids: dict[Region, AwsKmsKey] = Field(
+        default_factory=dict, description="target region -> KMS key ARN for its copy"
+    )
+    # CopyImage SnapshotCopyCompletionDurationMinutes: a time-based copy (15 min steps,
+    # 15 min to 48 h; EC2 API reference, CopyImage)
+    time_bound_copy_minutes: int | None = Field(
+        None, ge=15, le=2880, multiple_of=15, description="time-based AMI copy duration"
+    )
 
 
 class GcpBaseImage(Strict):

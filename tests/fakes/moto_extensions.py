@@ -55,6 +55,9 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
             "Description",
             "ClientToken",
             "TagSpecifications",
+            "Encrypted",
+            "KmsKeyId",
+            "SnapshotCopyCompletionDurationMinutes",
             "DryRun",
         ),
         ("ImageId",),
@@ -86,6 +89,7 @@ class Behaviour:
     pending: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     parameters: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     shutting: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    copies: dict[str, dict[str, Any]] = field(default_factory=dict)  # how each copy was asked
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def reset(self) -> None:
@@ -101,6 +105,7 @@ class Behaviour:
         self.pending.clear()
         self.parameters.clear()
         self.shutting.clear()
+        self.copies.clear()
 
 
 BEHAVIOUR = Behaviour()
@@ -182,8 +187,15 @@ def install() -> None:
         description = self._get_param("Description")
         token = self._get_param("ClientToken")
         specs = self._get_param("TagSpecifications", []) or []
+        encrypted = bool(self._get_param("Encrypted", False))
+        kms_key = self._get_param("KmsKeyId")
+        duration = self._get_param("SnapshotCopyCompletionDurationMinutes")
         self.error_on_dryrun()
-        signature = (source_id, source_region, name, description)
+        if kms_key and not encrypted:  # EC2: KmsKeyId needs Encrypted
+            raise EC2ClientError(
+                "InvalidParameterCombination", "KmsKeyId requires Encrypted to be true"
+            )
+        signature = (source_id, source_region, name, description, kms_key, duration)
         with BEHAVIOUR.lock:
             key = (backend.account_id, backend.region_name, token or "")
             if token and key in BEHAVIOUR.tokens:
@@ -198,6 +210,7 @@ def install() -> None:
             ami = backend.copy_image(source_id, source_region, name, description)
             ami.source_image_id = source_id
             ami.source_image_region = source_region
+            BEHAVIOUR.copies[ami.id] = {"KmsKeyId": kms_key, "Duration": duration}
             tags = convert_tag_spec(specs) if specs else {}
             if tags.get("image"):
                 backend.create_tags([ami.id], tags["image"])

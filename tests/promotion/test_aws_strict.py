@@ -130,3 +130,28 @@ def test_deleting_an_ami_takes_its_snapshots(cloud_aws) -> None:
 
     with pytest.raises(ClientError, match="InvalidSnapshot.NotFound"):
         ec2.describe_snapshots(SnapshotIds=[snapshot])
+
+
+def test_copies_use_the_stack_kms_key_of_each_region_and_time_bound_copy(cloud_aws) -> None:
+    """``clouds.aws.kms_key_ids`` and ``time_bound_copy_minutes`` go into each region's
+    ``CopyImage`` (``Encrypted`` + ``KmsKeyId``, ``SnapshotCopyCompletionDurationMinutes``)."""
+    from types import SimpleNamespace
+
+    from imagectl.clouds import get_provider
+    from imagectl.clouds.options import provider_options
+    from imagectl.stacks.schema import Stack
+
+    env = cloud_aws
+    key = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    raw = env.resolved.stack.model_dump(mode="json")
+    raw["clouds"]["aws"].update(kms_key_ids={"eu-west-1": key}, time_bound_copy_minutes=60)
+    stack = Stack.model_validate(raw)
+    opts = provider_options(SimpleNamespace(stack=stack, name=stack.name), "aws")
+    provider = get_provider("aws", **{**opts, "endpoint_url": env.endpoint})
+    img = env.seed()
+    source = provider.get_image(img.cloud_image_id, "us-east-1")
+    plain = provider.replicate(source, "us-west-2", token="imagectl-" + "c" * 40)
+    sealed = provider.replicate(source, "eu-west-1", token="imagectl-" + "d" * 40)
+    copies = moto_extensions.BEHAVIOUR.copies
+    assert copies[sealed.image_id] == {"KmsKeyId": key, "Duration": 60}
+    assert copies[plain.image_id] == {"KmsKeyId": None, "Duration": 60}

@@ -76,15 +76,21 @@ class AwsPromotion:
             return self._status(region, existing)
         ec2 = self.p.clients.ec2(region)
         tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
-        copy = ec2.copy_image(
-            Name=image.name or image.image_id,
-            SourceImageId=image.image_id,
-            SourceRegion=image.region,
-            ClientToken=token[:64],
-            TagSpecifications=[
+        request: dict[str, Any] = {
+            "Name": image.name or image.image_id,
+            "SourceImageId": image.image_id,
+            "SourceRegion": image.region,
+            "ClientToken": token[:64],
+            "TagSpecifications": [
                 {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("image", "snapshot")
             ],
-        )
+        }
+        key = self.p.kms_key_ids.get(region)
+        if key:  # the region's own key: a shared encrypted copy needs one its users may use
+            request.update(Encrypted=True, KmsKeyId=key)
+        if self.p.time_bound_copy_minutes:
+            request["SnapshotCopyCompletionDurationMinutes"] = self.p.time_bound_copy_minutes
+        copy = ec2.copy_image(**request)
         new_id = str(copy["ImageId"])
         replica = self.p.get_image(new_id, region)
         if replica is None:  # eventual consistency: accepted, not yet visible

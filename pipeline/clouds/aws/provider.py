@@ -67,6 +67,8 @@ class AwsProvider(PromotionDelegate):
         profile: str | None = None,
         pointer_timeout_s: float = 300.0,
         terminate_wait_s: float = 900.0,
+        kms_key_ids: dict[str, str] | None = None,
+        time_bound_copy_minutes: int | None = None,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.aws.promotion import AwsPromotion
@@ -98,6 +100,9 @@ class AwsProvider(PromotionDelegate):
         self.pointer_timeout_s = pointer_timeout_s
         # how long terminate waits for 'terminated' before leaving the group to the reaper
         self.terminate_wait_s = terminate_wait_s
+        # CopyImage: the KMS key of each target region; a time-based copy's duration
+        self.kms_key_ids = dict(kms_key_ids or {})
+        self.time_bound_copy_minutes = time_bound_copy_minutes
 
     # -- images ------------------------------------------------------------------
     def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
