@@ -32,6 +32,10 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "ssm_prefix": settings.ssm_parameter_prefix,
             "kms_key_ids": dict(settings.kms_key_ids),
             "time_bound_copy_minutes": settings.time_bound_copy_minutes,
+            "capacity_reservation_id": getattr(
+                settings.validation_capacity, "reservation_id", None
+            ),
+            "capacity_block": getattr(settings.validation_capacity, "capacity_block", False),
         }
     elif cloud == "gcp":
         opts = {

@@ -241,6 +241,18 @@ AwsKmsKey = Annotated[
 ]
 
 
+class AwsCapacity(Strict):
+    """Where validation instances come from when on-demand capacity is scarce (p5: rarely
+    on demand): an On-Demand Capacity Reservation or a Capacity Block for ML."""
+
+    reservation_id: Annotated[
+        str, StringConstraints(pattern=r"^cr-[0-9a-f]{8,17}$", max_length=20)
+    ] = Field(description="capacity reservation id (cr-...), an ODCR or a Capacity Block")
+    capacity_block: bool = Field(
+        False, description="a Capacity Block: launched with MarketType capacity-block"
+    )
+
+
 class AwsCloud(CloudCommon):
     base_image: AwsBaseImage
     build: AwsBuild
@@ -256,6 +268,8 @@ class AwsCloud(CloudCommon):
     time_bound_copy_minutes: int | None = Field(
         None, ge=15, le=2880, multiple_of=15, description="time-based AMI copy duration"
     )
+    # validation instances launch into this reservation (its zone only)
+    validation_capacity: AwsCapacity | None = None
 
 
 class GcpBaseImage(Strict):

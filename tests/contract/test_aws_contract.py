@@ -9,7 +9,7 @@ from __future__ import annotations
 import botocore.session
 import pytest
 
-from tests.fakes.moto_extensions import CONTRACT, IMAGE_MEMBERS
+from tests.fakes.moto_extensions import CONTRACT, IMAGE_MEMBERS, RESERVATION_MEMBERS
 
 
 def _model(service: str):
@@ -33,6 +33,12 @@ def test_image_members_set_by_the_emulator_exist() -> None:
     assert not set(IMAGE_MEMBERS) - set(image.members)
     # the copy states the emulator walks through are EC2's ImageState values
     assert {"pending", "available", "failed"} <= set(image.members["State"].enum)
+
+
+def test_capacity_reservation_members_set_by_the_emulator_exist() -> None:
+    shape = _model("ec2").shape_for("CapacityReservation")
+    assert not set(RESERVATION_MEMBERS) - set(shape.members)
+    assert {"default", "capacity-block"} <= set(shape.members["ReservationType"].enum)
 
 
 def test_the_production_calls_exist_with_the_members_used() -> None:

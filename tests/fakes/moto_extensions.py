@@ -32,12 +32,21 @@ installed ``service-2.json``.
 - ``RunInstances`` with a ``SubnetId`` and a ``Placement.AvailabilityZone`` other than the
   subnet's is ``InvalidParameterValue`` (a subnet lives in one Availability Zone; EC2
   User Guide, "Subnets for your VPC").
+- ``CreateCapacityReservation`` / ``DescribeCapacityReservations`` (moto has neither): a
+  reservation of ``InstanceCount`` instances of one type in one zone, ``ReservationType``
+  ``default`` or ``capacity-block``. ``RunInstances`` targeting one
+  (``CapacityReservationSpecification.CapacityReservationTarget``) must match its type and
+  zone, must say ``InstanceMarketOptions.MarketType=capacity-block`` for a Capacity Block,
+  and fails ``ReservationCapacityExceeded`` when it has no instance left (EC2 API
+  reference, "Error codes": "The requested reservation does not have sufficient
+  compatible and available capacity for this request").
 - ``DeleteSecurityGroup`` of a group that a not yet ``terminated`` instance uses is
   ``DependencyViolation`` ("resource sg-... has a dependent object", as EC2 answers).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,11 +77,38 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("Version", "Tier"),
     ),
     ("ssm", "GetParameter"): (("Name",), ("Parameter",)),
-    ("ec2", "RunInstances"): (("SubnetId", "Placement"), ("Instances",)),
+    ("ec2", "RunInstances"): (
+        (
+            "SubnetId",
+            "Placement",
+            "InstanceType",
+            "CapacityReservationSpecification",
+            "InstanceMarketOptions",
+        ),
+        ("Instances",),
+    ),
+    ("ec2", "CreateCapacityReservation"): (
+        ("InstanceType", "InstancePlatform", "AvailabilityZone", "InstanceCount"),
+        ("CapacityReservation",),
+    ),
+    ("ec2", "DescribeCapacityReservations"): (
+        ("CapacityReservationIds",),
+        ("CapacityReservations",),
+    ),
     ("ec2", "TerminateInstances"): (("InstanceIds", "DryRun"), ("TerminatingInstances",)),
     ("ec2", "DeleteSecurityGroup"): (("GroupId", "GroupName", "DryRun"), ("Return", "GroupId")),
 }
 # The AMI members the emulator sets that DescribeImages returns (checked likewise).
+RESERVATION_MEMBERS = (
+    "CapacityReservationId",
+    "InstanceType",
+    "InstancePlatform",
+    "AvailabilityZone",
+    "TotalInstanceCount",
+    "AvailableInstanceCount",
+    "State",
+    "ReservationType",
+)
 IMAGE_MEMBERS = ("State", "StateReason", "DeprecationTime", "SourceImageId", "SourceImageRegion")
 
 
@@ -90,6 +126,7 @@ class Behaviour:
     parameters: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     shutting: dict[tuple[str, str, str], int] = field(default_factory=dict)
     copies: dict[str, dict[str, Any]] = field(default_factory=dict)  # how each copy was asked
+    reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def reset(self) -> None:
@@ -106,6 +143,7 @@ class Behaviour:
         self.parameters.clear()
         self.shutting.clear()
         self.copies.clear()
+        self.reservations.clear()
 
 
 BEHAVIOUR = Behaviour()
@@ -149,6 +187,41 @@ def _advance_shutdowns(backend: Any) -> None:
             for inst in backend.all_instances():
                 if inst.id == key[2]:
                     inst._state.name, inst._state.code = "terminated", 48
+
+
+def _take_reservation(response: Any, rid: str, zone: str | None) -> None:
+    """RunInstances into capacity reservation ``rid``: EC2's checks, then one instance
+    of it taken."""
+    from moto.ec2.exceptions import EC2ClientError
+
+    with BEHAVIOUR.lock:
+        res = BEHAVIOUR.reservations.get(rid)
+        if res is None:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{rid}' does not exist",
+            )
+        shape = response._get_param("InstanceType")
+        if shape != res["InstanceType"] or (zone and zone != res["AvailabilityZone"]):
+            raise EC2ClientError(
+                "InvalidParameterCombination",
+                f"The instance type or Availability Zone does not match capacity "
+                f"reservation {rid} ({res['InstanceType']} in {res['AvailabilityZone']})",
+            )
+        market = response._get_param("InstanceMarketOptions.MarketType")
+        if res["ReservationType"] == "capacity-block" and market != "capacity-block":
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"{rid} is a Capacity Block: launch with InstanceMarketOptions "
+                "MarketType capacity-block",
+            )
+        if res["AvailableInstanceCount"] < 1:
+            raise EC2ClientError(
+                "ReservationCapacityExceeded",
+                "The requested reservation does not have sufficient compatible and available "
+                "capacity for this request.",
+            )
+        res["AvailableInstanceCount"] -= 1
 
 
 def install() -> None:
@@ -279,6 +352,11 @@ def install() -> None:
     def run_instances(self: Any) -> Any:
         subnet_id = self._get_param("SubnetId")
         zone = self._get_param("Placement.AvailabilityZone")
+        target = self._get_param(
+            "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"
+        )
+        if target:
+            _take_reservation(self, target, zone)
         if subnet_id and zone:
             subnet = self.ec2_backend.get_subnet(subnet_id)
             if subnet.availability_zone != zone:
@@ -288,6 +366,38 @@ def install() -> None:
                     f"'{subnet_id}' is in the availability zone {subnet.availability_zone}",
                 )
         return original_run(self)
+
+    def create_capacity_reservation(self: Any) -> ActionResult:
+        self.error_on_dryrun()
+        rid = f"cr-{secrets.token_hex(9)[:17]}"
+        body = {
+            "CapacityReservationId": rid,
+            "OwnerId": self.ec2_backend.account_id,
+            "InstanceType": self._get_param("InstanceType"),
+            "InstancePlatform": self._get_param("InstancePlatform"),
+            "AvailabilityZone": self._get_param("AvailabilityZone"),
+            "TotalInstanceCount": int(self._get_param("InstanceCount")),
+            "AvailableInstanceCount": int(self._get_param("InstanceCount")),
+            "State": "active",
+            "ReservationType": "default",
+        }
+        BEHAVIOUR.reservations[rid] = body
+        return ActionResult({"CapacityReservation": dict(body)})
+
+    def describe_capacity_reservations(self: Any) -> ActionResult:
+        self.error_on_dryrun()
+        ids = self._get_param("CapacityReservationIds", []) or list(BEHAVIOUR.reservations)
+        missing = [i for i in ids if i not in BEHAVIOUR.reservations]
+        if missing:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{missing[0]}' does not exist",
+            )
+        found = [dict(BEHAVIOUR.reservations[i]) for i in ids]
+        return ActionResult({"CapacityReservations": found})
+
+    InstanceResponse.create_capacity_reservation = create_capacity_reservation  # type: ignore[attr-defined]
+    InstanceResponse.describe_capacity_reservations = describe_capacity_reservations  # type: ignore[attr-defined]
 
     original_terminate = InstanceResponse.terminate_instances
     original_describe_instances = InstanceResponse.describe_instances

@@ -13,6 +13,7 @@ CAPACITY_CODES = frozenset(
         "InsufficientHostCapacity",
         "InsufficientReservedInstanceCapacity",
         "InsufficientCapacity",
+        "ReservationCapacityExceeded",  # the capacity reservation has no instance left
         "Unsupported",  # the instance type is not offered in this Availability Zone
     }
 )

@@ -69,6 +69,8 @@ class AwsProvider(PromotionDelegate):
         terminate_wait_s: float = 900.0,
         kms_key_ids: dict[str, str] | None = None,
         time_bound_copy_minutes: int | None = None,
+        capacity_reservation_id: str | None = None,
+        capacity_block: bool = False,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.aws.promotion import AwsPromotion
@@ -103,6 +105,9 @@ class AwsProvider(PromotionDelegate):
         # CopyImage: the KMS key of each target region; a time-based copy's duration
         self.kms_key_ids = dict(kms_key_ids or {})
         self.time_bound_copy_minutes = time_bound_copy_minutes
+        # validation instances launch into this capacity reservation / Capacity Block
+        self.capacity_reservation_id = capacity_reservation_id
+        self.capacity_block = capacity_block
 
     # -- images ------------------------------------------------------------------
     def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
@@ -190,6 +195,11 @@ class AwsProvider(PromotionDelegate):
         """The Availability Zones of the image's region, in name order; with a subnet,
         only the subnet's zone (a subnet lives in one zone: EC2 refuses a placement in
         another, so falling back to other zones would only collect refusals)."""
+        if self.capacity_reservation_id:  # a reservation lives in one zone
+            found = self.clients.ec2(image.region).describe_capacity_reservations(
+                CapacityReservationIds=[self.capacity_reservation_id]
+            )["CapacityReservations"]
+            return [str(found[0]["AvailabilityZone"])]
         if self.subnet_id:
             subnets = self.clients.ec2(image.region).describe_subnets(SubnetIds=[self.subnet_id])
             return [str(subnets["Subnets"][0]["AvailabilityZone"])]
@@ -246,13 +256,23 @@ class AwsProvider(PromotionDelegate):
             kwargs["Placement"] = {"AvailabilityZone": location}
         if self.subnet_id:
             kwargs["SubnetId"] = self.subnet_id
+        if self.capacity_reservation_id:
+            kwargs["CapacityReservationSpecification"] = {
+                "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id}
+            }
+            if self.capacity_block:
+                kwargs["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         if self.instance_profile:  # only what validation needs (e.g. SSM), nothing else
             kwargs["IamInstanceProfile"] = {"Name": self.instance_profile}
         try:
             resp = ec2.run_instances(**kwargs)
         except ClientError as exc:
             network.delete_group(ec2, group_id)
-            translated = translate_launch_error(exc, location)
+            where = location
+            if self.capacity_reservation_id:  # "no capacity" names the reservation tried
+                kind = "Capacity Block" if self.capacity_block else "capacity reservation"
+                where = f"{location} ({kind} {self.capacity_reservation_id})"
+            translated = translate_launch_error(exc, where)
             if translated is exc:
                 raise CloudError(
                     f"EC2 refused to launch {shape} from {image.image_id} in {location}: {exc}"
