@@ -57,7 +57,10 @@ FAULTS: dict[str, Fault] = {
         ("h100-sxm-8x", "h200-8x"),
         xid(79, "GPU has fallen off the bus."),
         {"kernel.xid": "REBOOT"},
-        source="NVIDIA Xid Catalog: Xid 79 (GPU has fallen off the bus), resolution RESTART_BM",
+        source=(
+            "NVIDIA Xid Catalog: Xid 79 ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS, immediate "
+            "action RESTART_BM (restart bare metal: REBOOT)"
+        ),
     ),
     "xid48-row-remap-pending": Fault(
         ("h100-sxm-8x",),
@@ -77,8 +80,8 @@ FAULTS: dict[str, Fault] = {
             "gpu.ecc.volatile_uncorrected": "RESET_GPU",
         },
         source=(
-            "NVIDIA Xid Catalog: Xid 48 (DBE), RESET_GPU; NVML nvmlDeviceGetRemappedRows: a "
-            "pending remap needs a GPU reset"
+            "NVIDIA Xid Catalog: Xid 48 ROBUST_CHANNEL_GPU_ECC_DBE, WORKFLOW_XID_48: solo "
+            "RESET_GPU; NVML nvmlDeviceGetRemappedRows: a pending remap needs a GPU reset"
         ),
     ),
     "row-remap-failure": Fault(
@@ -377,16 +380,20 @@ FAULTS: dict[str, Fault] = {
     "xid64-repeated": Fault(
         ("h100-sxm-8x",),
         xid(64, "Row remapper error.", times=2),
-        {"kernel.xid": "ISOLATE_RMA"},
-        source="NVIDIA Xid Catalog: Xid 64 (row remapper failure), RESET_GPU",
+        {"kernel.xid": "RESET_GPU"},
+        source=(
+            "NVIDIA Xid Catalog: Xid 64 INFOROM_DRAM_RETIREMENT_FAILURE, immediate action "
+            "RESET_GPU; two lines in one boot are one incident (ISOLATE_RMA only when the "
+            "previous boot had it too)"
+        ),
     ),
     "xid154-drain-and-reset": Fault(
         ("h100-sxm-8x",),
         xid(154, "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)"),
         {"kernel.xid": "DRAIN"},
         source=(
-            "NVIDIA Xid Catalog: Xid 154 (GPU recovery action changed) carries the action in its "
-            "text"
+            "NVIDIA Xid Catalog: Xid 154 GPU_RECOVERY_ACTION_CHANGED, bucket XID_154: follow the "
+            "action its text names ('Drain and Reset': DRAIN)"
         ),
     ),
     "sxid-fatal": Fault(
@@ -394,10 +401,10 @@ FAULTS: dict[str, Fault] = {
         lambda s: _log(
             s, "nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 12 LTSSM Fault Up"
         ),
-        {"kernel.sxid": "DRAIN"},
+        {"kernel.sxid": "REBOOT"},
         source=(
-            "NVIDIA Fabric Manager user guide: fatal SXids need the affected GPUs and NVSwitch "
-            "reset"
+            "NVIDIA Fabric Manager user guide (NVSwitch errors): a fatal SXid needs the GPUs and "
+            "NVSwitches of the baseboard reset (a system reboot)"
         ),
     ),
     "ssh-host-keys-baked": Fault(
@@ -465,13 +472,13 @@ FAULTS: dict[str, Fault] = {
         ("h100-sxm-8x",),
         xid(63, "Row Remapper: New row marked for remapping, reset gpu to activate."),
         {},
-        source="NVIDIA Xid Catalog: Xid 63 (row remapping event), IGNORE",
+        source="NVIDIA Xid Catalog: Xid 63 INFOROM_DRAM_RETIREMENT_EVENT, IGNORE",
     ),
     "xid92-high-sbe-rate": Fault(
         ("h100-sxm-8x",),
         xid(92, "High single-bit ECC error rate."),
         {},
-        source="NVIDIA Xid Catalog: Xid 92 (high single-bit ECC rate), IGNORE",
+        source="NVIDIA Xid Catalog: Xid 92 EXCESSIVE_SBE_INTERRUPTS, IGNORE",
     ),
     "sw-power-cap": Fault(
         ("h100-sxm-8x",),
