@@ -22,7 +22,6 @@ TAG_SOURCE_IMAGE = "imagectl:source-image"  # the image a replica was copied fro
 TAG_REPLICA_TOKEN = "imagectl:replica-token"  # idempotency token of a replication
 
 
-
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
