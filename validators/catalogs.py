@@ -76,11 +76,24 @@ class XidEntry:
     action: Action
     source: str
     ignore: bool = False
-    repeat_count: int | None = None
-    repeat_action: Action | None = None
     follows_other: bool = False
     parse_action: bool = False
     known: bool = True
+    mnemonic: str = ""
+    bucket: str = ""
+    app: bool = False  # application-attributable (RESTART_APP): warn, fail on a burst
+    recurrence_action: Action | None = None  # the same fault in the previous boot too
+    with_codes: tuple[int, ...] = ()  # another code on the same GPU changes the action
+    with_action: Action | None = None
+    severity_text: bool = False  # the message says Fatal / Nonfatal (Xid 144-150)
+
+
+@dataclass(frozen=True)
+class AppBurst:
+    incidents: int
+    action: Action
+    recurrence_action: Action
+    source: str
 
 
 @dataclass(frozen=True)
@@ -91,45 +104,51 @@ class XidCatalog:
     unknown_sxid: XidEntry
     recovery_text: tuple[tuple[str, Action], ...]
     source: str
+    app_burst: AppBurst
+    severity_text: tuple[tuple[str, Action], ...] = ()
+    sxid_fatal: Action = Action.REBOOT
 
     def lookup(self, kind: str, code: int) -> XidEntry:
-        if kind == "sxid":
-            return self.sxids.get(code) or XidEntry(
-                code,
-                self.unknown_sxid.meaning,
-                self.unknown_sxid.action,
-                self.unknown_sxid.source,
-                known=False,
-            )
-        return self.xids.get(code) or XidEntry(
-            code,
-            self.unknown_xid.meaning,
-            self.unknown_xid.action,
-            self.unknown_xid.source,
-            known=False,
+        known = self.sxids if kind == "sxid" else self.xids
+        unknown = self.unknown_sxid if kind == "sxid" else self.unknown_xid
+        return known.get(code) or XidEntry(
+            code, unknown.meaning, unknown.action, unknown.source, known=False
         )
 
     def action_from_text(self, text: str) -> Action | None:
-        """XID 154 names the new recovery action in its text."""
+        """Xid 154 names the new recovery action in its text."""
         tail = text.split(" to ", 1)[-1]
         for match, action in self.recovery_text:
             if match.lower() in tail.lower():
                 return action
         return None
 
+    def action_from_severity(self, text: str) -> Action | None:
+        """Xid 144-150: 'NETIR_LINK_EVT Fatal XC0 ...' / '... Nonfatal ...'."""
+        words = text.replace(",", " ").split()
+        for match, action in self.severity_text:
+            if match in words:
+                return action
+        return None
+
 
 def _entry(code: int, e: dict[str, Any], default_source: str) -> XidEntry:
-    repeat = e.get("repeat") or {}
+    with_codes = e.get("with_codes") or {}
     return XidEntry(
         code=code,
         meaning=e["meaning"],
         action=Action(e["action"]),
         source=e.get("source", default_source),
         ignore=bool(e.get("ignore", False)),
-        repeat_count=repeat.get("count"),
-        repeat_action=Action(repeat["action"]) if repeat else None,
         follows_other=bool(e.get("follows_other", False)),
         parse_action=bool(e.get("parse_action", False)),
+        mnemonic=str(e.get("mnemonic", "")),
+        bucket=str(e.get("bucket", "")),
+        app=bool(e.get("app", False)),
+        recurrence_action=Action(e["recurrence"]) if e.get("recurrence") else None,
+        with_codes=tuple(int(c) for c in with_codes.get("codes", ())),
+        with_action=Action(with_codes["action"]) if with_codes else None,
+        severity_text=bool(e.get("severity_text", False)),
     )
 
 
@@ -139,6 +158,7 @@ def xid_catalog() -> XidCatalog:
     src = doc["source"]
     sx = doc["sxids"]
     unknown = doc["unknown"]
+    burst = doc["app_burst"]
     return XidCatalog(
         xids={int(k): _entry(int(k), v, src) for k, v in doc["xids"].items()},
         unknown_xid=XidEntry(
@@ -150,4 +170,12 @@ def xid_catalog() -> XidCatalog:
         ),
         recovery_text=tuple((r["match"], Action(r["action"])) for r in doc["recovery_text"]),
         source=src,
+        app_burst=AppBurst(
+            int(burst["incidents"]),
+            Action(burst["action"]),
+            Action(burst["recurrence_action"]),
+            burst["source"],
+        ),
+        severity_text=tuple((r["match"], Action(r["action"])) for r in doc["severity_text"]),
+        sxid_fatal=Action(sx["fatal"]["action"]),
     )

@@ -484,3 +484,62 @@ class Fault:
     source: str
     expect_warn: tuple[str, ...] = ()
     profile: str = "boot"  # the profile the case is replayed with
+
+
+# -- kernel-log and XID primitives (fault classes 1-4, faults_kernel.py) ---------------
+
+
+def log_line(line: str, stamp: str = "2026-11-20T10:03:00+0000") -> Callable[[Snap], None]:
+    """One kernel-log line as ``journalctl -k -o short-iso`` prints it ("" stamp: as is)."""
+
+    def apply(s: Snap) -> None:
+        s["kernel_log"]["text"] += (f"{stamp} host kernel: {line}" if stamp else line) + "\n"
+
+    return apply
+
+
+def xid_lines(
+    code: int,
+    text: str,
+    gpu: int = 3,
+    pids: tuple[int, ...] = (4242,),
+    name: str = "python3",
+    mig: str = "",
+    stamp: str = "2026-11-20T10:03:00+0000",
+) -> Callable[[Snap], None]:
+    """One ``NVRM: Xid`` line per pid (``mig``: "GPU-I:05 GPU-CI:00" inside the parentheses)."""
+
+    def apply(s: Snap) -> None:
+        where = f"{_bus(s, gpu)} {mig}".strip()
+        for pid in pids:
+            line = f"NVRM: Xid (PCI:{where}): {code}, pid={pid}, name={name}, {text}"
+            log_line(line, stamp)(s)
+
+    return apply
+
+
+def previous_boot_xid(code: int, gpu: int, outcome: str = "fail") -> Callable[[Snap], None]:
+    """The boot before this one: its receipt (as the fleet boot unit keeps it under
+    /var/lib/imagectl/boots/) had XID ``code`` on this GPU (named by UUID)."""
+
+    def apply(s: Snap) -> None:
+        dev = _gpus(s)[gpu]
+        uuid = str(dev["nvmlDeviceGetUUID"])
+        receipt = {
+            "kind": "imagectl.validation-receipt",
+            "started_at": "2026-11-19T08:00:05+00:00",
+            "host": {"boot": {"boot_id": "0a0b0c0d-1111-2222-3333-444455556666"}},
+            "gpus": [{"index": gpu, "uuid": uuid, "bus": _bus(s, gpu)}],
+            "checks": [
+                {
+                    "id": "kernel.xid",
+                    "outcome": outcome,
+                    "gpu": gpu,
+                    "measured": {"code": code, "device": _bus(s, gpu), "count": 1},
+                    "details": {"gpu_uuid": uuid},
+                }
+            ],
+        }
+        s["host"].setdefault("boot_history", []).append(receipt)
+
+    return apply

@@ -1,15 +1,77 @@
-"""Kernel log of the current boot: XIDs and SXids, deduplicated, mapped through the catalog
-(validators/data/xids.yaml). Ignorable codes are recorded but never fail the run."""
+"""Kernel log of the current boot: XIDs and SXids, judged by incident through NVIDIA's Xid
+Catalog (validators/data/xids.yaml).
+
+- Only the current boot counts (``host.kernel_log.current_boot``).
+- One incident per code and GPU, however many lines (or NVLink links) report it;
+  application XIDs count one incident per process.
+- IGNORE codes are recorded, never failing; application-attributable codes (RESTART_APP)
+  warn naming the process, and fail only on a burst or a recurrence.
+- Within one boot the strongest action is RESET_GPU or REBOOT (or what an Xid 154
+  names); ISOLATE_RMA only for a fault that the previous boot's receipt shows on the
+  same GPU too, where the catalog sends such a fault to the vendor.
+"""
 
 from __future__ import annotations
 
-from imagectl.validators.checks.base import Finding, bad, check, ok
+from pathlib import Path
+from typing import Any
+
+from imagectl.validators.catalogs import XidEntry
+from imagectl.validators.checks.base import Finding, bad, check, ok, warn
 from imagectl.validators.context import Context
-from imagectl.validators.host.kernel_log import Event, parse_events
+from imagectl.validators.host.boot_history import PreviousBoot, previous_boot, read_folder
+from imagectl.validators.host.kernel_log import Event, current_boot, parse_events
 from imagectl.validators.results import Action, Outcome, Severity
 
 
-def _judge(ctx: Context, events: list[Event], kind: str) -> list[Finding]:
+def _fact(ctx: Context, name: str) -> Any:
+    try:
+        return ctx.fact(name)
+    except Exception:  # not recorded (an older snapshot) or not gatherable here
+        return None
+
+
+def _booted_at(ctx: Context) -> float | None:
+    boot = _fact(ctx, "boot")
+    value = boot.get("booted_at") if isinstance(boot, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _history(ctx: Context) -> tuple[PreviousBoot | None, list[str]]:
+    boot = _fact(ctx, "boot")
+    boot_id = boot.get("boot_id") if isinstance(boot, dict) else None
+    folder: Path | None = getattr(ctx, "history_dir", None)
+    if folder is not None:
+        receipts, unreadable = read_folder(Path(folder))
+        return previous_boot(receipts, boot_id), unreadable
+    recorded = _fact(ctx, "boot_history")
+    if isinstance(recorded, list):
+        found = [(f"snapshot:boot_history[{i}]", r) for i, r in enumerate(recorded)]
+        return previous_boot(found, boot_id), []
+    return None, []
+
+
+def _uuid(ctx: Context, gpu: int | None) -> str | None:
+    for g in ctx.gpus:
+        if g.get("index") == gpu and isinstance(g.get("uuid"), str):
+            return str(g["uuid"])
+    return None
+
+
+def _action(ctx: Context, entry: XidEntry, e: Event, codes_here: set[int]) -> Action:
+    action = entry.action
+    if entry.parse_action:  # Xid 154: the strongest action its lines name
+        named = [a for t in e.texts if (a := ctx.xids.action_from_text(t)) is not None]
+        action = max(named, key=lambda a: a.rank) if named else action
+    if entry.severity_text:  # Xid 144-150: Fatal -> RESET_GPU, Nonfatal -> ignore
+        named = [a for t in e.texts if (a := ctx.xids.action_from_severity(t)) is not None]
+        action = max(named, key=lambda a: a.rank) if len(named) == len(e.texts) else action
+    if entry.with_codes and entry.with_action and codes_here & set(entry.with_codes):
+        action = entry.with_action
+    return action
+
+
+def _judge(ctx: Context, kind: str) -> list[Finding]:
     log = ctx.kernel_log()
     if log.error:
         return [
@@ -19,66 +81,116 @@ def _judge(ctx: Context, events: list[Event], kind: str) -> list[Finding]:
                 "--kernel-log",
             )
         ]
-    mine = [e for e in events if e.kind == kind]
+    text, dropped = current_boot(log.text, _booted_at(ctx))
+    mine = [e for e in parse_events(text) if e.kind == kind]
     label = "XID" if kind == "xid" else "SXid"
+    earlier = f"; {dropped} line(s) of earlier boots not judged" if dropped else ""
     if not mine:
-        return [ok(f"no {label} in this boot ({log.source})", measured=0)]
-    failing_gpus = {
+        return [ok(f"no {label} in this boot ({log.source}){earlier}", measured=0)]
+    if kind == "sxid":
+        return [_sxid(ctx, e) for e in mine]
+    prev, unreadable = _history(ctx)
+    codes_on: dict[str, set[int]] = {}
+    for e in mine:
+        codes_on.setdefault(e.bus, set()).add(e.code)
+    failing_buses = {
         e.bus
         for e in mine
         if not ctx.xids.lookup(kind, e.code).ignore
         and not ctx.xids.lookup(kind, e.code).follows_other
     }
-    out: list[Finding] = []
-    for e in mine:
-        entry = ctx.xids.lookup(kind, e.code)
-        gpu = ctx.gpu_index_for_bus(e.bus) if kind == "xid" else None
+    return [
+        _xid(ctx, e, codes_on[e.bus] - {e.code}, e.bus in failing_buses, prev, unreadable)
+        for e in mine
+    ]
+
+
+def _xid(
+    ctx: Context,
+    e: Event,
+    others_here: set[int],
+    other_failing_here: bool,
+    prev: PreviousBoot | None,
+    unreadable: list[str],
+) -> Finding:
+    entry = ctx.xids.lookup("xid", e.code)
+    gpu = ctx.gpu_index_for_bus(e.bus)
+    uuid = _uuid(ctx, gpu)
+    action = _action(ctx, entry, e, others_here)
+    recurring = prev is not None and prev.had(e.code, uuid, e.bus)
+    where = f" ({', '.join(e.instances)})" if e.instances else ""
+    who = ", ".join(e.processes) if e.processes else "process not named in the log"
+    text = f"XID {e.code} {entry.mnemonic or ''} on {e.bus}{where} x{e.count}: {entry.meaning}"
+    text = text.replace("  ", " ")
+    measured = {"code": e.code, "device": e.bus, "count": e.count, "incidents": e.incidents}
+    details: dict[str, Any] = {
+        "meaning": entry.meaning,
+        "mnemonic": entry.mnemonic,
+        "catalog_bucket": entry.bucket,
+        "lines": e.lines,
+        "known": entry.known,
+        "processes": e.processes,
+        "gpu_uuid": uuid,
+    }
+    if e.instances:
+        details["mig_instances"] = e.instances
+    if prev is not None:
+        details["previous_boot"] = {
+            "boot_id": prev.boot_id,
+            "receipt": prev.origin,
+            "same_fault": recurring,
+        }
+    if unreadable:
+        details["history_unreadable"] = unreadable
+    info = {"measured": measured, "source": entry.source, "details": details, "gpu": gpu}
+    if entry.ignore or action == Action.NONE:
+        reason = "informational, ignored" if entry.ignore else "no action needed"
+        return ok(f"{text} ({reason})", severity=Severity.INFO, **info)
+    if entry.follows_other and other_failing_here:
+        return ok(f"{text} (follows another XID on this GPU)", severity=Severity.INFO, **info)
+    if entry.app:
+        burst = ctx.xids.app_burst
+        info["source"] = f"{entry.source}; {burst.source}"
+        if recurring:
+            return bad(
+                burst.recurrence_action,
+                f"{text}: again after the previous boot ({who}); the same GPU keeps "
+                "faulting, reset it and run diagnostics",
+                **info,
+            )
+        if e.incidents >= burst.incidents:
+            return bad(
+                burst.action,
+                f"{text}: a burst of {e.incidents} processes in this boot ({who})",
+                **info,
+            )
+        return warn(f"{text}: the application faulted ({who}); restart it", **info)
+    if recurring and entry.recurrence_action is not None:
+        return bad(
+            entry.recurrence_action,
+            f"{text}: again after the reboot since the previous boot's receipt "
+            f"({prev.origin if prev else '?'}); the reset/reboot did not clear it",
+            **info,
+        )
+    return bad(action, text, **info)
+
+
+def _sxid(ctx: Context, e: Event) -> Finding:
+    entry = ctx.xids.lookup("sxid", e.code)
+    words = {w.strip(",").lower() for t in e.texts for w in t.split()}
+    if "non-fatal" in words or "nonfatal" in words:
+        action = Action.NONE
+    elif "fatal" in words:
+        action = ctx.xids.sxid_fatal
+    else:
         action = entry.action
-        if entry.parse_action:
-            action = ctx.xids.action_from_text(e.text) or action
-        if entry.repeat_count and entry.repeat_action and e.count >= entry.repeat_count:
-            action = entry.repeat_action
-        measured = {"code": e.code, "device": e.bus, "count": e.count}
-        details = {"meaning": entry.meaning, "lines": e.lines, "known": entry.known}
-        text = f"{label} {e.code} on {e.bus} x{e.count}: {entry.meaning}"
-        if entry.ignore:
-            out.append(
-                ok(
-                    f"{text} (informational, ignored)",
-                    measured=measured,
-                    source=entry.source,
-                    details=details,
-                    gpu=gpu,
-                    severity=Severity.INFO,
-                )
-            )
-        elif entry.follows_other and e.bus in failing_gpus:
-            out.append(
-                ok(
-                    f"{text} (follows another {label} on this device)",
-                    measured=measured,
-                    source=entry.source,
-                    details=details,
-                    gpu=gpu,
-                    severity=Severity.INFO,
-                )
-            )
-        elif action == Action.NONE:
-            out.append(
-                ok(
-                    text,
-                    measured=measured,
-                    source=entry.source,
-                    details=details,
-                    gpu=gpu,
-                    severity=Severity.INFO,
-                )
-            )
-        else:
-            out.append(
-                bad(action, text, measured=measured, source=entry.source, details=details, gpu=gpu)
-            )
-    return out
+    measured = {"code": e.code, "device": e.bus, "count": e.count}
+    details = {"meaning": entry.meaning, "lines": e.lines, "known": entry.known}
+    text = f"SXid {e.code} on {e.bus} x{e.count}: {entry.meaning}"
+    info = {"measured": measured, "source": entry.source, "details": details}
+    if entry.ignore or action == Action.NONE:
+        return ok(f"{text} (non-fatal: logged for monitoring)", severity=Severity.INFO, **info)
+    return bad(action, text, **info)
 
 
 @check(
@@ -89,7 +201,7 @@ def _judge(ctx: Context, events: list[Event], kind: str) -> list[Finding]:
     timeout_s=15.0,
 )
 def xids(ctx: Context) -> list[Finding]:
-    return _judge(ctx, parse_events(ctx.kernel_log().text), "xid")
+    return _judge(ctx, "xid")
 
 
 @check(
@@ -100,4 +212,4 @@ def xids(ctx: Context) -> list[Finding]:
     timeout_s=15.0,
 )
 def sxids(ctx: Context) -> list[Finding]:
-    return _judge(ctx, parse_events(ctx.kernel_log().text), "sxid")
+    return _judge(ctx, "sxid")

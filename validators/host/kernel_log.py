@@ -15,7 +15,13 @@ from pathlib import Path
 RELEVANT = re.compile(r"NVRM|nvidia|Xid|SXid|nvswitch|fallen off the bus|NVLink", re.I)
 
 # NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.
-_XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): (?P<code>\d+),?\s*(?P<text>.*)$")
+# NVRM: Xid (PCI:0000:2a:00 GPU-I:05 GPU-CI:00): 94, ...  (the driver names the MIG
+# instance inside the parentheses; it is an XID of that GPU all the same)
+_XID = re.compile(
+    r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)(?P<mig>(?:\s+GPU-C?I:\s*\d+)*)\s*\): "
+    r"(?P<code>\d+),?\s*(?P<text>.*)$"
+)
+_PID = re.compile(r"pid=(?P<pid>'?[^,\s']*'?|<unknown>)(?:,\s*name=(?P<name>[^,]*))?")
 # nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 12028, Non-fatal, Link 32 egress ...
 _SXID = re.compile(
     r"nvidia-nvswitch(?P<sw>\d*): SXid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)\): "
@@ -55,6 +61,29 @@ class Event:
     text: str
     count: int = 1
     lines: list[str] = field(default_factory=list)
+    # processes named by the lines ("pid 4242 (python3)"), in log order, each once
+    processes: list[str] = field(default_factory=list)
+    # MIG instances named by the lines ("GPU-I:05 GPU-CI:00"), each once
+    instances: list[str] = field(default_factory=list)
+    # the message of every line (after the code), in log order
+    texts: list[str] = field(default_factory=list)
+
+    @property
+    def incidents(self) -> int:
+        """Distinct incidents: one per process the lines name (one crash prints several
+        lines with one pid), else one for the device."""
+        return max(1, len(self.processes))
+
+
+def _process(text: str) -> str | None:
+    m = _PID.search(text)
+    if not m:
+        return None
+    pid = m["pid"].strip("'")
+    name = (m["name"] or "").strip().strip("'")
+    if pid in ("", "<unknown>") and name in ("", "<unknown>"):
+        return None
+    return f"pid {pid}" + (f" ({name})" if name and name != "<unknown>" else "")
 
 
 def normalise_bus(bus: str) -> str:
@@ -76,14 +105,78 @@ def parse_events(text: str) -> list[Event]:
             if not m:
                 continue
             key = (kind, int(m["code"]), normalise_bus(m["bus"]))
-            if key in seen:
-                seen[key].count += 1
-                if len(seen[key].lines) < 3:
-                    seen[key].lines.append(line.strip())
-            else:
-                seen[key] = Event(kind, key[1], key[2], m["text"].strip(), 1, [line.strip()])
+            event = seen.get(key)
+            if event is None:
+                event = seen[key] = Event(kind, key[1], key[2], m["text"].strip(), 0, [])
+            event.count += 1
+            event.texts.append(m["text"].strip())
+            if len(event.lines) < 3:
+                event.lines.append(line.strip())
+            proc = _process(m["text"])
+            if proc and proc not in event.processes:
+                event.processes.append(proc)
+            mig = " ".join((m.groupdict().get("mig") or "").split())
+            if mig and mig not in event.instances:
+                event.instances.append(mig)
             break
     return list(seen.values())
+
+
+# journalctl prints "-- Boot 5f0c...: --" (or "-- Reboot --") between boots
+_BOOT_MARK = re.compile(r"^-- (?:Boot [0-9a-f]+|Reboot) ", re.I)
+# the kernel's first line at every boot
+_LINUX_VERSION = re.compile(r"(?:kernel: |\] )Linux version \d")
+# short-iso (journalctl -o short-iso) or RFC 3339 timestamps at the start of a line
+_ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?)([+-]\d\d:?\d\d|Z)?")
+# dmesg: "[  812.123456] ..." seconds since this boot
+_MONO = re.compile(r"^\[\s*(\d+\.\d+)\]")
+
+
+def _epoch(line: str) -> float | None:
+    import datetime as dt
+
+    m = _ISO.match(line)
+    if not m:
+        return None
+    zone = (m[2] or "+00:00").replace("Z", "+00:00")
+    if len(zone) == 5:  # +0000
+        zone = f"{zone[:3]}:{zone[3:]}"
+    try:
+        return dt.datetime.fromisoformat(m[1].replace(",", ".") + zone).timestamp()
+    except ValueError:
+        return None
+
+
+def current_boot(text: str, booted_at: float | None = None) -> tuple[str, int]:
+    """The lines of the last boot in ``text`` and how many earlier lines were dropped.
+
+    A log that spans boots (a ``--kernel-log`` file, ``journalctl -k`` without ``-b``)
+    counts only its last boot: after the last ``-- Boot <id> --`` marker or kernel
+    ``Linux version`` banner, after dmesg's seconds-since-boot go backwards, and without
+    lines stamped before ``booted_at`` (this boot's start, epoch seconds).
+    """
+    lines = text.splitlines()
+    start = 0
+    last_mono = -1.0
+    for i, line in enumerate(lines):
+        if _BOOT_MARK.match(line):
+            start = i + 1
+            last_mono = -1.0
+            continue
+        if _LINUX_VERSION.search(line):
+            start = i
+        m = _MONO.match(line)
+        if m:
+            mono = float(m[1])
+            if mono < last_mono:
+                start = i
+            last_mono = mono
+    kept = lines[start:]
+    if booted_at is not None:
+        slack = 2.0  # clocks and rounding: a line stamped in the boot's first seconds
+        kept = [ln for ln in kept if (t := _epoch(ln)) is None or t >= booted_at - slack]
+    dropped = len(lines) - len(kept)
+    return "\n".join(kept) + ("\n" if kept else ""), dropped
 
 
 def api_mismatch(text: str) -> tuple[str, str] | None:
