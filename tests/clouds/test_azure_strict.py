@@ -66,3 +66,37 @@ def test_pointer_knows_a_version_being_replicated(azure_fake) -> None:
     provider.replicate(image, "westus3", token="imagectl-x")
     assert provider.replica_status(image, "westus3").state == "pending"
     assert provider.get_pointer("h100-training", "eastus") == image.image_id
+
+
+def test_fleet_listing_covers_the_subscription_and_resolves_definition_ids(azure_fake) -> None:
+    """Fleet VMs live in any resource group, and a VM made from the image definition id
+    (the gallery's latest) keeps that id: its version is ARM's ``exactVersion``. Before,
+    only the build resource group was listed and such a VM reported the definition."""
+    import json
+    import urllib.request
+
+    env = CloudEnv("azure", azure_fake)
+    image = env.seed_candidate()
+    provider = env.provider()
+    provider.set_pointer("h100-training", "eastus", image.image_id)
+    definition = image.image_id.rsplit("/versions/", 1)[0]
+    vm = (
+        f"{azure_fake.endpoint}/subscriptions/{azure_fake.subscription}/resourceGroups/"
+        "ml-fleet/providers/Microsoft.Compute/virtualMachines/node-7?api-version=2024-07-01"
+    )
+    body = {
+        "location": "eastus",
+        "properties": {
+            "hardwareProfile": {"vmSize": "Standard_ND96isr_H100_v5"},
+            "storageProfile": {"imageReference": {"id": definition}},
+        },
+    }
+    request = urllib.request.Request(
+        vm,
+        data=json.dumps(body).encode(),
+        method="PUT",
+        headers={"Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(request).read()
+    fleet = {i.instance_id: i for i in provider.list_instances(managed_only=False)}
+    assert fleet["node-7"].image_id.lower() == image.image_id.lower()

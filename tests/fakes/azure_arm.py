@@ -471,6 +471,14 @@ class FakeAzureArm(FakeServer):
             props["vmId"] = f"vm-{next(self._ids):08d}"
             props["timeCreated"] = _now()
             self._boot_reads[self._key(res["id"])] = 0
+            # A VM made from an image definition id keeps that id; ARM reports the version
+            # it resolved to in the read-only ``exactVersion`` (ImageReference).
+            ref = props.get("storageProfile", {}).get("imageReference", {})
+            image_id = str(ref.get("id", ""))
+            if image_id and "/versions/" not in image_id.lower():
+                latest = self._latest_version(image_id)
+                if latest:
+                    ref["exactVersion"] = latest
         elif rtype == "microsoft.network/networkinterfaces" and created:
             n = next(self._ids) % 250 + 4
             for cfg in props.get("ipConfigurations", []):
@@ -532,6 +540,19 @@ class FakeAzureArm(FakeServer):
             {"code": power, "level": "Info"},
         ]
         return 200, {"computerName": res["name"], "statuses": statuses}, {}
+
+    def _latest_version(self, definition_id: str) -> str | None:
+        """The version ``latest`` of a definition resolves to: the highest version number
+        not excluded from latest."""
+        prefix = self._key(definition_id) + "/versions/"
+        names = [
+            r["name"]
+            for k, r in self.resources.items()
+            if k.startswith(prefix)
+            and "/" not in k[len(prefix) :]
+            and not r["properties"].get("publishingProfile", {}).get("excludeFromLatest")
+        ]
+        return max(names, key=lambda v: tuple(int(x) for x in v.split("."))) if names else None
 
     def _list_all_vms(self, req: Request) -> Response:
         items = [

@@ -317,9 +317,24 @@ class AzureProvider(PromotionDelegate):
     def terminate(self, instance: Instance) -> None:
         self._cleanup(instance.instance_id)
 
+    @staticmethod
+    def _vm_image(image_ref: Any) -> str:
+        """The gallery version a VM runs. A VM made from an image definition id (the
+        gallery's "latest") keeps the definition in ``imageReference.id``; ARM names the
+        version it resolved to in ``exactVersion``."""
+        if image_ref is None or not image_ref.id:
+            return ""
+        image_id = str(image_ref.id)
+        exact = getattr(image_ref, "exact_version", None)
+        if exact and "/versions/" not in image_id.lower():
+            return f"{image_id.rstrip('/')}/versions/{exact}"
+        return image_id
+
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
+        """Every VM of the subscription (a fleet spans resource groups), or only
+        imagectl's own."""
         found = []
-        for vm in self.clients.compute.virtual_machines.list(self.rg):
+        for vm in self.clients.compute.virtual_machines.list_all():
             tags = dict(vm.tags or {})
             if managed_only and tags.get(TAG_MANAGED) != "true":
                 continue
@@ -331,7 +346,7 @@ class AzureProvider(PromotionDelegate):
                     region=f"{vm.location}/{zone}" if zone else vm.location,
                     instance_id=vm.name,
                     shape=vm.hardware_profile.vm_size if vm.hardware_profile else "",
-                    image_id=(image_ref.id if image_ref else "") or tags.get("imagectl:image", ""),
+                    image_id=self._vm_image(image_ref) or tags.get("imagectl:image", ""),
                     state=vm.provisioning_state or "",
                     tags=tags,
                     launched_at=vm.time_created,
