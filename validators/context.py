@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pynvml
@@ -46,6 +47,7 @@ class Context:
     profile: str
     kernel_log_loader: Callable[[], KernelLog]
     hygiene: bool = True
+    history_dir: Path | None = None  # previous boots' receipts (--history)
     thresholds: Thresholds = field(default_factory=thresholds)
     xids: XidCatalog = field(default_factory=xid_catalog)
     # filled by the nvml.init check

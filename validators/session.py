@@ -35,6 +35,7 @@ class Options:
     snapshot: dict[str, Any] | None = None
     snapshot_path: str | None = None
     kernel_log_file: Path | None = None
+    history_dir: Path | None = None  # previous boots' receipts (kernel.xid recurrences)
     hygiene: bool = True
     hygiene_root: str = "/"
     image_id: str | None = None
@@ -82,6 +83,7 @@ def build_context(opts: Options) -> Context:
         profile=opts.profile,
         kernel_log_loader=loader,
         hygiene=opts.hygiene,
+        history_dir=opts.history_dir,
     )
 
 

@@ -38,6 +38,13 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
     type=click.Path(dir_okay=False, path_type=Path),
     help="Read the kernel log from a file instead of journalctl -k -b / dmesg.",
 )
+@click.option(
+    "--history",
+    "history_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of previous boots' receipts: an XID the previous boot also had on the same "
+    "GPU escalates where NVIDIA's Xid Catalog says so.",
+)
 @click.option("--image-id", help="The image being validated (default: manifest or cloud metadata).")
 @click.option(
     "--hygiene-root",
@@ -98,6 +105,7 @@ def command(
     shape: str | None,
     replay: Path | None,
     kernel_log: Path | None,
+    history_dir: Path | None,
     image_id: str | None,
     hygiene_root: str,
     hygiene: bool,
@@ -126,6 +134,11 @@ def command(
         raise UserError(f"cannot read the kernel log {kernel_log}: no such file")
     if nodes is not None and not Path(nodes).is_file():
         raise UserError(f"cannot read the --nodes hostfile {nodes}: no such file")
+    if history_dir is not None and not history_dir.is_dir():
+        raise UserError(
+            f"--history {history_dir} is not a folder: pass the folder of previous boots' "
+            "receipts (the boot unit keeps them in /var/lib/imagectl/boots)"
+        )
     snapshot = load_snapshot(replay) if replay is not None else None
     expect = resolve_expectations(
         images_dir=workspace(ctx).images,
@@ -146,6 +159,7 @@ def command(
         snapshot=snapshot,
         snapshot_path=str(replay) if replay else None,
         kernel_log_file=kernel_log,
+        history_dir=history_dir,
         hygiene=hygiene,
         hygiene_root=hygiene_root,
         image_id=image_id,

@@ -13,7 +13,6 @@ Catalog (validators/data/xids.yaml).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from imagectl.validators.catalogs import XidEntry
@@ -40,9 +39,8 @@ def _booted_at(ctx: Context) -> float | None:
 def _history(ctx: Context) -> tuple[PreviousBoot | None, list[str]]:
     boot = _fact(ctx, "boot")
     boot_id = boot.get("boot_id") if isinstance(boot, dict) else None
-    folder: Path | None = getattr(ctx, "history_dir", None)
-    if folder is not None:
-        receipts, unreadable = read_folder(Path(folder))
+    if ctx.history_dir is not None:
+        receipts, unreadable = read_folder(ctx.history_dir)
         return previous_boot(receipts, boot_id), unreadable
     recorded = _fact(ctx, "boot_history")
     if isinstance(recorded, list):
