@@ -21,6 +21,22 @@ source "amazon-ebs" "candidate" {
     most_recent = true
   }
 
+  # the root volume sized by the stack (clouds.aws.build.root_volume_gb)
+  launch_block_device_mappings {
+    device_name           = var.aws_root_device_name
+    volume_size           = var.aws_root_volume_gb
+    volume_type           = "gp3"
+    iops                  = 3000 # gp3's baseline, stated: Packer 1.6.6 requires both
+    throughput            = 125
+    delete_on_termination = true
+  }
+
+  # a large AMI takes longer than the SDK waiters' defaults to become available
+  aws_polling {
+    delay_seconds = var.aws_polling_delay_seconds
+    max_attempts  = var.aws_polling_max_attempts
+  }
+
   tags          = var.image_tags
   snapshot_tags = var.image_tags
   run_tags      = merge(var.image_tags, { Name = "imagectl-build-${var.build_id}" })

@@ -22,12 +22,31 @@ variable "aws_subnet_id" {
   type    = string
   default = ""
 }
+variable "aws_root_volume_gb" {
+  type        = number
+  description = "Root EBS volume of the candidate, GiB (the base AMI's 8 GiB cannot hold CUDA)."
+}
 
 # --- build knobs (defaults are production) ---
 variable "aws_endpoint_ec2" {
   type        = string
   default     = ""
   description = "Custom EC2 endpoint (an emulator in tests); empty = the real endpoint."
+}
+variable "aws_root_device_name" {
+  type        = string
+  default     = "/dev/sda1"
+  description = "The base AMI's root device (Ubuntu's)."
+}
+variable "aws_polling_delay_seconds" {
+  type        = number
+  default     = 30
+  description = "Packer's wait between EC2 state polls (aws_polling)."
+}
+variable "aws_polling_max_attempts" {
+  type        = number
+  default     = 360
+  description = "Polls before Packer gives up (360 x 30 s = 3 h: a large AMI takes long)."
 }
 variable "ssh_username" {
   type    = string

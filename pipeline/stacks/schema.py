@@ -229,6 +229,8 @@ class AwsBuild(Strict):
     region: Region
     instance_type: ShapeName
     subnet_id: AwsSubnet | None = None
+    # the candidate's root EBS volume: the base AMI's 8 GiB cannot hold the CUDA toolkit
+    root_volume_gb: int = Field(100, ge=8, le=16384, description="root volume size, GiB")
 
 
 # A KMS key ARN or alias ARN (AWS KMS Developer Guide, "Key identifiers").

@@ -130,6 +130,7 @@ def packer_vars(
             aws_source_ami_owner=aws.base_image.owner,
             aws_source_ami_name=aws.base_image.name,
             aws_subnet_id=aws.build.subnet_id or "",
+            aws_root_volume_gb=aws.build.root_volume_gb,
         )
     elif cloud == "gcp":
         assert s.clouds.gcp is not None
