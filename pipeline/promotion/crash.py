@@ -13,8 +13,8 @@ Points, in the order a promotion reaches them:
 ``after_copy_started``    the copy's id is recorded; the copy is still running
 ``after_region_done``     a region finished (available, tagged, shared, recorded)
 ``before_pointer_flip``   every region is done; no pointer has moved
-``inside_family_member``  Google Cloud: the family member's insert was sent, its
-                          operation not waited on (the pointer is moving)
+``inside_family_member``  Google Cloud: the promoted image's ``images.patch`` into the
+                          family was sent, its operation not waited on
 ``after_pointer_set``     a region's cloud pointer moved; the catalog does not know yet
 ``before_finish``         every pointer moved; the promotion is not closed yet
 =======================  ===========================================================
