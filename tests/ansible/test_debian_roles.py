@@ -207,8 +207,10 @@ def test_validator_installed_with_enabled_boot_unit(provisioned: Provisioned, ho
     unit = host.file("/etc/systemd/system/imagectl-boot-validate.service")
     assert (
         "ExecStart=/opt/imagectl/bin/imagectl validate --profile boot --no-hygiene "
-        "--expect /etc/imagectl/expect.json -o /var/lib/imagectl/boot-receipt.json"
+        "--expect /etc/imagectl/expect.json --history /var/lib/imagectl/boots "
+        "-o /var/lib/imagectl/boots/%b.json"
     ) in unit.content_string
+    assert "ln -sfn boots/%b.json /var/lib/imagectl/boot-receipt.json" in unit.content_string
     assert host.file(
         "/etc/systemd/system/multi-user.target.wants/imagectl-boot-validate.service"
     ).is_symlink
