@@ -8,7 +8,10 @@ manager; see ``receipts.py``). The expectation is the image's manifest
 ``<DIR>/manifests/``) matched by image id or stack digest, else the stack's pins when the
 receipt's digest is the stack's current digest. A differing fact is
 ``host-<field>-drift`` with the likely cause: an unattended upgrade (one package moved)
-or a half-applied change (driver and fabric manager disagree).
+or a half-applied change (driver and fabric manager disagree). Receipts of consecutive
+boots of one node (the boot unit keeps one per boot) that show the same hardware XID on
+the same GPU (UUID) are ``host-xid-recurring``: a reboot did not clear it, and NVIDIA's
+Xid Catalog sends such a fault to the vendor (ISOLATE_RMA).
 """
 
 from __future__ import annotations
@@ -110,6 +113,48 @@ def cause(field: str, host: HostFacts, expected: HostFacts) -> str:
     )
 
 
+def xid_recurrences(hosts_dir: Path) -> list[dict[str, Any]]:
+    """Per node (hostname), each hardware XID that a receipt shares with the node's
+    previous boot's receipt, on the same GPU: the catalog's recurrence rule."""
+    import json
+
+    from imagectl.validators.catalogs import xid_catalog
+    from imagectl.validators.host.boot_history import previous_boot
+
+    by_node: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for path in sorted(hosts_dir.rglob("*.json")):
+        if "manifests" in path.relative_to(hosts_dir).parts:
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # reported as host-receipt-unreadable
+        if isinstance(doc, dict) and doc.get("kind") == "imagectl.validation-receipt":
+            node = str((doc.get("host") or {}).get("hostname") or path.parent.name)
+            by_node.setdefault(node, []).append((str(path), doc))
+    catalog = xid_catalog()
+    out = []
+    for node, receipts in sorted(by_node.items()):
+        receipts.sort(key=lambda r: str(r[1].get("started_at") or ""))
+        for i in range(1, len(receipts)):
+            label, doc = receipts[i]
+            boot = (doc.get("host") or {}).get("boot") or {}
+            prev = previous_boot(receipts[:i], boot.get("boot_id"))
+            if prev is None:
+                continue
+            now = previous_boot([(label, doc)], None)
+            for code, uuid, device in now.incidents if now else []:
+                entry = catalog.lookup("xid", code)
+                if entry.recurrence_action is None or not prev.had(code, uuid, device):
+                    continue
+                out.append({
+                    "node": node, "stack": doc.get("stack"), "code": code, "uuid": uuid,
+                    "device": device, "receipt": label, "previous": prev.origin,
+                    "mnemonic": entry.mnemonic, "action": entry.recurrence_action.value,
+                })  # fmt: skip
+    return out
+
+
 def check(
     stacks: list[ResolvedStack],
     report: DriftReport,
@@ -150,6 +195,20 @@ def check(
                 cloud=host.cloud, region=host.region,
                 extra={"receipt": host.label, "image_id": host.image_id,
                        "expected_from": expected.label},
+            ))  # fmt: skip
+
+    if hosts_dir is not None:
+        for r in xid_recurrences(hosts_dir):
+            if r["stack"] not in by_name:
+                continue
+            report.stack(r["stack"]).findings.append(Finding(
+                "hosts", r["stack"], "host-xid-recurring", r["node"], None,
+                f"Xid {r['code']} {r['mnemonic']}",
+                f"GPU {r['uuid'] or r['device']} had Xid {r['code']} in the previous boot too: "
+                f"the reboot did not clear it; NVIDIA's Xid Catalog sends it to the vendor "
+                f"({r['action']}: drain the node, RMA the GPU)",
+                extra={"receipt": r["receipt"], "previous_receipt": r["previous"],
+                       "gpu_uuid": r["uuid"], "device": r["device"]},
             ))  # fmt: skip
 
 
