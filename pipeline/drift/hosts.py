@@ -116,18 +116,18 @@ def cause(field: str, host: HostFacts, expected: HostFacts) -> str:
 def xid_recurrences(hosts_dir: Path) -> list[dict[str, Any]]:
     """Per node (hostname), each hardware XID that a receipt shares with the node's
     previous boot's receipt, on the same GPU: the catalog's recurrence rule."""
-    import json
-
+    from imagectl.errors import UserError
     from imagectl.validators.catalogs import xid_catalog
     from imagectl.validators.host.boot_history import previous_boot
+    from imagectl.validators.jsonfile import read_json
 
     by_node: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for path in sorted(hosts_dir.rglob("*.json")):
         if "manifests" in path.relative_to(hosts_dir).parts:
             continue
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # the hostile-input-safe reader (size, depth, huge numbers)
+            doc = read_json(path, "fleet boot receipt", "reported as host-receipt-unreadable")
+        except UserError:
             continue  # reported as host-receipt-unreadable
         if isinstance(doc, dict) and doc.get("kind") == "imagectl.validation-receipt":
             node = str((doc.get("host") or {}).get("hostname") or path.parent.name)
