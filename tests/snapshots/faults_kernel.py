@@ -77,6 +77,7 @@ FAULTS: dict[str, Fault] = {
         xid_lines(137, "NVLink Privilege Error.", gpu=6),
         {},
         source=f"{CAT}: Xid 137 NVLINK_PRIV_ERR, IGNORE (XID_137_FLOW: usually the application)",
+        expect_warn=("kernel.xid",),
     ),
     "xid141-fast-path-ignore": Fault(
         ("h100-sxm-8x", "h200-8x"),
@@ -200,6 +201,20 @@ FAULTS: dict[str, Fault] = {
         source=(
             f"{CAT}: Xid 79 RESTART_BM, investigatory CONTACT_SUPPORT: the previous boot's "
             "receipt had it on the same GPU (UUID), the reboot did not clear it"
+        ),
+    ),
+    "xid79-in-both-boots-of-the-log": Fault(
+        ("h100-sxm-8x", "a100-sxm-80gb-8x"),
+        both(
+            log_line("-- Boot 0a0b0c0d11112222333344445555666 --", stamp=""),
+            xid_lines(79, "GPU has fallen off the bus.", gpu=6, stamp="2026-11-19T22:10:00+0000"),
+            log_line("-- Boot 9f1c1111222233334444555566667777 --", stamp=""),
+            xid_lines(79, "GPU has fallen off the bus.", gpu=6, pids=(0,), name="<unknown>"),
+        ),
+        {"kernel.xid": "ISOLATE_RMA"},
+        source=(
+            f"{CAT}: Xid 79 RESTART_BM, investigatory CONTACT_SUPPORT: the log's previous boot "
+            "had it on the same PCI device, the reboot did not clear it"
         ),
     ),
     "xid64-previous-boot-other-gpu": Fault(

@@ -19,7 +19,7 @@ from imagectl.validators.catalogs import XidEntry
 from imagectl.validators.checks.base import Finding, bad, check, ok, warn
 from imagectl.validators.context import Context
 from imagectl.validators.host.boot_history import PreviousBoot, previous_boot, read_folder
-from imagectl.validators.host.kernel_log import Event, current_boot, parse_events
+from imagectl.validators.host.kernel_log import Event, parse_events, split_boots
 from imagectl.validators.results import Action, Outcome, Severity
 
 
@@ -47,6 +47,18 @@ def _history(ctx: Context) -> tuple[PreviousBoot | None, list[str]]:
         found = [(f"snapshot:boot_history[{i}]", r) for i, r in enumerate(recorded)]
         return previous_boot(found, boot_id), []
     return None, []
+
+
+def _with_previous_log(prev: PreviousBoot | None, text: str) -> PreviousBoot | None:
+    """XIDs of the previous boot in the log itself (a log spanning boots) are evidence
+    too, by PCI device (the log names no UUID)."""
+    seen = [(e.code, None, e.bus) for e in parse_events(text) if e.kind == "xid"]
+    if not seen:
+        return prev
+    if prev is None:
+        return PreviousBoot(None, "", "kernel log: the previous boot's lines", list(seen))
+    prev.incidents.extend(seen)
+    return prev
 
 
 def _uuid(ctx: Context, gpu: int | None) -> str | None:
@@ -79,7 +91,7 @@ def _judge(ctx: Context, kind: str) -> list[Finding]:
                 "--kernel-log",
             )
         ]
-    text, dropped = current_boot(log.text, _booted_at(ctx))
+    text, previous_text, dropped = split_boots(log.text, _booted_at(ctx))
     mine = [e for e in parse_events(text) if e.kind == kind]
     label = "XID" if kind == "xid" else "SXid"
     earlier = f"; {dropped} line(s) of earlier boots not judged" if dropped else ""
@@ -88,6 +100,7 @@ def _judge(ctx: Context, kind: str) -> list[Finding]:
     if kind == "sxid":
         return [_sxid(ctx, e) for e in mine]
     prev, unreadable = _history(ctx)
+    prev = _with_previous_log(prev, previous_text)
     codes_on: dict[str, set[int]] = {}
     for e in mine:
         codes_on.setdefault(e.bus, set()).add(e.code)
@@ -120,7 +133,8 @@ def _xid(
     who = ", ".join(e.processes) if e.processes else "process not named in the log"
     text = f"XID {e.code} {entry.mnemonic or ''} on {e.bus}{where} x{e.count}: {entry.meaning}"
     text = text.replace("  ", " ")
-    measured = {"code": e.code, "device": e.bus, "count": e.count, "incidents": e.incidents}
+    incidents = e.incidents if entry.app else 1
+    measured = {"code": e.code, "device": e.bus, "count": e.count, "incidents": incidents}
     details: dict[str, Any] = {
         "meaning": entry.meaning,
         "mnemonic": entry.mnemonic,
@@ -141,6 +155,8 @@ def _xid(
     if unreadable:
         details["history_unreadable"] = unreadable
     info = {"measured": measured, "source": entry.source, "details": details, "gpu": gpu}
+    if entry.ignore and entry.app:  # IGNORE, but the application's fault: say whose
+        return warn(f"{text}: the application faulted ({who}); nothing to do on the host", **info)
     if entry.ignore or action == Action.NONE:
         reason = "informational, ignored" if entry.ignore else "no action needed"
         return ok(f"{text} ({reason})", severity=Severity.INFO, **info)

@@ -10,10 +10,12 @@ UUID, not index), is a recurrence.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from imagectl.errors import UserError
+from imagectl.validators.jsonfile import read_json
 
 
 @dataclass
@@ -91,10 +93,10 @@ def read_folder(folder: Path) -> tuple[list[tuple[str, dict[str, Any]]], list[st
     out: list[tuple[str, dict[str, Any]]] = []
     unreadable: list[str] = []
     for path in sorted(folder.glob("*.json")):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            unreadable.append(f"{path.name}: {type(exc).__name__}")
+        try:  # the hostile-input-safe reader (size, depth, huge numbers)
+            doc = read_json(path, "boot receipt", "the next boot writes a new one")
+        except UserError as exc:
+            unreadable.append(f"{path.name}: {exc.render().splitlines()[0][:160]}")
             continue
         if isinstance(doc, dict) and doc.get("kind") == "imagectl.validation-receipt":
             out.append((str(path), doc))

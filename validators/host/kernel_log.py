@@ -67,12 +67,13 @@ class Event:
     instances: list[str] = field(default_factory=list)
     # the message of every line (after the code), in log order
     texts: list[str] = field(default_factory=list)
+    unnamed: int = 0  # lines that name no process
 
     @property
     def incidents(self) -> int:
-        """Distinct incidents: one per process the lines name (one crash prints several
-        lines with one pid), else one for the device."""
-        return max(1, len(self.processes))
+        """Application incidents: one per process the lines name (one crash prints
+        several lines with one pid), and one per line that names none."""
+        return max(1, len(self.processes) + self.unnamed)
 
 
 def _process(text: str) -> str | None:
@@ -113,7 +114,9 @@ def parse_events(text: str) -> list[Event]:
             if len(event.lines) < 3:
                 event.lines.append(line.strip())
             proc = _process(m["text"])
-            if proc and proc not in event.processes:
+            if proc is None:
+                event.unnamed += 1
+            elif proc not in event.processes:
                 event.processes.append(proc)
             mig = " ".join((m.groupdict().get("mig") or "").split())
             if mig and mig not in event.instances:
@@ -123,11 +126,13 @@ def parse_events(text: str) -> list[Event]:
 
 
 # journalctl prints "-- Boot 5f0c...: --" (or "-- Reboot --") between boots
-_BOOT_MARK = re.compile(r"^-- (?:Boot [0-9a-f]+|Reboot) ", re.I)
+_BOOT_MARK = re.compile(r"^\s*-- (?:Boot [0-9a-f-]+|Reboot)\b", re.I)
 # the kernel's first line at every boot
 _LINUX_VERSION = re.compile(r"(?:kernel: |\] )Linux version \d")
 # short-iso (journalctl -o short-iso) or RFC 3339 timestamps at the start of a line
-_ISO = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?)([+-]\d\d:?\d\d|Z)?")
+_ISO = re.compile(r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)([+-]\d\d:?\d\d|Z)?")
+# dmesg -T: "[Fri Aug 30 11:43:09 2024] ..." (read as UTC)
+_CTIME = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]")
 # dmesg: "[  812.123456] ..." seconds since this boot
 _MONO = re.compile(r"^\[\s*(\d+\.\d+)\]")
 
@@ -137,46 +142,70 @@ def _epoch(line: str) -> float | None:
 
     m = _ISO.match(line)
     if not m:
-        return None
+        c = _CTIME.match(line)
+        if not c:
+            return None
+        try:
+            when = dt.datetime.strptime(" ".join(c[1].split()), "%a %b %d %H:%M:%S %Y")
+        except ValueError:
+            return None
+        return when.replace(tzinfo=dt.timezone.utc).timestamp()
     zone = (m[2] or "+00:00").replace("Z", "+00:00")
     if len(zone) == 5:  # +0000
         zone = f"{zone[:3]}:{zone[3:]}"
     try:
-        return dt.datetime.fromisoformat(m[1].replace(",", ".") + zone).timestamp()
+        stamp = m[1].replace(",", ".").replace(" ", "T")
+        return dt.datetime.fromisoformat(stamp + zone).timestamp()
     except ValueError:
         return None
 
 
 def current_boot(text: str, booted_at: float | None = None) -> tuple[str, int]:
-    """The lines of the last boot in ``text`` and how many earlier lines were dropped.
+    """The lines of the last boot in ``text`` and how many earlier lines were dropped."""
+    current, _previous, dropped = split_boots(text, booted_at)
+    return current, dropped
+
+
+def split_boots(text: str, booted_at: float | None = None) -> tuple[str, str, int]:
+    """This boot's lines, the previous boot's lines, and how many lines are not this boot's.
 
     A log that spans boots (a ``--kernel-log`` file, ``journalctl -k`` without ``-b``)
     counts only its last boot: after the last ``-- Boot <id> --`` marker or kernel
     ``Linux version`` banner, after dmesg's seconds-since-boot go backwards, and without
-    lines stamped before ``booted_at`` (this boot's start, epoch seconds).
+    lines stamped before ``booted_at`` (this boot's start, epoch seconds). The previous
+    boot's lines (between the last two boundaries, and lines stamped before this boot)
+    are evidence of a fault a reboot did not clear.
     """
     lines = text.splitlines()
-    start = 0
+    start, prev_start = 0, 0
     last_mono = -1.0
     for i, line in enumerate(lines):
         if _BOOT_MARK.match(line):
-            start = i + 1
+            start, prev_start = i + 1, start
             last_mono = -1.0
             continue
-        if _LINUX_VERSION.search(line):
-            start = i
+        if _LINUX_VERSION.search(line) and i > start:
+            start, prev_start = i, start
         m = _MONO.match(line)
         if m:
             mono = float(m[1])
-            if mono < last_mono:
-                start = i
+            if mono < last_mono and i > start:
+                start, prev_start = i, start
             last_mono = mono
     kept = lines[start:]
+    previous = [ln for ln in lines[prev_start:start] if not _BOOT_MARK.match(ln)]
     if booted_at is not None:
         slack = 2.0  # clocks and rounding: a line stamped in the boot's first seconds
-        kept = [ln for ln in kept if (t := _epoch(ln)) is None or t >= booted_at - slack]
+        early = [(t := _epoch(ln)) is not None and t < booted_at - slack for ln in kept]
+        before = [ln for ln, e in zip(kept, early, strict=True) if e]
+        kept = [ln for ln, e in zip(kept, early, strict=True) if not e]
+        previous = previous or before
     dropped = len(lines) - len(kept)
-    return "\n".join(kept) + ("\n" if kept else ""), dropped
+
+    def joined(part: list[str]) -> str:
+        return "\n".join(part) + ("\n" if part else "")
+
+    return joined(kept), joined(previous), dropped
 
 
 def api_mismatch(text: str) -> tuple[str, str] | None:
