@@ -187,7 +187,10 @@ def test_dmesg_ctime_stamps_and_unnamed_processes() -> None:
     text = f"[Fri Aug 30 11:43:09 2024] {xid}\n[Sat Aug 31 09:00:00 2024] {xid}\n"
     booted_at = 1_725_000_000.0  # 2024-08-30T06:40:00Z: both lines are of this boot
     (event,) = parse_events(current_boot(text, booted_at)[0])
-    assert event.processes == [] and event.incidents == 2  # no pid: each line counts
+    assert event.processes == [] and event.incidents == 2  # no pid: one per second
+    one_crash = "".join(f"[  812.{i}] {xid} (GPC 7, TPC {i}, SM 0)\n" for i in range(5))
+    (event,) = parse_events(one_crash)
+    assert event.count == 5 and event.incidents == 1
     later = 1_725_080_000.0  # 2024-08-31T04:53:20Z: the first line is of an earlier boot
     (event,) = parse_events(current_boot(text, later)[0])
     assert event.count == 1

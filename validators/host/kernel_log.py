@@ -67,13 +67,23 @@ class Event:
     instances: list[str] = field(default_factory=list)
     # the message of every line (after the code), in log order
     texts: list[str] = field(default_factory=list)
-    unnamed: int = 0  # lines that name no process
+    unnamed: set[str] = field(default_factory=set)  # seconds of lines naming no process
 
     @property
     def incidents(self) -> int:
         """Application incidents: one per process the lines name (one crash prints
-        several lines with one pid), and one per line that names none."""
-        return max(1, len(self.processes) + self.unnamed)
+        several lines with one pid) and, for lines that name none, one per second they
+        were logged in (one crash prints its lines together)."""
+        return max(1, len(self.processes) + len(self.unnamed))
+
+
+_SECOND = re.compile(r"\d\d:\d\d:\d\d|\[\s*\d+(?=\.)")
+
+
+def _second(prefix: str) -> str:
+    """The second a line was logged in, from its prefix (journal, ISO or dmesg stamp)."""
+    m = _SECOND.search(prefix)
+    return m.group(0).strip("[ ") if m else prefix.strip()
 
 
 def _process(text: str) -> str | None:
@@ -115,7 +125,7 @@ def parse_events(text: str) -> list[Event]:
                 event.lines.append(line.strip())
             proc = _process(m["text"])
             if proc is None:
-                event.unnamed += 1
+                event.unnamed.add(_second(line[: m.start()]))
             elif proc not in event.processes:
                 event.processes.append(proc)
             mig = " ".join((m.groupdict().get("mig") or "").split())
