@@ -95,6 +95,9 @@ def test_mig_lines_are_xids_of_their_gpu() -> None:
     assert (event.code, event.bus, event.count, event.incidents) == (94, "0000:2a:00", 2, 2)
     assert event.instances == ["GPU-I:05 GPU-CI:00", "GPU-I:03 GPU-CI:01"]
     assert event.processes == ["pid 811 (llm)", "pid 812 (llm)"]
+    # older drivers print the address without "PCI:"
+    (old,) = parse_events("NVRM: Xid (0000:03:00): 13, 0001 00000000 0000a197 000000ff\n")
+    assert (old.code, old.bus) == (13, "0000:03:00")
 
 
 def test_only_the_last_boot_counts() -> None:

@@ -18,7 +18,7 @@ RELEVANT = re.compile(r"NVRM|nvidia|Xid|SXid|nvswitch|fallen off the bus|NVLink"
 # NVRM: Xid (PCI:0000:2a:00 GPU-I:05 GPU-CI:00): 94, ...  (the driver names the MIG
 # instance inside the parentheses; it is an XID of that GPU all the same)
 _XID = re.compile(
-    r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f:.]+)(?P<mig>(?:\s+GPU-C?I:\s*\d+)*)\s*\): "
+    r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?P<mig>(?:\s+GPU-C?I:\s*\d+)*)\s*\): "
     r"(?P<code>\d+),?\s*(?P<text>.*)$"
 )
 _PID = re.compile(r"pid=(?P<pid>'?[^,\s']*'?|<unknown>)(?:,\s*name=(?P<name>[^,]*))?")
