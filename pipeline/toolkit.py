@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import tarfile
@@ -26,6 +25,7 @@ from imagectl.compat.data import load_compat
 from imagectl.errors import UserError
 from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.validators.compute.readiness import torch_cuda_of
 
 INDEX_ENV = "IMAGECTL_TOOLKIT_INDEX_URL"
 # The distribution's own python3 (the validator venv's interpreter): Ubuntu 22.04 ships
@@ -39,7 +39,6 @@ PLATFORMS = (
     "manylinux_2_12_x86_64",
     "manylinux2010_x86_64",
 )
-_CUDA_LINE = re.compile(r"^cuda\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.M)
 
 
 @dataclass(frozen=True)
@@ -87,9 +86,7 @@ def download_command(pin: ToolkitPin, dest: Path, *, python: str) -> list[str]:
 def wheel_cuda(wheel: Path) -> str | None:
     """The CUDA version a torch wheel was built for (its torch/version.py), None for cpu."""
     with zipfile.ZipFile(wheel) as zf:
-        text = zf.read("torch/version.py").decode("utf-8", "replace")
-    m = _CUDA_LINE.search(text)
-    return (m.group(1) or m.group(2) or None) if m else None
+        return torch_cuda_of(zf.read("torch/version.py").decode("utf-8", "replace"))
 
 
 def ensure_toolkit_wheelhouse(resolved: ResolvedStack, *, folder: Path | None = None) -> Path:

@@ -35,6 +35,12 @@ TOOLKIT_TITLE = "The validator's GPU toolkit (torch and its CUDA variant) is ins
 _CUDA_LINE = re.compile(r"^cuda\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.M)
 
 
+def torch_cuda_of(version_py: str) -> str | None:
+    """The CUDA version torch was built for, from its ``torch/version.py`` (None: cpu)."""
+    m = _CUDA_LINE.search(version_py)
+    return (m.group(1) or m.group(2) or None) if m else None
+
+
 def toolkit_facts() -> dict[str, Any]:
     """torch's version and CUDA variant from its installed files (no import: fast, safe)."""
     try:
@@ -51,9 +57,7 @@ def toolkit_facts() -> dict[str, Any]:
     cuda = None
     try:
         with open(os.path.join(folder, "version.py"), encoding="utf-8") as fh:
-            m = _CUDA_LINE.search(fh.read())
-        if m:
-            cuda = m.group(1) or m.group(2) or None
+            cuda = torch_cuda_of(fh.read())
     except OSError as exc:
         return {"installed": False, "error": f"torch is broken: {exc}", "path": folder}
     return {"installed": True, "version": version, "cuda": cuda, "path": folder}
