@@ -155,6 +155,24 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
     return snap.model_dump(mode="json")
 
 
+def boot_history_fact(folder: Path) -> list[dict[str, Any]]:
+    """Previous boots' receipts, reduced to what the recurrence rule reads (their boot,
+    start, GPUs and kernel.xid results): no user's file paths, no other check."""
+    from imagectl.validators.host.boot_history import read_folder
+
+    receipts, _unreadable = read_folder(folder)
+    return [
+        {
+            "kind": r.get("kind"),
+            "host": {"boot": (r.get("host") or {}).get("boot")},
+            "started_at": r.get("started_at"),
+            "gpus": r.get("gpus") or [],
+            "checks": [c for c in r.get("checks") or [] if c.get("id") == "kernel.xid"],
+        }
+        for _, r in receipts
+    ]
+
+
 def capture(
     *,
     root: str = "/",
@@ -162,10 +180,12 @@ def capture(
     description: str = "",
     cuinit_tries: int = 3,
     dcgm_level: int | None = None,
+    history_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Capture this host: NVML (walking calls.py), host facts, the kernel log, the
     readiness for GPU work (the validator's toolkit, cuInit in fresh processes) and, with
-    ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm)."""
+    ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm); with ``history_dir``, the
+    previous boots' receipts (their XIDs) as the host fact ``boot_history``."""
     from imagectl import __version__
     from imagectl.validators.compute.readiness import gather
     from imagectl.validators.host.facts import LiveFacts, collect_all
@@ -182,6 +202,8 @@ def capture(
         kernel_log=KernelLogSection.model_validate(relevant_only(read_host_log()).to_dict()),
         cuda=gather(cuinit_tries),
     )
+    if history_dir is not None:
+        snap.host["boot_history"] = boot_history_fact(history_dir)
     if dcgm_level is not None:  # NVIDIA's own diagnostics, judged in replay (validators/dcgm)
         from imagectl.validators.dcgm import record_diag
 

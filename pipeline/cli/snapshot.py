@@ -24,17 +24,38 @@ import click
     help="Also run `dcgmi diag -r N -j` (NVIDIA DCGM, hard timeout per level) and record it "
     "for replay (quick replays level 2, full 3, burn 4).",
 )
-def command(output: Path, description: str, hygiene_root: str, dcgm_level: int | None) -> int:
+@click.option(
+    "--history",
+    "history_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Previous boots' receipts to record (default: the boot unit's "
+    "/var/lib/imagectl/boots when present), so a replay judges XID recurrences.",
+)
+def command(
+    output: Path,
+    description: str,
+    hygiene_root: str,
+    dcgm_level: int | None,
+    history_dir: Path | None,
+) -> int:
     """Capture every NVML value per GPU, this boot's kernel log and the software facts.
 
     Replay it with `imagectl validate --replay FILE`. Format:
     imagectl/validators/schema/snapshot.schema.json.
     """
     from imagectl.cli.common import console
+    from imagectl.errors import UserError
     from imagectl.fsutil import atomic_write_json
     from imagectl.validators.snapshot import capture
 
-    snap = capture(root=hygiene_root, description=description, dcgm_level=dcgm_level)
+    if history_dir is not None and not history_dir.is_dir():
+        raise UserError(f"--history {history_dir}: no such folder", hint="Give the boots/ folder")
+    default = Path("/var/lib/imagectl/boots")
+    history = history_dir or (default if default.is_dir() else None)
+    snap = capture(
+        root=hygiene_root, description=description, dcgm_level=dcgm_level, history_dir=history
+    )
     atomic_write_json(output, snap, indent=1, sort_keys=True)
     n = len(snap["nvml"]["devices"])
     err = snap["nvml"]["init"]["error"]

@@ -166,3 +166,43 @@ def test_bad_options_are_exit_2(tmp_path: Path) -> None:
     out = imagectl("validate", "--replay", str(HEALTHY), "--expect", str(bad_expect))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "expect.json" in out.stderr and "not UTF-8" in out.stderr
+
+
+def test_snapshot_records_previous_boots_for_replay(tmp_path) -> None:
+    """``imagectl snapshot --history DIR`` keeps what the XID recurrence rule reads from the
+    previous boots' receipts (boot, GPUs, kernel.xid results), nothing else of them."""
+    import subprocess
+
+    from imagectl.validators.expectations import from_file
+    from imagectl.validators.receipt import write_receipt
+    from imagectl.validators.session import Options, validate
+    from imagectl.validators.snapshot import load_snapshot
+
+    name = "faults/h100-sxm-8x--xid79-fallen-off-bus.json"
+    earlier = validate(
+        Options(
+            expect=from_file(expect_file("h100-sxm-8x")),
+            snapshot=load_snapshot(SNAPSHOTS / name),
+            snapshot_path=name,
+        )
+    )
+    boots = tmp_path / "boots"
+    write_receipt(earlier, boots / "previous-boot.json")
+    out = tmp_path / "snap.json"
+    run = subprocess.run(
+        [str(Path(sys.executable).parent / "imagectl"), "snapshot", "-o", str(out),
+         "--history", str(boots), "--hygiene-root", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    (recorded,) = json.loads(out.read_text())["host"]["boot_history"]
+    assert {c["id"] for c in recorded["checks"]} == {"kernel.xid"}
+    assert any(c["outcome"] == "fail" for c in recorded["checks"])
+    assert recorded["host"]["boot"] == earlier.host["boot"]
+    assert [g["uuid"] for g in recorded["gpus"]] == [g.uuid for g in earlier.gpus]
+    missing = subprocess.run(
+        [str(Path(sys.executable).parent / "imagectl"), "snapshot", "-o", str(out),
+         "--history", str(tmp_path / "nope")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
