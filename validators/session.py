@@ -246,10 +246,17 @@ def part_two(ctx: Context, opts: Options, state: PartTwoState) -> list[CheckResu
             _skip("compute.smoke", "CUDA smoke tests", why),
             _skip("collectives.smoke", "Collective smoke tests", why),
         ]
-        return out + dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
-    if not ready:
-        return out + dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
-    init = next((r for r in out if r.id == "cuda.init"), None)
+    elif ready:
+        init = next((r for r in out if r.id == "cuda.init"), None)
+        out += _gpu_work(ctx, opts, device, init)
+    return out + dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
+
+
+def _gpu_work(
+    ctx: Context, opts: Options, device: str, init: CheckResult | None
+) -> list[CheckResult]:
+    """The CUDA and collective smoke tests, sampled under load, each under its deadline."""
+    out: list[CheckResult] = []
     sampler = None
     if ctx.nvml_ready and ctx.handles:
         from imagectl.validators.sampler import LoadSampler
@@ -281,7 +288,6 @@ def part_two(ctx: Context, opts: Options, state: PartTwoState) -> list[CheckResu
         if sampler is not None:
             sampler.__exit__()
             ctx.load_samples = sampler.samples
-    out += dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
     return out
 
 
