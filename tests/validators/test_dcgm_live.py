@@ -77,7 +77,7 @@ def test_hang_is_a_failed_check_and_the_process_group_is_killed(fake_dcgmi) -> N
     )
     started = time.monotonic()
     (run,) = live(deadline_s=3.0)  # hard timeout: the deadline less the judging margin
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 45  # the fake dcgmi sleeps 60 s unless killed
     assert run.outcome == Outcome.FAIL and run.action == Action.REBOOT
     assert "quick profile's remaining time" in run.message and run.details["timeout_s"] <= 1.5
     child = int((where / "child").read_text())
@@ -92,7 +92,7 @@ def test_a_dcgmi_ignoring_sigterm_is_killed(fake_dcgmi) -> None:
     started = time.monotonic()
     record = run_diag(2, 0.5, grace_s=0.5)
     assert record["timed_out"] and record["exit_code"] == -9
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 45  # the fake dcgmi sleeps 60 s unless killed
 
 
 @pytest.mark.parametrize(

@@ -54,9 +54,12 @@ def test_a_hung_check_fails_within_its_deadline_and_the_run_goes_on() -> None:
     def fine(ctx: Any) -> Finding:
         return ok("ran")
 
+    ctx = _ctx()
     started = time.perf_counter()
-    results = run_checks([_spec(hang), dataclasses.replace(_spec(fine), id="test.after")], _ctx())
-    assert time.perf_counter() - started < 2.0
+    results = run_checks([_spec(hang), dataclasses.replace(_spec(fine), id="test.after")], ctx)
+    # The hung check never returns: any finish proves the deadline (a generous bound, not a
+    # timing assertion: a loaded CI runner is slow, never infinitely).
+    assert time.perf_counter() - started < 60.0
     hung, after = results
     assert hung.outcome == Outcome.FAIL and hung.action == Action.REBOOT
     assert "timed out" in hung.message
@@ -100,14 +103,14 @@ def test_a_wedged_nvml_fails_the_remaining_gpu_checks_fast() -> None:
 
     ctx.nvml = NamedCalls(HangingReplay(snap["nvml"]))
     specs = [dataclasses.replace(s, timeout_s=min(s.timeout_s, 0.3)) for s in specs_for("boot")]
-    started = time.perf_counter()
     results = run_checks(specs, ctx)
-    assert time.perf_counter() - started < 5.0
     temp = [r for r in results if r.id == "gpu.temperature"]
     assert temp[0].outcome == Outcome.FAIL and "timed out" in temp[0].message
     later = [r for r in results if r.id == "gpu.pcie.link_max"]
     assert later and all(r.outcome == Outcome.FAIL and r.action == Action.REBOOT for r in later)
     assert all("hung" in r.message for r in later)
+    # ... and they were not attempted: no second wait on the wedged driver
+    assert all(r.duration_s == 0.0 for r in later)
     # software checks do not depend on NVML and still ran
     assert any(r.id == "sw.nccl.version" and r.outcome == Outcome.PASS for r in results)
 
@@ -141,7 +144,7 @@ def test_part_two_calls_are_guarded() -> None:
     assert absent.action.value == "BLOCK_IMAGE"
     started = time.perf_counter()
     (hung,) = _guarded("compute.smoke", "t", lambda: hangs, lambda fn: fn(), 0.3)
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 60.0  # it never returns: any finish is the deadline
     assert hung.outcome == Outcome.FAIL and "timed out" in hung.message
     (err,) = _guarded("compute.smoke", "t", lambda: raises, lambda fn: fn(), 1.0)
     assert err.outcome == Outcome.ERROR and "illegal memory access" in err.message
@@ -150,16 +153,21 @@ def test_part_two_calls_are_guarded() -> None:
 
 
 def test_checks_past_the_profile_budget_fail_instead_of_overrunning() -> None:
+    ran: list[str] = []
+
     def slow(ctx: Any) -> Finding:
-        time.sleep(0.3)
+        ran.append("x")
+        time.sleep(0.6)
         return ok()
 
-    specs = [dataclasses.replace(_spec(slow, timeout_s=2.0), id=f"test.slow{i}") for i in range(4)]
-    started = time.perf_counter()
-    results = run_checks(specs, _ctx(), budget_s=0.5)
-    assert time.perf_counter() - started < 1.2
-    assert [r.outcome for r in results][:2] == [Outcome.PASS, Outcome.PASS]
-    assert results[-1].outcome == Outcome.FAIL and "budget" in results[-1].message
+    specs = [dataclasses.replace(_spec(slow, timeout_s=5.0), id=f"test.slow{i}") for i in range(4)]
+    ctx = _ctx()
+    results = run_checks(specs, ctx, budget_s=0.3)
+    # The first check starts inside the budget and finishes; after it the budget is spent, so
+    # the others fail without running (counted, not timed: a slow runner cannot flip it).
+    assert ran == ["x"]
+    assert results[0].outcome == Outcome.PASS
+    assert all(r.outcome == Outcome.FAIL and "budget" in r.message for r in results[1:])
 
 
 def test_an_unreadable_kernel_log_is_an_error_not_a_pass() -> None:
