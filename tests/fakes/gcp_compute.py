@@ -12,7 +12,7 @@ Faults (each returns the ``Fault`` rule; ``times=None`` means forever)::
     fake.capacity_error("us-central1-a")      # inserts there end ZONE_RESOURCE_POOL_EXHAUSTED
     fake.quota_error()                        # instance inserts end QUOTA_EXCEEDED
     fake.never_running("us-central1-b")       # instances there stay PROVISIONING
-    fake.fail_operation("images", "INTERNAL") # image operations end with an error
+    fake.fail_operation("insert", "QUOTA_EXCEEDED", on="/global/images/")  # ends in error
 
 State is in ``fake.images`` / ``fake.instances`` (``{(zone, name): json}``) /
 ``fake.firewalls`` / ``fake.operations`` / ``fake.iam`` as the API's own camelCase JSON.
@@ -98,6 +98,7 @@ class FakeGcpCompute(FakeServer):
         self._ids = itertools.count(1000)
         self._request_ids: dict[str, dict[str, Any]] = {}
         self.disks: dict[tuple[str, str], dict[str, Any]] = {}
+        self._op_failures: list[list[Any]] = []
         self._routes_setup()
 
     # -- seeding --------------------------------------------------------------------------
@@ -147,6 +148,30 @@ class FakeGcpCompute(FakeServer):
     def quota_error(self, times: int | None = None) -> None:
         self._quota.append(times)
 
+    def fail_operation(
+        self,
+        kind: str,
+        code: str = "INTERNAL_ERROR",
+        *,
+        on: str = "",
+        status: int = 500,
+        times: int = 1,
+    ) -> None:
+        """The next ``times`` operations of ``kind`` (``insert``, ``patch``, ``deprecate``,
+        ``setLabels``, ``delete``) whose target contains ``on`` end ``DONE`` with an error,
+        and their change is not made. As the real API: the call itself answered 200 with
+        a RUNNING operation; the failure is only in the finished operation's ``error`` and
+        ``httpErrorStatusCode`` (Compute API reference, Operation resource). A failed image
+        insert leaves no image behind."""
+        self._op_failures.append([kind, on, code, status, times])
+
+    def _failure_for(self, kind: str, target: str) -> tuple[str, int] | None:
+        for entry in self._op_failures:
+            if entry[0] == kind and entry[1] in target and entry[4] > 0:
+                entry[4] -= 1
+                return entry[2], entry[3]
+        return None
+
     def never_running(self, zone: str | None = None) -> None:
         """Instances (in ``zone``, or everywhere) never leave PROVISIONING."""
         self._never_running.add(zone)
@@ -174,6 +199,17 @@ class FakeGcpCompute(FakeServer):
         }
         if zone:
             op["zone"] = self.link(f"zones/{zone}")
+        failure = self._failure_for(kind, target)
+        if failure is not None:
+            code, http = failure
+            message = f"{kind} of {target.rsplit('/', 2)[-2:][-1]} failed ({code})"
+
+            def failed(target: str = target) -> dict[str, Any]:
+                if kind == "insert" and "/global/images/" in target:
+                    self.images.pop(target.rsplit("/", 1)[-1], None)
+                return self.op_error(http, message, code)
+
+            finish = failed
         self.operations[name] = op
         self._finish[name] = finish
         self._polls[name] = 0

@@ -137,6 +137,21 @@ class GcpClients:
         raise_for_operation(op, location=zone or "global")
         return op
 
+    def operation_error(self, name: str, *, zone: str | None = None) -> str | None:
+        """The error of a finished operation (``None`` while it runs or when it
+        succeeded): an asynchronous insert's failure is only in its operation."""
+        from google.cloud import compute_v1
+
+        ops = self._make("ZoneOperationsClient" if zone else "GlobalOperationsClient")
+        kwargs: dict[str, Any] = {"project": self.project, "operation": name}
+        if zone:
+            kwargs["zone"] = zone
+        op = ops.get(**kwargs, retry=self.retry)
+        if op.status != compute_v1.Operation.Status.DONE:
+            return None
+        errors = list(op.error.errors) if op.error and op.error.errors else []
+        return "; ".join(f"{e.code}: {e.message}" for e in errors) or None
+
 
 def raise_for_operation(op: Any, *, location: str) -> None:
     errors = list(op.error.errors) if op.error and op.error.errors else []
@@ -146,6 +161,9 @@ def raise_for_operation(op: Any, *, location: str) -> None:
 
     codes = [e.code for e in errors]
     message = "; ".join(f"{e.code}: {e.message}" for e in errors)
+    # The call answered 200; only the finished operation says it failed: name what.
+    target = str(op.target_link or "").split("/projects/", 1)[-1] or "(no target)"
+    message = f"Compute operation {op.operation_type or op.name} on {target} failed: {message}"
     if any(c in CAPACITY_CODES for c in codes):
         raise CapacityError(location, message)
     if any(c in QUOTA_CODES for c in codes):

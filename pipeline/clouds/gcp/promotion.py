@@ -68,6 +68,9 @@ class GcpPromotion:
         # or flip it are serialised (the first does the work, the others find it done).
         self._pointer_lock = threading.Lock()
         self._copy_lock = threading.Lock()
+        # promoted image name -> its insert operation: a failed insert leaves no image,
+        # only a finished operation with an error (Compute API reference, Operation)
+        self._inserts: dict[str, str] = {}
 
     def _family(self, stack: str) -> str:
         return self.p.family or stack
@@ -89,7 +92,8 @@ class GcpPromotion:
             elif status.state != "missing":
                 return status
             name = self.member_name(self._source_family(image), image.image_id)
-            self._insert_promoted(image.image_id, name, token=token)
+            op = self._insert_promoted(image.image_id, name, token=token)
+            self._inserts[name] = str(op.name)
             return ReplicaStatus(region=region, state="pending", image_id=name)
 
     def _insert_promoted(self, source: str, name: str, *, token: str) -> Any:
@@ -121,6 +125,10 @@ class GcpPromotion:
         name = self.member_name(self._source_family(image), image.image_id)
         raw = self.p._get_raw(name)
         if raw is None:
+            failed = self._inserts.get(name)
+            error = self.p.clients.operation_error(failed) if failed else None
+            if error:
+                return ReplicaStatus(region, "failed", name, detail=f"images.insert: {error}")
             return ReplicaStatus(region=region, state="missing")
         if region not in raw.storage_locations:
             return ReplicaStatus(region, "failed", raw.name, detail=f"not stored in {region}")
