@@ -99,6 +99,10 @@ class FakeGcpCompute(FakeServer):
         self._request_ids: dict[str, dict[str, Any]] = {}
         self.disks: dict[tuple[str, str], dict[str, Any]] = {}
         self._op_failures: list[list[Any]] = []
+        # bearer token -> principal of a consumer outside the image project: its reads of
+        # images are judged by the image's IAM policy (the project's own callers, with
+        # any other token, may do everything)
+        self.consumers: dict[str, str] = {}
         self._routes_setup()
 
     # -- seeding --------------------------------------------------------------------------
@@ -347,12 +351,40 @@ class FakeGcpCompute(FakeServer):
         state = image.get("deprecated", {}).get("state", "ACTIVE")
         return image.get("status") == "READY" and state in ("", "ACTIVE")
 
+    def add_consumer(self, token: str, principal: str) -> None:
+        """Requests with ``Authorization: Bearer <token>`` come from ``principal`` (e.g.
+        ``user:dev@other.example``), a caller from another project."""
+        self.consumers[token] = principal
+
+    def _forbidden(self, req: Request, image: dict[str, Any]) -> Response | None:
+        """A consumer may read an image only with ``roles/compute.imageUser`` on it (or
+        ``allAuthenticatedUsers`` there): the role holds compute.images.get,
+        .getFromFamily and .useReadOnly ("Manage access to custom images", Compute
+        Engine docs). Without it the API answers 403 naming the missing permission."""
+        auth = {k.lower(): v for k, v in req.headers.items()}.get("authorization", "")
+        principal = self.consumers.get(auth.removeprefix("Bearer ").strip())
+        if principal is None:
+            return None
+        policy = self.iam.get(image["name"], {})
+        for binding in policy.get("bindings", []):
+            members = binding.get("members", [])
+            if binding.get("role") == "roles/compute.imageUser" and (
+                principal in members or "allAuthenticatedUsers" in members
+            ):
+                return None
+        msg = (
+            f"Required 'compute.images.getFromFamily' permission for "
+            f"'projects/{self.project}/global/images/{image['name']}'"
+        )
+        return 403, error_body(403, msg, "forbidden"), {}
+
     def _from_family(self, req: Request) -> Response:
         family = req.match["family"]
         members = [i for i in self.images.values() if i.get("family") == family and self._active(i)]
         if not members:
             return self._missing(f"global/images/family/{family}")
-        return 200, max(members, key=lambda i: (_time(i["creationTimestamp"]), int(i["id"]))), {}
+        image = max(members, key=lambda i: (_time(i["creationTimestamp"]), int(i["id"])))
+        return self._forbidden(req, image) or (200, image, {})
 
     def _image_op(
         self, req: Request, kind: str, apply: Callable[[dict[str, Any]], None]
