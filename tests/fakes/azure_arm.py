@@ -14,6 +14,7 @@ Faults (each returns the ``Fault`` rule or nothing)::
     fake.throttle(2)                        # next 2 requests: 429 with Retry-After: 0
     fake.capacity_error("eastus", zone="1") # VM PUTs there: 409 SkuNotAvailable
     fake.quota_error()                      # VM PUTs: 409 QuotaExceeded
+    fake.allocation_failure("eastus")       # VM PUT accepted (201), its operation Failed
     fake.never_running()                    # VMs stay PowerState/starting
     fake.fail_replication("westus3")        # replication to that region ends Failed
     fake.heal_replication("westus3")        # later attempts there succeed
@@ -104,6 +105,7 @@ class FakeAzureArm(FakeServer):
         self._ids = itertools.count(1)
         self._capacity: dict[tuple[str, str | None], int | None] = {}
         self._quota: list[int | None] = []
+        self._allocation: dict[str, list[Any]] = {}  # location -> [code, times left]
         self._never_running = False
         self._failed_regions: set[str] = set()
         self._failed_replicas: set[tuple[str, str]] = set()  # (version key, region)
@@ -221,6 +223,30 @@ class FakeAzureArm(FakeServer):
 
     def quota_error(self, times: int | None = None) -> None:
         self._quota.append(times)
+
+    def allocation_failure(
+        self, location: str, code: str = "AllocationFailed", *, times: int | None = None
+    ) -> None:
+        """VM PUTs in ``location`` are accepted (201 Creating) and their long-running
+        operation then ends Failed with ``code`` (AllocationFailed, ZonalAllocationFailed,
+        OverconstrainedAllocationRequest...): Azure allocates after accepting the request
+        ("Troubleshoot allocation failures when you create, restart, or resize VMs in
+        Azure"); the VM is left in provisioningState Failed."""
+        self._allocation[location.lower()] = [code, times]
+
+    def _allocation_error(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        entry = self._allocation.get(str(body.get("location", "")).lower())
+        if entry is None or entry[1] == 0:
+            return None
+        if entry[1] is not None:
+            entry[1] -= 1
+        size = body.get("properties", {}).get("hardwareProfile", {}).get("vmSize", "")
+        message = (
+            f"Allocation failed. We do not have sufficient capacity for the requested VM size "
+            f"{size} in this region. Read more about improving likelihood of allocation "
+            "success at http://aka.ms/allocation-guidance"
+        )
+        return {"code": entry[0], "message": message}
 
     def never_running(self) -> None:
         self._never_running = True
@@ -411,11 +437,16 @@ class FakeAzureArm(FakeServer):
         res["properties"]["provisioningState"] = "Creating" if created else "Updating"
         self.resources[key] = res
 
+        failure = None
+        if rtype.lower() == "microsoft.compute/virtualmachines" and created:
+            failure = self._allocation_error(res)
+
         def finish() -> None:
             if key in self.resources:
-                self.resources[key]["properties"]["provisioningState"] = "Succeeded"
+                state = "Failed" if failure else "Succeeded"
+                self.resources[key]["properties"]["provisioningState"] = state
 
-        op_id = self._start_op(key, finish)
+        op_id = self._start_op(key, finish, failure)
         return (201 if created else 200), copy.deepcopy(res), self._op_headers(op_id)
 
     def _patch(self, req: Request) -> Response:
