@@ -37,6 +37,7 @@ import datetime as dt
 import itertools
 import re
 from typing import Any
+from urllib.parse import urlencode
 
 from tests.fakes.server import FakeServer, Request, Response
 
@@ -93,9 +94,13 @@ class FakeAzureArm(FakeServer):
         op_polls: int = 1,
         replication_polls: int = 1,
         boot_polls: int = 1,
+        page_size: int = 2,
     ) -> None:
         super().__init__()
         self.subscription = subscription
+        # Lists page as ARM does ("value" + "nextLink", Azure REST API guidelines, "Paged
+        # results"); two per page so every listing crosses a page boundary in tests.
+        self.page_size = page_size
         self.op_polls = op_polls
         self.replication_polls = replication_polls
         self.boot_polls = boot_polls
@@ -331,8 +336,20 @@ class FakeAzureArm(FakeServer):
                 for k in list(self.resources)
                 if k.startswith(prefix) and "/" not in k[len(prefix) :]
             ]
-            return 200, {"value": items}, {}
+            return self._page(req, items)
         return None
+
+    def _page(self, req: Request, items: list[dict[str, Any]]) -> Response:
+        """One page of ``items``; ``nextLink`` is the absolute URL of the next page (the
+        same query plus ``$skiptoken``), absent on the last page."""
+        start = int(req.query.get("$skiptoken") or 0)
+        end = start + self.page_size
+        body: dict[str, Any] = {"value": items[start:end]}
+        if end < len(items):
+            query = {k: v for k, v in req.query.items() if k != "$skiptoken"}
+            query["$skiptoken"] = str(end)
+            body["nextLink"] = f"{self.endpoint}{req.path}?{urlencode(query)}"
+        return 200, body, {}
 
     def _view(self, key: str, req: Request) -> dict[str, Any]:
         res = self.resources[key]
@@ -591,7 +608,7 @@ class FakeAzureArm(FakeServer):
             for r in self.resources.values()
             if r["type"].lower() == "microsoft.compute/virtualmachines"
         ]
-        return 200, {"value": items}, {}
+        return self._page(req, items)
 
     def _share(self, req: Request) -> Response:
         key = self._key(req.path[: -len("/share")])
