@@ -43,6 +43,8 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "zone": settings.build.zone,
             "family": settings.family,
             "regions": list(settings.regions),
+            "reservation": getattr(settings.validation_capacity, "reservation", None),
+            "reservation_zone": getattr(settings.validation_capacity, "zone", None),
         }
     elif cloud == "azure":
         opts = {

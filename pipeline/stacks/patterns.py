@@ -50,6 +50,15 @@ SsmPrefix = Annotated[str, pattern(r"^(/[A-Za-z0-9_.-]+)+$", 200)]
 GcpLabel = Annotated[str, pattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", 63)]
 GcpProject = Annotated[str, pattern(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", 30)]
 GcpZone = Annotated[str, pattern(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", 40)]
+# A reservation by name, or a shared one as projects/<project>/reservations/<name>
+# (Compute API reference, ReservationAffinity.values)
+GcpReservation = Annotated[
+    str,
+    pattern(
+        r"^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        120,
+    ),
+]
 AzureName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,78}[A-Za-z0-9_]$", 80)]
 AzureGroup = Annotated[str, pattern(r"^[A-Za-z0-9._()-]{0,89}[A-Za-z0-9_()-]$", 90)]
 AzureGuid = Annotated[

@@ -35,6 +35,7 @@ from imagectl.stacks.patterns import (
     Description,
     GcpLabel,
     GcpProject,
+    GcpReservation,
     GcpZone,
     GpuSku,
     MirrorUrl,
@@ -285,10 +286,22 @@ class GcpBuild(Strict):
     machine_type: GcpLabel
 
 
+class GcpCapacity(Strict):
+    """A specific reservation the validation instances consume (A3 H100 shapes are rarely
+    available on demand): ``reservationAffinity`` SPECIFIC_RESERVATION by name."""
+
+    reservation: GcpReservation = Field(
+        description="reservation name, or projects/<project>/reservations/<name> if shared"
+    )
+    zone: GcpZone = Field(description="the reservation's zone (validation launches only there)")
+
+
 class GcpCloud(CloudCommon):
     base_image: GcpBaseImage
     build: GcpBuild
     family: GcpLabel = Field(description="production image family (the latest pointer)")
+    # validation instances consume this reservation (its zone only)
+    validation_capacity: GcpCapacity | None = None
 
 
 class AzureBaseImage(Strict):

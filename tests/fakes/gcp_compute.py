@@ -103,6 +103,8 @@ class FakeGcpCompute(FakeServer):
         # images are judged by the image's IAM policy (the project's own callers, with
         # any other token, may do everything)
         self.consumers: dict[str, str] = {}
+        # (zone, name) -> {"machineType", "count", "inUse"}: specific reservations
+        self.reservations: dict[tuple[str, str], dict[str, Any]] = {}
         self._routes_setup()
 
     # -- seeding --------------------------------------------------------------------------
@@ -174,6 +176,42 @@ class FakeGcpCompute(FakeServer):
             if entry[0] == kind and entry[1] in target and entry[4] > 0:
                 entry[4] -= 1
                 return entry[2], entry[3]
+        return None
+
+    def add_reservation(self, zone: str, name: str, *, machine_type: str, count: int) -> None:
+        """A specific reservation of ``count`` VMs of ``machine_type`` in ``zone``."""
+        self.reservations[(zone, name)] = {
+            "machineType": machine_type,
+            "count": count,
+            "inUse": 0,
+        }
+
+    def _reservation_refusal(
+        self, zone: str, body: dict[str, Any], target: str
+    ) -> dict[str, Any] | None:
+        """An instance that must consume a specific reservation (ReservationAffinity
+        SPECIFIC_RESERVATION, key compute.googleapis.com/reservation-name) gets it only
+        if the reservation is in its zone, matches its machine type and has a VM left;
+        otherwise its operation fails. The API reference does not list the codes of those
+        failures: the fake uses ZONE_RESOURCE_POOL_EXHAUSTED for a full or mismatched
+        reservation (the zone cannot serve the request) and RESOURCE_NOT_FOUND for one
+        that does not exist, each naming the reservation."""
+        affinity = body.get("reservationAffinity") or {}
+        if affinity.get("consumeReservationType") != "SPECIFIC_RESERVATION":
+            return None
+        if affinity.get("key") != "compute.googleapis.com/reservation-name":
+            msg = "Invalid value for field 'resource.reservationAffinity.key'"
+            return self._failing_op(target, zone, 400, msg, "INVALID_FIELD_VALUE")
+        name = (affinity.get("values") or [""])[0].rsplit("/", 1)[-1]
+        res = self.reservations.get((zone, name))
+        if res is None:
+            msg = f"Specified reservation '{name}' does not exist in zone {zone}."
+            return self._failing_op(target, zone, 404, msg, "RESOURCE_NOT_FOUND")
+        machine = str(body.get("machineType", "")).rsplit("/", 1)[-1]
+        if machine != res["machineType"] or res["inUse"] >= res["count"]:
+            msg = f"Specified reservation '{name}' does not have available resources."
+            return self._failing_op(target, zone, 503, msg, "ZONE_RESOURCE_POOL_EXHAUSTED")
+        res["inUse"] += 1
         return None
 
     def never_running(self, zone: str | None = None) -> None:
@@ -505,6 +543,9 @@ class FakeGcpCompute(FakeServer):
             self._quota[0] = None if left is None else left - 1
             msg = "Quota 'NVIDIA_H100_GPUS' exceeded. Limit: 0.0 in region us-central1."
             return 200, self._failing_op(target, zone, 403, msg, "QUOTA_EXCEEDED"), {}
+        refused = self._reservation_refusal(zone, body, target)
+        if refused is not None:
+            return 200, refused, {}
         source = ""
         for disk in body.get("disks", []):
             source = disk.get("initializeParams", {}).get("sourceImage", "") or source

@@ -12,6 +12,7 @@ from imagectl.clouds.base import (
     TAG_MANAGED,
     TAG_STACK,
     TAG_STATE,
+    CapacityError,
     CloudImage,
     Instance,
 )
@@ -48,9 +49,15 @@ class GcpProvider(PromotionDelegate):
         retry_initial_s: float = 1.0,
         boot_disk_gb: int = 200,
         regions: list[str] | None = None,
+        reservation: str | None = None,
+        reservation_zone: str | None = None,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.gcp.promotion import GcpPromotion
+
+        # validation instances consume this specific reservation, in its zone only
+        self.reservation = reservation
+        self.reservation_zone = reservation_zone
 
         self.promotion = GcpPromotion(self)
         if not project:
@@ -151,6 +158,8 @@ class GcpProvider(PromotionDelegate):
     # -- instances -------------------------------------------------------------------------
     def candidate_locations(self, image: CloudImage) -> list[str]:
         """The build zone first, then the other zones of its region that are UP."""
+        if self.reservation and self.reservation_zone:  # a reservation lives in one zone
+            return [self.reservation_zone]
         if not self.zone:
             raise UserError("the gcp provider needs a zone", hint="Set clouds.gcp.build.zone")
         region = self.zone.rsplit("-", 1)[0]
@@ -216,6 +225,12 @@ class GcpProvider(PromotionDelegate):
             ),
             service_accounts=[],
         )
+        if self.reservation:  # ReservationAffinity (Compute API reference)
+            resource.reservation_affinity = compute_v1.ReservationAffinity(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key="compute.googleapis.com/reservation-name",
+                values=[self.reservation],
+            )
         try:
             op = self.clients.instances.insert(
                 project=self.project,
@@ -224,6 +239,12 @@ class GcpProvider(PromotionDelegate):
                 retry=self.clients.retry,
             )
             self.clients.wait(op, zone=zone)
+        except CapacityError as exc:
+            if allowed_cidr:
+                self._close_ssh(name)
+            if self.reservation:  # "no capacity" names the reservation tried
+                raise CapacityError(f"{zone} (reservation {self.reservation})", exc.detail) from exc
+            raise
         except Exception:
             if allowed_cidr:
                 self._close_ssh(name)
