@@ -57,6 +57,8 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "regions": list(settings.regions),
             "replica_count": settings.gallery.replica_count,
             "storage_account_type": settings.gallery.storage_account_type,
+            "reservation_group": getattr(settings.validation_capacity, "reservation_group", None),
+            "reservation_zone": getattr(settings.validation_capacity, "zone", None),
         }
     else:
         opts = {}

@@ -66,6 +66,15 @@ AzureGuid = Annotated[
 ]
 AzureLocation = Annotated[str, pattern(r"^[a-z0-9]{2,40}$", 40)]
 AzureVmSize = Annotated[str, pattern(r"^[A-Za-z0-9_]{2,64}$", 64)]
+# A capacity reservation group's resource id (Compute REST API, Capacity Reservation Groups)
+AzureReservationGroup = Annotated[
+    str,
+    pattern(
+        r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[A-Za-z0-9._()-]{1,90}/providers/"
+        r"Microsoft\.Compute/capacityReservationGroups/[A-Za-z0-9][A-Za-z0-9._-]{0,78}[A-Za-z0-9_]$",
+        400,
+    ),
+]
 # GCP IAM members (user:, group:, serviceAccount:, domain:) or an Azure object id.
 Principal = Annotated[
     str,

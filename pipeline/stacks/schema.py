@@ -29,6 +29,7 @@ from imagectl.stacks.patterns import (
     AzureGuid,
     AzureLocation,
     AzureName,
+    AzureReservationGroup,
     AzureVmSize,
     DebName,
     DebVersion,
@@ -330,10 +331,25 @@ class AzureBuild(Strict):
     resource_group: AzureGroup
 
 
+class AzureCapacity(Strict):
+    """A capacity reservation group the validation VMs are placed in (ND H100 v5 is
+    rarely available on demand): the VM's ``capacityReservation.capacityReservationGroup``
+    (Compute REST API, Virtual Machines - Create Or Update)."""
+
+    reservation_group: AzureReservationGroup = Field(
+        description="capacity reservation group resource id"
+    )
+    zone: Literal["1", "2", "3"] | None = Field(
+        None, description="the reservation's availability zone (validation launches only there)"
+    )
+
+
 class AzureCloud(CloudCommon):
     base_image: AzureBaseImage
     build: AzureBuild
     gallery: AzureGallery
+    # validation VMs are placed in this capacity reservation group (its zone only)
+    validation_capacity: AzureCapacity | None = None
 
 
 class LocalBuild(Strict):

@@ -111,6 +111,7 @@ class FakeAzureArm(FakeServer):
         self._capacity: dict[tuple[str, str | None], int | None] = {}
         self._quota: list[int | None] = []
         self._allocation: dict[str, list[Any]] = {}  # location -> [code, times left]
+        self._reservations: dict[str, dict[str, Any]] = {}  # group key -> reserved VMs
         self._never_running = False
         self._failed_regions: set[str] = set()
         self._failed_replicas: set[tuple[str, str]] = set()  # (version key, region)
@@ -228,6 +229,55 @@ class FakeAzureArm(FakeServer):
 
     def quota_error(self, times: int | None = None) -> None:
         self._quota.append(times)
+
+    def add_capacity_reservation(
+        self, rg: str, group: str, *, location: str, size: str, count: int, zone: str | None = None
+    ) -> str:
+        """A capacity reservation group holding one reservation of ``count`` VMs of
+        ``size`` (in ``zone``); returns the group's id. A VM placed in the group within
+        the reserved quantity is allocated even where on-demand capacity is exhausted (the
+        point of the reservation); beyond it Azure overallocates, subject to capacity as
+        any on-demand VM ("Overallocating capacity reservation", Microsoft Learn)."""
+        rid = self.rid(rg, f"Microsoft.Compute/capacityReservationGroups/{group}")
+        self.resources[self._key(rid)] = {
+            "id": rid,
+            "name": group,
+            "type": "Microsoft.Compute/capacityReservationGroups",
+            "location": location,
+            "zones": [zone] if zone else [],
+            "properties": {"provisioningState": "Succeeded"},
+        }
+        self._reservations[self._key(rid)] = {"size": size, "count": count, "used": 0, "zone": zone}
+        return rid
+
+    def _reserved(self, body: dict[str, Any]) -> Response | bool:
+        """True when the VM takes a reserved slot; an error for a group it cannot use."""
+        ref = body.get("properties", {}).get("capacityReservation", {})
+        group_id = (ref.get("capacityReservationGroup") or {}).get("id")
+        if not group_id:
+            return False
+        group = self.resources.get(self._key(group_id))
+        if group is None:
+            return 404, self.not_found(group_id), {}
+        held = self._reservations[self._key(group_id)]
+        size = body.get("properties", {}).get("hardwareProfile", {}).get("vmSize", "")
+        zones = body.get("zones") or []
+        location = str(body.get("location", "")).lower()
+        if (
+            location != group["location"].lower()
+            or size != held["size"]
+            or (held["zone"] and zones != [held["zone"]])
+        ):
+            msg = (
+                f"The VM (size {size}, location {location}, zones {zones}) does not match a "
+                f"capacity reservation in group {group_id} (size {held['size']}, location "
+                f"{group['location']}, zone {held['zone']})."
+            )
+            return 400, arm_error("InvalidParameter", msg), {}
+        if held["used"] < held["count"]:
+            held["used"] += 1
+            return True
+        return False  # overallocated: allocated like an on-demand VM
 
     def allocation_failure(
         self, location: str, code: str = "AllocationFailed", *, times: int | None = None
@@ -537,6 +587,11 @@ class FakeAzureArm(FakeServer):
             props.setdefault("publishingProfile", {}).setdefault("publishedDate", _now())
 
     def _vm_admission(self, body: dict[str, Any], rest: str) -> Response | None:
+        reserved = self._reserved(body)
+        if isinstance(reserved, tuple):
+            return reserved
+        if reserved:
+            return None
         location = str(body.get("location", "")).lower()
         zones = body.get("zones") or [None]
         size = body.get("properties", {}).get("hardwareProfile", {}).get("vmSize", "")

@@ -51,9 +51,15 @@ class AzureProvider(PromotionDelegate):
         replica_count: int = 1,
         storage_account_type: str = "Standard_LRS",
         write_timeout_s: float = 6 * 3600.0,
+        reservation_group: str | None = None,
+        reservation_zone: str | None = None,
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.azure.promotion import AzurePromotion
+
+        # validation VMs are placed in this capacity reservation group (its zone only)
+        self.reservation_group = reservation_group
+        self.reservation_zone = reservation_zone
 
         self.promotion = AzurePromotion(self)
         self.subscription_id = subscription_id
@@ -179,6 +185,12 @@ class AzureProvider(PromotionDelegate):
     def candidate_locations(self, image: CloudImage) -> list[str]:
         """The image's location, one entry per availability zone (``eastus/1``...)."""
         region = image.region or self.location
+        if self.reservation_group:  # a reservation group lives in the build location
+            return [
+                f"{self.location}/{self.reservation_zone}"
+                if self.reservation_zone
+                else self.location
+            ]
         return [f"{region}/{z}" for z in self.zones] or [region]
 
     def launch(
@@ -252,13 +264,21 @@ class AzureProvider(PromotionDelegate):
                 # No managed identity: the VM gets no role in the subscription.
             ),
         )
+        if self.reservation_group and body.properties is not None:
+            body.properties.capacity_reservation = m.CapacityReservationProfile(
+                capacity_reservation_group=m.SubResource(id=self.reservation_group)
+            )
         try:
             self.clients.compute.virtual_machines.begin_create_or_update(
                 self.rg, name, body
             ).result()
         except HttpResponseError as exc:
             self._cleanup(name)
-            translated = translate_launch_error(exc, location)
+            where = location
+            if self.reservation_group:  # "no capacity" names the reservation tried
+                group = self.reservation_group.rsplit("/", 1)[-1]
+                where = f"{location} (capacity reservation group {group})"
+            translated = translate_launch_error(exc, where)
             if translated is exc:
                 raise CloudError(
                     f"Azure refused to create {shape} from {image.name} in {location}: "
