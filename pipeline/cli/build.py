@@ -85,6 +85,7 @@ def command(
     from imagectl.packer.build import check_build_id, git_commit, new_build_id, run_build
 
     extra = build_records.endpoint_overrides(cloud, extra)
+    build_records.prepare(resolved, cloud)
     build_id = check_build_id(build_id) if build_id else new_build_id()
     record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
     out = console(stderr=True)

@@ -33,6 +33,11 @@ def command() -> None:
     help="The validation profile (quick/full/burn on GPUs need a toolkit).",
 )
 @click.option(
+    "--azure-security-type",
+    type=click.Choice(["Standard", "TrustedLaunchSupported", "TrustedLaunch"]),
+    help="The Azure image definition's security type (clouds.azure.gallery.security_type).",
+)
+@click.option(
     "--as-of",
     type=click.DateTime(formats=["%Y-%m-%d"]),
     help="Judge branch lifecycles as of this date (default: today).",
@@ -49,6 +54,7 @@ def check(
     kernel_modules: str | None,
     toolkit: str | None,
     profile: str | None,
+    azure_security_type: str | None,
     as_of: dt.datetime | None,
     as_json: bool,
 ) -> None:
@@ -72,6 +78,7 @@ def check(
         toolkit_torch=toolkit_torch,
         toolkit_cuda=toolkit_cuda,
         profile=profile,
+        azure_security_type=azure_security_type,
         as_of=as_of.date() if as_of else dt.date.today(),
     )
     violations = evaluate(combo, data)

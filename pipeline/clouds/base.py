@@ -79,6 +79,11 @@ class QuotaError(Exception):
 class Provider(ABC):
     cloud: str
 
+    def prepare_build(self) -> None:
+        """What must exist in the cloud before Packer runs (Azure: the gallery image
+        definition). Nothing by default."""
+        return None
+
     # -- images ------------------------------------------------------------------
     @abstractmethod
     def find_images(

@@ -23,6 +23,15 @@ def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def prepare(resolved: Any, cloud: str) -> None:
+    """The cloud's resources a build publishes into, made or checked before Packer runs
+    (``Provider.prepare_build``)."""
+    from imagectl.clouds import get_provider
+    from imagectl.clouds.options import provider_options
+
+    get_provider(cloud, **provider_options(resolved, cloud)).prepare_build()
+
+
 def start(resolved: Any, cloud: str, build_id: str, git_commit: str) -> Any:
     from imagectl.catalog import repository as repo
     from imagectl.catalog.db import open_catalog

@@ -59,6 +59,8 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "storage_account_type": settings.gallery.storage_account_type,
             "reservation_group": getattr(settings.validation_capacity, "reservation_group", None),
             "reservation_zone": getattr(settings.validation_capacity, "zone", None),
+            "hyper_v_generation": settings.gallery.hyper_v_generation,
+            "security_type": settings.gallery.security_type,
         }
     else:
         opts = {}

@@ -219,3 +219,18 @@ def toolkit_missing(c: Combination, d: CompatData, r: Rule) -> Iterator[Violatio
     needs = c.profile in ("quick", "full", "burn") and bool(c.gpus)
     if needs and not c.toolkit_torch:
         yield violation(r, profile=c.profile, gpus=", ".join(c.gpus))
+
+
+@rule("AZURE-SECURE-BOOT-DKMS")
+def azure_secure_boot_dkms(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    # every driver source installs DKMS-built modules (playbooks/roles/nvidia_driver)
+    if c.azure_security_type == "TrustedLaunch":
+        yield violation(
+            r, security_type=c.azure_security_type, kernel_modules=c.kernel_modules or "kernel"
+        )
+
+
+@rule("AZURE-SECURE-BOOT-OPTIONAL")
+def azure_secure_boot_optional(c: Combination, d: CompatData, r: Rule) -> Iterator[Violation]:
+    if c.azure_security_type == "TrustedLaunchSupported":
+        yield violation(r)

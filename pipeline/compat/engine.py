@@ -28,6 +28,7 @@ class Combination:
     toolkit_torch: str | None = None  # the validator's GPU toolkit (validation.toolkit)
     toolkit_cuda: str | None = None  # its CUDA variant as X.Y (12.8 -> cu128)
     profile: str | None = None  # validation.profile (stacks only)
+    azure_security_type: str | None = None  # clouds.azure.gallery.security_type (stacks)
     as_of: dt.date = field(default_factory=dt.date.today)
 
 

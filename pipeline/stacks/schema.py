@@ -322,6 +322,13 @@ class AzureGallery(Strict):
     storage_account_type: Literal["Standard_LRS", "Standard_ZRS", "Premium_LRS"] = Field(
         "Standard_LRS", description="storage of each region's replicas"
     )
+    # The definition's boot properties, fixed at its creation (pipeline/clouds/azure/
+    # definition.py): Generation 2 for the GPU sizes; Standard security, because
+    # Trusted Launch's Secure Boot loads no DKMS-built NVIDIA module (AZURE-SECURE-BOOT-DKMS)
+    hyper_v_generation: Literal["V1", "V2"] = Field("V2", description="VM generation")
+    security_type: Literal["Standard", "TrustedLaunchSupported", "TrustedLaunch"] = Field(
+        "Standard", description="the definition's SecurityType feature (Standard: none)"
+    )
 
 
 class AzureBuild(Strict):

@@ -319,6 +319,22 @@ CASES = [
 ]
 
 
+# Trusted Launch's Secure Boot vs the DKMS-built modules every driver source installs
+# (Microsoft Learn, "Trusted launch for Azure virtual machines"; Ubuntu UEFI/SecureBoot/DKMS)
+_H100 = ["--driver", "580.95.05", "--cuda", "12.8.1", "--gpu", "H100-SXM-80GB"]
+CASES += [
+    ("AZURE-SECURE-BOOT-DKMS", [*_H100, "--azure-security-type", "TrustedLaunch"], True),
+    ("AZURE-SECURE-BOOT-DKMS", [*_H100, "--azure-security-type", "Standard"], False),
+    ("AZURE-SECURE-BOOT-DKMS", [*_H100, "--azure-security-type", "TrustedLaunchSupported"], False),
+    (
+        "AZURE-SECURE-BOOT-OPTIONAL",
+        [*_H100, "--azure-security-type", "TrustedLaunchSupported"],
+        True,
+    ),
+    ("AZURE-SECURE-BOOT-OPTIONAL", [*_H100, "--azure-security-type", "Standard"], False),
+]
+
+
 @pytest.mark.parametrize(("rule", "args", "fires"), CASES, ids=lambda v: str(v)[:40])
 def test_rule(cli, rule: str, args: list[str], fires: bool) -> None:
     result = cli("compat", "check", *args, "--json")

@@ -53,6 +53,8 @@ class AzureProvider(PromotionDelegate):
         write_timeout_s: float = 6 * 3600.0,
         reservation_group: str | None = None,
         reservation_zone: str | None = None,
+        hyper_v_generation: str = "V2",
+        security_type: str = "Standard",
         **_ignored: Any,
     ) -> None:
         from imagectl.clouds.azure.promotion import AzurePromotion
@@ -60,6 +62,9 @@ class AzureProvider(PromotionDelegate):
         # validation VMs are placed in this capacity reservation group (its zone only)
         self.reservation_group = reservation_group
         self.reservation_zone = reservation_zone
+        # the gallery image definition's boot properties (definition.py)
+        self.hyper_v_generation = hyper_v_generation
+        self.security_type = security_type
 
         self.promotion = AzurePromotion(self)
         self.subscription_id = subscription_id
@@ -182,6 +187,21 @@ class AzureProvider(PromotionDelegate):
         self._update(image.image_id, tags={**(raw.tags or {}), TAG_STATE: state})
 
     # -- instances ---------------------------------------------------------------------------
+    def prepare_build(self) -> None:
+        """Before Packer publishes a version: the gallery image definition exists with
+        the stack's generation and security type (created, or checked)."""
+        from imagectl.clouds.azure.definition import ensure_definition
+
+        ensure_definition(
+            self.clients.compute,
+            resource_group=self.gallery_rg,
+            gallery=self.gallery,
+            name=self.definition,
+            location=self.location,
+            hyper_v_generation=self.hyper_v_generation,
+            security_type=self.security_type,
+        )
+
     def candidate_locations(self, image: CloudImage) -> list[str]:
         """The image's location, one entry per availability zone (``eastus/1``...)."""
         region = image.region or self.location
@@ -264,6 +284,12 @@ class AzureProvider(PromotionDelegate):
                 # No managed identity: the VM gets no role in the subscription.
             ),
         )
+        if self.security_type == "TrustedLaunch" and body.properties is not None:
+            # a TrustedLaunch definition makes only Trusted Launch VMs (definition.py)
+            body.properties.security_profile = m.SecurityProfile(
+                security_type="TrustedLaunch",
+                uefi_settings=m.UefiSettings(secure_boot_enabled=True, v_tpm_enabled=True),
+            )
         if self.reservation_group and body.properties is not None:
             body.properties.capacity_reservation = m.CapacityReservationProfile(
                 capacity_reservation_group=m.SubResource(id=self.reservation_group)
