@@ -30,6 +30,7 @@ def provider_options(resolved: Any, cloud: str) -> dict[str, Any]:
             "regions": list(settings.regions),
             "subnet_id": settings.build.subnet_id,
             "ssm_prefix": settings.ssm_parameter_prefix,
+            "ssm_tier": settings.ssm_parameter_tier,
             "kms_key_ids": dict(settings.kms_key_ids),
             "time_bound_copy_minutes": settings.time_bound_copy_minutes,
             "capacity_reservation_id": getattr(

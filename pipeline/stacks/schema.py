@@ -261,6 +261,12 @@ class AwsCloud(CloudCommon):
     base_image: AwsBaseImage
     build: AwsBuild
     ssm_parameter_prefix: SsmPrefix = "/imagectl"
+    # Advanced: the "latest" parameter can be shared with other accounts through AWS RAM
+    # (Parameter Store shares advanced parameters only); an advanced parameter never goes
+    # back to Standard
+    ssm_parameter_tier: Literal["Standard", "Advanced"] = Field(
+        "Standard", description="tier of the latest pointer's SSM parameter"
+    )
     # CopyImage per target region: Encrypted + KmsKeyId (a copy shared with other
     # accounts must be encrypted with a customer managed key of that region that they
     # may use; absent: the account's default EBS encryption settings apply)

@@ -27,6 +27,10 @@ installed ``service-2.json``.
   parameter will not be created or updated" (SSM API reference, PutParameter,
   DataType). The value changes after ``BEHAVIOUR.ssm_validation_polls`` GetParameter
   calls, and only if the AMI exists and is ``available`` in that account and region.
+  ``Tier``: an advanced parameter cannot go back to the standard tier ("You can't revert
+  an advanced parameter to a standard parameter", Systems Manager User Guide, "Changing a
+  standard parameter to an advanced parameter"): ``ValidationException``; without
+  ``Tier`` an update keeps the parameter's tier.
 - ``TerminateInstances``: the instance is ``shutting-down`` for
   ``BEHAVIOUR.shutdown_polls`` DescribeInstances calls in its region, then ``terminated``.
 - ``RunInstances`` with a ``SubnetId`` and a ``Placement.AvailabilityZone`` other than the
@@ -73,7 +77,7 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     ("ec2", "DeregisterImage"): (("ImageId", "DeleteAssociatedSnapshots", "DryRun"), ("Return",)),
     ("ssm", "PutParameter"): (
-        ("Name", "Value", "Type", "DataType", "Overwrite", "Description"),
+        ("Name", "Value", "Type", "DataType", "Overwrite", "Description", "Tier"),
         ("Version", "Tier"),
     ),
     ("ssm", "GetParameter"): (("Name",), ("Parameter",)),
@@ -326,13 +330,22 @@ def install() -> None:
     def put_parameter(self: Any) -> Any:
         if self._get_param("DataType", "text") != "aws:ec2:image":
             return original_put(self)
+        from moto.ssm.exceptions import ValidationException
+
         name = self._get_param("Name")
         current = self.ssm_backend.get_parameter(name)
         version = (current.version if current is not None else 0) + 1
+        have = getattr(current, "tier", None) or "Standard"
+        tier = self._get_param("Tier") or have
+        if have == "Advanced" and tier == "Standard":
+            raise ValidationException(
+                f"Parameter {name} is an advanced parameter: it can't be changed to a "
+                "standard parameter."
+            )
         with BEHAVIOUR.lock:
             key = (self.current_account, self.region, name)
             BEHAVIOUR.parameters[key] = [max(0, BEHAVIOUR.ssm_validation_polls), self]
-        return ActionResult({"Version": version, "Tier": "Standard"})
+        return ActionResult({"Version": version, "Tier": tier})
 
     def get_parameter(self: Any) -> Any:
         name = self._get_param("Name")

@@ -141,6 +141,7 @@ class AwsPromotion:
             Type="String",
             DataType="aws:ec2:image",
             Overwrite=True,
+            Tier=self.p.ssm_tier,
             Description=f"imagectl: the promoted image of stack {stack}",
         )
         deadline = time.monotonic() + self.p.pointer_timeout_s

@@ -64,6 +64,7 @@ class AwsProvider(PromotionDelegate):
         subnet_id: str | None = None,
         instance_profile: str | None = None,
         ssm_prefix: str = "/imagectl",
+        ssm_tier: str = "Standard",
         profile: str | None = None,
         pointer_timeout_s: float = 300.0,
         terminate_wait_s: float = 900.0,
@@ -98,6 +99,7 @@ class AwsProvider(PromotionDelegate):
         self.subnet_id = subnet_id
         self.instance_profile = instance_profile
         self.ssm_prefix = "/" + ssm_prefix.strip("/")
+        self.ssm_tier = ssm_tier  # Advanced: shareable with AWS RAM
         # how long an aws:ec2:image parameter may take to pass SSM's validation
         self.pointer_timeout_s = pointer_timeout_s
         # how long terminate waits for 'terminated' before leaving the group to the reaper
