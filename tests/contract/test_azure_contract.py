@@ -21,6 +21,7 @@ def _models() -> dict[str, object]:
     return {
         "microsoft.compute/galleries/images/versions": models.GalleryImageVersion,
         "microsoft.compute/virtualmachines": models.VirtualMachine,
+        "microsoft.compute/galleries/images": models.GalleryImage,
     }
 
 
@@ -30,6 +31,7 @@ def _request_models() -> list[tuple[str, object]]:
     return [
         (r"/galleries/[^/]+/images/[^/]+/versions/[^/]+$", models.GalleryImageVersion),
         (r"/virtualMachines/[^/]+$", models.VirtualMachine),
+        (r"/galleries/[^/]+/images/[^/]+$", models.GalleryImage),
     ]
 
 
@@ -57,6 +59,39 @@ def _exercise(fake) -> None:
     provider.wait_reachable(inst, timeout_s=30)
     provider.list_instances(managed_only=False)
     provider.terminate(inst)
+    # the build's gallery image definition, and a Trusted Launch VM in a reservation group
+    build = env.resolved.stack.clouds.azure.build
+    group = fake.add_capacity_reservation(
+        build.resource_group, "crg", location=build.location,
+        size="Standard_ND96isr_H100_v5", count=1, zone="1",
+    )  # fmt: skip
+    special = _variant(env, security_type="TrustedLaunch", group=group)
+    special.prepare_build()
+    inst = special.launch(
+        image,
+        "Standard_ND96isr_H100_v5",
+        location=f"{build.location}/1",
+        ttl=dt.timedelta(hours=1),
+        launched_by="contract",
+        stack="h100-training",
+    )
+    special.terminate(inst)
+
+
+def _variant(env: CloudEnv, *, security_type: str, group: str):
+    from types import SimpleNamespace
+
+    from imagectl.clouds import get_provider
+    from imagectl.clouds.options import provider_options
+    from imagectl.stacks.schema import Stack
+
+    raw = env.resolved.stack.model_dump(mode="json")
+    raw["clouds"]["azure"]["gallery"]["security_type"] = security_type
+    raw["clouds"]["azure"]["gallery"]["image_definition"] = "h100-training-tl"  # a new one
+    raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": "1"}
+    stack = Stack.model_validate(raw)
+    opts = provider_options(SimpleNamespace(stack=stack, name="s"), "azure")
+    return get_provider("azure", **opts)
 
 
 def test_compute_requests_and_responses_follow_the_arm_models(azure_fake) -> None:

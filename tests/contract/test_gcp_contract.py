@@ -66,6 +66,31 @@ def _exercise(fake) -> None:
     provider.wait_reachable(inst, timeout_s=30)
     assert provider.list_instances(managed_only=False)
     provider.terminate(inst)
+    # a validation launch into a specific reservation (reservationAffinity)
+    fake.add_reservation(zone, "h100-pool", machine_type="a3-highgpu-8g", count=1)
+    reserved = _with_reservation(env, "h100-pool", zone)
+    inst = reserved.launch(
+        old,
+        "a3-highgpu-8g",
+        location=zone,
+        ttl=dt.timedelta(hours=1),
+        launched_by="contract",
+        stack="h100-training",
+    )
+    reserved.terminate(inst)
+
+
+def _with_reservation(env: CloudEnv, reservation: str, zone: str):
+    from types import SimpleNamespace
+
+    from imagectl.clouds import get_provider
+    from imagectl.clouds.options import provider_options
+    from imagectl.stacks.schema import Stack
+
+    raw = env.resolved.stack.model_dump(mode="json")
+    raw["clouds"]["gcp"]["validation_capacity"] = {"reservation": reservation, "zone": zone}
+    stack = Stack.model_validate(raw)
+    return get_provider("gcp", **provider_options(SimpleNamespace(stack=stack, name="s"), "gcp"))
 
 
 def test_requests_and_responses_follow_the_compute_api(gcp_fake) -> None:

@@ -204,6 +204,14 @@ class FakeAzureArm(FakeServer):
             ),
         ):
             rid = self.rid(rg, rest)
+            props: dict[str, Any] = {"provisioningState": "Succeeded"}
+            if rtype.endswith("/images"):  # the definition a build made: Gen2, Standard
+                props.update(
+                    osType="Linux",
+                    osState="Generalized",
+                    hyperVGeneration="V2",
+                    identifier={"publisher": "imagectl", "offer": gallery, "sku": definition},
+                )
             self.resources.setdefault(
                 self._key(rid),
                 {
@@ -211,7 +219,7 @@ class FakeAzureArm(FakeServer):
                     "name": rest.rsplit("/", 1)[-1],
                     "type": rtype,
                     "location": location,
-                    "properties": {"provisioningState": "Succeeded"},
+                    "properties": props,
                 },
             )
 
