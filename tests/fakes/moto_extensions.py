@@ -31,6 +31,8 @@ installed ``service-2.json``.
   an advanced parameter to a standard parameter", Systems Manager User Guide, "Changing a
   standard parameter to an advanced parameter"): ``ValidationException``; without
   ``Tier`` an update keeps the parameter's tier.
+- ``DescribeImages`` pages: ``BEHAVIOUR.images_page_size`` (or ``MaxResults``) images a
+  page and a ``NextToken`` for the rest (EC2 API reference, "Pagination").
 - ``TerminateInstances``: the instance is ``shutting-down`` for
   ``BEHAVIOUR.shutdown_polls`` DescribeInstances calls in its region, then ``terminated``.
 - ``RunInstances`` with a ``SubnetId`` and a ``Placement.AvailabilityZone`` other than the
@@ -74,6 +76,10 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
             "DryRun",
         ),
         ("ImageId",),
+    ),
+    ("ec2", "DescribeImages"): (
+        ("ImageIds", "Owners", "ExecutableUsers", "Filters", "MaxResults", "NextToken"),
+        ("Images", "NextToken"),
     ),
     ("ec2", "DeregisterImage"): (("ImageId", "DeleteAssociatedSnapshots", "DryRun"), ("Return",)),
     ("ssm", "PutParameter"): (
@@ -121,6 +127,9 @@ class Behaviour:
     """How strict the emulator is; tests change it and ``reset()`` restores the default."""
 
     copy_pending_polls: int = 2
+    # DescribeImages answers at most this many images a page (NextToken for the rest), or
+    # MaxResults when the request sets it; EC2's own limit is 1000 a page
+    images_page_size: int = 1000
     ssm_validation_polls: int = 1
     shutdown_polls: int = 2
     fail_copies_into: set[str] = field(default_factory=set)
@@ -137,6 +146,7 @@ class Behaviour:
         fresh = Behaviour()
         for name in (
             "copy_pending_polls",
+            "images_page_size",
             "ssm_validation_polls",
             "shutdown_polls",
             "fail_copies_into",
@@ -305,11 +315,21 @@ def install() -> None:
                 BEHAVIOUR.tokens[key] = (ami.id, signature)
         return ActionResult({"ImageId": ami.id})
 
-    original_describe = AmisResponse.describe_images
-
     def describe_images(self: Any) -> Any:
         _advance_copies(self.ec2_backend)
-        return original_describe(self)
+        self.error_on_dryrun()
+        images = self.ec2_backend.describe_images(
+            ami_ids=self._get_param("ImageIds", []),
+            filters=self._filters_from_querystring(),
+            exec_users=self._get_param("ExecutableUsers", []),
+            owners=self._get_param("Owners", []),
+        )
+        size = int(self._get_param("MaxResults") or BEHAVIOUR.images_page_size)
+        start = int(self._get_param("NextToken") or 0)
+        body: dict[str, Any] = {"Images": images[start : start + size]}
+        if start + size < len(images):  # "NextToken: the token to include in another
+            body["NextToken"] = str(start + size)  # request to get the next page"
+        return ActionResult(body)
 
     def deregister_image(self: Any) -> ActionResult:
         backend = self.ec2_backend
