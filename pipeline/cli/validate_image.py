@@ -193,8 +193,7 @@ def command(
             f"image {image_id} was not found in {cloud}" + (f" region {region}" if region else ""),
             hint="Check the id with `imagectl status` or the cloud console",
         )
-    from imagectl.clouds.base import TAG_DIGEST
-    from imagectl.clouds.common import gcp_label_value
+    from imagectl.tags import TAG_DIGEST, gcp_label_value
 
     tagged = image.tags.get(TAG_DIGEST)
     if tagged and tagged not in (resolved.digest, gcp_label_value(resolved.digest)):

@@ -15,14 +15,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-# Tag / label keys written on every image and instance imagectl creates.
-TAG_MANAGED = "imagectl:managed"
-TAG_STACK = "imagectl:stack"
-TAG_DIGEST = "imagectl:stack-digest"
-TAG_STATE = "imagectl:state"
-TAG_BUILD = "imagectl:build-id"
-TAG_TTL = "imagectl:expires-at"  # ISO-8601 UTC; the reaper terminates after it
-TAG_LAUNCHED_BY = "imagectl:launched-by"
+from imagectl.tags import TAG_TTL
+
+# Tag / label keys: imagectl.tags (the one place they are spelt).
 
 
 @dataclass(frozen=True)

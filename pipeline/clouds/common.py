@@ -7,19 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 
-from imagectl.clouds.base import (
-    TAG_LAUNCHED_BY,
-    TAG_MANAGED,
-    TAG_STACK,
-    TAG_TTL,
-    Instance,
-)
-
-TAG_IMAGE = "imagectl:image"  # the image an instance was launched from
-TAG_SOURCE_IMAGE = "imagectl:source-image"  # the image a replica was copied from
-TAG_REPLICA_TOKEN = "imagectl:replica-token"  # idempotency token of a replication
+from imagectl.clouds.base import Instance
+from imagectl.tags import TAG_IMAGE, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_TTL
 
 
 def utcnow() -> dt.datetime:
@@ -65,23 +55,6 @@ def is_expired(instance: Instance, now: dt.datetime | None = None) -> bool:
     if expires.tzinfo is None:
         expires = expires.replace(tzinfo=dt.timezone.utc)
     return expires <= (now or utcnow())
-
-
-_LABEL_OK = re.compile(r"[^a-z0-9_-]")
-
-
-def gcp_label_key(key: str) -> str:
-    """``imagectl:expires-at`` -> ``imagectl-expires-at`` (GCP label keys allow no ':')."""
-    return _LABEL_OK.sub("-", key.lower())[:63]
-
-
-def gcp_label_value(value: str) -> str:
-    """GCP label values: lowercase letters, digits, '-' and '_', at most 63 characters.
-
-    Times are written as ``20261122t051000z`` (``encode_time``); other values are
-    lower-cased with every other character replaced by '-'.
-    """
-    return _LABEL_OK.sub("-", value.lower())[:63]
 
 
 def encode_time(ts: dt.datetime) -> str:

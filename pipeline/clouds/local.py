@@ -51,21 +51,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import (
-    TAG_DIGEST,
-    TAG_LAUNCHED_BY,
-    TAG_MANAGED,
-    TAG_STACK,
-    TAG_STATE,
-    TAG_TTL,
-    CloudImage,
-    Instance,
-    Provider,
-    ReplicaStatus,
-)
+from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
 from imagectl.settings import parse_seconds
+from imagectl.tags import TAG_DIGEST, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
 ENV_REGISTRY = "IMAGECTL_LOCAL_REGISTRY"
 ENV_LATENCY = "IMAGECTL_LOCAL_LATENCY"

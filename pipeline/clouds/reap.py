@@ -13,6 +13,7 @@ from typing import Any
 
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.common import is_expired, utcnow
+from imagectl.tags import TAG_LAUNCHED_BY, TAG_STACK
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Reaped:
             "cloud": self.cloud,
             "instance_id": self.instance.instance_id,
             "location": self.instance.region,
-            "stack": self.instance.tags.get("imagectl:stack"),
-            "launched_by": self.instance.tags.get("imagectl:launched-by"),
+            "stack": self.instance.tags.get(TAG_STACK),
+            "launched_by": self.instance.tags.get(TAG_LAUNCHED_BY),
             "expires_at": exp.isoformat() if exp else None,
             "action": self.action,
             "error": self.error,

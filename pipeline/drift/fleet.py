@@ -15,10 +15,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from imagectl.clouds.base import TAG_STACK, Instance, Provider
+from imagectl.clouds.base import Instance, Provider
 from imagectl.drift import inventory
 from imagectl.drift.findings import DriftReport, Finding
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.tags import TAG_STACK
 
 # States of instances that no longer run anything (EC2, Compute Engine, Azure power and
 # provisioning states, compared lower-case); everything else counts as running.

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.tags import TAG_SOURCE_IMAGE
 
 PROMOTED = ("promoted", "partially_promoted")
-TAG_SOURCE = "imagectl:source-image"  # set by promotion on replica rows (the source's id)
 
 
 def options_for(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def promoted_images(stack: str, cloud: str) -> list[CloudImage]:
         rows = [
             r
             for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(PROMOTED))
-            if TAG_SOURCE not in (r.tags or {})
+            if TAG_SOURCE_IMAGE not in (r.tags or {})
         ]
         return [
             CloudImage(

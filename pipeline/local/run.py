@@ -49,6 +49,7 @@ from imagectl.local.ssh import generate_key
 from imagectl.local.validation import ValidationOutcome, validate_in_vm
 from imagectl.paths import Workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.tags import TAG_BUILD
 
 CLOUD = "local"
 
@@ -249,7 +250,7 @@ def _pipeline(
         cloud_image = provider.import_image(
             image_file, region=source_region, stack=resolved.name, digest=resolved.digest,
             name=f"imagectl-{resolved.name}-{candidate.build_id}",
-            tags={"imagectl:build-id": candidate.build_id},
+            tags={TAG_BUILD: candidate.build_id},
         )  # fmt: skip
         image_id = cloud_image.image_id
         with catalog.transaction() as s:

@@ -16,6 +16,7 @@ from typing import Any
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.tags import gcp_label_value, tag_key
 
 # Filled in at build time (build id, commit, file paths), not from the stack.
 RUNTIME_PACKER_VARS = (
@@ -26,35 +27,7 @@ RUNTIME_PACKER_VARS = (
     "manifest_file",
 )
 
-# Every candidate artifact carries these tags (GCP: labels with '-' for ':'). Readers
-# (catalog, promotion) use artifact_tags()/tag_key() rather than typing the keys again.
-TAG_PREFIX = "imagectl"
-TAG_NAMES = (
-    "stack",
-    "stack-digest",
-    "driver",
-    "cuda",
-    "nccl",
-    "build-id",
-    "git-commit",
-    "lifecycle",
-)
 CANDIDATE = "candidate"
-
-
-def gcp_label(value: str | None) -> str:
-    """GCP labels: lowercase letters, digits, '-' and '_', at most 63 characters."""
-    if value is None:
-        return "none"
-    out = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(value).lower())
-    return out[:63]
-
-
-def tag_key(cloud: str, name: str) -> str:
-    """``imagectl:stack`` (AWS, Azure, local) or ``imagectl-stack`` (GCP label keys)."""
-    if name not in TAG_NAMES:
-        raise KeyError(name)
-    return f"{TAG_PREFIX}-{name}" if cloud == "gcp" else f"{TAG_PREFIX}:{name}"
 
 
 def artifact_tags(
@@ -73,14 +46,14 @@ def artifact_tags(
         "lifecycle": lifecycle,
     }
     if cloud == "gcp":
-        return {tag_key(cloud, k): gcp_label(v) for k, v in values.items()}
+        return {tag_key(cloud, k): gcp_label_value(v) for k, v in values.items()}
     return {tag_key(cloud, k): str(v) for k, v in values.items()}
 
 
 def image_name(r: ResolvedStack, build_id: str) -> str:
     """Candidate image name: valid for AMIs, GCP images (<= 63, [a-z0-9-]) and Azure."""
     suffix = build_id or "unbuilt"
-    return gcp_label(f"imagectl-{r.stack.name}-{suffix}").strip("-_").replace("_", "-")
+    return gcp_label_value(f"imagectl-{r.stack.name}-{suffix}").strip("-_").replace("_", "-")
 
 
 def azure_image_version(build_id: str) -> str:

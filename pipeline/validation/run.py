@@ -269,8 +269,7 @@ class ValidationRun:
     def _sweep(self) -> None:
         """Terminate any instance of this run still alive (e.g. one whose launch call was
         interrupted before it returned an id)."""
-        from imagectl.clouds.base import TAG_LAUNCHED_BY
-        from imagectl.clouds.common import gcp_label_value
+        from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
 
         mine = gcp_label_value(self.launched_by)
         try:

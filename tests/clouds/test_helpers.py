@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from imagectl.clouds.aws.provider import region_of
-from imagectl.clouds.base import TAG_TTL, Instance
+from imagectl.clouds.base import Instance
 from imagectl.clouds.common import instance_tags, is_expired
 from imagectl.clouds.gcp.labels import from_labels, to_labels
 from imagectl.errors import UserError
+from imagectl.tags import TAG_TTL
 from imagectl.validation.inventory import InventoryOverride
 
 

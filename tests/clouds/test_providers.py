@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from imagectl.clouds.base import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
+from imagectl.tags import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from tests.fakes.fixtures import CloudEnv
 
 TARGET = {"aws": "us-west-2", "gcp": "europe", "azure": "westus3"}

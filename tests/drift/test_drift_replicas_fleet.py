@@ -135,7 +135,8 @@ def test_pointer_that_disagrees_with_the_other_regions(cli, world):
 
 
 def test_fleet_counts_instances_not_on_the_current_image(cli, world):
-    from imagectl.clouds.base import TAG_STACK, CloudImage
+    from imagectl.clouds.base import CloudImage
+    from imagectl.tags import TAG_STACK
 
     old = world.promoted()
     new = world.promoted()
@@ -157,7 +158,8 @@ def test_fleet_counts_instances_not_on_the_current_image(cli, world):
 
 
 def test_fleet_all_current_is_no_drift(cli, world):
-    from imagectl.clouds.base import TAG_STACK, CloudImage
+    from imagectl.clouds.base import CloudImage
+    from imagectl.tags import TAG_STACK
 
     image = world.promoted()
     world.provider().register_instance(CloudImage("local", "local-c", image.image_id),

@@ -19,7 +19,7 @@ from imagectl.packer.build import run_build
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
-from imagectl.stacks.variables import tag_key
+from imagectl.tags import tag_key
 from tests.support import ROOT, require_tool
 
 MOTO_ACCOUNT = "123456789012"

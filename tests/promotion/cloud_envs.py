@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagectl.clouds.base import TAG_DIGEST, TAG_MANAGED, TAG_STACK
+from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK
 
 STACK = "h100-training"
 _counter = itertools.count(1)

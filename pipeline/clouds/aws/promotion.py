@@ -13,18 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.errors import error_code
 from imagectl.clouds.aws.tags import tag_list
-from imagectl.clouds.base import (
-    TAG_STATE,
-    CloudImage,
-    ReplicaStatus,
-)
-from imagectl.clouds.common import (
+from imagectl.clouds.base import CloudImage, ReplicaStatus
+from imagectl.clouds.common import iso, utcnow
+from imagectl.errors import CloudError
+from imagectl.tags import (
+    TAG_DEPRECATED_AT,
+    TAG_REPLACEMENT,
     TAG_REPLICA_TOKEN,
     TAG_SOURCE_IMAGE,
-    iso,
-    utcnow,
+    TAG_STATE,
 )
-from imagectl.errors import CloudError
 
 if TYPE_CHECKING:
     from imagectl.clouds.aws.provider import AwsProvider
@@ -172,9 +170,9 @@ class AwsPromotion:
         ec2 = self.p.clients.ec2(image.region)
         # EC2 refuses a deprecation time in the past; "now" means the next minute.
         when = max(at or utcnow(), utcnow() + dt.timedelta(minutes=1))
-        tags = {TAG_STATE: "deprecated", "imagectl:deprecated-at": iso(when)}
+        tags = {TAG_STATE: "deprecated", TAG_DEPRECATED_AT: iso(when)}
         if replacement is not None:
-            tags["imagectl:replacement"] = replacement.image_id
+            tags[TAG_REPLACEMENT] = replacement.image_id
         ec2.create_tags(Resources=[image.image_id], Tags=tag_list(tags))
         ec2.enable_image_deprecation(ImageId=image.image_id, DeprecateAt=when)
 

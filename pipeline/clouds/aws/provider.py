@@ -12,15 +12,7 @@ from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.tags import tag_dict, tag_list
-from imagectl.clouds.base import (
-    TAG_DIGEST,
-    TAG_MANAGED,
-    TAG_STACK,
-    TAG_STATE,
-    TAG_TTL,
-    CloudImage,
-    Instance,
-)
+from imagectl.clouds.base import CloudImage, Instance
 from imagectl.clouds.common import (
     NotReachable,
     instance_tags,
@@ -29,6 +21,7 @@ from imagectl.clouds.common import (
 )
 from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError
+from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 _AZ = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d+)[a-z]$")

@@ -11,6 +11,7 @@ from typing import Any
 
 from imagectl.clouds.azure.errors import is_not_found
 from imagectl.clouds.common import check_cidr
+from imagectl.tags import TAG_MANAGED
 
 VNET = "imagectl-validation"
 VNET_CIDR = "10.42.0.0/16"
@@ -34,7 +35,7 @@ def ensure_subnet(network: Any, rg: str, location: str, subnet_id: str | None) -
             VNET,
             n.VirtualNetwork(
                 location=location,
-                tags={"imagectl:managed": "true"},
+                tags={TAG_MANAGED: "true"},
                 properties=n.VirtualNetworkPropertiesFormat(
                     address_space=n.AddressSpace(address_prefixes=[VNET_CIDR]),
                     subnets=[

@@ -14,13 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.azure.errors import is_not_found
 from imagectl.clouds.azure.resources import REPLICATION, version_key
-from imagectl.clouds.base import (
-    TAG_STATE,
-    CloudImage,
-    ReplicaStatus,
-)
+from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
 from imagectl.errors import CloudError, UserError
+from imagectl.tags import TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
 
 BUSY = frozenset({"Creating", "Updating", "Deleting"})
 
@@ -204,10 +201,10 @@ class AzurePromotion:
         tags = {
             **(raw.tags or {}),
             TAG_STATE: "deprecated",
-            "imagectl:deprecated-at": iso(at or utcnow()),
+            TAG_DEPRECATED_AT: iso(at or utcnow()),
         }
         if replacement is not None:
-            tags["imagectl:replacement"] = replacement.image_id
+            tags[TAG_REPLACEMENT] = replacement.image_id
         self.p._update(
             image.image_id,
             tags=tags,

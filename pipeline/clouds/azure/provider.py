@@ -12,17 +12,11 @@ from imagectl.clouds.azure import network as vnet
 from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
-from imagectl.clouds.base import (
-    TAG_DIGEST,
-    TAG_MANAGED,
-    TAG_STACK,
-    TAG_STATE,
-    CloudImage,
-    Instance,
-)
+from imagectl.clouds.base import CloudImage, Instance
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError, UserError
+from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
 
 ADMIN_USER = "imagectl"
 
@@ -392,7 +386,7 @@ class AzureProvider(PromotionDelegate):
                     region=f"{vm.location}/{zone}" if zone else vm.location,
                     instance_id=vm.name,
                     shape=vm.hardware_profile.vm_size if vm.hardware_profile else "",
-                    image_id=self._vm_image(image_ref) or tags.get("imagectl:image", ""),
+                    image_id=self._vm_image(image_ref) or tags.get(TAG_IMAGE, ""),
                     state=vm.provisioning_state or "",
                     tags=tags,
                     launched_at=vm.time_created,

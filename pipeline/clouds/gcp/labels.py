@@ -6,17 +6,8 @@ back as ISO-8601, so ``Instance.expires_at()`` works the same on every cloud.
 
 from __future__ import annotations
 
-from imagectl.clouds.base import TAG_TTL
-from imagectl.clouds.common import (
-    decode_time,
-    encode_time,
-    gcp_label_key,
-    gcp_label_value,
-    iso,
-    parse_time,
-)
-
-PREFIX = "imagectl"
+from imagectl.clouds.common import decode_time, encode_time, iso, parse_time
+from imagectl.tags import PREFIX, TAG_TTL, gcp_label_key, gcp_label_value
 
 
 def to_labels(tags: dict[str, str]) -> dict[str, str]:

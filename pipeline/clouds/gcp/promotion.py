@@ -23,21 +23,11 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.base import (
-    TAG_STACK,
-    CloudImage,
-    ReplicaStatus,
-)
-from imagectl.clouds.common import (
-    TAG_SOURCE_IMAGE,
-    gcp_label_key,
-    gcp_label_value,
-    iso,
-    parse_time,
-    utcnow,
-)
+from imagectl.clouds.base import CloudImage, ReplicaStatus
+from imagectl.clouds.common import iso, parse_time, utcnow
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.errors import CloudError, UserError
+from imagectl.tags import TAG_SOURCE_IMAGE, TAG_STACK, gcp_label_key, gcp_label_value
 
 IMAGE_USER = "roles/compute.imageUser"
 

@@ -7,29 +7,22 @@ import secrets
 import time
 from typing import Any
 
-from imagectl.clouds.base import (
-    TAG_DIGEST,
-    TAG_MANAGED,
-    TAG_STACK,
-    TAG_STATE,
-    CapacityError,
-    CloudImage,
-    Instance,
-)
-from imagectl.clouds.common import (
-    NotReachable,
-    check_cidr,
-    gcp_label_key,
-    gcp_label_value,
-    instance_tags,
-    parse_time,
-    utcnow,
-)
+from imagectl.clouds.base import CapacityError, CloudImage, Instance
+from imagectl.clouds.common import NotReachable, check_cidr, instance_tags, parse_time, utcnow
 from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.errors import UserError
+from imagectl.tags import (
+    TAG_DIGEST,
+    TAG_IMAGE,
+    TAG_MANAGED,
+    TAG_STACK,
+    TAG_STATE,
+    gcp_label_key,
+    gcp_label_value,
+)
 
 
 class GcpProvider(PromotionDelegate):
@@ -295,13 +288,13 @@ class GcpProvider(PromotionDelegate):
                 address = address or ac.nat_i_p or None
             address = address or nic.network_i_p or None
         tags = from_labels(dict(raw.labels))
-        source = "" if "imagectl:image" in tags else self._boot_image(raw)
+        source = "" if TAG_IMAGE in tags else self._boot_image(raw)
         return Instance(
             cloud="gcp",
             region=zone,
             instance_id=raw.name,
             shape=raw.machine_type.rsplit("/", 1)[-1],
-            image_id=tags.get("imagectl:image", source),
+            image_id=tags.get(TAG_IMAGE, source),
             state=raw.status,
             address=address,
             tags=tags,
