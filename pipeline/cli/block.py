@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option
+from imagectl.cli.common import cloud_option, console, emit_json, json_option
 
 
 @click.command("block")
 @click.argument("image")
 @click.option("--reason", required=True, help="Why (recorded and shown by the gate).")
-@click.option("--cloud", help="Cloud, when the image id exists on several.")
+@cloud_option("Cloud, when the image id exists on several.")
 @json_option
 def command(image: str, reason: str, cloud: str | None, as_json: bool) -> None:
     """Block IMAGE (catalog id or cloud id) from promotion."""

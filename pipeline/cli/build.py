@@ -15,20 +15,19 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
-
-CLOUDS = ("aws", "gcp", "azure", "local")
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
 
 
 @click.command("build")
-@click.option(
-    "--stack",
-    "stack_name",
-    callback=stack_name,
-    required=True,
-    help="Stack name (images/stacks/<name>.yaml).",
-)
-@click.option("--cloud", type=click.Choice(CLOUDS), required=True, help="Which template set.")
+@stack_option("Stack name (images/stacks/<name>.yaml).", dest="stack_name", required=True)
+@cloud_option("Which template set.", required=True)
 @click.option("--dry-run", is_flag=True, help="Print the packer command and variables only.")
 @click.option(
     "--var-dir",

@@ -21,6 +21,44 @@ def json_option(func: F) -> F:
     )
 
 
+# every cloud imagectl builds for; the remote ones are the real clouds
+CLOUDS = ("aws", "gcp", "azure", "local")
+REMOTE_CLOUDS = ("aws", "gcp", "azure")
+
+
+def stack_option(
+    help: str,
+    *,
+    dest: str = "stack",
+    required: bool = False,
+    multiple: bool = False,
+    default: str | None = None,
+) -> Callable[[F], F]:
+    """``--stack NAME``: the one declaration every command uses (a name checked by
+    ``stack_name``, exit 2 for a path or a bad name)."""
+    kwargs: dict[str, Any] = {"callback": stack_name, "required": required, "help": help}
+    if multiple:
+        kwargs["multiple"] = True
+    if default is not None:
+        kwargs.update(default=default, show_default=True)
+    return click.option("--stack", dest, **kwargs)
+
+
+def cloud_option(
+    help: str,
+    *,
+    dest: str = "cloud",
+    required: bool = False,
+    multiple: bool = False,
+    choices: tuple[str, ...] = CLOUDS,
+) -> Callable[[F], F]:
+    """``--cloud NAME``: one of ``choices`` (exit 2 naming the bad value otherwise)."""
+    return click.option(
+        "--cloud", dest, type=click.Choice(choices), required=required, multiple=multiple,
+        help=help,
+    )  # fmt: skip
+
+
 def wait_option(func: F) -> F:
     """``--wait S``: how long to wait for a concurrent promotion of the same stack."""
     return click.option(

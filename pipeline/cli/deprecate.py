@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
 
 
 @click.command("deprecate")
 @click.argument("image", required=False)
-@click.option("--stack", callback=stack_name, help="Apply the retention policy of this stack.")
-@click.option("--cloud", help="Cloud (default: the image's or the stack's only cloud).")
+@stack_option("Apply the retention policy of this stack.")
+@cloud_option("Cloud (default: the image's or the stack's only cloud).")
 @click.option("--keep", type=click.IntRange(min=1), help="Override retention.keep_last.")
 @click.option("--reason", default="deprecated by hand", show_default=True, help="Why.")
 @click.option("--delete", is_flag=True, help="Delete IMAGE (must be deprecated already).")

@@ -8,16 +8,14 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, json_option, stack_name, workspace
+from imagectl.cli.common import console, json_option, stack_option, workspace
 from imagectl.errors import EXIT_FAILED, EXIT_OK
 
 SOURCES = ("upstream", "replicas", "fleet", "hosts")
 
 
 @click.command("drift")
-@click.option(
-    "--stack", "stacks", callback=stack_name, multiple=True, help="Only this stack (repeatable)."
-)
+@stack_option("Only this stack (repeatable).", dest="stacks", multiple=True)
 @click.option("--upstream", is_flag=True, help="Newer packages upstream, branch end of life.")
 @click.option("--replicas", is_flag=True, help="Promoted images missing/failed per region.")
 @click.option("--fleet", is_flag=True, help="Running instances not on the current image.")

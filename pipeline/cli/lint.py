@@ -7,14 +7,12 @@ import sys
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
 from imagectl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 
 @click.command("lint")
-@click.option(
-    "--stack", "stacks", callback=stack_name, multiple=True, help="Only this stack (repeatable)."
-)
+@stack_option("Only this stack (repeatable).", dest="stacks", multiple=True)
 @click.option(
     "--as-of",
     type=click.DateTime(formats=["%Y-%m-%d"]),

@@ -6,12 +6,19 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
 
 
 @click.command("plan")
-@click.option("--stack", callback=stack_name, help="Only this stack.")
-@click.option("--cloud", help="Only this cloud (aws, gcp, azure, local).")
+@stack_option("Only this stack.")
+@cloud_option("Only this cloud.")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),

@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, wait_option, workspace
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    wait_option,
+    workspace,
+)
 
 
 def pick_image(
@@ -95,8 +103,8 @@ def render(out: Any, result: Any) -> None:
 
 @click.command("promote")
 @click.argument("image", required=False)
-@click.option("--stack", callback=stack_name, help="Stack (default: the image's).")
-@click.option("--cloud", help="Cloud (default: the image's, or the stack's only cloud).")
+@stack_option("Stack (default: the image's).")
+@cloud_option("Cloud (default: the image's, or the stack's only cloud).")
 @click.option("--regions", help="Comma-separated subset of the stack's target regions.")
 @click.option("--dry-run", is_flag=True, help="Check the gate and print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")

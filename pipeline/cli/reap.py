@@ -6,23 +6,28 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
+from imagectl.cli.common import (
+    REMOTE_CLOUDS,
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
 
 
 @click.command("reap")
-@click.option(
-    "--cloud",
-    "clouds",
+@cloud_option(
+    "Cloud(s) to sweep (default: every cloud of every stack).",
+    dest="clouds",
     multiple=True,
-    type=click.Choice(["aws", "gcp", "azure"]),
-    help="Cloud(s) to sweep (default: every cloud of every stack).",
+    choices=REMOTE_CLOUDS,
 )
-@click.option(
-    "--stack",
-    "stacks",
-    callback=stack_name,
+@stack_option(
+    "Take accounts/projects/regions from these stacks (default: all).",
+    dest="stacks",
     multiple=True,
-    help="Take accounts/projects/regions from these stacks (default: all).",
 )
 @click.option("--dry-run", is_flag=True, help="List what would be terminated; change nothing.")
 @json_option

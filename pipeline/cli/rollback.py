@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, wait_option, workspace
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    wait_option,
+    workspace,
+)
 
 
 @click.command("rollback")
-@click.option("--stack", callback=stack_name, required=True, help="Stack to roll back.")
-@click.option("--cloud", help="Cloud (default: the stack's only cloud).")
+@stack_option("Stack to roll back.", required=True)
+@cloud_option("Cloud (default: the stack's only cloud).")
 @click.option("--reason", help="Why (recorded in the event log).")
 @wait_option
 @json_option

@@ -15,19 +15,13 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
+from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
 
 FAULTS = ("unheld-package", "ssh-host-key")
 
 
 @click.command("run")
-@click.option(
-    "--stack",
-    callback=stack_name,
-    default="local",
-    show_default=True,
-    help="Stack with a clouds.local.",
-)
+@stack_option("Stack with a clouds.local.", default="local")
 @click.option(
     "--regions", "regions", type=int, default=None, help="Promote to the first N local regions."
 )

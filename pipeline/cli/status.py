@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name
+from imagectl.cli.common import cloud_option, console, emit_json, json_option, stack_option
 
 
 def _time(value: datetime | None) -> str | None:
@@ -203,8 +203,8 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
 
 
 @click.command("status")
-@click.option("--stack", callback=stack_name, help="Only this stack.")
-@click.option("--cloud", help="Only this cloud (aws, gcp, azure, local).")
+@stack_option("Only this stack.")
+@cloud_option("Only this cloud.")
 @click.option(
     "--events",
     "n_events",

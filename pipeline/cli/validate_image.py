@@ -7,7 +7,15 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_name, workspace
+from imagectl.cli.common import (
+    REMOTE_CLOUDS,
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
 
 
 def _stack_of(cloud: str, image_id: str) -> str | None:
@@ -59,8 +67,8 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
 
 @click.command("validate-image")
 @click.argument("image_id")
-@click.option("--cloud", required=True, type=click.Choice(["aws", "gcp", "azure"]))
-@click.option("--stack", callback=stack_name, help="The image's stack (default: from the catalog).")
+@cloud_option("The cloud the image is in.", required=True, choices=REMOTE_CLOUDS)
+@stack_option("The image's stack (default: from the catalog).")
 @click.option("--shape", help="Machine shape (default: the stack's first validation shape).")
 @click.option(
     "--hosts",

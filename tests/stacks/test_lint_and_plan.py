@@ -181,4 +181,4 @@ def test_plan_human_view_and_bad_cloud(cli, tmp_path: Path) -> None:
     bad = cli("plan", "--stack", "local", "--cloud", "aws", "--out", str(tmp_path))
     assert bad.code == 2 and "has no 'aws' cloud" in bad.err
     unknown = cli("plan", "--cloud", "ibm", "--out", str(tmp_path))
-    assert unknown.code == 2 and "unknown cloud 'ibm'" in unknown.err
+    assert unknown.code == 2 and "'ibm' is not one of" in unknown.err
