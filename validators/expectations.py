@@ -10,7 +10,6 @@ pinned: its check is skipped with that reason, never passed silently.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
 from imagectl.validators.jsonfile import read_json
+from imagectl.validators.shapes import shape_rows
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
@@ -107,26 +107,11 @@ class Expectations(BaseModel):
         }
 
 
-@lru_cache(maxsize=8)
-def load_shapes(images_dir: Path) -> dict[str, dict[str, Any]]:
-    from ruamel.yaml import YAML
-
-    path = images_dir / "catalog" / "shapes.yaml"
-    try:
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read the shape table {path}: {exc.strerror}") from exc
-    except Exception as exc:
-        raise UserError(f"{path}: malformed shape table: {exc}") from exc
-    shapes: dict[str, dict[str, Any]] = doc["shapes"]
-    return shapes
-
-
 def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware | None]:
     """The shape's row and its hardware expectations (None for a shape without GPUs)."""
     from imagectl.compat.data import load_compat
 
-    shapes = load_shapes(images_dir)
+    shapes = shape_rows(images_dir / "catalog")
     if shape not in shapes:
         raise UserError(
             f"unknown shape '{shape}'",

@@ -16,8 +16,8 @@ from imagectl.packer.templates import template_files
 from imagectl.paths import Workspace
 from imagectl.stacks.loader import LoadedStack, load_stack, stack_paths
 from imagectl.stacks.resolve import resolve
-from imagectl.stacks.shapes import load_shapes
 from imagectl.stacks.variables import ansible_vars, packer_vars
+from imagectl.validators.shapes import load_shapes
 
 _PACKER_VAR = re.compile(r'^\s*variable\s+"([A-Za-z0-9_-]+)"', re.MULTILINE)
 _YAML_KEY = re.compile(r"^([a-z][a-z0-9_]*):", re.MULTILINE)

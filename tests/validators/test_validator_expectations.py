@@ -13,9 +13,9 @@ from imagectl.validators.expectations import (
     from_file,
     from_stack,
     hardware_for,
-    load_shapes,
 )
 from imagectl.validators.session import Options, validate
+from imagectl.validators.shapes import shape_rows
 from imagectl.validators.snapshot import load_snapshot
 
 IMAGES = ROOT / "images"
@@ -39,7 +39,7 @@ def test_several_shapes_need_shape() -> None:
 
 
 def test_every_gpu_shape_has_sourced_hardware_fields() -> None:
-    for shape, row in load_shapes(IMAGES).items():
+    for shape, row in shape_rows(IMAGES / "catalog").items():
         _, hw = hardware_for(IMAGES, shape)
         if row.get("gpu") is None:
             assert hw is None

@@ -1,0 +1,59 @@
+"""The validation shape table (images/catalog/shapes.yaml: shape -> cloud, GPU, count,
+hardware facts): the one loader, used by the validator's expectations and by the
+controller's lint. It lives on the validator side because a fleet node's validator must
+not import controller code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from imagectl.errors import UserError
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    cloud: str
+    gpu: str | None
+    gpu_count: int
+    source: str
+    hardware: dict[str, Any] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=8)
+def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every row of ``catalog_dir/shapes.yaml`` as written; a clear error for a file that
+    cannot be read or parsed."""
+    from ruamel.yaml import YAML
+
+    path = catalog_dir / "shapes.yaml"
+    try:
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read the shape table {path}: {exc.strerror}") from exc
+    except Exception as exc:
+        raise UserError(f"{path}: malformed shape table: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("shapes"), dict):
+        raise UserError(f"{path}: malformed shape table: no 'shapes' mapping")
+    rows: dict[str, dict[str, Any]] = doc["shapes"]
+    return rows
+
+
+@lru_cache(maxsize=8)
+def load_shapes(catalog_dir: Path) -> dict[str, Shape]:
+    """The table as typed shapes (cloud, GPU, count, source; the rest is hardware)."""
+    out = {}
+    for name, row in shape_rows(catalog_dir).items():
+        entry = dict(row)
+        out[name] = Shape(
+            name=name,
+            cloud=entry.pop("cloud"),
+            gpu=entry.pop("gpu"),
+            gpu_count=int(entry.pop("gpu_count")),
+            source=entry.pop("source"),
+            hardware=entry,
+        )
+    return out
