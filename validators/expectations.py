@@ -138,7 +138,7 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
     return row, hw
 
 
-def _shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
+def shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
     if shape is None:
         return {}
     row, hw = hardware_for(images_dir, shape)
@@ -150,58 +150,6 @@ def _shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
         "gpus_expected": bool(row.get("gpu")),
         "hardware": hw,
     }
-
-
-def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectations:
-    from imagectl.stacks import load_resolved
-
-    loaded, resolved = load_resolved(images_dir, stack_name)
-    stack = resolved.stack
-    clouds = stack.clouds.enabled()
-    if shape is None:
-        shapes = sorted({s for c in clouds.values() for s in c.validation_shapes})
-        if len(shapes) != 1:
-            raise UserError(
-                f"stack '{stack_name}' has several validation shapes ({', '.join(shapes)})",
-                where=str(loaded.path),
-                hint="Pass --shape with the shape of this host",
-            )
-        shape = shapes[0]
-    fields = _shape_fields(images_dir, shape)
-    cloud = fields.get("cloud")
-    kernel = clouds[cloud].kernel if cloud in clouds else None
-    pins = resolved.pins()
-    packages: dict[str, str] = {}
-    if cloud == "local" and stack.clouds.local is not None:
-        packages.update(stack.clouds.local.packages)
-    if pins["nccl"]:
-        packages["libnccl2"] = pins["nccl"]
-    if resolved.fabric_manager:
-        packages[f"nvidia-fabricmanager-{resolved.driver_branch}"] = resolved.fabric_manager
-    if resolved.dcgm_package and pins["dcgm"]:
-        packages[resolved.dcgm_package] = pins["dcgm"]
-    if pins["container_toolkit"]:
-        packages["nvidia-container-toolkit"] = pins["container_toolkit"]
-    if resolved.cuda_package and pins["cuda"]:
-        packages[resolved.cuda_package] = pins["cuda"]
-    return Expectations(
-        origin=f"stack:{stack_name}",
-        stack=stack.name,
-        stack_digest=resolved.digest,
-        driver=pins["driver"],
-        cuda=pins["cuda"],
-        nccl=pins["nccl"],
-        fabric_manager=pins["fabric_manager"],
-        kernel_modules=pins["kernel_modules"],
-        kernel=kernel,
-        dcgm=pins["dcgm"],
-        container_toolkit=pins["container_toolkit"],
-        validator_toolkit=pins["validator_toolkit"],
-        profile=stack.validation.profile,
-        packages=packages,
-        held=sorted(packages),
-        **fields,
-    )
 
 
 def from_file(path: Path) -> Expectations:
@@ -227,20 +175,16 @@ def from_file(path: Path) -> Expectations:
 def resolve_expectations(
     *,
     images_dir: Path,
-    stack: str | None,
     expect_file: Path | None,
     shape: str | None,
     replay: dict[str, Any] | None = None,
 ) -> Expectations:
-    """``--stack`` / ``--expect`` / the image's own expect.json / only the shape / nothing.
+    """``--expect`` / the image's own expect.json / only the shape / nothing (``--stack``
+    is the controller's: ``imagectl.stacks.expectations.from_stack``).
 
     When replaying a snapshot, the image's own expect.json is the one recorded in the
     snapshot (host fact ``expect_file``), never this machine's.
     """
-    if stack and expect_file:
-        raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
-    if stack:
-        return from_stack(images_dir, stack, shape)
     expect: Expectations | None = None
     if expect_file is None and replay is not None:
         recorded = (replay.get("host") or {}).get("expect_file")
@@ -259,11 +203,11 @@ def resolve_expectations(
         expect = from_file(expect_file)
     if expect is not None:
         if shape and shape != expect.shape:
-            update = _shape_fields(images_dir, shape)
+            update = shape_fields(images_dir, shape)
             expect = expect.model_copy(update=update)
         return expect
     if shape:
-        return Expectations(origin=f"shape:{shape}", **_shape_fields(images_dir, shape))
+        return Expectations(origin=f"shape:{shape}", **shape_fields(images_dir, shape))
     return Expectations(origin="none")
 
 

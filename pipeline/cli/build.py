@@ -135,7 +135,7 @@ def _check_override_names(extra: dict[str, str], folder: Path, cloud: str, error
     """``--var NAME=...`` names a variable the cloud's templates declare."""
     import difflib
 
-    from imagectl.stacks.lint import declared_packer_vars
+    from imagectl.lint import declared_packer_vars
 
     declared = declared_packer_vars(folder)
     for name in extra:

@@ -28,7 +28,7 @@ def command(
     Exits 0 only when every stack passes (warnings are reported, not fatal), 1 when a
     stack breaks a rule, 2 when a stack file is malformed (schema errors).
     """
-    from imagectl.stacks.lint import lint_workspace
+    from imagectl.lint import lint_workspace
 
     ws = workspace(ctx)
     reports = lint_workspace(ws, list(stacks) or None, as_of=as_of.date() if as_of else None)

@@ -140,13 +140,19 @@ def command(
             "receipts (the boot unit keeps them in /var/lib/imagectl/boots)"
         )
     snapshot = load_snapshot(replay) if replay is not None else None
-    expect = resolve_expectations(
-        images_dir=workspace(ctx).images,
-        stack=stack,
-        expect_file=expect_file,
-        shape=shape,
-        replay=snapshot,
-    )
+    if stack and expect_file:
+        raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
+    if stack:
+        from imagectl.stacks.expectations import from_stack
+
+        expect = from_stack(workspace(ctx).images, stack, shape)
+    else:
+        expect = resolve_expectations(
+            images_dir=workspace(ctx).images,
+            expect_file=expect_file,
+            shape=shape,
+            replay=snapshot,
+        )
     require_expectations(expect, snapshot)
     if sandbox and snapshot is None:
         raise UserError(

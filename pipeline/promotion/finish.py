@@ -7,9 +7,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from imagectl.crashpoints import crash_point
 from imagectl.errors import CloudError
 from imagectl.promotion import records as rec
-from imagectl.promotion.crash import crash_point
 from imagectl.promotion.groups import group_rows, resume_command
 from imagectl.promotion.regions import RegionRun
 from imagectl.promotion.results import PromotionResult

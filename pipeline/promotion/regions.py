@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from imagectl.clouds.base import CloudImage, Provider
+from imagectl.crashpoints import crash_point
 from imagectl.promotion import records as rec
-from imagectl.promotion.crash import crash_point
 from imagectl.promotion.results import Progress, RegionFailed, RegionResult
 
 MISSING_GRACE_S = 2.0  # how long an accepted copy may be invisible before it counts as lost

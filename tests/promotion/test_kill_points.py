@@ -10,7 +10,7 @@ import pytest
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Promotion
-from imagectl.promotion.crash import POINTS
+from imagectl.crashpoints import POINTS
 
 REGIONS = ["local-a", "local-b", "local-c"]
 # local-a finishes first, so "after_region_done:1" kills while b and c are still copying

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from imagectl.catalog import repository as repo
-from imagectl.promotion.crash import POINTS
+from imagectl.crashpoints import POINTS
 
 
 def replicas_of(env, source: str, region: str) -> list[str]:

@@ -20,7 +20,8 @@ ROOT = HERE.parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from imagectl.validators.expectations import _shape_fields, from_stack  # noqa: E402
+from imagectl.stacks.expectations import from_stack  # noqa: E402
+from imagectl.validators.expectations import shape_fields  # noqa: E402
 from imagectl.validators.nvml.calls import (  # noqa: E402
     AGGREGATE,
     CORRECTED,
@@ -125,7 +126,7 @@ def _expectations(base: str) -> dict[str, Any]:
     b = BASES[base]
     e = from_stack(ROOT / "images", "h100-training", "p5.48xlarge")
     if b["shape"] != "p5.48xlarge":
-        e = e.model_copy(update=_shape_fields(ROOT / "images", b["shape"]))
+        e = e.model_copy(update=shape_fields(ROOT / "images", b["shape"]))
     if not b["nvswitch"]:
         pkgs = {k: v for k, v in e.packages.items() if not k.startswith("nvidia-fabricmanager")}
         e = e.model_copy(update={"fabric_manager": None, "packages": pkgs, "held": sorted(pkgs)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from imagectl.stacks.lint import declared_packer_vars, declared_role_vars
+from imagectl.lint import declared_packer_vars, declared_role_vars
 
 
 def edit(ws: Path, stack: str, old: str, new: str) -> Path:

@@ -8,10 +8,10 @@ import pytest
 from validator_support import ROOT
 
 from imagectl.errors import UserError
+from imagectl.stacks.expectations import from_stack
 from imagectl.validators.expectations import (
     Expectations,
     from_file,
-    from_stack,
     hardware_for,
 )
 from imagectl.validators.session import Options, validate

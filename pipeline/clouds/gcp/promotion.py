@@ -224,7 +224,7 @@ class GcpPromotion:
             image_resource=compute_v1.Image(family=family),
             retry=self.p.clients.retry,
         )
-        from imagectl.promotion.crash import crash_point
+        from imagectl.crashpoints import crash_point
 
         crash_point("inside_family_member")
         self.p.clients.wait(op)

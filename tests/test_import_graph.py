@@ -1,0 +1,113 @@
+"""No import cycles between imagectl's packages (issue: one source of truth).
+
+The graph is read from the source with ``ast``: every ``import imagectl.x`` and
+``from imagectl.x import ...``, at module level and inside functions alike (an import
+moved into a function hides a cycle from Python, not from this test). A package is the
+first name under ``imagectl`` (``imagectl.stacks``, ``imagectl.packer``...; the validator
+is ``imagectl.validators``; a single-file module is its own node)."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = {"pipeline": "imagectl", "validators": "imagectl.validators"}
+
+
+def _node(module: str) -> str:
+    parts = module.split(".")
+    if parts[:2] == ["imagectl", "validators"]:
+        return "validators"
+    return parts[1] if len(parts) > 1 else "imagectl"
+
+
+def import_graph(files: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """(package, package) -> where: the imports between different packages, from
+    ``{module name: source}``."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module, source in files.items():
+        here = _node(module)
+        for n in ast.walk(ast.parse(source)):
+            targets: list[str] = []
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("imagectl."):
+                targets = [n.module]
+            elif isinstance(n, ast.Import):
+                targets = [a.name for a in n.names if a.name.startswith("imagectl.")]
+            for target in targets:
+                there = _node(target)
+                if there != here:
+                    edges[(here, there)].append(f"{module}:{n.lineno}")
+    return edges
+
+
+def cycles(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one package (Tarjan)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _sources() -> dict[str, str]:
+    out = {}
+    for folder, prefix in SOURCES.items():
+        for path in (REPO / folder).rglob("*.py"):
+            rel = path.relative_to(REPO / folder).with_suffix("")
+            name = ".".join([prefix, *rel.parts]).removesuffix(".__init__")
+            out[name] = path.read_text(encoding="utf-8")
+    return out
+
+
+def test_no_import_cycles_between_packages() -> None:
+    edges = import_graph(_sources())
+    assert len(edges) > 30  # the graph was really read
+    found = cycles(edges)
+    detail = [
+        f"{a} -> {b}: {', '.join(edges[(a, b)][:3])}"
+        for comp in found
+        for a in comp
+        for b in comp
+        if (a, b) in edges
+    ]
+    assert not found, "import cycles between packages:\n" + "\n".join(detail)
+
+
+def test_a_function_level_import_cycle_is_found() -> None:
+    files = {
+        "imagectl.stacks.plan": "from imagectl.packer.build import x\n",
+        "imagectl.packer.build": "def f():\n    from imagectl.stacks.plan import y\n",
+        "imagectl.catalog.db": "import imagectl.errors\n",
+    }
+    assert cycles(import_graph(files)) == [["packer", "stacks"]]
