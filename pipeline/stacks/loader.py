@@ -138,6 +138,13 @@ def read_yaml(path: Path) -> yaml.MappingNode:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = (exc.problem or exc.context or "invalid YAML").strip()
+        if "nesting depth" in problem:
+            # the libyaml in PyYAML 6.0.4 wheels stops deep flow nesting itself, while
+            # scanning ahead, before the event screen above counts it: the same refusal.
+            problem = (
+                f"nested more than {MAX_DEPTH} levels deep; a stack file is a few levels of "
+                "mappings"
+            )
         raise StackError([f"{path}:{line}: {problem}"], path=str(path)) from exc
     except yaml.YAMLError as exc:
         raise StackError([f"{path}:1: {exc}"], path=str(path)) from exc
