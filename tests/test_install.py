@@ -108,3 +108,92 @@ def test_editable_install(tmp_path: Path) -> None:
     assert files["imagectl"] == str(REPO / "pipeline" / "__init__.py")
     assert files["imagectl.validators"] == str(REPO / "validators" / "__init__.py")
     assert files["imagectl.stacks.schema"] == str(REPO / "pipeline" / "stacks" / "schema.py")
+
+
+# What a validator-only install (a fleet node, the image's /opt/imagectl) does not have:
+# the "controller" extra and every other extra (pyproject.toml).
+NOT_ON_A_GPU_HOST = (
+    "yaml", "sqlalchemy", "alembic", "jinja2", "ansible", "ansible_runner", "boto3",
+    "botocore", "google", "azure", "psycopg", "torch",
+)  # fmt: skip
+
+BLOCKER = f"""
+import importlib.abc, sys
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {NOT_ON_A_GPU_HOST!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+@pytest.mark.slow
+def test_a_validator_only_install_validates_and_sends_controller_commands_away(
+    tmp_path: Path,
+) -> None:
+    """The wheel's own requirements hold no controller or cloud package, and with only
+    those present the validator runs a whole validation; a controller command is one
+    paragraph naming the extra to install, exit 2 (never a traceback)."""
+    import zipfile
+
+    from imagectl.packer.build import build_validator_wheel
+    from imagectl.paths import Workspace
+
+    dist = tmp_path / "dist"
+    build_validator_wheel(Workspace(root=REPO, images=REPO / "images"), dist)
+    [wheel] = list(dist.glob("imagectl-*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in zf.read(meta).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+    core = {r.split(";")[0].split(">")[0].split("=")[0].strip().lower() for r in requires
+            if "extra ==" not in r}  # fmt: skip
+    assert not core & {"sqlalchemy", "alembic", "pyyaml", "boto3", "ansible-core", "torch"}, core
+
+    python = fresh_venv(tmp_path / "venv")
+    pip(python, str(wheel))
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            text=True,
+        ).strip()
+    )
+    (site / "_not_installed.py").write_text(BLOCKER)
+    (site / "aaa_not_installed.pth").write_text("import _not_installed\n")
+    cli = tmp_path / "venv" / "bin" / "imagectl"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    snapshots = REPO / "tests" / "snapshots"
+    done = subprocess.run(
+        [
+            str(cli),
+            "validate",
+            "--profile",
+            "boot",
+            "--replay",
+            str(snapshots / "healthy" / "h100-sxm-8x.json"),
+            "--expect",
+            str(snapshots / "expect" / "h100-sxm-8x.json"),
+            "-o",
+            str(tmp_path / "receipt.json"),
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "IMAGECTL_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert '"verdict": "pass"' in (tmp_path / "receipt.json").read_text()
+    done = subprocess.run(
+        [str(cli), "status"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "IMAGECTL_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "imagectl[controller]" in done.stderr and "Traceback" not in done.stderr

@@ -146,6 +146,12 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
     except KeyboardInterrupt:
         console(stderr=True).print("[yellow]interrupted[/]")
         return 130
+    except ModuleNotFoundError as exc:
+        missing = controller_extra_missing(exc)
+        if missing is None:
+            raise
+        _print_error(missing.render())
+        return missing.exit_code
     except Exception as exc:  # a cloud SDK's "no credentials" / "unreachable": exit 2
         from imagectl.clouds.sdk_errors import translate
 
@@ -155,6 +161,25 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
         _print_error(translated.render())
         return translated.exit_code
     return int(rv or 0)
+
+
+# Top-level modules of the "controller" extra (pyproject.toml): a validator-only install
+# (a GPU host, the image's /opt/imagectl) lacks them.
+CONTROLLER_MODULES = {"yaml": "PyYAML", "sqlalchemy": "SQLAlchemy", "alembic": "alembic"}
+
+
+def controller_extra_missing(exc: ModuleNotFoundError) -> UserError | None:
+    """A controller command run on a validator-only install: one paragraph, exit 2."""
+    top = (exc.name or "").split(".")[0]
+    if top not in CONTROLLER_MODULES:
+        return None
+    return UserError(
+        f"this command runs on the controller and needs {CONTROLLER_MODULES[top]}, which "
+        "this install lacks: it has the validator alone (`imagectl validate` and "
+        "`imagectl snapshot` work here)",
+        hint="Install the controller with pip install 'imagectl[controller]' (or "
+        "'imagectl[all]' for the cloud SDKs too)",
+    )
 
 
 def entrypoint() -> None:

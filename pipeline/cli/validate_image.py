@@ -212,6 +212,9 @@ def command(
         )
     shape = shape or settings.validation_shapes[0]
     profile = profile or resolved.stack.validation.profile
+    from imagectl.stacks.expectations import for_shape
+
+    expect = for_shape(ws.images, resolved, shape).model_dump(mode="json")
     # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
     # too: it is raised as an interrupt while the run holds the key).
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
@@ -219,7 +222,7 @@ def command(
         with interrupts_raise():
             return _validate_with_key(
                 keydir, ssh_key, override, cloud, provider, image, resolved, stack, shape,
-                profile, hosts, ttl_h, locations, max_retries, reach_timeout,
+                expect, profile, hosts, ttl_h, locations, max_retries, reach_timeout,
                 validator_timeout, runner_cidr, ssh_user, wheel, sandbox, as_json,
             )  # fmt: skip
     finally:
@@ -236,6 +239,7 @@ def _validate_with_key(
     resolved: Any,
     stack: str,
     shape: str,
+    expect: dict[str, Any],
     profile: str,
     hosts: int,
     ttl_h: float,
@@ -273,6 +277,7 @@ def _validate_with_key(
         stack=stack,
         stack_digest=resolved.digest,
         shape=shape,
+        expect=expect,
         hosts=hosts,
         profile=profile,
         ttl=dt.timedelta(hours=ttl_h),

@@ -69,6 +69,17 @@ class ToolkitVariant:
 
 
 @dataclass(frozen=True)
+class PackageSet:
+    """NVIDIA's Debian packages of one stack component (images/compat/packages.yaml)."""
+
+    component: str
+    var: str  # the Ansible role variable that receives the names
+    version: str  # "upstream" (NVIDIA adds the Debian revision) or "exact"
+    packages: tuple[str, ...]  # name templates: {branch} {flavour} {cuda_major} {cuda_minor}
+    source: str
+
+
+@dataclass(frozen=True)
 class CompatData:
     rules: dict[str, Rule]
     cuda_min_driver: dict[str, Dotted]  # normalised "12.8.1" -> min driver
@@ -80,6 +91,7 @@ class CompatData:
     toolkits: dict[str, dict[str, ToolkitVariant]] = field(default_factory=dict)
     toolkit_index: str = ""
     toolkits_source: str = ""
+    package_sets: dict[str, PackageSet] = field(default_factory=dict)
 
     def toolkit(self, torch: str, variant: str) -> ToolkitVariant | None:
         return self.toolkits.get(torch, {}).get(variant)
@@ -174,6 +186,17 @@ def load_compat(compat_dir: Path) -> CompatData:
         }
         for version, t in tk_doc["torch"].items()
     }
+    pkg_doc = _load(compat_dir / "packages.yaml")
+    package_sets = {
+        str(name): PackageSet(
+            component=str(name),
+            var=str(c["var"]),
+            version=str(c["version"]),
+            packages=tuple(str(x) for x in c["packages"]),
+            source=str(c["source"]),
+        )
+        for name, c in pkg_doc["components"].items()
+    }
     return CompatData(
         rules=rules,
         cuda_min_driver=cuda,
@@ -185,6 +208,7 @@ def load_compat(compat_dir: Path) -> CompatData:
         toolkits=toolkits,
         toolkit_index=str(tk_doc["index"]),
         toolkits_source=str(tk_doc["source"]),
+        package_sets=package_sets,
     )
 
 

@@ -1,6 +1,12 @@
-"""Expectations from a stack file, on the controller (``imagectl validate --stack``, the
-snapshot library): the stack is resolved here, never on a GPU host, whose validator reads
-the image's own expect.json."""
+"""Expectations, built once from the resolved stack, on the controller.
+
+``image_expectations`` is the one producer of what an image must contain: it goes into
+the stack's Ansible vars file at plan time (``validator_expect``), the validator role
+writes it unchanged as the image's ``/etc/imagectl/expect.json`` (the boot unit's
+``--expect``), and every validation run on the controller adds the machine shape to the
+same object (``for_shape``) and ships it to the host as ``--expect``. A GPU host never
+resolves a stack.
+"""
 
 from __future__ import annotations
 
@@ -8,43 +14,32 @@ from pathlib import Path
 
 from imagectl.errors import UserError
 from imagectl.stacks import load_resolved
+from imagectl.stacks.loader import LoadedStack
+from imagectl.stacks.resolve import ResolvedStack
 from imagectl.validators.expectations import Expectations, shape_fields
 
 
-def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectations:
-    loaded, resolved = load_resolved(images_dir, stack_name)
+def image_expectations(resolved: ResolvedStack, cloud: str | None) -> Expectations:
+    """What the stack's image for ``cloud`` must contain (no machine shape yet).
+
+    ``packages``: every NVIDIA package the roles install (images/compat/packages.yaml) at
+    the stack's pin, plus the stack's own packages (``clouds.local.packages``); ``held``:
+    those and the pinned kernel's image, as the roles hold them.
+    """
     stack = resolved.stack
-    clouds = stack.clouds.enabled()
-    if shape is None:
-        shapes = sorted({s for c in clouds.values() for s in c.validation_shapes})
-        if len(shapes) != 1:
-            raise UserError(
-                f"stack '{stack_name}' has several validation shapes ({', '.join(shapes)})",
-                where=str(loaded.path),
-                hint="Pass --shape with the shape of this host",
-            )
-        shape = shapes[0]
-    fields = shape_fields(images_dir, shape)
-    cloud = fields.get("cloud")
-    kernel = clouds[cloud].kernel if cloud in clouds else None
     pins = resolved.pins()
-    packages: dict[str, str] = {}
-    if cloud == "local" and stack.clouds.local is not None:
-        packages.update(stack.clouds.local.packages)
-    if pins["nccl"]:
-        packages["libnccl2"] = pins["nccl"]
-    if resolved.fabric_manager:
-        packages[f"nvidia-fabricmanager-{resolved.driver_branch}"] = resolved.fabric_manager
-    if resolved.dcgm_package and pins["dcgm"]:
-        packages[resolved.dcgm_package] = pins["dcgm"]
-    if pins["container_toolkit"]:
-        packages["nvidia-container-toolkit"] = pins["container_toolkit"]
-    if resolved.cuda_package and pins["cuda"]:
-        packages[resolved.cuda_package] = pins["cuda"]
+    clouds = stack.clouds.enabled()
+    c = clouds.get(cloud) if cloud else None
+    kernel = c.kernel if c is not None else None
+    packages: dict[str, str] = dict(getattr(c, "packages", None) or {})
+    packages.update(resolved.pinned_packages())
+    held = sorted({*packages, *([f"linux-image-{kernel}"] if kernel else [])})
     return Expectations(
-        origin=f"stack:{stack_name}",
+        origin=f"image:{stack.name}",
         stack=stack.name,
         stack_digest=resolved.digest,
+        cloud=cloud,
+        gpus_expected=stack.nvidia is not None,
         driver=pins["driver"],
         cuda=pins["cuda"],
         nccl=pins["nccl"],
@@ -56,6 +51,41 @@ def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectat
         validator_toolkit=pins["validator_toolkit"],
         profile=stack.validation.profile,
         packages=packages,
-        held=sorted(packages),
-        **fields,
+        held=held,
     )
+
+
+def shape_of(loaded: LoadedStack, resolved: ResolvedStack, shape: str | None) -> str:
+    """``shape``, or the stack's only validation shape; several -> exit 2 asking for one."""
+    if shape is not None:
+        return shape
+    clouds = resolved.stack.clouds.enabled()
+    shapes = sorted({s for c in clouds.values() for s in c.validation_shapes})
+    if len(shapes) != 1:
+        raise UserError(
+            f"stack '{resolved.stack.name}' has several validation shapes ({', '.join(shapes)})",
+            where=str(loaded.path),
+            hint="Pass --shape with the shape of this host",
+        )
+    return shapes[0]
+
+
+def for_shape(
+    images_dir: Path, resolved: ResolvedStack, shape: str, *, image_id: str | None = None
+) -> Expectations:
+    """The image's expectations on one machine shape (its GPUs, hardware and cloud)."""
+    fields = shape_fields(images_dir, shape)
+    base = image_expectations(resolved, fields.get("cloud"))
+    return base.model_copy(
+        update={
+            **fields,
+            "origin": f"stack:{resolved.stack.name}",
+            **({"image_id": image_id} if image_id else {}),
+        }
+    )
+
+
+def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectations:
+    """``imagectl validate --stack S [--shape SHAPE]`` on the controller."""
+    loaded, resolved = load_resolved(images_dir, stack_name)
+    return for_shape(images_dir, resolved, shape_of(loaded, resolved, shape))

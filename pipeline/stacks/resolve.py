@@ -1,9 +1,10 @@
 """Derived pins and the stack digest.
 
 Everything here is computed from the stack file, never typed twice: the driver branch,
-the fabric manager version (== driver, only for NVSwitch GPUs), nvidia-imex, the DCGM
-package for the toolkit's CUDA major, the CUDA toolkit package, and the digest that
-identifies the pin set everywhere later (tags, receipts, catalog).
+the fabric manager version (== driver, only for NVSwitch GPUs), nvidia-imex, NVIDIA's
+Debian packages of each pinned component at its pin (names from
+images/compat/packages.yaml: what the roles install and hold and what expect.json checks),
+and the digest that identifies the pin set everywhere later (tags, receipts, catalog).
 """
 
 from __future__ import annotations
@@ -13,10 +14,26 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from imagectl.compat.data import CompatData
+from imagectl.compat.data import CompatData, PackageSet
 from imagectl.compat.engine import Combination
 from imagectl.stacks.schema import Stack
 from imagectl.versions import Dotted, NcclVersion
+
+
+@dataclass(frozen=True)
+class PinnedPackages:
+    """One component's NVIDIA packages at the stack's pin."""
+
+    component: str  # images/compat/packages.yaml: driver, nccl, ...
+    var: str  # the Ansible role variable that receives ``names``
+    names: tuple[str, ...]
+    pin: str  # as the stack writes it
+    upstream: bool  # the pin is the upstream version; NVIDIA's Debian revision follows
+
+    @property
+    def apt_version(self) -> str:
+        """The version apt is asked for (``=`` pin, ``*`` for NVIDIA's revision)."""
+        return f"{self.pin}-*" if self.upstream else self.pin
 
 
 @dataclass(frozen=True)
@@ -25,9 +42,27 @@ class ResolvedStack:
     driver_branch: int | None
     fabric_manager: str | None
     imex: bool
-    cuda_package: str | None
-    dcgm_package: str | None
     digest: str
+    packages: tuple[PinnedPackages, ...] = ()
+
+    def package_set(self, component: str) -> PinnedPackages | None:
+        return next((p for p in self.packages if p.component == component), None)
+
+    @property
+    def cuda_package(self) -> str | None:
+        """The CUDA toolkit's meta package, e.g. cuda-toolkit-12-8."""
+        p = self.package_set("cuda_toolkit")
+        return p.names[0] if p else None
+
+    @property
+    def dcgm_package(self) -> str | None:
+        """DCGM's package for the toolkit's CUDA major, e.g. datacenter-gpu-manager-4-cuda12."""
+        p = self.package_set("dcgm")
+        return p.names[0] if p else None
+
+    def pinned_packages(self) -> dict[str, str]:
+        """Every NVIDIA package the image must carry -> the stack's pin for it."""
+        return {name: p.pin for p in self.packages for name in p.names}
 
     @property
     def short_digest(self) -> str:
@@ -99,19 +134,47 @@ def stack_digest(stack: Stack) -> str:
 def resolve(stack: Stack, data: CompatData) -> ResolvedStack:
     n = stack.nvidia
     if n is None:
-        return ResolvedStack(stack, None, None, False, None, None, stack_digest(stack))
+        return ResolvedStack(stack, None, None, False, stack_digest(stack))
     gpus = [data.gpu(g) for g in stack.gpus]
     nvswitch = any(g.nvswitch for g in gpus)
     wants_fm = n.fabric_manager == "required" or (n.fabric_manager == "auto" and nvswitch)
     cuda = Dotted.parse(n.cuda)
     if n.nccl:
         NcclVersion.parse(n.nccl)
+    fabric_manager = n.driver.version if wants_fm else None
+    imex = any(g.imex for g in gpus)
+    pins = {
+        "driver": n.driver.version,
+        "fabric_manager": fabric_manager,
+        "imex": fabric_manager if imex else None,
+        "cuda_toolkit": n.cuda,
+        "nccl": n.nccl,
+        "dcgm": n.dcgm,
+        "container_toolkit": n.container_toolkit,
+    }
+    fields = {
+        "branch": n.driver.branch,
+        "flavour": "-open" if n.driver.kernel_modules == "open" else "",
+        "cuda_major": cuda.major,
+        "cuda_minor": cuda.minor,
+    }
     return ResolvedStack(
         stack=stack,
         driver_branch=n.driver.branch,
-        fabric_manager=n.driver.version if wants_fm else None,
-        imex=any(g.imex for g in gpus),
-        cuda_package=f"cuda-toolkit-{cuda.major}-{cuda.minor}",
-        dcgm_package=f"datacenter-gpu-manager-4-cuda{cuda.major}" if n.dcgm else None,
+        fabric_manager=fabric_manager,
+        imex=imex,
         digest=stack_digest(stack),
+        packages=tuple(
+            _pinned(data.package_sets[c], pin, fields) for c, pin in pins.items() if pin
+        ),
+    )
+
+
+def _pinned(spec: PackageSet, pin: str, fields: dict[str, Any]) -> PinnedPackages:
+    return PinnedPackages(
+        component=spec.component,
+        var=spec.var,
+        names=tuple(t.format(**fields) for t in spec.packages),
+        pin=pin,
+        upstream=spec.version == "upstream",
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
+from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import gcp_label_value, tag_key
 
@@ -171,7 +172,7 @@ def ansible_vars(
         "manifest_stack_name": s.name,
         "manifest_stack_digest": r.digest,
         "manifest_cloud": cloud,
-        "validator_profile": s.validation.profile,
+        "validator_expect": image_expectations(r, cloud).model_dump(mode="json"),
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
         "validator_toolkit_torch": (r.validator_toolkit or {}).get("torch", ""),
@@ -189,12 +190,10 @@ def ansible_vars(
         "fabric_manager_imex_enabled": r.imex,
         "cuda_toolkit_enabled": n is not None,
         "cuda_toolkit_version": n.cuda if n else "",
-        "cuda_toolkit_package": r.cuda_package or "",
         "nccl_enabled": bool(n and n.nccl),
         "nccl_version": (n.nccl if n else None) or "",
         "dcgm_enabled": bool(n and n.dcgm),
         "dcgm_version": (n.dcgm if n else None) or "",
-        "dcgm_package": r.dcgm_package or "",
         "container_toolkit_enabled": bool(n and n.container_toolkit),
         "container_toolkit_version": (n.container_toolkit if n else None) or "",
         "aws_efa_enabled": cloud == "aws" and s.network.aws_efa is not None,
@@ -207,6 +206,9 @@ def ansible_vars(
         "azure_infiniband_peermem": bool(
             s.network.azure_infiniband and s.network.azure_infiniband.peermem
         ),
+        # NVIDIA's package names per component (images/compat/packages.yaml): the same
+        # lists the image's expect.json checks.
+        **{p.var: list(p.names) for p in r.packages},
     }
     return out
 

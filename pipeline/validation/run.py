@@ -19,6 +19,7 @@ from typing import Any
 
 from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider, QuotaError
 from imagectl.clouds.common import NotReachable
+from imagectl.fsutil import atomic_write_json
 from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, Decision, decide
 from imagectl.validation.fanout import FanoutResult, run_validate_playbook
 from imagectl.validation.inventory import InventoryOverride, host_vars
@@ -33,6 +34,9 @@ class ValidationRequest:
     stack: str
     stack_digest: str
     shape: str
+    # The image's expectations on this shape (imagectl.stacks.expectations.for_shape): the
+    # hosts validate against this file (--expect), never by resolving the stack themselves.
+    expect: dict[str, Any]
     hosts: int = 1
     profile: str = "quick"
     ttl: dt.timedelta = dt.timedelta(hours=3)
@@ -186,11 +190,12 @@ class ValidationRun:
             inst.instance_id: host_vars(inst, slot, self.req, self._workdir)
             for slot, inst in reachable.items()
         }
+        expect_file = self._workdir / "expect.json"
+        atomic_write_json(expect_file, self.req.expect, indent=2, sort_keys=True)
         extravars = {
             "validate_receipt_dir": str(receipt_dir),
             "validate_candidate_id": self.req.image.image_id,
-            "validate_stack": self.req.stack,
-            "validate_shape": self.req.shape,
+            "validate_expect": str(expect_file),
             "validate_profile": self.req.profile,
             "validate_sandbox": self.req.sandbox,
             "validate_wheel": self.req.wheel,

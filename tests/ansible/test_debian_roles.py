@@ -218,6 +218,8 @@ def test_validator_installed_with_enabled_boot_unit(provisioned: Provisioned, ho
         host.run("systemctl is-enabled imagectl-boot-validate.service").stdout.strip() == "enabled"
     )
     expect = json.loads(host.file("/etc/imagectl/expect.json").content_string)
+    # Written unchanged from the vars file: one producer (imagectl.stacks.expectations).
+    assert expect == provisioned.avars["validator_expect"]
     pins = provisioned.resolved.pins()
     assert expect["stack_digest"] == pins["stack_digest"]
     assert expect["driver"] is None and expect["cuda"] is None

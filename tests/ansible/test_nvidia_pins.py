@@ -23,6 +23,8 @@ from jinja2 import Environment
 
 from imagectl.stacks import load_resolved
 from imagectl.stacks.variables import ansible_vars, write_var_files
+from imagectl.validators.checks.software import version_matches
+from imagectl.validators.expectations import Expectations
 from tests.support import ROOT, require_root, require_tool
 
 HERE = Path(__file__).resolve().parent
@@ -156,6 +158,12 @@ def test_generated_preferences_pick_exact_versions(
     assert sim.returncode == 0, sim.stdout + sim.stderr
     chosen = dict(re.findall(r"^Inst (\S+) \((\S+) ", sim.stdout, re.M))
     assert chosen == pinned
+    # The image's expect.json names exactly what apt installs under these pins, and the
+    # validator's version rule accepts what apt chose (NVIDIA's Debian revisions included).
+    expect = Expectations.model_validate(v["validator_expect"])
+    nvidia = {n: pin for n, pin in expect.packages.items() if n in chosen}
+    assert set(nvidia) == set(chosen)
+    assert all(version_matches(chosen[n], pin) for n, pin in nvidia.items()), nvidia
     # Without the preferences apt takes the decoys: the pins are what keeps versions exact.
     prefs.unlink()
     sim = subprocess.run(
@@ -167,6 +175,8 @@ def test_generated_preferences_pick_exact_versions(
     )
     chosen = dict(re.findall(r"^Inst (\S+) \((\S+) ", sim.stdout, re.M))
     assert chosen["libnccl2"] == _decoy(v["nccl_version"])
+    # ... and the validator would refuse every package apt took unpinned.
+    assert not any(version_matches(chosen[n], pin) for n, pin in nvidia.items())
 
 
 def test_site_check_mode_installs_pins_and_holds_everything(

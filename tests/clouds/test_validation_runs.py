@@ -15,6 +15,7 @@ import pytest
 
 from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT, write_override
 from tests.fakes.fixtures import CloudEnv
+from tests.support import ROOT
 
 
 def _catalog_state(cloud: str, image_id: str) -> tuple[str, int]:
@@ -25,6 +26,15 @@ def _catalog_state(cloud: str, image_id: str) -> tuple[str, int]:
         rows = [r for r in repo.list_images(s, cloud=cloud) if r.cloud_image_id == image_id]
         assert len(rows) == 1
         return str(rows[0].state), len(repo.receipts(s, rows[0]))
+
+
+def _receipts(cloud: str, image_id: str) -> list[dict[str, Any]]:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    with open_catalog().transaction() as s:
+        rows = [r for r in repo.list_images(s, cloud=cloud) if r.cloud_image_id == image_id]
+        return [dict(run.receipt or {}) for run in repo.receipts(s, rows[0])]
 
 
 def _validate(cli: Any, env: CloudEnv, image: Any, override: Path, *extra: str) -> Any:
@@ -66,6 +76,21 @@ def test_healthy_hosts_validate_the_image(cli: Any, cloud_env: CloudEnv, tmp_pat
     assert _catalog_state(cloud_env.cloud, image.image_id) == ("validated", 2)
     tagged = cloud_env.provider().get_image(image.image_id, image.region)
     assert tagged.tags["imagectl:state"] == "validated"
+    # The hosts judged the image by the controller's expectations for this stack on this
+    # shape, shipped as --expect: the same object the image's own expect.json is made of,
+    # never a stack resolved on the host nor the snapshot's recorded expect.json.
+    from imagectl.stacks import load_resolved
+    from imagectl.stacks.expectations import for_shape, image_expectations
+
+    _, resolved = load_resolved(ROOT / "images", "h100-training")
+    shape = resolved.stack.clouds.enabled()[cloud_env.cloud].validation_shapes[0]
+    want = for_shape(ROOT / "images", resolved, shape).model_dump(mode="json")
+    receipts = _receipts(cloud_env.cloud, image.image_id)
+    assert len(receipts) == 2
+    for receipt in receipts:
+        got = receipt["expectations"]
+        assert {k: got[k] for k in want} == want
+        assert got["packages"] == image_expectations(resolved, cloud_env.cloud).packages
 
 
 def test_throttling_is_retried_then_succeeds(cli: Any, cloud_env: CloudEnv, tmp_path: Path) -> None:
