@@ -10,9 +10,9 @@ This is the one place that knows both layouts:
   (``sw.driver.version``, ``sw.fabricmanager.version``, ``sw.nccl.version``,
   ``sw.kernel.release``).
 - Manifest (``/etc/imagectl/manifest.json``, written at build time by the ``manifest``
-  role from dpkg): ``stack``, ``stack_digest``, ``cloud``, ``kernel``, ``nccl`` (NCCL's own
-  version) and ``packages`` (name -> Debian version), from which the driver and fabric
-  manager versions are read.
+  role from ground truth; the model is ``imagectl.validators.manifest.ImageManifest``):
+  ``driver``, ``fabric_manager``, ``nccl``, ``kernel`` as fields (an older schema-1
+  manifest names the driver only inside its package names, which the model reads).
 
 Versions are compared without Debian revisions (``580.95.05-1`` -> ``580.95.05``).
 """
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagectl.errors import UserError
+from imagectl.validators.manifest import parse_manifest
 
 CHECKS = {
     "driver": "sw.driver.version",
@@ -31,10 +32,6 @@ CHECKS = {
     "nccl": "sw.nccl.version",
     "kernel": "sw.kernel.release",
 }
-_DRIVER_PKG = re.compile(
-    r"^(?:nvidia-driver-\d+(?:-open|-server)?|nvidia-open-\d+|libnvidia-compute-\d+)$"
-)
-_FM_PKG = re.compile(r"^nvidia-fabricmanager(?:-\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -95,23 +92,26 @@ def receipt_facts(doc: dict[str, Any], label: str) -> HostFacts:
 
 
 def manifest_facts(doc: dict[str, Any], label: str) -> HostFacts:
-    packages = doc.get("packages")
-    if not isinstance(packages, dict) or not (doc.get("stack_digest") or doc.get("image_id")):
+    try:
+        manifest = parse_manifest(doc)
+    except ValueError as exc:
+        raise UserError(
+            f"{label}: not an image manifest: {exc}",
+            hint="Use /etc/imagectl/manifest.json from the image (written by the manifest role)",
+        ) from exc
+    if not manifest.packages or not (manifest.stack_digest or manifest.image_id):
         raise UserError(
             f"{label}: not an image manifest: it needs 'packages' and 'stack_digest'",
             hint="Use /etc/imagectl/manifest.json from the image (written by the manifest role)",
         )
-    driver = next((v for k, v in sorted(packages.items()) if _DRIVER_PKG.match(k)), None)
-    fm = next((v for k, v in sorted(packages.items()) if _FM_PKG.match(k)), None)
-    nccl = doc.get("nccl") or packages.get("libnccl2")
     return HostFacts(
         label=label,
-        image_id=_str(doc.get("image_id")),
-        stack=_str(doc.get("stack")),
-        stack_digest=_str(doc.get("stack_digest")),
-        cloud=_str(doc.get("cloud")),
-        driver=upstream(driver),
-        fabric_manager=upstream(fm),
-        nccl=upstream(nccl),
-        kernel=_str(doc.get("kernel")),
+        image_id=manifest.image_id,
+        stack=manifest.stack,
+        stack_digest=manifest.stack_digest,
+        cloud=manifest.cloud,
+        driver=upstream(manifest.driver_version),
+        fabric_manager=upstream(manifest.fabric_manager_version),
+        nccl=upstream(manifest.nccl_version),
+        kernel=manifest.kernel,
     )

@@ -172,6 +172,7 @@ def ansible_vars(
         "manifest_stack_name": s.name,
         "manifest_stack_digest": r.digest,
         "manifest_cloud": cloud,
+        "manifest_components": {p.component: p.names[0] for p in r.packages},
         "validator_expect": image_expectations(r, cloud).model_dump(mode="json"),
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),

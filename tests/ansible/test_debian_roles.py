@@ -29,6 +29,7 @@ from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
+from imagectl.validators.manifest import parse_manifest
 from tests.support import ROOT, fake_torch_wheel, require_root, require_tool
 
 pytestmark = pytest.mark.slow
@@ -170,6 +171,8 @@ def test_unattended_upgrades_leave_pinned_packages_alone(host: Any) -> None:
 
 def test_manifest_equals_dpkg_truth(provisioned: Provisioned, host: Any) -> None:
     manifest = json.loads(host.file("/etc/imagectl/manifest.json").content_string)
+    typed = parse_manifest(manifest)  # the model the validator and drift read
+    assert typed.schema_version == 2 and typed.kernel == provisioned.avars["base_kernel_version"]
     root = provisioned.root
     assert manifest["stack"] == "local"
     assert manifest["stack_digest"] == provisioned.resolved.digest

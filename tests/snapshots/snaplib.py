@@ -332,9 +332,28 @@ def healthy(base: str) -> dict[str, Any]:
                 "nvidia-imex": {"active": False, "state": "inactive", "enabled": False},
             },
             "manifest": {
+                "schema_version": 2,
                 "image_id": b["image"],
                 "stack": e["stack"],
                 "stack_digest": e["stack_digest"],
+                "kernel": e["kernel"],
+                "kernel_modules": e["kernel_modules"],
+                # as write-manifest.py records them: the module's own driver version,
+                # ncclGetVersion, and each component's installed Debian version
+                "driver": e["driver"],
+                "nccl": e["nccl"].split("-")[0] if e["nccl"] else None,
+                **{
+                    field: next(
+                        (p["version"] for n, p in sorted(packages.items()) if n.startswith(pre)),
+                        None,
+                    )
+                    for field, pre in (
+                        ("fabric_manager", "nvidia-fabricmanager-"),
+                        ("cuda", "cuda-toolkit-"),
+                        ("dcgm", "datacenter-gpu-manager-4-cuda"),
+                        ("container_toolkit", "nvidia-container-toolkit"),
+                    )
+                },
                 "packages": {n: p["version"] for n, p in sorted(packages.items())},
             },
             "cloud_image": {"cloud": "aws", "image_id": b["image"]},

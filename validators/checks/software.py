@@ -15,6 +15,7 @@ import pynvml
 from imagectl.validators.checks.base import Finding, bad, check, ok, skip
 from imagectl.validators.context import Context
 from imagectl.validators.host.kernel_log import api_mismatch
+from imagectl.validators.manifest import parse_manifest
 from imagectl.validators.nvml.errors import error_name
 from imagectl.validators.nvml.fabric import health_fault, read_fabric
 from imagectl.validators.results import Action
@@ -387,33 +388,59 @@ def packages_held(ctx: Context) -> Finding:
     )
 
 
-@check("sw.manifest.agrees", "Image manifest agrees with dpkg", needs_nvml=False)
+# The manifest's component fields against the stack's pins (ImageManifest attribute,
+# Expectations attribute); NCCL's own version has no Debian revision.
+_MANIFEST_PINS = (
+    ("driver_version", "driver"),
+    ("fabric_manager_version", "fabric_manager"),
+    ("cuda", "cuda"),
+    ("dcgm", "dcgm"),
+    ("container_toolkit", "container_toolkit"),
+    ("kernel_modules", "kernel_modules"),
+)
+
+
+@check("sw.manifest.agrees", "Image manifest agrees with dpkg and the pins", needs_nvml=False)
 def manifest_agrees(ctx: Context) -> Finding:
-    manifest = ctx.fact("manifest")
-    if manifest is None:
+    doc = ctx.fact("manifest")
+    if doc is None:
         return skip("no /etc/imagectl/manifest.json on this host")
-    if "$invalid" in manifest:
-        return bad(Action.BLOCK_IMAGE, f"manifest.json is corrupt: {manifest['$invalid']}")
-    listed: dict[str, str] = manifest.get("packages") or {}
+    if isinstance(doc, dict) and "$invalid" in doc:
+        return bad(Action.BLOCK_IMAGE, f"manifest.json is corrupt: {doc['$invalid']}")
+    try:
+        manifest = parse_manifest(doc)
+    except ValueError as exc:
+        return bad(Action.BLOCK_IMAGE, f"manifest.json is not an image manifest: {exc}")
+    listed = manifest.packages
     pkgs: dict[str, dict[str, Any]] = ctx.fact("packages") or {}
-    differ = {
+    differ: dict[str, dict[str, Any]] = {
         n: {"manifest": v, "dpkg": (pkgs.get(n) or {}).get("version")}
         for n, v in sorted(listed.items())
         if (pkgs.get(n) or {}).get("version") != v
     }
-    if ctx.expect.stack_digest and manifest.get("stack_digest") not in (
-        None,
-        ctx.expect.stack_digest,
-    ):
+    if ctx.expect.stack_digest and manifest.stack_digest not in (None, ctx.expect.stack_digest):
         differ["stack_digest"] = {
-            "manifest": manifest.get("stack_digest"),
+            "manifest": manifest.stack_digest,
             "expected": ctx.expect.stack_digest,
         }
+    for attr, pin_field in _MANIFEST_PINS:
+        recorded, pin = getattr(manifest, attr), getattr(ctx.expect, pin_field)
+        if recorded and pin and not version_matches(str(recorded), str(pin)):
+            differ[pin_field] = {"manifest": recorded, "expected": pin}
+    nccl, pin = manifest.nccl_version, ctx.expect.nccl
+    if nccl and pin and _upstream(nccl) != _upstream(pin):
+        differ["nccl"] = {"manifest": nccl, "expected": pin}
     if not differ:
         return ok(f"{len(listed)} package(s) agree", measured=len(listed))
     return bad(
         Action.BLOCK_IMAGE,
-        "the manifest does not describe this host: "
+        "the manifest does not describe this host or the stack's pins: "
         + "; ".join(f"{n}: {d}" for n, d in differ.items()),
         measured=differ,
+        source=STACK,
     )
+
+
+def _upstream(version: str) -> str:
+    """``1:4.4.1-1`` -> ``4.4.1``; ``2.26.2-1+cuda12.8`` -> ``2.26.2``."""
+    return version.split(":", 1)[-1].split("-", 1)[0]

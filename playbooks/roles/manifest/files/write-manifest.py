@@ -43,6 +43,17 @@ def module_flavour(kernel):
     return "open" if "GPL" in out else "proprietary"
 
 
+def driver_module_version(kernel):
+    """nvidia.ko's own version for the pinned kernel (modinfo), e.g. 580.95.05, or None."""
+    code, out = run(["modinfo", "-k", kernel, "-F", "version", "nvidia"])
+    return (out.strip() or None) if code == 0 else None
+
+
+def component_versions(components, packages):
+    """component -> the installed Debian version of its first package (from dpkg)."""
+    return {name: packages.get(package) for name, package in sorted(components.items())}
+
+
 def nccl_version():
     """ncclGetVersion() of the installed libnccl.so.2: 22602 -> 2.26.2."""
     try:
@@ -91,11 +102,15 @@ def main():
     ap.add_argument("--cloud", required=True)
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--pattern", action="append", default=[])
+    ap.add_argument("--component", action="append", default=[],
+                    help="NAME=PACKAGE: the stack component and the package that carries it")
     ap.add_argument("--validator-venv", default="/opt/imagectl")
     args = ap.parse_args()
-    packages = installed_packages(args.pattern)
+    components = dict(c.split("=", 1) for c in args.component)
+    packages = installed_packages(sorted(set(args.pattern) | set(components.values())))
+    versions = component_versions(components, packages)
     manifest = {
-        "schema_version": 1,
+        "schema_version": 2,
         "stack": args.stack,
         "stack_digest": args.digest,
         "cloud": args.cloud,
@@ -103,7 +118,14 @@ def main():
         "packages": packages,
         "held": held_packages(),
         "kernel_modules": module_flavour(args.kernel),
-        "nccl": nccl_version(),
+        # The stack's components as fields (imagectl.validators.manifest.ImageManifest):
+        # the driver as its kernel module reports it, the others as dpkg installed them.
+        "driver": driver_module_version(args.kernel) or versions.get("driver"),
+        "fabric_manager": versions.get("fabric_manager"),
+        "cuda": versions.get("cuda_toolkit"),
+        "dcgm": versions.get("dcgm"),
+        "container_toolkit": versions.get("container_toolkit"),
+        "nccl": nccl_version() or versions.get("nccl"),
         "validator_toolkit": validator_toolkit(args.validator_venv),
     }
     print(json.dumps(manifest, indent=2, sort_keys=True))
