@@ -48,6 +48,12 @@ class ImageState(str, Enum):
     DEPRECATED = "deprecated"
     DELETED = "deleted"
 
+    def __str__(self) -> str:  # the word itself in tags, labels and messages
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 S = ImageState
 

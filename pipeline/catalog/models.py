@@ -125,7 +125,7 @@ class Image(Base):
     stack: Mapped[str] = mapped_column(String(128))
     stack_digest: Mapped[str] = mapped_column(String(128))
     build_pk: Mapped[int | None] = mapped_column(ForeignKey("builds.id"), index=True)
-    state: Mapped[str] = mapped_column(String(32), default="built")
+    state: Mapped[str] = mapped_column(String(32), default=ImageState.BUILT.value)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     state_changed_at: Mapped[datetime] = mapped_column(default=utcnow)
     tags: Mapped[dict[str, Any]] = mapped_column(default=dict)

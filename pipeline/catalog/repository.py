@@ -18,7 +18,7 @@ Writers
     finish_build(s, build, *, outcome, finished_at=None, packer_manifest=None,
                  artifact_id=None) -> Build
     record_image(s, *, cloud_image_id, region, build=None, cloud=None, stack=None,
-                 stack_digest=None, tags=None, state="built", created_at=None) -> Image
+                 stack_digest=None, tags=None, state=ImageState.BUILT, created_at=None) -> Image
     set_state(s, image, new_state, *, reason, actor=None, force=False,
               blocked_reason=None, details=None) -> Image
     record_receipt(s, image, *, shape, host, profile, verdict, worst_action, receipt,

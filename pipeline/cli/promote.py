@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.cli.common import (
     cloud_option,
     console,
@@ -38,7 +39,10 @@ def pick_image(
             return img.id, img.stack, img.cloud
         if not stack:
             raise UserError("name an IMAGE or pass --stack", hint="See `imagectl promote --help`")
-        for states in (("promoting", "partially_promoted"), ("validated",)):
+        for states in (
+            (ImageState.PROMOTING, ImageState.PARTIALLY_PROMOTED),
+            (ImageState.VALIDATED,),
+        ):
             rows = [
                 r
                 for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(states))
@@ -86,7 +90,7 @@ def render(out: Any, result: Any) -> None:
         out.print(f"retention: deprecated {line}")
     for line in result.retention_skipped:
         out.print(f"retention: kept {line}")
-    if result.state == "promoted":
+    if result.state == ImageState.PROMOTED:
         out.print(
             f"[green]promoted[/] {result.image_id}: latest of {result.stack} on "
             f"{result.cloud} flipped in {len(result.regions)} region(s) "

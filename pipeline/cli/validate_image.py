@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.cli.common import (
     REMOTE_CLOUDS,
     cloud_option,
@@ -271,7 +272,7 @@ def _validate_with_key(
         digest=resolved.digest,
         tags=image.tags,
     )
-    provider.tag_state(image, "validating")
+    provider.tag_state(image, ImageState.VALIDATING)
     request = ValidationRequest(
         image=image,
         stack=stack,
@@ -307,7 +308,7 @@ def _validate_with_key(
         from imagectl.validation.decide import INCONCLUSIVE, Decision
 
         recorder.finish(Decision(INCONCLUSIVE, ["the run was interrupted"]))
-        provider.tag_state(image, "inconclusive")
+        provider.tag_state(image, ImageState.INCONCLUSIVE)
         raise
     state = recorder.finish(result.decision)
     provider.tag_state(image, state)
@@ -324,7 +325,7 @@ def _validate_with_key(
         emit_json(payload)
     else:
         _render(payload)
-    return 0 if state == "validated" else 1
+    return 0 if state == ImageState.VALIDATED else 1
 
 
 def _receipt_kind(override: Any, sandbox: bool) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.common import endpoint_from_env
 
 
@@ -64,7 +65,7 @@ def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list
         )
         for a in artifacts:
             repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags)
-            images.append({"image_id": a.id, "region": a.location, "state": "built"})
+            images.append({"image_id": a.id, "region": a.location, "state": ImageState.BUILT})
     if cloud in ("aws", "gcp", "azure"):
         from imagectl.clouds import get_provider
         from imagectl.clouds.options import provider_options
@@ -73,5 +74,5 @@ def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list
         for a in artifacts:
             image = provider.get_image(a.id, a.location)
             if image is not None:
-                provider.tag_state(image, "built")
+                provider.tag_state(image, ImageState.BUILT)
     return images

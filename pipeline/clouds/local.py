@@ -339,7 +339,7 @@ class LocalProvider(Provider):
         return meta
 
     def tag_state(self, image: CloudImage, state: str) -> None:
-        self._update(image, tags={TAG_STATE: state})
+        self._update(image, tags={TAG_STATE: str(state)})
 
     # -- instances ----------------------------------------------------------------
     def register_instance(

@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_SOURCE_IMAGE
 
-PROMOTED = ("promoted", "partially_promoted")
+PROMOTED = (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED)
 
 
 def options_for(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.local import disk, faults
 from imagectl.local.accel import AccelChoice, choose_accel
@@ -270,7 +271,7 @@ def _pipeline(
         st.note(f"{image_id[:19]}… ({state})")
     result.image_id = image_id
     result.image_file = str(image_file)
-    if state in ("deprecated", "deleted", "rolled_back"):
+    if state in (ImageState.DEPRECATED, ImageState.DELETED, ImageState.ROLLED_BACK):
         raise UserError(
             f"image {image_id} is '{state}' in the catalog and cannot be promoted again",
             hint="Run with --rebuild to build a new candidate",
@@ -279,10 +280,12 @@ def _pipeline(
     # 5-6. boot and validate ----------------------------------------------------------------
     # A reused candidate may already be further along: it is validated again (a fresh
     # receipt), but its state only moves where the lifecycle allows.
-    if state in ("built", "inconclusive"):
+    if state in (ImageState.BUILT, ImageState.INCONCLUSIVE):
         with catalog.transaction() as s:
-            repo.set_state(s, image_pk, "validating", reason="local run: validation boot started")
-            state = "validating"
+            repo.set_state(
+                s, image_pk, ImageState.VALIDATING, reason="local run: validation boot started"
+            )
+            state = ImageState.VALIDATING
     outcome = _boot_and_validate(
         children, progress, base, accel, local, image_file, image_id, resolved, run_dir, opts,
         provider, cloud_image,
@@ -301,11 +304,11 @@ def _pipeline(
         )  # fmt: skip
 
     # 7. decide and promote -----------------------------------------------------------------
-    if not outcome.passed or state == "blocked":
+    if not outcome.passed or state == ImageState.BLOCKED:
         names = ", ".join(f["name"] for f in outcome.failing) or "verdict fail"
         reason = f"validation failed: {names}" if not outcome.passed else "blocked earlier"
         with progress.step("decide", "Decide: blocked, not promoted") as st:
-            if state != "blocked":
+            if state != ImageState.BLOCKED:
                 _block(catalog, image_pk, reason)
             else:
                 with catalog.transaction() as s:
@@ -314,9 +317,9 @@ def _pipeline(
         result.outcome = "blocked"
         result.blocked_reason = reason
         return
-    if state == "validating":
+    if state == ImageState.VALIDATING:
         with catalog.transaction() as s:
-            repo.set_state(s, image_pk, "validated", reason="local run: receipt passed")
+            repo.set_state(s, image_pk, ImageState.VALIDATED, reason="local run: receipt passed")
     with progress.step("promote", f"Promote to {len(regions)} regions (parallel)") as st:
         from imagectl.promotion import promote
 
@@ -407,7 +410,7 @@ def _block(catalog: Any, image_pk: int, reason: str) -> None:
     from imagectl.catalog import repository as repo
 
     with catalog.transaction() as s:
-        repo.set_state(s, image_pk, "blocked", reason=reason, blocked_reason=reason)
+        repo.set_state(s, image_pk, ImageState.BLOCKED, reason=reason, blocked_reason=reason)
 
 
 def _action(value: str, verdict: str) -> str:

@@ -40,7 +40,7 @@ def block_image(
                 "Roll it back first (`imagectl rollback --stack "
                 f"{img.stack} --cloud {img.cloud}`), then block it"
             )
-            if img.state not in ("promoted", "partially_promoted"):
+            if img.state not in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED):
                 hint = "See the transition table in imagectl/catalog/lifecycle.py"
             raise UserError(f"image {img.label} is '{img.state}' and cannot be blocked", hint=hint)
         repo.set_state(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.crashpoints import crash_point
 from imagectl.errors import CloudError
 from imagectl.promotion import records as rec
@@ -19,7 +20,7 @@ def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -
     from imagectl.catalog import repository as repo
 
     for row in group_rows(s, source):
-        if row.id != source.id and row.state == "promoting":
+        if row.id != source.id and row.state == ImageState.PROMOTING:
             repo.set_state(s, row, target, reason=reason, actor=actor)
 
 
@@ -27,7 +28,6 @@ def close_partial(
     catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str], failed: list[str]
 ) -> None:
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
     from imagectl.catalog.models import Promotion
 
     done = [r for r in targets if r not in failed]
@@ -46,7 +46,7 @@ def close_partial(
         target = ImageState.PARTIALLY_PROMOTED if done else ImageState.VALIDATED
         if done:
             set_group_state(s, img, target, f"promotion {promo.id} partial", run.actor or "")
-        result.state = img.state if img.state == "partially_promoted" else "failed"
+        result.state = img.state if img.state == ImageState.PARTIALLY_PROMOTED else "failed"
         result.resume_command = resume_command(img, result.cloud, targets, targets)
         repo.log_event(
             s,
@@ -69,7 +69,6 @@ def flip_and_close(
     catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str]
 ) -> None:
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
     from imagectl.catalog.models import Promotion
 
     stack, cloud = run.stack.name, result.cloud
@@ -149,7 +148,7 @@ def flip_and_close(
     def tag(region: str) -> None:
         replica = run.provider.get_image(replicas[region], region)
         if replica is not None:
-            run.provider.tag_state(replica, "promoted")
+            run.provider.tag_state(replica, ImageState.PROMOTED)
 
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
         list(pool.map(tag, targets))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import EXIT_FAILED, UserError
 
 RECEIPT_FIELDS = (
@@ -148,9 +149,9 @@ def check_gate(
     """Reasons ``image`` may not be promoted; empty when it passes the gate."""
     now = now or dt.datetime.now(dt.timezone.utc)
     reasons: list[str] = []
-    if image.state == "blocked":
+    if image.state == ImageState.BLOCKED:
         reasons.append(f"the image is blocked ({image.blocked_reason or 'no reason recorded'})")
-    elif image.state != "validated":
+    elif image.state != ImageState.VALIDATED:
         reasons.append(f"the image is '{image.state}', not 'validated'")
     if image.stack_digest != stack_digest:
         reasons.append(

@@ -30,6 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import Provider
 from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
 from imagectl.promotion import records as rec
@@ -122,7 +123,6 @@ def promote(
     """
     from imagectl.actor import current_actor
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
     from imagectl.catalog.locks import promotion_lock
 
     model, digest = _stack_parts(stack)
@@ -286,7 +286,6 @@ def _begin(
 ) -> Any:
     """Open (or reopen) the promotion row, after the gate for a fresh one."""
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
 
     open_promo = _open_promotion(s, img)
     if img.state == ImageState.PROMOTING.value and open_promo is not None:
@@ -397,10 +396,10 @@ def _dry_run(
         img = repo.get_image(s, pk)
         assert img is not None
         result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "dry_run")
-        if img.state in ("validated", "blocked"):
+        if img.state in (ImageState.VALIDATED, ImageState.BLOCKED):
             reasons = gate_reasons(s, img, model, digest)
             if reasons and not force:
-                cls = ImageBlocked if img.state == "blocked" else GateRefused
+                cls = ImageBlocked if img.state == ImageState.BLOCKED else GateRefused
                 raise cls(img.label, reasons)
             result.overridden, result.forced = reasons, force
         for region in targets:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.crashpoints import crash_point
 from imagectl.promotion import records as rec
@@ -96,7 +97,7 @@ class RegionRun:
             step = "tag"
             if not p.tagged:
                 self.tell(region, "tagging")
-                self.provider.tag_state(replica, "promoting")
+                self.provider.tag_state(replica, ImageState.PROMOTING)
             step = "share"
             if not p.shared:
                 self.tell(region, "sharing")
@@ -229,7 +230,6 @@ class RegionRun:
         a run killed before this commit simply does them again. The row's region is the
         target region (an Azure version or a GCP image reports its home location)."""
         from imagectl.catalog import repository as repo
-        from imagectl.catalog.lifecycle import ImageState
 
         with self.transaction() as s:
             source = repo.get_image(s, self.source_pk)

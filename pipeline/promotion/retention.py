@@ -22,6 +22,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import Provider
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.promotion.records import TAG_SOURCE
@@ -121,7 +122,7 @@ def _deprecate_row(
     repo.set_state(
         s,
         row,
-        "deprecated",
+        ImageState.DEPRECATED,
         reason=reason,
         actor=actor,
         details={"replacement": replacement.cloud_image_id if replacement else None},
@@ -147,8 +148,8 @@ def apply_retention(
         # instance is retried next time, even though the rest of its group is deprecated)
         promoted = [
             src
-            for src in sources(s, stack, cloud, ("promoted", "deprecated"))
-            if any(r.state == "promoted" for r in group(s, src))
+            for src in sources(s, stack, cloud, (ImageState.PROMOTED, ImageState.DEPRECATED))
+            if any(r.state == ImageState.PROMOTED for r in group(s, src))
         ]
         promoted.sort(key=lambda r: (_promoted_at(s, r), r.id), reverse=True)
         kept, old = promoted[:keep_last], promoted[keep_last:]
@@ -157,7 +158,7 @@ def apply_retention(
             for row in group(s, src):
                 newest_by_region[row.region] = row
         for src in old:
-            rows = [r for r in group(s, src) if r.state == "promoted"]
+            rows = [r for r in group(s, src) if r.state == ImageState.PROMOTED]
             reasons = {r.id: in_use(s, provider, r, instances) for r in rows}
             if cloud in GLOBAL_IMAGE_CLOUDS and any(reasons.values()):
                 first = next(w for w in reasons.values() if w)
@@ -219,7 +220,9 @@ def deprecate_image(
     instances = _instances(provider)
     with catalog.transaction() as s:
         src = resolve_image(s, image, cloud=provider.cloud)
-        rows = [r for r in group(s, src) if r.state not in ("deprecated", "deleted")]
+        rows = [
+            r for r in group(s, src) if r.state not in (ImageState.DEPRECATED, ImageState.DELETED)
+        ]
         _refuse_if_in_use(s, provider, src, rows, instances)
         for row in rows:
             _deprecate_row(s, provider, row, None, reason, actor)
@@ -246,8 +249,12 @@ def delete_image(
     instances = _instances(provider)
     with catalog.transaction() as s:
         src = resolve_image(s, image, cloud=provider.cloud)
-        rows = [r for r in group(s, src) if r.state != "deleted"]
-        wrong = [r for r in rows if r.state not in ("deprecated", "rolled_back", "blocked")]
+        rows = [r for r in group(s, src) if r.state != ImageState.DELETED]
+        wrong = [
+            r
+            for r in rows
+            if r.state not in (ImageState.DEPRECATED, ImageState.ROLLED_BACK, ImageState.BLOCKED)
+        ]
         if wrong:
             raise UserError(
                 f"image {src.label} cannot be deleted: "
@@ -259,6 +266,6 @@ def delete_image(
             cloud_img = provider.get_image(row.cloud_image_id, row.region)
             if cloud_img is not None:
                 provider.delete(cloud_img)
-            repo.set_state(s, row, "deleted", reason=reason, actor=actor)
+            repo.set_state(s, row, ImageState.DELETED, reason=reason, actor=actor)
             out.deleted.append(f"{row.cloud_image_id} in {row.region}")
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
 
@@ -67,7 +68,7 @@ def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, 
         target = None
         for pk in _history(session, stack, cloud, ptr.region):
             img = repo.get_image(session, pk)
-            if img is not None and img.id != ptr.image_id and img.state == "promoted":
+            if img is not None and img.id != ptr.image_id and img.state == ImageState.PROMOTED:
                 target = img
                 break
         if target is None:
@@ -117,7 +118,6 @@ def _undo_open_flip(
     stay), and the promotion closes without promoting. Rolling back from the catalog's
     pointers alone would send the moved regions one image too far."""
     from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import ImageState
     from imagectl.promotion.finish import set_group_state
 
     with catalog.transaction() as s:
@@ -226,12 +226,12 @@ def rollback(
                 if src is None:
                     continue
                 for row in group_rows(s, src):
-                    if row.state in ("promoted", "partially_promoted"):
-                        repo.set_state(s, row, "rolled_back", reason=why, actor=actor)
+                    if row.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED):
+                        repo.set_state(s, row, ImageState.ROLLED_BACK, reason=why, actor=actor)
                         result.rolled_back.append(f"{row.cloud_image_id} in {row.region}")
                         cloud_img = provider.get_image(row.cloud_image_id, row.region)
                         if cloud_img is not None:
-                            provider.tag_state(cloud_img, "rolled_back")
+                            provider.tag_state(cloud_img, ImageState.ROLLED_BACK)
             repo.log_event(
                 s,
                 "rollback.finished",

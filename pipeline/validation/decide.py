@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.validation.receipts import HostOutcome
 
-VALIDATED = "validated"
-BLOCKED = "blocked"
+VALIDATED = ImageState.VALIDATED.value
+BLOCKED = ImageState.BLOCKED.value
 HOST_PROBLEM = "host_problem"
-INCONCLUSIVE = "inconclusive"
+INCONCLUSIVE = ImageState.INCONCLUSIVE.value
 
 
 @dataclass(frozen=True)

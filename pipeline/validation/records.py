@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import UserError
 from imagectl.validation.decide import BLOCKED, VALIDATED, Decision
 from imagectl.validation.receipts import HostOutcome
 
-STARTABLE = ("built", "inconclusive", "validating")
+STARTABLE = (ImageState.BUILT, ImageState.INCONCLUSIVE, ImageState.VALIDATING)
 
 
 class CatalogRecorder:
@@ -61,8 +62,8 @@ class CatalogRecorder:
                     "inconclusive images are validated",
                     hint="Build a new candidate, or look at `imagectl status`",
                 )
-            if previous != "validating":
-                repo.set_state(s, row, "validating", reason="validation run started")
+            if previous != ImageState.VALIDATING:
+                repo.set_state(s, row, ImageState.VALIDATING, reason="validation run started")
             self.image_pk = int(row.id)
             return previous
 
@@ -88,7 +89,11 @@ class CatalogRecorder:
     def finish(self, decision: Decision) -> str:
         from imagectl.catalog import repository as repo
 
-        target = decision.verdict if decision.verdict in (VALIDATED, BLOCKED) else "inconclusive"
+        target = (
+            decision.verdict
+            if decision.verdict in (VALIDATED, BLOCKED)
+            else ImageState.INCONCLUSIVE
+        )
         if self.image_pk is None:
             return target
         with self.catalog.transaction() as s:

@@ -182,7 +182,7 @@ class AwsProvider(PromotionDelegate):
 
     def tag_state(self, image: CloudImage, state: str) -> None:
         self.clients.ec2(image.region).create_tags(
-            Resources=[image.image_id], Tags=[{"Key": TAG_STATE, "Value": state}]
+            Resources=[image.image_id], Tags=[{"Key": TAG_STATE, "Value": str(state)}]
         )
 
     # -- instances ---------------------------------------------------------------------

@@ -178,7 +178,7 @@ class AzureProvider(PromotionDelegate):
         raw = self._get_raw(image.image_id)
         if raw is None:
             raise UserError(f"gallery image version {image.image_id} does not exist")
-        self._update(image.image_id, tags={**(raw.tags or {}), TAG_STATE: state})
+        self._update(image.image_id, tags={**(raw.tags or {}), TAG_STATE: str(state)})
 
     # -- instances ---------------------------------------------------------------------------
     def prepare_build(self) -> None:

@@ -137,7 +137,7 @@ class GcpProvider(PromotionDelegate):
         if raw is None:
             raise UserError(f"image {image.image_id} is not in project {self.project}")
         labels = dict(raw.labels)
-        labels[gcp_label_key(TAG_STATE)] = gcp_label_value(state)
+        labels[gcp_label_key(TAG_STATE)] = gcp_label_value(str(state))
         op = self.clients.images.set_labels(
             project=self.project,
             resource=image.image_id,
