@@ -163,7 +163,8 @@ def check_stack(
 
     # -- CUDA toolkit patch release -------------------------------------------------
     cuda = Dotted.parse(n.cuda)
-    pkg = f"cuda-toolkit-{cuda.major}-{cuda.minor}"
+    pkg = resolved.cuda_package  # images/compat/packages.yaml: cuda_toolkit
+    assert pkg is not None  # every GPU stack pins CUDA
     cudas = sorted({v for ver in index.versions(pkg) if (v := _dotted(upstream_version(ver)))})
     drift.checked.append(
         {"subject": pkg, "pinned": n.cuda, "latest": cudas[-1].text if cudas else None}
