@@ -1,11 +1,13 @@
-"""What the host must be: pins from the stack (or the image's expect.json) plus the shape.
+"""What the host must be: the image's pins (its expect.json) plus the machine shape.
 
-Built either from a stack (``--stack S [--shape SHAPE]``: pins via
-``imagectl.stacks.load_resolved``, hardware from ``images/catalog/shapes.yaml`` and GPU
-facts from ``images/compat/gpus.yaml``) or from ``--expect FILE`` (JSON written into the
-image at build time, default ``/etc/imagectl/expect.json``; schema in
-``schema/expect.schema.json``, generated from this model). A field left ``None`` is not
-pinned: its check is skipped with that reason, never passed silently.
+Read from ``--expect FILE`` (JSON built once on the controller from the resolved stack,
+``imagectl.stacks.expectations``: written into the image at build time as
+``/etc/imagectl/expect.json``, the default here, and shipped with the shape added by every
+validation run; schema in ``schema/expect.schema.json``, generated from this model), or
+from only ``--shape`` (hardware from ``images/catalog/shapes.yaml`` and GPU facts from
+``images/compat/gpus.yaml``). On the controller, ``imagectl validate --stack S`` builds
+the same object from the stack file. A field left ``None`` is not pinned: its check is
+skipped with that reason, never passed silently.
 """
 
 from __future__ import annotations
