@@ -113,7 +113,7 @@ def test_editable_install(tmp_path: Path) -> None:
 # What a validator-only install (a fleet node, the image's /opt/imagectl) does not have:
 # the "controller" extra and every other extra (pyproject.toml).
 NOT_ON_A_GPU_HOST = (
-    "yaml", "sqlalchemy", "alembic", "jinja2", "ansible", "ansible_runner", "boto3",
+    "sqlalchemy", "alembic", "jinja2", "ansible", "ansible_runner", "boto3",
     "botocore", "google", "azure", "psycopg", "torch",
 )  # fmt: skip
 
@@ -152,7 +152,7 @@ def test_a_validator_only_install_validates_and_sends_controller_commands_away(
         ]
     core = {r.split(";")[0].split(">")[0].split("=")[0].strip().lower() for r in requires
             if "extra ==" not in r}  # fmt: skip
-    assert not core & {"sqlalchemy", "alembic", "pyyaml", "boto3", "ansible-core", "torch"}, core
+    assert not core & {"sqlalchemy", "alembic", "boto3", "ansible-core", "torch"}, core
 
     python = fresh_venv(tmp_path / "venv")
     pip(python, str(wheel))
@@ -188,6 +188,24 @@ def test_a_validator_only_install_validates_and_sends_controller_commands_away(
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert '"verdict": "pass"' in (tmp_path / "receipt.json").read_text()
+    # The shape's hardware and the GPU catalogue (what --shape and the CUDA smoke test's
+    # device-property check read on a GPU host) load there too.
+    done = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "from imagectl.validators.compute.properties import sku_info\n"
+            "from imagectl.validators.expectations import hardware_for\n"
+            "from imagectl.paths import bundled_images\n"
+            "print(sku_info('H100-SXM-80GB').memory_gib, "
+            "hardware_for(bundled_images(), 'p5.48xlarge')[1].nvlink_links)",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "IMAGECTL_STATE_DIR": str(tmp_path / "state")},
+    )
+    assert done.returncode == 0 and done.stdout.split() == ["80", "18"], done.stderr[-3000:]
     done = subprocess.run(
         [str(cli), "status"],
         cwd=elsewhere,

@@ -165,7 +165,7 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
 
 # Top-level modules of the "controller" extra (pyproject.toml): a validator-only install
 # (a GPU host, the image's /opt/imagectl) lacks them.
-CONTROLLER_MODULES = {"yaml": "PyYAML", "sqlalchemy": "SQLAlchemy", "alembic": "alembic"}
+CONTROLLER_MODULES = {"sqlalchemy": "SQLAlchemy", "alembic": "alembic"}
 
 
 def controller_extra_missing(exc: ModuleNotFoundError) -> UserError | None:
