@@ -12,6 +12,10 @@ hard timeout names the test), and the profile's budget is their sum, never short
 
 from __future__ import annotations
 
+from imagectl.validators.collectives.launch import Plan
+from imagectl.validators.collectives.profiles import sweep_for
+from imagectl.validators.dcgm.table import tables
+
 BOOT_S = 30.0
 JUDGE_S = 10.0  # the checks that judge the load samples, after the GPU work
 MARGIN_S = 30.0
@@ -42,8 +46,6 @@ def smoke_s(device: str, profile: str) -> float:
 
 
 def collectives_s(device: str, profile: str) -> float:
-    from imagectl.validators.collectives.launch import Plan
-    from imagectl.validators.collectives.profiles import sweep_for
 
     sweep = sweep_for(device, profile)
     start = max(Plan.start_timeout_s, sweep.join_timeout_s)
@@ -52,7 +54,6 @@ def collectives_s(device: str, profile: str) -> float:
 
 def dcgm_s(profile: str) -> float:
     """The level's hard timeout (validators/data/dcgm.yaml) plus a margin."""
-    from imagectl.validators.dcgm.table import tables
 
     level = tables().levels.get(profile)
     return (level.timeout_s if level else DCGM_S["quick"]) + MARGIN_S

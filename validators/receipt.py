@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
+from imagectl.fsutil import atomic_write
 from imagectl.validators.coverage import Coverage
 from imagectl.validators.jsonfile import read_json
 from imagectl.validators.results import Action, CheckResult, Outcome
@@ -112,7 +113,6 @@ def receipt_schema() -> dict[str, Any]:
 
 def write_receipt(receipt: Receipt, path: Path) -> None:
     """The receipt, whole or not at all (a full disk leaves no partial or .tmp file)."""
-    from imagectl.fsutil import atomic_write
 
     atomic_write(path, receipt.model_dump_json(indent=2) + "\n")
 

@@ -6,6 +6,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from imagectl.fsutil import atomic_write
+
 _STYLE = {
     "pass": "green",
     "fail": "bold red",
@@ -215,6 +217,5 @@ def diff_receipts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def write_junit(receipt: dict[str, Any], path: Path) -> None:
     """``--junit FILE``: the JUnit XML, whole or not at all."""
-    from imagectl.fsutil import atomic_write
 
     atomic_write(path, junit_xml(receipt))

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from imagectl.validators.expectations import expect_schema
+from imagectl.validators.receipt import receipt_schema
+from imagectl.validators.snapshot import snapshot_schema
+
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
 
 def generators() -> dict[str, Callable[[], dict[str, Any]]]:
-    from imagectl.validators.expectations import expect_schema
-    from imagectl.validators.receipt import receipt_schema
-    from imagectl.validators.snapshot import snapshot_schema
 
     return {
         "receipt.schema.json": receipt_schema,

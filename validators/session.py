@@ -14,18 +14,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl import __version__
 from imagectl.errors import UserError
 from imagectl.validators import budgets, procs
+from imagectl.validators.baseline import compare_to_baseline
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import LOADED_PROFILES
-from imagectl.validators.compute.readiness import TOOLKIT_ID
+from imagectl.validators.collectives import collective_checks
+from imagectl.validators.compute import smoke_checks
+from imagectl.validators.compute.profiles import profile_for
+from imagectl.validators.compute.readiness import TOOLKIT_ID, gather, init_result, toolkit_result
 from imagectl.validators.context import Context, NamedCalls
 from imagectl.validators.coverage import Coverage, coverage
+from imagectl.validators.dcgm import dcgm_checks
 from imagectl.validators.expectations import Expectations
+from imagectl.validators.host.facts import LiveFacts, RecordedFacts
 from imagectl.validators.host.kernel_log import KernelLog, read_file_log, read_host_log
+from imagectl.validators.nvml import LiveNvml, ReplayNvml
 from imagectl.validators.receipt import Receipt, gpu_summaries, summarise, verdict_of
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 from imagectl.validators.runner import run_checks, run_with_deadline
+from imagectl.validators.sampler import LoadSampler
 
 
 @dataclass
@@ -51,8 +60,6 @@ def _now() -> str:
 
 
 def build_context(opts: Options) -> Context:
-    from imagectl.validators.host.facts import LiveFacts, RecordedFacts
-    from imagectl.validators.nvml import LiveNvml, ReplayNvml
 
     if opts.snapshot is not None:
         snap = opts.snapshot
@@ -148,19 +155,16 @@ def _guarded(
 
 
 def _load_smoke() -> Callable[..., Any]:
-    from imagectl.validators.compute import smoke_checks
 
     return smoke_checks
 
 
 def _load_collectives() -> Callable[..., Any]:
-    from imagectl.validators.collectives import collective_checks
 
     return collective_checks
 
 
 def _load_dcgm() -> Callable[..., Any]:
-    from imagectl.validators.dcgm import dcgm_checks
 
     return dcgm_checks
 
@@ -202,7 +206,6 @@ def readiness_part(
     ctx: Context, opts: Options, device: str, state: PartTwoState
 ) -> tuple[list[CheckResult], bool]:
     """The toolkit and CUDA, live or from the snapshot's ``cuda`` section; ready or not."""
-    from imagectl.validators.compute.readiness import gather, init_result, toolkit_result
 
     replay = opts.snapshot is not None
     if replay:
@@ -224,7 +227,6 @@ def readiness_part(
 def cuinit_tries(device: str, profile: str) -> int:
     if device != "cuda":
         return 0
-    from imagectl.validators.compute.profiles import profile_for
 
     return profile_for(device, profile).cuinit_tries
 
@@ -259,8 +261,6 @@ def _gpu_work(
     out: list[CheckResult] = []
     sampler = None
     if ctx.nvml_ready and ctx.handles:
-        from imagectl.validators.sampler import LoadSampler
-
         sampler = LoadSampler(ctx.nvml, ctx.handles)
         sampler.__enter__()
     try:
@@ -296,7 +296,6 @@ def baseline_checks(receipt: dict[str, Any], opts: Options) -> list[CheckResult]
     GPU model, no checks) is bad input: its UserError propagates (exit 2)."""
     if opts.baseline is None:
         return []
-    from imagectl.validators.baseline import compare_to_baseline
 
     try:
         return compare_to_baseline(
@@ -424,7 +423,6 @@ def _make_receipt(
     cov: Coverage,
 ) -> Receipt:
     verdict, worst = verdict_of(results)
-    from imagectl import __version__
 
     return Receipt(
         image_id=_image_id(ctx, opts),

@@ -16,8 +16,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from imagectl import __version__
 from imagectl.errors import UserError
+from imagectl.validators.compute.readiness import gather
+from imagectl.validators.dcgm import record_diag
+from imagectl.validators.host.boot_history import read_folder
+from imagectl.validators.host.facts import LiveFacts, collect_all
+from imagectl.validators.host.kernel_log import read_host_log, relevant_only
 from imagectl.validators.jsonfile import read_json
+from imagectl.validators.nvml import LiveNvml
+from imagectl.validators.nvml.capture import capture_nvml
+from imagectl.validators.nvml.errors import known_error_names
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "snapshot.schema.json"
 
@@ -108,7 +117,6 @@ class Snapshot(BaseModel):
     @field_validator("nvml")
     @classmethod
     def _devices(cls, v: NvmlSection) -> NvmlSection:
-        from imagectl.validators.nvml.errors import known_error_names
 
         known = set(known_error_names())
         if v.init.error is not None and v.init.error not in known:
@@ -158,7 +166,6 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
 def boot_history_fact(folder: Path) -> list[dict[str, Any]]:
     """Previous boots' receipts, reduced to what the recurrence rule reads (their boot,
     start, GPUs and kernel.xid results): no user's file paths, no other check."""
-    from imagectl.validators.host.boot_history import read_folder
 
     receipts, _unreadable = read_folder(folder)
     return [
@@ -186,12 +193,6 @@ def capture(
     readiness for GPU work (the validator's toolkit, cuInit in fresh processes) and, with
     ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm); with ``history_dir``, the
     previous boots' receipts (their XIDs) as the host fact ``boot_history``."""
-    from imagectl import __version__
-    from imagectl.validators.compute.readiness import gather
-    from imagectl.validators.host.facts import LiveFacts, collect_all
-    from imagectl.validators.host.kernel_log import read_host_log, relevant_only
-    from imagectl.validators.nvml import LiveNvml
-    from imagectl.validators.nvml.capture import capture_nvml
 
     snap = Snapshot(
         description=description,
@@ -205,7 +206,5 @@ def capture(
     if history_dir is not None:
         snap.host["boot_history"] = boot_history_fact(history_dir)
     if dcgm_level is not None:  # NVIDIA's own diagnostics, judged in replay (validators/dcgm)
-        from imagectl.validators.dcgm import record_diag
-
         snap.dcgm = DcgmSection.model_validate(record_diag(dcgm_level))
     return snap.model_dump(mode="json")

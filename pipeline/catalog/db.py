@@ -29,7 +29,8 @@ from sqlalchemy import Engine, create_engine, event, exc, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from imagectl.errors import UserError
+from imagectl.errors import MissingDependency, UserError
+from imagectl.paths import state_dir
 
 ENV_DATABASE_URL = "IMAGECTL_DATABASE_URL"
 SQLITE_FILE = "catalog.db"
@@ -43,7 +44,6 @@ class CatalogUnavailable(UserError):
 
 def database_url() -> str:
     """The configured catalog URL (see the module docstring)."""
-    from imagectl.paths import state_dir
 
     configured = os.environ.get(ENV_DATABASE_URL, "").strip()
     if configured:
@@ -159,8 +159,6 @@ def make_engine(url: str) -> Engine:
     try:
         engine = create_engine(parsed, **kwargs)
     except ModuleNotFoundError as error:
-        from imagectl.errors import MissingDependency
-
         raise MissingDependency(error.name or "psycopg", "postgres") from None
     except exc.NoSuchModuleError as error:
         raise _unavailable(url, error) from None

@@ -66,6 +66,7 @@ from imagectl.catalog.models import (
     utcnow,
 )
 from imagectl.errors import UserError
+from imagectl.validators.results import Action
 
 BUILD_OUTCOMES = ("running", "succeeded", "failed", "cancelled")
 VERDICTS = ("pass", "fail")
@@ -279,7 +280,6 @@ def record_receipt(
     actor: str | None = None,
 ) -> ValidationRun:
     """Store one validator receipt for an image (does not change its state)."""
-    from imagectl.validators.results import Action
 
     img = _image(session, image)
     if verdict not in VERDICTS:

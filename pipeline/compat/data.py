@@ -11,10 +11,10 @@ from typing import Any
 
 from imagectl.errors import UserError
 from imagectl.versions import Dotted
+from imagectl.yamlfast import load_data
 
 
 def _load(path: Path) -> Any:
-    from imagectl.yamlfast import load_data
 
     return load_data(path)
 

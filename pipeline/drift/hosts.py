@@ -24,12 +24,15 @@ from imagectl.drift.findings import DriftReport, Finding
 from imagectl.drift.receipts import HostFacts, manifest_facts, receipt_facts
 from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.validators.catalogs import xid_catalog
+from imagectl.validators.host.boot_history import previous_boot
+from imagectl.validators.jsonfile import read_json
+from imagectl.validators.receipt import load_receipt
 
 FIELDS = ("driver", "fabric_manager", "nccl", "kernel")
 
 
 def load_json(path: Path, what: str) -> dict[str, Any]:
-    from imagectl.validators.jsonfile import read_json
 
     doc = read_json(path, what, "Collect the file again from the node, or remove it")
     if not isinstance(doc, dict):
@@ -58,7 +61,6 @@ def _receipts(
         return out
     if not hosts_dir.is_dir():
         raise UserError(f"--hosts {hosts_dir} is not a folder of receipts")
-    from imagectl.validators.receipt import load_receipt  # validates the receipt's schema
 
     found = []
     for path in sorted(hosts_dir.rglob("*.json")):
@@ -116,10 +118,6 @@ def cause(field: str, host: HostFacts, expected: HostFacts) -> str:
 def xid_recurrences(hosts_dir: Path) -> list[dict[str, Any]]:
     """Per node (hostname), each hardware XID that a receipt shares with the node's
     previous boot's receipt, on the same GPU: the catalog's recurrence rule."""
-    from imagectl.errors import UserError
-    from imagectl.validators.catalogs import xid_catalog
-    from imagectl.validators.host.boot_history import previous_boot
-    from imagectl.validators.jsonfile import read_json
 
     by_node: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for path in sorted(hosts_dir.rglob("*.json")):

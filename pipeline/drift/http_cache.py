@@ -15,6 +15,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.paths import state_dir
+
 USER_AGENT = "imagectl-drift/1"
 TIMEOUT_S = 60.0
 
@@ -35,7 +37,6 @@ class Fetched:
 
 
 def cache_dir() -> Path:
-    from imagectl.paths import state_dir
 
     path = state_dir() / "drift" / "http-cache"
     path.mkdir(parents=True, exist_ok=True)

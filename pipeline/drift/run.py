@@ -6,8 +6,11 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imagectl.compat.data import load_compat
+from imagectl.drift import debian, fleet, hosts, proposals, replicas, upstream, writeback
 from imagectl.drift.findings import DriftReport
 from imagectl.paths import Workspace
+from imagectl.stacks import find_stack, load_stack, resolve, stack_paths
 
 
 @dataclass(frozen=True)
@@ -22,8 +25,6 @@ class DriftOptions:
 
 
 def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
-    from imagectl.compat.data import load_compat
-    from imagectl.stacks import find_stack, load_stack, resolve, stack_paths
 
     data = load_compat(ws.compat_dir)
     if opts.stacks:
@@ -41,22 +42,17 @@ def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
         if "upstream" in opts.sources:
             _upstream(loaded.path, resolved, data, drift, opts)
     if "replicas" in opts.sources or "fleet" in opts.sources:
-        from imagectl.drift import fleet, replicas
-
         stacks = [r for _, r in resolved_all]
         if "replicas" in opts.sources:
             replicas.check(stacks, report)
         if "fleet" in opts.sources:
             fleet.check(stacks, report)
     if "hosts" in opts.sources:
-        from imagectl.drift import hosts
-
         hosts.check([r for _, r in resolved_all], report, opts.hosts_dir, opts.manifests)
     return report
 
 
 def _upstream(path: Path, resolved, data, drift, opts: DriftOptions) -> None:  # type: ignore[no-untyped-def]
-    from imagectl.drift import debian, proposals, upstream, writeback
 
     if resolved.stack.nvidia is not None:
         upstream.check_stack(resolved, data, drift, as_of=opts.as_of, repo_url=opts.nvidia_repo_url)

@@ -14,6 +14,7 @@ from typing import Any
 
 from imagectl.drift.findings import PinChange
 from imagectl.errors import UserError
+from imagectl.stacks.loader import load_stack
 
 
 def _yaml() -> Any:
@@ -51,8 +52,6 @@ def write_changes(path: Path, changes: list[PinChange]) -> list[PinChange]:
     tmp = path.with_suffix(path.suffix + ".drift-tmp")
     tmp.write_text(text, encoding="utf-8")
     try:
-        from imagectl.stacks.loader import load_stack
-
         # validate under the real name (load_stack checks name == file stem)
         os.replace(tmp, path)
         load_stack(path)

@@ -33,6 +33,8 @@ from imagectl.local.base import BaseImage
 from imagectl.local.procs import Children
 from imagectl.local.progress import Progress, Step
 from imagectl.local.provision import BOOTED_TAG, provision, provisioned_dir
+from imagectl.local.wheelhouse import ensure_wheelhouse
+from imagectl.packer.build import BuildPlan, run_build
 from imagectl.packer.templates import common_dir
 from imagectl.paths import Workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
@@ -135,8 +137,6 @@ def build_candidate(
 ) -> Candidate:
     """Two progress steps: ``provision`` (site.yml natively in a chroot, see
     ``provision``) then ``build`` (Packer's qemu build runs the booted roles)."""
-    from imagectl.local.wheelhouse import ensure_wheelhouse
-    from imagectl.packer.build import BuildPlan, run_build
 
     local = resolved.stack.clouds.local
     assert local is not None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.errors import UserError
+from imagectl.fsutil import open_lock_file
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
 from imagectl.packer.command import build_command
 from imagectl.packer.machine_readable import PackerEvent
@@ -202,8 +203,6 @@ def _source_tree_lock(root: Path) -> Iterator[None]:
     /tmp where another user could plant a symbolic link), falling back to the state
     folder when the tree is read-only; it is opened with ``O_NOFOLLOW``, 0600."""
     import fcntl
-
-    from imagectl.fsutil import open_lock_file
 
     folder = root.resolve() / "build"
     try:

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.catalog import repository as repo
+from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
 from imagectl.errors import UserError
+from imagectl.promotion.promote import resolve_image
 
 
 def block_image(
     catalog: Any, image: Any, *, reason: str, cloud: str | None = None, actor: str | None = None
 ) -> Any:
     """Block ``image`` (catalog id, row or cloud id); returns the row. Idempotent."""
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
-    from imagectl.promotion.promote import resolve_image
 
     if not reason.strip():
         raise UserError("blocking an image needs --reason '...'")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.clouds import get_provider
+from imagectl.clouds.options import provider_options
 from imagectl.errors import UserError
+from imagectl.stacks import load_resolved
 
 
 def load_stack_for(ws: Any, name: str) -> Any:
-    from imagectl.stacks import load_resolved
 
     _loaded, resolved = load_resolved(ws.images, name)
     return resolved
@@ -39,8 +41,6 @@ def choose_cloud(stack: Any, cloud: str | None) -> str:
 
 def provider_for(resolved: Any, cloud: str) -> Any:
     """The cloud's provider configured from the stack (``clouds.options``)."""
-    from imagectl.clouds import get_provider
-    from imagectl.clouds.options import provider_options
 
     try:
         return get_provider(cloud, **provider_options(resolved, cloud))

@@ -7,7 +7,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.models import Promotion
 from imagectl.crashpoints import crash_point
 from imagectl.errors import CloudError
 from imagectl.promotion import records as rec
@@ -17,7 +19,6 @@ from imagectl.promotion.results import PromotionResult
 
 
 def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -> None:
-    from imagectl.catalog import repository as repo
 
     for row in group_rows(s, source):
         if row.id != source.id and row.state == ImageState.PROMOTING:
@@ -27,8 +28,6 @@ def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -
 def close_partial(
     catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str], failed: list[str]
 ) -> None:
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.models import Promotion
 
     done = [r for r in targets if r not in failed]
     errors = "; ".join(f"{r}: {result.regions[r].error}" for r in failed)
@@ -68,8 +67,6 @@ def close_partial(
 def flip_and_close(
     catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str]
 ) -> None:
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.models import Promotion
 
     stack, cloud = run.stack.name, result.cloud
     crash_point("before_pointer_flip")

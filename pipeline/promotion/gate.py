@@ -26,8 +26,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.validators.coverage import profile_strength
 
 RECEIPT_FIELDS = (
     "image_id",
@@ -82,7 +84,6 @@ def _finished_at(receipt: dict[str, Any], where: str) -> dt.datetime:
 
 def latest_receipts(session: Any, image: Any) -> list[Any]:
     """The newest receipt (ValidationRun) of every validation shape of ``image``."""
-    from imagectl.catalog import repository as repo
 
     newest: dict[str, Any] = {}
     for run in repo.receipts(session, image):  # oldest first
@@ -100,7 +101,6 @@ def sandbox_receipts(session: Any, image: Any) -> list[str]:
 
 
 def _profile_reasons(body: dict[str, Any], where: str, required_profile: str) -> list[str]:
-    from imagectl.validators.coverage import profile_strength
 
     profile = str(body["profile"])
     reasons = []

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.catalog import repository as repo
+from imagectl.promotion.groups import resume_command
+from imagectl.promotion.rollback import open_flip
+
 
 def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
     """region -> the cloud image id the catalog says "latest" names (what drift expects)."""
-    from imagectl.catalog import repository as repo
 
     with catalog.transaction() as s:
         return {
@@ -18,7 +21,6 @@ def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
 
 def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list[dict[str, Any]]:
     """Every promotion, rollback, retention and pointer event of a stack, oldest first."""
-    from imagectl.catalog import repository as repo
 
     prefixes = ("promotion.", "pointer.", "rollback.", "retention.", "image.")
     with catalog.transaction() as s:
@@ -39,8 +41,6 @@ def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list
 def unfinished_flip(session: Any, stack: str, cloud: str) -> dict[str, Any] | None:
     """The pointer flip of ``stack`` on ``cloud`` that started and did not finish, as
     plain data for ``status``: which regions moved, which did not, how to finish it."""
-    from imagectl.promotion.groups import resume_command
-    from imagectl.promotion.rollback import open_flip
 
     found = open_flip(session, stack, cloud)
     if found is None:

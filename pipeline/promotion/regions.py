@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.crashpoints import crash_point
@@ -69,7 +70,6 @@ class RegionRun:
             self.progress(region, step, detail)
 
     def log(self, kind: str, region: str, message: str, **details: Any) -> None:
-        from imagectl.catalog import repository as repo
 
         with self.transaction() as s:
             img = repo.get_image(s, self.source_pk)
@@ -195,7 +195,6 @@ class RegionRun:
     def request_copies(self, progress: dict[str, rec.RegionProgress]) -> None:
         """Record the copy token of every region that needs a copy, in one transaction,
         before any copy is asked for (a re-run reuses these tokens)."""
-        from imagectl.catalog import repository as repo
 
         todo = [
             p
@@ -229,7 +228,6 @@ class RegionRun:
         ``done`` event (available, tagged, shared). Tagging and sharing are idempotent, so
         a run killed before this commit simply does them again. The row's region is the
         target region (an Azure version or a GCP image reports its home location)."""
-        from imagectl.catalog import repository as repo
 
         with self.transaction() as s:
             source = repo.get_image(s, self.source_pk)

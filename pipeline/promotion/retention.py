@@ -22,9 +22,13 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.models import Pointer, Promotion
 from imagectl.clouds.base import Provider
 from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.promotion.groups import group_rows
+from imagectl.promotion.promote import resolve_image
 from imagectl.promotion.records import TAG_SOURCE
 
 
@@ -49,22 +53,18 @@ class ImageInUse(UserError):
 
 def sources(session: Any, stack: str, cloud: str, states: tuple[str, ...]) -> list[Any]:
     """Source (validated, non-replica) images of a stack in ``states``."""
-    from imagectl.catalog import repository as repo
 
     rows = repo.list_images(session, stack=stack, cloud=cloud, state=list(states))
     return [r for r in rows if TAG_SOURCE not in r.tags]
 
 
 def group(session: Any, source: Any) -> list[Any]:
-    from imagectl.promotion.groups import group_rows
 
     return group_rows(session, source)
 
 
 def _promoted_at(session: Any, source: Any) -> dt.datetime:
     from sqlalchemy import select
-
-    from imagectl.catalog.models import Promotion
 
     query = select(Promotion.finished_at).where(
         Promotion.image_id == source.id, Promotion.state == "succeeded"
@@ -76,8 +76,6 @@ def _promoted_at(session: Any, source: Any) -> dt.datetime:
 def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> str | None:
     """Why ``row`` must not be deprecated or deleted, or None."""
     from sqlalchemy import or_, select
-
-    from imagectl.catalog.models import Pointer
 
     query = select(Pointer).where(or_(Pointer.image_id == row.id))
     for ptr in session.scalars(query):
@@ -111,7 +109,6 @@ def _deprecate_row(
     s: Any, provider: Provider, row: Any, replacement: Any, reason: str, actor: str | None
 ) -> None:
     """Deprecate in the cloud, then in the catalog: a cloud error leaves the row as it was."""
-    from imagectl.catalog import repository as repo
 
     cloud_img = provider.get_image(row.cloud_image_id, row.region)
     repl = (
@@ -139,7 +136,6 @@ def apply_retention(
     actor: str | None = None,
 ) -> RetentionOutcome:
     """Deprecate promoted groups beyond the newest ``keep_last`` (unless in use)."""
-    from imagectl.catalog import repository as repo
 
     out = RetentionOutcome()
     instances = _instances(provider)
@@ -213,8 +209,6 @@ def deprecate_image(
     catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
     """Deprecate every region row of one image group; refuses rows still in use."""
-    from imagectl.catalog import repository as repo
-    from imagectl.promotion.promote import resolve_image
 
     out = RetentionOutcome()
     instances = _instances(provider)
@@ -242,8 +236,6 @@ def delete_image(
     catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
     """Delete a deprecated / rolled-back / blocked group; refuses rows still in use."""
-    from imagectl.catalog import repository as repo
-    from imagectl.promotion.promote import resolve_image
 
     out = RetentionOutcome()
     instances = _instances(provider)

@@ -14,9 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.actor import current_actor
+from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.locks import promotion_lock
+from imagectl.catalog.models import Promotion
 from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
+from imagectl.promotion.finish import set_group_state
+from imagectl.promotion.groups import group_rows
 
 
 class NothingToRollBack(UserError):
@@ -41,7 +47,6 @@ class RollbackResult:
 
 def _history(session: Any, stack: str, cloud: str, region: str) -> list[int]:
     """Catalog ids the region's pointer named, newest first (from ``pointer.set`` events)."""
-    from imagectl.catalog import repository as repo
 
     out: list[int] = []
     for ev in repo.events(session, stack=stack, cloud=cloud, kind="pointer.set"):
@@ -54,7 +59,6 @@ def _history(session: Any, stack: str, cloud: str, region: str) -> list[int]:
 
 def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, Any]]:
     """region -> (current Image, target Image); raises NothingToRollBack."""
-    from imagectl.catalog import repository as repo
 
     pointers = repo.list_pointers(session, stack=stack, cloud=cloud)
     if not pointers:
@@ -87,8 +91,6 @@ def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, 
 def open_flip(session: Any, stack: str, cloud: str) -> tuple[Any, list[Any]] | None:
     """The promotion whose pointer flip started and did not finish (a region still
     ``pending``), with its flips; None when every flip finished."""
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.models import Promotion
 
     by_promotion: dict[int, list[Any]] = {}
     for flip in repo.flips(session, stack=stack, cloud=cloud):
@@ -117,8 +119,6 @@ def _undo_open_flip(
     promotion goes back to the image it named before the flip (regions that never moved
     stay), and the promotion closes without promoting. Rolling back from the catalog's
     pointers alone would send the moved regions one image too far."""
-    from imagectl.catalog import repository as repo
-    from imagectl.promotion.finish import set_group_state
 
     with catalog.transaction() as s:
         found = open_flip(s, stack, cloud)
@@ -152,7 +152,6 @@ def _undo_open_flip(
     with catalog.transaction() as s:
         for flip in repo.flips(s, promotion_id=promo_id):
             repo.mark_flip(s, promo_id, flip.region, "undone")
-        from imagectl.catalog.models import Promotion
 
         promo = s.get(Promotion, promo_id)
         img = promo.image
@@ -182,10 +181,6 @@ def rollback(
     lock_wait_s: float = 0.0,
     actor: str | None = None,
 ) -> RollbackResult:
-    from imagectl.actor import current_actor
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.locks import promotion_lock
-    from imagectl.promotion.groups import group_rows
 
     cloud = provider.cloud
     actor = actor or current_actor()

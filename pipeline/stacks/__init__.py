@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from imagectl.compat.data import load_compat
 from imagectl.stacks.loader import LoadedStack, find_stack, load_stack, stack_paths
 from imagectl.stacks.resolve import ResolvedStack, resolve, stack_digest
 from imagectl.stacks.schema import Stack
@@ -23,7 +24,6 @@ __all__ = [
 
 def load_resolved(images_dir: Path, name: str) -> tuple[LoadedStack, ResolvedStack]:
     """Load ``images/stacks/<name>.yaml`` and resolve its derived pins."""
-    from imagectl.compat.data import load_compat
 
     loaded = load_stack(find_stack(images_dir / "stacks", name))
     return loaded, resolve(loaded.stack, load_compat(images_dir / "compat"))

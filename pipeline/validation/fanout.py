@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.errors import UserError
+from imagectl.paths import find_workspace
 
 GROUP = "validate_hosts"
 
@@ -31,7 +32,6 @@ class FanoutResult:
 
 def playbook_path() -> Path:
     """playbooks/validate.yml of the workspace, else the copy shipped in the package."""
-    from imagectl.paths import find_workspace
 
     candidate = find_workspace().playbooks / "validate.yml"
     if candidate.is_file():

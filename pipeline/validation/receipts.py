@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.errors import UserError
 from imagectl.validation.classify import failed, is_image_level
+from imagectl.validators.receipt import load_receipt
 
 
 class ReceiptRejected(Exception):
@@ -60,8 +62,6 @@ def load_bound(
     path: Path, *, host: str, instance_id: str, slot: int, image_id: str, stack_digest: str
 ) -> HostOutcome:
     """The host's outcome from its fetched receipt file (missing / corrupt / foreign: none)."""
-    from imagectl.errors import UserError
-    from imagectl.validators.receipt import load_receipt
 
     if not path.is_file():
         return HostOutcome(host, instance_id, None, "no receipt came back", slot)

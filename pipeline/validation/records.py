@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import UserError
 from imagectl.validation.decide import BLOCKED, VALIDATED, Decision
@@ -19,7 +21,6 @@ STARTABLE = (ImageState.BUILT, ImageState.INCONCLUSIVE, ImageState.VALIDATING)
 
 class CatalogRecorder:
     def __init__(self, catalog: Any = None) -> None:
-        from imagectl.catalog.db import open_catalog
 
         self.catalog = catalog or open_catalog()
         self.image_pk: int | None = None
@@ -35,7 +36,6 @@ class CatalogRecorder:
         tags: dict[str, str],
     ) -> str:
         """Record/find the image and move it to validating; returns the previous state."""
-        from imagectl.catalog import repository as repo
 
         with self.catalog.transaction() as s:
             row = repo.find_image(s, cloud, region, image_id)
@@ -68,7 +68,6 @@ class CatalogRecorder:
             return previous
 
     def receipt(self, outcome: HostOutcome, *, shape: str, profile: str) -> None:
-        from imagectl.catalog import repository as repo
 
         if outcome.receipt is None or self.image_pk is None:
             return
@@ -87,7 +86,6 @@ class CatalogRecorder:
             )
 
     def finish(self, decision: Decision) -> str:
-        from imagectl.catalog import repository as repo
 
         target = (
             decision.verdict

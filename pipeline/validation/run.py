@@ -20,6 +20,7 @@ from typing import Any
 from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider, QuotaError
 from imagectl.clouds.common import NotReachable
 from imagectl.fsutil import atomic_write_json
+from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
 from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, Decision, decide
 from imagectl.validation.fanout import FanoutResult, run_validate_playbook
 from imagectl.validation.inventory import InventoryOverride, host_vars
@@ -274,7 +275,6 @@ class ValidationRun:
     def _sweep(self) -> None:
         """Terminate any instance of this run still alive (e.g. one whose launch call was
         interrupted before it returned an id)."""
-        from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
 
         mine = gcp_label_value(self.launched_by)
         try:

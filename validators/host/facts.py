@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from imagectl.validators.host.metadata import cloud_image_id
+
 # Packages recorded in a snapshot besides those the expectations name.
 RELEVANT_PACKAGES = re.compile(
     r"^(nvidia|libnvidia|libnccl|cuda-|datacenter-gpu-manager|linux-image|libcuda)"
@@ -347,7 +349,6 @@ def _hygiene(f: LiveFacts) -> dict[str, Any]:
 
 
 def _image_id(f: LiveFacts) -> dict[str, Any]:
-    from imagectl.validators.host.metadata import cloud_image_id
 
     return cloud_image_id(f.read(Path("/sys/class/dmi/id/sys_vendor")) or "")
 

@@ -12,6 +12,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imagectl.errors import UserError
+
 RELEVANT = re.compile(r"NVRM|nvidia|Xid|SXid|nvswitch|fallen off the bus|NVLink", re.I)
 
 # NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.
@@ -248,7 +250,6 @@ def read_host_log(timeout: float = 10.0) -> KernelLog:
 
 
 def read_file_log(path: Path) -> KernelLog:
-    from imagectl.errors import UserError
 
     try:
         return KernelLog(path.read_text(encoding="utf-8", errors="replace"), f"file:{path}")
