@@ -64,6 +64,13 @@ class Dotted:
         return self.text
 
 
+def upstream_version(deb_version: str) -> str:
+    """``1:580.95.05-0ubuntu1`` -> ``580.95.05`` (no epoch, no Debian revision: the
+    revision is what follows the last hyphen, Debian Policy 5.6.12)."""
+    rest = deb_version.split(":", 1)[-1]
+    return rest.rsplit("-", 1)[0] if "-" in rest else rest
+
+
 def driver_branch(driver: str) -> int:
     """The branch of a driver version: ``580.95.05`` -> 580."""
     return Dotted.parse(driver, what="driver version").major

@@ -46,7 +46,6 @@ def smoke_s(device: str, profile: str) -> float:
 
 
 def collectives_s(device: str, profile: str) -> float:
-
     sweep = sweep_for(device, profile)
     start = max(Plan.start_timeout_s, sweep.join_timeout_s)
     return start + SWEEP_S[(device, profile)] + sweep.op_timeout_s + MARGIN_S
@@ -54,7 +53,6 @@ def collectives_s(device: str, profile: str) -> float:
 
 def dcgm_s(profile: str) -> float:
     """The level's hard timeout (validators/data/dcgm.yaml) plus a margin."""
-
     level = tables().levels.get(profile)
     return (level.timeout_s if level else DCGM_S["quick"]) + MARGIN_S
 

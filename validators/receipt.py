@@ -113,7 +113,6 @@ def receipt_schema() -> dict[str, Any]:
 
 def write_receipt(receipt: Receipt, path: Path) -> None:
     """The receipt, whole or not at all (a full disk leaves no partial or .tmp file)."""
-
     atomic_write(path, receipt.model_dump_json(indent=2) + "\n")
 
 

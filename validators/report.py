@@ -217,5 +217,4 @@ def diff_receipts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def write_junit(receipt: dict[str, Any], path: Path) -> None:
     """``--junit FILE``: the JUnit XML, whole or not at all."""
-
     atomic_write(path, junit_xml(receipt))

@@ -19,7 +19,6 @@ SCHEMA_DIR = Path(__file__).parent / "schema"
 
 
 def generators() -> dict[str, Callable[[], dict[str, Any]]]:
-
     return {
         "receipt.schema.json": receipt_schema,
         "snapshot.schema.json": snapshot_schema,

@@ -60,7 +60,6 @@ def _now() -> str:
 
 
 def build_context(opts: Options) -> Context:
-
     if opts.snapshot is not None:
         snap = opts.snapshot
         nvml: Any = ReplayNvml(snap["nvml"])
@@ -155,17 +154,14 @@ def _guarded(
 
 
 def _load_smoke() -> Callable[..., Any]:
-
     return smoke_checks
 
 
 def _load_collectives() -> Callable[..., Any]:
-
     return collective_checks
 
 
 def _load_dcgm() -> Callable[..., Any]:
-
     return dcgm_checks
 
 
@@ -206,7 +202,6 @@ def readiness_part(
     ctx: Context, opts: Options, device: str, state: PartTwoState
 ) -> tuple[list[CheckResult], bool]:
     """The toolkit and CUDA, live or from the snapshot's ``cuda`` section; ready or not."""
-
     replay = opts.snapshot is not None
     if replay:
         facts = (opts.snapshot or {}).get("cuda")

@@ -117,7 +117,6 @@ class Snapshot(BaseModel):
     @field_validator("nvml")
     @classmethod
     def _devices(cls, v: NvmlSection) -> NvmlSection:
-
         known = set(known_error_names())
         if v.init.error is not None and v.init.error not in known:
             raise ValueError(f"init.error '{v.init.error}' is not an NVML error name")
@@ -166,7 +165,6 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
 def boot_history_fact(folder: Path) -> list[dict[str, Any]]:
     """Previous boots' receipts, reduced to what the recurrence rule reads (their boot,
     start, GPUs and kernel.xid results): no user's file paths, no other check."""
-
     receipts, _unreadable = read_folder(folder)
     return [
         {
@@ -193,7 +191,6 @@ def capture(
     readiness for GPU work (the validator's toolkit, cuInit in fresh processes) and, with
     ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm); with ``history_dir``, the
     previous boots' receipts (their XIDs) as the host fact ``boot_history``."""
-
     snap = Snapshot(
         description=description,
         captured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

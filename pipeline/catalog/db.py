@@ -44,7 +44,6 @@ class CatalogUnavailable(UserError):
 
 def database_url() -> str:
     """The configured catalog URL (see the module docstring)."""
-
     configured = os.environ.get(ENV_DATABASE_URL, "").strip()
     if configured:
         return configured

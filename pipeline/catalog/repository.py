@@ -280,7 +280,6 @@ def record_receipt(
     actor: str | None = None,
 ) -> ValidationRun:
     """Store one validator receipt for an image (does not change its state)."""
-
     img = _image(session, image)
     if verdict not in VERDICTS:
         raise UserError(f"receipt verdict '{verdict}' is not pass or fail", where=f"host {host}")

@@ -14,11 +14,6 @@ from imagectl.versions import Dotted
 from imagectl.yamlfast import load_data
 
 
-def _load(path: Path) -> Any:
-
-    return load_data(path)
-
-
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -122,7 +117,7 @@ def normalise_cuda(cuda: str) -> str:
 
 @lru_cache(maxsize=8)
 def load_compat(compat_dir: Path) -> CompatData:
-    rules_doc = _load(compat_dir / "rules.yaml")
+    rules_doc = load_data(compat_dir / "rules.yaml")
     rules = {
         rid: Rule(
             id=rid,
@@ -135,12 +130,12 @@ def load_compat(compat_dir: Path) -> CompatData:
         )
         for rid, r in rules_doc["rules"].items()
     }
-    cuda_doc = _load(compat_dir / "cuda.yaml")
+    cuda_doc = load_data(compat_dir / "cuda.yaml")
     cuda = {
         normalise_cuda(str(t["cuda"])): Dotted.parse(str(t["min_driver"]))
         for t in cuda_doc["toolkits"]
     }
-    gpu_doc = _load(compat_dir / "gpus.yaml")
+    gpu_doc = load_data(compat_dir / "gpus.yaml")
     archs = {
         name: Arch(
             name=name,
@@ -163,7 +158,7 @@ def load_compat(compat_dir: Path) -> CompatData:
         )
         for sku, g in gpu_doc["gpus"].items()
     }
-    br_doc = _load(compat_dir / "branches.yaml")
+    br_doc = load_data(compat_dir / "branches.yaml")
     branches = {
         int(n): Branch(
             number=int(n),
@@ -172,7 +167,7 @@ def load_compat(compat_dir: Path) -> CompatData:
         )
         for n, b in br_doc["branches"].items()
     }
-    tk_doc = _load(compat_dir / "toolkits.yaml")
+    tk_doc = load_data(compat_dir / "toolkits.yaml")
     toolkits = {
         str(version): {
             str(name): ToolkitVariant(
@@ -186,7 +181,7 @@ def load_compat(compat_dir: Path) -> CompatData:
         }
         for version, t in tk_doc["torch"].items()
     }
-    pkg_doc = _load(compat_dir / "packages.yaml")
+    pkg_doc = load_data(compat_dir / "packages.yaml")
     package_sets = {
         str(name): PackageSet(
             component=str(name),

@@ -33,7 +33,6 @@ FIELDS = ("driver", "fabric_manager", "nccl", "kernel")
 
 
 def load_json(path: Path, what: str) -> dict[str, Any]:
-
     doc = read_json(path, what, "Collect the file again from the node, or remove it")
     if not isinstance(doc, dict):
         raise UserError(f"{path}:1: corrupt {what}: expected a JSON object")
@@ -118,7 +117,6 @@ def cause(field: str, host: HostFacts, expected: HostFacts) -> str:
 def xid_recurrences(hosts_dir: Path) -> list[dict[str, Any]]:
     """Per node (hostname), each hardware XID that a receipt shares with the node's
     previous boot's receipt, on the same GPU: the catalog's recurrence rule."""
-
     by_node: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for path in sorted(hosts_dir.rglob("*.json")):
         if "manifests" in path.relative_to(hosts_dir).parts:

@@ -37,7 +37,6 @@ class Fetched:
 
 
 def cache_dir() -> Path:
-
     path = state_dir() / "drift" / "http-cache"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -25,7 +25,6 @@ class DriftOptions:
 
 
 def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
-
     data = load_compat(ws.compat_dir)
     if opts.stacks:
         paths = [find_stack(ws.stacks_dir, s) for s in opts.stacks]
@@ -53,7 +52,6 @@ def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
 
 
 def _upstream(path: Path, resolved, data, drift, opts: DriftOptions) -> None:  # type: ignore[no-untyped-def]
-
     if resolved.stack.nvidia is not None:
         upstream.check_stack(resolved, data, drift, as_of=opts.as_of, repo_url=opts.nvidia_repo_url)
     elif resolved.stack.clouds.local is not None:

@@ -28,7 +28,7 @@ from imagectl.drift.findings import Finding, PinChange, StackDrift
 from imagectl.drift.indexes import PackageIndex, load_index
 from imagectl.drift.sources import nvidia_repo_folder
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.versions import Dotted, NcclVersion, debian_version_key
+from imagectl.versions import Dotted, NcclVersion, debian_version_key, upstream_version
 
 _DRIVER_PKG = re.compile(r"^(?:nvidia-driver|nvidia-open|cuda-drivers)-(\d+)(?:-server|-open)?$")
 _PINNING_PKG = re.compile(r"^nvidia-driver-pinning-(\d+\.\d+(?:\.\d+)?)$")
@@ -38,12 +38,6 @@ _WANTED = re.compile(r"^(nvidia-|cuda-|libnccl2$|datacenter-gpu-manager-)")
 
 def wanted(name: str) -> bool:
     return bool(_WANTED.match(name))
-
-
-def upstream_version(deb_version: str) -> str:
-    """``1:580.95.05-0ubuntu1`` -> ``580.95.05`` (no epoch, no Debian revision)."""
-    rest = deb_version.split(":", 1)[-1]
-    return rest.rsplit("-", 1)[0] if "-" in rest else rest
 
 
 def _dotted(text: str) -> Dotted | None:

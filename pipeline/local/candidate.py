@@ -137,7 +137,6 @@ def build_candidate(
 ) -> Candidate:
     """Two progress steps: ``provision`` (site.yml natively in a chroot, see
     ``provision``) then ``build`` (Packer's qemu build runs the booted roles)."""
-
     local = resolved.stack.clouds.local
     assert local is not None
     started = time.monotonic()

@@ -18,7 +18,6 @@ from imagectl.local.procs import ChildFailed, Children
 def generate_key(folder: Path, name: str = "id_ed25519", comment: str = "imagectl-run") -> Path:
     """A fresh ed25519 key pair in ``folder`` (made 0700; ssh-keygen writes the private key
     0600); returns the private key's path. The caller removes the folder when done."""
-
     private_dir(folder)
     key = folder / name
     for p in (key, key.with_suffix(".pub")):

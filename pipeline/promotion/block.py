@@ -20,7 +20,6 @@ def block_image(
     catalog: Any, image: Any, *, reason: str, cloud: str | None = None, actor: str | None = None
 ) -> Any:
     """Block ``image`` (catalog id, row or cloud id); returns the row. Idempotent."""
-
     if not reason.strip():
         raise UserError("blocking an image needs --reason '...'")
     with catalog.transaction() as s:

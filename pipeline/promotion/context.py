@@ -17,7 +17,6 @@ from imagectl.stacks import load_resolved
 
 
 def load_stack_for(ws: Any, name: str) -> Any:
-
     _loaded, resolved = load_resolved(ws.images, name)
     return resolved
 
@@ -41,7 +40,6 @@ def choose_cloud(stack: Any, cloud: str | None) -> str:
 
 def provider_for(resolved: Any, cloud: str) -> Any:
     """The cloud's provider configured from the stack (``clouds.options``)."""
-
     try:
         return get_provider(cloud, **provider_options(resolved, cloud))
     except ModuleNotFoundError as error:

@@ -19,7 +19,6 @@ from imagectl.promotion.results import PromotionResult
 
 
 def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -> None:
-
     for row in group_rows(s, source):
         if row.id != source.id and row.state == ImageState.PROMOTING:
             repo.set_state(s, row, target, reason=reason, actor=actor)
@@ -28,7 +27,6 @@ def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -
 def close_partial(
     catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str], failed: list[str]
 ) -> None:
-
     done = [r for r in targets if r not in failed]
     errors = "; ".join(f"{r}: {result.regions[r].error}" for r in failed)
     with catalog.transaction() as s:
@@ -67,7 +65,6 @@ def close_partial(
 def flip_and_close(
     catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str]
 ) -> None:
-
     stack, cloud = run.stack.name, result.cloud
     crash_point("before_pointer_flip")
     with catalog.transaction() as s:

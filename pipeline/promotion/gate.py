@@ -84,7 +84,6 @@ def _finished_at(receipt: dict[str, Any], where: str) -> dt.datetime:
 
 def latest_receipts(session: Any, image: Any) -> list[Any]:
     """The newest receipt (ValidationRun) of every validation shape of ``image``."""
-
     newest: dict[str, Any] = {}
     for run in repo.receipts(session, image):  # oldest first
         newest[run.shape] = run
@@ -101,7 +100,6 @@ def sandbox_receipts(session: Any, image: Any) -> list[str]:
 
 
 def _profile_reasons(body: dict[str, Any], where: str, required_profile: str) -> list[str]:
-
     profile = str(body["profile"])
     reasons = []
     if profile_strength(profile) < profile_strength(required_profile):

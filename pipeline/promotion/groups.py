@@ -18,6 +18,5 @@ def resume_command(image: Any, cloud: str, regions: list[str], all_regions: list
 
 def group_rows(session: Any, source: Any) -> list[Any]:
     """The source image row and every replica row copied from it (all regions)."""
-
     rows = repo.list_images(session, stack=source.stack, cloud=source.cloud)
     return [r for r in rows if r.id == source.id or r.tags.get(rec.TAG_SOURCE) == source.id]

@@ -11,7 +11,6 @@ from imagectl.promotion.rollback import open_flip
 
 def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
     """region -> the cloud image id the catalog says "latest" names (what drift expects)."""
-
     with catalog.transaction() as s:
         return {
             p.region: p.image.cloud_image_id
@@ -21,7 +20,6 @@ def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
 
 def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list[dict[str, Any]]:
     """Every promotion, rollback, retention and pointer event of a stack, oldest first."""
-
     prefixes = ("promotion.", "pointer.", "rollback.", "retention.", "image.")
     with catalog.transaction() as s:
         rows = [e for e in repo.events(s, stack=stack, cloud=cloud) if e.kind.startswith(prefixes)]
@@ -41,7 +39,6 @@ def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list
 def unfinished_flip(session: Any, stack: str, cloud: str) -> dict[str, Any] | None:
     """The pointer flip of ``stack`` on ``cloud`` that started and did not finish, as
     plain data for ``status``: which regions moved, which did not, how to finish it."""
-
     found = open_flip(session, stack, cloud)
     if found is None:
         return None

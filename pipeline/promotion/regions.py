@@ -70,7 +70,6 @@ class RegionRun:
             self.progress(region, step, detail)
 
     def log(self, kind: str, region: str, message: str, **details: Any) -> None:
-
         with self.transaction() as s:
             img = repo.get_image(s, self.source_pk)
             repo.log_event(
@@ -195,7 +194,6 @@ class RegionRun:
     def request_copies(self, progress: dict[str, rec.RegionProgress]) -> None:
         """Record the copy token of every region that needs a copy, in one transaction,
         before any copy is asked for (a re-run reuses these tokens)."""
-
         todo = [
             p
             for p in progress.values()
@@ -228,7 +226,6 @@ class RegionRun:
         ``done`` event (available, tagged, shared). Tagging and sharing are idempotent, so
         a run killed before this commit simply does them again. The row's region is the
         target region (an Azure version or a GCP image reports its home location)."""
-
         with self.transaction() as s:
             source = repo.get_image(s, self.source_pk)
             assert source is not None

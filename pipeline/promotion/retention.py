@@ -53,13 +53,11 @@ class ImageInUse(UserError):
 
 def sources(session: Any, stack: str, cloud: str, states: tuple[str, ...]) -> list[Any]:
     """Source (validated, non-replica) images of a stack in ``states``."""
-
     rows = repo.list_images(session, stack=stack, cloud=cloud, state=list(states))
     return [r for r in rows if TAG_SOURCE not in r.tags]
 
 
 def group(session: Any, source: Any) -> list[Any]:
-
     return group_rows(session, source)
 
 
@@ -109,7 +107,6 @@ def _deprecate_row(
     s: Any, provider: Provider, row: Any, replacement: Any, reason: str, actor: str | None
 ) -> None:
     """Deprecate in the cloud, then in the catalog: a cloud error leaves the row as it was."""
-
     cloud_img = provider.get_image(row.cloud_image_id, row.region)
     repl = (
         provider.get_image(replacement.cloud_image_id, replacement.region) if replacement else None
@@ -136,7 +133,6 @@ def apply_retention(
     actor: str | None = None,
 ) -> RetentionOutcome:
     """Deprecate promoted groups beyond the newest ``keep_last`` (unless in use)."""
-
     out = RetentionOutcome()
     instances = _instances(provider)
     with catalog.transaction() as s:
@@ -209,7 +205,6 @@ def deprecate_image(
     catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
     """Deprecate every region row of one image group; refuses rows still in use."""
-
     out = RetentionOutcome()
     instances = _instances(provider)
     with catalog.transaction() as s:
@@ -236,7 +231,6 @@ def delete_image(
     catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
     """Delete a deprecated / rolled-back / blocked group; refuses rows still in use."""
-
     out = RetentionOutcome()
     instances = _instances(provider)
     with catalog.transaction() as s:

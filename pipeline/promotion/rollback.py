@@ -47,7 +47,6 @@ class RollbackResult:
 
 def _history(session: Any, stack: str, cloud: str, region: str) -> list[int]:
     """Catalog ids the region's pointer named, newest first (from ``pointer.set`` events)."""
-
     out: list[int] = []
     for ev in repo.events(session, stack=stack, cloud=cloud, kind="pointer.set"):
         if ev.details.get("region") == region:
@@ -59,7 +58,6 @@ def _history(session: Any, stack: str, cloud: str, region: str) -> list[int]:
 
 def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, Any]]:
     """region -> (current Image, target Image); raises NothingToRollBack."""
-
     pointers = repo.list_pointers(session, stack=stack, cloud=cloud)
     if not pointers:
         raise NothingToRollBack(
@@ -91,7 +89,6 @@ def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, 
 def open_flip(session: Any, stack: str, cloud: str) -> tuple[Any, list[Any]] | None:
     """The promotion whose pointer flip started and did not finish (a region still
     ``pending``), with its flips; None when every flip finished."""
-
     by_promotion: dict[int, list[Any]] = {}
     for flip in repo.flips(session, stack=stack, cloud=cloud):
         by_promotion.setdefault(flip.promotion_id, []).append(flip)
@@ -119,7 +116,6 @@ def _undo_open_flip(
     promotion goes back to the image it named before the flip (regions that never moved
     stay), and the promotion closes without promoting. Rolling back from the catalog's
     pointers alone would send the moved regions one image too far."""
-
     with catalog.transaction() as s:
         found = open_flip(s, stack, cloud)
         if found is None:
@@ -181,7 +177,6 @@ def rollback(
     lock_wait_s: float = 0.0,
     actor: str | None = None,
 ) -> RollbackResult:
-
     cloud = provider.cloud
     actor = actor or current_actor()
     why = f"rollback{': ' + reason if reason else ''}"

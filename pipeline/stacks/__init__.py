@@ -24,6 +24,5 @@ __all__ = [
 
 def load_resolved(images_dir: Path, name: str) -> tuple[LoadedStack, ResolvedStack]:
     """Load ``images/stacks/<name>.yaml`` and resolve its derived pins."""
-
     loaded = load_stack(find_stack(images_dir / "stacks", name))
     return loaded, resolve(loaded.stack, load_compat(images_dir / "compat"))

@@ -27,13 +27,7 @@ class PinnedPackages:
     component: str  # images/compat/packages.yaml: driver, nccl, ...
     var: str  # the Ansible role variable that receives ``names``
     names: tuple[str, ...]
-    pin: str  # as the stack writes it
-    upstream: bool  # the pin is the upstream version; NVIDIA's Debian revision follows
-
-    @property
-    def apt_version(self) -> str:
-        """The version apt is asked for (``=`` pin, ``*`` for NVIDIA's revision)."""
-        return f"{self.pin}-*" if self.upstream else self.pin
+    pin: str  # as the stack writes it (packages.yaml's ``version`` says how it matches)
 
 
 @dataclass(frozen=True)
@@ -176,5 +170,4 @@ def _pinned(spec: PackageSet, pin: str, fields: dict[str, Any]) -> PinnedPackage
         var=spec.var,
         names=tuple(t.format(**fields) for t in spec.packages),
         pin=pin,
-        upstream=spec.version == "upstream",
     )

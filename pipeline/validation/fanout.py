@@ -32,7 +32,6 @@ class FanoutResult:
 
 def playbook_path() -> Path:
     """playbooks/validate.yml of the workspace, else the copy shipped in the package."""
-
     candidate = find_workspace().playbooks / "validate.yml"
     if candidate.is_file():
         return candidate

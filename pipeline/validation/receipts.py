@@ -62,7 +62,6 @@ def load_bound(
     path: Path, *, host: str, instance_id: str, slot: int, image_id: str, stack_digest: str
 ) -> HostOutcome:
     """The host's outcome from its fetched receipt file (missing / corrupt / foreign: none)."""
-
     if not path.is_file():
         return HostOutcome(host, instance_id, None, "no receipt came back", slot)
     try:

@@ -21,7 +21,6 @@ STARTABLE = (ImageState.BUILT, ImageState.INCONCLUSIVE, ImageState.VALIDATING)
 
 class CatalogRecorder:
     def __init__(self, catalog: Any = None) -> None:
-
         self.catalog = catalog or open_catalog()
         self.image_pk: int | None = None
 
@@ -36,7 +35,6 @@ class CatalogRecorder:
         tags: dict[str, str],
     ) -> str:
         """Record/find the image and move it to validating; returns the previous state."""
-
         with self.catalog.transaction() as s:
             row = repo.find_image(s, cloud, region, image_id)
             if row is None:
@@ -68,7 +66,6 @@ class CatalogRecorder:
             return previous
 
     def receipt(self, outcome: HostOutcome, *, shape: str, profile: str) -> None:
-
         if outcome.receipt is None or self.image_pk is None:
             return
         r = outcome.receipt
@@ -86,7 +83,6 @@ class CatalogRecorder:
             )
 
     def finish(self, decision: Decision) -> str:
-
         target = (
             decision.verdict
             if decision.verdict in (VALIDATED, BLOCKED)

@@ -114,6 +114,9 @@ class ValidationRun:
         self.result = ValidationResult(Decision(INCONCLUSIVE, ["run did not finish"]), [])
         self._next_slot = 0
         self._workdir = Path(tempfile.mkdtemp(prefix="imagectl-validate-"))
+        # Written once for every round: the hosts' --expect.
+        self._expect_file = self._workdir / "expect.json"
+        atomic_write_json(self._expect_file, request.expect, indent=2, sort_keys=True)
         # Who launched it, and which run: an interrupt during a launch call leaves an
         # instance this run never learnt the id of; the final sweep finds it by this tag.
         self.launched_by = f"{request.launched_by}/run-{secrets.token_hex(4)}"
@@ -191,12 +194,10 @@ class ValidationRun:
             inst.instance_id: host_vars(inst, slot, self.req, self._workdir)
             for slot, inst in reachable.items()
         }
-        expect_file = self._workdir / "expect.json"
-        atomic_write_json(expect_file, self.req.expect, indent=2, sort_keys=True)
         extravars = {
             "validate_receipt_dir": str(receipt_dir),
             "validate_candidate_id": self.req.image.image_id,
-            "validate_expect": str(expect_file),
+            "validate_expect": str(self._expect_file),
             "validate_profile": self.req.profile,
             "validate_sandbox": self.req.sandbox,
             "validate_wheel": self.req.wheel,
@@ -275,7 +276,6 @@ class ValidationRun:
     def _sweep(self) -> None:
         """Terminate any instance of this run still alive (e.g. one whose launch call was
         interrupted before it returned an id)."""
-
         mine = gcp_label_value(self.launched_by)
         try:
             found = self.provider.list_instances(managed_only=True)

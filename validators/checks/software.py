@@ -19,7 +19,7 @@ from imagectl.validators.manifest import parse_manifest
 from imagectl.validators.nvml.errors import error_name
 from imagectl.validators.nvml.fabric import health_fault, read_fabric
 from imagectl.validators.results import Action
-from imagectl.versions import Dotted
+from imagectl.versions import Dotted, upstream_version
 
 STACK = "the stack's pins (images/stacks/)"
 
@@ -428,7 +428,7 @@ def manifest_agrees(ctx: Context) -> Finding:
         if recorded and pin and not version_matches(str(recorded), str(pin)):
             differ[pin_field] = {"manifest": recorded, "expected": pin}
     nccl, pin = manifest.nccl_version, ctx.expect.nccl
-    if nccl and pin and _upstream(nccl) != _upstream(pin):
+    if nccl and pin and upstream_version(nccl) != upstream_version(pin):
         differ["nccl"] = {"manifest": nccl, "expected": pin}
     if not differ:
         return ok(f"{len(listed)} package(s) agree", measured=len(listed))
@@ -439,8 +439,3 @@ def manifest_agrees(ctx: Context) -> Finding:
         measured=differ,
         source=STACK,
     )
-
-
-def _upstream(version: str) -> str:
-    """``1:4.4.1-1`` -> ``4.4.1``; ``2.26.2-1+cuda12.8`` -> ``2.26.2``."""
-    return version.split(":", 1)[-1].split("-", 1)[0]

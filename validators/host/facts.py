@@ -349,7 +349,6 @@ def _hygiene(f: LiveFacts) -> dict[str, Any]:
 
 
 def _image_id(f: LiveFacts) -> dict[str, Any]:
-
     return cloud_image_id(f.read(Path("/sys/class/dmi/id/sys_vendor")) or "")
 
 

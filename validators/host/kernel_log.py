@@ -250,7 +250,6 @@ def read_host_log(timeout: float = 10.0) -> KernelLog:
 
 
 def read_file_log(path: Path) -> KernelLog:
-
     try:
         return KernelLog(path.read_text(encoding="utf-8", errors="replace"), f"file:{path}")
     except OSError as exc:
