@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -235,3 +236,77 @@ def test_site_check_mode_installs_pins_and_holds_everything(
             held.add(m[1])
     assert set(pinned) <= held, sorted(set(pinned) - held)
     assert f"linux-image-{v['base_kernel_version']}" in held
+
+
+def test_imex_is_pinned_at_the_driver_version_where_the_gpu_needs_it(
+    world: tuple[dict[str, Any], dict[str, str], Path], tmp_path: Path
+) -> None:
+    """NVIDIA IMEX User Guide, "Installation": nvidia-imex comes from the driver's branch at
+    the driver's exact version. fabric_manager installs it at that version; the apt pins
+    must hold it there too, or a later ``apt-get upgrade`` takes a newer nvidia-imex."""
+    require_root()
+    v, _, base = world
+    _, resolved = load_resolved(ROOT / "images", "h100-training")
+    _, avars_file, _, _ = write_var_files(resolved, "aws", tmp_path)
+    prefs = base / "etc/preferences.d/imagectl-nvidia-pins-imex"
+    imex = f"nvidia-imex-{v['nvidia_driver_version'].split('.')[0]}"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            str(HERE / "render_pins.yml"),
+            "--extra-vars",
+            f"@{avars_file}",
+            "--extra-vars",
+            json.dumps(
+                {
+                    "nvidia_repo_preferences_file": str(prefs),
+                    "ansible_python_interpreter": sys.executable,
+                    "fabric_manager_imex_enabled": True,
+                    "fabric_manager_imex_packages": [imex],
+                }
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env({}),
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stanzas = prefs.read_text().split("\n\n")
+    pinned = [s for s in stanzas if f"Package: {imex}" in s]
+    assert len(pinned) == 1, prefs.read_text()
+    assert f"Pin: version {v['fabric_manager_version']}-*" in pinned[0]
+
+
+def test_site_refuses_an_enabled_role_without_its_package_names(tmp_path: Path) -> None:
+    """The one guard in site.yml: a vars file that enables a role but carries no package
+    names (an old or hand-written vars file) stops before anything is installed."""
+    require_tool("ansible-playbook")
+    _, resolved = load_resolved(ROOT / "images", "h100-training")
+    _, avars_file, _, _ = write_var_files(resolved, "aws", tmp_path)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "--check",
+            str(ROOT / "playbooks" / "site.yml"),
+            "--extra-vars",
+            f"@{avars_file}",
+            "--extra-vars",
+            json.dumps({"dcgm_packages": [], "ansible_python_interpreter": sys.executable}),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env({}),
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-4000:]
+    assert "dcgm_packages is empty" in out, out[-4000:]
+    assert "nvidia_driver_packages is empty" not in out
+    assert "TASK [base : " not in out and "TASK [nvidia_repo : " not in out
