@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagectl.errors import UserError
+from imagectl.versions import upstream_version
 from imagectl.validators.manifest import parse_manifest
 
 CHECKS = {
@@ -53,8 +54,8 @@ def upstream(version: Any) -> str | None:
     """``1:580.95.05-0ubuntu1`` -> ``580.95.05``; ``2.26.2-1+cuda12.8`` -> ``2.26.2``."""
     if version in (None, ""):
         return None
-    text = str(version).split(":", 1)[-1]
-    return text.split("-", 1)[0] if re.match(r"^\d", text) else text
+    text = str(version)
+    return upstream_version(text) if re.match(r"^(\d+:)?\d", text) else text
 
 
 def _str(v: Any) -> str | None:

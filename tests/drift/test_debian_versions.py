@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from imagectl.drift.receipts import upstream
 from imagectl.versions import debian_version_key
 from tests.support import require_tool
 
@@ -91,3 +92,20 @@ def test_matches_dpkg_on_generated_pairs() -> None:
 def test_known_orders(a: str, b: str, order: int) -> None:
     assert _ours(a, b) == order
     assert hash(debian_version_key(a)) == hash(debian_version_key(b)) or order != 0
+
+
+@pytest.mark.parametrize(
+    ("package_version", "upstream_part"),
+    [
+        # Debian Policy 5.6.12: the revision is what follows the LAST hyphen; an upstream
+        # version may itself hold hyphens when a revision is present.
+        ("1:580.95.05-0ubuntu1", "580.95.05"),
+        ("2.26.2-1+cuda12.8", "2.26.2"),
+        ("4.1.0-rc1-1", "4.1.0-rc1"),
+        ("580.95.05", "580.95.05"),
+    ],
+)
+def test_host_drift_compares_the_upstream_part_as_debian_policy_defines_it(
+    package_version: str, upstream_part: str
+) -> None:
+    assert upstream(package_version) == upstream_part
