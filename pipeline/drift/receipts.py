@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagectl.errors import UserError
-from imagectl.versions import upstream_version
 from imagectl.validators.manifest import parse_manifest
+from imagectl.versions import upstream_version
 
 CHECKS = {
     "driver": "sw.driver.version",
