@@ -1,20 +1,21 @@
 """``imagectl build --stack S --cloud C [--dry-run]``: build one candidate image with Packer.
 
-Resolves the stack, writes ``<stack>.<cloud>.pkrvars.json`` and
-``<stack>.<cloud>.ansible.json`` into the build folder (``--var-dir`` or
-``<state dir>/builds/<build id>``) and runs ``packer build`` through imagectl's wrapper,
-printing progress and, at the end, the artifacts from Packer's manifest. ``--dry-run``
-prints the exact command and variables instead of running it.
+Parses the options and calls the build stage (``imagectl.building``): it resolves the
+stack, writes ``<stack>.<cloud>.pkrvars.json`` and ``<stack>.<cloud>.ansible.json`` into
+the build folder (``--var-dir`` or ``<state dir>/builds/<build id>``) and runs ``packer
+build`` through imagectl's wrapper. This module prints the progress and, at the end, the
+artifacts from Packer's manifest; ``--dry-run`` prints the exact command and variables.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
+from imagectl.building import BuildRequest, build_image, dry_run
+from imagectl.building.stage import parse_overrides
 from imagectl.cli.common import (
     cloud_option,
     console,
@@ -23,12 +24,14 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.packer.machine_readable import PackerEvent
+from imagectl.paths import Workspace
 
 
 @click.command("build")
 @stack_option("Stack name (images/stacks/<name>.yaml).", dest="stack_name", required=True)
 @cloud_option("Which template set.", required=True)
-@click.option("--dry-run", is_flag=True, help="Print the packer command and variables only.")
+@click.option("--dry-run", "dry", is_flag=True, help="Print the packer command and variables only.")
 @click.option(
     "--var-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -61,7 +64,7 @@ def command(
     ctx: click.Context,
     stack_name: str,
     cloud: str,
-    dry_run: bool,
+    dry: bool,
     var_dir: Path | None,
     build_id: str | None,
     timeout_min: float,
@@ -70,50 +73,31 @@ def command(
     as_json: bool,
 ) -> None:
     """Build a candidate image of STACK for CLOUD with Packer."""
-    from imagectl.errors import UserError
-    from imagectl.stacks import load_resolved
-
-    ws = workspace(ctx)
-    _, resolved = load_resolved(ws.images, stack_name)
-    extra = _parse_overrides(overrides, UserError)
-    _check_override_names(extra, ws.packer_dir(cloud), cloud, UserError)
-    if dry_run:
-        _dry_run(ws, resolved, cloud, var_dir, build_id, extra, skip_provisioning, as_json)
+    request = BuildRequest(
+        stack=stack_name,
+        cloud=cloud,
+        var_dir=var_dir,
+        build_id=build_id,
+        overrides=parse_overrides(overrides),
+        skip_provisioning=skip_provisioning,
+        timeout_s=timeout_min * 60,
+    )
+    if dry:
+        _show_dry_run(workspace(ctx), request, as_json)
         return
-    from imagectl.clouds import build_records
-    from imagectl.packer.build import check_build_id, git_commit, new_build_id, run_build
-
-    extra = build_records.endpoint_overrides(cloud, extra)
-    build_records.prepare(resolved, cloud)
-    build_id = check_build_id(build_id) if build_id else new_build_id()
-    record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
     out = console(stderr=True)
 
-    def progress(event: Any) -> None:
+    def progress(event: PackerEvent) -> None:
         if event.type == "ui" and event.ui_level in ("say", "message", "error"):
             style = "red" if event.is_error else None
             for line in event.text.splitlines() or [""]:
                 out.print(line, style=style, markup=False)
 
-    try:
-        result = run_build(
-            resolved,
-            cloud,
-            workspace=ws,
-            build_id=build_id,
-            var_dir=var_dir,
-            overrides=extra,
-            skip_provisioning=skip_provisioning,
-            on_event=progress,
-            timeout=timeout_min * 60,
-        )
-    except (Exception, KeyboardInterrupt) as exc:
-        build_records.failed(record, cancelled=isinstance(exc, KeyboardInterrupt))
-        raise
-    images = build_records.finish(record, resolved, cloud, result.artifacts)
+    outcome = build_image(workspace(ctx), request, on_event=progress)
     if as_json:
-        emit_json({**result.to_dict(), "images": images})
+        emit_json(outcome.to_dict())
         return
+    result = outcome.result
     con = console()
     con.print(f"build {result.plan.build_id}: {len(result.artifacts)} artifact(s)")
     for a in result.artifacts:
@@ -121,63 +105,9 @@ def command(
     con.print(f"  manifest: {result.plan.manifest_file}", markup=False)
 
 
-def _parse_overrides(items: tuple[str, ...], error: Any) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise error(f"--var '{item}' is not NAME=VALUE", hint="e.g. --var aws_region=us-west-2")
-        out[name] = value
-    return out
-
-
-def _check_override_names(extra: dict[str, str], folder: Path, cloud: str, error: Any) -> None:
-    """``--var NAME=...`` names a variable the cloud's templates declare."""
-    import difflib
-
-    from imagectl.lint import declared_packer_vars
-
-    declared = declared_packer_vars(folder)
-    for name in extra:
-        if declared and name not in declared:
-            near = difflib.get_close_matches(name, sorted(declared), n=1)
-            raise error(
-                f"--var {name[:80]!r}: no such variable in the {cloud} templates ({folder})",
-                hint=f"Did you mean '{near[0]}'?" if near else "See variables.pkr.hcl there",
-            )
-
-
-def _dry_run(
-    ws: Any,
-    resolved: Any,
-    cloud: str,
-    var_dir: Path | None,
-    build_id: str | None,
-    extra: dict[str, str],
-    skip_provisioning: bool,
-    as_json: bool,
-) -> None:
-    from imagectl.errors import UserError
-    from imagectl.packer.binary import find_packer
-    from imagectl.packer.build import plan_build
-
-    note = ""
-    try:
-        binary = find_packer()
-    except UserError as exc:
-        binary = None
-        note = f"packer not usable here ({exc.message}); command shown for Packer >= 1.7"
-    plan = plan_build(
-        resolved,
-        cloud,
-        workspace=ws,
-        build_id=build_id,
-        var_dir=var_dir,
-        binary=binary,
-        overrides=extra,
-        skip_provisioning=skip_provisioning,
-        validator_wheel="<built at run time: pip wheel --no-deps>",
-    )
+def _show_dry_run(ws: Workspace, request: BuildRequest, as_json: bool) -> None:
+    shown = dry_run(ws, request)
+    plan = shown.plan
     if as_json:
         emit_json(
             {
@@ -188,14 +118,14 @@ def _dry_run(
                 "ansible_vars_file": str(plan.ansible_vars_file),
                 "packer_vars": plan.packer_vars,
                 "ansible_vars": plan.ansible_vars,
-                "note": note,
+                "note": shown.note,
             }
         )
         return
     # Plain echo: the command and JSON must be copyable, never wrapped.
     click.echo(f"# build {plan.build_id}: stack {plan.stack}, cloud {plan.cloud} (dry run)")
-    if note:
-        click.echo(f"# {note}")
+    if shown.note:
+        click.echo(f"# {shown.note}")
     click.echo(plan.shell_command())
     click.echo(f"\n# {plan.var_file}")
     click.echo(json.dumps(plan.packer_vars, indent=2, sort_keys=True))

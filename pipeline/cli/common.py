@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from imagectl.errors import EXIT_BAD_INPUT, UserError
+
+if TYPE_CHECKING:  # the registry module stays light: --help imports nothing more
+    from imagectl.paths import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,7 +104,7 @@ def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def workspace(ctx: click.Context) -> Any:
+def workspace(ctx: click.Context) -> Workspace:
     from imagectl.paths import find_workspace
 
     root = (ctx.find_root().obj or {}).get("root")
