@@ -1,4 +1,7 @@
-"""``imagectl validate-image``: boot a candidate on its GPU shape, validate, decide."""
+"""``imagectl validate-image``: boot a candidate on its GPU shape, validate, decide.
+
+Parses the options and calls the validation stage (``imagectl.validation.stage``), then
+prints its result."""
 
 from __future__ import annotations
 
@@ -17,53 +20,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-
-
-def _stack_of(cloud: str, image_id: str) -> str | None:
-    """The stack the catalog records for this image, if the catalog knows it."""
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.db import open_catalog
-
-    catalog = open_catalog()
-    with catalog.transaction() as s:
-        for row in repo.list_images(s, cloud=cloud):
-            if row.cloud_image_id == image_id:
-                return str(row.stack)
-    return None
-
-
-def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, str | None]:
-    """(private key path, public key text): the given key, or a fresh one for this run."""
-    import shutil
-    import subprocess
-
-    if path:
-        pub = Path(path + ".pub")
-        if not pub.is_file():
-            from imagectl.errors import UserError
-
-            raise UserError(f"no public key next to {path}", hint=f"Expected {pub}")
-        return path, pub.read_text().strip()
-    if not needed or not shutil.which("ssh-keygen"):
-        return None, None
-    key = folder / "id_ed25519"
-    subprocess.run(
-        [
-            "ssh-keygen",
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            "imagectl-validation",
-            "-f",
-            str(key),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return str(key), (folder / "id_ed25519.pub").read_text().strip()
+from imagectl.validation.progress import Reporter, RichReporter
 
 
 @click.command("validate-image")
@@ -172,170 +129,35 @@ def command(
     host unreachable, the validator crashed, a foreign receipt, host problems that
     retries did not clear). Instances are always terminated.
     """
-    import shutil
-    import tempfile
+    # The stage pulls in the catalog (SQLAlchemy): loaded here so `--help` stays light.
+    from imagectl.validation.stage import ImageValidationRequest, validate_image
 
-    from imagectl.clouds import get_provider
-    from imagectl.clouds.options import provider_options
-    from imagectl.errors import UserError
-    from imagectl.stacks import load_resolved
-    from imagectl.validation.inventory import InventoryOverride
-    from imagectl.validation.signals import interrupts_raise
-
-    # Local input first: a bad override file is exit 2 before any cloud call.
-    override = InventoryOverride.load(inventory_override) if inventory_override else None
-    ws = workspace(ctx)
-    stack = stack or _stack_of(cloud, image_id)
-    if not stack:
-        raise UserError(
-            f"image {image_id} is not in the catalog, so its stack is unknown",
-            hint="Pass --stack NAME (the stack it was built from)",
-        )
-    _, resolved = load_resolved(ws.images, stack)
-    options = provider_options(resolved, cloud)
-    provider = get_provider(cloud, **options)
-    settings = getattr(resolved.stack.clouds, cloud)
-    region = {"aws": options.get("region"), "azure": options.get("location")}.get(cloud, "")
-    image = provider.get_image(image_id, region or "")
-    if image is None:
-        raise UserError(
-            f"image {image_id} was not found in {cloud}" + (f" region {region}" if region else ""),
-            hint="Check the id with `imagectl status` or the cloud console",
-        )
-    from imagectl.tags import TAG_DIGEST, gcp_label_value
-
-    tagged = image.tags.get(TAG_DIGEST)
-    if tagged and tagged not in (resolved.digest, gcp_label_value(resolved.digest)):
-        raise UserError(
-            f"image {image_id} was built from stack digest {tagged[:12]}, but "
-            f"{stack} now resolves to {resolved.short_digest}",
-            hint="Build a new candidate from the current stack",
-        )
-    shape = shape or settings.validation_shapes[0]
-    profile = profile or resolved.stack.validation.profile
-    from imagectl.stacks.expectations import for_shape
-
-    expect = for_shape(ws.images, resolved, shape).model_dump(mode="json")
-    # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
-    # too: it is raised as an interrupt while the run holds the key).
-    keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
-    try:
-        with interrupts_raise():
-            return _validate_with_key(
-                keydir, ssh_key, override, cloud, provider, image, resolved, stack, shape,
-                expect, profile, hosts, ttl_h, locations, max_retries, reach_timeout,
-                validator_timeout, runner_cidr, ssh_user, wheel, sandbox, as_json,
-            )  # fmt: skip
-    finally:
-        shutil.rmtree(keydir, ignore_errors=True)
-
-
-def _validate_with_key(
-    keydir: Path,
-    ssh_key: str | None,
-    override: Any,
-    cloud: str,
-    provider: Any,
-    image: Any,
-    resolved: Any,
-    stack: str,
-    shape: str,
-    expect: dict[str, Any],
-    profile: str,
-    hosts: int,
-    ttl_h: float,
-    locations: tuple[str, ...],
-    max_retries: int,
-    reach_timeout: float,
-    validator_timeout: float,
-    runner_cidr: str | None,
-    ssh_user: str,
-    wheel: str | None,
-    sandbox: bool,
-    as_json: bool,
-) -> int:
-    import datetime as dt
-
-    from imagectl.actor import current_actor
-    from imagectl.validation.progress import Reporter, RichReporter
-    from imagectl.validation.records import CatalogRecorder
-    from imagectl.validation.run import ValidationRequest, ValidationRun
-
-    private_key, public_key = _ssh_key(ssh_key, not (override and override.local), keydir)
-
-    recorder = CatalogRecorder()
-    recorder.start(
+    req = ImageValidationRequest(
+        image_id=image_id,
         cloud=cloud,
-        region=image.region,
-        image_id=image.image_id,
         stack=stack,
-        digest=resolved.digest,
-        tags=image.tags,
-    )
-    provider.tag_state(image, ImageState.VALIDATING)
-    request = ValidationRequest(
-        image=image,
-        stack=stack,
-        stack_digest=resolved.digest,
         shape=shape,
-        expect=expect,
         hosts=hosts,
         profile=profile,
-        ttl=dt.timedelta(hours=ttl_h),
-        locations=list(locations) or None,
-        max_host_retries=max_retries,
+        locations=locations,
+        ttl_h=ttl_h,
+        max_retries=max_retries,
         reach_timeout_s=reach_timeout,
         validator_timeout_s=validator_timeout,
-        allowed_cidr=runner_cidr,
+        runner_cidr=runner_cidr,
         ssh_user=ssh_user,
-        ssh_private_key=private_key,
-        ssh_public_key=public_key,
-        launched_by=current_actor(),
-        override=override,
-        wheel=wheel or "",
+        ssh_key=ssh_key,
+        inventory_override=inventory_override,
+        wheel=wheel,
         sandbox=sandbox,
     )
     reporter = Reporter() if as_json else RichReporter(console())
-
-    def record(outcome: Any) -> None:
-        recorder.receipt(outcome, shape=shape, profile=profile)
-
-    run = ValidationRun(provider, request, reporter=reporter, on_receipt=record)
-    try:
-        with reporter:
-            result = run.run()
-    except KeyboardInterrupt:
-        from imagectl.validation.decide import INCONCLUSIVE, Decision
-
-        recorder.finish(Decision(INCONCLUSIVE, ["the run was interrupted"]))
-        provider.tag_state(image, ImageState.INCONCLUSIVE)
-        raise
-    state = recorder.finish(result.decision)
-    provider.tag_state(image, state)
-    payload = {
-        "image_id": image.image_id,
-        "cloud": cloud,
-        "stack": stack,
-        "shape": shape,
-        "state": state,
-        "receipts": _receipt_kind(override, sandbox),
-        **result.to_dict(),
-    }
+    payload = validate_image(workspace(ctx), req, reporter)
     if as_json:
         emit_json(payload)
     else:
         _render(payload)
-    return 0 if state == ImageState.VALIDATED else 1
-
-
-def _receipt_kind(override: Any, sandbox: bool) -> str:
-    """live (hosts booted from the image) or replay (test-mode hosts replaying snapshots)."""
-    replays = override is not None and any(
-        override.for_slot(i).get("validate_snapshot") for i in range(len(override.slots) + 1)
-    )
-    if not replays:
-        return "live"
-    return "sandbox replay" if sandbox else "replay"
+    return 0 if payload["state"] == ImageState.VALIDATED else 1
 
 
 def _render(payload: dict[str, Any]) -> None:

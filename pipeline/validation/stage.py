@@ -1,0 +1,227 @@
+"""The validation stage for a cloud candidate: find the image, check it was built from
+the stack as it resolves now, launch its hosts on the shape, run the validator on each,
+record every receipt and the decision in the catalog and the image's state tag.
+
+``imagectl validate-image`` parses its options into an ``ImageValidationRequest`` and
+calls ``validate_image``; the local pipeline validates in QEMU (``imagectl.local``) and
+records through the same ``CatalogRecorder``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from imagectl.actor import current_actor
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import open_catalog
+from imagectl.catalog.lifecycle import ImageState
+from imagectl.clouds import get_provider
+from imagectl.clouds.base import CloudImage, Provider
+from imagectl.clouds.options import provider_options
+from imagectl.errors import UserError
+from imagectl.paths import Workspace
+from imagectl.stacks import load_resolved
+from imagectl.stacks.expectations import for_shape
+from imagectl.stacks.resolve import ResolvedStack
+from imagectl.tags import TAG_DIGEST, gcp_label_value
+from imagectl.validation.decide import INCONCLUSIVE, Decision
+from imagectl.validation.inventory import InventoryOverride
+from imagectl.validation.progress import Reporter
+from imagectl.validation.receipts import HostOutcome
+from imagectl.validation.records import CatalogRecorder
+from imagectl.validation.run import ValidationRequest, ValidationRun
+from imagectl.validation.signals import interrupts_raise
+
+
+@dataclass(frozen=True)
+class ImageValidationRequest:
+    """What ``imagectl validate-image`` asks for (its options, parsed)."""
+
+    image_id: str
+    cloud: str
+    stack: str | None = None
+    shape: str | None = None
+    hosts: int = 1
+    profile: str | None = None
+    locations: tuple[str, ...] = ()
+    ttl_h: float = 3.0
+    max_retries: int = 2
+    reach_timeout_s: float = 900.0
+    validator_timeout_s: float = 1800.0
+    runner_cidr: str | None = None
+    ssh_user: str = "ubuntu"
+    ssh_key: str | None = None
+    inventory_override: Path | None = None
+    wheel: str | None = None
+    sandbox: bool = False
+
+
+def validate_image(
+    ws: Workspace, req: ImageValidationRequest, reporter: Reporter
+) -> dict[str, Any]:
+    """Validate the candidate on its shape; the result (its ``state`` is validated,
+    blocked or inconclusive) as the command prints it. Instances are always terminated."""
+    # Local input first: a bad override file is exit 2 before any cloud call.
+    override = InventoryOverride.load(req.inventory_override) if req.inventory_override else None
+    stack = req.stack or _stack_of(req.cloud, req.image_id)
+    if not stack:
+        raise UserError(
+            f"image {req.image_id} is not in the catalog, so its stack is unknown",
+            hint="Pass --stack NAME (the stack it was built from)",
+        )
+    _, resolved = load_resolved(ws.images, stack)
+    options = provider_options(resolved, req.cloud)
+    provider = get_provider(req.cloud, **options)
+    image = _find_image(provider, req, options, resolved, stack)
+    settings = getattr(resolved.stack.clouds, req.cloud)
+    shape = req.shape or settings.validation_shapes[0]
+    profile = req.profile or resolved.stack.validation.profile
+    expect = for_shape(ws.images, resolved, shape).model_dump(mode="json")
+    # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
+    # too: it is raised as an interrupt while the run holds the key).
+    keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
+    try:
+        with interrupts_raise():
+            private_key, public_key = _ssh_key(
+                req.ssh_key, not (override and override.local), keydir
+            )
+            request = ValidationRequest(
+                image=image,
+                stack=stack,
+                stack_digest=resolved.digest,
+                shape=shape,
+                expect=expect,
+                hosts=req.hosts,
+                profile=profile,
+                ttl=dt.timedelta(hours=req.ttl_h),
+                locations=list(req.locations) or None,
+                max_host_retries=req.max_retries,
+                reach_timeout_s=req.reach_timeout_s,
+                validator_timeout_s=req.validator_timeout_s,
+                allowed_cidr=req.runner_cidr,
+                ssh_user=req.ssh_user,
+                ssh_private_key=private_key,
+                ssh_public_key=public_key,
+                launched_by=current_actor(),
+                override=override,
+                wheel=req.wheel or "",
+                sandbox=req.sandbox,
+            )
+            return _run(provider, image, resolved, request, reporter, override, req)
+    finally:
+        shutil.rmtree(keydir, ignore_errors=True)
+
+
+def _run(
+    provider: Provider,
+    image: CloudImage,
+    resolved: ResolvedStack,
+    request: ValidationRequest,
+    reporter: Reporter,
+    override: InventoryOverride | None,
+    req: ImageValidationRequest,
+) -> dict[str, Any]:
+    recorder = CatalogRecorder()
+    recorder.start(
+        cloud=req.cloud,
+        region=image.region,
+        image_id=image.image_id,
+        stack=request.stack,
+        digest=resolved.digest,
+        tags=image.tags,
+    )
+    provider.tag_state(image, ImageState.VALIDATING)
+
+    def record(outcome: HostOutcome) -> None:
+        recorder.receipt(outcome, shape=request.shape, profile=request.profile)
+
+    run = ValidationRun(provider, request, reporter=reporter, on_receipt=record)
+    try:
+        with reporter:
+            result = run.run()
+    except KeyboardInterrupt:
+        recorder.finish(Decision(INCONCLUSIVE, ["the run was interrupted"]))
+        provider.tag_state(image, ImageState.INCONCLUSIVE)
+        raise
+    state = recorder.finish(result.decision)
+    provider.tag_state(image, state)
+    return {
+        "image_id": image.image_id,
+        "cloud": req.cloud,
+        "stack": request.stack,
+        "shape": request.shape,
+        "state": state,
+        "receipts": receipt_kind(override, req.sandbox),
+        **result.to_dict(),
+    }
+
+
+def _find_image(
+    provider: Provider,
+    req: ImageValidationRequest,
+    options: dict[str, Any],
+    resolved: ResolvedStack,
+    stack: str,
+) -> CloudImage:
+    """The candidate in its cloud, built from the stack's current pins."""
+    region = {"aws": options.get("region"), "azure": options.get("location")}.get(req.cloud, "")
+    image = provider.get_image(req.image_id, region or "")
+    if image is None:
+        raise UserError(
+            f"image {req.image_id} was not found in {req.cloud}"
+            + (f" region {region}" if region else ""),
+            hint="Check the id with `imagectl status` or the cloud console",
+        )
+    tagged = image.tags.get(TAG_DIGEST)
+    if tagged and tagged not in (resolved.digest, gcp_label_value(resolved.digest)):
+        raise UserError(
+            f"image {req.image_id} was built from stack digest {tagged[:12]}, but "
+            f"{stack} now resolves to {resolved.short_digest}",
+            hint="Build a new candidate from the current stack",
+        )
+    return image
+
+
+def _stack_of(cloud: str, image_id: str) -> str | None:
+    """The stack the catalog records for this image, if the catalog knows it."""
+    catalog = open_catalog()
+    with catalog.transaction() as s:
+        for row in repo.list_images(s, cloud=cloud):
+            if row.cloud_image_id == image_id:
+                return str(row.stack)
+    return None
+
+
+def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, str | None]:
+    """(private key path, public key text): the given key, or a fresh one for this run."""
+    if path:
+        pub = Path(path + ".pub")
+        if not pub.is_file():
+            raise UserError(f"no public key next to {path}", hint=f"Expected {pub}")
+        return path, pub.read_text().strip()
+    if not needed or not shutil.which("ssh-keygen"):
+        return None, None
+    key = folder / "id_ed25519"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "imagectl-validation", "-f",
+         str(key)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return str(key), (folder / "id_ed25519.pub").read_text().strip()
+
+
+def receipt_kind(override: InventoryOverride | None, sandbox: bool) -> str:
+    """live (hosts booted from the image) or replay (test-mode hosts replaying snapshots)."""
+    replays = override is not None and any(
+        override.for_slot(i).get("validate_snapshot") for i in range(len(override.slots) + 1)
+    )
+    if not replays:
+        return "live"
+    return "sandbox replay" if sandbox else "replay"
