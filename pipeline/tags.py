@@ -30,6 +30,9 @@ TAG_REPLICA_TOKEN = "imagectl:replica-token"
 # deprecation (AWS, Azure)
 TAG_DEPRECATED_AT = "imagectl:deprecated-at"
 TAG_REPLACEMENT = "imagectl:replacement"
+# provenance: the signed attestation of the image's validation (imagectl.provenance);
+# sha256-<hex> of its DSSE envelope (a GCP label keeps the first 56 hex digits)
+TAG_ATTESTATION = "imagectl:attestation"
 
 # the tags every candidate artifact carries (imagectl.stacks.variables.artifact_tags)
 ARTIFACT_TAG_NAMES = (

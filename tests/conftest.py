@@ -82,6 +82,8 @@ def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
+    monkeypatch.delenv("IMAGECTL_ATTESTATION_SIGNER", raising=False)
+    monkeypatch.delenv("IMAGECTL_ATTESTATION_TRUST", raising=False)
     return state
 
 

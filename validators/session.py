@@ -330,6 +330,7 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
         "gpus": len(ctx.gpus),
         "nvml_init_s": ctx.nvml_init_s,
         "cloud": (fact("cloud_image") or {}).get("cloud"),
+        "manifest_sha256": fact("manifest_sha256"),
     }
 
 

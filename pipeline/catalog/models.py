@@ -233,6 +233,23 @@ class PointerFlip(Base):
     to_image: Mapped[Image] = relationship(foreign_keys=[to_image_id])
 
 
+class Attestation(Base):
+    """A signed statement that an image passed validation (``imagectl.provenance``): the
+    DSSE envelope as signed, its digest (the image's ``imagectl:attestation`` tag) and
+    the signing key's id."""
+
+    __tablename__ = "attestations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    image_id: Mapped[int] = mapped_column(ForeignKey("images.id"), index=True)
+    digest: Mapped[str] = mapped_column(String(80), unique=True)  # sha256-<hex>
+    keyid: Mapped[str] = mapped_column(String(128))
+    envelope: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    image: Mapped[Image] = relationship()
+
+
 class Event(Base):
     """Append-only log of everything that happened to stacks and images."""
 

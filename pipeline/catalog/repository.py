@@ -56,6 +56,7 @@ from sqlalchemy.orm import Session, selectinload
 from imagectl.actor import current_actor
 from imagectl.catalog.lifecycle import ImageState, check_transition, parse_state
 from imagectl.catalog.models import (
+    Attestation,
     Build,
     Event,
     Image,
@@ -589,6 +590,34 @@ def receipts(session: Session, image: Image | int) -> list[ValidationRun]:
     img = _image(session, image)
     query = select(ValidationRun).where(ValidationRun.image_id == img.id)
     return list(session.scalars(query.order_by(ValidationRun.received_at, ValidationRun.id)))
+
+
+def latest_receipts(session: Session, image: Image | int) -> list[ValidationRun]:
+    """The newest receipt of every validation shape of ``image`` (what the gate judges
+    and an attestation signs)."""
+    newest: dict[str, ValidationRun] = {}
+    for run in receipts(session, image):  # oldest first
+        newest[run.shape] = run
+    return list(newest.values())
+
+
+def record_attestation(
+    session: Session, image: Image | int, *, digest: str, keyid: str, envelope: dict[str, Any]
+) -> Attestation:
+    """Store a signed attestation of ``image`` (``imagectl.provenance.attest``)."""
+    row = Attestation(image=_image(session, image), digest=digest, keyid=keyid, envelope=envelope)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def latest_attestation(session: Session, image: Image | int) -> Attestation | None:
+    """The newest attestation of ``image``, or None."""
+    img = _image(session, image)
+    query = select(Attestation).where(Attestation.image_id == img.id)
+    return session.scalars(
+        query.order_by(Attestation.created_at.desc(), Attestation.id.desc())
+    ).first()
 
 
 def events(

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from imagectl.tags import TAG_TTL
+from imagectl.tags import TAG_STATE, TAG_TTL
 
 # Tag / label keys: imagectl.tags (the one place they are spelt).
 
@@ -94,7 +94,12 @@ class Provider(ABC):
     def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
 
     @abstractmethod
-    def tag_state(self, image: CloudImage, state: str) -> None: ...
+    def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
+        """Add or replace ``tags`` (keys from ``imagectl.tags``) on the image, keeping
+        its other tags; GCP encodes them as labels."""
+
+    def tag_state(self, image: CloudImage, state: str) -> None:
+        self.set_tags(image, {TAG_STATE: str(state)})
 
     # -- instances (validation runs, reaper, fleet drift) ---------------------------
     @abstractmethod

@@ -338,8 +338,8 @@ class LocalProvider(Provider):
             _write_json(self._meta_path(image.region, hex_), meta)
         return meta
 
-    def tag_state(self, image: CloudImage, state: str) -> None:
-        self._update(image, tags={TAG_STATE: str(state)})
+    def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
+        self._update(image, tags={k: str(v) for k, v in tags.items()})
 
     # -- instances ----------------------------------------------------------------
     def register_instance(

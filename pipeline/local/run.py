@@ -15,7 +15,9 @@ Steps (each timed and shown live by ``progress``):
    fault      (``--inject-fault``) a faulty copy of the candidate replaces it
 5. boot       the candidate in QEMU on a throw-away overlay, SSH with a per-run key
 6. validate   the image's validator over SSH; the receipt is recorded in the catalog
-7. decide     pass -> ``validated`` and promote through ``imagectl.promotion.promote``
+7. decide     pass -> ``validated``; ``attest`` signs the verdict with the state folder's
+              key (``imagectl.provenance``) and verifies it; then promote through
+              ``imagectl.promotion.promote``
               (parallel replication to every region, "latest" pointers); fail -> blocked
               with the failing checks named, no promotion.
 
@@ -49,6 +51,9 @@ from imagectl.local.qemu import VmSpec, boot
 from imagectl.local.ssh import generate_key
 from imagectl.local.validation import ValidationOutcome, validate_in_vm
 from imagectl.paths import Workspace, state_dir
+from imagectl.provenance.attest import attest_image
+from imagectl.provenance.keys import load_trust
+from imagectl.provenance.verify import verify_image
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_BUILD
 
@@ -84,6 +89,7 @@ class RunResult:
     worst_action: str | None = None
     failing_checks: list[dict[str, str]] = field(default_factory=list)
     receipt: str | None = None
+    attestation: str | None = None  # sha256-<hex> of the signed DSSE envelope
     regions: list[str] = field(default_factory=list)
     regions_reached: list[str] = field(default_factory=list)
     promotion_state: str | None = None
@@ -320,6 +326,14 @@ def _pipeline(
     if state == ImageState.VALIDATING:
         with catalog.transaction() as s:
             repo.set_state(s, image_pk, ImageState.VALIDATED, reason="local run: receipt passed")
+    with progress.step("attest", "Attest: sign the verdict, verify it") as st:
+        attested = attest_image(catalog, image_pk, provider)
+        with catalog.transaction() as s:
+            check = verify_image(s, repo.get_image(s, image_pk), load_trust())
+        if not check.valid:
+            raise UserError(f"the attestation just signed does not verify: {check.reasons[0]}")
+        result.attestation = attested.digest
+        st.note(f"{attested.digest[:19]} by key {attested.keyid[:12]} ({attested.path})")
     with progress.step("promote", f"Promote to {len(regions)} regions (parallel)") as st:
         from imagectl.promotion import promote
 

@@ -82,19 +82,11 @@ def _finished_at(receipt: dict[str, Any], where: str) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
-def latest_receipts(session: Any, image: Any) -> list[Any]:
-    """The newest receipt (ValidationRun) of every validation shape of ``image``."""
-    newest: dict[str, Any] = {}
-    for run in repo.receipts(session, image):  # oldest first
-        newest[run.shape] = run
-    return list(newest.values())
-
-
 def sandbox_receipts(session: Any, image: Any) -> list[str]:
     """The hosts whose newest receipt is a sandbox replay (accepted by the explicit switch)."""
     return [
         f"{run.shape} on {run.host}"
-        for run in latest_receipts(session, image)
+        for run in repo.latest_receipts(session, image)
         if (run.receipt or {}).get("mode") == "replay" and (run.receipt or {}).get("sandbox")
     ]
 
@@ -156,7 +148,7 @@ def check_gate(
             f"the image was built from stack digest {image.stack_digest[:12]}, but the stack "
             f"file's digest is now {stack_digest[:12]}"
         )
-    runs = latest_receipts(session, image)
+    runs = repo.latest_receipts(session, image)
     if not runs:
         reasons.append("no validation receipt in the catalog")
     for run in runs:

@@ -4,7 +4,8 @@ Sequence (each step recorded before/after its side effect, see ``records.py``):
 
 1. Take the stack's promotion lock (``catalog.locks.promotion_lock``): a second promotion
    of the same stack and cloud waits ``lock_wait_s`` then fails with exit 1.
-2. Gate (``gate.py``) unless resuming; ``force`` with a ``reason`` overrides it and writes
+2. Gate (``gate.py``, and the image's signed attestation: ``imagectl.provenance``) unless
+   resuming; ``force`` with a ``reason`` overrides it and writes
    a ``promotion.forced`` event naming who, why and which rules were overridden.
 3. Every target region in parallel (one thread each; one failure never cancels the
    others): copy with an idempotency token -> wait until available -> record the replica
@@ -39,6 +40,8 @@ from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate, sandb
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.regions import RegionRun
 from imagectl.promotion.results import Progress, PromotionResult, RegionResult
+from imagectl.provenance.keys import load_trust
+from imagectl.provenance.verify import verify_image
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -377,14 +380,16 @@ def _begin(
 
 
 def gate_reasons(s: Any, img: Any, model: Any, digest: str) -> list[str]:
-    """The gate's refusals for ``img`` under the stack's validation settings."""
-    return check_gate(
+    """The gate's refusals for ``img`` under the stack's validation settings, and its
+    signed attestation's (``imagectl.provenance.verify``)."""
+    reasons = check_gate(
         s,
         img,
         stack_digest=digest,
         max_age_hours=model.validation.max_receipt_age_hours,
         required_profile=model.validation.profile,
     )
+    return reasons + [f"attestation: {r}" for r in verify_image(s, img, load_trust()).reasons]
 
 
 def _dry_run(

@@ -26,6 +26,7 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.errors import UserError
 from imagectl.paths import Workspace
+from imagectl.provenance.attest import attest_image
 from imagectl.stacks import load_resolved
 from imagectl.stacks.expectations import for_shape
 from imagectl.stacks.resolve import ResolvedStack
@@ -151,6 +152,9 @@ def _run(
         raise
     state = recorder.finish(result.decision)
     provider.tag_state(image, state)
+    attestation = None
+    if state == ImageState.VALIDATED and recorder.image_pk is not None:
+        attestation = attest_image(recorder.catalog, recorder.image_pk, provider).digest
     return {
         "image_id": image.image_id,
         "cloud": req.cloud,
@@ -158,6 +162,7 @@ def _run(
         "shape": request.shape,
         "state": state,
         "receipts": receipt_kind(override, req.sandbox),
+        "attestation": attestation,
         **result.to_dict(),
     }
 

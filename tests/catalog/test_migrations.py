@@ -40,7 +40,7 @@ def test_open_migrates_an_empty_database_to_head(catalog_url: str) -> None:
     assert current_revision(engine) is None
     catalog = open_catalog(catalog_url)
     try:
-        assert current_revision(engine) == head_revision() == "0002"
+        assert current_revision(engine) == head_revision() == "0003"
         assert set(inspect(engine).get_table_names()) == TABLES
     finally:
         catalog.close()
@@ -98,10 +98,10 @@ def test_second_open_does_not_migrate_again(catalog_url: str) -> None:
     engine = make_engine(catalog_url)
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM alembic_version"))
-        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0002')"))
+        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0003')"))
     # Opening again finds head and leaves the schema alone (no "table exists" errors).
     open_catalog(catalog_url).close()
-    assert current_revision(engine) == "0002"
+    assert current_revision(engine) == "0003"
     engine.dispose()
 
 
@@ -111,7 +111,7 @@ def test_database_from_a_newer_imagectl_is_refused(catalog_url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
-    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0002'"):
+    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0003'"):
         open_catalog(catalog_url)
 
 
@@ -141,6 +141,7 @@ def test_migration_files_ship_in_the_wheel(tmp_path: Path) -> None:
         "versions/__init__.py",
         "versions/0001_initial.py",
         "versions/0002_pointer_flips.py",
+        "versions/0003_attestations.py",
     }
     assert {base + n for n in expected} <= names
     # and the installed copy the code uses is the same folder layout

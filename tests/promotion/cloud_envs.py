@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from imagectl.provenance.attest import attest_image
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK
 
 STACK = "h100-training"
@@ -96,7 +97,8 @@ class CloudEnv:
                 validator_version="t",
             )
             repo.set_state(s, row, "validated", reason="test")
-            return row
+        attest_image(self.catalog, row.id)  # signed as the validation stage signs
+        return row
 
 
 def _tags(resolved: Any) -> dict[str, str]:

@@ -82,9 +82,12 @@ class World:
         age_hours: float = 1.0,
         state: str = "validated",
         digest: str | None = None,
+        attest: bool = True,
     ) -> Any:
-        """A validated image (catalog row) whose disk is in the registry's ``region``."""
+        """A validated image (catalog row) whose disk is in the registry's ``region``,
+        with a signed attestation (the state folder's key) unless ``attest=False``."""
         from imagectl.catalog import repository as repo
+        from imagectl.provenance.attest import attest_image
 
         digest = digest or self.stack.digest
         image = self.provider().import_image(
@@ -120,7 +123,9 @@ class World:
                 repo.set_state(s, row, target, reason="test: receipts recorded")
             if state == "blocked":
                 repo.set_state(s, row, "blocked", reason="test", blocked_reason="bad NCCL")
-            return row
+        if state == "validated" and verdict == "pass" and attest:
+            attest_image(self.catalog, row.id)  # signed as the validation stage signs
+        return row
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}

@@ -8,6 +8,7 @@ a configurable root, so tests can point them at a temporary tree.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -249,6 +250,12 @@ def _manifest(f: LiveFacts) -> Any:
     return _json_fact(f, "/etc/imagectl/manifest.json")
 
 
+def _manifest_sha256(f: LiveFacts) -> str | None:
+    """sha256 of the manifest's bytes: what a signed attestation names as its subject."""
+    text = f.read(f.under_root("/etc/imagectl/manifest.json"))
+    return None if text is None else hashlib.sha256(text.encode()).hexdigest()
+
+
 def _expect_file(f: LiveFacts) -> Any:
     """The image's own expectations (/etc/imagectl/expect.json), so a replay can use them."""
     return _json_fact(f, "/etc/imagectl/expect.json")
@@ -363,6 +370,7 @@ GATHERERS: dict[str, Callable[[LiveFacts], Any]] = {
     "packages": _packages,
     "services": _services,
     "manifest": _manifest,
+    "manifest_sha256": _manifest_sha256,
     "expect_file": _expect_file,
     "cloud_image": _image_id,
     "hygiene": _hygiene,

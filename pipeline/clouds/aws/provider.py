@@ -180,9 +180,10 @@ class AwsProvider(PromotionDelegate):
             if m.get("Ebs", {}).get("SnapshotId")
         ]
 
-    def tag_state(self, image: CloudImage, state: str) -> None:
+    def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
         self.clients.ec2(image.region).create_tags(
-            Resources=[image.image_id], Tags=[{"Key": TAG_STATE, "Value": str(state)}]
+            Resources=[image.image_id],
+            Tags=[{"Key": k, "Value": str(v)} for k, v in tags.items()],
         )
 
     # -- instances ---------------------------------------------------------------------

@@ -174,11 +174,11 @@ class AzureProvider(PromotionDelegate):
             poller = self.versions.begin_update(rg, gallery, definition, version, update)
             return poller.result()
 
-    def tag_state(self, image: CloudImage, state: str) -> None:
+    def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
         raw = self._get_raw(image.image_id)
         if raw is None:
             raise UserError(f"gallery image version {image.image_id} does not exist")
-        self._update(image.image_id, tags={**(raw.tags or {}), TAG_STATE: str(state)})
+        self._update(image.image_id, tags={**(raw.tags or {}), **tags})
 
     # -- instances ---------------------------------------------------------------------------
     def prepare_build(self) -> None:

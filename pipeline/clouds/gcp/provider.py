@@ -130,14 +130,14 @@ class GcpProvider(PromotionDelegate):
         raw = self._get_raw(image_id)
         return self._image(raw) if raw is not None else None
 
-    def tag_state(self, image: CloudImage, state: str) -> None:
+    def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
         from google.cloud import compute_v1
 
         raw = self._get_raw(image.image_id)
         if raw is None:
             raise UserError(f"image {image.image_id} is not in project {self.project}")
         labels = dict(raw.labels)
-        labels[gcp_label_key(TAG_STATE)] = gcp_label_value(str(state))
+        labels.update({gcp_label_key(k): gcp_label_value(str(v)) for k, v in tags.items()})
         op = self.clients.images.set_labels(
             project=self.project,
             resource=image.image_id,

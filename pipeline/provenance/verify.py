@@ -1,0 +1,151 @@
+"""Check an image's attestation: who signed it, what it names, what it says.
+
+``verify_image`` returns the reasons the image's newest attestation does not hold
+(empty: it holds). An image without one, a signature by no trusted key (a tampered
+payload fails here too: DSSE signs the exact bytes), a statement for another image or
+stack digest, a verdict other than pass, or a catalog receipt that differs from the one
+signed: each is a reason. A promoted copy (replica) is judged by its source image's
+attestation. A stored envelope that is not a DSSE envelope of an in-toto statement is
+corrupt (``CorruptAttestation``, exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from imagectl.catalog import repository as repo
+from imagectl.catalog.models import Image
+from imagectl.errors import UserError
+from imagectl.provenance.attest import canonical, envelope_digest
+from imagectl.provenance.statement import (
+    PAYLOAD_TYPE,
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    image_subject_name,
+    name_digest,
+)
+from imagectl.tags import TAG_SOURCE_IMAGE
+
+
+class CorruptAttestation(UserError):
+    """A stored attestation is not a DSSE envelope of an in-toto statement (exit 2)."""
+
+
+@dataclass
+class Verification:
+    image: str  # the image's label
+    attested_image: str  # the image whose attestation was judged (a replica's source)
+    digest: str | None = None
+    keyid: str | None = None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "attested_image": self.attested_image,
+            "valid": self.valid,
+            "digest": self.digest,
+            "keyid": self.keyid,
+            "reasons": self.reasons,
+        }
+
+
+def _source(session: Session, img: Image) -> Image:
+    source_id = (img.tags or {}).get(TAG_SOURCE_IMAGE)
+    if source_id is None:
+        return img
+    source = repo.get_image(session, int(source_id))
+    if source is None:
+        raise UserError(f"image {img.label} is a copy of catalog image {source_id}, which is gone")
+    return source
+
+
+def verify_image(session: Session, img: Image, trusted: list[Any]) -> Verification:
+    source = _source(session, img)
+    result = Verification(image=img.label, attested_image=source.label)
+    row = repo.latest_attestation(session, source)
+    if row is None:
+        result.reasons.append(f"no attestation is recorded for {source.label}")
+        return result
+    where = f"attestation {row.digest[:19]} of {source.label}"
+    result.digest, result.keyid = row.digest, row.keyid
+    statement = _open(row.envelope, where, trusted, result)
+    if envelope_digest(row.envelope) != row.digest:
+        result.reasons.append(f"{where}: the stored envelope does not match its digest")
+    if statement is not None:
+        result.reasons += _statement_reasons(session, source, statement, where)
+    return result
+
+
+def _open(
+    envelope: dict[str, Any], where: str, trusted: list[Any], result: Verification
+) -> dict[str, Any] | None:
+    """The statement inside ``envelope``; a bad signature is a reason, not an error."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+
+    try:
+        env = Envelope.from_dict(envelope)
+    except Exception as exc:  # KeyError, TypeError, binascii.Error: not an envelope
+        raise CorruptAttestation(
+            f"{where} is not a DSSE envelope ({type(exc).__name__}: {exc})",
+            hint="Sign the image again (`imagectl attest`)",
+        ) from None
+    if env.payload_type != PAYLOAD_TYPE:
+        result.reasons.append(f"{where} carries '{env.payload_type}', not an in-toto statement")
+        return None
+    try:
+        env.verify(trusted, 1)
+    except VerificationError:
+        signed_by = ", ".join(sorted(env.signatures)) or "nobody"
+        result.reasons.append(
+            f"{where} is not signed by a trusted key (signatures by {signed_by[:80]}): "
+            "the payload changed after signing, or another key signed it"
+        )
+    try:
+        statement = json.loads(env.payload)
+    except ValueError as exc:
+        raise CorruptAttestation(f"{where}: the payload is not JSON ({exc})") from None
+    if not isinstance(statement, dict):
+        raise CorruptAttestation(f"{where}: the payload is not a statement object")
+    return statement
+
+
+def _statement_reasons(
+    session: Session, img: Image, statement: dict[str, Any], where: str
+) -> list[str]:
+    reasons = []
+    if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
+        return [f"{where} is not an imagectl validation statement"]
+    subjects = {
+        str(s.get("name")): (s.get("digest") or {}).get("sha256")
+        for s in statement.get("subject") or []
+        if isinstance(s, dict)
+    }
+    name = image_subject_name(img.cloud, img.region, img.cloud_image_id)
+    if subjects.get(name) != name_digest(name):
+        named = ", ".join(n for n in subjects if n.startswith("image:")) or "no image"
+        reasons.append(f"{where} attests {named}, not {name}")
+    if subjects.get(f"stack:{img.stack}") != img.stack_digest:
+        reasons.append(
+            f"{where} does not attest stack {img.stack} at digest {img.stack_digest[:12]}"
+        )
+    predicate = statement.get("predicate") or {}
+    if predicate.get("verdict") != "pass":
+        reasons.append(f"{where} says the verdict is {predicate.get('verdict')!r}, not pass")
+    signed = {canonical(r) for r in predicate.get("receipts") or []}
+    for run in repo.latest_receipts(session, img):
+        if canonical(dict(run.receipt)) not in signed:
+            reasons.append(
+                f"{where}: the catalog's receipt {run.id} ({run.shape} on {run.host}) is not "
+                "the one signed (changed after signing, or newer than the attestation)"
+            )
+    return reasons
