@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "imagectl.cli.validate_image",
         "Boot a candidate on its GPU shape, validate, decide.",
     ),
+    "attest": ("imagectl.cli.attest", "Sign a validated image's attestation (again)."),
+    "verify": ("imagectl.cli.verify", "Check an image's signed validation attestation."),
     "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),

@@ -228,12 +228,18 @@ def _region_of(catalog: Any, pk: int) -> str:
 
 
 def resolve_image(
-    session: Any, ref: Any, *, stack: str | None = None, cloud: str | None = None
+    session: Any,
+    ref: Any,
+    *,
+    stack: str | None = None,
+    cloud: str | None = None,
+    allow_replica: bool = False,
 ) -> Any:
     """The catalog ``Image`` for a catalog id, an ``Image`` or a cloud image id.
 
     A cloud id present in several regions (GCP, local) resolves to the source image, not
-    to its replicas. Unknown or ambiguous references are bad input (exit 2).
+    to its replicas. Unknown or ambiguous references are bad input (exit 2), and so is a
+    replica unless ``allow_replica`` (read-only commands such as ``verify``).
     """
     from imagectl.catalog import repository as repo
     from imagectl.catalog.models import Image
@@ -268,7 +274,7 @@ def resolve_image(
         raise UserError(f"image {found.label} belongs to stack {found.stack}, not {stack}")
     if cloud and found.cloud != cloud:
         raise UserError(f"image {found.label} is on cloud {found.cloud}, not {cloud}")
-    if rec.TAG_SOURCE in found.tags:
+    if rec.TAG_SOURCE in found.tags and not allow_replica:
         raise UserError(
             f"image {found.label} is a replica of image {found.tags[rec.TAG_SOURCE]}",
             hint="Promote, roll back or block the source image",

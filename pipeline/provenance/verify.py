@@ -93,7 +93,8 @@ def _open(
     from securesystemslib.exceptions import VerificationError
 
     try:
-        env = Envelope.from_dict(envelope)
+        # from_dict rewrites the signatures in place: give it a copy, never the row's
+        env = Envelope.from_dict(json.loads(json.dumps(envelope)))
     except Exception as exc:  # KeyError, TypeError, binascii.Error: not an envelope
         raise CorruptAttestation(
             f"{where} is not a DSSE envelope ({type(exc).__name__}: {exc})",

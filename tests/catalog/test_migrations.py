@@ -31,6 +31,7 @@ TABLES = {
     "events",
     "locks",
     "pointer_flips",
+    "attestations",
 }
 
 

@@ -124,7 +124,7 @@ class World:
             if state == "blocked":
                 repo.set_state(s, row, "blocked", reason="test", blocked_reason="bad NCCL")
         if state == "validated" and verdict == "pass" and attest:
-            attest_image(self.catalog, row.id)  # signed as the validation stage signs
+            attest_image(self.catalog, row.id, self.provider())  # as the validation stage signs
         return row
 
     def env(self, **extra: str) -> dict[str, str]:
