@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "attest": ("imagectl.cli.attest", "Sign a validated image's attestation (again)."),
     "verify": ("imagectl.cli.verify", "Check an image's signed validation attestation."),
+    "verify-node": (
+        "imagectl.cli.verify_node",
+        "On a fleet node: refuse unless the booted image is attested.",
+    ),
     "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),

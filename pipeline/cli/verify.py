@@ -4,11 +4,14 @@ Exit 0: signed by a trusted key, for this image (a promoted copy: for its source
 the image's stack digest, verdict pass, and the catalog's receipts are the ones signed.
 Exit 1: any of these fails, or there is no attestation (each reason printed). Exit 2:
 bad input (unknown image, a corrupt envelope or trust file).
-``--export-trust`` prints the configured signer's public key as a trust file for
-verifiers elsewhere (``$IMAGECTL_ATTESTATION_TRUST`` or ``--trust``)."""
+``--export-envelope`` prints the envelope of a valid attestation (a deploy system places
+it on nodes for ``imagectl verify-node``). ``--export-trust`` prints the configured
+signer's public key as a trust file for verifiers elsewhere
+(``$IMAGECTL_ATTESTATION_TRUST`` or ``--trust``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -29,6 +32,12 @@ from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
     "configured signer's own key).",
 )
 @click.option("--export-trust", is_flag=True, help="Print the signer's public key as a trust file.")
+@click.option(
+    "--export-envelope",
+    is_flag=True,
+    help="Print the image's envelope (JSON) when it verifies, for nodes that check it "
+    "at boot (`imagectl verify-node`).",
+)
 @json_option
 def command(
     image: str | None,
@@ -36,6 +45,7 @@ def command(
     cloud: str | None,
     trust: Path | None,
     export_trust: bool,
+    export_envelope: bool,
     as_json: bool,
 ) -> int:
     """Check IMAGE's signed validation attestation (catalog id or cloud image id)."""
@@ -58,7 +68,9 @@ def command(
             )
     finally:
         catalog.close()
-    if as_json:
+    if export_envelope and result.valid:
+        click.echo(json.dumps(result.envelope, indent=2))
+    elif as_json:
         emit_json(result.to_dict())
     else:
         out = console()

@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import secrets
@@ -33,6 +34,7 @@ from imagectl.packer.manifest import Artifact, read_manifest
 from imagectl.packer.runner import PackerRun, run
 from imagectl.packer.templates import stage_templates
 from imagectl.paths import Workspace, find_workspace, state_dir
+from imagectl.provenance.keys import load_trust, trust_document
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
 from imagectl.toolkit import ensure_toolkit_wheelhouse
@@ -159,6 +161,7 @@ def plan_build(
         validator_wheel=validator_wheel,
         validator_wheelhouse=validator_wheelhouse,
         validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
+        attestation_trust=json.loads(trust_document(load_trust())),
         **(
             {
                 "local_base_dir": local_base_dir

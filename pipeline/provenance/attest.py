@@ -25,8 +25,9 @@ from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
 from imagectl.provenance.keys import load_signer
-from imagectl.provenance.statement import PAYLOAD_TYPE, build_statement
+from imagectl.provenance.statement import build_statement
 from imagectl.tags import TAG_ATTESTATION
+from imagectl.validators.attestation import PAYLOAD_TYPE
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "https://imagectl.dev/attestation/validation/v1"
-PAYLOAD_TYPE = "application/vnd.in-toto+json"
-MANIFEST_SUBJECT = "manifest:/etc/imagectl/manifest.json"
+from imagectl.validators.attestation import MANIFEST_SUBJECT, PREDICATE_TYPE, STATEMENT_TYPE
 
 
 def image_subject_name(cloud: str, region: str, cloud_image_id: str) -> str:

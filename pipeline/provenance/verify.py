@@ -11,7 +11,6 @@ corrupt (``CorruptAttestation``, exit 2).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +20,15 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Image
 from imagectl.errors import UserError
 from imagectl.provenance.attest import canonical, envelope_digest
-from imagectl.provenance.statement import (
-    PAYLOAD_TYPE,
+from imagectl.provenance.statement import image_subject_name, name_digest
+from imagectl.tags import TAG_SOURCE_IMAGE
+from imagectl.validators.attestation import (
     PREDICATE_TYPE,
     STATEMENT_TYPE,
-    image_subject_name,
-    name_digest,
+    BadAttestationInput,
+    statement_of,
+    subjects,
 )
-from imagectl.tags import TAG_SOURCE_IMAGE
 
 
 class CorruptAttestation(UserError):
@@ -42,6 +42,7 @@ class Verification:
     digest: str | None = None
     keyid: str | None = None
     reasons: list[str] = field(default_factory=list)
+    envelope: dict[str, Any] | None = None  # the envelope judged (for --export-envelope)
 
     @property
     def valid(self) -> bool:
@@ -77,6 +78,7 @@ def verify_image(session: Session, img: Image, trusted: list[Any]) -> Verificati
         return result
     where = f"attestation {row.digest[:19]} of {source.label}"
     result.digest, result.keyid = row.digest, row.keyid
+    result.envelope = dict(row.envelope)
     statement = _open(row.envelope, where, trusted, result)
     if envelope_digest(row.envelope) != row.digest:
         result.reasons.append(f"{where}: the stored envelope does not match its digest")
@@ -88,36 +90,16 @@ def verify_image(session: Session, img: Image, trusted: list[Any]) -> Verificati
 def _open(
     envelope: dict[str, Any], where: str, trusted: list[Any], result: Verification
 ) -> dict[str, Any] | None:
-    """The statement inside ``envelope``; a bad signature is a reason, not an error."""
-    from securesystemslib.dsse import Envelope
-    from securesystemslib.exceptions import VerificationError
-
+    """The statement inside ``envelope`` (the node's reader, ``validators.attestation``);
+    a bad signature or type is a reason, a non-envelope is corrupt input."""
     try:
-        # from_dict rewrites the signatures in place: give it a copy, never the row's
-        env = Envelope.from_dict(json.loads(json.dumps(envelope)))
-    except Exception as exc:  # KeyError, TypeError, binascii.Error: not an envelope
+        statement, reasons = statement_of(envelope, trusted, where)
+    except BadAttestationInput as exc:
         raise CorruptAttestation(
-            f"{where} is not a DSSE envelope ({type(exc).__name__}: {exc})",
-            hint="Sign the image again (`imagectl attest`)",
+            str(exc), hint="Sign the image again (`imagectl attest`)"
         ) from None
-    if env.payload_type != PAYLOAD_TYPE:
-        result.reasons.append(f"{where} carries '{env.payload_type}', not an in-toto statement")
-        return None
-    try:
-        env.verify(trusted, 1)
-    except VerificationError:
-        signed_by = ", ".join(sorted(env.signatures)) or "nobody"
-        result.reasons.append(
-            f"{where} is not signed by a trusted key (signatures by {signed_by[:80]}): "
-            "the payload changed after signing, or another key signed it"
-        )
-    try:
-        statement = json.loads(env.payload)
-    except ValueError as exc:
-        raise CorruptAttestation(f"{where}: the payload is not JSON ({exc})") from None
-    if not isinstance(statement, dict):
-        raise CorruptAttestation(f"{where}: the payload is not a statement object")
-    return statement
+    result.reasons += reasons
+    return statement  # type: ignore[no-any-return]
 
 
 def _statement_reasons(
@@ -125,17 +107,13 @@ def _statement_reasons(
 ) -> list[str]:
     reasons = []
     if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
-        return [f"{where} is not an imagectl validation statement"]
-    subjects = {
-        str(s.get("name")): (s.get("digest") or {}).get("sha256")
-        for s in statement.get("subject") or []
-        if isinstance(s, dict)
-    }
+        return []  # statement_of gave the reason
+    named = subjects(statement)
     name = image_subject_name(img.cloud, img.region, img.cloud_image_id)
-    if subjects.get(name) != name_digest(name):
-        named = ", ".join(n for n in subjects if n.startswith("image:")) or "no image"
-        reasons.append(f"{where} attests {named}, not {name}")
-    if subjects.get(f"stack:{img.stack}") != img.stack_digest:
+    if named.get(name) != name_digest(name):
+        images = ", ".join(n for n in named if n.startswith("image:")) or "no image"
+        reasons.append(f"{where} attests {images}, not {name}")
+    if named.get(f"stack:{img.stack}") != img.stack_digest:
         reasons.append(
             f"{where} does not attest stack {img.stack} at digest {img.stack_digest[:12]}"
         )

@@ -153,13 +153,16 @@ def ansible_vars(
     validator_wheel: str = "",
     validator_wheelhouse: str = "",
     validator_toolkit_wheelhouse: str = "",
+    validator_attestation_trust: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
     ``validator_wheel`` is filled in at build time: the imagectl wheel on the controller;
     ``validator_wheelhouse`` (optional) its dependency wheels, for targets that cannot
     reach the package index (the local QEMU build); ``validator_toolkit_wheelhouse`` the
-    pinned GPU toolkit's wheels (``imagectl.toolkit``), installed offline.
+    pinned GPU toolkit's wheels (``imagectl.toolkit``), installed offline;
+    ``validator_attestation_trust`` the public keys the image trusts to sign its
+    attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``.
     """
     s = r.stack
     n = s.nvidia
@@ -179,6 +182,7 @@ def ansible_vars(
         "validator_toolkit_torch": (r.validator_toolkit or {}).get("torch", ""),
         "validator_toolkit_cuda": (r.validator_toolkit or {}).get("cuda", ""),
         "validator_toolkit_wheelhouse": validator_toolkit_wheelhouse,
+        "validator_attestation_trust": validator_attestation_trust or {},
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
         "nvidia_repo_slug": s.os.repo_slug,
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
@@ -224,9 +228,15 @@ def var_file_paths(folder: Path, stack: str, cloud: str) -> tuple[Path, Path]:
 
 
 def write_var_files(
-    r: ResolvedStack, cloud: str, folder: Path, **runtime: str
+    r: ResolvedStack,
+    cloud: str,
+    folder: Path,
+    *,
+    attestation_trust: dict[str, Any] | None = None,
+    **runtime: str,
 ) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
-    """Write both files for ``cloud``; ``runtime`` = packer_vars' keyword arguments.
+    """Write both files for ``cloud``; ``runtime`` = packer_vars' keyword arguments,
+    ``attestation_trust`` the keys the image trusts to sign its attestation.
 
     The Packer var file points at the Ansible file (``ansible_vars_file``) unless the
     caller passes one. Returns (packer path, ansible path, packer vars, ansible vars).
@@ -241,6 +251,7 @@ def write_var_files(
         validator_wheel=validator_wheel,
         validator_wheelhouse=wheelhouse,
         validator_toolkit_wheelhouse=toolkit,
+        validator_attestation_trust=attestation_trust,
     )
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)
