@@ -29,6 +29,7 @@ from imagectl.packer.build import (
 )
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import Workspace
+from imagectl.provenance.record import record_build_sbom
 from imagectl.stacks import load_resolved
 
 
@@ -49,9 +50,10 @@ class BuildRequest:
 class BuildOutcome:
     result: BuildResult
     images: list[dict[str, str]]
+    sbom: str | None = None  # the image's CycloneDX SBOM beside the build record
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(), "images": self.images}
+        return {**self.result.to_dict(), "images": self.images, "sbom": self.sbom}
 
 
 @dataclass(frozen=True)
@@ -136,4 +138,6 @@ def build_image(
         build_records.failed(record, cancelled=isinstance(exc, KeyboardInterrupt))
         raise
     images = build_records.finish(record, resolved, cloud, result.artifacts)
-    return BuildOutcome(result=result, images=images)
+    catalog, build = record
+    sbom = record_build_sbom(catalog, build.id, build_id, result.plan.folder, resolved, cloud)
+    return BuildOutcome(result=result, images=images, sbom=str(sbom) if sbom else None)

@@ -233,6 +233,23 @@ class PointerFlip(Base):
     to_image: Mapped[Image] = relationship(foreign_keys=[to_image_id])
 
 
+class Sbom(Base):
+    """A build's CycloneDX SBOM (``imagectl.provenance.sbom``) and the inventory it was
+    rendered from (what ``imagectl diff`` compares), with the packages the image holds."""
+
+    __tablename__ = "sboms"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    build_pk: Mapped[int] = mapped_column(ForeignKey("builds.id"), unique=True)
+    digest: Mapped[str] = mapped_column(String(80))  # sha256-<hex> of the document
+    document: Mapped[dict[str, Any]]
+    inventory: Mapped[dict[str, Any]]
+    held: Mapped[list[str]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    build: Mapped[Build] = relationship()
+
+
 class Attestation(Base):
     """A signed statement that an image passed validation (``imagectl.provenance``): the
     DSSE envelope as signed, its digest (the image's ``imagectl:attestation`` tag) and

@@ -63,6 +63,7 @@ from imagectl.catalog.models import (
     Pointer,
     PointerFlip,
     Promotion,
+    Sbom,
     ValidationRun,
     utcnow,
 )
@@ -590,6 +591,35 @@ def receipts(session: Session, image: Image | int) -> list[ValidationRun]:
     img = _image(session, image)
     query = select(ValidationRun).where(ValidationRun.image_id == img.id)
     return list(session.scalars(query.order_by(ValidationRun.received_at, ValidationRun.id)))
+
+
+def record_sbom(
+    session: Session,
+    build_pk: int,
+    *,
+    digest: str,
+    document: dict[str, Any],
+    inventory: dict[str, Any],
+    held: list[str],
+) -> Sbom:
+    """Store (or replace) a build's SBOM and the inventory it was rendered from."""
+    row = session.scalars(select(Sbom).where(Sbom.build_pk == build_pk)).first()
+    if row is None:
+        row = Sbom(build_pk=build_pk, digest=digest, document=document, inventory=inventory,
+                   held=held)  # fmt: skip
+        session.add(row)
+    else:
+        row.digest, row.document, row.inventory, row.held = digest, document, inventory, held
+    session.flush()
+    return row
+
+
+def sbom_of(session: Session, image: Image | int) -> Sbom | None:
+    """The SBOM of the build that made ``image`` (a replica shares its source's build)."""
+    img = _image(session, image)
+    if img.build_pk is None:
+        return None
+    return session.scalars(select(Sbom).where(Sbom.build_pk == img.build_pk)).first()
 
 
 def latest_receipts(session: Session, image: Image | int) -> list[ValidationRun]:

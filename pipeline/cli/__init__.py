@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "imagectl.cli.validate_image",
         "Boot a candidate on its GPU shape, validate, decide.",
     ),
+    "diff": ("imagectl.cli.diff", "What changed between two images (SBOMs), pins first."),
     "attest": ("imagectl.cli.attest", "Sign a validated image's attestation (again)."),
     "verify": ("imagectl.cli.verify", "Check an image's signed validation attestation."),
     "verify-node": (

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from imagectl.building import BuildRequest, build_image, dry_run
-from imagectl.building.stage import parse_overrides
 from imagectl.cli.common import (
     cloud_option,
     console,
@@ -26,6 +25,9 @@ from imagectl.cli.common import (
 )
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import Workspace
+
+if TYPE_CHECKING:
+    from imagectl.building import BuildRequest
 
 
 @click.command("build")
@@ -73,6 +75,10 @@ def command(
     as_json: bool,
 ) -> None:
     """Build a candidate image of STACK for CLOUD with Packer."""
+    # The stage records into the catalog (SQLAlchemy): loaded here so `--help` stays light.
+    from imagectl.building import BuildRequest, build_image
+    from imagectl.building.stage import parse_overrides
+
     request = BuildRequest(
         stack=stack_name,
         cloud=cloud,
@@ -103,9 +109,13 @@ def command(
     for a in result.artifacts:
         con.print(f"  {a.cloud} {a.location} {a.id}", markup=False)
     con.print(f"  manifest: {result.plan.manifest_file}", markup=False)
+    if outcome.sbom:
+        con.print(f"  sbom: {outcome.sbom}", markup=False)
 
 
 def _show_dry_run(ws: Workspace, request: BuildRequest, as_json: bool) -> None:
+    from imagectl.building import dry_run
+
     shown = dry_run(ws, request)
     plan = shown.plan
     if as_json:

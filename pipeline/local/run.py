@@ -53,6 +53,7 @@ from imagectl.local.validation import ValidationOutcome, validate_in_vm
 from imagectl.paths import Workspace, state_dir
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_trust
+from imagectl.provenance.record import record_build_sbom
 from imagectl.provenance.verify import verify_image
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_BUILD
@@ -90,6 +91,7 @@ class RunResult:
     failing_checks: list[dict[str, str]] = field(default_factory=list)
     receipt: str | None = None
     attestation: str | None = None  # sha256-<hex> of the signed DSSE envelope
+    sbom: str | None = None  # the candidate's CycloneDX SBOM (sbom.cdx.json)
     regions: list[str] = field(default_factory=list)
     regions_reached: list[str] = field(default_factory=list)
     promotion_state: str | None = None
@@ -237,6 +239,10 @@ def _pipeline(
             raise
     result.build_id = candidate.build_id
     result.candidate_reused = candidate.reused
+    folder = candidate.build_folder or Path(str(candidate.manifest.get("build_folder") or ""))
+    if folder.name and build_pk is not None:
+        sbom = record_build_sbom(catalog, build_pk, candidate.build_id, folder, resolved, CLOUD)
+        result.sbom = str(sbom) if sbom else None
 
     # fault (optional): a faulty copy of the candidate --------------------------------
     image_file = candidate.path

@@ -34,6 +34,7 @@ from imagectl.packer.manifest import Artifact, read_manifest
 from imagectl.packer.runner import PackerRun, run
 from imagectl.packer.templates import stage_templates
 from imagectl.paths import Workspace, find_workspace, state_dir
+from imagectl.provenance.inventory import IMAGE_FOLDER
 from imagectl.provenance.keys import load_trust, trust_document
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
@@ -162,6 +163,7 @@ def plan_build(
         validator_wheelhouse=validator_wheelhouse,
         validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
         attestation_trust=json.loads(trust_document(load_trust())),
+        manifest_fetch_dir=str(folder / IMAGE_FOLDER),
         **(
             {
                 "local_base_dir": local_base_dir

@@ -154,6 +154,7 @@ def ansible_vars(
     validator_wheelhouse: str = "",
     validator_toolkit_wheelhouse: str = "",
     validator_attestation_trust: dict[str, Any] | None = None,
+    manifest_fetch_dir: str = "",
 ) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
@@ -162,7 +163,9 @@ def ansible_vars(
     reach the package index (the local QEMU build); ``validator_toolkit_wheelhouse`` the
     pinned GPU toolkit's wheels (``imagectl.toolkit``), installed offline;
     ``validator_attestation_trust`` the public keys the image trusts to sign its
-    attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``.
+    attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``;
+    ``manifest_fetch_dir`` the build folder the manifest role fetches the image's
+    manifest and inventory back to (the SBOM's input).
     """
     s = r.stack
     n = s.nvidia
@@ -176,6 +179,7 @@ def ansible_vars(
         "manifest_stack_digest": r.digest,
         "manifest_cloud": cloud,
         "manifest_components": {p.component: p.names[0] for p in r.packages},
+        "manifest_fetch_dir": manifest_fetch_dir,
         "validator_expect": image_expectations(r, cloud).model_dump(mode="json"),
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
@@ -245,6 +249,7 @@ def write_var_files(
     validator_wheel = runtime.pop("validator_wheel", "")
     wheelhouse = runtime.pop("validator_wheelhouse", "")
     toolkit = runtime.pop("validator_toolkit_wheelhouse", "")
+    fetch_dir = runtime.pop("manifest_fetch_dir", "")
     avars = ansible_vars(
         r,
         cloud,
@@ -252,6 +257,7 @@ def write_var_files(
         validator_wheelhouse=wheelhouse,
         validator_toolkit_wheelhouse=toolkit,
         validator_attestation_trust=attestation_trust,
+        manifest_fetch_dir=fetch_dir,
     )
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)

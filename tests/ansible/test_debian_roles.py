@@ -26,6 +26,8 @@ from playbook_run import PlaybookRun, run_site
 
 from imagectl.packer.build import build_validator_wheel
 from imagectl.paths import find_workspace
+from imagectl.provenance.inventory import parse_inventory
+from imagectl.provenance.sbom import render_sbom
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.stacks.variables import write_var_files
@@ -98,6 +100,7 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisione
                 "-e", "validator_toolkit_torch=2.9.1",
                 "-e", "validator_toolkit_cuda=12.8",
                 "-e", f"validator_toolkit_wheelhouse={toolkit}",
+                "-e", f"manifest_fetch_dir={tmp / 'fetched'}",
             )  # fmt: skip
             first = run_site(root, avars_file, tmp / "first.log", *extra)
             second = (
@@ -105,7 +108,7 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisione
                 if first.returncode == 0
                 else first
             )
-            yield Provisioned(root, first, second, resolved, avars)
+            yield Provisioned(root, first, second, resolved, {**avars, "fetched": tmp / "fetched"})
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -229,6 +232,38 @@ def test_validator_installed_with_enabled_boot_unit(provisioned: Provisioned, ho
     assert expect["kernel"] == provisioned.avars["base_kernel_version"]
     assert expect["packages"] == provisioned.avars["base_packages"]
     assert host.file("/var/lib/imagectl").is_directory
+
+
+def test_the_inventory_is_dpkg_truth_and_is_fetched_back(
+    provisioned: Provisioned, host: Any
+) -> None:
+    """The SBOM's input: every installed package with its source package, read in the
+    image, equals dpkg's own view of the root file system read from outside; the
+    validator venv's Python packages are listed; the build folder gets the same bytes."""
+    text = host.file("/etc/imagectl/inventory.json").content_string
+    inv = parse_inventory(text, "/etc/imagectl/inventory.json")
+    truth = {}
+    for line in _dpkg(
+        provisioned.root, "-W",
+        "-f=${db:Status-Abbrev}\t${Package}\t${Version}\t${source:Package}\n",
+    ).splitlines():  # fmt: skip
+        status, name, version, source = line.split("\t")
+        if status[1:2] == "i":
+            truth[name] = (version, source or name)
+    assert {p.name: (p.version, p.source) for p in inv.dpkg} == truth
+    assert inv.kernel == provisioned.avars["base_kernel_version"]
+    names = {p.name.lower() for p in inv.python}
+    assert {"imagectl", "pydantic", "click"} <= names
+    fetched = Path(provisioned.avars["fetched"])
+    assert (fetched / "inventory.json").read_text() == text
+    assert (fetched / "manifest.json").read_text() == host.file(
+        "/etc/imagectl/manifest.json"
+    ).content_string
+    sbom = render_sbom(inv, stack="local", stack_digest=provisioned.resolved.digest,
+                       cloud="local", build_id="b-test", distro="debian")  # fmt: skip
+    assert len(json.loads(sbom)["components"]) == len(truth) + len(inv.python) + 1 + len(
+        inv.kernel_modules
+    )
 
 
 def test_validator_toolkit_installed_offline_and_in_the_manifest(

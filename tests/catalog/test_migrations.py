@@ -32,6 +32,7 @@ TABLES = {
     "locks",
     "pointer_flips",
     "attestations",
+    "sboms",
 }
 
 
@@ -41,7 +42,7 @@ def test_open_migrates_an_empty_database_to_head(catalog_url: str) -> None:
     assert current_revision(engine) is None
     catalog = open_catalog(catalog_url)
     try:
-        assert current_revision(engine) == head_revision() == "0003"
+        assert current_revision(engine) == head_revision() == "0004"
         assert set(inspect(engine).get_table_names()) == TABLES
     finally:
         catalog.close()
@@ -99,10 +100,10 @@ def test_second_open_does_not_migrate_again(catalog_url: str) -> None:
     engine = make_engine(catalog_url)
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM alembic_version"))
-        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0003')"))
+        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0004')"))
     # Opening again finds head and leaves the schema alone (no "table exists" errors).
     open_catalog(catalog_url).close()
-    assert current_revision(engine) == "0003"
+    assert current_revision(engine) == "0004"
     engine.dispose()
 
 
@@ -112,7 +113,7 @@ def test_database_from_a_newer_imagectl_is_refused(catalog_url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
-    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0003'"):
+    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0004'"):
         open_catalog(catalog_url)
 
 
@@ -143,6 +144,7 @@ def test_migration_files_ship_in_the_wheel(tmp_path: Path) -> None:
         "versions/0001_initial.py",
         "versions/0002_pointer_flips.py",
         "versions/0003_attestations.py",
+        "versions/0004_sboms.py",
     }
     assert {base + n for n in expected} <= names
     # and the installed copy the code uses is the same folder layout

@@ -37,6 +37,7 @@ class World:
         """A new image of the local stack, validated and promoted to every region."""
         from imagectl.catalog import repository as repo
         from imagectl.promotion import promote
+        from imagectl.provenance.attest import attest_image
 
         disk = self.tmp / f"disk-{uuid.uuid4().hex[:8]}.qcow2"
         disk.write_bytes(os.urandom(4096))
@@ -58,6 +59,7 @@ class World:
                                 validator_version="test")  # fmt: skip
             repo.set_state(s, row, "validated", reason="test")
             pk = row.id
+        attest_image(self.catalog, pk)  # signed as the validation stage signs
         promote(self.catalog, self.provider(**provider_options), self.stack, pk,
                 poll_s=0.01, retention=False)  # fmt: skip
         return image

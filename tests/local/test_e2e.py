@@ -71,7 +71,28 @@ def test_run_promotes_the_image_to_every_local_region(promoted_run, e2e_state: P
               "Build: packer qemu", "Boot candidate", "Validate", "Promote")  # fmt: skip
     for title in titles:
         assert title in err
-    assert set(data["timings"]) >= {"base", "provision", "build", "boot", "validate", "promote"}
+    assert set(data["timings"]) >= {
+        "base", "provision", "build", "boot", "validate", "attest", "promote"
+    }  # fmt: skip
+
+
+def test_the_run_signed_an_attestation_that_verifies_with_the_state_key(promoted_run, e2e_state):
+    """make run signs with the state folder's key and verifies before promoting; a
+    verifier holding only the exported public key accepts the promoted image."""
+    _code, data, _err = promoted_run
+    assert data["attestation"].startswith("sha256-")
+    key = e2e_state / "keys" / "attestation.pem"
+    assert key.stat().st_mode & 0o777 == 0o600
+    trust = e2e_state / "keys" / "attestation.pub.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+    env.update(IMAGECTL_STATE_DIR=str(e2e_state), IMAGECTL_ATTESTATION_TRUST=str(trust))
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "imagectl"), "--root", str(REPO), "verify",
+         data["image_id"], "--stack", "local", "--cloud", "local", "--json"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["digest"] == data["attestation"]
 
 
 def test_the_receipt_passes_and_is_bound_to_the_image(promoted_run):
