@@ -173,6 +173,9 @@ def current_and_candidate(session: Session, stack: str, cloud: str | None) -> tu
             hint="Name both images: imagectl diff IMAGE_A IMAGE_B",
         )
     current = pointers[0].image
+    source_id = (current.tags or {}).get(TAG_SOURCE_IMAGE)
+    if source_id is not None:  # the pointer names a regional copy: compare its source
+        current = repo.get_image(session, int(source_id)) or current
     candidates = [
         img
         for img in repo.list_images(

@@ -86,6 +86,7 @@ def render_sbom(
                 ),
             )
         )
+    bom.register_dependency(bom.metadata.component, list(bom.components))  # the image holds all
     text: str = JsonV1Dot6(bom).output_as_string(indent=2)
     check_sbom(text, where=f"the SBOM of build {build_id}")
     return text

@@ -140,7 +140,7 @@ def test_checker_rejects_unknown_commands_and_options():
 def test_workflows_invoke_the_pipeline():
     commands = {inv.words[0] for inv in invocations() if inv.words}
     assert commands >= {"lint", "plan", "build", "validate-image", "promote", "rollback",
-                        "drift", "reap"}  # fmt: skip
+                        "drift", "reap", "diff"}  # fmt: skip
 
 
 @pytest.mark.parametrize("inv", invocations(), ids=str)
