@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,52 @@ def test_an_injected_fault_is_blocked_with_the_failing_check_named(
         row = repo.find_image(s, "local", "local-a", data["image_id"])
         assert row is not None and row.state == "blocked"
         assert data["failing_checks"][0]["name"] in (row.blocked_reason or "")
+
+
+# Two versions of tzdata (Priority: required, no exact-version dependencies) that Debian 12
+# serves at once: bookworm (point release) and bookworm-security. A stack that pins one of
+# them differs from the repository's local stack by exactly that one pinned package.
+TZDATA = ("2026b-0+deb12u1", "2026f-0+deb12u1")
+
+
+def test_a_build_differing_by_one_pin_diffs_as_exactly_that_change(
+    promoted_run, e2e_state: Path, tmp_path: Path
+):
+    """Two real local builds (the module's run, and one from a copy of the workspace whose
+    stack pins tzdata), each with its SBOM from the image's own dpkg: `imagectl diff`
+    between them shows the one pinned package and nothing else."""
+    _code, first, _err = promoted_run
+    with _catalog(e2e_state).transaction() as s:
+        from imagectl.catalog import repository as repo
+
+        (image,) = [i for i in repo.list_images(s, stack="local", region="local-a")
+                    if i.cloud_image_id == first["image_id"]]  # fmt: skip
+        row = repo.sbom_of(s, image)
+        assert row is not None, "the first build recorded no SBOM"
+        before = {p["name"]: p["version"] for p in row.inventory["dpkg"]}["tzdata"]
+    pin = TZDATA[1] if before != TZDATA[1] else TZDATA[0]
+    ws = tmp_path / "ws"
+    shutil.copytree(REPO, ws, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "node", "build", "__pycache__", "*.egg-info"))  # fmt: skip
+    stack = ws / "images" / "stacks" / "local.yaml"
+    text = stack.read_text()
+    stack.write_text(text.replace("    packages:\n", f'    packages:\n      tzdata: "{pin}"\n'))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+    env.update(IMAGECTL_STATE_DIR=str(e2e_state), COLUMNS="160")
+    imagectl = str(Path(sys.executable).parent / "imagectl")
+    proc = subprocess.run(
+        [imagectl, "--root", str(ws), "run", "--json"],
+        capture_output=True, text=True, env=env, timeout=2400, check=False,
+    )  # fmt: skip
+    second = json.loads(proc.stdout)
+    assert proc.returncode == 0, f"{second.get('error')}\n{proc.stderr[-3000:]}"
+    assert second["sbom"] and Path(second["sbom"]).is_file()
+    proc = subprocess.run(
+        [imagectl, "--root", str(ws), "diff", first["image_id"], second["image_id"],
+         "--stack", "local", "--json"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["changes"] == [
+        {"section": "pinned", "kind": "changed", "name": "tzdata", "old": before, "new": pin}
+    ]
