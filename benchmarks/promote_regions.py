@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="imagectl-bench-"))
     os.environ["IMAGECTL_STATE_DIR"] = str(tmp / "state")
     from imagectl.catalog.db import open_catalog
-    from imagectl.clouds.local import LocalProvider
+    from imagectl.clouds.local.provider import LocalProvider
     from imagectl.promotion import promote
 
     rng = random.Random(args.seed)

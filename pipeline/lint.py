@@ -13,10 +13,10 @@ from imagectl.compat.data import load_compat
 from imagectl.compat.engine import evaluate
 from imagectl.errors import StackError, UserError
 from imagectl.packer.templates import template_files
+from imagectl.packer.variables import ansible_vars, packer_vars
 from imagectl.paths import Workspace
 from imagectl.stacks.loader import LoadedStack, load_stack, stack_paths
 from imagectl.stacks.resolve import resolve
-from imagectl.stacks.variables import ansible_vars, packer_vars
 from imagectl.validators.shapes import load_shapes
 
 _PACKER_VAR = re.compile(r'^\s*variable\s+"([A-Za-z0-9_-]+)"', re.MULTILINE)

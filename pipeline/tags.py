@@ -34,7 +34,8 @@ TAG_REPLACEMENT = "imagectl:replacement"
 # sha256-<hex> of its DSSE envelope (a GCP label keeps the first 56 hex digits)
 TAG_ATTESTATION = "imagectl:attestation"
 
-# the tags every candidate artifact carries (imagectl.stacks.variables.artifact_tags)
+# the tags every candidate artifact carries (imagectl.packer.variables.artifact_tags),
+# written in each cloud's encoding by its CloudSpec.tags
 ARTIFACT_TAG_NAMES = (
     "stack",
     "stack-digest",
@@ -60,11 +61,3 @@ def gcp_label_value(value: str | None) -> str:
     if value is None:
         return "none"
     return _LABEL_OK.sub("-", str(value).lower())[:63]
-
-
-def tag_key(cloud: str, name: str) -> str:
-    """``imagectl:stack`` (AWS, Azure, local) or ``imagectl-stack`` (a GCP label key)."""
-    if name not in ARTIFACT_TAG_NAMES:
-        raise KeyError(name)
-    key = f"{PREFIX}:{name}"
-    return gcp_label_key(key) if cloud == "gcp" else key

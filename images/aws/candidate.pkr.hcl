@@ -49,25 +49,3 @@ source "amazon-ebs" "candidate" {
   skip_metadata_api_check    = local.emulated
   skip_region_validation     = local.emulated
 }
-
-build {
-  sources = ["source.amazon-ebs.candidate"]
-
-  provisioner "ansible" {
-    only          = [var.skip_provisioning ? "none" : "amazon-ebs.candidate"]
-    playbook_file = var.playbook_file
-    user          = var.ssh_username
-    use_proxy     = false
-    extra_arguments = [
-      "--extra-vars", "@${var.ansible_vars_file}",
-      "--become",
-    ]
-    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
-  }
-
-  post-processor "manifest" {
-    output      = var.manifest_file
-    strip_path  = true
-    custom_data = var.image_tags
-  }
-}

@@ -1,6 +1,6 @@
 # This cloud's variables; those of every cloud are in images/common/stack.pkr.hcl, which
 # a build stages beside these files. Every variable that `imagectl plan` / `imagectl build`
-# feed comes from pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the
+# feed comes from pipeline/packer/variables.py:packer_vars(); `imagectl lint` checks the
 # two agree. Variables with a default below that packer_vars does not feed are build knobs.
 
 # --- AWS, from the stack's clouds.aws ---
@@ -51,9 +51,4 @@ variable "aws_polling_max_attempts" {
 variable "ssh_username" {
   type    = string
   default = "ubuntu"
-}
-variable "skip_provisioning" {
-  type        = bool
-  default     = false
-  description = "Build without a communicator and without Ansible (emulated clouds only)."
 }

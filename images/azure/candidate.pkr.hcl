@@ -28,33 +28,3 @@ source "azure-arm" "candidate" {
   communicator = var.skip_provisioning ? "none" : "ssh"
   ssh_username = var.ssh_username
 }
-
-build {
-  sources = ["source.azure-arm.candidate"]
-
-  provisioner "ansible" {
-    only          = [var.skip_provisioning ? "none" : "azure-arm.candidate"]
-    playbook_file = var.playbook_file
-    user          = var.ssh_username
-    use_proxy     = false
-    extra_arguments = [
-      "--extra-vars", "@${var.ansible_vars_file}",
-      "--become",
-    ]
-    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
-  }
-
-  # Azure deprovisions last (waagent), after Ansible's hygiene role.
-  provisioner "shell" {
-    only            = [var.skip_provisioning ? "none" : "azure-arm.candidate"]
-    execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sudo -E sh '{{ .Path }}'"
-    inline          = ["/usr/sbin/waagent -force -deprovision+user && export HISTSIZE=0 && sync"]
-    inline_shebang  = "/bin/sh -x"
-  }
-
-  post-processor "manifest" {
-    output      = var.manifest_file
-    strip_path  = true
-    custom_data = var.image_tags
-  }
-}

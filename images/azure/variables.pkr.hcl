@@ -1,6 +1,6 @@
 # This cloud's variables; those of every cloud are in images/common/stack.pkr.hcl, which
 # a build stages beside these files. Every variable that `imagectl plan` / `imagectl build`
-# feed comes from pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the
+# feed comes from pipeline/packer/variables.py:packer_vars(); `imagectl lint` checks the
 # two agree. Variables with a default below that packer_vars does not feed are build knobs.
 
 # --- Azure, from the stack's clouds.azure ---
@@ -50,8 +50,4 @@ variable "azure_use_cli_auth" {
   type        = bool
   default     = true
   description = "Authenticate with the logged-in Azure CLI (false: environment/managed identity)."
-}
-variable "skip_provisioning" {
-  type    = bool
-  default = false
 }

@@ -1,7 +1,7 @@
 # The variables every cloud's template declares, kept once. Packer loads the *.pkr.hcl
 # files of one folder only, so a build stages this file beside the cloud's own
 # (pipeline/packer/templates.py:stage_templates). The stack-fed names come from
-# pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the two agree.
+# pipeline/packer/variables.py:packer_vars(); `imagectl lint` checks the two agree.
 
 # --- from the stack ---
 variable "stack_name" {
@@ -55,3 +55,29 @@ variable "manifest_file" {
   description = "Where Packer's manifest post-processor writes the artifacts."
 }
 
+# --- the shared build block (build.pkr.hcl.tmpl), set per cloud by its CloudSpec ---
+variable "skip_provisioning" {
+  type        = bool
+  default     = false
+  description = "Build without a communicator and without Ansible (emulated clouds only)."
+}
+variable "ansible_tags" {
+  type        = string
+  default     = "all"
+  description = "Which site.yml tags Packer's Ansible pass runs: all, or booted after a native chroot pass."
+}
+variable "ansible_become" {
+  type        = bool
+  default     = true
+  description = "Ansible runs with --become (the cloud's SSH user is not root)."
+}
+variable "manifest_strip_path" {
+  type        = bool
+  default     = true
+  description = "The manifest keeps only the artifact's file name (false: a local disk's path)."
+}
+variable "deprovision_command" {
+  type        = string
+  default     = ""
+  description = "A shell command run after Ansible to generalise the image (Azure: waagent), or empty."
+}

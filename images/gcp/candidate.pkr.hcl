@@ -15,25 +15,3 @@ source "googlecompute" "candidate" {
   communicator            = var.skip_provisioning ? "none" : "ssh"
   ssh_username            = var.ssh_username
 }
-
-build {
-  sources = ["source.googlecompute.candidate"]
-
-  provisioner "ansible" {
-    only          = [var.skip_provisioning ? "none" : "googlecompute.candidate"]
-    playbook_file = var.playbook_file
-    user          = var.ssh_username
-    use_proxy     = false
-    extra_arguments = [
-      "--extra-vars", "@${var.ansible_vars_file}",
-      "--become",
-    ]
-    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
-  }
-
-  post-processor "manifest" {
-    output      = var.manifest_file
-    strip_path  = true
-    custom_data = var.image_tags
-  }
-}

@@ -1,6 +1,6 @@
 # This cloud's variables; those of every cloud are in images/common/stack.pkr.hcl, which
 # a build stages beside these files. Every variable that `imagectl plan` / `imagectl build`
-# feed comes from pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the
+# feed comes from pipeline/packer/variables.py:packer_vars(); `imagectl lint` checks the
 # two agree. Variables with a default below that packer_vars does not feed are build knobs.
 
 # --- Google Cloud, from the stack's clouds.gcp ---
@@ -30,8 +30,4 @@ variable "gcp_image_storage_location" {
   type        = string
   default     = ""
   description = "Multi-region of the image; empty = the zone's region (one location only)."
-}
-variable "skip_provisioning" {
-  type    = bool
-  default = false
 }

@@ -31,25 +31,3 @@ source "qemu" "candidate" {
   ssh_handshake_attempts = 60
   shutdown_command       = "systemctl poweroff"
 }
-
-build {
-  sources = ["source.qemu.candidate"]
-
-  provisioner "ansible" {
-    only          = [var.skip_provisioning ? "none" : "qemu.candidate"]
-    playbook_file = var.playbook_file
-    user          = var.ssh_username
-    use_proxy     = false
-    extra_arguments = [
-      "--extra-vars", "@${var.ansible_vars_file}",
-      "--tags", var.ansible_tags,
-    ]
-    ansible_env_vars = ["ANSIBLE_HOST_KEY_CHECKING=False", "ANSIBLE_PIPELINING=True"]
-  }
-
-  post-processor "manifest" {
-    output      = var.manifest_file
-    strip_path  = false
-    custom_data = var.image_tags
-  }
-}

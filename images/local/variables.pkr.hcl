@@ -1,6 +1,6 @@
 # This cloud's variables; those of every cloud are in images/common/stack.pkr.hcl, which
 # a build stages beside these files. Every variable that `imagectl plan` / `imagectl build`
-# feed comes from pipeline/stacks/variables.py:packer_vars(); `imagectl lint` checks the
+# feed comes from pipeline/packer/variables.py:packer_vars(); `imagectl lint` checks the
 # two agree. Variables with a default below that packer_vars does not feed are build knobs.
 
 # --- local QEMU target, from the stack's clouds.local ---
@@ -35,13 +35,4 @@ variable "local_accelerator" {
 variable "ssh_username" {
   type    = string
   default = "root"
-}
-variable "ansible_tags" {
-  type        = string
-  default     = "all"
-  description = "Which site.yml tags Packer's Ansible pass runs: all, or booted after a native chroot pass."
-}
-variable "skip_provisioning" {
-  type    = bool
-  default = false
 }

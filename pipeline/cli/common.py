@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from imagectl.cloud_names import CLOUDS
 from imagectl.errors import EXIT_BAD_INPUT, UserError
 
 if TYPE_CHECKING:  # the registry module stays light: --help imports nothing more
@@ -22,11 +23,6 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
         func
     )
-
-
-# every cloud imagectl builds for; the remote ones are the real clouds
-CLOUDS = ("aws", "gcp", "azure", "local")
-REMOTE_CLOUDS = ("aws", "gcp", "azure")
 
 
 def stack_option(

@@ -30,8 +30,8 @@ def command(
     ctx: click.Context, stack: str | None, cloud: str | None, out: Path | None, as_json: bool
 ) -> None:
     """Print the build matrix and write the resolved Packer and Ansible variable files."""
+    from imagectl.building.plan import build_plan, rows_as_dicts
     from imagectl.paths import state_dir
-    from imagectl.stacks.plan import build_plan, rows_as_dicts
 
     out_dir = out or state_dir() / "plan"
     rows = build_plan(workspace(ctx), stack, cloud, out_dir)

@@ -7,7 +7,6 @@ from typing import Any
 import click
 
 from imagectl.cli.common import (
-    REMOTE_CLOUDS,
     cloud_option,
     console,
     emit_json,
@@ -15,6 +14,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.cloud_names import REMOTE_CLOUDS
 
 
 @click.command("reap")
@@ -44,9 +44,9 @@ def command(
     Exit 0 when everything expired was terminated (or nothing was), 1 when a
     termination or a cloud listing failed.
     """
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
     from imagectl.clouds.reap import reap
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks import load_resolved, stack_paths
 
     ws = workspace(ctx)
@@ -56,7 +56,7 @@ def command(
     errors: list[str] = []
     for name in names:
         _, resolved = load_resolved(ws.images, name)
-        for cloud in clouds or ("aws", "gcp", "azure"):
+        for cloud in clouds or REMOTE_CLOUDS:
             if getattr(resolved.stack.clouds, cloud, None) is None:
                 continue
             options = provider_options(resolved, cloud)

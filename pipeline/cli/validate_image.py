@@ -12,7 +12,6 @@ import click
 
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.cli.common import (
-    REMOTE_CLOUDS,
     cloud_option,
     console,
     emit_json,
@@ -20,6 +19,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.cloud_names import REMOTE_CLOUDS
 from imagectl.validation.progress import Reporter, RichReporter
 
 

@@ -8,27 +8,24 @@ artifact in its cloud, so ``find_images(state="built")`` finds it.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.clouds.common import endpoint_from_env
+from imagectl.clouds.registry import cloud_spec
 
 
 def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
-    """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set, Packer talks to it too."""
-    out = dict(overrides)
-    if cloud == "aws":
-        endpoint = endpoint_from_env(None, "IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
-        if endpoint:
-            out.setdefault("aws_endpoint_ec2", endpoint)
-    return out
+    """The caller's Packer overrides, plus the cloud's emulator endpoint when its
+    variable is set (``CloudSpec.endpoint_packer_vars``): Packer talks to it too."""
+    return {**cloud_spec(cloud).endpoint_packer_vars(os.environ), **overrides}
 
 
 def prepare(resolved: Any, cloud: str) -> None:
     """The cloud's resources a build publishes into, made or checked before Packer runs
     (``Provider.prepare_build``)."""
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
 
     get_provider(cloud, **provider_options(resolved, cloud)).prepare_build()
 
@@ -66,9 +63,9 @@ def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list
         for a in artifacts:
             repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags)
             images.append({"image_id": a.id, "region": a.location, "state": ImageState.BUILT})
-    if cloud in ("aws", "gcp", "azure"):
-        from imagectl.clouds import get_provider
+    if cloud_spec(cloud).remote:  # a local artifact is a disk file, not yet a registry image
         from imagectl.clouds.options import provider_options
+        from imagectl.clouds.registry import get_provider
 
         provider = get_provider(cloud, **provider_options(resolved, cloud))
         for a in artifacts:

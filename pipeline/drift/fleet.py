@@ -10,12 +10,12 @@ how many run something else, and on which images.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from imagectl.clouds.base import Instance, Provider
+from imagectl.clouds.registry import cloud_spec
 from imagectl.drift import inventory
 from imagectl.drift.findings import DriftReport, Finding
 from imagectl.stacks.resolve import ResolvedStack
@@ -25,18 +25,12 @@ from imagectl.tags import TAG_STACK
 # provisioning states, compared lower-case); everything else counts as running.
 GONE = frozenset({"terminated", "stopped", "stopping", "shutting-down", "suspended",
                   "suspending", "deallocated", "deallocating", "deleting", "deleted"})  # fmt: skip
-_AWS_ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")  # us-east-1a -> us-east-1
-_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")  # us-central1-a -> us-central1
 
 
 def region_of(cloud: str, location: str) -> str:
     """Instances report a zone (us-east-1a, us-central1-a, eastus/1); pointers live per
-    region."""
-    if cloud == "azure":
-        return location.split("/", 1)[0]
-    zone = {"aws": _AWS_ZONE, "gcp": _GCP_ZONE}.get(cloud)
-    m = zone.match(location) if zone else None
-    return m[1] if m else location
+    region (``CloudSpec.region_of``)."""
+    return cloud_spec(cloud).region_of(location)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The one adapter between drift and the rest of the controller: clouds and catalog.
 
-- ``provider_for(stack, cloud)``: ``imagectl.clouds.get_provider`` configured from the
+- ``provider_for(stack, cloud)``: ``imagectl.clouds.registry.get_provider`` configured from the
   stack's cloud settings (the promotion's ``provider_options``; on AWS every target
   region is listed, not only the build region). SDKs are imported lazily.
 - ``fleet_providers(stacks, cloud)``: one provider per distinct configuration, with the
@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
+from imagectl.clouds.options import provider_options
+from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_SOURCE_IMAGE
@@ -26,21 +28,16 @@ PROMOTED = (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED)
 
 
 def options_for(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:
-    """The shared provider options of the stack's cloud (``imagectl.clouds.options``); on
-    AWS every target region is listed, plus the build region."""
-    from imagectl.clouds.options import provider_options
-
+    """The shared provider options of the stack's cloud (``imagectl.clouds.options``),
+    listing the regions the cloud's spec lists instances in (AWS: the build region too)."""
+    spec = cloud_spec(cloud)
     options = dict(provider_options(resolved, cloud))
-    if cloud == "aws":
-        settings = resolved.stack.clouds.aws
-        assert settings is not None
-        options["regions"] = sorted({settings.build.region, *settings.regions})
+    if "regions" in options:  # the local registry lists every region it holds
+        options["regions"] = spec.listing_regions(spec.settings(resolved.stack))
     return options
 
 
 def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
-    from imagectl.clouds import get_provider
-
     return guarded(cloud, "connect", get_provider, cloud, **options_for(resolved, cloud))
 
 
@@ -50,8 +47,6 @@ _PLACEMENT = ("region", "regions", "zone", "subnet_id")
 def fleet_providers(stacks: list[ResolvedStack], cloud: str) -> list[tuple[Provider, set[str]]]:
     """One provider per account/project/gallery (placement options merged), with the
     names of the stacks it serves."""
-    from imagectl.clouds import get_provider
-
     groups: dict[str, tuple[dict[str, Any], set[str]]] = {}
     for resolved in stacks:
         if getattr(resolved.stack.clouds, cloud, None) is None:

@@ -3,7 +3,7 @@
 The build folder (``<state dir>/builds/<build id>/`` or ``--var-dir``) holds
 everything the run used, so it can be repeated by hand:
 ``<stack>.<cloud>.pkrvars.json`` and ``<stack>.<cloud>.ansible.json`` (written by
-``imagectl.stacks.variables.write_var_files``), ``templates/`` (the staged template
+``imagectl.packer.variables.write_var_files``), ``templates/`` (the staged template
 folder for Packer < 1.7), ``packer.log`` and ``manifest.json``.
 """
 
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import UserError
 from imagectl.fsutil import open_lock_file
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
@@ -33,11 +34,11 @@ from imagectl.packer.machine_readable import PackerEvent
 from imagectl.packer.manifest import Artifact, read_manifest
 from imagectl.packer.runner import PackerRun, run
 from imagectl.packer.templates import stage_templates
+from imagectl.packer.variables import write_var_files
 from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.provenance.inventory import IMAGE_FOLDER
 from imagectl.provenance.keys import load_trust, trust_document
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.stacks.variables import write_var_files
 from imagectl.toolkit import ensure_toolkit_wheelhouse
 
 DEFAULT_TIMEOUT_S = 4 * 3600.0
@@ -164,15 +165,7 @@ def plan_build(
         validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
         attestation_trust=json.loads(trust_document(load_trust())),
         manifest_fetch_dir=str(folder / IMAGE_FOLDER),
-        **(
-            {
-                "local_base_dir": local_base_dir
-                or str(state_dir() / "local" / "base" / resolved.name),
-                "local_output_dir": str(folder / "output"),
-            }
-            if cloud == "local"
-            else {}
-        ),
+        **cloud_spec(cloud).runtime_packer_vars(resolved, folder, local_base_dir),
     )
     packer = binary or PackerBinary(path="packer", version=PLUGINS_VERSION)
     template_dir = stage_templates(source, folder / "templates", packer)

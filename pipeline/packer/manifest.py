@@ -17,14 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.registry import spec_for_builder
 from imagectl.errors import UserError
-
-BUILDER_CLOUD = {
-    "amazon-ebs": "aws",
-    "googlecompute": "gcp",
-    "azure-arm": "azure",
-    "qemu": "local",
-}
 
 
 @dataclass(frozen=True)
@@ -72,7 +66,8 @@ def read_manifest(path: Path, variables: dict[str, Any] | None = None) -> list[A
 
 def _artifacts(entry: dict[str, Any], v: dict[str, Any]) -> list[Artifact]:
     builder = str(entry.get("builder_type", ""))
-    cloud = BUILDER_CLOUD.get(builder, builder)
+    spec = spec_for_builder(builder)
+    cloud = spec.name if spec else builder
     tags = {str(k): str(val) for k, val in (entry.get("custom_data") or {}).items()}
     run_uuid = str(entry.get("packer_run_uuid", ""))
     raw_id = str(entry.get("artifact_id", ""))

@@ -1,9 +1,11 @@
 """Stage a cloud's template folder for the packer binary at hand.
 
 ``images/<cloud>/`` holds ``variables.pkr.hcl`` (the cloud's own variables),
-``candidate.pkr.hcl`` and ``plugins.pkr.hcl`` (the ``packer { required_plugins }``
-block current Packer needs). ``images/common/`` holds what every cloud shares
-(``stack.pkr.hcl``: the variables fed from a stack), kept once.
+``candidate.pkr.hcl`` (its ``source`` block) and ``plugins.pkr.hcl`` (the
+``packer { required_plugins }`` block current Packer needs). ``images/common/`` holds
+what every cloud shares, kept once: ``stack.pkr.hcl`` (the variables fed from a stack
+and the cloud's spec) and ``build.pkr.hcl.tmpl`` (the one ``build {}`` block, staged as
+``build.pkr.hcl`` with the cloud's source written in: ``render_build``).
 
 Packer loads every ``*.pkr.hcl`` of one folder, so a build runs in a staged folder:
 the cloud's files plus the common ones. Packer 1.6.6 has the builders built in and
@@ -16,11 +18,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import UserError
 from imagectl.packer.binary import PackerBinary
 
 PLUGINS_FILE = "plugins.pkr.hcl"
 COMMON = "common"  # images/common/: the template files every cloud shares
+BUILD_TEMPLATE = "build.pkr.hcl.tmpl"
+SOURCE_MARK = "@SOURCE@"
 
 
 def common_dir(source: Path) -> Path:
@@ -54,4 +59,28 @@ def stage_templates(source: Path, dest: Path, binary: PackerBinary) -> Path:
     for f in files:
         if f.name != PLUGINS_FILE or binary.supports_plugin_blocks:
             shutil.copy2(f, dest / f.name)
+    (dest / "build.pkr.hcl").write_text(render_build(source), encoding="utf-8")
     return dest
+
+
+def render_build(source: Path) -> str:
+    """The shared build block for the cloud of ``source`` (``images/<cloud>``): its
+    source is ``<the spec's Packer builder>.candidate``, which its candidate.pkr.hcl
+    must declare."""
+    spec = cloud_spec(source.name)
+    template = common_dir(source) / BUILD_TEMPLATE
+    if not template.is_file():
+        raise UserError(
+            f"{template} is missing",
+            hint="images/common/ holds the build block every cloud shares; restore it from git",
+        )
+    declared = f'source "{spec.packer_builder}" "candidate"'
+    if not any(declared in f.read_text(encoding="utf-8") for f in source.glob("*.pkr.hcl")):
+        raise UserError(
+            f"{source} declares no {declared} block",
+            hint=f"The {spec.name} cloud builds with Packer's {spec.packer_builder} builder "
+            f"(pipeline/clouds/{spec.name}/spec.py); name its source 'candidate'",
+        )
+    return template.read_text(encoding="utf-8").replace(
+        SOURCE_MARK, f"{spec.packer_builder}.candidate"
+    )

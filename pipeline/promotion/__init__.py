@@ -4,7 +4,7 @@ Python API (the CLI commands ``promote``, ``rollback``, ``deprecate`` and ``bloc
 thin wrappers over these)::
 
     from imagectl.catalog.db import open_catalog
-    from imagectl.clouds import get_provider
+    from imagectl.clouds.registry import get_provider
     from imagectl.promotion import promote, rollback, block_image, apply_retention
     from imagectl.stacks import load_resolved
 

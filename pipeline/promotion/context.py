@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from imagectl.clouds import get_provider
 from imagectl.clouds.options import provider_options
+from imagectl.clouds.registry import get_provider
 from imagectl.errors import UserError
 from imagectl.stacks import load_resolved
 

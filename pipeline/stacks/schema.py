@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from imagectl.cloud_names import CLOUDS
 from imagectl.errors import UserError
 from imagectl.stacks.patterns import (
     AmiNameFilter,
@@ -52,8 +53,6 @@ STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 _AWS_ACCOUNT = re.compile(r"^\d{12}$")
 _ORG_ARN = re.compile(r"^arn:aws:organizations::\d{12}:(organization|ou)/[\w/-]+$")
 
-CLOUDS = ("aws", "gcp", "azure", "local")
-Cloud = Literal["aws", "gcp", "azure", "local"]
 Profile = Literal["boot", "quick", "full", "burn"]
 
 

@@ -34,6 +34,9 @@ from imagectl.errors import UserError
 if TYPE_CHECKING:
     from imagectl.validation.run import ValidationRequest
 
+# Ansible's connection plugin that runs on the controller itself (not the local cloud)
+ANSIBLE_LOCAL = "local"
+
 
 @dataclass(frozen=True)
 class InventoryOverride:
@@ -43,7 +46,7 @@ class InventoryOverride:
 
     @property
     def local(self) -> bool:
-        return self.all.get("ansible_connection") == "local"
+        return self.all.get("ansible_connection") == ANSIBLE_LOCAL
 
     def for_slot(self, slot: int) -> dict[str, Any]:
         extra = self.slots[slot] if slot < len(self.slots) else self.default_slot
@@ -89,7 +92,7 @@ class InventoryOverride:
 
 def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:
     override = req.override.for_slot(slot) if req.override else {}
-    if override.get("ansible_connection") == "local":
+    if override.get("ansible_connection") == ANSIBLE_LOCAL:
         out: dict[str, Any] = {
             "ansible_python_interpreter": sys.executable,
             "validate_imagectl": str(Path(sys.executable).parent / "imagectl"),

@@ -21,16 +21,16 @@ from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.clouds import get_provider
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
+from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.errors import UserError
 from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
 from imagectl.stacks import load_resolved
 from imagectl.stacks.expectations import for_shape
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.tags import TAG_DIGEST, gcp_label_value
+from imagectl.tags import TAG_DIGEST
 from imagectl.validation.decide import INCONCLUSIVE, Decision
 from imagectl.validation.inventory import InventoryOverride
 from imagectl.validation.progress import Reporter
@@ -79,8 +79,9 @@ def validate_image(
     _, resolved = load_resolved(ws.images, stack)
     options = provider_options(resolved, req.cloud)
     provider = get_provider(req.cloud, **options)
-    image = _find_image(provider, req, options, resolved, stack)
-    settings = getattr(resolved.stack.clouds, req.cloud)
+    spec = cloud_spec(req.cloud)
+    settings = spec.settings(resolved.stack)
+    image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
     shape = req.shape or settings.validation_shapes[0]
     profile = req.profile or resolved.stack.validation.profile
     expect = for_shape(ws.images, resolved, shape).model_dump(mode="json")
@@ -170,21 +171,20 @@ def _run(
 def _find_image(
     provider: Provider,
     req: ImageValidationRequest,
-    options: dict[str, Any],
+    region: str,
     resolved: ResolvedStack,
     stack: str,
 ) -> CloudImage:
-    """The candidate in its cloud, built from the stack's current pins."""
-    region = {"aws": options.get("region"), "azure": options.get("location")}.get(req.cloud, "")
-    image = provider.get_image(req.image_id, region or "")
+    """The candidate in its cloud (in its build region), built from the stack's current
+    pins."""
+    image = provider.get_image(req.image_id, region)
     if image is None:
         raise UserError(
-            f"image {req.image_id} was not found in {req.cloud}"
-            + (f" region {region}" if region else ""),
+            f"image {req.image_id} was not found in {req.cloud} region {region}",
             hint="Check the id with `imagectl status` or the cloud console",
         )
     tagged = image.tags.get(TAG_DIGEST)
-    if tagged and tagged not in (resolved.digest, gcp_label_value(resolved.digest)):
+    if tagged and tagged not in (resolved.digest, cloud_spec(req.cloud).tag_value(resolved.digest)):
         raise UserError(
             f"image {req.image_id} was built from stack digest {tagged[:12]}, but "
             f"{stack} now resolves to {resolved.short_digest}",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from imagectl.packer.variables import ansible_vars
 from imagectl.stacks import load_resolved, stack_paths
-from imagectl.stacks.variables import ansible_vars
 from tests.support import ROOT, require_tool
 
 PLAYBOOKS = ROOT / "playbooks"

@@ -25,12 +25,12 @@ import rootfs as rootfs_mod  # tests/ansible/rootfs.py
 from playbook_run import PlaybookRun, run_site
 
 from imagectl.packer.build import build_validator_wheel
+from imagectl.packer.variables import write_var_files
 from imagectl.paths import find_workspace
 from imagectl.provenance.inventory import parse_inventory
 from imagectl.provenance.sbom import render_sbom
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.stacks.variables import write_var_files
 from imagectl.validators.manifest import parse_manifest
 from tests.support import ROOT, fake_torch_wheel, require_root, require_tool
 

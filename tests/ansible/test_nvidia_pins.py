@@ -22,8 +22,8 @@ import yaml
 from apt_sandbox import make_sandbox
 from jinja2 import Environment
 
+from imagectl.packer.variables import ansible_vars, write_var_files
 from imagectl.stacks import load_resolved
-from imagectl.stacks.variables import ansible_vars, write_var_files
 from imagectl.validators.checks.software import version_matches
 from imagectl.validators.expectations import Expectations
 from tests.support import ROOT, require_root, require_tool

@@ -33,8 +33,8 @@ def _reservation(zone: str = "us-east-1b", count: int = 1, block: bool = False) 
 
 
 def _provider(env: CloudEnv, rid: str, block: bool = False):
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

@@ -21,8 +21,8 @@ NAME = "/imagectl/h100-training/latest"
 
 
 def _provider(env: CloudEnv, tier: str):
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

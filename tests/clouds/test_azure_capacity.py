@@ -22,8 +22,8 @@ SIZE = "Standard_ND96isr_H100_v5"
 
 
 def _provider(env: CloudEnv, group: str, zone: str | None):
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

@@ -17,8 +17,8 @@ pytest_plugins = ["tests.fakes.fixtures"]
 
 
 def _provider(env: CloudEnv, **gallery: str):
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

@@ -21,8 +21,8 @@ SHAPE = "a3-highgpu-8g"
 
 
 def _provider(env: CloudEnv, reservation: str, zone: str):
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

@@ -81,8 +81,8 @@ def _exercise(fake) -> None:
 def _variant(env: CloudEnv, *, security_type: str, group: str):
     from types import SimpleNamespace
 
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

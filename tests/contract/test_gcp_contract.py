@@ -83,8 +83,8 @@ def _exercise(fake) -> None:
 def _with_reservation(env: CloudEnv, reservation: str, zone: str):
     from types import SimpleNamespace
 
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")

@@ -29,7 +29,7 @@ class World:
     stack: Any
 
     def provider(self, **options: Any) -> Any:
-        from imagectl.clouds.local import LocalProvider
+        from imagectl.clouds.local.provider import LocalProvider
 
         return LocalProvider(self.registry, **options)
 

@@ -120,8 +120,8 @@ class CloudEnv:
     _count: int = 0
 
     def provider(self) -> Any:
-        from imagectl.clouds import get_provider
         from imagectl.clouds.options import provider_options
+        from imagectl.clouds.registry import get_provider
 
         return get_provider(self.cloud, **provider_options(self.resolved, self.cloud))
 

@@ -23,8 +23,8 @@ import pytest
 
 from imagectl.compat.data import load_compat
 from imagectl.errors import UserError
+from imagectl.packer.variables import ansible_unsafe, write_var_files
 from imagectl.stacks import load_stack, resolve
-from imagectl.stacks.variables import ansible_unsafe, write_var_files
 from tests.support import REPO
 
 PLAY = """\

@@ -89,7 +89,7 @@ def test_snapshot_and_plan(full_disk: Path, hostile) -> None:
 
 
 def test_local_registry_copy(full_disk: Path, tmp_path: Path) -> None:
-    from imagectl.clouds.local import LocalProvider
+    from imagectl.clouds.local.provider import LocalProvider
     from imagectl.errors import UserError
 
     disk = tmp_path / "image.qcow2"

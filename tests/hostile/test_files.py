@@ -138,7 +138,7 @@ def test_the_fleet_boot_receipt_lists_no_users_files(tmp_path: Path) -> None:
 def test_a_copy_cleans_what_a_killed_copy_left(tmp_path: Path) -> None:
     """A promotion killed mid-copy leaves ``.<image>.<token>.tmp`` in the region; the
     resumed copy of that image removes it and places the image whole."""
-    from imagectl.clouds.local import LocalProvider, file_digest
+    from imagectl.clouds.local.provider import LocalProvider, file_digest
 
     disk = tmp_path / "image.qcow2"
     disk.write_bytes(os.urandom(64 * 1024))

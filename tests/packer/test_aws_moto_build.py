@@ -19,7 +19,6 @@ from imagectl.packer.build import run_build
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
-from imagectl.tags import tag_key
 from tests.support import ROOT, require_tool
 
 MOTO_ACCOUNT = "123456789012"
@@ -118,14 +117,14 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
     assert image["Name"] == result.plan.packer_vars["image_name"]
     tags = {t["Key"]: t["Value"] for t in image.get("Tags", [])}
     pins = resolved.pins()
-    assert tags[tag_key("aws", "stack")] == "h100-training"
-    assert tags[tag_key("aws", "stack-digest")] == resolved.digest
-    assert tags[tag_key("aws", "driver")] == pins["driver"]
-    assert tags[tag_key("aws", "cuda")] == pins["cuda"]
-    assert tags[tag_key("aws", "nccl")] == pins["nccl"]
-    assert tags[tag_key("aws", "build-id")] == result.plan.build_id
-    assert tags[tag_key("aws", "lifecycle")] == "candidate"
-    assert len(tags[tag_key("aws", "git-commit")]) >= 7
+    assert tags["imagectl:stack"] == "h100-training"
+    assert tags["imagectl:stack-digest"] == resolved.digest
+    assert tags["imagectl:driver"] == pins["driver"]
+    assert tags["imagectl:cuda"] == pins["cuda"]
+    assert tags["imagectl:nccl"] == pins["nccl"]
+    assert tags["imagectl:build-id"] == result.plan.build_id
+    assert tags["imagectl:lifecycle"] == "candidate"
+    assert len(tags["imagectl:git-commit"]) >= 7
     assert result.artifacts[0].tags == tags
 
     # No replication at build time: the candidate exists in the build region only.

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from imagectl.packer.variables import packer_vars
 from imagectl.stacks import load_resolved
 from imagectl.stacks.schema import Stack
-from imagectl.stacks.variables import packer_vars
 
 IMAGES = Path(__file__).resolve().parents[2] / "images"
 

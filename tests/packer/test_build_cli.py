@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from imagectl.cli import main
+from imagectl.packer.variables import packer_vars
 from imagectl.stacks import load_resolved
-from imagectl.stacks.variables import packer_vars
 from tests.support import ROOT
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,15 @@ import pytest
 from imagectl.errors import UserError
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
 from imagectl.packer.command import validate_command
-from imagectl.packer.templates import PLUGINS_FILE, stage_templates, template_files
+from imagectl.packer.templates import (
+    BUILD_TEMPLATE,
+    PLUGINS_FILE,
+    render_build,
+    stage_templates,
+    template_files,
+)
+from imagectl.packer.variables import packer_vars, write_var_files
 from imagectl.stacks import load_resolved, stack_paths
-from imagectl.stacks.variables import packer_vars, write_var_files
 from tests.support import ROOT, require_tool
 
 IMAGES = ROOT / "images"
@@ -81,13 +88,46 @@ def test_staged_folder_holds_the_cloud_and_the_common_templates(
     (tmp_path / "templates" / "stale.pkr.hcl").write_text("# from an earlier build\n")
     folder = stage_templates(IMAGES / "aws", tmp_path / "templates", binary)
     names = sorted(p.name for p in folder.glob("*.pkr.hcl"))
-    expected = ["candidate.pkr.hcl", "stack.pkr.hcl", "variables.pkr.hcl"]
+    expected = ["build.pkr.hcl", "candidate.pkr.hcl", "stack.pkr.hcl", "variables.pkr.hcl"]
     if binary.supports_plugin_blocks:  # 1.6.6 fails on the required_plugins block
         expected.append(PLUGINS_FILE)
     assert names == sorted(expected)
     assert (folder / "stack.pkr.hcl").read_text() == (
         IMAGES / "common" / "stack.pkr.hcl"
     ).read_text()
+    build = (folder / "build.pkr.hcl").read_text()
+    assert 'sources = ["source.amazon-ebs.candidate"]' in build
+    assert "@SOURCE@" not in build
+
+
+def test_one_build_block_shared_by_every_cloud() -> None:
+    """The build {} block lives once, in images/common/; a cloud folder holds only its
+    source and variables (issue 18: the four build blocks had drifted apart)."""
+    for cloud in ("aws", "gcp", "azure", "local"):
+        for f in (IMAGES / cloud).glob("*.pkr.hcl"):
+            assert not re.search(r"^build\s*\{", f.read_text(), re.M), f
+    assert re.search(r"^build\s*\{", (IMAGES / "common" / BUILD_TEMPLATE).read_text(), re.M)
+
+
+def test_a_source_the_spec_does_not_name_is_refused(tmp_path: Path) -> None:
+    """images/gcp with an amazon-ebs source: the staged build would name a source that
+    does not exist, so staging stops with the spec's builder in the message."""
+    shutil.copytree(IMAGES / "common", tmp_path / "common")
+    (tmp_path / "gcp").mkdir()
+    (tmp_path / "gcp" / "candidate.pkr.hcl").write_text(
+        (IMAGES / "aws" / "candidate.pkr.hcl").read_text()
+    )
+    with pytest.raises(UserError, match=r'declares no source "googlecompute" "candidate"'):
+        render_build(tmp_path / "gcp")
+
+
+def test_only_azure_generalises_after_ansible() -> None:
+    """The shared block's shell step runs the spec's deprovision command: waagent's on
+    Azure ("Create a generalized image"), nothing elsewhere."""
+    for stack, cloud in CASES:
+        _, resolved = load_resolved(IMAGES, stack)
+        command = packer_vars(resolved, cloud)["deprovision_command"]
+        assert ("waagent -force -deprovision+user" in command) == (cloud == "azure"), cloud
 
 
 def test_a_cloud_file_named_like_a_common_one_is_refused(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ import tarfile
 import pytest
 
 from imagectl.errors import UserError
+from imagectl.packer.variables import ansible_vars
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
-from imagectl.stacks.variables import ansible_vars
 from imagectl.toolkit import INDEX_ENV, ensure_toolkit_wheelhouse, target_python, toolkit_pin
 from tests.support import fake_torch_wheel, simple_index
 

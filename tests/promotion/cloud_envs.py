@@ -130,8 +130,8 @@ def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
     import boto3
     from botocore.awsrequest import AWSResponse
 
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
 
     failing: set[str] = set()
     providers: list[Any] = []
@@ -204,8 +204,8 @@ def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
 
 # -- Google Cloud (local Compute REST fake) -------------------------------------------------
 def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
 
     faults: dict[str, Any] = {}
 
@@ -271,8 +271,8 @@ def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
 
 # -- Azure (local ARM fake) --------------------------------------------------------------
 def azure_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
 
     settings = resolved.stack.clouds.azure
     g = settings.gallery

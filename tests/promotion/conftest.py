@@ -63,7 +63,7 @@ class World:
     stack: Any  # ResolvedStack of images/stacks/local.yaml
 
     def provider(self, **options: Any) -> Any:
-        from imagectl.clouds.local import LocalProvider
+        from imagectl.clouds.local.provider import LocalProvider
 
         return LocalProvider(self.registry, **options)
 

@@ -137,8 +137,8 @@ def test_copies_use_the_stack_kms_key_of_each_region_and_time_bound_copy(cloud_a
     ``CopyImage`` (``Encrypted`` + ``KmsKeyId``, ``SnapshotCopyCompletionDurationMinutes``)."""
     from types import SimpleNamespace
 
-    from imagectl.clouds import get_provider
     from imagectl.clouds.options import provider_options
+    from imagectl.clouds.registry import get_provider
     from imagectl.stacks.schema import Stack
 
     env = cloud_aws

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from imagectl.packer.variables import ansible_vars, write_var_files
 from imagectl.stacks import load_resolved, stack_paths
 from imagectl.stacks.expectations import for_shape, image_expectations
-from imagectl.stacks.variables import ansible_vars, write_var_files
 from imagectl.validators.checks.software import version_matches
 from imagectl.validators.expectations import Expectations
 from tests.support import ROOT

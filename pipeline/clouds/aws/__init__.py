@@ -2,18 +2,6 @@
 
 ``clients`` builds sessions and clients (endpoint override, retry mode, credentials from
 boto3's default chain only); ``errors`` maps EC2 error codes onto CapacityError /
-QuotaError; ``network`` owns the per-run security group; ``provider`` is the Provider.
+QuotaError; ``network`` owns the per-run security group; ``provider`` is the Provider;
+``spec`` what a stack's ``clouds.aws`` means (``imagectl.clouds.spec``).
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-from imagectl.clouds.aws.provider import AwsProvider
-
-
-def create_provider(**options: Any) -> AwsProvider:
-    return AwsProvider(**options)
-
-
-__all__ = ["AwsProvider", "create_provider"]

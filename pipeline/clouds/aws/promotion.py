@@ -1,8 +1,9 @@
 """AWS promotion primitives: copy_image per region (tagged by imagectl), launch
 permissions, SSM parameter pointer, deprecation, deregistration.
 
-The provider delegates its promotion methods here; this module owns no client of its own
-(``self.p`` is the provider: clients, options, image readers).
+The provider's promotion half: a mixin the provider class inherits (its clients, options
+and image readers are the provider's own, declared below for the type checker), so the
+provider's promotion methods are these, with no forwarding layer.
 """
 
 from __future__ import annotations
@@ -25,17 +26,27 @@ from imagectl.tags import (
 )
 
 if TYPE_CHECKING:
-    from imagectl.clouds.aws.provider import AwsProvider
+    from imagectl.clouds.aws.clients import AwsClients
 
 
 class AwsPromotion:
-    def __init__(self, provider: AwsProvider) -> None:
-        self.p = provider
+    if TYPE_CHECKING:  # the provider's members these methods use
+        clients: AwsClients
+        kms_key_ids: dict[str, str]
+        pointer_timeout_s: float
+        poll_interval_s: float
+        ssm_prefix: str
+        ssm_tier: str
+        time_bound_copy_minutes: int | None
+
+        def _image(self, raw: dict[str, Any], region: str) -> CloudImage: ...
+        def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, Any]]: ...
+        def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
 
     def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
         if region == image.region:
-            return self.p.get_image(image.image_id, region)
-        found = self.p.describe_images(
+            return self.get_image(image.image_id, region)
+        found = self.describe_images(
             region,
             Owners=["self"],
             Filters=[{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}],
@@ -44,7 +55,7 @@ class AwsPromotion:
         live = [r for r in found if r.get("State") != "deregistered"]
         # a working copy before a failed one (a failed attempt may not be deleted yet)
         live.sort(key=lambda r: (r.get("State") == "failed", str(r.get("CreationDate", ""))))
-        return self.p._image(live[0], region) if live else None
+        return self._image(live[0], region) if live else None
 
     @staticmethod
     def _status(region: str, replica: CloudImage | None) -> ReplicaStatus:
@@ -72,7 +83,7 @@ class AwsPromotion:
             existing = None
         if existing is not None:
             return self._status(region, existing)
-        ec2 = self.p.clients.ec2(region)
+        ec2 = self.clients.ec2(region)
         tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
         request: dict[str, Any] = {
             "Name": image.name or image.image_id,
@@ -83,14 +94,14 @@ class AwsPromotion:
                 {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("image", "snapshot")
             ],
         }
-        key = self.p.kms_key_ids.get(region)
+        key = self.kms_key_ids.get(region)
         if key:  # the region's own key: a shared encrypted copy needs one its users may use
             request.update(Encrypted=True, KmsKeyId=key)
-        if self.p.time_bound_copy_minutes:
-            request["SnapshotCopyCompletionDurationMinutes"] = self.p.time_bound_copy_minutes
+        if self.time_bound_copy_minutes:
+            request["SnapshotCopyCompletionDurationMinutes"] = self.time_bound_copy_minutes
         copy = ec2.copy_image(**request)
         new_id = str(copy["ImageId"])
-        replica = self.p.get_image(new_id, region)
+        replica = self.get_image(new_id, region)
         if replica is None:  # eventual consistency: accepted, not yet visible
             return ReplicaStatus(region, "pending", new_id, detail="not visible yet")
         return self._status(region, replica)
@@ -109,18 +120,18 @@ class AwsPromotion:
             add.append({"Group": "all"})
         if not add:
             return
-        self.p.clients.ec2(replica.region).modify_image_attribute(
+        self.clients.ec2(replica.region).modify_image_attribute(
             ImageId=replica.image_id, LaunchPermission={"Add": add}
         )
 
     def _parameter(self, stack: str) -> str:
-        return f"{self.p.ssm_prefix}/{stack}/latest"
+        return f"{self.ssm_prefix}/{stack}/latest"
 
     def get_pointer(self, stack: str, region: str) -> str | None:
         from botocore.exceptions import ClientError
 
         try:
-            resp = self.p.clients.ssm(region).get_parameter(Name=self._parameter(stack))
+            resp = self.clients.ssm(region).get_parameter(Name=self._parameter(stack))
         except ClientError as exc:
             if error_code(exc) == "ParameterNotFound":
                 return None
@@ -133,16 +144,16 @@ class AwsPromotion:
         ``PutParameter`` does not mean the parameter moved (SSM API reference,
         PutParameter, DataType). A value that never arrives is a ``CloudError``, so the
         catalog never records a flip the cloud did not make."""
-        self.p.clients.ssm(region).put_parameter(
+        self.clients.ssm(region).put_parameter(
             Name=self._parameter(stack),
             Value=image_id,
             Type="String",
             DataType="aws:ec2:image",
             Overwrite=True,
-            Tier=self.p.ssm_tier,
+            Tier=self.ssm_tier,
             Description=f"imagectl: the promoted image of stack {stack}",
         )
-        deadline = time.monotonic() + self.p.pointer_timeout_s
+        deadline = time.monotonic() + self.pointer_timeout_s
         while True:
             current = self.get_pointer(stack, region)
             if current == image_id:
@@ -151,14 +162,14 @@ class AwsPromotion:
                 raise CloudError(
                     f"the SSM parameter {self._parameter(stack)} in {region} still names "
                     f"{current or 'nothing'}, not {image_id}, "
-                    f"{self.p.pointer_timeout_s:g} s after it was written",
+                    f"{self.pointer_timeout_s:g} s after it was written",
                     hint=(
                         f"SSM refuses an aws:ec2:image value whose AMI is not available in "
                         f"{region}: check that {image_id} exists there and is 'available', "
                         "then run the same command again"
                     ),
                 )
-            time.sleep(self.p.poll_interval_s)
+            time.sleep(self.poll_interval_s)
 
     def deprecate(
         self,
@@ -167,7 +178,7 @@ class AwsPromotion:
         replacement: CloudImage | None = None,
         at: dt.datetime | None = None,
     ) -> None:
-        ec2 = self.p.clients.ec2(image.region)
+        ec2 = self.clients.ec2(image.region)
         # EC2 refuses a deprecation time in the past; "now" means the next minute.
         when = max(at or utcnow(), utcnow() + dt.timedelta(minutes=1))
         tags = {TAG_STATE: "deprecated", TAG_DEPRECATED_AT: iso(when)}
@@ -179,7 +190,7 @@ class AwsPromotion:
     def delete(self, image: CloudImage) -> None:
         from botocore.exceptions import ClientError
 
-        ec2 = self.p.clients.ec2(image.region)
+        ec2 = self.clients.ec2(image.region)
         try:  # the snapshots go in the same call: none is left behind by a kill
             ec2.deregister_image(ImageId=image.image_id, DeleteAssociatedSnapshots=True)
         except ClientError as exc:

@@ -11,15 +11,15 @@ from typing import Any
 from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
+from imagectl.clouds.aws.promotion import AwsPromotion
 from imagectl.clouds.aws.tags import tag_dict, tag_list
-from imagectl.clouds.base import CloudImage, Instance
+from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import (
     NotReachable,
     instance_tags,
     parse_time,
     utcnow,
 )
-from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
@@ -41,7 +41,7 @@ def _user_data(ssh_public_key: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-class AwsProvider(PromotionDelegate):
+class AwsProvider(AwsPromotion, Provider):
     cloud = "aws"
 
     def __init__(
@@ -67,9 +67,6 @@ class AwsProvider(PromotionDelegate):
         capacity_block: bool = False,
         **_ignored: Any,
     ) -> None:
-        from imagectl.clouds.aws.promotion import AwsPromotion
-
-        self.promotion = AwsPromotion(self)
         home = (
             region
             or os.environ.get("AWS_REGION")
@@ -438,3 +435,7 @@ class AwsProvider(PromotionDelegate):
                 for reservation in page["Reservations"]:
                     found.extend(self._instance(raw, reg) for raw in reservation["Instances"])
         return found
+
+
+def create_provider(**options: Any) -> AwsProvider:
+    return AwsProvider(**options)

@@ -1,8 +1,9 @@
 """Azure promotion primitives: gallery version target regions, gallery sharing,
 exclude_from_latest as pointer, end-of-life, deletion.
 
-The provider delegates its promotion methods here; this module owns no client of its own
-(``self.p`` is the provider: clients, options, image readers).
+The provider's promotion half: a mixin the provider class inherits (its clients, options
+and image readers are the provider's own, declared below for the type checker), so the
+provider's promotion methods are these, with no forwarding layer.
 """
 
 from __future__ import annotations
@@ -22,12 +23,27 @@ from imagectl.tags import TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
 BUSY = frozenset({"Creating", "Updating", "Deleting"})
 
 if TYPE_CHECKING:
-    from imagectl.clouds.azure.provider import AzureProvider
+    from imagectl.clouds.azure.clients import AzureClients
 
 
 class AzurePromotion:
-    def __init__(self, provider: AzureProvider) -> None:
-        self.p = provider
+    if TYPE_CHECKING:  # the provider's members these methods use
+        clients: AzureClients
+        poll_interval_s: float
+        regions: list[str]
+        replica_count: int
+        storage_account_type: str
+        write_timeout_s: float
+
+        @property
+        def versions(self) -> Any: ...
+        def _get_raw(self, image_id: str, expand: str | None = None) -> Any | None: ...
+        def _list_raw(self) -> list[Any]: ...
+        def _parts(self, image_id: str) -> tuple[str, str, str, str]: ...
+        def _update(self, image_id: str, **changes: Any) -> Any: ...
+
+    def _init_promotion(self) -> None:
+        """The promotion's own state; the provider's __init__ calls it."""
         # ARM takes one write at a time on a gallery version: region threads queue here
         self.write_lock = threading.RLock()
 
@@ -68,7 +84,7 @@ class AzurePromotion:
         if not listed:
             from azure.mgmt.compute.models import TargetRegion
 
-            wanted = [region] + [r for r in self.p.regions if not self._same_region(r, region)]
+            wanted = [region] + [r for r in self.regions if not self._same_region(r, region)]
             for name in wanted:
                 if any(self._same_region(t.name, name) for t in current):
                     continue
@@ -77,8 +93,8 @@ class AzurePromotion:
                 current.append(
                     TargetRegion(
                         name=name,
-                        regional_replica_count=self.p.replica_count,
-                        storage_account_type=self.p.storage_account_type,
+                        regional_replica_count=self.replica_count,
+                        storage_account_type=self.storage_account_type,
                     )
                 )
             # Started, not awaited: replication takes minutes to hours per region.
@@ -87,9 +103,9 @@ class AzurePromotion:
 
     def wait_writable(self, image_id: str) -> Any:
         """The version, once no write or replication is in progress on it."""
-        deadline = time.monotonic() + self.p.write_timeout_s
+        deadline = time.monotonic() + self.write_timeout_s
         while True:
-            raw = self.p._get_raw(image_id, expand="ReplicationStatus")
+            raw = self._get_raw(image_id, expand="ReplicationStatus")
             if raw is None:
                 raise UserError(f"gallery image version {image_id} does not exist")
             if raw.provisioning_state not in BUSY:
@@ -97,10 +113,10 @@ class AzurePromotion:
             if time.monotonic() >= deadline:
                 raise CloudError(
                     f"gallery image version {image_id} is still {raw.provisioning_state} "
-                    f"after {self.p.write_timeout_s:g} s",
+                    f"after {self.write_timeout_s:g} s",
                     hint="Replication is still running; run the same command again later",
                 )
-            time.sleep(self.p.poll_interval_s)
+            time.sleep(self.poll_interval_s)
 
     def _set_targets(self, image: CloudImage, raw: Any, targets: list[Any]) -> Any:
         from azure.mgmt.compute.models import (
@@ -108,13 +124,13 @@ class AzurePromotion:
             GalleryImageVersionUpdate,
         )
 
-        rg, gallery, definition, version = self.p._parts(image.image_id)
+        rg, gallery, definition, version = self._parts(image.image_id)
         update = GalleryImageVersionUpdate()
         update.publishing_profile = GalleryImageVersionPublishingProfile(
             target_regions=targets,
             exclude_from_latest=raw.publishing_profile.exclude_from_latest,
         )
-        return self.p.versions.begin_update(rg, gallery, definition, version, update)
+        return self.versions.begin_update(rg, gallery, definition, version, update)
 
     def _replication_state(self, raw: Any, region: str) -> str:
         summary = raw.replication_status.summary if raw.replication_status else []
@@ -124,7 +140,7 @@ class AzurePromotion:
         return "pending"
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        raw = self.p._get_raw(image.image_id, expand="ReplicationStatus")
+        raw = self._get_raw(image.image_id, expand="ReplicationStatus")
         if raw is None or not any(self._same_region(r, region) for r in self._target_regions(raw)):
             return ReplicaStatus(region=region, state="missing")
         summary = raw.replication_status.summary if raw.replication_status else []
@@ -149,14 +165,14 @@ class AzurePromotion:
             groups.append(SharingProfileGroup(type="AADTenants", ids=tenants))
         if not groups:
             return
-        rg, gallery, _, _ = self.p._parts(replica.image_id)
-        self.p.clients.compute.gallery_sharing_profile.begin_update(
+        rg, gallery, _, _ = self._parts(replica.image_id)
+        self.clients.compute.gallery_sharing_profile.begin_update(
             rg, gallery, SharingUpdate(operation_type="Add", groups=groups)
         ).result()
 
     def _eligible(self, region: str) -> list[Any]:
         out = []
-        for raw in self.p._list_raw():
+        for raw in self._list_raw():
             profile = raw.publishing_profile
             if profile is None or profile.exclude_from_latest:
                 continue
@@ -177,16 +193,16 @@ class AzurePromotion:
         return str(max(eligible, key=lambda r: version_key(r.name)).id)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
-        target = self.p._get_raw(image_id)
+        target = self._get_raw(image_id)
         if target is None:
             raise UserError(f"gallery image version {image_id} does not exist")
         if target.publishing_profile.exclude_from_latest:
-            self.p._update(image_id, exclude_from_latest=False)
+            self._update(image_id, exclude_from_latest=False)
         for raw in self._eligible(region):
             if raw.id.lower() != target.id.lower() and version_key(raw.name) > version_key(
                 target.name
             ):
-                self.p._update(raw.id, exclude_from_latest=True)
+                self._update(raw.id, exclude_from_latest=True)
 
     def deprecate(
         self,
@@ -195,7 +211,7 @@ class AzurePromotion:
         replacement: CloudImage | None = None,
         at: dt.datetime | None = None,
     ) -> None:
-        raw = self.p._get_raw(image.image_id)
+        raw = self._get_raw(image.image_id)
         if raw is None:
             raise UserError(f"gallery image version {image.image_id} does not exist")
         tags = {
@@ -205,7 +221,7 @@ class AzurePromotion:
         }
         if replacement is not None:
             tags[TAG_REPLACEMENT] = replacement.image_id
-        self.p._update(
+        self._update(
             image.image_id,
             tags=tags,
             exclude_from_latest=True,
@@ -215,9 +231,9 @@ class AzurePromotion:
     def delete(self, image: CloudImage) -> None:
         from azure.core.exceptions import HttpResponseError
 
-        rg, gallery, definition, version = self.p._parts(image.image_id)
+        rg, gallery, definition, version = self._parts(image.image_id)
         try:
-            self.p.versions.begin_delete(rg, gallery, definition, version).result()
+            self.versions.begin_delete(rg, gallery, definition, version).result()
         except HttpResponseError as exc:
             if not is_not_found(exc):
                 raise

@@ -11,17 +11,17 @@ from typing import Any
 from imagectl.clouds.azure import network as vnet
 from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
+from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
-from imagectl.clouds.base import CloudImage, Instance
+from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
-from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
 
 ADMIN_USER = "imagectl"
 
 
-class AzureProvider(PromotionDelegate):
+class AzureProvider(AzurePromotion, Provider):
     cloud = "azure"
 
     def __init__(
@@ -51,8 +51,6 @@ class AzureProvider(PromotionDelegate):
         security_type: str = "Standard",
         **_ignored: Any,
     ) -> None:
-        from imagectl.clouds.azure.promotion import AzurePromotion
-
         # validation VMs are placed in this capacity reservation group (its zone only)
         self.reservation_group = reservation_group
         self.reservation_zone = reservation_zone
@@ -60,7 +58,7 @@ class AzureProvider(PromotionDelegate):
         self.hyper_v_generation = hyper_v_generation
         self.security_type = security_type
 
-        self.promotion = AzurePromotion(self)
+        self._init_promotion()
         self.subscription_id = subscription_id
         self.location = location
         self.gallery_rg = gallery_resource_group
@@ -169,8 +167,8 @@ class AzureProvider(PromotionDelegate):
             update.tags = changes.pop("tags")
         if changes:
             update.publishing_profile = GalleryImageVersionPublishingProfile(**changes)
-        with self.promotion.write_lock:  # one write at a time, after Updating ends
-            self.promotion.wait_writable(image_id)
+        with self.write_lock:  # one write at a time, after Updating ends
+            self.wait_writable(image_id)
             poller = self.versions.begin_update(rg, gallery, definition, version, update)
             return poller.result()
 
@@ -393,3 +391,7 @@ class AzureProvider(PromotionDelegate):
                 )
             )
         return found
+
+
+def create_provider(**options: Any) -> AzureProvider:
+    return AzureProvider(**options)

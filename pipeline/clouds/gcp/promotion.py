@@ -12,8 +12,9 @@ members created after the target are deprecated, so ``getFromFamily`` resolves t
 target. A deprecation is never undone (Compute documents ``ACTIVE`` only for "operations
 which communicate the end of life date"; nothing says it brings an image back).
 
-The provider delegates its promotion methods here; this module owns no client of its own
-(``self.p`` is the provider: clients, options, image readers).
+The provider's promotion half: a mixin the provider class inherits (its clients, options
+and image readers are the provider's own, declared below for the type checker), so the
+provider's promotion methods are these, with no forwarding layer.
 """
 
 from __future__ import annotations
@@ -48,12 +49,20 @@ def compute_v1_status(state: str, *, replacement: str = "") -> Any:
 
 
 if TYPE_CHECKING:
-    from imagectl.clouds.gcp.provider import GcpProvider
+    from imagectl.clouds.gcp.clients import GcpClients
 
 
 class GcpPromotion:
-    def __init__(self, provider: GcpProvider) -> None:
-        self.p = provider
+    if TYPE_CHECKING:  # the provider's members these methods use
+        clients: GcpClients
+        family: str | None
+        project: str
+        regions: list[str]
+
+        def _get_raw(self, name: str) -> Any | None: ...
+
+    def _init_promotion(self) -> None:
+        """The promotion's own state; the provider's __init__ calls it."""
         # One image and one family for every region: the per-region calls that create
         # or flip it are serialised (the first does the work, the others find it done).
         self._pointer_lock = threading.Lock()
@@ -63,14 +72,14 @@ class GcpPromotion:
         self._inserts: dict[str, str] = {}
 
     def _family(self, stack: str) -> str:
-        return self.p.family or stack
+        return self.family or stack
 
     def member_name(self, family: str, source: str) -> str:
         """The one image a promotion of ``source`` makes (derived: a re-run finds it)."""
         return resource_name(family, source)[:63]
 
     def _source_family(self, image: CloudImage) -> str:
-        return self.p.family or image.tags.get(TAG_STACK, "") or "imagectl"
+        return self.family or image.tags.get(TAG_STACK, "") or "imagectl"
 
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
         """Find or make the promotion's one image (stored in every target location).
@@ -89,16 +98,16 @@ class GcpPromotion:
     def _insert_promoted(self, source: str, name: str, *, token: str) -> Any:
         from google.cloud import compute_v1
 
-        raw = self.p._get_raw(source)
+        raw = self._get_raw(source)
         if raw is None:
-            raise UserError(f"image {source} is not in project {self.p.project}")
+            raise UserError(f"image {source} is not in project {self.project}")
         request = compute_v1.InsertImageRequest(
-            project=self.p.project,
+            project=self.project,
             request_id=request_id(f"{name}|{token}"),
             image_resource=compute_v1.Image(
                 name=name,
-                source_image=f"projects/{self.p.project}/global/images/{source}",
-                storage_locations=list(self.p.regions or raw.storage_locations),
+                source_image=f"projects/{self.project}/global/images/{source}",
+                storage_locations=list(self.regions or raw.storage_locations),
                 labels={
                     **dict(raw.labels),
                     gcp_label_key(TAG_SOURCE_IMAGE): gcp_label_value(source),
@@ -106,17 +115,17 @@ class GcpPromotion:
                 description=f"imagectl: promoted copy of {source}",
             ),
         )
-        return self.p.clients.images.insert(request=request, retry=self.p.clients.retry)
+        return self.clients.images.insert(request=request, retry=self.clients.retry)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        source = self.p._get_raw(image.image_id)
+        source = self._get_raw(image.image_id)
         if source is not None and region in source.storage_locations:
             return ReplicaStatus(region, _usable(image_state(source)), source.name)
         name = self.member_name(self._source_family(image), image.image_id)
-        raw = self.p._get_raw(name)
+        raw = self._get_raw(name)
         if raw is None:
             failed = self._inserts.get(name)
-            error = self.p.clients.operation_error(failed) if failed else None
+            error = self.clients.operation_error(failed) if failed else None
             if error:
                 return ReplicaStatus(region, "failed", name, detail=f"images.insert: {error}")
             return ReplicaStatus(region=region, state="missing")
@@ -137,8 +146,8 @@ class GcpPromotion:
         from google.cloud import compute_v1
 
         role = IMAGE_USER
-        policy = self.p.clients.images.get_iam_policy(
-            project=self.p.project, resource=image, retry=self.p.clients.retry
+        policy = self.clients.images.get_iam_policy(
+            project=self.project, resource=image, retry=self.clients.retry
         )
         bindings = [b for b in policy.bindings if b.role != role]
         current = next((list(b.members) for b in policy.bindings if b.role == role), [])
@@ -146,21 +155,21 @@ class GcpPromotion:
         if set(current) >= set(members):
             return
         bindings.append(compute_v1.Binding(role=role, members=merged))
-        self.p.clients.images.set_iam_policy(
-            project=self.p.project,
+        self.clients.images.set_iam_policy(
+            project=self.project,
             resource=image,
             global_set_policy_request_resource=compute_v1.GlobalSetPolicyRequest(
                 policy=compute_v1.Policy(bindings=bindings, etag=policy.etag)
             ),
-            retry=self.p.clients.retry,
+            retry=self.clients.retry,
         )
 
     def get_pointer(self, stack: str, region: str) -> str | None:
         from google.api_core.exceptions import NotFound
 
         try:
-            raw = self.p.clients.images.get_from_family(
-                project=self.p.project, family=self._family(stack), retry=self.p.clients.retry
+            raw = self.clients.images.get_from_family(
+                project=self.project, family=self._family(stack), retry=self.clients.retry
             )
         except NotFound:
             return None
@@ -174,21 +183,21 @@ class GcpPromotion:
         """Make the family resolve to ``image_id``'s promoted image: it joins the family
         (once, for every region), members created after it are deprecated."""
         family = self._family(stack)
-        raw = self.p._get_raw(image_id)
+        raw = self._get_raw(image_id)
         if raw is None:
-            raise UserError(f"image {image_id} is not in project {self.p.project}")
+            raise UserError(f"image {image_id} is not in project {self.project}")
         if raw.family != family:
             name = self.member_name(family, image_id)
             if not self._source_of(raw):  # the source: its promoted image is the member
-                member = self.p._get_raw(name)
+                member = self._get_raw(name)
                 if member is None:  # every region held the source: make it now
-                    self.p.clients.wait(self._insert_promoted(image_id, name, token="flip"))
-                    member = self.p._get_raw(name)
+                    self.clients.wait(self._insert_promoted(image_id, name, token="flip"))
+                    member = self._get_raw(name)
                 raw = member
             assert raw is not None
             if raw.family != family:
                 self._join_family(raw, family)
-                raw = self.p._get_raw(raw.name)
+                raw = self._get_raw(raw.name)
                 assert raw is not None
         if raw.deprecated and raw.deprecated.state not in ("", "ACTIVE"):
             raise CloudError(
@@ -200,7 +209,7 @@ class GcpPromotion:
         if source:
             self._copy_image_users(source, raw.name)
         target_created = parse_time(raw.creation_timestamp) or utcnow()
-        for other in self.p.clients.images.list(project=self.p.project, retry=self.p.clients.retry):
+        for other in self.clients.images.list(project=self.project, retry=self.clients.retry):
             if other.family != family or other.name == raw.name:
                 continue
             active = not other.deprecated or other.deprecated.state in ("", "ACTIVE")
@@ -218,37 +227,37 @@ class GcpPromotion:
     def _join_family(self, raw: Any, family: str) -> None:
         from google.cloud import compute_v1
 
-        op = self.p.clients.images.patch(
-            project=self.p.project,
+        op = self.clients.images.patch(
+            project=self.project,
             image=raw.name,
             image_resource=compute_v1.Image(family=family),
-            retry=self.p.clients.retry,
+            retry=self.clients.retry,
         )
         from imagectl.crashpoints import crash_point
 
         crash_point("inside_family_member")
-        self.p.clients.wait(op)
+        self.clients.wait(op)
 
     def _copy_image_users(self, source: str, member: str) -> None:
         """Consumers use the image the family resolves to: it gets the source's
         ``compute.imageUser`` members (set by ``share``)."""
         if source == member:
             return
-        policy = self.p.clients.images.get_iam_policy(
-            project=self.p.project, resource=source, retry=self.p.clients.retry
+        policy = self.clients.images.get_iam_policy(
+            project=self.project, resource=source, retry=self.clients.retry
         )
         members = [m for b in policy.bindings if b.role == IMAGE_USER for m in b.members]
         if members:
             self._grant(member, members)
 
     def _set_deprecation(self, name: str, status: Any) -> None:
-        op = self.p.clients.images.deprecate(
-            project=self.p.project,
+        op = self.clients.images.deprecate(
+            project=self.project,
             image=name,
             deprecation_status_resource=status,
-            retry=self.p.clients.retry,
+            retry=self.clients.retry,
         )
-        self.p.clients.wait(op)
+        self.clients.wait(op)
 
     def deprecate(
         self,
@@ -261,19 +270,19 @@ class GcpPromotion:
 
         status = compute_v1.DeprecationStatus(state="DEPRECATED", deprecated=iso(at or utcnow()))
         if replacement is not None:
-            status.replacement = f"projects/{self.p.project}/global/images/{replacement.image_id}"
+            status.replacement = f"projects/{self.project}/global/images/{replacement.image_id}"
         self._set_deprecation(image.image_id, status)
 
     def delete(self, image: CloudImage) -> None:
         from google.api_core.exceptions import NotFound
 
         try:
-            op = self.p.clients.images.delete(
-                project=self.p.project, image=image.image_id, retry=self.p.clients.retry
+            op = self.clients.images.delete(
+                project=self.project, image=image.image_id, retry=self.clients.retry
             )
         except NotFound:
             return
-        self.p.clients.wait(op)
+        self.clients.wait(op)
 
 
 def _usable(state: str) -> str:

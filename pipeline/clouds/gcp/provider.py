@@ -7,11 +7,11 @@ import secrets
 import time
 from typing import Any
 
-from imagectl.clouds.base import CapacityError, CloudImage, Instance
+from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider
 from imagectl.clouds.common import NotReachable, check_cidr, instance_tags, parse_time, utcnow
-from imagectl.clouds.delegate import PromotionDelegate
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
+from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.errors import UserError
 from imagectl.tags import (
@@ -25,7 +25,7 @@ from imagectl.tags import (
 )
 
 
-class GcpProvider(PromotionDelegate):
+class GcpProvider(GcpPromotion, Provider):
     cloud = "gcp"
 
     def __init__(
@@ -46,13 +46,11 @@ class GcpProvider(PromotionDelegate):
         reservation_zone: str | None = None,
         **_ignored: Any,
     ) -> None:
-        from imagectl.clouds.gcp.promotion import GcpPromotion
-
         # validation instances consume this specific reservation, in its zone only
         self.reservation = reservation
         self.reservation_zone = reservation_zone
 
-        self.promotion = GcpPromotion(self)
+        self._init_promotion()
         if not project:
             raise UserError(
                 "the gcp provider needs a project",
@@ -380,3 +378,7 @@ class GcpProvider(PromotionDelegate):
                     continue
                 found.append(inst)
         return found
+
+
+def create_provider(**options: Any) -> GcpProvider:
+    return GcpProvider(**options)

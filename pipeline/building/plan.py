@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.compat.data import load_compat
 from imagectl.errors import UserError
+from imagectl.packer.variables import write_var_files
 from imagectl.paths import Workspace
 from imagectl.stacks.loader import find_stack, load_stack, stack_paths
-from imagectl.stacks.resolve import ResolvedStack, resolve
-from imagectl.stacks.schema import CLOUDS
-from imagectl.stacks.variables import write_var_files
+from imagectl.stacks.resolve import resolve
 
 
 @dataclass(frozen=True)
@@ -28,22 +28,9 @@ class PlanRow:
     ansible_var_file: str
 
 
-def _build_site(r: ResolvedStack, cloud: str) -> tuple[str, str]:
-    c = r.stack.clouds
-    if cloud == "aws" and c.aws:
-        return c.aws.build.region, c.aws.build.instance_type
-    if cloud == "gcp" and c.gcp:
-        return c.gcp.build.zone, c.gcp.build.machine_type
-    if cloud == "azure" and c.azure:
-        return c.azure.build.location, c.azure.build.vm_size
-    if cloud == "local" and c.local:
-        return "localhost", f"qemu {c.local.build.cpus} cpu / {c.local.build.memory_mib} MiB"
-    raise AssertionError(cloud)
-
-
 def build_plan(ws: Workspace, stack: str | None, cloud: str | None, out_dir: Path) -> list[PlanRow]:
-    if cloud is not None and cloud not in CLOUDS:
-        raise UserError(f"unknown cloud '{cloud}'", hint=f"Use one of {', '.join(CLOUDS)}")
+    if cloud is not None:
+        cloud_spec(cloud)  # UserError on an unknown cloud, before any file is read
     paths = [find_stack(ws.stacks_dir, stack)] if stack else stack_paths(ws.stacks_dir)
     data = load_compat(ws.compat_dir)
     rows: list[PlanRow] = []
@@ -60,7 +47,7 @@ def build_plan(ws: Workspace, stack: str | None, cloud: str | None, out_dir: Pat
         for name, cfg in enabled.items():
             if cloud is not None and name != cloud:
                 continue
-            location, machine = _build_site(r, name)
+            location, machine = cloud_spec(name).build_site(cfg)
             pf, af, _, _ = write_var_files(r, name, out_dir)
             rows.append(
                 PlanRow(

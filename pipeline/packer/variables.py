@@ -13,11 +13,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
 from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.tags import gcp_label_value, tag_key
+from imagectl.tags import ARTIFACT_TAG_NAMES, PREFIX, gcp_label_value
 
 # Filled in at build time (build id, commit, file paths), not from the stack.
 RUNTIME_PACKER_VARS = (
@@ -34,7 +35,7 @@ CANDIDATE = "candidate"
 def artifact_tags(
     r: ResolvedStack, cloud: str, *, build_id: str, git_commit: str, lifecycle: str = CANDIDATE
 ) -> dict[str, str]:
-    """The tags (GCP: labels) of an image built from ``r``."""
+    """The tags (GCP: labels, in the cloud spec's encoding) of an image built from ``r``."""
     pins = r.pins()
     values = {
         "stack": r.stack.name,
@@ -46,23 +47,14 @@ def artifact_tags(
         "git-commit": git_commit or "none",
         "lifecycle": lifecycle,
     }
-    if cloud == "gcp":
-        return {tag_key(cloud, k): gcp_label_value(v) for k, v in values.items()}
-    return {tag_key(cloud, k): str(v) for k, v in values.items()}
+    assert tuple(values) == ARTIFACT_TAG_NAMES
+    return cloud_spec(cloud).tags({f"{PREFIX}:{k}": v for k, v in values.items()})
 
 
 def image_name(r: ResolvedStack, build_id: str) -> str:
     """Candidate image name: valid for AMIs, GCP images (<= 63, [a-z0-9-]) and Azure."""
     suffix = build_id or "unbuilt"
     return gcp_label_value(f"imagectl-{r.stack.name}-{suffix}").strip("-_").replace("_", "-")
-
-
-def azure_image_version(build_id: str) -> str:
-    """Gallery image versions are MAJOR.MINOR.PATCH: ``20261122-042530-ab12`` -> 2026.1122.42530."""
-    parts = build_id.split("-")
-    if len(parts) >= 2 and len(parts[0]) == 8 and parts[0].isdigit() and parts[1].isdigit():
-        return f"{int(parts[0][:4])}.{int(parts[0][4:])}.{int(parts[1])}"
-    return "0.0.0"
 
 
 def packer_vars(
@@ -74,10 +66,13 @@ def packer_vars(
     ansible_vars_file: str = "",
     playbook_file: str = "",
     manifest_file: str = "",
-    local_base_dir: str = "",
-    local_output_dir: str = "",
+    **cloud_runtime: str,
 ) -> dict[str, Any]:
-    """Every Packer variable of ``images/<cloud>/`` that a stack (and a build) sets."""
+    """Every Packer variable of ``images/<cloud>/`` that a stack (and a build) sets.
+
+    ``cloud_runtime`` fills in the cloud's variables that depend on the build's folder
+    (``CloudSpec.runtime_packer_vars``: the local disk paths); each must be one of the
+    cloud's own variables."""
     s = r.stack
     pins = r.pins()
     common: dict[str, Any] = {
@@ -94,55 +89,17 @@ def packer_vars(
         "playbook_file": playbook_file,
         "manifest_file": manifest_file,
     }
-    c = s.clouds.enabled()[cloud]
-    if cloud == "aws":
-        assert s.clouds.aws is not None
-        aws = s.clouds.aws
-        common.update(
-            aws_region=aws.build.region,
-            aws_instance_type=aws.build.instance_type,
-            aws_source_ami_owner=aws.base_image.owner,
-            aws_source_ami_name=aws.base_image.name,
-            aws_subnet_id=aws.build.subnet_id or "",
-            aws_root_volume_gb=aws.build.root_volume_gb,
-        )
-    elif cloud == "gcp":
-        assert s.clouds.gcp is not None
-        gcp = s.clouds.gcp
-        common.update(
-            gcp_project=gcp.build.project,
-            gcp_zone=gcp.build.zone,
-            gcp_machine_type=gcp.build.machine_type,
-            gcp_source_image_project=gcp.base_image.project,
-            gcp_source_image_family=gcp.base_image.family,
-        )
-    elif cloud == "azure":
-        assert s.clouds.azure is not None
-        az = s.clouds.azure
-        common.update(
-            azure_subscription_id=az.build.subscription_id,
-            azure_location=az.build.location,
-            azure_vm_size=az.build.vm_size,
-            azure_build_resource_group=az.build.resource_group,
-            azure_image_publisher=az.base_image.publisher,
-            azure_image_offer=az.base_image.offer,
-            azure_image_sku=az.base_image.sku,
-            azure_gallery_resource_group=az.gallery.resource_group,
-            azure_gallery_name=az.gallery.name,
-            azure_gallery_image_definition=az.gallery.image_definition,
-            azure_gallery_image_version=azure_image_version(build_id),
-        )
-    elif cloud == "local":
-        assert s.clouds.local is not None
-        loc = s.clouds.local
-        common.update(
-            local_memory_mib=loc.build.memory_mib,
-            local_cpus=loc.build.cpus,
-            local_disk_gib=loc.build.disk_gib,
-            local_kernel=c.kernel,
-            local_base_dir=local_base_dir,
-            local_output_dir=local_output_dir,
-        )
+    spec = cloud_spec(cloud)
+    common.update(spec.packer_vars(r, spec.settings(s), build_id=build_id))
+    common.update(
+        ansible_become=spec.ansible_become,
+        manifest_strip_path=spec.manifest_strip_path,
+        deprovision_command=spec.deprovision_command,
+    )
+    for name, value in cloud_runtime.items():
+        if name not in common or name in RUNTIME_PACKER_VARS:
+            raise TypeError(f"{name} is not a runtime Packer variable of {cloud}")
+        common[name] = value
     return common
 
 
@@ -169,7 +126,8 @@ def ansible_vars(
     """
     s = r.stack
     n = s.nvidia
-    c = s.clouds.enabled()[cloud]
+    spec = cloud_spec(cloud)
+    c = spec.settings(s)
     out: dict[str, Any] = {
         "base_distro": s.os.distro,
         "base_release": s.os.release,
@@ -205,10 +163,12 @@ def ansible_vars(
         "dcgm_version": (n.dcgm if n else None) or "",
         "container_toolkit_enabled": bool(n and n.container_toolkit),
         "container_toolkit_version": (n.container_toolkit if n else None) or "",
-        "aws_efa_enabled": cloud == "aws" and s.network.aws_efa is not None,
+        "aws_efa_enabled": "aws_efa" in spec.fabrics and s.network.aws_efa is not None,
         "aws_efa_installer_version": s.network.aws_efa.installer if s.network.aws_efa else "",
         "aws_efa_ofi_nccl_version": s.network.aws_efa.ofi_nccl if s.network.aws_efa else "",
-        "azure_infiniband_enabled": cloud == "azure" and s.network.azure_infiniband is not None,
+        "azure_infiniband_enabled": (
+            "azure_infiniband" in spec.fabrics and s.network.azure_infiniband is not None
+        ),
         "azure_infiniband_doca_ofed_version": (
             s.network.azure_infiniband.doca_ofed if s.network.azure_infiniband else ""
         ),

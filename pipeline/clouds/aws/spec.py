@@ -1,0 +1,70 @@
+"""AWS: an EBS-backed AMI built in one region by Packer's amazon-ebs builder, copied to
+the target regions at promotion, its "latest" pointer an SSM parameter."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from imagectl.clouds.spec import CloudSpec
+from imagectl.stacks.schema import AwsCloud
+
+if TYPE_CHECKING:
+    from imagectl.stacks.resolve import ResolvedStack
+
+_ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")  # us-east-1a -> us-east-1
+ENDPOINT_VARS = ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
+
+
+class AwsSpec(CloudSpec[AwsCloud]):
+    name = "aws"
+    packer_builder = "amazon-ebs"
+    provider_module = "imagectl.clouds.aws.provider"
+    fabrics = frozenset({"aws_efa"})
+
+    def packer_vars(self, r: ResolvedStack, settings: AwsCloud, *, build_id: str) -> dict[str, Any]:
+        return {
+            "aws_region": settings.build.region,
+            "aws_instance_type": settings.build.instance_type,
+            "aws_source_ami_owner": settings.base_image.owner,
+            "aws_source_ami_name": settings.base_image.name,
+            "aws_subnet_id": settings.build.subnet_id or "",
+            "aws_root_volume_gb": settings.build.root_volume_gb,
+        }
+
+    def endpoint_packer_vars(self, env: Mapping[str, str]) -> dict[str, str]:
+        """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set, Packer talks to it too."""
+        endpoint = next((env[v] for v in ENDPOINT_VARS if env.get(v)), "")
+        return {"aws_endpoint_ec2": endpoint} if endpoint else {}
+
+    def build_site(self, settings: AwsCloud) -> tuple[str, str]:
+        return settings.build.region, settings.build.instance_type
+
+    def build_region(self, settings: AwsCloud) -> str:
+        return settings.build.region
+
+    def provider_options(self, settings: AwsCloud) -> dict[str, Any]:
+        capacity = settings.validation_capacity
+        return {
+            "region": settings.build.region,
+            "regions": list(settings.regions),
+            "subnet_id": settings.build.subnet_id,
+            "ssm_prefix": settings.ssm_parameter_prefix,
+            "ssm_tier": settings.ssm_parameter_tier,
+            "kms_key_ids": dict(settings.kms_key_ids),
+            "time_bound_copy_minutes": settings.time_bound_copy_minutes,
+            "capacity_reservation_id": capacity.reservation_id if capacity else None,
+            "capacity_block": capacity.capacity_block if capacity else False,
+        }
+
+    def listing_regions(self, settings: AwsCloud) -> list[str]:
+        """Every target region and the build region (a candidate's instances run there)."""
+        return sorted({settings.build.region, *settings.regions})
+
+    def region_of(self, location: str) -> str:
+        m = _ZONE.match(location)
+        return m[1] if m else location
+
+
+SPEC = AwsSpec()

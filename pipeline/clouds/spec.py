@@ -1,0 +1,102 @@
+"""What one cloud means to imagectl, kept in one object (``CloudSpec``).
+
+A spec is the only place a cloud's facts are spelt: its stack section, the Packer builder
+of ``images/<cloud>/candidate.pkr.hcl`` and the Packer variables it takes, the provider
+options its SDK layer takes, where a candidate lives before promotion, how a tag key and
+value are written (Google Cloud labels), how a zone names its region, and which of the
+stack's fabrics (EFA, InfiniBand) it installs. Code outside a cloud's folder asks the spec
+(``imagectl.clouds.registry.cloud_spec``) instead of comparing cloud names.
+
+A spec imports no cloud SDK: ``provider_module`` names the module ``get_provider``
+imports when a provider is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+
+from imagectl.errors import UserError
+from imagectl.stacks.schema import CloudCommon, Stack
+
+if TYPE_CHECKING:
+    from imagectl.stacks.resolve import ResolvedStack
+
+S = TypeVar("S", bound=CloudCommon)
+
+
+class CloudSpec(Generic[S]):
+    name: ClassVar[str]
+    # the Packer builder type of images/<name>/candidate.pkr.hcl (source "<builder>" "candidate")
+    packer_builder: ClassVar[str]
+    # imported by get_provider; holds create_provider(**options)
+    provider_module: ClassVar[str]
+    # a real cloud: the reaper sweeps it and built artifacts are tagged in it
+    remote: ClassVar[bool] = True
+    # copy requests one region at a time (the regions are one list on one resource)
+    replicate_serially: ClassVar[bool] = False
+    # the stack's network sections this cloud's image installs (stack.network.<name>)
+    fabrics: ClassVar[frozenset[str]] = frozenset()
+    # Packer's Ansible pass: --become (a cloud's SSH user is not root) and strip_path of
+    # the manifest post-processor (a local artifact id is its file path)
+    ansible_become: ClassVar[bool] = True
+    manifest_strip_path: ClassVar[bool] = True
+    # a shell command Packer runs after Ansible (Azure: waagent deprovision), or ""
+    deprovision_command: ClassVar[str] = ""
+
+    def settings(self, stack: Stack) -> S:
+        """The stack's ``clouds.<name>`` section; UserError when the stack has none."""
+        section = getattr(stack.clouds, self.name, None)
+        if section is None:
+            raise UserError(
+                f"stack '{stack.name}' has no '{self.name}' cloud",
+                hint=f"Add clouds.{self.name} to images/stacks/{stack.name}.yaml, or pick "
+                f"one of its clouds: {', '.join(stack.clouds.enabled()) or 'none'}",
+            )
+        return cast(S, section)
+
+    # --- build ---
+    def packer_vars(self, r: ResolvedStack, settings: S, *, build_id: str) -> dict[str, Any]:
+        """The Packer variables of ``images/<name>/variables.pkr.hcl`` that a stack sets."""
+        raise NotImplementedError
+
+    def runtime_packer_vars(self, r: ResolvedStack, folder: Path, base_dir: str) -> dict[str, str]:
+        """Packer variables a build fills in from its folder (the local disk paths)."""
+        return {}
+
+    def endpoint_packer_vars(self, env: Mapping[str, str]) -> dict[str, str]:
+        """Packer variables pointing the builder at an emulator named in ``env``."""
+        return {}
+
+    def build_site(self, settings: S) -> tuple[str, str]:
+        """(where the build runs, on what machine), for ``imagectl plan``."""
+        raise NotImplementedError
+
+    def build_region(self, settings: S) -> str:
+        """Where a candidate lives before promotion (its catalog region)."""
+        raise NotImplementedError
+
+    # --- provider ---
+    def provider_options(self, settings: S) -> dict[str, Any]:
+        """The options of this cloud's ``create_provider`` from its stack section."""
+        raise NotImplementedError
+
+    def listing_regions(self, settings: S) -> list[str]:
+        """The regions a fleet or drift listing covers."""
+        return list(settings.regions)
+
+    def region_of(self, location: str) -> str:
+        """The region of an instance's reported location (a zone, or region/zone)."""
+        return location
+
+    # --- tags ---
+    def tag_key(self, key: str) -> str:
+        return key
+
+    def tag_value(self, value: object) -> str:
+        return str(value)
+
+    def tags(self, values: Mapping[str, object]) -> dict[str, str]:
+        """``{imagectl:<name>: value}`` as this cloud writes tags (keys and values)."""
+        return {self.tag_key(k): self.tag_value(v) for k, v in values.items()}
