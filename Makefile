@@ -46,7 +46,7 @@ unit: venv
 # The local pipeline end to end in QEMU (TCG here): alone, after the parallel suite, so
 # the emulated guests get the CPU (beside four workers their SSH timed out).
 e2e: venv
-	$(BIN)/pytest -q -m e2e tests/local
+	$(BIN)/pytest -q -m e2e tests/embedded
 
 test: system tools lint typecheck unit e2e
 

@@ -6,7 +6,7 @@ Builds the Debian base image (debootstrap, cached), builds the candidate with Pa
 qemu builder and playbooks/site.yml, boots it in QEMU (KVM if it works, TCG otherwise),
 validates it over SSH, records everything in the catalog and promotes it into the local
 registry's regions, or blocks it. Exit codes: 0 promoted, 1 blocked or failed, 2 bad
-input. Implementation: ``imagectl.local.run``.
+input. Implementation: ``imagectl.embedded.run``.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def command(
     as_json: bool,
 ) -> int:
     """Run pins -> build -> boot -> validate -> decide -> promote on this machine."""
-    from imagectl.local.progress import Progress
-    from imagectl.local.run import RunOptions, run_local
+    from imagectl.embedded.progress import Progress
+    from imagectl.embedded.run import RunOptions, run_local
 
     ws = workspace(ctx)
     out = console(stderr=as_json)
@@ -73,7 +73,7 @@ def command(
         rebuild_base=rebuild_base,
     )
     out.print(f"[bold]imagectl run[/] --stack {stack}: build -> boot -> validate -> promote")
-    from imagectl.local.procs import Terminated
+    from imagectl.embedded.procs import Terminated
 
     try:
         result = run_local(ws, opts, progress)
@@ -94,7 +94,7 @@ def command(
 def _summary(out: Any, result: Any) -> None:
     from rich.table import Table
 
-    from imagectl.local.progress import fmt_s
+    from imagectl.embedded.progress import fmt_s
 
     table = Table(title="Local run", show_header=False, title_justify="left")
     table.add_column(style="bold")

@@ -3,7 +3,7 @@ the stack as it resolves now, launch its hosts on the shape, run the validator o
 record every receipt and the decision in the catalog and the image's state tag.
 
 ``imagectl validate-image`` parses its options into an ``ImageValidationRequest`` and
-calls ``validate_image``; the local pipeline validates in QEMU (``imagectl.local``) and
+calls ``validate_image``; the local pipeline validates in QEMU (``imagectl.embedded``) and
 records through the same ``CatalogRecorder``.
 """
 

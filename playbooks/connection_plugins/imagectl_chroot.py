@@ -1,7 +1,7 @@
 """Ansible connection plugin: run tasks inside a root file system with chroot(8).
 
 The local build provisions the candidate's root file system natively with it before
-QEMU boots the disk (``imagectl.local.provision``), and the role tests run site.yml in a
+QEMU boots the disk (``imagectl.embedded.provision``), and the role tests run site.yml in a
 Debian root with it. community.general's chroot plugin would need Galaxy; this small
 equivalent copies modules into the root file system and runs them with its own python3
 via ``chroot ROOT /bin/sh -c CMD``, exactly as they run on the image. The inventory

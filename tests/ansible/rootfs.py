@@ -4,7 +4,7 @@
 provisioning (python3, python3-apt, systemd, sudo, ca-certificates) takes minutes, so the
 result is cached as a tarball keyed by date under ``IMAGECTL_TEST_CACHE`` (default
 ``/tmp/imagectl-test-cache``); each test unpacks a fresh copy. While tasks run, the
-copy is made ready by the production ``imagectl.local.chroot.chroot_ready`` (mounts, DNS,
+copy is made ready by the production ``imagectl.embedded.chroot.chroot_ready`` (mounts, DNS,
 policy-rc.d), the same the local build provisions its candidate in.
 """
 
@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from imagectl.local.chroot import chroot_ready
+from imagectl.embedded.chroot import chroot_ready
 
 __all__ = ["chroot_ready", "tarball", "unpack"]
 

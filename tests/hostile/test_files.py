@@ -38,7 +38,7 @@ def test_the_wheel_lock_follows_no_symlink(tmp_path: Path) -> None:
 
 def test_a_local_run_key_is_private(tmp_path: Path) -> None:
     require_tool("ssh-keygen")
-    from imagectl.local.ssh import generate_key
+    from imagectl.embedded.ssh import generate_key
 
     key = generate_key(tmp_path / "run" / "ssh")
     assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from imagectl.local.procs import alive, descendants
+from imagectl.embedded.procs import alive, descendants
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
@@ -134,11 +134,11 @@ RUNNER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from imagectl.local import disk
-    from imagectl.local.base import BaseSpec, ensure_base
-    from imagectl.local.procs import Children
-    from imagectl.local.qemu import VmSpec, boot
-    from imagectl.local.ssh import generate_key
+    from imagectl.embedded import disk
+    from imagectl.embedded.base import BaseSpec, ensure_base
+    from imagectl.embedded.procs import Children
+    from imagectl.embedded.qemu import VmSpec, boot
+    from imagectl.embedded.ssh import generate_key
     from imagectl.stacks import load_resolved
 
     work = Path(sys.argv[1])

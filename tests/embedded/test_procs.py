@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from imagectl.local.procs import ChildFailed, Children, alive, descendants
+from imagectl.embedded.procs import ChildFailed, Children, alive, descendants
 
 # A script that starts a process tree through Children (sleep + a shell with its own
 # child), prints the pids, then waits forever for a signal.
 SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from imagectl.local.procs import Children
+    from imagectl.embedded.procs import Children
     with Children(grace_s=2) as ch:
         a = ch.popen(["sleep", "300"], name="sleep")
         b = ch.popen(["sh", "-c", "sleep 300 & wait"], name="shell")

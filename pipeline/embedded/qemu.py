@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.local.guest_setup import FW_CFG_KEY_NAME
-from imagectl.local.procs import ChildFailed, Children
-from imagectl.local.ssh import Ssh
+from imagectl.embedded.guest_setup import FW_CFG_KEY_NAME
+from imagectl.embedded.procs import ChildFailed, Children
+from imagectl.embedded.ssh import Ssh
 
 KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 

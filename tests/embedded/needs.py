@@ -1,4 +1,4 @@
-"""``require`` / ``require_root`` / ``require_tool`` / ``in_ci`` for tests/local, from the
+"""``require`` / ``require_root`` / ``require_tool`` / ``in_ci`` for tests/embedded, from the
 shared helpers in tests/support.py."""
 
 from __future__ import annotations

@@ -35,21 +35,21 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
-from imagectl.local import disk, faults
-from imagectl.local.accel import AccelChoice, choose_accel
-from imagectl.local.base import BaseSpec, ensure_base
-from imagectl.local.candidate import (
+from imagectl.embedded import disk, faults
+from imagectl.embedded.accel import AccelChoice, choose_accel
+from imagectl.embedded.base import BaseSpec, ensure_base
+from imagectl.embedded.candidate import (
     Candidate,
     build_candidate,
     find_cached,
     inputs_key,
 )
-from imagectl.local.procs import Children, Terminated
-from imagectl.local.progress import Progress
-from imagectl.local.qemu import VmSpec, boot
-from imagectl.local.ssh import generate_key
-from imagectl.local.validation import ValidationOutcome, validate_in_vm
+from imagectl.embedded.procs import Children, Terminated
+from imagectl.embedded.progress import Progress
+from imagectl.embedded.qemu import VmSpec, boot
+from imagectl.embedded.ssh import generate_key
+from imagectl.embedded.validation import ValidationOutcome, validate_in_vm
+from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.paths import Workspace, state_dir
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_trust

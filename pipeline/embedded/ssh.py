@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.embedded.procs import ChildFailed, Children
 from imagectl.fsutil import private_dir
-from imagectl.local.procs import ChildFailed, Children
 
 
 def generate_key(folder: Path, name: str = "id_ed25519", comment: str = "imagectl-run") -> Path:

@@ -28,11 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.embedded import guest_setup
+from imagectl.embedded.chroot import chroot_ready, remove_root
+from imagectl.embedded.disk import make_disk
+from imagectl.embedded.procs import Children
 from imagectl.errors import UserError
-from imagectl.local import guest_setup
-from imagectl.local.chroot import chroot_ready, remove_root
-from imagectl.local.disk import make_disk
-from imagectl.local.procs import Children
 from imagectl.paths import state_dir
 from imagectl.stacks.resolve import ResolvedStack
 

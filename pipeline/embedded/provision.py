@@ -23,10 +23,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from imagectl.local.base import BaseImage
-from imagectl.local.chroot import chroot_ready, remove_root
-from imagectl.local.disk import make_disk
-from imagectl.local.procs import Children
+from imagectl.embedded.base import BaseImage
+from imagectl.embedded.chroot import chroot_ready, remove_root
+from imagectl.embedded.disk import make_disk
+from imagectl.embedded.procs import Children
 
 Note = Callable[[str], None]
 # Roles that must run in the booted image (site.yml tags them): Packer's pass runs these.

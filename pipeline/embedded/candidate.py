@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagectl.embedded.base import BaseImage
+from imagectl.embedded.procs import Children
+from imagectl.embedded.progress import Progress, Step
+from imagectl.embedded.provision import BOOTED_TAG, provision, provisioned_dir
+from imagectl.embedded.wheelhouse import ensure_wheelhouse
 from imagectl.errors import UserError
-from imagectl.local.base import BaseImage
-from imagectl.local.procs import Children
-from imagectl.local.progress import Progress, Step
-from imagectl.local.provision import BOOTED_TAG, provision, provisioned_dir
-from imagectl.local.wheelhouse import ensure_wheelhouse
 from imagectl.packer.build import BuildPlan, run_build
 from imagectl.packer.templates import common_dir
 from imagectl.paths import Workspace, state_dir
@@ -45,7 +45,7 @@ Note = Callable[[str], None]
 # Other controller code (pipeline/) is in the wheel too but does not run in the image;
 # --rebuild builds anyway.
 SOURCE_FOLDERS = ("validators", "playbooks")
-SOURCE_FILES = ("pyproject.toml", "pipeline/local/provision.py", "pipeline/local/chroot.py")
+SOURCE_FILES = ("pyproject.toml", "pipeline/embedded/provision.py", "pipeline/embedded/chroot.py")
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from needs import require_tool
 
+from imagectl.embedded import disk, faults
+from imagectl.embedded.procs import Children
 from imagectl.errors import UserError
-from imagectl.local import disk, faults
-from imagectl.local.procs import Children
 
 STATUS = """Package: jq
 Status: hold ok installed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from imagectl.local.procs import Children
+from imagectl.embedded.procs import Children
 
 CHUNK = 4 * 1024 * 1024
 

@@ -20,9 +20,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.embedded import disk
+from imagectl.embedded.procs import ChildFailed, Children
 from imagectl.errors import UserError
-from imagectl.local import disk
-from imagectl.local.procs import ChildFailed, Children
 
 FAULTS = ("unheld-package", "ssh-host-key")
 DPKG_STATUS = "/var/lib/dpkg/status"

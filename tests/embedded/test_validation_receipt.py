@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from imagectl.local.validation import failing_checks, read_receipt
+from imagectl.embedded.validation import failing_checks, read_receipt
 
 
 def test_failing_checks_are_named_from_a_real_receipt(cli, tmp_path: Path):

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from imagectl.local.procs import Children
+from imagectl.embedded.procs import Children
 from imagectl.paths import state_dir
 
 ACCELS = ("auto", "kvm", "tcg")

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.embedded.qemu import Vm
 from imagectl.errors import UserError
-from imagectl.local.qemu import Vm
 
 REMOTE_IMAGECTL = "/opt/imagectl/bin/imagectl"
 REMOTE_EXPECT = "/etc/imagectl/expect.json"
