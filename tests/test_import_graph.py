@@ -111,3 +111,72 @@ def test_a_function_level_import_cycle_is_found() -> None:
         "imagectl.catalog.db": "import imagectl.errors\n",
     }
     assert cycles(import_graph(files)) == [["packer", "stacks"]]
+
+
+def module_graph(files: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """(module, module) -> where, for imports between imagectl modules (a package's
+    ``__init__`` counts as the package's module)."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module, source in files.items():
+        for n in ast.walk(ast.parse(source)):
+            targets: list[str] = []
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("imagectl"):
+                targets = [n.module, *(f"{n.module}.{a.name}" for a in n.names)]
+            elif isinstance(n, ast.Import):
+                targets = [a.name for a in n.names if a.name.startswith("imagectl")]
+            for target in targets:
+                # importing a module runs its parent packages' __init__, never the reverse
+                if target in files and target != module and not module.startswith(target + "."):
+                    edges[(module, target)].append(f"{module}:{n.lineno}")
+    return edges
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """Inside a package too (compat.engine and checks, promotion.promote and retention,
+    validation.run and inventory were such pairs): a type or helper both sides need
+    lives in a third module."""
+    edges = module_graph(_sources())
+    found = cycles(edges)
+    detail = [f"{a} -> {b}" for comp in found for a in comp for b in comp if (a, b) in edges]
+    assert not found, "import cycles between modules:\n" + "\n".join(detail)
+
+
+def test_a_module_cycle_inside_a_package_is_found() -> None:
+    files = {
+        "imagectl.compat.engine": "def f():\n    from imagectl.compat.checks import E\n",
+        "imagectl.compat.checks": "from imagectl.compat.engine import Combination\n",
+        "imagectl.compat": "",
+    }
+    assert cycles(module_graph(files)) == [["imagectl.compat.checks", "imagectl.compat.engine"]]
+
+
+# What the validator (installed alone on a fleet node) may import from outside its own
+# package: the root (its __version__), small leaf modules with no controller dependency,
+# and the bundled data.
+VALIDATOR_MAY_IMPORT = {
+    "imagectl",
+    "imagectl.errors",
+    "imagectl.fsutil",
+    "imagectl.versions",
+    "imagectl.images",
+}
+
+
+def test_the_validator_imports_no_controller_code() -> None:
+    outside = set()
+    for module, source in _sources().items():
+        if not module.startswith("imagectl.validators"):
+            continue
+        for n in ast.walk(ast.parse(source)):
+            names = (
+                [n.module]
+                if isinstance(n, ast.ImportFrom) and n.module
+                else [a.name for a in n.names]
+                if isinstance(n, ast.Import)
+                else []
+            )
+            for name in names:
+                own = name.startswith("imagectl.validators")
+                if name.startswith("imagectl") and not own and name not in VALIDATOR_MAY_IMPORT:
+                    outside.add(f"{module}:{n.lineno} imports {name}")
+    assert not outside, "\n".join(sorted(outside))

@@ -194,11 +194,10 @@ def test_a_validator_only_install_validates_and_sends_controller_commands_away(
         [
             str(python),
             "-c",
-            "from imagectl.validators.compute.properties import sku_info\n"
             "from imagectl.validators.expectations import hardware_for\n"
             "from imagectl.paths import bundled_images\n"
-            "print(sku_info('H100-SXM-80GB').memory_gib, "
-            "hardware_for(bundled_images(), 'p5.48xlarge')[1].nvlink_links)",
+            "hw = hardware_for(bundled_images(), 'p5.48xlarge')[1]\n"
+            "print(int(hw.memory_gib), hw.nvlink_links)",
         ],
         cwd=elsewhere,
         capture_output=True,

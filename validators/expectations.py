@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
 from imagectl.validators.jsonfile import read_json
-from imagectl.validators.shapes import shape_rows
+from imagectl.validators.shapes import gpu_row, shape_rows
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
@@ -111,8 +111,6 @@ class Expectations(BaseModel):
 
 def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware | None]:
     """The shape's row and its hardware expectations (None for a shape without GPUs)."""
-    from imagectl.compat.data import load_compat
-
     shapes = shape_rows(images_dir / "catalog")
     if shape not in shapes:
         raise UserError(
@@ -123,19 +121,21 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
     row = shapes[shape]
     if not row.get("gpu"):
         return row, None
-    gpu = load_compat(images_dir / "compat").gpu(row["gpu"])
+    gpu = gpu_row(images_dir / "compat", row["gpu"])
     hw = Hardware(
-        nvml_names=list(gpu.nvml_names),
-        arch=gpu.arch.name,
-        memory_gib=gpu.memory_gib,
-        nvswitch=gpu.nvswitch,
+        nvml_names=list(gpu.get("nvml_names") or ()),
+        arch=gpu.get("arch"),
+        memory_gib=gpu.get("memory_gib"),
+        nvswitch=bool(gpu.get("nvswitch")),
         pcie_gen=row.get("pcie_gen"),
         pcie_width=row.get("pcie_width"),
         nvlink_links=int(row.get("nvlink_links") or 0),
         power_limit_w=row.get("power_limit_w"),
         temp_warn_c=row.get("temp_warn_c"),
         temp_max_c=row.get("temp_max_c"),
-        source="; ".join(s for s in (row.get("hardware_source"), f"{gpu.sku}: {gpu.source}") if s),
+        source="; ".join(
+            s for s in (row.get("hardware_source"), f"{gpu['sku']}: {gpu.get('source', '')}") if s
+        ),
     )
     return row, hw
 

@@ -57,3 +57,30 @@ def load_shapes(catalog_dir: Path) -> dict[str, Shape]:
             hardware=entry,
         )
     return out
+
+
+def gpu_row(compat_dir: Path, sku: str) -> dict[str, Any]:
+    """The SKU's row of ``compat_dir/gpus.yaml`` (the compatibility engine's GPU table:
+    NVML names, memory, NVSwitch, architecture, source), read here so the validator needs
+    no controller code; the SKU is matched case-insensitively."""
+    from ruamel.yaml import YAML
+
+    path = compat_dir / "gpus.yaml"
+    try:
+        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read the GPU table {path}: {exc.strerror}") from exc
+    except Exception as exc:
+        raise UserError(f"{path}: malformed GPU table: {exc}") from exc
+    gpus = doc.get("gpus") if isinstance(doc, dict) else None
+    if not isinstance(gpus, dict):
+        raise UserError(f"{path}: malformed GPU table: no 'gpus' mapping")
+    folded = {str(k).lower(): (str(k), v) for k, v in gpus.items()}
+    if sku.lower() not in folded:
+        raise UserError(
+            f"unknown GPU '{sku}'", where=str(path), hint="Known GPUs: " + ", ".join(sorted(gpus))
+        )
+    name, row = folded[sku.lower()]
+    if not isinstance(row, dict):
+        raise UserError(f"{path}: malformed GPU table: the row of {name} is not a mapping")
+    return {"sku": name, **row}

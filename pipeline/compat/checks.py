@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from imagectl.compat.combination import Combination, Violation, violation
 from imagectl.compat.data import CompatData, Rule, ToolkitVariant
-from imagectl.compat.engine import Combination, Violation, violation
 from imagectl.versions import Dotted, NcclVersion, driver_branch
 
 Evaluator = Callable[[Combination, CompatData, Rule], Iterator[Violation]]

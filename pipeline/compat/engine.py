@@ -1,75 +1,23 @@
 """Evaluate a pin combination against the compatibility rules.
 
-``Combination`` is what is judged (from a stack, or typed on the command line).
-``evaluate`` runs every rule's evaluator and returns ``Violation``s carrying the rule's
-id, severity, message, fix and source. The evaluators, one per rule id, are in
-``checks.py``; the rule texts are data (images/compat/rules.yaml).
+``Combination`` is what is judged (from a stack, or typed on the command line;
+``combination.py``). ``evaluate`` runs every rule's evaluator and returns
+``Violation``s carrying the rule's id, severity, message, fix and source. The
+evaluators, one per rule id, are in ``checks.py``; the rule texts are data
+(images/compat/rules.yaml).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
-from imagectl.compat.data import CompatData, Rule
+from imagectl.compat.checks import EVALUATORS
+from imagectl.compat.combination import Combination, Violation
+from imagectl.compat.data import CompatData
 from imagectl.errors import UserError
 
-
-@dataclass(frozen=True)
-class Combination:
-    driver: str
-    cuda: str
-    nccl: str | None = None
-    fabric_manager: str | None = None
-    fabric_manager_mode: str = "auto"  # auto | required | none (stacks); ad hoc: auto
-    gpus: tuple[str, ...] = ()
-    kernel_modules: str | None = None
-    toolkit_torch: str | None = None  # the validator's GPU toolkit (validation.toolkit)
-    toolkit_cuda: str | None = None  # its CUDA variant as X.Y (12.8 -> cu128)
-    profile: str | None = None  # validation.profile (stacks only)
-    azure_security_type: str | None = None  # clouds.azure.gallery.security_type (stacks)
-    as_of: dt.date = field(default_factory=dt.date.today)
-
-
-@dataclass(frozen=True)
-class Violation:
-    rule: str
-    severity: str
-    message: str
-    fix: str
-    source: str
-    field: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def is_error(self) -> bool:
-        return self.severity == "error"
-
-
-class _Facts(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-def violation(rule: Rule, **facts: Any) -> Violation:
-    f = _Facts(rule.params)
-    f.update(facts)
-    return Violation(
-        rule=rule.id,
-        severity=rule.severity,
-        message=rule.message.format_map(f),
-        fix=rule.fix.format_map(f),
-        source=rule.source,
-        field=rule.field,
-    )
+__all__ = ["Combination", "Violation", "evaluate"]
 
 
 def evaluate(combo: Combination, data: CompatData) -> list[Violation]:
-    from imagectl.compat.checks import EVALUATORS
-
     missing = sorted(set(data.rules) - set(EVALUATORS))
     if missing:
         raise UserError(

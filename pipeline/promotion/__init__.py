@@ -40,8 +40,9 @@ from __future__ import annotations
 
 from imagectl.promotion.block import block_image
 from imagectl.promotion.gate import CorruptReceipt, GateRefused, ImageBlocked, check_gate
-from imagectl.promotion.promote import PromotionResult, RegionResult, promote, resolve_image
+from imagectl.promotion.promote import PromotionResult, RegionResult, promote
 from imagectl.promotion.query import current_pointers, promotion_events
+from imagectl.promotion.resolve import resolve_image
 from imagectl.promotion.retention import apply_retention, delete_image, deprecate_image
 from imagectl.promotion.rollback import NothingToRollBack, RollbackResult, rollback
 

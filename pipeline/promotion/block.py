@@ -13,7 +13,7 @@ from typing import Any
 from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
 from imagectl.errors import UserError
-from imagectl.promotion.promote import resolve_image
+from imagectl.promotion.resolve import resolve_image
 
 
 def block_image(

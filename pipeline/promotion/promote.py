@@ -29,43 +29,49 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from imagectl.actor import current_actor
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.locks import promotion_lock
+from imagectl.catalog.models import Image, Promotion
 from imagectl.clouds.base import Provider
+from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.finish import close_partial, flip_and_close
 from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate, sandbox_receipts
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.regions import RegionRun
+from imagectl.promotion.resolve import ImageRef, resolve_image
 from imagectl.promotion.results import Progress, PromotionResult, RegionResult
+from imagectl.promotion.retention import apply_retention
 from imagectl.provenance.keys import load_trust
 from imagectl.provenance.verify import verify_image
+from imagectl.stacks.resolve import ResolvedStack, stack_digest
+from imagectl.stacks.schema import CloudCommon, Stack
 
 DEFAULT_TIMEOUT_S = 3600.0
 
 
-def _stack_parts(stack: Any) -> tuple[Any, str]:
+def _stack_parts(stack: ResolvedStack | Stack) -> tuple[Stack, str]:
     """(Stack model, digest) from a ResolvedStack or a Stack."""
-    if hasattr(stack, "digest") and hasattr(stack, "stack"):
+    if isinstance(stack, ResolvedStack):
         return stack.stack, stack.digest
-    from imagectl.stacks import stack_digest
-
     return stack, stack_digest(stack)
 
 
-def cloud_settings(stack: Any, cloud: str) -> Any:
-    settings = getattr(stack.clouds, cloud, None)
-    if settings is None:
-        raise UserError(
-            f"stack {stack.name} has no '{cloud}' cloud",
-            hint=f"Use one of: {', '.join(stack.clouds.enabled())}",
-        )
+def cloud_settings(stack: Stack, cloud: str) -> CloudCommon:
+    """The stack's section for ``cloud`` (UserError without one)."""
+    settings: CloudCommon = cloud_spec(cloud).settings(stack)
     return settings
 
 
-def target_regions(stack: Any, cloud: str, regions: list[str] | None) -> list[str]:
+def target_regions(stack: Stack, cloud: str, regions: list[str] | None) -> list[str]:
     allowed = list(cloud_settings(stack, cloud).regions)
     if not regions:
         return allowed
@@ -78,11 +84,7 @@ def target_regions(stack: Any, cloud: str, regions: list[str] | None) -> list[st
     return list(dict.fromkeys(regions))
 
 
-def _open_promotion(session: Any, image: Any) -> Any:
-    from sqlalchemy import select
-
-    from imagectl.catalog.models import Promotion
-
+def _open_promotion(session: Session, image: Image) -> Promotion | None:
     query = (
         select(Promotion)
         .where(Promotion.image_id == image.id, Promotion.state == "running")
@@ -91,20 +93,16 @@ def _open_promotion(session: Any, image: Any) -> Any:
     return session.scalars(query).first()
 
 
-def _last_promotion(session: Any, image: Any) -> Any:
-    from sqlalchemy import select
-
-    from imagectl.catalog.models import Promotion
-
+def _last_promotion(session: Session, image: Image) -> Promotion | None:
     query = select(Promotion).where(Promotion.image_id == image.id).order_by(Promotion.id.desc())
     return session.scalars(query).first()
 
 
 def promote(
-    catalog: Any,
+    catalog: Catalog,
     provider: Provider,
-    stack: Any,
-    image: Any,
+    stack: ResolvedStack | Stack,
+    image: ImageRef,
     *,
     regions: list[str] | None = None,
     force: bool = False,
@@ -124,10 +122,6 @@ def promote(
     ``UserError`` (exit 2); otherwise returns a ``PromotionResult`` whose ``state`` is
     promoted, partially_promoted, failed, already_promoted or dry_run.
     """
-    from imagectl.actor import current_actor
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.locks import promotion_lock
-
     model, digest = _stack_parts(stack)
     cloud = provider.cloud
     settings = cloud_settings(model, cloud)
@@ -218,84 +212,26 @@ def promote(
     return result
 
 
-def _region_of(catalog: Any, pk: int) -> str:
-    from imagectl.catalog import repository as repo
-
+def _region_of(catalog: Catalog, pk: int) -> str:
     with catalog.transaction() as s:
         img = repo.get_image(s, pk)
         assert img is not None
         return img.region
 
 
-def resolve_image(
-    session: Any,
-    ref: Any,
-    *,
-    stack: str | None = None,
-    cloud: str | None = None,
-    allow_replica: bool = False,
-) -> Any:
-    """The catalog ``Image`` for a catalog id, an ``Image`` or a cloud image id.
-
-    A cloud id present in several regions (GCP, local) resolves to the source image, not
-    to its replicas. Unknown or ambiguous references are bad input (exit 2), and so is a
-    replica unless ``allow_replica`` (read-only commands such as ``verify``).
-    """
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.models import Image
-
-    if isinstance(ref, Image):
-        found = repo.get_image(session, ref.id)
-    elif isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-        found = repo.get_image(session, int(ref))
-    else:
-        rows = [
-            r
-            for r in repo.list_images(session, stack=stack, cloud=cloud)
-            if r.cloud_image_id == ref
-        ]
-        sources = [r for r in rows if rec.TAG_SOURCE not in r.tags] or rows
-        if len(sources) > 1:
-            where = ", ".join(f"{r.id} ({r.cloud}/{r.region})" for r in sources)
-            raise UserError(
-                f"image {ref} is ambiguous: catalog ids {where}",
-                hint="Pass the catalog id instead, or --stack and --cloud",
-            )
-        found = sources[0] if sources else None
-    if found is None:
-        scope = " ".join(
-            x for x in (f"stack {stack}" if stack else "", f"cloud {cloud}" if cloud else "") if x
-        )
-        raise UserError(
-            f"unknown image '{ref}'{' in ' + scope if scope else ''}",
-            hint="Run `imagectl status` to list images and their catalog ids",
-        )
-    if stack and found.stack != stack:
-        raise UserError(f"image {found.label} belongs to stack {found.stack}, not {stack}")
-    if cloud and found.cloud != cloud:
-        raise UserError(f"image {found.label} is on cloud {found.cloud}, not {cloud}")
-    if rec.TAG_SOURCE in found.tags and not allow_replica:
-        raise UserError(
-            f"image {found.label} is a replica of image {found.tags[rec.TAG_SOURCE]}",
-            hint="Promote, roll back or block the source image",
-        )
-    return found
-
-
 def _begin(
-    s: Any,
-    img: Any,
-    model: Any,
+    s: Session,
+    img: Image,
+    model: Stack,
     digest: str,
     targets: list[str],
     force: bool,
     reason: str | None,
     actor: str,
     result: PromotionResult,
-) -> Any:
-    """Open (or reopen) the promotion row, after the gate for a fresh one."""
-    from imagectl.catalog import repository as repo
-
+) -> Promotion | GateRefused:
+    """Open (or reopen) the promotion row, after the gate for a fresh one; the gate's
+    refusal is returned (the caller raises it after the commit)."""
     open_promo = _open_promotion(s, img)
     if img.state == ImageState.PROMOTING.value and open_promo is not None:
         result.resumed = True
@@ -385,7 +321,7 @@ def _begin(
     return promo
 
 
-def gate_reasons(s: Any, img: Any, model: Any, digest: str) -> list[str]:
+def gate_reasons(s: Session, img: Image, model: Stack, digest: str) -> list[str]:
     """The gate's refusals for ``img`` under the stack's validation settings, and its
     signed attestation's (``imagectl.provenance.verify``)."""
     reasons = check_gate(
@@ -399,10 +335,14 @@ def gate_reasons(s: Any, img: Any, model: Any, digest: str) -> list[str]:
 
 
 def _dry_run(
-    catalog: Any, pk: int, model: Any, cloud: str, digest: str, targets: list[str], force: bool
+    catalog: Catalog,
+    pk: int,
+    model: Stack,
+    cloud: str,
+    digest: str,
+    targets: list[str],
+    force: bool,
 ) -> PromotionResult:
-    from imagectl.catalog import repository as repo
-
     with catalog.transaction() as s:
         img = repo.get_image(s, pk)
         assert img is not None
@@ -421,9 +361,9 @@ def _dry_run(
 
 
 def _finish_retention(
-    catalog: Any,
+    catalog: Catalog,
     provider: Provider,
-    model: Any,
+    model: Stack,
     cloud: str,
     actor: str,
     progress: Progress | None,
@@ -432,8 +372,6 @@ def _finish_retention(
 ) -> None:
     if not enabled:
         return
-    from imagectl.promotion.retention import apply_retention
-
     outcome = apply_retention(
         catalog, provider, model.name, cloud, keep_last=model.retention.keep_last, actor=actor
     )

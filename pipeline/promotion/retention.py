@@ -28,8 +28,8 @@ from imagectl.catalog.models import Pointer, Promotion
 from imagectl.clouds.base import Provider
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.promotion.groups import group_rows
-from imagectl.promotion.promote import resolve_image
 from imagectl.promotion.records import TAG_SOURCE
+from imagectl.promotion.resolve import resolve_image
 
 
 @dataclass

@@ -23,16 +23,11 @@ receipts from the real validator reach the decision.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from imagectl.clouds.base import Instance
 from imagectl.errors import UserError
-
-if TYPE_CHECKING:
-    from imagectl.validation.run import ValidationRequest
 
 # Ansible's connection plugin that runs on the controller itself (not the local cloud)
 ANSIBLE_LOCAL = "local"
@@ -88,25 +83,3 @@ class InventoryOverride:
             slots=[resolve(s) for s in data.get("slots") or []],
             default_slot=resolve(data.get("default_slot") or {}),
         )
-
-
-def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:
-    override = req.override.for_slot(slot) if req.override else {}
-    if override.get("ansible_connection") == ANSIBLE_LOCAL:
-        out: dict[str, Any] = {
-            "ansible_python_interpreter": sys.executable,
-            "validate_imagectl": str(Path(sys.executable).parent / "imagectl"),
-            # Hosts share this machine: one work folder per host.
-            "validate_remote_dir": str(workdir / "hosts" / inst.instance_id),
-        }
-    else:
-        out = {
-            "ansible_host": inst.address or inst.instance_id,
-            "ansible_user": req.ssh_user,
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new "
-            "-o UserKnownHostsFile=/dev/null",
-        }
-        if req.ssh_private_key:
-            out["ansible_ssh_private_key_file"] = req.ssh_private_key
-    out.update(override)
-    return out

@@ -8,7 +8,6 @@ for a runner killed with -9 (every instance carries ``imagectl:expires-at``).
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 import shutil
 import tempfile
@@ -17,43 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider, QuotaError
+from imagectl.clouds.base import CapacityError, Instance, Provider, QuotaError
 from imagectl.clouds.common import NotReachable
 from imagectl.fsutil import atomic_write_json
 from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
 from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, Decision, decide
 from imagectl.validation.fanout import FanoutResult, run_validate_playbook
-from imagectl.validation.inventory import InventoryOverride, host_vars
 from imagectl.validation.progress import Reporter
 from imagectl.validation.receipts import HostOutcome, load_bound
+from imagectl.validation.request import ValidationRequest, host_vars
 from imagectl.validation.signals import deferred_interrupts, interrupts_raise
-
-
-@dataclass
-class ValidationRequest:
-    image: CloudImage
-    stack: str
-    stack_digest: str
-    shape: str
-    # The image's expectations on this shape (imagectl.stacks.expectations.for_shape): the
-    # hosts validate against this file (--expect), never by resolving the stack themselves.
-    expect: dict[str, Any]
-    hosts: int = 1
-    profile: str = "quick"
-    ttl: dt.timedelta = dt.timedelta(hours=3)
-    locations: list[str] | None = None
-    max_host_retries: int = 2
-    reach_timeout_s: float = 900.0
-    validator_timeout_s: float = 1800.0
-    allowed_cidr: str | None = None
-    ssh_user: str = "ubuntu"
-    ssh_private_key: str | None = None
-    ssh_public_key: str | None = None
-    launched_by: str = "imagectl"
-    override: InventoryOverride | None = None
-    wheel: str = ""
-    playbook: Path | None = None
-    sandbox: bool = False  # replaying hosts mark their receipts as sandbox replays
 
 
 @dataclass

@@ -36,7 +36,8 @@ from imagectl.validation.inventory import InventoryOverride
 from imagectl.validation.progress import Reporter
 from imagectl.validation.receipts import HostOutcome
 from imagectl.validation.records import CatalogRecorder
-from imagectl.validation.run import ValidationRequest, ValidationRun
+from imagectl.validation.request import ValidationRequest
+from imagectl.validation.run import ValidationRun
 from imagectl.validation.signals import interrupts_raise
 
 

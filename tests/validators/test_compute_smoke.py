@@ -15,7 +15,9 @@ import pytest
 from imagectl.validators.compute import smoke_checks
 from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.compute.properties import properties_check
+from imagectl.validators.expectations import Expectations, shape_fields
 from imagectl.validators.results import Action, Outcome
+from tests.support import ROOT
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("torch")
@@ -142,12 +144,21 @@ def test_cuinit_flaky_and_wrong_count():
 
 
 def test_properties_against_the_shape():
+    """The model and memory are judged from the expectations' hardware table (what
+    expect.json carries to the host), not from the controller's compat catalogue."""
     gib = 1 << 30
     dev = {"name": "NVIDIA H100 80GB HBM3", "total_memory": 79 * gib, "sm_count": 132}
-    expect = types.SimpleNamespace(gpu="H100-SXM-80GB", gpu_count=2)
+    expect = Expectations(**shape_fields(ROOT / "images", "p5.48xlarge"))
+    expect = expect.model_copy(update={"gpu_count": 2})
+    assert expect.hardware is not None and expect.hardware.memory_gib == 80
     good = [dict(dev, index=0), dict(dev, index=1)]
     assert properties_check(good, expect).outcome is Outcome.PASS
     wrong = [dict(dev, index=0), dict(dev, index=1, name="NVIDIA H100 PCIe")]
     check = properties_check(wrong, expect)
     assert check.outcome is Outcome.FAIL and "GPU 1" in check.message
     assert properties_check(good[:1], expect).outcome is Outcome.FAIL
+    small = [dict(dev, index=0, total_memory=40 * gib), dict(dev, index=1)]
+    assert "40.0 GiB" in properties_check(small, expect).message
+    # without a hardware table the count is still judged, the model is not
+    bare = Expectations(gpu="H100-SXM-80GB", gpu_count=2)
+    assert "model not checked" in properties_check(wrong, bare).message

@@ -25,7 +25,7 @@ from imagectl.validators.compute.checks import (
 from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.compute.floors import floors_for, load_floors
 from imagectl.validators.compute.profiles import profile_for
-from imagectl.validators.compute.properties import properties_check, sku_info
+from imagectl.validators.compute.properties import properties_check
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 __all__ = ["smoke_checks"]
@@ -174,7 +174,7 @@ def smoke_checks(
                     ),
                 )
         if len(devices) > 1:
-            info = sku_info(gpu)
+            info = getattr(expect, "hardware", None)
             checks += _guard(
                 "cuda.p2p_bandwidth",
                 lambda: p2p_check(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
@@ -11,30 +9,22 @@ from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 MEMORY_TOLERANCE = 0.08  # usable memory is a little below the marketed GiB (ECC, reserved)
 
 
-def sku_info(gpu: str | None) -> Any:
-    """The compat catalogue entry for a SKU (images/compat/gpus.yaml), or None."""
-    if not gpu:
-        return None
-    from imagectl.compat.data import load_compat
-
-    compat = load_compat(Path(str(resources.files("imagectl.images").joinpath("compat"))))
-    return compat.gpus.get(gpu)
-
-
 def properties_check(props: list[dict[str, Any]], expect: Any) -> CheckResult:
-    """``props``: per device ``{"index", "name", "total_memory", "sm_count", "capability"}``."""
+    """``props``: per device ``{"index", "name", "total_memory", "sm_count", "capability"}``;
+    the model and memory are judged against the expectations' hardware table (built on
+    the controller from images/compat/gpus.yaml, shipped in expect.json)."""
     gpu = getattr(expect, "gpu", None)
     want_count = getattr(expect, "gpu_count", 0) or 0
-    info = sku_info(gpu)
+    info = getattr(expect, "hardware", None)
     problems = []
     if want_count and len(props) != want_count:
         problems.append(f"{len(props)} GPUs visible, the shape has {want_count}")
     for p in props:
-        if info is not None and p["name"] not in info.nvml_names:
+        if info is not None and info.nvml_names and p["name"] not in info.nvml_names:
             problems.append(
                 f"GPU {p['index']} is {p['name']!r}, expected one of {list(info.nvml_names)}"
             )
-        if info is not None:
+        if info is not None and info.memory_gib:
             gib = p["total_memory"] / (1 << 30)
             if gib < info.memory_gib * (1 - MEMORY_TOLERANCE):
                 problems.append(
@@ -59,7 +49,11 @@ def properties_check(props: list[dict[str, Any]], expect: Any) -> CheckResult:
             action=Action.REBOOT,
             message="; ".join(problems),
         )
-    note = "" if info is not None else f" (no catalogue entry for {gpu!r}: model not checked)"
+    note = (
+        ""
+        if info is not None
+        else f" (no hardware table for {gpu!r} in the expectations: model not checked)"
+    )
     return CheckResult(
         **common,
         severity=Severity.INFO,

@@ -1,0 +1,63 @@
+"""What one validation run is asked to do (``ValidationRequest``: the image, its shape and
+expectations, how many hosts, timeouts, SSH and the inventory override) and the Ansible
+variables of one of its hosts (``host_vars``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from imagectl.clouds.base import CloudImage, Instance
+from imagectl.validation.inventory import ANSIBLE_LOCAL, InventoryOverride
+
+
+@dataclass
+class ValidationRequest:
+    image: CloudImage
+    stack: str
+    stack_digest: str
+    shape: str
+    # The image's expectations on this shape (imagectl.stacks.expectations.for_shape): the
+    # hosts validate against this file (--expect), never by resolving the stack themselves.
+    expect: dict[str, Any]
+    hosts: int = 1
+    profile: str = "quick"
+    ttl: dt.timedelta = dt.timedelta(hours=3)
+    locations: list[str] | None = None
+    max_host_retries: int = 2
+    reach_timeout_s: float = 900.0
+    validator_timeout_s: float = 1800.0
+    allowed_cidr: str | None = None
+    ssh_user: str = "ubuntu"
+    ssh_private_key: str | None = None
+    ssh_public_key: str | None = None
+    launched_by: str = "imagectl"
+    override: InventoryOverride | None = None
+    wheel: str = ""
+    playbook: Path | None = None
+    sandbox: bool = False  # replaying hosts mark their receipts as sandbox replays
+
+
+def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:
+    override = req.override.for_slot(slot) if req.override else {}
+    if override.get("ansible_connection") == ANSIBLE_LOCAL:
+        out: dict[str, Any] = {
+            "ansible_python_interpreter": sys.executable,
+            "validate_imagectl": str(Path(sys.executable).parent / "imagectl"),
+            # Hosts share this machine: one work folder per host.
+            "validate_remote_dir": str(workdir / "hosts" / inst.instance_id),
+        }
+    else:
+        out = {
+            "ansible_host": inst.address or inst.instance_id,
+            "ansible_user": req.ssh_user,
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new "
+            "-o UserKnownHostsFile=/dev/null",
+        }
+        if req.ssh_private_key:
+            out["ansible_ssh_private_key_file"] = req.ssh_private_key
+    out.update(override)
+    return out
