@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from imagectl.paths import state_dir
 
@@ -90,7 +91,6 @@ def fetch(url: str) -> Fetched:
 
 
 def _read_file(url: str) -> Fetched:
-    from urllib.parse import unquote, urlparse
 
     path = Path(unquote(urlparse(url).path))
     try:

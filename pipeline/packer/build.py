@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -200,7 +201,6 @@ def _source_tree_lock(root: Path) -> Iterator[None]:
     The lock file lives in that ``build/`` folder (the tree's owner's, not a shared
     /tmp where another user could plant a symbolic link), falling back to the state
     folder when the tree is read-only; it is opened with ``O_NOFOLLOW``, 0600."""
-    import fcntl
 
     folder = root.resolve() / "build"
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from imagectl.errors import EXIT_FAILED, EXIT_OK
@@ -47,7 +47,6 @@ class PromotionResult:
         return EXIT_FAILED
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
 
         return asdict(self)
 

@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -268,7 +269,6 @@ def _boot(f: LiveFacts) -> dict[str, Any]:
         up = float(uptime.split()[0])
     except (IndexError, ValueError):
         up = None
-    import time
 
     return {
         "boot_id": boot_id.strip() or None,

@@ -7,6 +7,7 @@ checks (``RELEVANT``), which keeps them small and free of unrelated host data.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -150,7 +151,6 @@ _MONO = re.compile(r"^\[\s*(\d+\.\d+)\]")
 
 
 def _epoch(line: str) -> float | None:
-    import datetime as dt
 
     m = _ISO.match(line)
     if not m:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from imagectl.clouds.common import endpoint_from_env
@@ -24,7 +25,6 @@ class LocalToken:
     """A token credential for a local ARM endpoint: a fixed, meaningless token."""
 
     def get_token(self, *scopes: str, **kwargs: Any) -> Any:
-        import time
 
         from azure.core.credentials import AccessToken
 
