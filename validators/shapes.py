@@ -27,18 +27,22 @@ class Shape:
 def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
     """Every row of ``catalog_dir/shapes.yaml`` as written; a clear error for a file that
     cannot be read or parsed."""
+    return _table(catalog_dir / "shapes.yaml", "shapes", "shape table")
+
+
+def _table(path: Path, key: str, what: str) -> dict[str, Any]:
+    """The ``key`` mapping of the YAML file ``path`` (the ``what``, for errors)."""
     from ruamel.yaml import YAML
 
-    path = catalog_dir / "shapes.yaml"
     try:
         doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise UserError(f"cannot read the shape table {path}: {exc.strerror}") from exc
+        raise UserError(f"cannot read the {what} {path}: {exc.strerror}") from exc
     except Exception as exc:
-        raise UserError(f"{path}: malformed shape table: {exc}") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("shapes"), dict):
-        raise UserError(f"{path}: malformed shape table: no 'shapes' mapping")
-    rows: dict[str, dict[str, Any]] = doc["shapes"]
+        raise UserError(f"{path}: malformed {what}: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), dict):
+        raise UserError(f"{path}: malformed {what}: no '{key}' mapping")
+    rows: dict[str, Any] = doc[key]
     return rows
 
 
@@ -63,18 +67,8 @@ def gpu_row(compat_dir: Path, sku: str) -> dict[str, Any]:
     """The SKU's row of ``compat_dir/gpus.yaml`` (the compatibility engine's GPU table:
     NVML names, memory, NVSwitch, architecture, source), read here so the validator needs
     no controller code; the SKU is matched case-insensitively."""
-    from ruamel.yaml import YAML
-
     path = compat_dir / "gpus.yaml"
-    try:
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read the GPU table {path}: {exc.strerror}") from exc
-    except Exception as exc:
-        raise UserError(f"{path}: malformed GPU table: {exc}") from exc
-    gpus = doc.get("gpus") if isinstance(doc, dict) else None
-    if not isinstance(gpus, dict):
-        raise UserError(f"{path}: malformed GPU table: no 'gpus' mapping")
+    gpus = _table(path, "gpus", "GPU table")
     folded = {str(k).lower(): (str(k), v) for k, v in gpus.items()}
     if sku.lower() not in folded:
         raise UserError(

@@ -8,7 +8,6 @@ artifact in its cloud, so ``find_images(state="built")`` finds it.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from imagectl.catalog.lifecycle import ImageState
@@ -18,7 +17,7 @@ from imagectl.clouds.registry import cloud_spec
 def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
     """The caller's Packer overrides, plus the cloud's emulator endpoint when its
     variable is set (``CloudSpec.endpoint_packer_vars``): Packer talks to it too."""
-    return {**cloud_spec(cloud).endpoint_packer_vars(os.environ), **overrides}
+    return {**cloud_spec(cloud).endpoint_packer_vars(), **overrides}
 
 
 def prepare(resolved: Any, cloud: str) -> None:

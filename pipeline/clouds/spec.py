@@ -65,8 +65,9 @@ class CloudSpec(Generic[S]):
         """Packer variables a build fills in from its folder (the local disk paths)."""
         return {}
 
-    def endpoint_packer_vars(self, env: Mapping[str, str]) -> dict[str, str]:
-        """Packer variables pointing the builder at an emulator named in ``env``."""
+    def endpoint_packer_vars(self) -> dict[str, str]:
+        """Packer variables pointing the builder at an emulator named in the environment
+        (the same variables the cloud's clients read)."""
         return {}
 
     def build_site(self, settings: S) -> tuple[str, str]:

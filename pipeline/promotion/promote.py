@@ -53,7 +53,7 @@ from imagectl.promotion.retention import apply_retention
 from imagectl.provenance.keys import load_trust
 from imagectl.provenance.verify import verify_image
 from imagectl.stacks.resolve import ResolvedStack, stack_digest
-from imagectl.stacks.schema import CloudCommon, Stack
+from imagectl.stacks.schema import Stack
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -65,14 +65,8 @@ def _stack_parts(stack: ResolvedStack | Stack) -> tuple[Stack, str]:
     return stack, stack_digest(stack)
 
 
-def cloud_settings(stack: Stack, cloud: str) -> CloudCommon:
-    """The stack's section for ``cloud`` (UserError without one)."""
-    settings: CloudCommon = cloud_spec(cloud).settings(stack)
-    return settings
-
-
 def target_regions(stack: Stack, cloud: str, regions: list[str] | None) -> list[str]:
-    allowed = list(cloud_settings(stack, cloud).regions)
+    allowed = list(cloud_spec(cloud).settings(stack).regions)
     if not regions:
         return allowed
     unknown = [r for r in regions if r not in allowed]
@@ -124,7 +118,7 @@ def promote(
     """
     model, digest = _stack_parts(stack)
     cloud = provider.cloud
-    settings = cloud_settings(model, cloud)
+    settings = cloud_spec(cloud).settings(model)
     targets = target_regions(model, cloud, regions)
     actor = actor or current_actor()
     if force and not (reason or "").strip():

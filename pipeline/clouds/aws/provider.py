@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import time
 from typing import Any
 
@@ -12,6 +11,7 @@ from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
+from imagectl.clouds.aws.spec import region_of
 from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import (
@@ -24,13 +24,6 @@ from imagectl.errors import CloudError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
-_AZ = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d+)[a-z]$")
-
-
-def region_of(location: str) -> str:
-    """``us-east-1a`` -> ``us-east-1``; a region stays a region."""
-    match = _AZ.match(location)
-    return match.group(1) if match else location
 
 
 def _user_data(ssh_public_key: str | None) -> str:

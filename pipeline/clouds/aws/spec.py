@@ -4,9 +4,10 @@ the target regions at promotion, its "latest" pointer an SSM parameter."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from imagectl.clouds.aws.clients import ENV_ENDPOINT
+from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.spec import CloudSpec
 from imagectl.stacks.schema import AwsCloud
 
@@ -14,7 +15,12 @@ if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
 
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")  # us-east-1a -> us-east-1
-ENDPOINT_VARS = ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
+
+
+def region_of(location: str) -> str:
+    """``us-east-1a`` -> ``us-east-1``; a region stays a region."""
+    m = _ZONE.match(location)
+    return m[1] if m else location
 
 
 class AwsSpec(CloudSpec[AwsCloud]):
@@ -33,9 +39,10 @@ class AwsSpec(CloudSpec[AwsCloud]):
             "aws_root_volume_gb": settings.build.root_volume_gb,
         }
 
-    def endpoint_packer_vars(self, env: Mapping[str, str]) -> dict[str, str]:
-        """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set, Packer talks to it too."""
-        endpoint = next((env[v] for v in ENDPOINT_VARS if env.get(v)), "")
+    def endpoint_packer_vars(self) -> dict[str, str]:
+        """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set (the clients' own
+        variables), Packer talks to it too."""
+        endpoint = endpoint_from_env(None, *ENV_ENDPOINT)
         return {"aws_endpoint_ec2": endpoint} if endpoint else {}
 
     def build_site(self, settings: AwsCloud) -> tuple[str, str]:
@@ -63,8 +70,7 @@ class AwsSpec(CloudSpec[AwsCloud]):
         return sorted({settings.build.region, *settings.regions})
 
     def region_of(self, location: str) -> str:
-        m = _ZONE.match(location)
-        return m[1] if m else location
+        return region_of(location)
 
 
 SPEC = AwsSpec()
