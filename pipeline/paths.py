@@ -14,6 +14,7 @@ from pathlib import Path
 
 from platformdirs import user_state_path
 
+import imagectl.images
 from imagectl.errors import UserError
 
 ENV_ROOT = "IMAGECTL_ROOT"
@@ -53,8 +54,6 @@ class Workspace:
 
 def bundled_images() -> Path:
     """The images/ data folder shipped inside the package."""
-    import imagectl.images
-
     return Path(imagectl.images.__file__).parent
 
 

@@ -5,10 +5,14 @@
   when it is missing, fail it instead when ``CI=true``.
 - ``require(condition, reason)`` / ``require_root()`` / ``require_url(url)``: the same rule
   for any condition, for root rights, and for a reachable URL.
+- ``make_receipt(image_id, stack, digest, ...)``: a whole validation receipt (the
+  validator's ``Receipt`` model, schema-valid), finished ``age_hours`` ago; ``fields``
+  replace any top-level field.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import sys
@@ -16,6 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
+from imagectl.validators.receipt import Receipt
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO
@@ -123,3 +129,50 @@ def simple_index(root: Path, wheels: list[Path]) -> str:
         links = "".join(f'<a href="{w.name}">{w.name}</a>\n' for w in project.glob("*.whl"))
         (project / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
     return root.as_uri()
+
+
+def make_receipt(
+    image_id: str | None,
+    stack: str | None,
+    digest: str | None,
+    *,
+    verdict: str = "pass",
+    age_hours: float = 1.0,
+    worst_action: str = "NONE",
+    profile: str = "boot",
+    mode: str = "live",
+    host: str = "vm-1",
+    **fields: object,
+) -> Receipt:
+    """A schema-valid receipt as the validator writes it: one software check, failing
+    with ``worst_action`` when the verdict is fail."""
+    finished = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=age_hours)
+    outcome = "pass" if verdict == "pass" else "fail"
+    check = {
+        "id": "sw.driver.version",
+        "title": "NVIDIA driver version matches the pin",
+        "severity": "critical",
+        "outcome": outcome,
+        "action": "NONE" if outcome == "pass" else worst_action,
+        "message": "" if outcome == "pass" else "driver 570.1 loaded, 580.95.05 pinned",
+    }
+    body: dict[str, object] = {
+        "image_id": image_id,
+        "stack": stack,
+        "stack_digest": digest,
+        "validator_version": "test",
+        "profile": profile,
+        "started_at": (finished - dt.timedelta(seconds=30)).isoformat(),
+        "finished_at": finished.isoformat(),
+        "duration_s": 30.0,
+        "mode": mode,
+        "host": {"hostname": host},
+        "expectations": {},
+        "gpus": [],
+        "checks": [check],
+        "summary": {outcome: 1},
+        "verdict": verdict,
+        "worst_action": worst_action,
+    }
+    body.update(fields)
+    return Receipt.model_validate(body)

@@ -113,18 +113,49 @@ def test_a_function_level_import_cycle_is_found() -> None:
     assert cycles(import_graph(files)) == [["packer", "stacks"]]
 
 
+def _registered(module: str, tree: ast.Module) -> list[str]:
+    """Modules a registry package loads by name: a module-level ``MODULES`` tuple of
+    submodule names passed to ``importlib.import_module`` (``validators/checks``)."""
+    calls = any(isinstance(n, ast.Attribute) and n.attr == "import_module" for n in ast.walk(tree))
+    for n in tree.body:
+        if (
+            calls
+            and isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "MODULES" for t in n.targets)
+            and isinstance(n.value, ast.Tuple)
+        ):
+            return [
+                f"{module}.{e.value}"
+                for e in n.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            ]
+    return []
+
+
+def _with_parents(target: str, module: str) -> list[str]:
+    """Importing ``a.b.c`` runs ``a.b``'s ``__init__`` first, unless the importer is already
+    inside ``a.b`` (its package ran before it)."""
+    parts = target.split(".")
+    parents = [".".join(parts[:i]) for i in range(2, len(parts))]
+    return [p for p in parents if not module.startswith(p + ".")] + [target]
+
+
 def module_graph(files: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """(module, module) -> where, for imports between imagectl modules (a package's
-    ``__init__`` counts as the package's module)."""
+    ``__init__`` counts as the package's module, and runs whenever one of its modules is
+    imported from outside it)."""
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
     for module, source in files.items():
-        for n in ast.walk(ast.parse(source)):
+        tree = ast.parse(source)
+        for target in _registered(module, tree):
+            edges[(module, target)].append(f"{module}:MODULES")
+        for n in ast.walk(tree):
             targets: list[str] = []
             if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("imagectl"):
                 targets = [n.module, *(f"{n.module}.{a.name}" for a in n.names)]
             elif isinstance(n, ast.Import):
                 targets = [a.name for a in n.names if a.name.startswith("imagectl")]
-            for target in targets:
+            for target in {t for named in targets for t in _with_parents(named, module)}:
                 # importing a module runs its parent packages' __init__, never the reverse
                 if target in files and target != module and not module.startswith(target + "."):
                     edges[(module, target)].append(f"{module}:{n.lineno}")
@@ -180,3 +211,24 @@ def test_the_validator_imports_no_controller_code() -> None:
                 if name.startswith("imagectl") and not own and name not in VALIDATOR_MAY_IMPORT:
                     outside.add(f"{module}:{n.lineno} imports {name}")
     assert not outside, "\n".join(sorted(outside))
+
+
+def test_a_cycle_through_a_registry_package_is_found() -> None:
+    """nvml.unsupported imported checks.base, whose package loads every check by name,
+    one of which imported nvml.unsupported: importing it first failed."""
+    files = {
+        "imagectl.validators.checks": (
+            "import importlib\nMODULES = ('inventory',)\n"
+            "for m in MODULES:\n    importlib.import_module(f'{__name__}.{m}')\n"
+        ),
+        "imagectl.validators.checks.base": "",
+        "imagectl.validators.checks.inventory": (
+            "from imagectl.validators.nvml.unsupported import peers\n"
+        ),
+        "imagectl.validators.nvml.unsupported": (
+            "from imagectl.validators.checks.base import bad\n"
+        ),
+    }
+    (found,) = cycles(module_graph(files))
+    assert "imagectl.validators.nvml.unsupported" in found
+    assert "imagectl.validators.checks" in found

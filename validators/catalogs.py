@@ -7,6 +7,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, Outcome
 
@@ -14,8 +16,6 @@ DATA = Path(__file__).parent / "data"
 
 
 def _load(name: str) -> Any:
-    from ruamel.yaml import YAML
-
     path = DATA / name
     try:
         return YAML(typ="safe").load(path.read_text(encoding="utf-8"))

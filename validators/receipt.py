@@ -1,16 +1,20 @@
 """The receipt: the machine-readable result of one validation run, bound to the image.
 
 Versioned schema (``schema/receipt.schema.json``, generated from ``Receipt`` and kept in
-sync by a test). Other parts (cloud validation runs, promotion gate, drift) read receipts
-only through ``load_receipt``, which refuses corrupt or truncated files with exit 2.
+sync by a test). ``Receipt`` is the contract between the validator and the controller:
+the cloud validation run binds it to the candidate, the catalog stores it and hands it
+back as ``ValidationRun.body``, the promotion gate and drift judge its fields. Files are
+read only through ``load_receipt`` and stored bodies through ``parse_receipt``; both refuse
+a corrupt, truncated or foreign receipt with one paragraph (exit 2).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
@@ -20,6 +24,14 @@ from imagectl.validators.results import Action, CheckResult, Outcome
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = Path(__file__).parent / "schema" / "receipt.schema.json"
+
+
+def receipt_time(value: str) -> dt.datetime:
+    """A receipt's ISO 8601 time as an aware datetime: a time without a zone is UTC, and a
+    trailing ``Z`` is read on Python 3.10 too (whose ``fromisoformat`` lacks it)."""
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    parsed = dt.datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
 class GpuSummary(BaseModel):
@@ -66,6 +78,25 @@ class Receipt(BaseModel):
     summary: dict[str, int] = Field(description="number of checks per outcome")
     verdict: Literal["pass", "fail"]
     worst_action: Action
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _iso_time(cls, value: str) -> str:
+        receipt_time(value)  # a ValueError names the field
+        return value
+
+    @property
+    def finished(self) -> dt.datetime:
+        return receipt_time(self.finished_at)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        """Checks that count against the host: fail and error (never a pass)."""
+        return [c for c in self.checks if c.failed]
 
 
 def verdict_of(checks: list[CheckResult]) -> tuple[str, Action]:
@@ -131,8 +162,8 @@ def parse_receipt(data: Any, *, where: str) -> Receipt:
         ) from exc
 
 
-def load_receipt(path: str | Path) -> dict[str, Any]:
+def load_receipt(path: str | Path) -> Receipt:
     """Read and validate a receipt; corrupt, truncated or foreign files raise UserError."""
     path = Path(path)
     data = read_json(path, "receipt", "Use the receipt written by `imagectl validate -o FILE`")
-    return parse_receipt(data, where=str(path)).model_dump(mode="json")
+    return parse_receipt(data, where=str(path))

@@ -6,6 +6,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from imagectl.fsutil import atomic_write
 
 _STYLE = {
@@ -71,8 +73,6 @@ def _gpu_list(gpus: list[int]) -> str:
 
 
 def render_table(receipt: dict[str, Any], *, console: Any, show_passed: bool = True) -> None:
-    from rich.table import Table
-
     table = Table(title=f"imagectl validate --profile {receipt['profile']}", show_lines=False)
     wide = getattr(console, "width", 80) >= 120
     cols = ["check", "gpu", "outcome", "measured", "expected", "action", "time", "message"]

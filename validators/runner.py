@@ -20,8 +20,9 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.checks.base import Finding, Spec
+from imagectl.validators.checks.base import Spec
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding
 from imagectl.validators.host.facts import FactMissing
 from imagectl.validators.nvml.errors import error_label, error_name, is_unsupported
 from imagectl.validators.nvml.policy import nvml_policy

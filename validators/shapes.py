@@ -10,6 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from imagectl.errors import UserError
 
 
@@ -32,8 +34,6 @@ def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
 
 def _table(path: Path, key: str, what: str) -> dict[str, Any]:
     """The ``key`` mapping of the YAML file ``path`` (the ``what``, for errors)."""
-    from ruamel.yaml import YAML
-
     try:
         doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
     except OSError as exc:

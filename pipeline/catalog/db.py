@@ -25,10 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, exc, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+import imagectl.catalog.migrations as migrations
 from imagectl.errors import MissingDependency, UserError
 from imagectl.paths import state_dir
 
@@ -195,10 +200,6 @@ class Catalog:
 
 
 def _alembic_config(connection: Any) -> Any:
-    from alembic.config import Config
-
-    import imagectl.catalog.migrations as migrations
-
     config = Config()
     config.set_main_option("script_location", str(Path(migrations.__file__).parent))
     config.attributes["connection"] = connection
@@ -206,8 +207,6 @@ def _alembic_config(connection: Any) -> Any:
 
 
 def _scripts() -> Any:
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory.from_config(_alembic_config(None))
 
 
@@ -219,8 +218,6 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
@@ -244,8 +241,6 @@ def _migration_lock(engine: Engine) -> Iterator[None]:
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Upgrade the schema to ``revision`` (Alembic ``upgrade``, run in code)."""
-    from alembic import command
-
     with _migration_lock(engine), engine.begin() as conn:
         command.upgrade(_alembic_config(conn), revision)
 

@@ -3,7 +3,8 @@
 - ``Build``: one Packer run of a stack on a cloud (digest, commit, manifest, outcome).
 - ``Image``: one image in one cloud *region* (AMI id, GCP image name, Azure gallery
   version id or local path) with its lifecycle state (see ``lifecycle.py``).
-- ``ValidationRun``: one validator receipt for an image (shape, host, verdict, body).
+- ``ValidationRun``: one validator receipt for an image (shape, host, verdict, and the
+  receipt itself: ``body`` reads it as ``imagectl.validators.receipt.Receipt``).
 - ``Promotion``: one attempt to move an image to the "latest" pointer of target regions.
 - ``Pointer``: the "latest" image per stack + cloud + region, and the one before it.
 - ``Event``: the append-only log; rows are never updated or deleted (enforced below).
@@ -38,6 +39,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, rela
 from sqlalchemy.types import TypeDecorator
 
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.validators.receipt import Receipt, parse_receipt
 
 # Stable constraint names: the same on SQLite and PostgreSQL, so migrations can refer to them.
 NAMING = {
@@ -163,6 +165,17 @@ class ValidationRun(Base):
     validator_version: Mapped[str] = mapped_column(String(64))
 
     image: Mapped[Image] = relationship(back_populates="validation_runs")
+
+    @property
+    def where(self) -> str:
+        """How messages name the receipt: ``receipt <id> (<shape> on <host>)``."""
+        return f"receipt {self.id} ({self.shape} on {self.host})"
+
+    @property
+    def body(self) -> Receipt:
+        """The stored receipt as the validator's model; a body that is not a valid receipt
+        (edited by hand, or from a foreign writer) is bad input naming the run (exit 2)."""
+        return parse_receipt(self.receipt, where=self.where)
 
 
 class Promotion(Base):

@@ -21,8 +21,7 @@ Writers
                  stack_digest=None, tags=None, state=ImageState.BUILT, created_at=None) -> Image
     set_state(s, image, new_state, *, reason, actor=None, force=False,
               blocked_reason=None, details=None) -> Image
-    record_receipt(s, image, *, shape, host, profile, verdict, worst_action, receipt,
-                   validator_version, received_at=None) -> ValidationRun
+    record_receipt(s, image, *, shape, host, receipt: Receipt, received_at=None) -> ValidationRun
     start_promotion(s, image, *, target_regions, forced=False, force_reason=None,
                     actor=None) -> Promotion
     finish_promotion(s, promotion, *, completed_regions, message=None,
@@ -68,10 +67,9 @@ from imagectl.catalog.models import (
     utcnow,
 )
 from imagectl.errors import UserError
-from imagectl.validators.results import Action
+from imagectl.validators.receipt import Receipt
 
 BUILD_OUTCOMES = ("running", "succeeded", "failed", "cancelled")
-VERDICTS = ("pass", "fail")
 # A "latest" pointer never moves to these images.
 NEVER_LATEST = (ImageState.BLOCKED.value, ImageState.DELETED.value)
 
@@ -273,44 +271,33 @@ def record_receipt(
     *,
     shape: str,
     host: str,
-    profile: str,
-    verdict: str,
-    worst_action: str,
-    receipt: dict[str, Any],
-    validator_version: str,
+    receipt: Receipt,
     received_at: datetime | None = None,
     actor: str | None = None,
 ) -> ValidationRun:
-    """Store one validator receipt for an image (does not change its state)."""
+    """Store one validator receipt for an image (does not change its state). Profile,
+    verdict, worst action and validator version are the receipt's own (the model has
+    validated them)."""
     img = _image(session, image)
-    if verdict not in VERDICTS:
-        raise UserError(f"receipt verdict '{verdict}' is not pass or fail", where=f"host {host}")
-    try:
-        action = Action(worst_action)
-    except ValueError:
-        names = ", ".join(a.value for a in Action)
-        raise UserError(
-            f"receipt worst action '{worst_action}' is unknown", where=f"host {host}",
-            hint=f"Use one of: {names}",
-        ) from None  # fmt: skip
     run = ValidationRun(
         image=img,
         shape=shape,
         host=host,
-        profile=profile,
-        verdict=verdict,
-        worst_action=action.value,
-        receipt=receipt,
+        profile=receipt.profile,
+        verdict=receipt.verdict,
+        worst_action=receipt.worst_action.value,
+        receipt=receipt.model_dump(mode="json"),
         received_at=received_at or utcnow(),
-        validator_version=validator_version,
+        validator_version=receipt.validator_version,
     )
     session.add(run)
     session.flush()
     log_event(
         session, "validation.receipt",
-        f"{img.label}: {verdict} on {shape} host {host} (worst action {action.value})",
+        f"{img.label}: {receipt.verdict} on {shape} host {host} "
+        f"(worst action {receipt.worst_action.value})",
         image=img, actor=actor,
-        details={"run_id": run.id, "shape": shape, "host": host, "verdict": verdict},
+        details={"run_id": run.id, "shape": shape, "host": host, "verdict": receipt.verdict},
     )  # fmt: skip
     return run
 

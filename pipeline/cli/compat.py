@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import sys
 
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, workspace
-from imagectl.errors import EXIT_FAILED, EXIT_OK
+from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.versions import NcclVersion
 
 
 @click.group("compat")
@@ -61,7 +63,6 @@ def check(
     """Exit 0 when the combination is valid, 1 when a rule is violated, 2 on bad input."""
     from imagectl.compat.data import load_compat
     from imagectl.compat.engine import Combination, evaluate
-    from imagectl.versions import NcclVersion
 
     data = load_compat(workspace(ctx).compat_dir)
     if nccl:
@@ -139,9 +140,6 @@ def rules(ctx: click.Context, as_json: bool) -> None:
 
 def _parse_toolkit(text: str | None) -> tuple[str | None, str | None]:
     """'2.9.1+cu128' -> ('2.9.1', '12.8'); bad input is exit 2."""
-    import re
-
-    from imagectl.errors import UserError
 
     if not text:
         return None, None

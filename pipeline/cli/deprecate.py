@@ -16,6 +16,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.errors import UserError
 
 
 @click.command("deprecate")
@@ -39,18 +40,16 @@ def command(
 ) -> None:
     """Deprecate IMAGE, or the stack's promoted images beyond its retention."""
     from imagectl.catalog.db import open_catalog
-    from imagectl.errors import UserError
     from imagectl.promotion import apply_retention, delete_image, deprecate_image
     from imagectl.promotion.context import choose_cloud, load_stack_for, provider_for
+    from imagectl.promotion.resolve import image_to_promote
 
     if not image and not stack:
         raise UserError("name an IMAGE or pass --stack", hint="See `imagectl deprecate --help`")
     catalog = open_catalog()
     try:
         if image:
-            from imagectl.cli.promote import pick_image
-
-            _pk, stack_name, image_cloud = pick_image(catalog, image, stack, cloud)
+            _pk, stack_name, image_cloud = image_to_promote(catalog, image, stack, cloud)
             resolved = load_stack_for(workspace(ctx), stack_name)
             provider = provider_for(resolved, choose_cloud(resolved.stack, image_cloud))
             action = delete_image if delete else deprecate_image

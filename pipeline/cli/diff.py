@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from imagectl.cli.common import cloud_option, emit_json, json_option, stack_option
+from imagectl.errors import UserError
 
 
 @click.command("diff")
@@ -31,7 +32,6 @@ def command(
 ) -> None:
     """Added, removed and changed packages and modules between two images."""
     from imagectl.catalog.db import open_catalog
-    from imagectl.errors import UserError
     from imagectl.promotion import resolve_image
     from imagectl.provenance.diff import (
         compare_images,

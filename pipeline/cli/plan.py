@@ -14,6 +14,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.paths import state_dir
 
 
 @click.command("plan")
@@ -31,7 +32,6 @@ def command(
 ) -> None:
     """Print the build matrix and write the resolved Packer and Ansible variable files."""
     from imagectl.building.plan import build_plan, rows_as_dicts
-    from imagectl.paths import state_dir
 
     out_dir = out or state_dir() / "plan"
     rows = build_plan(workspace(ctx), stack, cloud, out_dir)

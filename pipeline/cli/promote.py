@@ -7,6 +7,7 @@ promotion of the stack running, or partially promoted (the output says how to re
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -21,39 +22,7 @@ from imagectl.cli.common import (
     wait_option,
     workspace,
 )
-
-
-def pick_image(
-    catalog: Any, ref: str | None, stack: str | None, cloud: str | None
-) -> tuple[int, str, str]:
-    """(catalog id, stack, cloud) of IMAGE, or of the stack's image to promote next:
-    an interrupted promotion first, else the newest validated image."""
-    from imagectl.catalog import repository as repo
-    from imagectl.errors import UserError
-    from imagectl.promotion import resolve_image
-    from imagectl.promotion.records import TAG_SOURCE
-
-    with catalog.transaction() as s:
-        if ref:
-            img = resolve_image(s, ref, stack=stack, cloud=cloud)
-            return img.id, img.stack, img.cloud
-        if not stack:
-            raise UserError("name an IMAGE or pass --stack", hint="See `imagectl promote --help`")
-        for states in (
-            (ImageState.PROMOTING, ImageState.PARTIALLY_PROMOTED),
-            (ImageState.VALIDATED,),
-        ):
-            rows = [
-                r
-                for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(states))
-                if TAG_SOURCE not in r.tags
-            ]
-            if rows:
-                return rows[0].id, rows[0].stack, rows[0].cloud
-        raise UserError(
-            f"stack {stack} has no validated image{' on ' + cloud if cloud else ''} to promote",
-            hint="Validate an image first, or name one (`imagectl status` lists them)",
-        )
+from imagectl.errors import UserError
 
 
 def render(out: Any, result: Any) -> None:
@@ -137,24 +106,21 @@ def command(
     as_json: bool,
 ) -> None:
     """Promote IMAGE (catalog id or cloud id), or the stack's newest validated image."""
-    import sys
-
     from imagectl.catalog.db import open_catalog
-    from imagectl.errors import UserError
     from imagectl.promotion import promote
     from imagectl.promotion.context import choose_cloud, load_stack_for, provider_for
     from imagectl.promotion.display import RegionProgress
+    from imagectl.promotion.promote import target_regions
+    from imagectl.promotion.resolve import image_to_promote
 
     if reason and not force:
         raise UserError("--reason goes with --force", hint="Add --force, or drop --reason")
     catalog = open_catalog()
     try:
-        pk, stack_name, image_cloud = pick_image(catalog, image, stack, cloud)
+        pk, stack_name, image_cloud = image_to_promote(catalog, image, stack, cloud)
         resolved = load_stack_for(workspace(ctx), stack_name)
         chosen = choose_cloud(resolved.stack, cloud or image_cloud)
         wanted = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
-        from imagectl.promotion.promote import target_regions
-
         targets = target_regions(resolved.stack, chosen, wanted)
         provider = provider_for(resolved, chosen)
         out = console(stderr=as_json)

@@ -23,12 +23,13 @@ def show(file: Path, show_all: bool, as_json: bool) -> int:
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import render_table
 
-    data = load_receipt(file)
+    receipt = load_receipt(file)
+    data = receipt.model_dump(mode="json")
     if as_json:
         emit_json(data)
     else:
         render_table(data, console=console(), show_passed=show_all)
-    return 0 if data["verdict"] == "pass" else 1
+    return 0 if receipt.passed else 1
 
 
 @command.command("diff")
@@ -42,7 +43,7 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import diff_receipts
 
-    d = diff_receipts(load_receipt(a), load_receipt(b))
+    d = diff_receipts(*(load_receipt(f).model_dump(mode="json") for f in (a, b)))
     if as_json:
         emit_json(d)
     else:

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import click
 
+from imagectl.cli.common import console
+from imagectl.errors import UserError
+from imagectl.fsutil import atomic_write_json
+
 
 @click.command("snapshot")
 @click.option(
@@ -44,9 +48,6 @@ def command(
     Replay it with `imagectl validate --replay FILE`. Format:
     imagectl/validators/schema/snapshot.schema.json.
     """
-    from imagectl.cli.common import console
-    from imagectl.errors import UserError
-    from imagectl.fsutil import atomic_write_json
     from imagectl.validators.snapshot import capture
 
     if history_dir is not None and not history_dir.is_dir():

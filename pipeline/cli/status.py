@@ -19,11 +19,27 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import cloud_option, console, emit_json, json_option, stack_option
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
+from imagectl.errors import UserError
 
 
 def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+def _mode(run: Any) -> str:
+    try:
+        body = run.body
+    except UserError:  # a corrupt stored receipt: the gate refuses it, status shows it
+        return "unknown"
+    return "sandbox replay" if body.mode == "replay" and body.sandbox else body.mode
 
 
 def validated_by(img: Any) -> str | None:
@@ -32,12 +48,7 @@ def validated_by(img: Any) -> str | None:
     newest: dict[str, Any] = {}
     for run in sorted(img.validation_runs, key=lambda r: (r.received_at, r.id)):
         newest[run.shape] = run
-    modes = {
-        "sandbox replay"
-        if (r.receipt or {}).get("mode") == "replay" and (r.receipt or {}).get("sandbox")
-        else str((r.receipt or {}).get("mode") or "unknown")
-        for r in newest.values()
-    }
+    modes = {_mode(r) for r in newest.values()}
     if not modes:
         return None
     for mode in ("sandbox replay", "replay", "unknown"):
@@ -253,7 +264,6 @@ def command(
 
 def _known_stack(ctx: click.Context, stack: str) -> None:
     """``--stack`` names a stack file of the workspace (exit 2 otherwise, with the list)."""
-    from imagectl.cli.common import workspace
     from imagectl.stacks.loader import find_stack
 
     find_stack(workspace(ctx).stacks_dir, stack)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.errors import UserError
 
 
 @click.command("validate")
@@ -123,7 +124,6 @@ def command(
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
-    from imagectl.errors import UserError
     from imagectl.validators.expectations import require_expectations, resolve_expectations
     from imagectl.validators.receipt import load_receipt, write_receipt
     from imagectl.validators.report import render_table, write_junit
@@ -171,7 +171,7 @@ def command(
         image_id=image_id,
         device=device,
         nodes=nodes,
-        baseline=load_receipt(baseline) if baseline is not None else None,
+        baseline=load_receipt(baseline).model_dump(mode="json") if baseline is not None else None,
         max_regression_pct=max_regression_pct,
         sandbox=sandbox,
     )

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.clouds.registry import cloud_spec
+from imagectl.clouds.options import provider_options
+from imagectl.clouds.registry import cloud_spec, get_provider
 
 
 def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
@@ -23,16 +26,10 @@ def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
 def prepare(resolved: Any, cloud: str) -> None:
     """The cloud's resources a build publishes into, made or checked before Packer runs
     (``Provider.prepare_build``)."""
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
-
     get_provider(cloud, **provider_options(resolved, cloud)).prepare_build()
 
 
 def start(resolved: Any, cloud: str, build_id: str, git_commit: str) -> Any:
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.db import open_catalog
-
     catalog = open_catalog()
     with catalog.transaction() as s:
         build = repo.record_build(
@@ -43,16 +40,12 @@ def start(resolved: Any, cloud: str, build_id: str, git_commit: str) -> Any:
 
 
 def failed(handle: Any, *, cancelled: bool) -> None:
-    from imagectl.catalog import repository as repo
-
     catalog, build = handle
     with catalog.transaction() as s:
         repo.finish_build(s, build, outcome="cancelled" if cancelled else "failed")
 
 
 def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list[dict[str, str]]:
-    from imagectl.catalog import repository as repo
-
     catalog, build = handle
     images = []
     with catalog.transaction() as s:
@@ -63,9 +56,6 @@ def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list
             repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags)
             images.append({"image_id": a.id, "region": a.location, "state": ImageState.BUILT})
     if cloud_spec(cloud).remote:  # a local artifact is a disk file, not yet a registry image
-        from imagectl.clouds.options import provider_options
-        from imagectl.clouds.registry import get_provider
-
         provider = get_provider(cloud, **provider_options(resolved, cloud))
         for a in artifacts:
             image = provider.get_image(a.id, a.location)

@@ -9,6 +9,7 @@ import datetime as dt
 import os
 
 from imagectl.clouds.base import Instance
+from imagectl.errors import UserError
 from imagectl.tags import TAG_IMAGE, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_TTL
 
 
@@ -73,8 +74,6 @@ OPEN_WORLD = ("0.0.0.0/0", "::/0")
 
 def check_cidr(allowed_cidr: str | None) -> None:
     """SSH is admitted from the runner's address only: never from the whole internet."""
-    from imagectl.errors import UserError
-
     if allowed_cidr in OPEN_WORLD:
         raise UserError(
             f"refusing to open SSH to the whole internet ({allowed_cidr})",

@@ -27,7 +27,7 @@ from imagectl.stacks.resolve import ResolvedStack
 from imagectl.validators.catalogs import xid_catalog
 from imagectl.validators.host.boot_history import previous_boot
 from imagectl.validators.jsonfile import read_json
-from imagectl.validators.receipt import load_receipt
+from imagectl.validators.receipt import load_receipt, parse_receipt
 
 FIELDS = ("driver", "fabric_manager", "nccl", "kernel")
 
@@ -49,14 +49,14 @@ def _manifests(hosts_dir: Path | None, files: tuple[Path, ...]) -> list[HostFact
 def _receipts(
     stacks: list[ResolvedStack], hosts_dir: Path | None, unreadable: list[tuple[str, str]]
 ) -> list[HostFacts]:
-    if hosts_dir is None:  # the catalog also holds candidates' receipts without host facts
+    if hosts_dir is None:
         out = []
         for s in stacks:
             for label, doc in inventory.catalog_receipts(s.name):
                 try:
-                    out.append(receipt_facts(doc, label))
-                except UserError:
-                    continue
+                    out.append(receipt_facts(parse_receipt(doc, where=label), label))
+                except UserError as exc:  # reported like an unreadable file
+                    unreadable.append((label, exc.render()))
         return out
     if not hosts_dir.is_dir():
         raise UserError(f"--hosts {hosts_dir} is not a folder of receipts")

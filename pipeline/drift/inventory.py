@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
@@ -82,21 +84,9 @@ def guarded(cloud: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: A
         ) from exc
 
 
-def _catalog() -> Any:
-    try:
-        from imagectl.catalog import repository
-        from imagectl.catalog.db import open_catalog
-    except ImportError as exc:  # pragma: no cover - the catalog ships with imagectl
-        raise UserError(
-            f"the image catalog is not available ({exc})",
-            hint="Install imagectl with its catalog, or pick --upstream / --hosts DIR",
-        ) from exc
-    return open_catalog(), repository
-
-
 def promoted_images(stack: str, cloud: str) -> list[CloudImage]:
     """Promoted source images (the validated image each promotion copied from)."""
-    catalog, repo = _catalog()
+    catalog = open_catalog()
     with catalog.transaction() as s:
         rows = [
             r
@@ -118,7 +108,7 @@ def promoted_images(stack: str, cloud: str) -> list[CloudImage]:
 
 def catalog_receipts(stack: str) -> list[tuple[str, dict[str, Any]]]:
     """(label, receipt) of every receipt stored for the stack's promoted images."""
-    catalog, repo = _catalog()
+    catalog = open_catalog()
     out: list[tuple[str, dict[str, Any]]] = []
     with catalog.transaction() as s:
         for img in repo.list_images(s, stack=stack, state=list(PROMOTED)):

@@ -3,10 +3,11 @@
 This is the one place that knows both layouts:
 
 - Receipt (``imagectl validate``, the node's boot check writes
-  ``/var/lib/imagectl/boot-receipt.json``; read with
-  ``imagectl.validators.receipt.load_receipt``): identity at the top (``image_id``,
-  ``stack``, ``stack_digest``), the host summary under ``host`` (``hostname``, ``cloud``,
-  ``kernel``, ``driver_module``) and what each software check measured under ``checks``
+  ``/var/lib/imagectl/boot-receipt.json``; the model is
+  ``imagectl.validators.receipt.Receipt``, validated before it gets here): identity at
+  the top (``image_id``, ``stack``, ``stack_digest``), the host summary under ``host``
+  (``hostname``, ``cloud``, ``kernel``, ``driver_module``) and what each software check
+  measured under ``checks``
   (``sw.driver.version``, ``sw.fabricmanager.version``, ``sw.nccl.version``,
   ``sw.kernel.release``).
 - Manifest (``/etc/imagectl/manifest.json``, written at build time by the ``manifest``
@@ -25,6 +26,7 @@ from typing import Any
 
 from imagectl.errors import UserError
 from imagectl.validators.manifest import parse_manifest
+from imagectl.validators.receipt import Receipt
 from imagectl.versions import upstream_version
 
 CHECKS = {
@@ -62,14 +64,9 @@ def _str(v: Any) -> str | None:
     return None if v in (None, "") else str(v)
 
 
-def receipt_facts(doc: dict[str, Any], label: str) -> HostFacts:
-    if not isinstance(doc.get("checks"), list) or not isinstance(doc.get("host"), dict):
-        raise UserError(
-            f"{label}: corrupt receipt: it has no 'host' facts or 'checks'",
-            hint="Collect /var/lib/imagectl/boot-receipt.json from the node again",
-        )
-    measured = {c.get("id"): c.get("measured") for c in doc["checks"] if isinstance(c, dict)}
-    host = doc["host"]
+def receipt_facts(receipt: Receipt, label: str) -> HostFacts:
+    measured = {c.id: c.measured for c in receipt.checks}
+    host = receipt.host
 
     def fact(field: str, fallback: Any) -> str | None:
         value = measured.get(CHECKS[field])
@@ -79,9 +76,9 @@ def receipt_facts(doc: dict[str, Any], label: str) -> HostFacts:
 
     return HostFacts(
         label=label,
-        image_id=_str(doc.get("image_id")),
-        stack=_str(doc.get("stack")),
-        stack_digest=_str(doc.get("stack_digest")),
+        image_id=_str(receipt.image_id),
+        stack=_str(receipt.stack),
+        stack_digest=_str(receipt.stack_digest),
         cloud=_str(host.get("cloud")),
         region=_str(host.get("region")),
         host=_str(host.get("hostname")),

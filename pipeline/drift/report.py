@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.table import Table
+
 from imagectl.drift.findings import DriftReport, StackDrift
 
 MARKER = "<!-- imagectl-drift:stack={stack} -->"
@@ -24,8 +26,6 @@ def render_json(report: DriftReport) -> str:
 
 
 def render_table(report: DriftReport, console: Any) -> None:
-    from rich.table import Table
-
     for s in report.stacks:
         status = "[red]drift[/]" if s.drifted else "[green]no drift[/]"
         table = Table(title=f"{s.stack}: {status}", title_justify="left")

@@ -12,14 +12,14 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from imagectl.drift.findings import PinChange
 from imagectl.errors import UserError
 from imagectl.stacks.loader import load_stack
 
 
 def _yaml() -> Any:
-    from ruamel.yaml import YAML
-
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096

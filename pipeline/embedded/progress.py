@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.markup import escape
+
 HEARTBEAT_S = 30.0
 
 
@@ -43,8 +45,6 @@ class Step:
     notes: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
-        from rich.markup import escape
-
         text = escape(text)  # notes quote tools' output: "[base : task]" is not markup
         self.notes.append(text)
         self.progress._note(self, text)
@@ -67,8 +67,6 @@ class Progress:
         return {s.key: round(s.seconds, 1) for s in self.steps}
 
     def skip(self, key: str, title: str, why: str) -> None:
-        from rich.markup import escape
-
         self.steps.append(StepRecord(key, title, 0.0, "skipped", why))
         self.console.print(f"[dim]- {escape(title)}: skipped ({escape(why)})[/]")
 

@@ -34,7 +34,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.models import Build
 from imagectl.embedded import disk, faults
 from imagectl.embedded.accel import AccelChoice, choose_accel
 from imagectl.embedded.base import BaseSpec, ensure_base
@@ -50,11 +55,15 @@ from imagectl.embedded.qemu import VmSpec, boot
 from imagectl.embedded.ssh import generate_key
 from imagectl.embedded.validation import ValidationOutcome, validate_in_vm
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.packer.build import git_commit, new_build_id
 from imagectl.paths import Workspace, state_dir
+from imagectl.promotion import block_image, promote
+from imagectl.promotion.context import provider_for
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_trust
 from imagectl.provenance.record import record_build_sbom
 from imagectl.provenance.verify import verify_image
+from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_BUILD
 
@@ -123,14 +132,10 @@ def choose_regions(resolved: ResolvedStack, count: int | None) -> list[str]:
 
 
 def new_run_id() -> str:
-    from imagectl.packer.build import new_build_id
-
     return new_build_id()
 
 
 def run_local(ws: Workspace, opts: RunOptions, progress: Progress) -> RunResult:
-    from imagectl.stacks import load_resolved
-
     _, resolved = load_resolved(ws.images, opts.stack)
     spec = BaseSpec.from_stack(resolved)  # UserError without clouds.local / not Debian
     regions = choose_regions(resolved, opts.regions)
@@ -176,9 +181,6 @@ def _pipeline(
     run_dir: Path,
     result: RunResult,
 ) -> None:
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.db import open_catalog
-
     local = resolved.stack.clouds.local
     assert local is not None
     catalog = open_catalog()
@@ -219,8 +221,6 @@ def _pipeline(
                 repo.finish_build(s, build, outcome="succeeded", packer_manifest=cached.manifest)
                 build_pk = build.id
     else:
-        from imagectl.packer.build import git_commit
-
         build_id = result.run_id
         with catalog.transaction() as s:
             build_row = repo.record_build(
@@ -309,10 +309,7 @@ def _pipeline(
     with catalog.transaction() as s:
         repo.record_receipt(
             s, image_pk, shape=local.validation_shapes[0] if local.validation_shapes else "qemu",
-            host=f"qemu-{accel.name}-{result.run_id}", profile=resolved.stack.validation.profile,
-            verdict=outcome.verdict, worst_action=_action(outcome.worst_action, outcome.verdict),
-            receipt=outcome.receipt, validator_version=str(outcome.receipt.get(
-                "validator_version") or outcome.receipt.get("imagectl_version") or "unknown"),
+            host=f"qemu-{accel.name}-{result.run_id}", receipt=outcome.receipt,
         )  # fmt: skip
 
     # 7. decide and promote -----------------------------------------------------------------
@@ -321,7 +318,7 @@ def _pipeline(
         reason = f"validation failed: {names}" if not outcome.passed else "blocked earlier"
         with progress.step("decide", "Decide: blocked, not promoted") as st:
             if state != ImageState.BLOCKED:
-                _block(catalog, image_pk, reason)
+                block_image(catalog, image_pk, reason=reason)
             else:
                 with catalog.transaction() as s:
                     reason = repo.get_image(s, image_pk).blocked_reason or reason
@@ -341,7 +338,6 @@ def _pipeline(
         result.attestation = attested.digest
         st.note(f"{attested.digest[:19]} by key {attested.keyid[:12]} ({attested.path})")
     with progress.step("promote", f"Promote to {len(regions)} regions (parallel)") as st:
-        from imagectl.promotion import promote
 
         def on_region(region: str, step: str, detail: str = "") -> None:
             st.note(f"{region}: {step} {detail}".strip())
@@ -414,48 +410,15 @@ def _boot_and_validate(
 
 
 def _provider(resolved: ResolvedStack) -> Any:
-    from imagectl.promotion.context import provider_for
-
     return provider_for(resolved, CLOUD)
 
 
-def _block(catalog: Any, image_pk: int, reason: str) -> None:
-    try:
-        from imagectl.promotion import block_image
-    except ImportError:
-        block_image = None
-    if block_image is not None:
-        block_image(catalog, image_pk, reason=reason)
-        return
-    from imagectl.catalog import repository as repo
-
-    with catalog.transaction() as s:
-        repo.set_state(s, image_pk, ImageState.BLOCKED, reason=reason, blocked_reason=reason)
-
-
-def _action(value: str, verdict: str) -> str:
-    """The receipt's worst action in the catalog's vocabulary (validators/results.py)."""
-    from imagectl.validators.results import Action
-
-    names = {a.value for a in Action}
-    upper = str(value).upper()
-    if upper in names:
-        return upper
-    return Action.NONE.value if verdict == "pass" else Action.BLOCK_IMAGE.value
-
-
 def _build_pk(session: Any, build_id: str) -> int | None:
-    from sqlalchemy import select
-
-    from imagectl.catalog.models import Build
-
     row = session.scalar(select(Build).where(Build.build_id == build_id))
     return row.id if row is not None else None
 
 
 def _get_build(session: Any, pk: int | None) -> Any:
-    from imagectl.catalog.models import Build
-
     return session.get(Build, pk) if pk is not None else None
 
 

@@ -7,20 +7,19 @@ SSH, exactly as an operator would on a cloud host::
     /opt/imagectl/bin/imagectl validate --profile boot --expect /etc/imagectl/expect.json \\
         --image-id sha256:... -o /var/tmp/imagectl-receipt.json
 
-and copy the receipt back. ``load_receipt`` (imagectl.validators.receipt) parses it; the
-summary below reads the fields every receipt has (verdict, worst action, checks).
+and copy the receipt back. ``load_receipt`` (imagectl.validators.receipt) parses it into
+the ``Receipt`` model; a corrupt or truncated receipt is bad input (exit 2).
 """
 
 from __future__ import annotations
 
-import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from imagectl.embedded.qemu import Vm
 from imagectl.errors import UserError
+from imagectl.validators.receipt import Receipt, load_receipt
 
 REMOTE_IMAGECTL = "/opt/imagectl/bin/imagectl"
 REMOTE_EXPECT = "/etc/imagectl/expect.json"
@@ -30,58 +29,33 @@ REMOTE_RECEIPT = "/var/tmp/imagectl-receipt.json"
 @dataclass
 class ValidationOutcome:
     receipt_path: Path
-    receipt: dict[str, Any]
+    receipt: Receipt
     exit_code: int
-    verdict: str
-    worst_action: str
-    failing: list[dict[str, str]] = field(default_factory=list)
     output_tail: str = ""
 
     @property
+    def verdict(self) -> str:
+        return self.receipt.verdict
+
+    @property
+    def worst_action(self) -> str:
+        return self.receipt.worst_action.value
+
+    @property
     def passed(self) -> bool:
-        return self.verdict == "pass"
+        return self.receipt.passed
+
+    @property
+    def failing(self) -> list[dict[str, str]]:
+        return failing_checks(self.receipt)
 
 
-def _checks(receipt: dict[str, Any]) -> list[dict[str, Any]]:
-    for key in ("checks", "results"):
-        value = receipt.get(key)
-        if isinstance(value, list):
-            return [c for c in value if isinstance(c, dict)]
-        if isinstance(value, dict):
-            return [{"name": k, **v} for k, v in value.items() if isinstance(v, dict)]
-    return []
-
-
-def failing_checks(receipt: dict[str, Any]) -> list[dict[str, str]]:  # id, title, message
-    """Name and message of every check whose outcome is not a pass or a skip."""
-    out = []
-    for check in _checks(receipt):
-        outcome = str(check.get("outcome") or check.get("status") or "").lower()
-        if outcome in ("fail", "failed", "error"):
-            out.append(
-                {
-                    "name": str(check.get("id") or check.get("name") or "?"),
-                    "title": str(check.get("title") or ""),
-                    "message": str(check.get("message") or check.get("detail") or ""),
-                    "action": str(check.get("action") or ""),
-                }
-            )
-    return out
-
-
-def read_receipt(path: Path) -> dict[str, Any]:
-    """The receipt as a dict, parsed by the validator's own loader when it is installed."""
-    try:
-        from imagectl.validators.receipt import load_receipt
-    except ImportError:  # the validator branch not merged yet: plain JSON
-        return dict(json.loads(path.read_text()))
-    loaded: Any = load_receipt(path)
-    if isinstance(loaded, dict):
-        return loaded
-    for attr in ("to_dict", "model_dump", "as_dict"):
-        if hasattr(loaded, attr):
-            return dict(getattr(loaded, attr)())
-    return dict(json.loads(path.read_text()))
+def failing_checks(receipt: Receipt) -> list[dict[str, str]]:
+    """Name, title, message and action of every check that failed or errored."""
+    return [
+        {"name": c.id, "title": c.title, "message": c.message, "action": c.action.value}
+        for c in receipt.failed_checks
+    ]
 
 
 def validate_in_vm(
@@ -117,15 +91,6 @@ def validate_in_vm(
             hint="Run it by hand in the VM to see why",
         )
     vm.ssh.get(REMOTE_RECEIPT, dest)
-    receipt = read_receipt(dest)
-    verdict = str(receipt.get("verdict") or ("pass" if code == 0 else "fail")).lower()
-    worst = str(receipt.get("worst_action") or "NONE")
     return ValidationOutcome(
-        receipt_path=dest,
-        receipt=receipt,
-        exit_code=code,
-        verdict=verdict,
-        worst_action=worst,
-        failing=failing_checks(receipt),
-        output_tail=out[-2000:],
+        receipt_path=dest, receipt=load_receipt(dest), exit_code=code, output_tail=out[-2000:]
     )

@@ -6,6 +6,9 @@ import threading
 import time
 from typing import Any
 
+from rich.live import Live
+from rich.table import Table
+
 
 class RegionProgress:
     """A ``progress(region, step, detail)`` callback that renders what each region does.
@@ -24,8 +27,6 @@ class RegionProgress:
         self.live: Any = None
 
     def _table(self) -> Any:
-        from rich.table import Table
-
         table = Table(title="promotion", title_justify="left")
         for col in ("region", "step", "detail", "elapsed"):
             table.add_column(col)
@@ -37,8 +38,6 @@ class RegionProgress:
 
     def __enter__(self) -> RegionProgress:
         if self.console.is_terminal:
-            from rich.live import Live
-
             self.live = Live(
                 self._table(),
                 console=self.console,

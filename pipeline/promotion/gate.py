@@ -17,31 +17,26 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
   when it was made with the explicit ``--sandbox`` switch (the README's try-it paths),
   which the receipt records; ``sandbox_receipts`` names them for the event log and status.
 
-A receipt missing its fields is corrupt: ``CorruptReceipt`` (bad input, exit 2).
+The receipts are read as the validator's ``Receipt`` model (``ValidationRun.body``): a
+stored body that is not a valid receipt is corrupt, ``CorruptReceipt`` (bad input, exit 2).
 ``--force --reason`` overrides the refusals (the promotion records them with who and why).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+
+from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.models import Image, ValidationRun
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.validators.coverage import profile_strength
+from imagectl.validators.receipt import Receipt
+from imagectl.validators.results import Action
 
-RECEIPT_FIELDS = (
-    "image_id",
-    "stack",
-    "stack_digest",
-    "verdict",
-    "worst_action",
-    "finished_at",
-    "profile",
-    "mode",
-)
-BLOCKING_ACTIONS = ("BLOCK_IMAGE",)
+BLOCKING_ACTIONS = (Action.BLOCK_IMAGE,)
 MAX_CLOCK_SKEW = dt.timedelta(minutes=5)  # hosts run NTP (chrony); more is a broken clock
 
 
@@ -66,70 +61,67 @@ class ImageBlocked(GateRefused):
 
 
 class CorruptReceipt(UserError):
-    """A receipt in the catalog lacks the fields the gate needs (exit 2)."""
+    """A receipt in the catalog is not a valid receipt (exit 2)."""
 
 
-def _finished_at(receipt: dict[str, Any], where: str) -> dt.datetime:
-    raw = receipt.get("finished_at")
+def _body(run: ValidationRun) -> Receipt:
     try:
-        value = raw if isinstance(raw, dt.datetime) else dt.datetime.fromisoformat(str(raw))
-    except ValueError:
+        return run.body
+    except UserError as exc:
         raise CorruptReceipt(
-            f"receipt finished_at '{raw}' is not an ISO-8601 time",
-            where=where,
+            exc.message,
+            where=run.where,
             hint="Record the receipt again from the validator's output",
         ) from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
-def sandbox_receipts(session: Any, image: Any) -> list[str]:
+def _sandboxed(receipt: Receipt) -> bool:
+    return receipt.mode == "replay" and receipt.sandbox
+
+
+def sandbox_receipts(session: Session, image: Image) -> list[str]:
     """The hosts whose newest receipt is a sandbox replay (accepted by the explicit switch)."""
     return [
         f"{run.shape} on {run.host}"
         for run in repo.latest_receipts(session, image)
-        if (run.receipt or {}).get("mode") == "replay" and (run.receipt or {}).get("sandbox")
+        if _sandboxed(_body(run))
     ]
 
 
-def _profile_reasons(body: dict[str, Any], where: str, required_profile: str) -> list[str]:
-    profile = str(body["profile"])
+def _profile_reasons(body: Receipt, where: str, required_profile: str) -> list[str]:
     reasons = []
-    if profile_strength(profile) < profile_strength(required_profile):
+    if profile_strength(body.profile) < profile_strength(required_profile):
         reasons.append(
-            f"{where} ran profile {profile}, weaker than the stack's validation.profile "
+            f"{where} ran profile {body.profile}, weaker than the stack's validation.profile "
             f"{required_profile}"
         )
-    if profile_strength(profile) < profile_strength("quick"):
+    if profile_strength(body.profile) < profile_strength("quick"):
         return reasons
-    cov = body.get("coverage")
-    if not isinstance(cov, dict):
+    if body.coverage is None:
         reasons.append(
             f"{where} has no coverage record (a validator older than 0.2): it cannot show "
             "that the profile's GPU checks ran; validate again"
         )
         return reasons
-    sandbox = body["mode"] == "replay" and body.get("sandbox")
-    for check_id, why in sorted((cov.get("not_run") or {}).items()):
-        if not sandbox:
+    if not _sandboxed(body):
+        for check_id, why in sorted(body.coverage.not_run.items()):
             reasons.append(f"{where}: required check {check_id} did not run ({why})")
     return reasons
 
 
-def _mode_reasons(body: dict[str, Any], where: str) -> list[str]:
-    if body["mode"] == "live":
-        return []
-    if body["mode"] == "replay" and body.get("sandbox"):
+def _mode_reasons(body: Receipt, where: str) -> list[str]:
+    if body.mode == "live" or _sandboxed(body):
         return []
     return [
-        f"{where} is a replay of a recorded snapshot ({body.get('snapshot') or 'unnamed'}), "
+        f"{where} is a replay of a recorded snapshot ({body.snapshot or 'unnamed'}), "
         "not a run on the image; validate on hosts booted from the image (a try-it sandbox "
         "validates with --sandbox, which the receipt and the event log record)"
     ]
 
 
 def check_gate(
-    session: Any,
-    image: Any,
+    session: Session,
+    image: Image,
     *,
     stack_digest: str,
     max_age_hours: float,
@@ -152,28 +144,24 @@ def check_gate(
     if not runs:
         reasons.append("no validation receipt in the catalog")
     for run in runs:
-        where = f"receipt {run.id} ({run.shape} on {run.host})"
-        body = run.receipt or {}
-        missing = [f for f in RECEIPT_FIELDS if body.get(f) in (None, "")]
-        if missing:
-            raise CorruptReceipt(
-                f"receipt lacks {', '.join(missing)}",
-                where=where,
-                hint="Record the receipt again from the validator's output",
-            )
-        if body["image_id"] != image.cloud_image_id:
-            reasons.append(f"{where} names image {body['image_id']}, not {image.cloud_image_id}")
-        if body["stack"] != image.stack:
-            reasons.append(f"{where} names stack {body['stack']}, not {image.stack}")
-        if body["stack_digest"] != image.stack_digest:
-            reasons.append(f"{where} names stack digest {str(body['stack_digest'])[:12]}")
-        if run.verdict != "pass" or body["verdict"] != "pass":
-            reasons.append(f"{where} verdict is {body['verdict']}")
-        if run.worst_action in BLOCKING_ACTIONS:
-            reasons.append(f"{where} asks to {run.worst_action}")
+        where = run.where
+        body = _body(run)
+        if body.image_id != image.cloud_image_id:
+            reasons.append(f"{where} names image {body.image_id}, not {image.cloud_image_id}")
+        if body.stack != image.stack:
+            reasons.append(f"{where} names stack {body.stack}, not {image.stack}")
+        if body.stack_digest != image.stack_digest:
+            reasons.append(f"{where} names stack digest {str(body.stack_digest)[:12]}")
+        # the row's columns were copied from the body when it was recorded; either saying
+        # fail (an edited row) refuses
+        if not body.passed or run.verdict != "pass":
+            reasons.append(f"{where} verdict is {body.verdict if not body.passed else run.verdict}")
+        worst = {body.worst_action.value, run.worst_action}
+        for action in sorted(worst & {a.value for a in BLOCKING_ACTIONS}):
+            reasons.append(f"{where} asks to {action}")
         reasons += _mode_reasons(body, where)
         reasons += _profile_reasons(body, where, required_profile)
-        finished = _finished_at(body, where)
+        finished = body.finished
         age = now - finished
         if age > dt.timedelta(hours=max_age_hours):
             hours = age.total_seconds() / 3600

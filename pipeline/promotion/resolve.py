@@ -1,6 +1,7 @@
 """Which catalog image a command means: ``resolve_image`` takes a catalog id, an
 ``Image`` row or a cloud image id (what a person types) and returns the one image, or
-explains in one paragraph (exit 2) why there is none."""
+explains in one paragraph (exit 2) why there is none; ``image_to_promote`` picks the
+image ``promote`` means when only a stack is named."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import TypeAlias
 from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
+from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image
 from imagectl.errors import UserError
 from imagectl.promotion import records as rec
@@ -67,3 +70,31 @@ def resolve_image(
             hint="Promote, roll back or block the source image",
         )
     return found
+
+
+def image_to_promote(
+    catalog: Catalog, ref: str | None, stack: str | None, cloud: str | None
+) -> tuple[int, str, str]:
+    """(catalog id, stack, cloud) of IMAGE, or of the stack's image to promote next:
+    an interrupted promotion first, else the newest validated image."""
+    with catalog.transaction() as s:
+        if ref:
+            img = resolve_image(s, ref, stack=stack, cloud=cloud)
+            return img.id, img.stack, img.cloud
+        if not stack:
+            raise UserError("name an IMAGE or pass --stack", hint="See `imagectl promote --help`")
+        for states in (
+            (ImageState.PROMOTING, ImageState.PARTIALLY_PROMOTED),
+            (ImageState.VALIDATED,),
+        ):
+            rows = [
+                r
+                for r in repo.list_images(s, stack=stack, cloud=cloud, state=list(states))
+                if rec.TAG_SOURCE not in r.tags
+            ]
+            if rows:
+                return rows[0].id, rows[0].stack, rows[0].cloud
+        raise UserError(
+            f"stack {stack} has no validated image{' on ' + cloud if cloud else ''} to promote",
+            hint="Validate an image first, or name one (`imagectl status` lists them)",
+        )

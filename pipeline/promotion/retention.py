@@ -22,6 +22,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import or_, select
+
 from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Pointer, Promotion
@@ -62,8 +64,6 @@ def group(session: Any, source: Any) -> list[Any]:
 
 
 def _promoted_at(session: Any, source: Any) -> dt.datetime:
-    from sqlalchemy import select
-
     query = select(Promotion.finished_at).where(
         Promotion.image_id == source.id, Promotion.state == "succeeded"
     )
@@ -73,8 +73,6 @@ def _promoted_at(session: Any, source: Any) -> dt.datetime:
 
 def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> str | None:
     """Why ``row`` must not be deprecated or deleted, or None."""
-    from sqlalchemy import or_, select
-
     query = select(Pointer).where(or_(Pointer.image_id == row.id))
     for ptr in session.scalars(query):
         return f"latest of {ptr.stack} in {ptr.region} (catalog)"

@@ -14,6 +14,14 @@ import hashlib
 import json
 from typing import Any
 
+from cyclonedx.model import Property
+from cyclonedx.model.bom import Bom
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.output.json import JsonV1Dot6
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+from packageurl import PackageURL
+
 from imagectl.errors import UserError
 from imagectl.provenance.inventory import Inventory
 
@@ -24,11 +32,6 @@ def render_sbom(
     inv: Inventory, *, stack: str, stack_digest: str, cloud: str, build_id: str, distro: str
 ) -> str:
     """The SBOM as JSON text (CycloneDX 1.6), validated against its schema."""
-    from cyclonedx.model import Property
-    from cyclonedx.model.bom import Bom
-    from cyclonedx.model.component import Component, ComponentType
-    from cyclonedx.output.json import JsonV1Dot6
-    from packageurl import PackageURL
 
     def props(**values: str | None) -> list[Any]:
         return [Property(name=f"imagectl:{k}", value=v) for k, v in values.items() if v]
@@ -94,9 +97,6 @@ def render_sbom(
 
 def check_sbom(text: str, *, where: str) -> None:
     """Exit 2 unless ``text`` is a CycloneDX 1.6 JSON document (its published schema)."""
-    from cyclonedx.schema import SchemaVersion
-    from cyclonedx.validation.json import JsonStrictValidator
-
     error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
     if error is not None:
         raise UserError(f"{where} is not a valid CycloneDX {SPEC} document: {error}")

@@ -51,8 +51,8 @@ def _messages(outcomes: Sequence[HostOutcome], check_ids: set[str]) -> list[str]
         message = ""
         for o in outcomes:
             for c in o.failed_checks:
-                if c["id"] == check_id and c.get("message"):
-                    message = c["message"]
+                if c.id == check_id and c.message:
+                    message = c.message
                     break
             if message:
                 break
@@ -77,7 +77,7 @@ def decide(outcomes: Sequence[HostOutcome]) -> Decision:
             {
                 "host": o.host,
                 "instance_id": o.instance_id,
-                "failed_checks": sorted({c["id"] for c in o.failed_checks}),
+                "failed_checks": sorted({c.id for c in o.failed_checks}),
                 "hardware": sorted(o.hardware_failures),
                 "image_level": sorted(o.image_level_failures),
             }

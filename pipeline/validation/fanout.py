@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import imagectl.playbooks
 from imagectl.errors import UserError
 from imagectl.paths import find_workspace
 
@@ -35,7 +36,6 @@ def playbook_path() -> Path:
     candidate = find_workspace().playbooks / "validate.yml"
     if candidate.is_file():
         return candidate
-    import imagectl.playbooks
 
     return Path(imagectl.playbooks.__file__).parent / "validate.yml"
 

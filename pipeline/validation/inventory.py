@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
 from imagectl.errors import UserError
 
 # Ansible's connection plugin that runs on the controller itself (not the local cloud)
@@ -49,9 +52,6 @@ class InventoryOverride:
 
     @classmethod
     def load(cls, path: Path) -> InventoryOverride:
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
-
         try:
             data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
         except (OSError, YAMLError) as exc:

@@ -11,6 +11,11 @@ import threading
 import time
 from typing import Any
 
+from rich.live import Live
+from rich.table import Table
+
+from imagectl.validators.results import CheckResult
+
 
 class Reporter:
     def __init__(self) -> None:
@@ -29,7 +34,7 @@ class Reporter:
         with self._lock:
             self.events.append(("task", (host, task, status)))
 
-    def checks(self, host: str, checks: list[dict[str, Any]]) -> None:
+    def checks(self, host: str, checks: list[CheckResult]) -> None:
         with self._lock:
             self.events.append(("checks", (host, len(checks))))
 
@@ -52,8 +57,6 @@ class RichReporter(Reporter):
         self._live: Any = None
 
     def _render(self) -> Any:
-        from rich.table import Table
-
         table = Table(title="validation hosts", expand=False)
         for col in ("slot", "instance", "location", "state", "task", "checks"):
             table.add_column(col)
@@ -74,8 +77,6 @@ class RichReporter(Reporter):
             self._live.update(self._render())
 
     def __enter__(self) -> RichReporter:
-        from rich.live import Live
-
         self._live = Live(
             self._render(), console=self.console, refresh_per_second=4, transient=False
         )
@@ -108,12 +109,12 @@ class RichReporter(Reporter):
             self.rows[slot]["task"] = f"{task} ({status})"
             self._refresh()
 
-    def checks(self, host: str, checks: list[dict[str, Any]]) -> None:
+    def checks(self, host: str, checks: list[CheckResult]) -> None:
         super().checks(host, checks)
         counts: dict[str, int] = {}
         for c in checks:
-            counts[c.get("outcome", "?")] = counts.get(c.get("outcome", "?"), 0) + 1
-        failed = sorted({c["id"] for c in checks if c.get("outcome") in ("fail", "error")})
+            counts[c.outcome.value] = counts.get(c.outcome.value, 0) + 1
+        failed = sorted({c.id for c in checks if c.failed})
         text = " ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
         slot = self._slot_of(host)
         if slot is not None:

@@ -1,5 +1,6 @@
-"""Receipts as the decision reads them: loaded by the validator's own reader, then bound
-to the candidate (the receipt must name this image and this stack digest)."""
+"""Receipts as the decision reads them: loaded by the validator's own reader (a typed
+``Receipt``), then bound to the candidate (the receipt must name this image and this
+stack digest)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.errors import UserError
-from imagectl.validation.classify import failed, is_image_level
-from imagectl.validators.receipt import load_receipt
+from imagectl.validation.classify import is_image_level
+from imagectl.validators.receipt import Receipt, load_receipt
+from imagectl.validators.results import CheckResult
 
 
 class ReceiptRejected(Exception):
@@ -22,35 +24,33 @@ class HostOutcome:
 
     host: str
     instance_id: str = ""
-    receipt: dict[str, Any] | None = None
+    receipt: Receipt | None = None
     problem: str | None = None
     slot: int = 0
 
     @property
-    def failed_checks(self) -> list[dict[str, Any]]:
-        if self.receipt is None:
-            return []
-        return [c for c in self.receipt.get("checks", []) if failed(c)]
+    def failed_checks(self) -> list[CheckResult]:
+        return self.receipt.failed_checks if self.receipt is not None else []
 
     @property
     def image_level_failures(self) -> set[str]:
-        return {c["id"] for c in self.failed_checks if is_image_level(c)}
+        return {c.id for c in self.failed_checks if is_image_level(c)}
 
     @property
     def hardware_failures(self) -> set[str]:
-        return {c["id"] for c in self.failed_checks if not is_image_level(c)}
+        return {c.id for c in self.failed_checks if not is_image_level(c)}
 
     @property
     def passed(self) -> bool:
-        return self.receipt is not None and self.receipt.get("verdict") == "pass"
+        return self.receipt is not None and self.receipt.passed
 
 
-def bind(receipt: dict[str, Any], *, image_id: str, stack_digest: str) -> dict[str, Any]:
+def bind(receipt: Receipt, *, image_id: str, stack_digest: str) -> Receipt:
     """Refuse a receipt naming another image or another pin set."""
-    named_image = receipt.get("image_id")
+    named_image = receipt.image_id
     if named_image != image_id:
         raise ReceiptRejected(f"the receipt names image {named_image!r}, not {image_id!r}")
-    named_digest = receipt.get("stack_digest")
+    named_digest = receipt.stack_digest
     if named_digest != stack_digest:
         raise ReceiptRejected(
             f"the receipt names stack digest {str(named_digest)[:12]!r}, not {stack_digest[:12]!r}"

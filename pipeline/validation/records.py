@@ -65,21 +65,12 @@ class CatalogRecorder:
             self.image_pk = int(row.id)
             return previous
 
-    def receipt(self, outcome: HostOutcome, *, shape: str, profile: str) -> None:
+    def receipt(self, outcome: HostOutcome, *, shape: str) -> None:
         if outcome.receipt is None or self.image_pk is None:
             return
-        r = outcome.receipt
         with self.catalog.transaction() as s:
             repo.record_receipt(
-                s,
-                self.image_pk,
-                shape=shape,
-                host=outcome.host,
-                profile=profile,
-                verdict=r["verdict"],
-                worst_action=r["worst_action"],
-                receipt=r,
-                validator_version=r.get("validator_version", "unknown"),
+                s, self.image_pk, shape=shape, host=outcome.host, receipt=outcome.receipt
             )
 
     def finish(self, decision: Decision) -> str:

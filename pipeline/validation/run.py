@@ -47,9 +47,9 @@ class ValidationResult:
                 {
                     "host": o.host,
                     "slot": o.slot,
-                    "verdict": o.receipt["verdict"] if o.receipt else None,
-                    "worst_action": o.receipt["worst_action"] if o.receipt else None,
-                    "failed_checks": sorted({c["id"] for c in o.failed_checks}),
+                    "verdict": o.receipt.verdict if o.receipt else None,
+                    "worst_action": o.receipt.worst_action.value if o.receipt else None,
+                    "failed_checks": sorted({c.id for c in o.failed_checks}),
                     "problem": o.problem,
                 }
                 for o in self.outcomes
@@ -226,7 +226,7 @@ class ValidationRun:
                         slot,
                     )
             else:
-                self.reporter.checks(inst.instance_id, outcome.receipt.get("checks", []))
+                self.reporter.checks(inst.instance_id, outcome.receipt.checks)
                 if self.on_receipt is not None:
                     self.on_receipt(outcome)
             outcomes[slot] = outcome

@@ -142,7 +142,7 @@ def _run(
     provider.tag_state(image, ImageState.VALIDATING)
 
     def record(outcome: HostOutcome) -> None:
-        recorder.receipt(outcome, shape=request.shape, profile=request.profile)
+        recorder.receipt(outcome, shape=request.shape)
 
     run = ValidationRun(provider, request, reporter=reporter, on_receipt=record)
     try:

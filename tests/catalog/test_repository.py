@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from imagectl.catalog import repository as repo
@@ -12,14 +13,14 @@ from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import IllegalTransition
 from imagectl.catalog.models import AppendOnlyViolation, Event, Pointer, Promotion, ValidationRun
 from imagectl.errors import UserError
+from imagectl.validators.receipt import Receipt
+from tests.support import make_receipt
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 MANIFEST = {"builds": [{"name": "aws", "artifact_id": "us-east-1:ami-0aaa", "custom_data": {}}]}
-RECEIPT = {
-    "schema": 1,
-    "checks": [{"id": "nccl.allreduce", "outcome": "pass", "measured": 180.5, "unit": "GB/s"}],
-    "unicode": "Größe ✓",
-}
+RECEIPT = make_receipt(
+    "ami-0aaa", "h100-training", "sha256:" + "ab" * 32, profile="full", host="Größe ✓"
+).model_copy(update={"validator_version": "0.1.0"})
 
 
 def _build(s, build_id: str = "b-1", stack: str = "h100-training", cloud: str = "aws"):
@@ -47,9 +48,8 @@ def test_models_round_trip(catalog: Catalog) -> None:
         )  # fmt: skip
         repo.set_state(s, img, "validating", reason="start")
         repo.record_receipt(
-            s, img, shape="p5.48xlarge", host="i-0123", profile="full", verdict="pass",
-            worst_action="NONE", receipt=RECEIPT, validator_version="0.1.0", received_at=T0,
-        )  # fmt: skip
+            s, img, shape="p5.48xlarge", host="i-0123", receipt=RECEIPT, received_at=T0
+        )
         repo.set_state(s, img, "validated", reason="receipts pass")
         promo = repo.start_promotion(s, img, target_regions=["us-east-1"], actor="alice")
         repo.set_pointer(s, "h100-training", "aws", "us-east-1", img)
@@ -70,7 +70,8 @@ def test_models_round_trip(catalog: Catalog) -> None:
         assert b.finished_at - b.started_at == timedelta(minutes=42)  # type: ignore[operator]
         (run,) = repo.receipts(s, got)
         assert isinstance(run, ValidationRun)
-        assert run.receipt == RECEIPT and run.verdict == "pass" and run.worst_action == "NONE"
+        assert run.body == RECEIPT and run.verdict == "pass" and run.worst_action == "NONE"
+        assert run.receipt["host"] == {"hostname": "Größe ✓"}  # stored as JSON, unicode kept
         assert (run.shape, run.host, run.profile, run.validator_version) == (
             "p5.48xlarge", "i-0123", "full", "0.1.0",
         )  # fmt: skip
@@ -179,27 +180,26 @@ def test_list_images_filters(catalog: Catalog) -> None:
             repo.list_images(s, state="gone")
 
 
-def test_receipt_validation(catalog: Catalog) -> None:
+def test_a_receipt_is_recorded_with_its_own_verdict_action_and_profile(catalog: Catalog) -> None:
+    """The row's verdict, worst action, profile and validator version are copied from the
+    receipt (one source); a value the model refuses never reaches the catalog."""
     with catalog.transaction() as s:
         img = repo.record_image(
             s, cloud_image_id="img", region="r", cloud="gcp", stack="x", stack_digest="d"
         )
         image_id = img.id
-    kwargs = dict(shape="a3", host="h1", profile="quick", receipt={}, validator_version="1")
-    with (
-        pytest.raises(UserError, match=r"verdict 'maybe' is not pass or fail"),
-        catalog.transaction() as s,
-    ):
-        repo.record_receipt(s, image_id, verdict="maybe", worst_action="NONE", **kwargs)
-    with (
-        pytest.raises(UserError, match=r"worst action 'EXPLODE' is unknown.*BLOCK_IMAGE"),
-        catalog.transaction() as s,
-    ):
-        repo.record_receipt(s, image_id, verdict="fail", worst_action="EXPLODE", **kwargs)
+    failing = make_receipt("img", "x", "d", verdict="fail", worst_action="BLOCK_IMAGE")
     with catalog.transaction() as s:
-        run = repo.record_receipt(s, image_id, verdict="fail", worst_action="BLOCK_IMAGE", **kwargs)
-        assert run.verdict == "fail"
+        run = repo.record_receipt(s, image_id, shape="a3", host="h1", receipt=failing)
+        assert (run.verdict, run.worst_action, run.profile, run.validator_version) == (
+            "fail", "BLOCK_IMAGE", "boot", "test",
+        )  # fmt: skip
+        assert run.body.failed_checks[0].id == "sw.driver.version"
         assert repo.get_image(s, image_id).state == "built"  # type: ignore[union-attr]
+    body = failing.model_dump(mode="json")
+    for field, value in (("verdict", "maybe"), ("worst_action", "EXPLODE")):
+        with pytest.raises(ValidationError, match=field):
+            Receipt.model_validate({**body, field: value})
 
 
 def _validated(s, cloud_image_id: str = "ami-1", region: str = "us-east-1"):

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from imagectl.validation.decide import BLOCKED, HOST_PROBLEM, INCONCLUSIVE, VALIDATED, decide
 from imagectl.validation.receipts import HostOutcome, ReceiptRejected, bind, load_bound
+from imagectl.validators.receipt import load_receipt
 from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT
 
 IMAGE = "ami-0123456789abcdef0"
@@ -145,10 +144,11 @@ def test_receipt_for_another_image_is_rejected(receipts: dict[str, Path]) -> Non
 
 
 def test_receipt_for_another_stack_digest_is_rejected(receipts: dict[str, Path]) -> None:
-    data: dict[str, Any] = json.loads(receipts["healthy"].read_text())
+    receipt = load_receipt(receipts["healthy"])
     with pytest.raises(ReceiptRejected, match="stack digest"):
-        bind(data, image_id=IMAGE, stack_digest="0" * 64)
-    assert bind(copy.deepcopy(data), image_id=IMAGE, stack_digest=data["stack_digest"]) == data
+        bind(receipt, image_id=IMAGE, stack_digest="0" * 64)
+    assert receipt.stack_digest is not None
+    assert bind(receipt, image_id=IMAGE, stack_digest=receipt.stack_digest) is receipt
 
 
 def test_corrupt_receipt_counts_as_none(receipts: dict[str, Path], tmp_path: Path) -> None:

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from drift_helpers import stack_report
 
+from imagectl.validators.receipt import Receipt
+from tests.support import make_receipt
+
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = REPO / "tests" / "snapshots" / "healthy" / "h100-sxm-8x.json"
 
@@ -194,10 +197,14 @@ def test_receipts_from_the_catalog(cli, fleet_receipts, tmp_path, monkeypatch):
             row = repo.record_image(s, build=build, cloud_image_id="ami-0h100healthy0001",
                                     region="us-east-1")  # fmt: skip
             repo.set_state(s, row, "validating", reason="test")
-            for host, body in (("node-kernel", drifted), ("candidate", {"verdict": "pass"})):
-                repo.record_receipt(s, row, shape="p5.48xlarge", host=host, profile="boot",
-                                    verdict="pass", worst_action="NONE", receipt=body,
-                                    validator_version="test")  # fmt: skip
+            # a candidate's receipt names no host facts beyond its hostname: no drift
+            candidate = make_receipt("ami-0h100healthy0001", "h100-training", digest)
+            for host, body in (
+                ("node-kernel", Receipt.model_validate(drifted)),
+                ("candidate", candidate),
+            ):
+                repo.record_receipt(s, row, shape="p5.48xlarge", host=host,
+                                    receipt=body)  # fmt: skip
             for state in ("validated", "promoting", "promoted"):
                 repo.set_state(s, row, state, reason="test")
     finally:

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from drift_helpers import stack_report
 
+from tests.support import make_receipt
+
 REPO = Path(__file__).resolve().parents[2]
 REGIONS = ["local-a", "local-b", "local-c"]
 
@@ -44,31 +46,20 @@ class World:
         image = self.provider().import_image(
             disk, region="build", stack="local", digest=self.stack.digest
         )
-        receipt = {"image_id": image.image_id, "stack": "local",
-                   "stack_digest": self.stack.digest, "verdict": "pass",
-                   "worst_action": "NONE", "finished_at": _now(),
-                   "profile": "boot", "mode": "live"}  # fmt: skip
+        receipt = make_receipt(image.image_id, "local", self.stack.digest)
         with self.catalog.transaction() as s:
             build = repo.record_build(s, build_id=f"b-{uuid.uuid4().hex[:8]}", stack="local",
                                       stack_digest=self.stack.digest, cloud="local")  # fmt: skip
             row = repo.record_image(s, build=build, cloud_image_id=image.image_id,
                                     region="build")  # fmt: skip
             repo.set_state(s, row, "validating", reason="test")
-            repo.record_receipt(s, row, shape="qemu-tcg", host="vm-1", profile="boot",
-                                verdict="pass", worst_action="NONE", receipt=receipt,
-                                validator_version="test")  # fmt: skip
+            repo.record_receipt(s, row, shape="qemu-tcg", host="vm-1", receipt=receipt)
             repo.set_state(s, row, "validated", reason="test")
             pk = row.id
         attest_image(self.catalog, pk)  # signed as the validation stage signs
         promote(self.catalog, self.provider(**provider_options), self.stack, pk,
                 poll_s=0.01, retention=False)  # fmt: skip
         return image
-
-
-def _now() -> str:
-    import datetime as dt
-
-    return dt.datetime.now(dt.timezone.utc).isoformat()
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from imagectl.embedded.validation import failing_checks, read_receipt
+from imagectl.embedded.validation import failing_checks
+from imagectl.validators.receipt import load_receipt
 
 
 def test_failing_checks_are_named_from_a_real_receipt(cli, tmp_path: Path):
@@ -27,9 +28,9 @@ def test_failing_checks_are_named_from_a_real_receipt(cli, tmp_path: Path):
     res = cli("validate", "--profile", "boot", "--expect", str(expect), "--image-id",
               "sha256:" + "a" * 64, "--no-hygiene", "-o", str(out))  # fmt: skip
     assert res.code == 1, res.err
-    receipt = read_receipt(out)
-    assert receipt["verdict"] == "fail"
-    assert receipt["image_id"] == "sha256:" + "a" * 64
+    receipt = load_receipt(out)
+    assert receipt.verdict == "fail"
+    assert receipt.image_id == "sha256:" + "a" * 64
     failing = failing_checks(receipt)
     names = {f["name"] for f in failing}
     assert "sw.packages.pinned" in names

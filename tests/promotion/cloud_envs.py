@@ -16,7 +16,6 @@ records a validated candidate in the catalog, and ``copies(region)``.
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import uuid
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 
 from imagectl.provenance.attest import attest_image
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK
+from tests.support import make_receipt
 
 STACK = "h100-training"
 _counter = itertools.count(1)
@@ -60,19 +60,15 @@ class CloudEnv:
 
         cloud_id = self.seed_cloud()
         digest = self.resolved.digest
-        finished = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)).isoformat()
-        receipt = {
-            "image_id": cloud_id,
-            "stack": STACK,
-            "stack_digest": digest,
-            "verdict": "pass",
-            "worst_action": "NONE",
-            "finished_at": finished,
-            "profile": "quick",
-            "mode": "live",
-            # every check the quick profile requires ran (validators/data/coverage.yaml)
-            "coverage": {"profile": "quick", "shape_kind": "nvswitch", "not_run": {}},
-        }
+        receipt = make_receipt(
+            cloud_id,
+            STACK,
+            digest,
+            profile="full",
+            host="h-1",
+            # every check the profile requires ran (validators/data/coverage.yaml)
+            coverage={"profile": "full", "shape_kind": "nvswitch", "not_run": {}},
+        )
         with self.catalog.transaction() as s:
             build = repo.record_build(
                 s,
@@ -85,17 +81,7 @@ class CloudEnv:
                 s, build=build, cloud_image_id=cloud_id, region=self.source_region
             )
             repo.set_state(s, row, "validating", reason="test")
-            repo.record_receipt(
-                s,
-                row,
-                shape="gpu",
-                host="h-1",
-                profile="full",
-                verdict="pass",
-                worst_action="NONE",
-                receipt=receipt,
-                validator_version="t",
-            )
+            repo.record_receipt(s, row, shape="gpu", host="h-1", receipt=receipt)
             repo.set_state(s, row, "validated", reason="test")
         attest_image(self.catalog, row.id)  # signed as the validation stage signs
         return row

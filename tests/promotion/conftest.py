@@ -10,7 +10,6 @@ same catalog and registry (for kill points and concurrency).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -24,34 +23,13 @@ from typing import Any
 
 import pytest
 
+from imagectl.validators.receipt import Receipt
+from tests.support import make_receipt
+
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # the cloud fakes live in tests/fakes (``tests.fakes``)
     sys.path.insert(0, str(REPO))
 SOURCE_REGION = "build"
-
-
-def make_receipt(
-    image_id: str,
-    stack: str,
-    digest: str,
-    *,
-    verdict: str = "pass",
-    age_hours: float = 1.0,
-    worst_action: str = "NONE",
-    profile: str = "boot",
-    mode: str = "live",
-) -> dict[str, Any]:
-    finished = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=age_hours)
-    return {
-        "image_id": image_id,
-        "stack": stack,
-        "stack_digest": digest,
-        "verdict": verdict,
-        "worst_action": worst_action,
-        "finished_at": finished.isoformat(),
-        "profile": profile,
-        "mode": mode,
-    }
 
 
 @dataclass
@@ -76,7 +54,7 @@ class World:
         self,
         *,
         region: str = SOURCE_REGION,
-        receipt: dict[str, Any] | None = None,
+        receipt: Receipt | None = None,
         receipt_overrides: dict[str, Any] | None = None,
         verdict: str = "pass",
         age_hours: float = 1.0,
@@ -96,7 +74,8 @@ class World:
         body = receipt or make_receipt(
             image.image_id, "local", digest, verdict=verdict, age_hours=age_hours
         )
-        body.update(receipt_overrides or {})
+        if receipt_overrides:
+            body = Receipt.model_validate({**body.model_dump(mode="json"), **receipt_overrides})
         with self.catalog.transaction() as s:
             build = repo.record_build(
                 s,
@@ -107,17 +86,7 @@ class World:
             )
             row = repo.record_image(s, build=build, cloud_image_id=image.image_id, region=region)
             repo.set_state(s, row, "validating", reason="test: validation started")
-            repo.record_receipt(
-                s,
-                row,
-                shape="qemu-tcg",
-                host="vm-1",
-                profile="boot",
-                verdict=verdict,
-                worst_action=body.get("worst_action") or "NONE",
-                receipt=body,
-                validator_version="test",
-            )
+            repo.record_receipt(s, row, shape="qemu-tcg", host="vm-1", receipt=body)
             if state != "validating":
                 target = "validated" if state in ("validated", "blocked") else state
                 repo.set_state(s, row, target, reason="test: receipts recorded")

@@ -116,11 +116,28 @@ def test_gate_refuses_image_without_receipt(world) -> None:
         promote(world.catalog, world.provider(), world.stack, img.id)
 
 
-def test_corrupt_receipt_is_bad_input(world) -> None:
-    img = world.validated(receipt_overrides={"finished_at": None})
-    with pytest.raises(CorruptReceipt, match="lacks finished_at") as info:
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        ({"finished_at": None}, "finished_at"),
+        ({"finished_at": "yesterday"}, "finished_at"),
+        ({"verdict": "maybe"}, "verdict"),
+        ({"worst_action": "EXPLODE"}, "worst_action"),
+        ({"checks": "all good"}, "checks"),
+    ],
+)
+def test_a_stored_receipt_edited_into_nonsense_is_bad_input(world, edit, named) -> None:
+    """The catalog stores the receipt the validator wrote; a body changed behind its back
+    (by hand, or by a foreign writer) is refused as corrupt, naming the run and field."""
+    img = world.validated()
+    with world.catalog.transaction() as s:
+        (run,) = repo.receipts(s, img.id)
+        run.receipt = {**run.receipt, **edit}
+        run_id = run.id
+    with pytest.raises(CorruptReceipt, match=named) as info:
         promote(world.catalog, world.provider(), world.stack, img.id)
     assert info.value.exit_code == 2
+    assert f"receipt {run_id} (qemu-tcg on vm-1)" in info.value.render()
 
 
 def test_blocked_image_never_promotes_and_force_is_audited(world, monkeypatch) -> None:

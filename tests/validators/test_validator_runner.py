@@ -12,8 +12,9 @@ import pynvml
 from validator_support import SNAPSHOTS, expect_file
 
 from imagectl.validators.checks import specs_for
-from imagectl.validators.checks.base import Finding, Spec, ok
+from imagectl.validators.checks.base import Spec
 from imagectl.validators.expectations import from_file
+from imagectl.validators.findings import Finding, ok
 from imagectl.validators.nvml import ReplayNvml
 from imagectl.validators.results import Action, Outcome, Severity
 from imagectl.validators.runner import run_checks

@@ -1,51 +1,21 @@
 """How a check is declared: a function registered with its stable id, title and severity.
 
-A check returns one ``Finding`` (or a list); the runner turns findings into
-``CheckResult`` with the id, title, severity, GPU index and duration. Per-GPU checks are
-called once per GPU. ``needs_nvml`` checks fail with the root cause when NVML is not
-available, and are skipped on a shape without GPUs.
+A check returns one ``Finding`` (``validators/findings.py``) or a list; the runner turns
+findings into ``CheckResult`` with the id, title, severity, GPU index and duration.
+Per-GPU checks are called once per GPU. ``needs_nvml`` checks fail with the root cause
+when NVML is not available, and are skipped on a shape without GPUs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from imagectl.validators.results import Action, Outcome, Severity
+from imagectl.validators.findings import Finding
+from imagectl.validators.results import Action, Severity
 
 ALL_PROFILES = frozenset({"boot", "quick", "full", "burn"})
 LOADED_PROFILES = frozenset({"quick", "full", "burn"})
-
-
-@dataclass
-class Finding:
-    outcome: Outcome
-    message: str = ""
-    measured: Any = None
-    expected: Any = None
-    unit: str | None = None
-    source: str | None = None
-    action: Action = Action.NONE
-    details: dict[str, Any] = field(default_factory=dict)
-    severity: Severity | None = None
-    gpu: int | None = None
-
-
-def ok(message: str = "", **kw: Any) -> Finding:
-    return Finding(Outcome.PASS, message, **kw)
-
-
-def bad(action: Action, message: str, **kw: Any) -> Finding:
-    return Finding(Outcome.FAIL, message, action=action, **kw)
-
-
-def warn(message: str, **kw: Any) -> Finding:
-    return Finding(Outcome.WARN, message, **kw)
-
-
-def skip(reason: str, **kw: Any) -> Finding:
-    return Finding(Outcome.SKIP, reason, **kw)
 
 
 CheckFn = Callable[..., "Finding | list[Finding]"]

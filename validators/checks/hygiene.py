@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.results import Action
 
 SLACK_S = 120.0

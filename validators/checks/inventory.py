@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pynvml
+from ruamel.yaml import YAML
 
+import imagectl.images
 from imagectl.errors import UserError
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.host.kernel_log import normalise_bus
 from imagectl.validators.nvml.errors import error_label, error_name
 from imagectl.validators.nvml.policy import nvml_policy
@@ -194,10 +197,6 @@ def gpu_model(ctx: Context, gpu: int) -> Finding:
 @functools.cache
 def _sku_memory() -> dict[str, tuple[str, int, str]]:
     """NVML model name -> (SKU, MiB NVML reports, source) from images/compat/gpus.yaml."""
-    from ruamel.yaml import YAML
-
-    import imagectl.images
-
     path = Path(imagectl.images.__file__).resolve().parent / "compat" / "gpus.yaml"
     try:
         doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from imagectl.validators.catalogs import XidEntry
-from imagectl.validators.checks.base import Finding, bad, check, ok, warn
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, warn
 from imagectl.validators.host.boot_history import PreviousBoot, previous_boot, read_folder
 from imagectl.validators.host.kernel_log import Event, parse_events, split_boots
 from imagectl.validators.results import Action, Outcome, Severity

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pynvml
 
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.nvml.calls import (
     AGGREGATE,
     CORRECTED,

@@ -7,8 +7,9 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip, warn
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.nvml.calls import NVLINK_COUNTERS
 from imagectl.validators.nvml.errors import error_name, is_unsupported
 from imagectl.validators.nvml.policy import nvml_policy

@@ -4,9 +4,10 @@ only on samples taken under load (quick/full/burn)."""
 
 from __future__ import annotations
 
-from imagectl.validators.checks.base import LOADED_PROFILES, Finding, bad, check, ok, skip, warn
+from imagectl.validators.checks.base import LOADED_PROFILES, check
 from imagectl.validators.checks.thermal import loaded_samples
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.results import Action, Severity
 
 _WIDTH_SRC = (

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from imagectl.validators.checks.base import Finding, bad, check, ok
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok
 from imagectl.validators.nvml.calls import FIELD_RECOVERY_ACTION
 from imagectl.validators.nvml.fields import field_value
 from imagectl.validators.results import Action

@@ -12,16 +12,41 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.checks.base import Finding, bad, check, ok, skip
+from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.host.kernel_log import api_mismatch
 from imagectl.validators.manifest import parse_manifest
 from imagectl.validators.nvml.errors import error_name
-from imagectl.validators.nvml.fabric import health_fault, read_fabric
+from imagectl.validators.nvml.fabric import FabricInfo, read_fabric
+from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action
 from imagectl.versions import Dotted, upstream_version
 
 STACK = "the stack's pins (images/stacks/)"
+
+
+def health_fault(info: FabricInfo) -> Finding | None:
+    """A failing Finding when the v2 health mask reports a fault (``data/nvml.yaml``
+    ``fabric_health``); None when it is clean, NOT_SUPPORTED, or absent (v1 structure)."""
+    if info.health_mask is None:
+        return None
+    policy = nvml_policy()
+    mask = info.health_mask
+    fields = {f.name: f.value(mask) for f in policy.fabric_fields}
+    faults = [(f, f.bad[fields[f.name]]) for f in policy.fabric_fields if fields[f.name] in f.bad]
+    if not faults:
+        return None
+    worst = max((f.action for f, _ in faults), key=lambda a: a.rank)
+    return bad(
+        worst,
+        f"fabric state {info.state}, but its health mask reports: "
+        + "; ".join(text for _, text in faults),
+        measured=[f.name for f, _ in faults],
+        expected="COMPLETED with a clean health mask",
+        source="; ".join(f.source for f, _ in faults),
+        details={"mask": hex(mask), "fields": fields, "layout": info.layout},
+    )
 
 
 def _pin_missing(what: str) -> Finding:

@@ -7,8 +7,10 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.checks.base import LOADED_PROFILES, Finding, bad, check, ok, skip, warn
+from imagectl.validators.checks.base import LOADED_PROFILES, check
+from imagectl.validators.checks.inventory import majority, peer_values
 from imagectl.validators.context import Context
+from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.nvml.calls import TEMP_GPU, THRESHOLD_SLOWDOWN
 from imagectl.validators.nvml.errors import is_unsupported
 from imagectl.validators.results import Action, Outcome
@@ -103,8 +105,6 @@ def temperature(ctx: Context, gpu: int) -> Finding:
 
 @check("gpu.power.limit", "Enforced power limit as expected and as its peers'", per_gpu=True)
 def power_limit(ctx: Context, gpu: int) -> Finding:
-    from imagectl.validators.checks.inventory import majority, peer_values
-
     hw = ctx.expect.hardware
     limits = peer_values(ctx, gpu, lambda h: ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
     limit_w = limits[gpu]

@@ -11,6 +11,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from imagectl.errors import UserError
 
 FLOORS_FILE = "data/floors.yaml"
@@ -22,8 +24,6 @@ def _source_path() -> str:
 
 @lru_cache(maxsize=1)
 def load_floors() -> dict[str, Any]:
-    from ruamel.yaml import YAML
-
     path = _source_path()
     try:
         with open(path, encoding="utf-8") as fh:

@@ -15,6 +15,8 @@ import re
 import subprocess
 import sys
 
+from ruamel.yaml import YAML
+
 _DEFINE = re.compile(r"^#define\s+(\w+)\s+((?:.*\\\n)*.*)$", re.M)
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _ENUM = re.compile(r"^\s*(DCGM_FR_\w+)\s*=\s*(\d+)\s*,", re.M)
@@ -85,7 +87,6 @@ def main(argv: list[str]) -> int:
         "# do not edit by hand. Every DCGM_FR_* code with DCGM's own severity, category,\n"
         "# message format and suggested next step.\n"
     )
-    from ruamel.yaml import YAML
 
     out = YAML(typ="safe", pure=True)
     out.default_flow_style = False

@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, Outcome
 
@@ -43,8 +45,6 @@ class Level:
 
 
 def _load(name: str) -> Any:
-    from ruamel.yaml import YAML
-
     path = DATA / name
     try:
         return YAML(typ="safe").load(path.read_text(encoding="utf-8"))

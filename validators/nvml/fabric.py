@@ -10,15 +10,11 @@ every field by four bytes. Each function gets its own structure here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pynvml
 
 from imagectl.validators.nvml.errors import error_name
-from imagectl.validators.nvml.policy import nvml_policy
-
-if TYPE_CHECKING:
-    from imagectl.validators.checks.base import Finding
 
 STATES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
 
@@ -55,29 +51,4 @@ def read_fabric(nvml: Any, handle: Any) -> FabricInfo:
         int(old.cliqueId),
         None,
         "v1",
-    )
-
-
-def health_fault(info: FabricInfo) -> Finding | None:
-    """A failing Finding when the v2 health mask reports a fault (``data/nvml.yaml``
-    ``fabric_health``); None when it is clean, NOT_SUPPORTED, or absent (v1 structure)."""
-    from imagectl.validators.checks.base import bad  # checks import this module
-
-    if info.health_mask is None:
-        return None
-    policy = nvml_policy()
-    mask = info.health_mask
-    fields = {f.name: f.value(mask) for f in policy.fabric_fields}
-    faults = [(f, f.bad[fields[f.name]]) for f in policy.fabric_fields if fields[f.name] in f.bad]
-    if not faults:
-        return None
-    worst = max((f.action for f, _ in faults), key=lambda a: a.rank)
-    return bad(
-        worst,
-        f"fabric state {info.state}, but its health mask reports: "
-        + "; ".join(text for _, text in faults),
-        measured=[f.name for f, _ in faults],
-        expected="COMPLETED with a clean health mask",
-        source="; ".join(f.source for f, _ in faults),
-        details={"mask": hex(mask), "fields": fields, "layout": info.layout},
     )

@@ -8,6 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml import YAML
+
 from imagectl.errors import UserError
 from imagectl.validators.results import Action
 
@@ -72,8 +74,6 @@ def _rule(name: str, v: dict[str, Any]) -> ErrorRule:
 
 @lru_cache(maxsize=1)
 def nvml_policy() -> NvmlPolicy:
-    from ruamel.yaml import YAML
-
     try:
         doc = YAML(typ="safe").load(DATA.read_text(encoding="utf-8"))
         states = doc["nvlink_states"]

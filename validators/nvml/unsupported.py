@@ -14,7 +14,7 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.checks.base import Finding, bad
+from imagectl.validators.findings import Finding, bad
 from imagectl.validators.nvml.errors import error_label, error_name
 from imagectl.validators.nvml.policy import nvml_policy
 

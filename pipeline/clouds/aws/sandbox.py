@@ -19,6 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+from imagectl.paths import find_workspace
+from imagectl.stacks import load_resolved
+
 FAKE_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -72,9 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(FAKE_ENV)
     os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
     from moto.server import ThreadedMotoServer
-
-    from imagectl.paths import find_workspace
-    from imagectl.stacks import load_resolved
 
     _, resolved = load_resolved(find_workspace().images, args.stack)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)

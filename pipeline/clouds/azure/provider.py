@@ -10,6 +10,7 @@ from typing import Any
 
 from imagectl.clouds.azure import network as vnet
 from imagectl.clouds.azure.clients import AzureClients
+from imagectl.clouds.azure.definition import ensure_definition
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
@@ -182,8 +183,6 @@ class AzureProvider(AzurePromotion, Provider):
     def prepare_build(self) -> None:
         """Before Packer publishes a version: the gallery image definition exists with
         the stack's generation and security type (created, or checked)."""
-        from imagectl.clouds.azure.definition import ensure_definition
-
         ensure_definition(
             self.clients.compute,
             resource_group=self.gallery_rg,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, parse_time, utcnow
 from imagectl.clouds.gcp.resources import image_state, resource_name
+from imagectl.crashpoints import crash_point
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_SOURCE_IMAGE, TAG_STACK, gcp_label_key, gcp_label_value
 
@@ -233,7 +234,6 @@ class GcpPromotion:
             image_resource=compute_v1.Image(family=family),
             retry=self.clients.retry,
         )
-        from imagectl.crashpoints import crash_point
 
         crash_point("inside_family_member")
         self.clients.wait(op)

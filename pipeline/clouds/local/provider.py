@@ -54,6 +54,7 @@ from typing import Any
 from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
+from imagectl.paths import state_dir
 from imagectl.settings import parse_seconds
 from imagectl.tags import TAG_DIGEST, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
@@ -154,8 +155,6 @@ class LocalProvider(Provider):
         if root is None:
             root = os.environ.get(ENV_REGISTRY) or None
         if root is None:
-            from imagectl.paths import state_dir
-
             root = state_dir() / "registry"
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
