@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds import build_records
+from imagectl.building import records as build_records
 from imagectl.errors import UserError
 from imagectl.lint import declared_packer_vars
 from imagectl.packer.binary import PackerBinary, find_packer
@@ -138,6 +138,6 @@ def build_image(
         build_records.failed(record, cancelled=isinstance(exc, KeyboardInterrupt))
         raise
     images = build_records.finish(record, resolved, cloud, result.artifacts)
-    catalog, build = record
+    catalog, build = record.catalog, record.build
     sbom = record_build_sbom(catalog, build.id, build_id, result.plan.folder, resolved, cloud)
     return BuildOutcome(result=result, images=images, sbom=str(sbom) if sbom else None)

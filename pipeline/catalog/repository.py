@@ -83,6 +83,24 @@ def _image(session: Session, image: Image | int) -> Image:
     return found
 
 
+def _build(session: Session, build: Build | int) -> Build:
+    if isinstance(build, Build):
+        return build
+    found = session.get(Build, build)
+    if found is None:
+        raise UserError(f"no build with catalog id {build}", hint="Run `imagectl status`")
+    return found
+
+
+def _promotion(session: Session, promotion: Promotion | int) -> Promotion:
+    if isinstance(promotion, Promotion):
+        return promotion
+    found = session.get(Promotion, promotion)
+    if found is None:
+        raise UserError(f"no promotion with catalog id {promotion}")
+    return found
+
+
 def log_event(
     session: Session,
     kind: str,
@@ -152,7 +170,7 @@ def record_build(
 
 def finish_build(
     session: Session,
-    build: Build,
+    build: Build | int,
     *,
     outcome: str,
     finished_at: datetime | None = None,
@@ -165,6 +183,7 @@ def finish_build(
         raise UserError(
             f"unknown build outcome '{outcome}'", hint="Use succeeded, failed or cancelled"
         )
+    build = _build(session, build)
     build.outcome = outcome
     build.finished_at = finished_at or utcnow()
     if packer_manifest is not None:
@@ -349,7 +368,7 @@ def start_promotion(
 
 def finish_promotion(
     session: Session,
-    promotion: Promotion,
+    promotion: Promotion | int,
     *,
     completed_regions: Iterable[str],
     message: str | None = None,
@@ -357,6 +376,7 @@ def finish_promotion(
 ) -> Promotion:
     """Close a promotion: every target done -> promoted; some -> partially_promoted;
     none -> the image returns to the state the promotion started from."""
+    promotion = _promotion(session, promotion)
     if promotion.state != "running":
         raise UserError(
             f"promotion {promotion.id} of {promotion.stack} on {promotion.cloud} already "

@@ -159,7 +159,7 @@ def check_stack(
     cuda = Dotted.parse(n.cuda)
     pkg = resolved.cuda_package  # images/compat/packages.yaml: cuda_toolkit
     assert pkg is not None  # every GPU stack pins CUDA
-    cudas = sorted({v for ver in index.versions(pkg) if (v := _dotted(upstream_version(ver)))})
+    cudas = sorted({c for ver in index.versions(pkg) if (c := _dotted(upstream_version(ver)))})
     drift.checked.append(
         {"subject": pkg, "pinned": n.cuda, "latest": cudas[-1].text if cudas else None}
     )

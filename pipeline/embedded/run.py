@@ -35,11 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Build
+from imagectl.clouds.base import CloudImage
+from imagectl.clouds.local.provider import LocalProvider
 from imagectl.embedded import disk, faults
 from imagectl.embedded.accel import AccelChoice, choose_accel
 from imagectl.embedded.base import BaseSpec, ensure_base
@@ -59,6 +62,7 @@ from imagectl.packer.build import git_commit, new_build_id
 from imagectl.paths import Workspace, state_dir
 from imagectl.promotion import block_image, promote
 from imagectl.promotion.context import provider_for
+from imagectl.promotion.resolve import resolve_image
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_trust
 from imagectl.provenance.record import record_build_sbom
@@ -235,7 +239,7 @@ def _pipeline(
             )  # fmt: skip
         except BaseException as exc:
             with catalog.transaction() as s:
-                repo.finish_build(s, _get_build(s, build_pk), outcome=_build_outcome(exc))
+                repo.finish_build(s, build_pk, outcome=_build_outcome(exc))
             raise
     result.build_id = candidate.build_id
     result.candidate_reused = candidate.reused
@@ -269,7 +273,7 @@ def _pipeline(
         with catalog.transaction() as s:
             if not candidate.reused and build_pk is not None:
                 repo.finish_build(
-                    s, _get_build(s, build_pk), outcome="succeeded",
+                    s, build_pk, outcome="succeeded",
                     artifact_id=image_id, packer_manifest=candidate.manifest,
                 )  # fmt: skip
             row = repo.find_image(s, CLOUD, source_region, image_id)
@@ -321,7 +325,7 @@ def _pipeline(
                 block_image(catalog, image_pk, reason=reason)
             else:
                 with catalog.transaction() as s:
-                    reason = repo.get_image(s, image_pk).blocked_reason or reason
+                    reason = resolve_image(s, image_pk).blocked_reason or reason
             st.note(reason)
         result.outcome = "blocked"
         result.blocked_reason = reason
@@ -332,7 +336,7 @@ def _pipeline(
     with progress.step("attest", "Attest: sign the verdict, verify it") as st:
         attested = attest_image(catalog, image_pk, provider)
         with catalog.transaction() as s:
-            check = verify_image(s, repo.get_image(s, image_pk), load_trust())
+            check = verify_image(s, resolve_image(s, image_pk), load_trust())
         if not check.valid:
             raise UserError(f"the attestation just signed does not verify: {check.reasons[0]}")
         result.attestation = attested.digest
@@ -366,8 +370,8 @@ def _boot_and_validate(
     resolved: ResolvedStack,
     run_dir: Path,
     opts: RunOptions,
-    provider: Any,
-    cloud_image: Any,
+    provider: LocalProvider,
+    cloud_image: CloudImage,
 ) -> ValidationOutcome:
     key = generate_key(run_dir / "ssh", comment=f"imagectl-validate-{run_dir.name}")
     overlay = disk.overlay(children, image_file, run_dir / "validate-overlay.qcow2")
@@ -409,16 +413,18 @@ def _boot_and_validate(
     return outcome
 
 
-def _provider(resolved: ResolvedStack) -> Any:
-    return provider_for(resolved, CLOUD)
+def _provider(resolved: ResolvedStack) -> LocalProvider:
+    provider = provider_for(resolved, CLOUD)
+    assert isinstance(provider, LocalProvider)  # CLOUD is the local cloud
+    return provider
 
 
-def _build_pk(session: Any, build_id: str) -> int | None:
+def _build_pk(session: Session, build_id: str) -> int | None:
     row = session.scalar(select(Build).where(Build.build_id == build_id))
     return row.id if row is not None else None
 
 
-def _get_build(session: Any, pk: int | None) -> Any:
+def _get_build(session: Session, pk: int | None) -> Build | None:
     return session.get(Build, pk) if pk is not None else None
 
 

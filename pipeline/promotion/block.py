@@ -8,17 +8,22 @@ image cannot be blocked: roll it back first (``imagectl rollback``), then block 
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
+from imagectl.catalog.models import Image
 from imagectl.errors import UserError
-from imagectl.promotion.resolve import resolve_image
+from imagectl.promotion.resolve import ImageRef, resolve_image
 
 
 def block_image(
-    catalog: Any, image: Any, *, reason: str, cloud: str | None = None, actor: str | None = None
-) -> Any:
+    catalog: Catalog,
+    image: ImageRef,
+    *,
+    reason: str,
+    cloud: str | None = None,
+    actor: str | None = None,
+) -> Image:
     """Block ``image`` (catalog id, row or cloud id); returns the row. Idempotent."""
     if not reason.strip():
         raise UserError("blocking an image needs --reason '...'")

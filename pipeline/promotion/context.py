@@ -8,20 +8,22 @@ build, validate-image and reap use); endpoints come from the providers' variable
 
 from __future__ import annotations
 
-from typing import Any
-
+from imagectl.clouds.base import Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
 from imagectl.errors import UserError
+from imagectl.paths import Workspace
 from imagectl.stacks import load_resolved
+from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.schema import Stack
 
 
-def load_stack_for(ws: Any, name: str) -> Any:
+def load_stack_for(ws: Workspace, name: str) -> ResolvedStack:
     _loaded, resolved = load_resolved(ws.images, name)
     return resolved
 
 
-def choose_cloud(stack: Any, cloud: str | None) -> str:
+def choose_cloud(stack: Stack, cloud: str | None) -> str:
     enabled = list(stack.clouds.enabled())
     if cloud:
         if cloud not in enabled:
@@ -38,7 +40,7 @@ def choose_cloud(stack: Any, cloud: str | None) -> str:
     )
 
 
-def provider_for(resolved: Any, cloud: str) -> Any:
+def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
     """The cloud's provider configured from the stack (``clouds.options``)."""
     try:
         return get_provider(cloud, **provider_options(resolved, cloud))

@@ -5,35 +5,36 @@ command that resumes it, every pointer unchanged."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+
+from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.catalog.models import Promotion
+from imagectl.catalog.models import Image
 from imagectl.crashpoints import crash_point
-from imagectl.errors import CloudError
+from imagectl.errors import CloudError, UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.groups import group_rows, resume_command
 from imagectl.promotion.regions import RegionRun
 from imagectl.promotion.results import PromotionResult
 
 
-def set_group_state(s: Any, source: Any, target: Any, reason: str, actor: str) -> None:
+def set_group_state(s: Session, source: Image, target: ImageState, reason: str, actor: str) -> None:
     for row in group_rows(s, source):
         if row.id != source.id and row.state == ImageState.PROMOTING:
             repo.set_state(s, row, target, reason=reason, actor=actor)
 
 
 def close_partial(
-    catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str], failed: list[str]
+    catalog: Catalog, run: RegionRun, result: PromotionResult, targets: list[str], failed: list[str]
 ) -> None:
     done = [r for r in targets if r not in failed]
     errors = "; ".join(f"{r}: {result.regions[r].error}" for r in failed)
     with catalog.transaction() as s:
-        promo = s.get(Promotion, run.promotion_id)
-        repo.finish_promotion(
+        promo = repo.finish_promotion(
             s,
-            promo,
+            run.promotion_id,
             completed_regions=done,
             actor=run.actor,
             message=f"pointer unchanged; failed {errors}",
@@ -63,7 +64,7 @@ def close_partial(
 
 
 def flip_and_close(
-    catalog: Any, run: RegionRun, result: PromotionResult, targets: list[str]
+    catalog: Catalog, run: RegionRun, result: PromotionResult, targets: list[str]
 ) -> None:
     stack, cloud = run.stack.name, result.cloud
     crash_point("before_pointer_flip")
@@ -113,6 +114,11 @@ def flip_and_close(
         crash_point("after_pointer_set")
         with run.transaction() as s:
             row = repo.find_image(s, cloud, region, replicas[region])
+            if row is None:  # each region's copy is recorded before any flip starts
+                raise UserError(
+                    f"replica {replicas[region]} in {cloud}/{region} is not in the catalog",
+                    hint="Resume the promotion: imagectl promote IMAGE",
+                )
             repo.set_pointer(
                 s,
                 stack,
@@ -148,19 +154,19 @@ def flip_and_close(
         list(pool.map(tag, targets))
     crash_point("before_finish")
     with catalog.transaction() as s:
-        promo = s.get(Promotion, run.promotion_id)
-        repo.finish_promotion(
+        promo = repo.finish_promotion(
             s,
-            promo,
+            run.promotion_id,
             completed_regions=targets,
             actor=run.actor,
             message="every region replicated; pointers flipped",
         )
         img = repo.get_image(s, run.source_pk)
+        assert img is not None  # the promotion holds the image's group
         set_group_state(
             s, img, ImageState.PROMOTED, f"promotion {promo.id} succeeded", run.actor or ""
         )
-        result.state = img.state if img else "promoted"
+        result.state = img.state
         repo.log_event(
             s,
             "promotion.finished",

@@ -136,8 +136,9 @@ def promote(
 
     with promotion_lock(catalog, model.name, cloud, wait_s=lock_wait_s):
         with catalog.transaction() as s:
-            img = repo.get_image(s, pk)
-            assert img is not None
+            held = repo.get_image(s, pk)
+            assert held is not None
+            img = held
             result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "failed")
             refusal: GateRefused | None = None
             if img.state == ImageState.PROMOTED.value:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.promotion.groups import resume_command
 from imagectl.promotion.rollback import open_flip
 
 
-def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
+def current_pointers(catalog: Catalog, stack: str, cloud: str) -> dict[str, str]:
     """region -> the cloud image id the catalog says "latest" names (what drift expects)."""
     with catalog.transaction() as s:
         return {
@@ -18,7 +21,9 @@ def current_pointers(catalog: Any, stack: str, cloud: str) -> dict[str, str]:
         }
 
 
-def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list[dict[str, Any]]:
+def promotion_events(
+    catalog: Catalog, stack: str, cloud: str | None = None
+) -> list[dict[str, Any]]:
     """Every promotion, rollback, retention and pointer event of a stack, oldest first."""
     prefixes = ("promotion.", "pointer.", "rollback.", "retention.", "image.")
     with catalog.transaction() as s:
@@ -36,7 +41,7 @@ def promotion_events(catalog: Any, stack: str, cloud: str | None = None) -> list
         ]
 
 
-def unfinished_flip(session: Any, stack: str, cloud: str) -> dict[str, Any] | None:
+def unfinished_flip(session: Session, stack: str, cloud: str) -> dict[str, Any] | None:
     """The pointer flip of ``stack`` on ``cloud`` that started and did not finish, as
     plain data for ``status``: which regions moved, which did not, how to finish it."""
     found = open_flip(session, stack, cloud)

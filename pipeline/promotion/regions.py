@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.registry import cloud_spec
 from imagectl.crashpoints import crash_point
 from imagectl.promotion import records as rec
 from imagectl.promotion.results import Progress, RegionFailed, RegionResult
+from imagectl.stacks.schema import CloudCommon, Stack
 
 MISSING_GRACE_S = 2.0  # how long an accepted copy may be invisible before it counts as lost
 
@@ -26,10 +28,10 @@ class RegionRun:
 
     def __init__(
         self,
-        catalog: Any,
+        catalog: Catalog,
         provider: Provider,
-        stack: Any,
-        settings: Any,
+        stack: Stack,
+        settings: CloudCommon,
         source_pk: int,
         source: CloudImage,
         promotion_id: int,
@@ -260,6 +262,5 @@ class RegionRun:
             )
 
 
-def _sharing(settings: Any) -> dict[str, Any]:
-    share = settings.share
-    return {"share": share.model_dump() if hasattr(share, "model_dump") else {}}
+def _sharing(settings: CloudCommon) -> dict[str, Any]:
+    return {"share": settings.share.model_dump()}

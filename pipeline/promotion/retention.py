@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.catalog.models import Pointer, Promotion
-from imagectl.clouds.base import Provider
+from imagectl.catalog.models import Image, Pointer, Promotion
+from imagectl.clouds.base import Instance, Provider
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.records import TAG_SOURCE
-from imagectl.promotion.resolve import resolve_image
+from imagectl.promotion.resolve import ImageRef, resolve_image
 
 
 @dataclass
@@ -53,17 +54,17 @@ class ImageInUse(UserError):
     exit_code = EXIT_FAILED
 
 
-def sources(session: Any, stack: str, cloud: str, states: tuple[str, ...]) -> list[Any]:
+def sources(session: Session, stack: str, cloud: str, states: tuple[str, ...]) -> list[Image]:
     """Source (validated, non-replica) images of a stack in ``states``."""
     rows = repo.list_images(session, stack=stack, cloud=cloud, state=list(states))
     return [r for r in rows if TAG_SOURCE not in r.tags]
 
 
-def group(session: Any, source: Any) -> list[Any]:
+def group(session: Session, source: Image) -> list[Image]:
     return group_rows(session, source)
 
 
-def _promoted_at(session: Any, source: Any) -> dt.datetime:
+def _promoted_at(session: Session, source: Image) -> dt.datetime:
     query = select(Promotion.finished_at).where(
         Promotion.image_id == source.id, Promotion.state == "succeeded"
     )
@@ -71,7 +72,9 @@ def _promoted_at(session: Any, source: Any) -> dt.datetime:
     return max(times) if times else source.state_changed_at
 
 
-def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> str | None:
+def in_use(
+    session: Session, provider: Provider, row: Image, instances: list[Instance]
+) -> str | None:
     """Why ``row`` must not be deprecated or deleted, or None."""
     query = select(Pointer).where(or_(Pointer.image_id == row.id))
     for ptr in session.scalars(query):
@@ -93,7 +96,7 @@ def in_use(session: Any, provider: Provider, row: Any, instances: list[Any]) -> 
     return None
 
 
-def _instances(provider: Provider) -> list[Any]:
+def _instances(provider: Provider) -> list[Instance]:
     return [
         i
         for i in provider.list_instances(managed_only=False)
@@ -102,7 +105,12 @@ def _instances(provider: Provider) -> list[Any]:
 
 
 def _deprecate_row(
-    s: Any, provider: Provider, row: Any, replacement: Any, reason: str, actor: str | None
+    s: Session,
+    provider: Provider,
+    row: Image,
+    replacement: Image | None,
+    reason: str,
+    actor: str | None,
 ) -> None:
     """Deprecate in the cloud, then in the catalog: a cloud error leaves the row as it was."""
     cloud_img = provider.get_image(row.cloud_image_id, row.region)
@@ -122,7 +130,7 @@ def _deprecate_row(
 
 
 def apply_retention(
-    catalog: Any,
+    catalog: Catalog,
     provider: Provider,
     stack: str,
     cloud: str,
@@ -184,7 +192,7 @@ def apply_retention(
 
 
 def _refuse_if_in_use(
-    s: Any, provider: Provider, src: Any, rows: list[Any], instances: list[Any]
+    s: Session, provider: Provider, src: Image, rows: list[Image], instances: list[Instance]
 ) -> None:
     """ImageInUse naming every row a pointer or a running instance still uses."""
     busy = [
@@ -200,7 +208,7 @@ def _refuse_if_in_use(
 
 
 def deprecate_image(
-    catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
+    catalog: Catalog, provider: Provider, image: ImageRef, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
     """Deprecate every region row of one image group; refuses rows still in use."""
     out = RetentionOutcome()
@@ -226,7 +234,7 @@ def deprecate_image(
 
 
 def delete_image(
-    catalog: Any, provider: Provider, image: Any, *, reason: str, actor: str | None = None
+    catalog: Catalog, provider: Provider, image: ImageRef, *, reason: str, actor: str | None = None
 ) -> RetentionOutcome:
     """Delete a deprecated / rolled-back / blocked group; refuses rows still in use."""
     out = RetentionOutcome()

@@ -14,11 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.locks import promotion_lock
-from imagectl.catalog.models import Promotion
+from imagectl.catalog.models import Image, PointerFlip, Promotion
 from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
 from imagectl.promotion.finish import set_group_state
@@ -45,7 +48,7 @@ class RollbackResult:
         }
 
 
-def _history(session: Any, stack: str, cloud: str, region: str) -> list[int]:
+def _history(session: Session, stack: str, cloud: str, region: str) -> list[int]:
     """Catalog ids the region's pointer named, newest first (from ``pointer.set`` events)."""
     out: list[int] = []
     for ev in repo.events(session, stack=stack, cloud=cloud, kind="pointer.set"):
@@ -56,7 +59,7 @@ def _history(session: Any, stack: str, cloud: str, region: str) -> list[int]:
     return out
 
 
-def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, Any]]:
+def plan_rollback(session: Session, stack: str, cloud: str) -> dict[str, tuple[Image, Image]]:
     """region -> (current Image, target Image); raises NothingToRollBack."""
     pointers = repo.list_pointers(session, stack=stack, cloud=cloud)
     if not pointers:
@@ -64,7 +67,7 @@ def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, 
             f"stack {stack} has no 'latest' pointer on {cloud}: nothing to roll back",
             hint="Promote an image first (`imagectl promote`)",
         )
-    plan: dict[str, tuple[Any, Any]] = {}
+    plan: dict[str, tuple[Image, Image]] = {}
     missing: list[str] = []
     for ptr in pointers:
         target = None
@@ -86,10 +89,12 @@ def plan_rollback(session: Any, stack: str, cloud: str) -> dict[str, tuple[Any, 
     return plan
 
 
-def open_flip(session: Any, stack: str, cloud: str) -> tuple[Any, list[Any]] | None:
+def open_flip(
+    session: Session, stack: str, cloud: str
+) -> tuple[Promotion, list[PointerFlip]] | None:
     """The promotion whose pointer flip started and did not finish (a region still
     ``pending``), with its flips; None when every flip finished."""
-    by_promotion: dict[int, list[Any]] = {}
+    by_promotion: dict[int, list[PointerFlip]] = {}
     for flip in repo.flips(session, stack=stack, cloud=cloud):
         by_promotion.setdefault(flip.promotion_id, []).append(flip)
     for pid, group in sorted(by_promotion.items(), reverse=True):
@@ -104,7 +109,7 @@ def open_flip(session: Any, stack: str, cloud: str) -> tuple[Any, list[Any]] | N
 
 
 def _undo_open_flip(
-    catalog: Any,
+    catalog: Catalog,
     provider: Provider,
     stack: str,
     cloud: str,
@@ -149,11 +154,10 @@ def _undo_open_flip(
         for flip in repo.flips(s, promotion_id=promo_id):
             repo.mark_flip(s, promo_id, flip.region, "undone")
 
-        promo = s.get(Promotion, promo_id)
-        img = promo.image
-        repo.finish_promotion(
-            s, promo, completed_regions=[], actor=actor, message=f"flip undone: {why}"
+        promo = repo.finish_promotion(
+            s, promo_id, completed_regions=[], actor=actor, message=f"flip undone: {why}"
         )
+        img = promo.image
         set_group_state(s, img, ImageState.VALIDATED, f"flip of promotion {promo_id} undone", actor)
         result.rolled_back.append(f"{img.cloud_image_id} (flip of promotion {promo_id} undone)")
         repo.log_event(

@@ -7,10 +7,8 @@ receipt is stored, and the decision moves it to ``validated`` / ``blocked`` /
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.catalog import repository as repo
-from imagectl.catalog.db import open_catalog
+from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import UserError
 from imagectl.validation.decide import BLOCKED, VALIDATED, Decision
@@ -20,7 +18,7 @@ STARTABLE = (ImageState.BUILT, ImageState.INCONCLUSIVE, ImageState.VALIDATING)
 
 
 class CatalogRecorder:
-    def __init__(self, catalog: Any = None) -> None:
+    def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or open_catalog()
         self.image_pk: int | None = None
 

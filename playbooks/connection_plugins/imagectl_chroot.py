@@ -40,6 +40,7 @@ class Connection(ConnectionBase):
     has_pipelining = True
     has_tty = False
     default_user = "root"
+    _connected: bool  # set by ConnectionBase
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -77,7 +77,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
     gpu = res.entity_id if res.entity_group == "GPU" else None
     device_id = diag.device_ids.get(gpu) if gpu is not None else None
     threshold = tables.threshold(device_id, test.name)
-    errors = []
+    errors: list[dict[str, Any]] = []
     routes: list[Route] = []
     for f in res.findings:
         code = tables.code(f.code)

@@ -1,4 +1,4 @@
-"""The cloud side of ``imagectl build``: the endpoint override, the catalog records and the
+"""The records around ``imagectl build``: the endpoint override, the catalog records and the
 ``imagectl:state=built`` tag.
 
 ``start`` records the build (outcome running) before Packer runs; ``finish`` records the
@@ -8,13 +8,16 @@ artifact in its cloud, so ``find_images(state="built")`` finds it.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from imagectl.catalog import repository as repo
-from imagectl.catalog.db import open_catalog
+from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.models import Build
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import cloud_spec, get_provider
+from imagectl.packer.manifest import Artifact
+from imagectl.stacks.resolve import ResolvedStack
 
 
 def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
@@ -23,30 +26,39 @@ def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
     return {**cloud_spec(cloud).endpoint_packer_vars(), **overrides}
 
 
-def prepare(resolved: Any, cloud: str) -> None:
+def prepare(resolved: ResolvedStack, cloud: str) -> None:
     """The cloud's resources a build publishes into, made or checked before Packer runs
     (``Provider.prepare_build``)."""
     get_provider(cloud, **provider_options(resolved, cloud)).prepare_build()
 
 
-def start(resolved: Any, cloud: str, build_id: str, git_commit: str) -> Any:
+@dataclass(frozen=True)
+class BuildRecord:
+    """The catalog a build is recorded in, and its row (``start`` to ``finish``)."""
+
+    catalog: Catalog
+    build: Build
+
+
+def start(resolved: ResolvedStack, cloud: str, build_id: str, git_commit: str) -> BuildRecord:
     catalog = open_catalog()
     with catalog.transaction() as s:
         build = repo.record_build(
             s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
             cloud=cloud, git_commit=git_commit,
         )  # fmt: skip
-    return catalog, build
+    return BuildRecord(catalog, build)
 
 
-def failed(handle: Any, *, cancelled: bool) -> None:
-    catalog, build = handle
-    with catalog.transaction() as s:
-        repo.finish_build(s, build, outcome="cancelled" if cancelled else "failed")
+def failed(record: BuildRecord, *, cancelled: bool) -> None:
+    with record.catalog.transaction() as s:
+        repo.finish_build(s, record.build, outcome="cancelled" if cancelled else "failed")
 
 
-def finish(handle: Any, resolved: Any, cloud: str, artifacts: list[Any]) -> list[dict[str, str]]:
-    catalog, build = handle
+def finish(
+    record: BuildRecord, resolved: ResolvedStack, cloud: str, artifacts: list[Artifact]
+) -> list[dict[str, str]]:
+    catalog, build = record.catalog, record.build
     images = []
     with catalog.transaction() as s:
         repo.finish_build(
