@@ -77,8 +77,7 @@ def test_kernel_modules_are_device_drivers_with_their_vermagic(inventory: Invent
         "vermagic": "6.8.0-1024-aws SMP mod_unload modversions", "license": "Dual MIT/GPL",
         "filename": "/lib/modules/6.8.0-1024-aws/updates/dkms/nvidia.ko.zst",
     }  # fmt: skip
-    inv = inventory.model_copy(update={"kernel_modules": [module]})
-    inv = Inventory.model_validate(inv.model_dump())
+    inv = Inventory.model_validate({**inventory.model_dump(), "kernel_modules": [module]})
     doc = json.loads(_render(inv))
     (kmod,) = [c for c in doc["components"] if c["type"] == "device-driver"]
     props = {x["name"]: x["value"] for x in kmod["properties"]}
