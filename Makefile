@@ -31,9 +31,10 @@ run: system venv
 	$(BIN)/imagectl lint
 	$(BIN)/imagectl run --stack local
 
+LINTED := pipeline validators images playbooks tests benchmarks
 lint: venv
-	$(BIN)/ruff check pipeline validators tests benchmarks
-	$(BIN)/ruff format --check pipeline validators tests benchmarks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 # mypy checks the package as Python imports it: imagectl is pipeline/ with validators/,
 # images/ and playbooks/ inside it (pyproject's package-dir). A tree of links gives mypy

@@ -39,6 +39,8 @@ DebName = Annotated[str, pattern(r"^[a-z0-9][a-z0-9+.-]+$", 100)]
 DebVersion = Annotated[str, pattern(r"^([0-9]+:)?[0-9][A-Za-z0-9.+~-]*$", 100)]
 # Release numbers as NVIDIA, DOCA and EFA publish them: 580.95.05, 3.1.0, 24.10-1.1.4.0
 Version = Annotated[str, pattern(r"^[0-9]+(\.[0-9]+)+(-[0-9]+(\.[0-9]+)*)?$", 40)]
+# An exact kernel release as `uname -r` prints it: 6.8.0-1021-aws (no wildcard, no range).
+KernelRelease = Annotated[str, pattern(r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[a-z0-9]+)*$", 64)]
 # Cloud resource names.
 Region = Annotated[str, pattern(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", 63)]
 ShapeName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$", 80)]

@@ -40,6 +40,7 @@ from imagectl.stacks.patterns import (
     GcpReservation,
     GcpZone,
     GpuSku,
+    KernelRelease,
     MirrorUrl,
     Principal,
     Region,
@@ -191,10 +192,7 @@ class Sharing(Strict):
 
 
 class CloudCommon(Strict):
-    kernel: str = Field(
-        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[a-z0-9]+)*$",
-        description="exact kernel release, e.g. 6.8.0-1021-aws",
-    )
+    kernel: KernelRelease = Field(description="exact kernel release, e.g. 6.8.0-1021-aws")
     validation_shapes: list[ShapeName] = Field(min_length=1)
     regions: list[Region] = Field(min_length=1, description="target regions for replication")
     share: Sharing = Field(default_factory=Sharing)
@@ -202,13 +200,6 @@ class CloudCommon(Strict):
     copy_timeout_minutes: int = Field(
         60, ge=1, le=2880, description="promotion's wait for one region's copy"
     )
-
-    @field_validator("kernel")
-    @classmethod
-    def _kernel(cls, v: str) -> str:
-        if not re.match(r"^\d+\.\d+\.\d+-\d+(-[a-z0-9]+)*$", v):
-            raise ValueError(f"'{v}' is not an exact kernel release such as 6.8.0-1021-aws")
-        return v
 
     @field_validator("regions")
     @classmethod

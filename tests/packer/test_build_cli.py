@@ -7,8 +7,12 @@ import shlex
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
+from imagectl.catalog.db import open_catalog
+from imagectl.catalog.models import Build
 from imagectl.cli import main
+from imagectl.clouds.local.spec import BASE_MADE_BY_RUN
 from imagectl.packer.variables import packer_vars
 from imagectl.stacks import load_resolved
 from tests.support import ROOT
@@ -91,3 +95,28 @@ def test_bad_var_override_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 2
     assert "NAME=VALUE" in err
+
+
+def test_a_local_build_outside_imagectl_run_is_refused_before_anything_is_recorded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The local candidate starts from a disk `imagectl run` provisions; a plain build has
+    none and would hand Packer a folder that does not exist (it did: a path no code wrote)."""
+    var_dir = tmp_path / "vars"
+    code, _, err = _run(capsys, "--stack", "local", "--cloud", "local", "--var-dir", str(var_dir))
+    assert code == 2
+    assert "built by `imagectl run`" in err and "--dry-run" in err
+    assert not var_dir.exists()  # no var files, no Packer run
+    with open_catalog().transaction() as s:
+        assert s.scalar(select(func.count()).select_from(Build)) == 0
+
+
+def test_the_local_plan_names_where_its_base_disk_comes_from(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = _run(
+        capsys, "--stack", "local", "--cloud", "local", "--dry-run", "--json",
+        "--var-dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["packer_vars"]["local_base_dir"] == BASE_MADE_BY_RUN

@@ -71,6 +71,16 @@ def test_wrong_value_names_line(tmp_path: Path) -> None:
     assert "'open' or 'proprietary'" in msg
 
 
+@pytest.mark.parametrize("kernel", ["6.8.0", "6.8.0-*-aws", "6.8.0-1039-aws ", "linux-6.8.0-1039"])
+def test_a_kernel_that_is_not_an_exact_release_names_its_line(tmp_path: Path, kernel: str) -> None:
+    """The kernel pin is what `uname -r` prints on the image: a range or a bare upstream
+    version would let the build pick a kernel the driver's module was not built for."""
+    text = H100.replace('kernel: "6.8.0-1039-aws"', f'kernel: "{kernel}"')
+    [msg] = problems(write(tmp_path, text))
+    assert msg.startswith(f"{tmp_path / 'h100-training.yaml'}:{line_of(text, kernel)}: clouds.aws")
+    assert "stack.schema.json" in msg
+
+
 def test_bad_driver_version(tmp_path: Path) -> None:
     text = H100.replace('version: "580.95.05"', 'version: "580-latest"')
     [msg] = problems(write(tmp_path, text))

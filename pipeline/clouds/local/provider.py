@@ -164,7 +164,19 @@ class LocalProvider(Provider):
         self.fail = parse_fail(fail if fail is not None else os.environ.get(ENV_FAIL))
         self.link = link
 
+    def prepare_build(self) -> None:
+        """A local candidate starts from a base disk that ``imagectl run`` debootstraps
+        and provisions natively in a chroot before Packer's qemu pass; ``imagectl build``
+        has no such disk, so it refuses before recording a build."""
+        raise UserError(
+            "the local cloud's candidates are built by `imagectl run`, which prepares and "
+            "provisions the base disk Packer's qemu builder starts from",
+            hint="Run `imagectl run --stack local` (it builds, validates and promotes), or "
+            "`imagectl build --stack local --cloud local --dry-run` to see the Packer plan",
+        )
+
     # -- paths --------------------------------------------------------------------
+
     def region_dir(self, region: str) -> Path:
         if not region or "/" in region or region.startswith("."):
             raise UserError(f"'{region}' is not a local region name")

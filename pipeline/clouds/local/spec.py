@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.spec import CloudSpec
-from imagectl.paths import state_dir
 from imagectl.stacks.schema import LocalCloud
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
 
 HOST = "local"  # the catalog region of a local candidate
+# Packer's qemu pass starts from a disk that `imagectl run` debootstraps and provisions
+# natively (imagectl.embedded.base, .provision); a plain `imagectl build` has none.
+BASE_MADE_BY_RUN = "<the provisioned base disk imagectl run prepares>"
 
 
 class LocalSpec(CloudSpec[LocalCloud]):
@@ -37,9 +39,10 @@ class LocalSpec(CloudSpec[LocalCloud]):
         }
 
     def runtime_packer_vars(self, r: ResolvedStack, folder: Path, base_dir: str) -> dict[str, str]:
-        """The base disk (``imagectl.embedded.base`` caches one per stack) and the output."""
+        """The provisioned base disk (``imagectl run`` makes it, ``imagectl.embedded``) and
+        the output; a plan made without one shows where it comes from."""
         return {
-            "local_base_dir": base_dir or str(state_dir() / "local" / "base" / r.name),
+            "local_base_dir": base_dir or BASE_MADE_BY_RUN,
             "local_output_dir": str(folder / "output"),
         }
 

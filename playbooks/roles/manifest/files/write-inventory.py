@@ -19,8 +19,15 @@ DPKG_FORMAT = (
     "${db:Status-Abbrev}\t${Package}\t${Version}\t${source:Package}\t${source:Version}"
     "\t${Architecture}\n"
 )
-NVIDIA_MODULES = ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem",
-                  "nvidia_fs", "gdrdrv")
+NVIDIA_MODULES = (
+    "nvidia",
+    "nvidia_uvm",
+    "nvidia_drm",
+    "nvidia_modeset",
+    "nvidia_peermem",
+    "nvidia_fs",
+    "gdrdrv",
+)
 MODINFO_FIELDS = ("version", "vermagic", "srcversion", "license", "filename")
 
 
@@ -42,13 +49,15 @@ def dpkg_packages():
         if len(parts) != 6 or parts[0][1:2] != "i":  # installed ("ii", "hi")
             continue
         _status, name, version, source, source_version, arch = parts
-        packages.append({
-            "name": name,
-            "version": version,
-            "source": source or name,
-            "source_version": source_version or version,
-            "arch": arch,
-        })
+        packages.append(
+            {
+                "name": name,
+                "version": version,
+                "source": source or name,
+                "source_version": source_version or version,
+                "arch": arch,
+            }
+        )
     return sorted(packages, key=lambda p: (p["name"], p["arch"]))
 
 

@@ -6,7 +6,10 @@ Standard library only: it runs on the image, before imagectl's own venv exists.
 
 import argparse
 import ctypes
+import glob
 import json
+import os
+import re
 import subprocess
 
 
@@ -17,8 +20,10 @@ def run(argv):
 
 def installed_packages(patterns):
     """name -> version of every installed package matching a dpkg-query pattern."""
-    code, out = run(["dpkg-query", "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Version}\n"]
-                    + patterns)
+    # dpkg-query exits 1 when one pattern matches nothing and still prints the rest.
+    _, out = run(
+        ["dpkg-query", "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Version}\n", *patterns]
+    )
     packages = {}
     for line in out.splitlines():
         parts = line.split("\t")
@@ -29,9 +34,12 @@ def installed_packages(patterns):
 
 
 def held_packages():
-    code, out = run(["dpkg-query", "-W", "-f=${Package}\t${Status}\n"])
-    held = [line.split("\t")[0] for line in out.splitlines()
-            if "\t" in line and line.split("\t")[1].startswith("hold ")]
+    _, out = run(["dpkg-query", "-W", "-f=${Package}\t${Status}\n"])
+    held = [
+        line.split("\t")[0]
+        for line in out.splitlines()
+        if "\t" in line and line.split("\t")[1].startswith("hold ")
+    ]
     return sorted(held)
 
 
@@ -64,19 +72,21 @@ def nccl_version():
     if lib.ncclGetVersion(ctypes.byref(code)) != 0:
         return None
     v = code.value
-    major, minor, patch = (v // 10000, (v % 10000) // 100, v % 100) if v >= 10000 else (
-        v // 1000, (v % 1000) // 100, v % 100)
+    major, minor, patch = (
+        (v // 10000, (v % 10000) // 100, v % 100)
+        if v >= 10000
+        else (v // 1000, (v % 1000) // 100, v % 100)
+    )
     return f"{major}.{minor}.{patch}"
 
 
 def validator_toolkit(venv):
     """torch's release and CUDA variant in the validator venv (its files, no import)."""
-    import glob
-    import os
-    import re
-
-    for meta in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages",
-                                              "torch-*.dist-info", "METADATA"))):
+    for meta in sorted(
+        glob.glob(
+            os.path.join(venv, "lib", "python3*", "site-packages", "torch-*.dist-info", "METADATA")
+        )
+    ):
         version = None
         with open(meta, encoding="utf-8") as fh:
             for line in fh:
@@ -102,8 +112,12 @@ def main():
     ap.add_argument("--cloud", required=True)
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--pattern", action="append", default=[])
-    ap.add_argument("--component", action="append", default=[],
-                    help="NAME=PACKAGE: the stack component and the package that carries it")
+    ap.add_argument(
+        "--component",
+        action="append",
+        default=[],
+        help="NAME=PACKAGE: the stack component and the package that carries it",
+    )
     ap.add_argument("--validator-venv", default="/opt/imagectl")
     args = ap.parse_args()
     components = dict(c.split("=", 1) for c in args.component)
