@@ -1,6 +1,7 @@
 """The validation shape table (images/catalog/shapes.yaml: shape -> cloud, GPU, count,
-hardware facts): the one loader, used by the validator's expectations and by the
-controller's lint. It lives on the validator side because a fleet node's validator must
+hardware facts) and the GPU table's rows (images/compat/gpus.yaml) as the validator reads
+them: the one loader of each on this side, used by the validator's expectations and checks
+and by the controller's lint. It lives on the validator side because a fleet node's validator must
 not import controller code."""
 
 from __future__ import annotations
@@ -63,12 +64,18 @@ def load_shapes(catalog_dir: Path) -> dict[str, Shape]:
     return out
 
 
+@lru_cache(maxsize=8)
+def gpu_rows(compat_dir: Path) -> dict[str, Any]:
+    """Every row of ``compat_dir/gpus.yaml`` (the compatibility engine's GPU table: NVML
+    names and memory, NVSwitch, architecture, source), read here so the validator needs
+    no controller code."""
+    return _table(compat_dir / "gpus.yaml", "gpus", "GPU table")
+
+
 def gpu_row(compat_dir: Path, sku: str) -> dict[str, Any]:
-    """The SKU's row of ``compat_dir/gpus.yaml`` (the compatibility engine's GPU table:
-    NVML names, memory, NVSwitch, architecture, source), read here so the validator needs
-    no controller code; the SKU is matched case-insensitively."""
+    """The SKU's row of the GPU table, the SKU matched case-insensitively."""
     path = compat_dir / "gpus.yaml"
-    gpus = _table(path, "gpus", "GPU table")
+    gpus = gpu_rows(compat_dir)
     folded = {str(k).lower(): (str(k), v) for k, v in gpus.items()}
     if sku.lower() not in folded:
         raise UserError(

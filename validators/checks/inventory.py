@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pynvml
-from ruamel.yaml import YAML
 
 import imagectl.images
-from imagectl.errors import UserError
 from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok, skip
@@ -21,6 +19,7 @@ from imagectl.validators.nvml.errors import error_label, error_name
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.nvml.unsupported import peers_answering
 from imagectl.validators.results import Action
+from imagectl.validators.shapes import gpu_rows
 
 SHAPES = "images/catalog/shapes.yaml"
 GPUS = "images/compat/gpus.yaml"
@@ -197,13 +196,9 @@ def gpu_model(ctx: Context, gpu: int) -> Finding:
 @functools.cache
 def _sku_memory() -> dict[str, tuple[str, int, str]]:
     """NVML model name -> (SKU, MiB NVML reports, source) from images/compat/gpus.yaml."""
-    path = Path(imagectl.images.__file__).resolve().parent / "compat" / "gpus.yaml"
-    try:
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except Exception as exc:
-        raise UserError(f"{path}: cannot read the GPU table: {exc}") from exc
+    rows = gpu_rows(Path(imagectl.images.__file__).resolve().parent / "compat")
     out: dict[str, tuple[str, int, str]] = {}
-    for sku, g in (doc.get("gpus") or {}).items():
+    for sku, g in rows.items():
         if g.get("nvml_memory_mib"):
             for name in g.get("nvml_names") or []:
                 out[name] = (sku, int(g["nvml_memory_mib"]), str(g.get("nvml_memory_source")))
