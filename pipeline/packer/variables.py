@@ -150,7 +150,6 @@ def ansible_vars(
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
         "nvidia_driver_enabled": n is not None,
         "nvidia_driver_version": n.driver.version if n else "",
-        "nvidia_driver_branch": r.driver_branch or 0,
         "nvidia_driver_kernel_modules": n.driver.kernel_modules if n else "",
         "fabric_manager_enabled": r.fabric_manager is not None,
         "fabric_manager_version": r.fabric_manager or "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,21 @@ def test_every_ansible_var_is_a_role_default() -> None:
         for cloud in resolved.stack.clouds.enabled():
             missing = set(ansible_vars(resolved, cloud)) - defaults
             assert missing == set(), f"{path.stem}/{cloud}: {sorted(missing)}"
+
+
+def test_every_ansible_var_is_read_by_a_role() -> None:
+    """A var a role declares but never reads is a pin that pins nothing (the driver
+    branch was passed and declared, and no task read it)."""
+    read = "\n".join(
+        p.read_text()
+        for p in PLAYBOOKS.rglob("*")
+        if p.is_file() and p.suffix in (".yml", ".j2", ".py") and p.parent.name != "defaults"
+    )
+    for path in stack_paths(ROOT / "images" / "stacks"):
+        _, resolved = load_resolved(ROOT / "images", path.stem)
+        for cloud in resolved.stack.clouds.enabled():
+            unread = {v for v in ansible_vars(resolved, cloud) if not re.search(rf"\b{v}\b", read)}
+            assert unread == set(), f"{path.stem}/{cloud}: no role reads {sorted(unread)}"
 
 
 def test_every_role_has_defaults_readme_and_meta() -> None:
