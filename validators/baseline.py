@@ -16,57 +16,33 @@ from __future__ import annotations
 from typing import Any
 
 from imagectl.errors import UserError
+from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import CheckResult, Outcome, Severity
 
 HIGHER_IS_BETTER = {"GB/s", "TFLOP/s", "Gbps", "GFLOP/s"}
 
 
-def _expectations(receipt: dict[str, Any]) -> dict[str, Any]:
-    exp = receipt.get("expectations") or {}
-    return exp if isinstance(exp, dict) else {}
+def _shape(receipt: Receipt) -> str | None:
+    shape = receipt.expectations.get("shape")
+    return str(shape) if shape else None
 
 
-def _shape(receipt: dict[str, Any]) -> str | None:
-    host = receipt.get("host") or {}
-    return (
-        receipt.get("shape")
-        or _expectations(receipt).get("shape")
-        or (host.get("shape") if isinstance(host, dict) else None)
-    )
+def _identity(receipt: Receipt) -> dict[str, str | None]:
+    """What the receipt says it ran on: the shape, the expected GPU SKU (its
+    expectations) and the GPU model NVML named (its first GPU); each is compared only
+    where both receipts carry it, so a SKU is never compared with an NVML name."""
+    sku = receipt.expectations.get("gpu")
+    return {
+        "shape": _shape(receipt),
+        "GPU model": str(sku) if sku else None,
+        "GPU": receipt.gpus[0].name if receipt.gpus and receipt.gpus[0].name else None,
+    }
 
 
-def _gpu_model(receipt: dict[str, Any]) -> str | None:
-    """The GPU SKU or model name, wherever the receipt carries it (a validator receipt
-    keeps the expected SKU under ``expectations.gpu`` and NVML names under ``gpus``)."""
-    for value in (receipt.get("gpu"), _expectations(receipt).get("gpu")):
-        if value:
-            return str(value)
-    top = receipt.get("gpus")
-    if isinstance(top, list) and top and isinstance(top[0], dict) and top[0].get("name"):
-        return str(top[0]["name"])
-    host = receipt.get("host") or {}
-    if not isinstance(host, dict):
-        return None
-    for key in ("gpu", "gpu_sku", "gpu_model", "gpu_name"):
-        if host.get(key):
-            return str(host[key])
-    gpus = host.get("gpus")
-    if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) and gpus[0].get("name"):
-        return str(gpus[0]["name"])
-    return None
-
-
-def _checks(receipt: Any, which: str) -> dict[tuple[str, Any], dict[str, Any]]:
-    if not isinstance(receipt, dict) or not isinstance(receipt.get("checks"), list):
-        raise UserError(
-            f"the {which} receipt has no 'checks' list",
-            where=f"{which} receipt",
-            hint="Pass a receipt written by imagectl validate (JSON with a checks list)",
-        )
-    out: dict[tuple[str, Any], dict[str, Any]] = {}
-    for check in receipt["checks"]:
-        if isinstance(check, dict) and "id" in check:
-            out.setdefault((check["id"], check.get("gpu")), check)
+def _checks(receipt: Receipt) -> dict[tuple[str, int | None], CheckResult]:
+    out: dict[tuple[str, int | None], CheckResult] = {}
+    for check in receipt.checks:
+        out.setdefault((check.id, check.gpu), check)
     return out
 
 
@@ -106,18 +82,18 @@ def _compare_rows(
     return out
 
 
-def _compare_check(cur: dict[str, Any], base: dict[str, Any], limit: float) -> CheckResult | None:
-    unit = cur.get("unit") or base.get("unit")
+def _compare_check(cur: CheckResult, base: CheckResult, limit: float) -> CheckResult | None:
+    unit = cur.unit or base.unit
     higher = unit in HIGHER_IS_BETTER
     details: dict[str, Any] = {"unit": unit, "higher_is_better": higher}
     regressions: list[str] = []
     delta = None
-    if _is_number(cur.get("measured")) and _is_number(base.get("measured")):
-        delta = _delta(cur["measured"], base["measured"])
-        details.update(current=cur["measured"], baseline=base["measured"], delta_pct=delta)
+    if _is_number(cur.measured) and _is_number(base.measured):
+        delta = _delta(cur.measured, base.measured)
+        details.update(current=cur.measured, baseline=base.measured, delta_pct=delta)
         if higher and delta is not None and -delta > limit:
-            regressions.append(f"{cur['measured']} vs {base['measured']} {unit} ({delta:+.1f}%)")
-    cur_d, base_d = cur.get("details") or {}, base.get("details") or {}
+            regressions.append(f"{cur.measured} vs {base.measured} {unit} ({delta:+.1f}%)")
+    cur_d, base_d = cur.details, base.details
     if higher:
         for name, key, field in (
             ("sizes", lambda r: r.get("bytes"), "busbw_gbps"),
@@ -136,9 +112,9 @@ def _compare_check(cur: dict[str, Any], base: dict[str, Any], limit: float) -> C
     if delta is None and not any(k in details for k in ("sizes", "pairs")):
         return None
     common: dict[str, Any] = {
-        "id": f"baseline.{cur['id']}",
-        "title": f"{cur['id']} against the baseline receipt",
-        "gpu": cur.get("gpu"),
+        "id": f"baseline.{cur.id}",
+        "title": f"{cur.id} against the baseline receipt",
+        "gpu": cur.gpu,
         "unit": "%",
         "measured": delta,
         "expected": -limit if higher else None,
@@ -162,7 +138,7 @@ def _compare_check(cur: dict[str, Any], base: dict[str, Any], limit: float) -> C
 
 
 def compare_to_baseline(
-    receipt: dict[str, Any], baseline: dict[str, Any], *, max_regression_pct: float
+    receipt: Receipt, baseline: Receipt, *, max_regression_pct: float
 ) -> list[CheckResult]:
     """Per compared check a ``baseline.<id>`` result, then a ``baseline.summary``."""
     if not _is_number(max_regression_pct) or max_regression_pct < 0:
@@ -170,9 +146,10 @@ def compare_to_baseline(
             f"the maximum regression must be a percentage >= 0, got {max_regression_pct!r}",
             hint="For example --max-regression 10",
         )
-    current_checks, base_checks = _checks(receipt, "current"), _checks(baseline, "baseline")
-    for what, get in (("shape", _shape), ("GPU model", _gpu_model)):
-        mine, theirs = get(receipt), get(baseline)
+    current_checks, base_checks = _checks(receipt), _checks(baseline)
+    mine_all, theirs_all = _identity(receipt), _identity(baseline)
+    for what, mine in mine_all.items():
+        theirs = theirs_all[what]
         if mine and theirs and mine != theirs:
             raise UserError(
                 f"the baseline receipt is from {what} {theirs!r}, this run is on {mine!r}",
@@ -184,25 +161,20 @@ def compare_to_baseline(
     for key, base in base_checks.items():
         cur = current_checks.get(key)
         if cur is None:
-            if _is_number(base.get("measured")):
+            if _is_number(base.measured):
                 missing.append({"id": key[0], "gpu": key[1]})
             continue
         result = _compare_check(cur, base, max_regression_pct)
         if result is not None:
             results.append(result)
-        elif cur.get("measured") != base.get("measured") and base.get("measured") is not None:
+        elif cur.measured != base.measured and base.measured is not None:
             changed.append(
-                {
-                    "id": key[0],
-                    "gpu": key[1],
-                    "current": cur.get("measured"),
-                    "baseline": base.get("measured"),
-                }
+                {"id": key[0], "gpu": key[1], "current": cur.measured, "baseline": base.measured}
             )
     new = [
         {"id": k[0], "gpu": k[1]}
         for k, c in current_checks.items()
-        if k not in base_checks and _is_number(c.get("measured"))
+        if k not in base_checks and _is_number(c.measured)
     ]
     failed = [r for r in results if r.outcome is Outcome.FAIL]
     details = {
@@ -213,13 +185,17 @@ def compare_to_baseline(
         "new_in_current": new,
         "max_regression_pct": max_regression_pct,
         "baseline": {
-            k: baseline.get(k) for k in ("image", "host", "profile", "shape") if k in baseline
+            "image_id": baseline.image_id,
+            "host": baseline.host.get("hostname"),
+            "profile": baseline.profile,
+            "shape": theirs_all["shape"],
+            "finished_at": baseline.finished_at,
         },
-        "shape_verified": bool(_shape(receipt) and _shape(baseline)),
-        "gpu_verified": bool(_gpu_model(receipt) and _gpu_model(baseline)),
+        "shape_verified": bool(mine_all["shape"] and theirs_all["shape"]),
+        "gpu_verified": any(mine_all[k] and theirs_all[k] for k in ("GPU model", "GPU")),
     }
-    if receipt.get("profile") != baseline.get("profile"):
-        details["profile_mismatch"] = [receipt.get("profile"), baseline.get("profile")]
+    if receipt.profile != baseline.profile:
+        details["profile_mismatch"] = [receipt.profile, baseline.profile]
     if failed:
         outcome, severity = Outcome.FAIL, Severity.CRITICAL
         message = (

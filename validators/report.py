@@ -9,13 +9,15 @@ from typing import Any
 from rich.table import Table
 
 from imagectl.fsutil import atomic_write
+from imagectl.validators.receipt import Receipt
+from imagectl.validators.results import Action, CheckResult, Outcome
 
 _STYLE = {
-    "pass": "green",
-    "fail": "bold red",
-    "error": "bold magenta",
-    "warn": "yellow",
-    "skip": "dim",
+    Outcome.PASS: "green",
+    Outcome.FAIL: "bold red",
+    Outcome.ERROR: "bold magenta",
+    Outcome.WARN: "yellow",
+    Outcome.SKIP: "dim",
 }
 
 
@@ -34,33 +36,22 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _grouped(
-    checks: list[dict[str, Any]], show_passed: bool
-) -> list[tuple[dict[str, Any], str, float]]:
+def _grouped(checks: list[CheckResult], show_passed: bool) -> list[tuple[CheckResult, str, float]]:
     """Rows with the same check, outcome, measurement and message on several GPUs -> one row."""
-    rows: list[tuple[dict[str, Any], list[int], float]] = []
+
+    def key(c: CheckResult) -> tuple[object, ...]:
+        return (c.id, c.outcome, c.action, repr(c.measured), c.message)
+
+    rows: list[tuple[CheckResult, list[int], float]] = []
     for c in checks:
-        if not show_passed and c["outcome"] == "pass":
+        if not show_passed and c.outcome is Outcome.PASS:
             continue
-        key = (c["id"], c["outcome"], c["action"], repr(c.get("measured")), c.get("message"))
         last = rows[-1] if rows else None
-        if (
-            last is not None
-            and c.get("gpu") is not None
-            and last[1]
-            and (
-                last[0]["id"],
-                last[0]["outcome"],
-                last[0]["action"],
-                repr(last[0].get("measured")),
-                last[0].get("message"),
-            )
-            == key
-        ):
-            last[1].append(int(c["gpu"]))
-            rows[-1] = (last[0], last[1], last[2] + c["duration_s"])
+        if last is not None and c.gpu is not None and last[1] and key(last[0]) == key(c):
+            last[1].append(c.gpu)
+            rows[-1] = (last[0], last[1], last[2] + c.duration_s)
             continue
-        rows.append((c, [] if c.get("gpu") is None else [int(c["gpu"])], c["duration_s"]))
+        rows.append((c, [] if c.gpu is None else [c.gpu], c.duration_s))
     return [(c, _gpu_list(g), t) for c, g, t in rows]
 
 
@@ -72,8 +63,12 @@ def _gpu_list(gpus: list[int]) -> str:
     return ",".join(map(str, gpus))
 
 
-def render_table(receipt: dict[str, Any], *, console: Any, show_passed: bool = True) -> None:
-    table = Table(title=f"imagectl validate --profile {receipt['profile']}", show_lines=False)
+def _action(c: CheckResult) -> str:
+    return "" if c.action is Action.NONE else c.action.value
+
+
+def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) -> None:
+    table = Table(title=f"imagectl validate --profile {receipt.profile}", show_lines=False)
     wide = getattr(console, "width", 80) >= 120
     cols = ["check", "gpu", "outcome", "measured", "expected", "action", "time", "message"]
     if not wide:  # narrow terminals: what and what to do; --json has the rest
@@ -87,134 +82,126 @@ def render_table(receipt: dict[str, Any], *, console: Any, show_passed: bool = T
             ratio=3 if col == "message" else None,
             min_width=24 if col == "message" else None,
         )
-    for c, gpus, total_s in _grouped(receipt["checks"], show_passed):
-        unit = f" {c['unit']}" if c.get("unit") and c.get("measured") is not None else ""
+    for c, gpus, total_s in _grouped(receipt.checks, show_passed):
+        unit = f" {c.unit}" if c.unit and c.measured is not None else ""
         cells = {
-            "check": c["id"],
+            "check": c.id,
             "gpu": gpus,
-            "outcome": f"[{_STYLE.get(c['outcome'], '')}]{c['outcome']}[/]",
-            "measured": _fmt(c.get("measured")) + unit,
-            "expected": _fmt(c.get("expected")),
-            "action": "" if c["action"] == "NONE" else c["action"],
+            "outcome": f"[{_STYLE[c.outcome]}]{c.outcome.value}[/]",
+            "measured": _fmt(c.measured) + unit,
+            "expected": _fmt(c.expected),
+            "action": _action(c),
             "time": f"{total_s * 1000:.0f} ms",
-            "message": c.get("message", ""),
+            "message": c.message,
         }
         table.add_row(*(cells[col] for col in cols))
     if table.row_count:
         console.print(table)
-    hidden = sum(1 for c in receipt["checks"] if c["outcome"] == "pass") if not show_passed else 0
+    hidden = 0 if show_passed else sum(1 for c in receipt.checks if c.outcome is Outcome.PASS)
     if hidden:
         console.print(f"[green]{hidden} check result(s) passed[/] (shown with --all)")
-    s = receipt["summary"]
-    style = "bold green" if receipt["verdict"] == "pass" else "bold red"
+    counts = ", ".join(f"{v} {k}" for k, v in receipt.summary.items() if v)
+    style = "bold green" if receipt.passed else "bold red"
     console.print(
-        f"[{style}]verdict: {receipt['verdict'].upper()}[/]  worst action: "
-        f"{receipt['worst_action']}  ({', '.join(f'{v} {k}' for k, v in s.items() if v)})  "
-        f"image: {receipt.get('image_id') or '?'}  stack: {receipt.get('stack') or '?'}  "
-        f"{receipt['duration_s']:.2f} s"
+        f"[{style}]verdict: {receipt.verdict.upper()}[/]  worst action: "
+        f"{receipt.worst_action.value}  ({counts})  "
+        f"image: {receipt.image_id or '?'}  stack: {receipt.stack or '?'}  "
+        f"{receipt.duration_s:.2f} s"
     )
 
 
-def junit_xml(receipt: dict[str, Any]) -> str:
-    checks = receipt["checks"]
-    s = receipt["summary"]
+def junit_xml(receipt: Receipt) -> str:
+    checks = receipt.checks
+    s = receipt.summary
     suite = ET.Element(
         "testsuite",
-        name=f"imagectl.validate.{receipt['profile']}",
+        name=f"imagectl.validate.{receipt.profile}",
         tests=str(len(checks)),
         failures=str(s.get("fail", 0)),
         errors=str(s.get("error", 0)),
         skipped=str(s.get("skip", 0)),
-        time=f"{receipt['duration_s']:.3f}",
-        timestamp=receipt["started_at"],
+        time=f"{receipt.duration_s:.3f}",
+        timestamp=receipt.started_at,
     )
     props = ET.SubElement(suite, "properties")
-    for key in (
-        "image_id",
-        "stack",
-        "stack_digest",
-        "validator_version",
-        "verdict",
-        "worst_action",
+    for key, value in (
+        ("image_id", receipt.image_id),
+        ("stack", receipt.stack),
+        ("stack_digest", receipt.stack_digest),
+        ("validator_version", receipt.validator_version),
+        ("verdict", receipt.verdict),
+        ("worst_action", receipt.worst_action.value),
     ):
-        ET.SubElement(props, "property", name=key, value=str(receipt.get(key)))
+        ET.SubElement(props, "property", name=key, value=str(value))
     for c in checks:
-        name = c["id"] if c.get("gpu") is None else f"{c['id']}[gpu{c['gpu']}]"
-        measured = c.get("measured")
-        if c["id"].startswith("kernel.") and isinstance(measured, dict) and "code" in measured:
+        name = c.id if c.gpu is None else f"{c.id}[gpu{c.gpu}]"
+        measured = c.measured
+        if c.id.startswith("kernel.") and isinstance(measured, dict) and "code" in measured:
             name += f"[{measured['code']}]"  # one test case per XID/SXid code
         case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=c["id"].split(".")[0],
-            name=name,
-            time=f"{c['duration_s']:.4f}",
+            suite, "testcase", classname=c.id.split(".")[0], name=name, time=f"{c.duration_s:.4f}"
         )
         text = (
-            f"measured={c.get('measured')!r} expected={c.get('expected')!r} "
-            f"action={c['action']} source={c.get('source')}"
+            f"measured={c.measured!r} expected={c.expected!r} "
+            f"action={c.action.value} source={c.source}"
         )
-        if c["outcome"] == "fail":
-            ET.SubElement(
-                case, "failure", message=c.get("message", ""), type=c["action"]
-            ).text = text
-        elif c["outcome"] == "error":
-            ET.SubElement(case, "error", message=c.get("message", ""), type="error").text = text
-        elif c["outcome"] == "skip":
-            ET.SubElement(case, "skipped", message=c.get("message", ""))
-        elif c["outcome"] == "warn":
-            ET.SubElement(case, "system-out").text = f"WARN: {c.get('message', '')} ({text})"
+        if c.outcome is Outcome.FAIL:
+            ET.SubElement(case, "failure", message=c.message, type=c.action.value).text = text
+        elif c.outcome is Outcome.ERROR:
+            ET.SubElement(case, "error", message=c.message, type="error").text = text
+        elif c.outcome is Outcome.SKIP:
+            ET.SubElement(case, "skipped", message=c.message)
+        elif c.outcome is Outcome.WARN:
+            ET.SubElement(case, "system-out").text = f"WARN: {c.message} ({text})"
     suites = ET.Element("testsuites")
     suites.append(suite)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
 
-def _key(c: dict[str, Any]) -> tuple[str, int]:
-    return c["id"], -1 if c.get("gpu") is None else int(c["gpu"])
+def _key(c: CheckResult) -> tuple[str, int]:
+    return c.id, -1 if c.gpu is None else c.gpu
 
 
-def diff_receipts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def _changed(c: CheckResult) -> dict[str, Any]:
+    return {"outcome": c.outcome.value, "measured": c.measured, "action": c.action.value}
+
+
+DIFF_HEADER = (
+    "image_id",
+    "stack",
+    "stack_digest",
+    "validator_version",
+    "profile",
+    "verdict",
+    "worst_action",
+)
+
+
+def diff_receipts(a: Receipt, b: Receipt) -> dict[str, Any]:
     """What changed from receipt A to receipt B: header fields and per-check outcomes."""
-    header = {
-        k: {"a": a.get(k), "b": b.get(k)}
-        for k in (
-            "image_id",
-            "stack",
-            "stack_digest",
-            "validator_version",
-            "profile",
-            "verdict",
-            "worst_action",
-        )
-        if a.get(k) != b.get(k)
-    }
-    ca = {_key(c): c for c in a["checks"]}
-    cb = {_key(c): c for c in b["checks"]}
+    ha, hb = (
+        a.model_dump(mode="json", include=set(DIFF_HEADER)),
+        b.model_dump(mode="json", include=set(DIFF_HEADER)),
+    )
+    header = {k: {"a": ha[k], "b": hb[k]} for k in DIFF_HEADER if ha[k] != hb[k]}
+    ca = {_key(c): c for c in a.checks}
+    cb = {_key(c): c for c in b.checks}
     changed = []
     for key in sorted(set(ca) | set(cb)):
         x, y = ca.get(key), cb.get(key)
-        if (
-            x
-            and y
-            and (x["outcome"], x.get("measured"), x["action"])
-            == (y["outcome"], y.get("measured"), y["action"])
-        ):
+        if x is not None and y is not None and _changed(x) == _changed(y):
             continue
         changed.append(
             {
                 "id": key[0],
                 "gpu": None if key[1] < 0 else key[1],
-                "a": None
-                if x is None
-                else {k: x.get(k) for k in ("outcome", "measured", "action")},
-                "b": None
-                if y is None
-                else {k: y.get(k) for k in ("outcome", "measured", "action")},
+                "a": None if x is None else _changed(x),
+                "b": None if y is None else _changed(y),
             }
         )
     return {"header": header, "checks": changed}
 
 
-def write_junit(receipt: dict[str, Any], path: Path) -> None:
+def write_junit(receipt: Receipt, path: Path) -> None:
     """``--junit FILE``: the JUnit XML, whole or not at all."""
     atomic_write(path, junit_xml(receipt))

@@ -50,7 +50,7 @@ class Options:
     image_id: str | None = None
     device: str = "auto"
     nodes: str | None = None
-    baseline: dict[str, Any] | None = None
+    baseline: Receipt | None = None
     max_regression_pct: float = 5.0
     sandbox: bool = False  # a try-it replay the gate may accept (recorded in the receipt)
 
@@ -286,7 +286,7 @@ def _gpu_work(
     return out
 
 
-def baseline_checks(receipt: dict[str, Any], opts: Options) -> list[CheckResult]:
+def baseline_checks(receipt: Receipt, opts: Options) -> list[CheckResult]:
     """Compare with ``--baseline``. A baseline that cannot be compared (another shape or
     GPU model, no checks) is bad input: its UserError propagates (exit 2)."""
     if opts.baseline is None:
@@ -404,7 +404,7 @@ def _validate(opts: Options) -> Receipt:
         with contextlib.suppress(Exception):
             ctx.nvml.nvmlShutdown()
     receipt = _make_receipt(ctx, opts, results, started_at, t0, cov)
-    extra = baseline_checks(receipt.model_dump(mode="json"), opts)
+    extra = baseline_checks(receipt, opts)
     if extra:
         receipt = _make_receipt(ctx, opts, results + extra, started_at, t0, cov)
     return receipt

@@ -24,11 +24,10 @@ def show(file: Path, show_all: bool, as_json: bool) -> int:
     from imagectl.validators.report import render_table
 
     receipt = load_receipt(file)
-    data = receipt.model_dump(mode="json")
     if as_json:
-        emit_json(data)
+        emit_json(receipt.model_dump(mode="json"))
     else:
-        render_table(data, console=console(), show_passed=show_all)
+        render_table(receipt, console=console(), show_passed=show_all)
     return 0 if receipt.passed else 1
 
 
@@ -43,7 +42,7 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import diff_receipts
 
-    d = diff_receipts(*(load_receipt(f).model_dump(mode="json") for f in (a, b)))
+    d = diff_receipts(load_receipt(a), load_receipt(b))
     if as_json:
         emit_json(d)
     else:

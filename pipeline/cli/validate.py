@@ -171,20 +171,19 @@ def command(
         image_id=image_id,
         device=device,
         nodes=nodes,
-        baseline=load_receipt(baseline).model_dump(mode="json") if baseline is not None else None,
+        baseline=load_receipt(baseline) if baseline is not None else None,
         max_regression_pct=max_regression_pct,
         sandbox=sandbox,
     )
     receipt = validate(opts)
-    data = receipt.model_dump(mode="json")
     if output is not None:
         write_receipt(receipt, output)
     if junit is not None:
-        write_junit(data, junit)
+        write_junit(receipt, junit)
     if as_json:
-        emit_json(data)
+        emit_json(receipt.model_dump(mode="json"))
     else:
-        render_table(data, console=console(), show_passed=show_all)
+        render_table(receipt, console=console(), show_passed=show_all)
         if output is not None:
             console().print(f"receipt: {output}")
     return 0 if receipt.verdict == "pass" else 1

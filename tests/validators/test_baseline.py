@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from imagectl.errors import UserError
 from imagectl.validators.baseline import compare_to_baseline
+from imagectl.validators.receipt import GpuSummary, Receipt
 from imagectl.validators.results import CheckResult, Outcome, Severity
+from tests.support import make_receipt
 
 
 def check(id, measured, unit, gpu=None, **details):
@@ -21,10 +21,10 @@ def check(id, measured, unit, gpu=None, **details):
         unit=unit,
         gpu=gpu,
         details=details,
-    ).model_dump(mode="json")
+    )
 
 
-def receipt():
+def receipt() -> Receipt:
     sizes = [
         {
             "bytes": 1 << 20,
@@ -44,12 +44,12 @@ def receipt():
         },
     ]
     pairs = [{"src": 0, "dst": 1, "gbps": 380.0}, {"src": 1, "dst": 0, "gbps": 379.0}]
-    return {
-        "host": {"hostname": "node-1", "gpu": "H100-SXM-80GB"},
-        "shape": "p5.48xlarge",
-        "profile": "quick",
-        "image": "ami-prod",
-        "checks": [
+    gpus = [GpuSummary(index=i, name="NVIDIA H100 80GB HBM3", outcome="pass") for i in (0, 1)]
+    return make_receipt(
+        "ami-prod", "h100-training", "sha256:" + "0" * 64, profile="quick", host="node-1",
+        expectations={"shape": "p5.48xlarge", "gpu": "H100-SXM-80GB"},
+        gpus=gpus,
+        checks=[
             check("cuda.gemm.bf16", 720.0, "TFLOP/s", gpu=0),
             check("cuda.gemm.bf16", 722.0, "TFLOP/s", gpu=1),
             check("collective.all_reduce", 469.8, "GB/s", sizes=sizes),
@@ -58,15 +58,15 @@ def receipt():
             check("collective.nccl_version", "2.26.2", None),
             check("cuda.init", None, "ms"),
         ],
-    }
+    )  # fmt: skip
 
 
 def by_id(results):
     return {(r.id, r.gpu): r for r in results}
 
 
-def edit(rec, id, gpu=None):
-    return next(c for c in rec["checks"] if c["id"] == id and c["gpu"] == gpu)
+def edit(rec: Receipt, id: str, gpu: int | None = None) -> CheckResult:
+    return next(c for c in rec.checks if c.id == id and c.gpu == gpu)
 
 
 def test_same_figures_pass_with_zero_deltas():
@@ -80,7 +80,7 @@ def test_same_figures_pass_with_zero_deltas():
 
 def test_regression_beyond_the_limit_fails_and_names_the_figure():
     cur = receipt()
-    edit(cur, "cuda.gemm.bf16", 1)["measured"] = 612.0  # -15.2 %
+    edit(cur, "cuda.gemm.bf16", 1).measured = 612.0  # -15.2 %
     out = by_id(compare_to_baseline(cur, receipt(), max_regression_pct=10))
     bad = out[("baseline.cuda.gemm.bf16", 1)]
     assert bad.outcome is Outcome.FAIL and bad.measured == pytest.approx(-15.24, abs=0.01)
@@ -96,7 +96,7 @@ def test_regression_beyond_the_limit_fails_and_names_the_figure():
 
 def test_per_size_gates_only_the_gated_sizes():
     cur = receipt()
-    rows = edit(cur, "collective.all_reduce")["details"]["sizes"]
+    rows = edit(cur, "collective.all_reduce").details["sizes"]
     rows[0]["busbw_gbps"] = 18.0  # -51 % at 1 MiB: latency-bound, reported only
     out = by_id(compare_to_baseline(cur, receipt(), max_regression_pct=10))
     result = out[("baseline.collective.all_reduce", None)]
@@ -111,7 +111,7 @@ def test_per_size_gates_only_the_gated_sizes():
 
 def test_a_single_slow_gpu_pair_is_named():
     cur = receipt()
-    edit(cur, "cuda.p2p_bandwidth")["details"]["pairs"][1]["gbps"] = 250.0
+    edit(cur, "cuda.p2p_bandwidth").details["pairs"][1]["gbps"] = 250.0
     result = by_id(compare_to_baseline(cur, receipt(), max_regression_pct=10))[
         ("baseline.cuda.p2p_bandwidth", None)
     ]
@@ -120,8 +120,8 @@ def test_a_single_slow_gpu_pair_is_named():
 
 def test_lower_is_better_and_text_figures_are_reported_not_gated():
     cur = receipt()
-    edit(cur, "collective.rendezvous")["measured"] = 30.0  # slower start: +150 %
-    edit(cur, "collective.nccl_version")["measured"] = "2.27.3"
+    edit(cur, "collective.rendezvous").measured = 30.0  # slower start: +150 %
+    edit(cur, "collective.nccl_version").measured = "2.27.3"
     out = by_id(compare_to_baseline(cur, receipt(), max_regression_pct=10))
     assert out[("baseline.collective.rendezvous", None)].outcome is Outcome.PASS
     assert out[("baseline.collective.rendezvous", None)].measured == 150.0
@@ -134,9 +134,7 @@ def test_lower_is_better_and_text_figures_are_reported_not_gated():
 
 def test_missing_figures_warn():
     cur = receipt()
-    cur["checks"] = [
-        c for c in cur["checks"] if not (c["id"] == "cuda.gemm.bf16" and c["gpu"] == 1)
-    ]
+    cur.checks = [c for c in cur.checks if not (c.id == "cuda.gemm.bf16" and c.gpu == 1)]
     summary = by_id(compare_to_baseline(cur, receipt(), max_regression_pct=10))[
         ("baseline.summary", None)
     ]
@@ -147,9 +145,13 @@ def test_missing_figures_warn():
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        (lambda r: r.update(shape="a3-highgpu-8g"), "shape 'a3-highgpu-8g'"),
-        (lambda r: r["host"].update(gpu="H200-SXM-141GB"), "GPU model 'H200-SXM-141GB'"),
-        (lambda r: r.pop("checks"), "no 'checks' list"),
+        (lambda r: r.expectations.update(shape="a3-highgpu-8g"), "shape 'a3-highgpu-8g'"),
+        (lambda r: r.expectations.update(gpu="H200-SXM-141GB"), "GPU model 'H200-SXM-141GB'"),
+        # a receipt from a host with no expectations still names its GPUs (NVML)
+        (
+            lambda r: (r.expectations.clear(), setattr(r.gpus[0], "name", "NVIDIA A100-SXM4-80GB")),
+            "GPU 'NVIDIA A100-SXM4-80GB'",
+        ),
     ],
 )
 def test_refuses_a_baseline_from_elsewhere(change, words):
@@ -162,7 +164,7 @@ def test_refuses_a_baseline_from_elsewhere(change, words):
 
 def test_negative_limit_is_bad_input():
     with pytest.raises(UserError, match="percentage"):
-        compare_to_baseline(receipt(), copy.deepcopy(receipt()), max_regression_pct=-1)
+        compare_to_baseline(receipt(), receipt(), max_regression_pct=-1)
 
 
 def test_real_smoke_receipt_against_a_faster_baseline():
@@ -175,15 +177,11 @@ def test_real_smoke_receipt_against_a_faster_baseline():
     from imagectl.validators.compute import smoke_checks
 
     checks = smoke_checks(types.SimpleNamespace(), device="cpu", profile="quick", nvml=None)
-    current = {
-        "shape": None,
-        "profile": "quick",
-        "checks": [c.model_dump(mode="json") for c in checks],
-    }
-    faster = copy.deepcopy(current)
-    for c in faster["checks"]:
-        if isinstance(c["measured"], float):
-            c["measured"] *= 1.5  # the baseline was 50 % faster: this run is 33 % slower
+    current = make_receipt(None, None, None, profile="quick", checks=checks)
+    faster = current.model_copy(deep=True)
+    for c in faster.checks:
+        if isinstance(c.measured, float):
+            c.measured *= 1.5  # the baseline was 50 % faster: this run is 33 % slower
     out = by_id(compare_to_baseline(current, faster, max_regression_pct=25))
     gated = [r for key, r in out.items() if key[0] != "baseline.summary"]
     assert {r.id for r in gated} >= {"baseline.cuda.gemm.bf16", "baseline.cuda.hbm_bandwidth"}
