@@ -17,7 +17,7 @@ from typing import Any
 from imagectl.compat.data import CompatData, PackageSet
 from imagectl.compat.engine import Combination
 from imagectl.stacks.schema import Stack
-from imagectl.versions import Dotted, NcclVersion
+from imagectl.versions import Dotted
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,6 @@ def resolve(stack: Stack, data: CompatData) -> ResolvedStack:
     nvswitch = any(g.nvswitch for g in gpus)
     wants_fm = n.fabric_manager == "required" or (n.fabric_manager == "auto" and nvswitch)
     cuda = Dotted.parse(n.cuda)
-    if n.nccl:
-        NcclVersion.parse(n.nccl)
     fabric_manager = n.driver.version if wants_fm else None
     imex = any(g.imex for g in gpus)
     pins = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -55,16 +55,17 @@ _AWS_ACCOUNT = re.compile(r"^\d{12}$")
 _ORG_ARN = re.compile(r"^arn:aws:organizations::\d{12}:(organization|ou)/[\w/-]+$")
 
 Profile = Literal["boot", "quick", "full", "burn"]
+T = TypeVar("T")
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _checked(parse: Callable[[], object]) -> None:
-    """Run a version parser; its UserError becomes the ValueError pydantic reports."""
+def _checked(parse: Callable[[], T]) -> T:
+    """Run a version parser once; its UserError becomes the ValueError pydantic reports."""
     try:
-        parse()
+        return parse()
     except UserError as exc:
         raise ValueError(exc.render().rstrip(".")) from None
 
@@ -106,8 +107,7 @@ class DriverPins(Strict):
     @field_validator("version", mode="before")
     @classmethod
     def _version(cls, v: str) -> str:
-        _checked(lambda: Dotted.parse(v, what="driver version"))
-        if len(Dotted.parse(v).parts) < 2:
+        if len(_checked(lambda: Dotted.parse(v, what="driver version")).parts) < 2:
             raise ValueError(f"driver version '{v}' must be exact, e.g. 580.95.05")
         return v
 
@@ -134,8 +134,7 @@ class NvidiaPins(Strict):
     @field_validator("cuda", mode="before")
     @classmethod
     def _cuda(cls, v: str) -> str:
-        _checked(lambda: Dotted.parse(str(v), what="CUDA version"))
-        if len(Dotted.parse(str(v)).parts) < 2:
+        if len(_checked(lambda: Dotted.parse(str(v), what="CUDA version")).parts) < 2:
             raise ValueError(f"CUDA version '{v}' must name at least major.minor, e.g. 12.8.1")
         return str(v)
 
