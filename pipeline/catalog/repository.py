@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -74,31 +74,23 @@ BUILD_OUTCOMES = ("running", "succeeded", "failed", "cancelled")
 NEVER_LATEST = (ImageState.BLOCKED.value, ImageState.DELETED.value)
 
 
+Row = TypeVar("Row", Image, Build, Promotion)
+
+
+def _row(session: Session, model: type[Row], row: Row | int) -> Row:
+    """The row itself, or the row with that catalog id (a clear error when there is none)."""
+    if isinstance(row, model):
+        return row
+    found = session.get(model, row)
+    if found is None:
+        raise UserError(
+            f"no {model.__name__.lower()} with catalog id {row}", hint="Run `imagectl status`"
+        )
+    return found
+
+
 def _image(session: Session, image: Image | int) -> Image:
-    if isinstance(image, Image):
-        return image
-    found = session.get(Image, image)
-    if found is None:
-        raise UserError(f"no image with catalog id {image}", hint="Run `imagectl status`")
-    return found
-
-
-def _build(session: Session, build: Build | int) -> Build:
-    if isinstance(build, Build):
-        return build
-    found = session.get(Build, build)
-    if found is None:
-        raise UserError(f"no build with catalog id {build}", hint="Run `imagectl status`")
-    return found
-
-
-def _promotion(session: Session, promotion: Promotion | int) -> Promotion:
-    if isinstance(promotion, Promotion):
-        return promotion
-    found = session.get(Promotion, promotion)
-    if found is None:
-        raise UserError(f"no promotion with catalog id {promotion}")
-    return found
+    return _row(session, Image, image)
 
 
 def log_event(
@@ -183,7 +175,7 @@ def finish_build(
         raise UserError(
             f"unknown build outcome '{outcome}'", hint="Use succeeded, failed or cancelled"
         )
-    build = _build(session, build)
+    build = _row(session, Build, build)
     build.outcome = outcome
     build.finished_at = finished_at or utcnow()
     if packer_manifest is not None:
@@ -376,7 +368,7 @@ def finish_promotion(
 ) -> Promotion:
     """Close a promotion: every target done -> promoted; some -> partially_promoted;
     none -> the image returns to the state the promotion started from."""
-    promotion = _promotion(session, promotion)
+    promotion = _row(session, Promotion, promotion)
     if promotion.state != "running":
         raise UserError(
             f"promotion {promotion.id} of {promotion.stack} on {promotion.cloud} already "
