@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
 
+from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
 
 # Tag / label keys: imagectl.tags (the one place they are spelt).
@@ -134,7 +134,7 @@ class Provider(ABC):
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus: ...
 
     @abstractmethod
-    def share(self, replica: CloudImage, sharing: Any) -> None:
+    def share(self, replica: CloudImage, sharing: Sharing) -> None:
         """Apply the stack's sharing (accounts / orgs / principals); never public unless set."""
 
     @abstractmethod

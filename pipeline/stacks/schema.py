@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -191,6 +191,10 @@ class Sharing(Strict):
 
 
 class CloudCommon(Strict):
+    # The sharing a cloud can apply to an image (its provider's ``share``), and why the
+    # rest would be ignored there: a pin that does nothing is refused, never dropped.
+    SHARING: ClassVar[dict[str, str]] = {}
+
     kernel: KernelRelease = Field(description="exact kernel release, e.g. 6.8.0-1021-aws")
     validation_shapes: list[ShapeName] = Field(min_length=1)
     regions: list[Region] = Field(min_length=1, description="target regions for replication")
@@ -207,6 +211,13 @@ class CloudCommon(Strict):
         if dupes:
             raise ValueError(f"regions listed twice: {', '.join(dupes)}")
         return v
+
+    @model_validator(mode="after")
+    def _sharing_this_cloud_applies(self) -> CloudCommon:
+        for name, why in self.SHARING.items():
+            if getattr(self.share, name):
+                raise ValueError(f"share.{name}: {why}")
+        return self
 
 
 class AwsBaseImage(Strict):
@@ -247,6 +258,11 @@ class AwsCapacity(Strict):
 
 
 class AwsCloud(CloudCommon):
+    SHARING: ClassVar[dict[str, str]] = {
+        "principals": "AWS shares an AMI with accounts and organizations (ModifyImageAttribute "
+        "LaunchPermission), not IAM principals; use share.accounts or share.organizations",
+    }
+
     base_image: AwsBaseImage
     build: AwsBuild
     ssm_parameter_prefix: SsmPrefix = "/imagectl"
@@ -293,6 +309,12 @@ class GcpCapacity(Strict):
 
 
 class GcpCloud(CloudCommon):
+    SHARING: ClassVar[dict[str, str]] = {
+        name: "Compute Engine shares an image with IAM members (roles/compute.imageUser); "
+        "name them in share.principals, e.g. group:ml@example.com"
+        for name in ("accounts", "organizations")
+    }
+
     base_image: GcpBaseImage
     build: GcpBuild
     family: GcpLabel = Field(description="production image family (the latest pointer)")
@@ -347,6 +369,17 @@ class AzureCapacity(Strict):
 
 
 class AzureCloud(CloudCommon):
+    SHARING: ClassVar[dict[str, str]] = {
+        **{
+            name: "an Azure Compute Gallery is shared with subscriptions and tenants; name "
+            "them in share.principals (a subscription id, or tenant:<id>)"
+            for name in ("accounts", "organizations")
+        },
+        "public": "Azure publishes a gallery only as a community gallery (a property of the "
+        "gallery, with a publisher contact and EULA), which imagectl does not create; "
+        "share with subscriptions or tenants in share.principals",
+    }
+
     base_image: AzureBaseImage
     build: AzureBuild
     gallery: AzureGallery

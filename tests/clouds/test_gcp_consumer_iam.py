@@ -12,6 +12,7 @@ from google.cloud import compute_v1
 from google.oauth2.credentials import Credentials
 
 from imagectl.clouds.gcp.labels import to_labels
+from imagectl.stacks.schema import Sharing
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -32,7 +33,7 @@ def _consumer_latest(fake) -> str:
 def _promote(fake, provider, candidate: str, created: str) -> str:
     fake.add_image(candidate, labels=to_labels(TAGS), storage_locations=["us"], created=created)
     source = provider.get_image(candidate, "")
-    provider.share(source, {"principals": [CONSUMER]})
+    provider.share(source, Sharing(principals=[CONSUMER]))
     status = provider.replicate(source, "europe", token=f"imagectl-{candidate}")
     for op in list(fake.operations):
         fake._complete(op)
@@ -70,6 +71,6 @@ def test_rollback_to_an_image_shared_after_its_promotion_grants_it_again(gcp_fak
     provider.set_pointer("h100-training", "europe", str(status.image_id))
     with pytest.raises(gexc.Forbidden):
         _consumer_latest(gcp_fake)
-    provider.share(source, {"principals": [CONSUMER]})
+    provider.share(source, Sharing(principals=[CONSUMER]))
     provider.set_pointer("h100-training", "europe", str(status.image_id))
     assert _consumer_latest(gcp_fake) == status.image_id

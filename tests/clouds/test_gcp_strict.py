@@ -10,6 +10,7 @@ import pytest
 from imagectl.clouds.base import CloudImage
 from imagectl.clouds.gcp.labels import to_labels
 from imagectl.errors import CloudError
+from imagectl.stacks.schema import Sharing
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -85,7 +86,7 @@ def test_the_family_image_gets_the_image_users_of_the_source(gcp_fake) -> None:
     provider = _provider(gcp_fake)
     gcp_fake.add_image("cand-2", labels=to_labels(TAGS), storage_locations=["us"])
     source = provider.get_image("cand-2", "")
-    provider.share(source, {"principals": ["group:ml-platform@example.com"]})
+    provider.share(source, Sharing(principals=["group:ml-platform@example.com"]))
     status = provider.replicate(source, "europe", token="imagectl-t")
     provider.set_pointer("h100-training", "europe", str(status.image_id))
     member = provider.get_pointer("h100-training", "europe")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from tests.fakes.fixtures import CloudEnv
 
@@ -130,19 +131,19 @@ def test_share_never_public_unless_asked(cloud_env: CloudEnv) -> None:
     if cloud_env.cloud == "aws":
         import boto3
 
-        p.share(image, {"accounts": ["111122223333"]})
+        p.share(image, Sharing(accounts=["111122223333"]))
         perms = boto3.client("ec2", region_name="us-east-1").describe_image_attribute(
             ImageId=image.image_id, Attribute="launchPermission"
         )["LaunchPermissions"]
         assert perms == [{"UserId": "111122223333"}]
     elif cloud_env.cloud == "gcp":
-        p.share(image, {"principals": ["group:ml@example.com"]})
+        p.share(image, Sharing(principals=["group:ml@example.com"]))
         policy = cloud_env.fake.iam[image.image_id]
         assert policy["bindings"] == [
             {"role": "roles/compute.imageUser", "members": ["group:ml@example.com"]}
         ]
     else:
-        p.share(image, {"principals": ["11111111-2222-3333-4444-555555555555"]})
+        p.share(image, Sharing(principals=["11111111-2222-3333-4444-555555555555"]))
         (groups,) = cloud_env.fake.sharing.values()
         assert groups == [
             {"type": "Subscriptions", "ids": ["11111111-2222-3333-4444-555555555555"]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from imagectl.stacks.schema import Sharing
 from tests.contract.compute_schema import problems
 from tests.fakes.fixtures import CloudEnv
 
@@ -43,7 +44,7 @@ def _exercise(fake) -> None:
     provider = env.provider()
     old, new = env.seed_candidate(), env.seed_candidate()
     for image in (old, new):
-        provider.share(image, {"principals": ["group:ml@example.com"]})
+        provider.share(image, Sharing(principals=["group:ml@example.com"]))
         status = provider.replicate(image, "europe", token=f"imagectl-{image.image_id}")
         while provider.replica_status(image, "europe").state == "pending":
             pass

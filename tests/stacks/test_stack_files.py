@@ -81,6 +81,36 @@ def test_a_kernel_that_is_not_an_exact_release_names_its_line(tmp_path: Path, ke
     assert "stack.schema.json" in msg
 
 
+ORG = '      organizations: ["arn:aws:organizations::111122223333:organization/o-exampleorgid"]'
+
+
+@pytest.mark.parametrize(
+    ("cloud", "old", "new", "words"),
+    [
+        ("aws", ORG, '      principals: ["group:ml@example.com"]',
+         "share.principals: AWS shares an AMI"),
+        ("gcp", "    family: h100-training",
+         '    family: h100-training\n    share:\n      accounts: ["111122223333"]',
+         "share.accounts: Compute Engine shares an image with IAM members"),
+        ("azure", "      image_definition: h100-training",
+         "      image_definition: h100-training\n    share:\n      public: true",
+         "share.public: Azure publishes a gallery only as a community gallery"),
+    ],
+)  # fmt: skip
+def test_sharing_a_cloud_cannot_apply_is_refused_not_dropped(
+    tmp_path: Path, cloud: str, old: str, new: str, words: str
+) -> None:
+    """Each cloud's image-sharing API takes its own kind of grantee (EC2
+    ModifyImageAttribute: accounts, organizations, OUs or all; Compute Engine IAM: members;
+    Compute Gallery sharing profile: subscriptions and tenants, public only as a community
+    gallery). A grantee the cloud cannot take was silently skipped by its provider."""
+    assert H100.count(old) == 1
+    text = H100.replace(old, new)
+    [msg] = problems(write(tmp_path, text))
+    assert f"clouds.{cloud}: {words}" in msg
+    assert msg.startswith(f"{tmp_path / 'h100-training.yaml'}:{line_of(text, f'  {cloud}:')}:")
+
+
 def test_bad_driver_version(tmp_path: Path) -> None:
     text = H100.replace('version: "580.95.05"', 'version: "580-latest"')
     [msg] = problems(write(tmp_path, text))

@@ -17,6 +17,7 @@ from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
 from imagectl.errors import CloudError
+from imagectl.stacks.schema import Sharing
 from imagectl.tags import (
     TAG_DEPRECATED_AT,
     TAG_REPLACEMENT,
@@ -109,14 +110,12 @@ class AwsPromotion:
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
         return self._status(region, self._replica(image, region))
 
-    def share(self, replica: CloudImage, sharing: Any) -> None:
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
-        add: list[dict[str, str]] = []
-        add += [{"UserId": str(a)} for a in get("accounts", []) or []]
-        for arn in get("organizations", []) or []:
+    def share(self, replica: CloudImage, sharing: Sharing) -> None:
+        add: list[dict[str, str]] = [{"UserId": a} for a in sharing.accounts]
+        for arn in sharing.organizations:
             key = "OrganizationalUnitArn" if ":ou/" in arn else "OrganizationArn"
             add.append({key: arn})
-        if get("public", False):
+        if sharing.public:
             add.append({"Group": "all"})
         if not add:
             return

@@ -18,6 +18,7 @@ from imagectl.clouds.azure.resources import REPLICATION, version_key
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
 from imagectl.errors import CloudError, UserError
+from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
 
 BUSY = frozenset({"Creating", "Updating", "Deleting"})
@@ -150,12 +151,11 @@ class AzurePromotion:
                 return ReplicaStatus(region, state, image.image_id, detail=entry.details or "")
         return ReplicaStatus(region, "pending", image.image_id)
 
-    def share(self, replica: CloudImage, sharing: Any) -> None:
+    def share(self, replica: CloudImage, sharing: Sharing) -> None:
         """Gallery sharing: principals are subscription ids, or ``tenant:<id>``."""
         from azure.mgmt.compute.models import SharingProfileGroup, SharingUpdate
 
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
-        principals = [str(p) for p in get("principals", []) or []]
+        principals = list(sharing.principals)
         subs = [p for p in principals if not p.startswith("tenant:")]
         tenants = [p.split(":", 1)[1] for p in principals if p.startswith("tenant:")]
         groups = []

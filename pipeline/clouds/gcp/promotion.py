@@ -29,6 +29,7 @@ from imagectl.clouds.common import iso, parse_time, utcnow
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.crashpoints import crash_point
 from imagectl.errors import CloudError, UserError
+from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_SOURCE_IMAGE, TAG_STACK, gcp_label_key, gcp_label_value
 
 IMAGE_USER = "roles/compute.imageUser"
@@ -134,10 +135,9 @@ class GcpPromotion:
             return ReplicaStatus(region, "failed", raw.name, detail=f"not stored in {region}")
         return ReplicaStatus(region, _usable(image_state(raw)), raw.name)
 
-    def share(self, replica: CloudImage, sharing: Any) -> None:
-        get = sharing.get if isinstance(sharing, dict) else lambda k, d=None: getattr(sharing, k, d)
-        members = [str(p) for p in get("principals", []) or []]
-        if get("public", False):
+    def share(self, replica: CloudImage, sharing: Sharing) -> None:
+        members = list(sharing.principals)
+        if sharing.public:
             members.append("allAuthenticatedUsers")
         if not members:
             return

@@ -56,6 +56,7 @@ from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
 from imagectl.settings import parse_seconds
+from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_DIGEST, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
 ENV_REGISTRY = "IMAGECTL_LOCAL_REGISTRY"
@@ -531,10 +532,8 @@ class LocalProvider(Provider):
             _write_json(path, copy)
         return ReplicaStatus(region, "available", image.image_id)
 
-    def share(self, replica: CloudImage, sharing: Any) -> None:
-        plain = sharing.model_dump() if hasattr(sharing, "model_dump") else dict(sharing or {})
-        plain["public"] = bool(plain.get("public", False))  # never public unless the stack says
-        self._update(replica, shared_with=plain)
+    def share(self, replica: CloudImage, sharing: Sharing) -> None:
+        self._update(replica, shared_with=sharing.model_dump(mode="json"))
 
     def get_pointer(self, stack: str, region: str) -> str | None:
         try:
