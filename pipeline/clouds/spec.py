@@ -70,11 +70,6 @@ class CloudSpec(Generic[S]):
         (the same variables the cloud's clients read)."""
         return {}
 
-    def extra_packages(self, settings: S) -> dict[str, str]:
-        """Debian packages the stack pins beyond NVIDIA's, name -> exact version (the base
-        role installs and holds them)."""
-        return {}
-
     def build_site(self, settings: S) -> tuple[str, str]:
         """(where the build runs, on what machine), for ``imagectl plan``."""
         raise NotImplementedError

@@ -132,7 +132,7 @@ def ansible_vars(
         "base_distro": s.os.distro,
         "base_release": s.os.release,
         "base_kernel_version": c.kernel,
-        "base_packages": spec.extra_packages(c),
+        "base_packages": c.extra_packages,
         "manifest_stack_name": s.name,
         "manifest_stack_digest": r.digest,
         "manifest_cloud": cloud,

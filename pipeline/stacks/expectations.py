@@ -31,7 +31,7 @@ def image_expectations(resolved: ResolvedStack, cloud: str | None) -> Expectatio
     clouds = stack.clouds.enabled()
     c = clouds.get(cloud) if cloud else None
     kernel = c.kernel if c is not None else None
-    packages: dict[str, str] = dict(getattr(c, "packages", None) or {})
+    packages = c.extra_packages if c is not None else {}
     packages.update(resolved.pinned_packages())
     held = sorted({*packages, *([f"linux-image-{kernel}"] if kernel else [])})
     return Expectations(

@@ -212,6 +212,12 @@ class CloudCommon(Strict):
             raise ValueError(f"regions listed twice: {', '.join(dupes)}")
         return v
 
+    @property
+    def extra_packages(self) -> dict[str, str]:
+        """Debian packages the stack pins beyond NVIDIA's, name -> exact version (the base
+        role installs and holds them; the image's expectations check them)."""
+        return {}
+
     @model_validator(mode="after")
     def _sharing_this_cloud_applies(self) -> CloudCommon:
         for name, why in self.SHARING.items():
@@ -400,6 +406,10 @@ class LocalCloud(CloudCommon):
     packages: dict[DebName, DebVersion] = Field(
         default_factory=dict, description="extra packages pinned to exact versions"
     )
+
+    @property
+    def extra_packages(self) -> dict[str, str]:
+        return dict(self.packages)
 
 
 class Clouds(Strict):

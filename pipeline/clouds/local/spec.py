@@ -46,9 +46,6 @@ class LocalSpec(CloudSpec[LocalCloud]):
             "local_output_dir": str(folder / "output"),
         }
 
-    def extra_packages(self, settings: LocalCloud) -> dict[str, str]:
-        return dict(settings.packages)
-
     def build_site(self, settings: LocalCloud) -> tuple[str, str]:
         return "localhost", f"qemu {settings.build.cpus} cpu / {settings.build.memory_mib} MiB"
 
