@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from imagectl.cli.common import (
@@ -44,34 +42,13 @@ def command(
     Exit 0 when everything expired was terminated (or nothing was), 1 when a
     termination or a cloud listing failed.
     """
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.reap import reap
-    from imagectl.clouds.registry import get_provider
-    from imagectl.stacks import load_resolved, stack_paths
+    from imagectl.clouds.reap import sweep
+    from imagectl.stacks import stack_paths
 
     ws = workspace(ctx)
     names = list(stacks) or [p.stem for p in stack_paths(ws.stacks_dir)]
-    seen: set[tuple[str, str]] = set()
-    results: list[dict[str, Any]] = []
-    errors: list[str] = []
-    for name in names:
-        _, resolved = load_resolved(ws.images, name)
-        for cloud in clouds or REMOTE_CLOUDS:
-            if getattr(resolved.stack.clouds, cloud, None) is None:
-                continue
-            options = provider_options(resolved, cloud)
-            key = (cloud, repr(sorted((k, str(v)) for k, v in options.items())))
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                provider = get_provider(cloud, **options)
-                results.extend(r.to_dict() for r in reap(provider, dry_run=dry_run))
-            except Exception as exc:
-                errors.append(f"{cloud} ({name}): {type(exc).__name__}: {exc}")
-    # The same instance can be listed through two stacks sharing an account: report once.
-    unique = list({(r["cloud"], r["instance_id"]): r for r in results}.values())
-    failed = [r for r in unique if r["action"] == "failed"]
+    result = sweep(ws.images, names, clouds or REMOTE_CLOUDS, dry_run=dry_run)
+    unique, errors = result.instances, result.errors
     if as_json:
         emit_json({"dry_run": dry_run, "instances": unique, "errors": errors})
     else:
@@ -85,4 +62,4 @@ def command(
             )
         for e in errors:
             out.print(f"[red]error[/] {e}")
-    return 1 if failed or errors else 0
+    return 1 if result.failed else 0

@@ -125,6 +125,12 @@ class Provider(ABC):
     @abstractmethod
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]: ...
 
+    def reap_orphans(self, *, now: dt.datetime, dry_run: bool = False) -> list[Instance]:
+        """What a validation run leaves besides its instance when it dies (AWS: its
+        security group), whose TTL passed: deleted, or listed with ``dry_run``. Nothing
+        by default: on the other clouds the instance's deletion takes its parts along."""
+        return []
+
     # -- promotion ------------------------------------------------------------------
     @abstractmethod
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:

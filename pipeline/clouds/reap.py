@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.common import is_expired, utcnow
+from imagectl.clouds.options import provider_options
+from imagectl.clouds.registry import get_provider
+from imagectl.stacks import load_resolved
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_STACK
 
 
@@ -54,8 +58,47 @@ def reap(
             out.append(Reaped(provider.cloud, inst, "failed", f"{type(exc).__name__}: {exc}"))
             continue
         out.append(Reaped(provider.cloud, inst, "terminated"))
-    orphans = getattr(provider, "reap_orphans", None)  # AWS: security groups left behind
-    if orphans is not None:
-        for record in orphans(now=now, dry_run=dry_run):
-            out.append(Reaped(provider.cloud, record, "would-delete" if dry_run else "deleted"))
+    for record in provider.reap_orphans(now=now, dry_run=dry_run):
+        out.append(Reaped(provider.cloud, record, "would-delete" if dry_run else "deleted"))
     return out
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``imagectl reap``'s result: every instance once, and each account that failed."""
+
+    instances: list[dict[str, Any]]
+    errors: list[str]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors) or any(r["action"] == "failed" for r in self.instances)
+
+
+def sweep(
+    images: Path, stacks: list[str], clouds: tuple[str, ...], *, dry_run: bool = False
+) -> Sweep:
+    """Reap every account/project/gallery the stacks name (each once, however many stacks
+    share it); a cloud that cannot be listed is an error of the sweep, not its end."""
+    seen: set[tuple[str, str]] = set()
+    results: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for name in stacks:
+        _, resolved = load_resolved(images, name)
+        enabled = resolved.stack.clouds.enabled()
+        for cloud in clouds:
+            if cloud not in enabled:
+                continue
+            options = provider_options(resolved, cloud)
+            key = (cloud, repr(sorted((k, str(v)) for k, v in options.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                provider = get_provider(cloud, **options)
+                results.extend(r.to_dict() for r in reap(provider, dry_run=dry_run))
+            except Exception as exc:
+                errors.append(f"{cloud} ({name}): {type(exc).__name__}: {exc}")
+    # The same instance can be listed through two stacks sharing an account: report once.
+    unique = list({(r["cloud"], r["instance_id"]): r for r in results}.values())
+    return Sweep(instances=unique, errors=errors)

@@ -302,6 +302,38 @@ def test_reaper_terminates_only_expired_instances(
     assert cloud_env.live_instances() == [alive]
 
 
+def test_reaper_reports_an_instance_once_however_many_stacks_list_it(
+    cli: Any, cloud_env: CloudEnv
+) -> None:
+    """Stacks that share an account are swept through each of them (their provider
+    options differ in regions or zones); an expired instance is still one line, and a
+    rerun after the sweep finds nothing."""
+    import datetime as dt
+
+    image = cloud_env.seed_candidate()
+    inst = cloud_env.provider().launch(
+        image,
+        "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
+        location=cloud_env.locations()[0],
+        ttl=dt.timedelta(hours=-1),
+        launched_by="test",
+        stack="h100-training",
+    )
+    stacks = [a for name in ("h100-training", "b200-training") for a in ("--stack", name)]
+    dry = cli("reap", "--cloud", cloud_env.cloud, *stacks, "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    assert [(r["instance_id"], r["action"]) for r in dry.json()["instances"]] == [
+        (str(inst.instance_id), "would-terminate")
+    ]
+    first = cli("reap", "--cloud", cloud_env.cloud, *stacks, "--json")
+    assert first.code == 0, first.err
+    assert [(r["instance_id"], r["action"]) for r in first.json()["instances"]] == [
+        (str(inst.instance_id), "terminated")
+    ]
+    again = cli("reap", "--cloud", cloud_env.cloud, *stacks, "--json")
+    assert again.code == 0 and again.json()["instances"] == []
+
+
 @pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0"])
 def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> None:
     import datetime as dt
