@@ -126,9 +126,9 @@ def _summary(out: Any, result: Any) -> None:
 
 def _status_data(stack: str) -> Any:
     from imagectl.catalog.db import open_catalog
-    from imagectl.cli.status import collect
+    from imagectl.promotion.query import catalog_status
 
-    return collect(open_catalog(), stack=stack, cloud="local", events=8)
+    return catalog_status(open_catalog(), stack=stack, cloud="local", events=8)
 
 
 def _status_view(stack: str) -> None:

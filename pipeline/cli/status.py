@@ -8,13 +8,13 @@ images (newest first); ``--json`` prints everything as one JSON object::
     {"database": URL, "stacks": [{"stack", "cloud", "current": [...], "candidates": [...],
       "blocked": [...], "events": [...]}]}
 
-An empty catalog prints "no images yet" and exits 0. The catalog (and SQLAlchemy) is
-imported only when the command runs.
+An empty catalog prints "no images yet" and exits 0. The data comes from
+``imagectl.promotion.query.catalog_status``; the catalog (and SQLAlchemy) is imported only
+when the command runs.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import click
@@ -27,112 +27,12 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-from imagectl.errors import UserError
-
-
-def _time(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _mode(run: Any) -> str:
-    try:
-        body = run.body
-    except UserError:  # a corrupt stored receipt: the gate refuses it, status shows it
-        return "unknown"
-    return "sandbox replay" if body.mode == "replay" and body.sandbox else body.mode
-
-
-def validated_by(img: Any) -> str | None:
-    """How the image's newest receipts were made: live, replay, or sandbox replay (a try-it
-    replay the gate accepted through the explicit --sandbox switch)."""
-    newest: dict[str, Any] = {}
-    for run in sorted(img.validation_runs, key=lambda r: (r.received_at, r.id)):
-        newest[run.shape] = run
-    modes = {_mode(r) for r in newest.values()}
-    if not modes:
-        return None
-    for mode in ("sandbox replay", "replay", "unknown"):
-        if mode in modes:
-            return mode
-    return "live"
 
 
 def _state(img: dict[str, Any]) -> str:
     """The state, marked when the receipts behind it are replays."""
     by = img.get("validated_by")
     return f"{img['state']} ({by})" if by and by != "live" else str(img["state"])
-
-
-def _image(img: Any) -> dict[str, Any]:
-    return {
-        "id": img.id,
-        "cloud_image_id": img.cloud_image_id,
-        "region": img.region,
-        "state": img.state,
-        "stack_digest": img.stack_digest,
-        "build_id": img.build.build_id if img.build else None,
-        "created_at": _time(img.created_at),
-        "state_changed_at": _time(img.state_changed_at),
-        "tags": img.tags,
-        "validated_by": validated_by(img),
-    }
-
-
-def collect(
-    catalog: Any, *, stack: str | None, cloud: str | None, events: int
-) -> list[dict[str, Any]]:
-    """The status of every (stack, cloud) pair in the catalog, as plain data."""
-    from imagectl.catalog import repository as repo
-    from imagectl.catalog.lifecycle import CANDIDATE_STATES, ImageState
-
-    out: list[dict[str, Any]] = []
-    with catalog.transaction() as s:
-        for st, cl in repo.stacks_and_clouds(s):
-            if (stack and st != stack) or (cloud and cl != cloud):
-                continue
-            current = []
-            for p in repo.list_pointers(s, stack=st, cloud=cl):
-                prev = p.previous_image
-                current.append(
-                    {
-                        "region": p.region,
-                        "image": _image(p.image),
-                        "previous": _image(prev) if prev else None,
-                        "updated_at": _time(p.updated_at),
-                        "updated_by": p.updated_by,
-                    }
-                )
-            candidates = [
-                _image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)
-            ]
-            blocked = [
-                {**_image(i), "reason": i.blocked_reason}
-                for i in repo.list_images(s, stack=st, cloud=cl, state=ImageState.BLOCKED)
-            ]
-            recent = [
-                {
-                    "at": _time(e.at),
-                    "actor": e.actor,
-                    "kind": e.kind,
-                    "image_id": e.image_id,
-                    "message": e.message,
-                }
-                for e in repo.events(s, stack=st, cloud=cl, limit=events)
-            ]
-            from imagectl.promotion.query import unfinished_flip
-
-            out.append(
-                {
-                    "stack": st,
-                    "cloud": cl,
-                    "unfinished_flip": unfinished_flip(s, st, cl),
-                    "current": current,
-                    "candidates": candidates,
-                    "blocked": blocked,
-                    "events": recent,
-                }
-            )
-    return out
 
 
 def _short(iso: str | None) -> str:
@@ -246,9 +146,11 @@ def command(
 
     if stack is not None:
         _known_stack(ctx, stack)
+    from imagectl.promotion.query import catalog_status
+
     catalog = open_catalog()
     try:
-        stacks = collect(catalog, stack=stack, cloud=cloud, events=n_events)
+        stacks = catalog_status(catalog, stack=stack, cloud=cloud, events=n_events)
     finally:
         catalog.close()
     if as_json:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
+from imagectl.catalog.lifecycle import CANDIDATE_STATES, ImageState
+from imagectl.catalog.models import Image, ValidationRun
+from imagectl.errors import UserError
 from imagectl.promotion.groups import resume_command
 from imagectl.promotion.rollback import open_flip
 
@@ -57,3 +61,99 @@ def unfinished_flip(session: Session, stack: str, cloud: str) -> dict[str, Any] 
         "finish": resume_command(promo.image, cloud, regions, regions),
         "undo": f"imagectl rollback --stack {stack} --cloud {cloud}",
     }
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _mode(run: ValidationRun) -> str:
+    try:
+        body = run.body
+    except UserError:  # a corrupt stored receipt: the gate refuses it, status shows it
+        return "unknown"
+    return "sandbox replay" if body.mode == "replay" and body.sandbox else body.mode
+
+
+def validated_by(img: Image) -> str | None:
+    """How the image's newest receipts were made: live, replay, or sandbox replay (a try-it
+    replay the gate accepted through the explicit --sandbox switch)."""
+    newest: dict[str, ValidationRun] = {}
+    for run in sorted(img.validation_runs, key=lambda r: (r.received_at, r.id)):
+        newest[run.shape] = run
+    modes = {_mode(r) for r in newest.values()}
+    if not modes:
+        return None
+    for mode in ("sandbox replay", "replay", "unknown"):
+        if mode in modes:
+            return mode
+    return "live"
+
+
+def _image(img: Image) -> dict[str, Any]:
+    return {
+        "id": img.id,
+        "cloud_image_id": img.cloud_image_id,
+        "region": img.region,
+        "state": img.state,
+        "stack_digest": img.stack_digest,
+        "build_id": img.build.build_id if img.build else None,
+        "created_at": _time(img.created_at),
+        "state_changed_at": _time(img.state_changed_at),
+        "tags": img.tags,
+        "validated_by": validated_by(img),
+    }
+
+
+def catalog_status(
+    catalog: Catalog, *, stack: str | None, cloud: str | None, events: int
+) -> list[dict[str, Any]]:
+    """``imagectl status``: per (stack, cloud) pair in the catalog, the current image of
+    every region (with the previous one), candidates, blocked images with their reasons,
+    the ``events`` newest events and an unfinished pointer flip, as plain data."""
+    out: list[dict[str, Any]] = []
+    with catalog.transaction() as s:
+        for st, cl in repo.stacks_and_clouds(s):
+            if (stack and st != stack) or (cloud and cl != cloud):
+                continue
+            current = []
+            for p in repo.list_pointers(s, stack=st, cloud=cl):
+                prev = p.previous_image
+                current.append(
+                    {
+                        "region": p.region,
+                        "image": _image(p.image),
+                        "previous": _image(prev) if prev else None,
+                        "updated_at": _time(p.updated_at),
+                        "updated_by": p.updated_by,
+                    }
+                )
+            candidates = [
+                _image(i) for i in repo.list_images(s, stack=st, cloud=cl, state=CANDIDATE_STATES)
+            ]
+            blocked = [
+                {**_image(i), "reason": i.blocked_reason}
+                for i in repo.list_images(s, stack=st, cloud=cl, state=ImageState.BLOCKED)
+            ]
+            recent = [
+                {
+                    "at": _time(e.at),
+                    "actor": e.actor,
+                    "kind": e.kind,
+                    "image_id": e.image_id,
+                    "message": e.message,
+                }
+                for e in repo.events(s, stack=st, cloud=cl, limit=events)
+            ]
+            out.append(
+                {
+                    "stack": st,
+                    "cloud": cl,
+                    "unfinished_flip": unfinished_flip(s, st, cl),
+                    "current": current,
+                    "candidates": candidates,
+                    "blocked": blocked,
+                    "events": recent,
+                }
+            )
+    return out

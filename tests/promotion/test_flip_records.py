@@ -86,9 +86,9 @@ def test_a_half_done_flip_is_recorded_per_region_and_finished_by_a_rerun(cloud_a
         assert states == {r: ("pending" if r == bad else "done") for r in env.regions}
         assert list(repo.half_done_flips(s, stack="h100-training", cloud="aws"))
 
-    from imagectl.cli.status import collect
+    from imagectl.promotion.query import catalog_status
 
-    (entry,) = collect(env.catalog, stack="h100-training", cloud="aws", events=0)
+    (entry,) = catalog_status(env.catalog, stack="h100-training", cloud="aws", events=0)
     flip = entry["unfinished_flip"]
     assert flip["pending"] == [bad] and sorted(flip["done"]) == sorted(env.regions[:-1])
     assert flip["finish"].startswith(f"imagectl promote {third.cloud_image_id}")
@@ -98,7 +98,7 @@ def test_a_half_done_flip_is_recorded_per_region_and_finished_by_a_rerun(cloud_a
     assert _catalog(env) == _cloud(env, env.provider())
     with env.catalog.transaction() as s:
         assert not repo.half_done_flips(s, stack="h100-training", cloud="aws")
-    (entry,) = collect(env.catalog, stack="h100-training", cloud="aws", events=0)
+    (entry,) = catalog_status(env.catalog, stack="h100-training", cloud="aws", events=0)
     assert entry["unfinished_flip"] is None
     with env.catalog.transaction() as s:
         sets = [e for e in repo.events(s, kind="pointer.set") if e.image_id in _group(s, third)]
