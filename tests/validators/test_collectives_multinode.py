@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 import types
 
@@ -51,9 +52,15 @@ def test_missing_hostfile_is_bad_input(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_nodes_through_torchrun_c10d(tmp_path):
+def test_two_nodes_through_torchrun_c10d(tmp_path, monkeypatch):
     if os.environ.get("CI") != "true":
         pytest.importorskip("torch")
+    # Our temporary folder, for the launcher and the agents it starts: what a run leaves
+    # there is left on every fleet node at every boot.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     hosts = tmp_path / "hosts"
     hosts.write_text(f"127.0.0.1 slots=1 port={free_port()}\n127.0.0.1 slots=1\n")
     results: dict[int, list] = {}
@@ -88,3 +95,4 @@ def test_two_nodes_through_torchrun_c10d(tmp_path):
             assert check.outcome is Outcome.PASS, check.message
             assert check.details["world_size"] == 2 and check.details["sizes"][0]["ok"]
     assert seen_ranks == {0, 1}
+    assert sorted(p.name for p in scratch.iterdir()) == []  # no torchelastic_*, no run folder

@@ -126,6 +126,9 @@ def _spawn(plan: Plan, cfg_path: str, run_dir: str) -> tuple[dict[str, subproces
         f"--rdzv-conf=join_timeout={int(plan.start_timeout_s)}",
         "--max-restarts=0",
         "--monitor-interval=0.1",
+        # the agent's own logs go in our folder, removed with it (by default the agent
+        # makes /tmp/torchelastic_* and never removes it: one per run, at every boot)
+        f"--log-dir={os.path.join(run_dir, 'torchelastic')}",
         "-m",
         WORKER_MODULE,
         cfg_path,
