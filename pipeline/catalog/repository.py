@@ -89,7 +89,8 @@ def _row(session: Session, model: type[Row], row: Row | int) -> Row:
     return found
 
 
-def _image(session: Session, image: Image | int) -> Image:
+def image_row(session: Session, image: Image | int) -> Image:
+    """The image row itself or by catalog id; a clear error (exit 2) when there is none."""
     return _row(session, Image, image)
 
 
@@ -259,7 +260,7 @@ def set_state(
     Raises ``IllegalTransition`` otherwise. Moving to ``blocked`` records ``blocked_reason``
     (default: ``reason``); ``force`` allows the moves in ``FORCED_TRANSITIONS``.
     """
-    img = _image(session, image)
+    img = image_row(session, image)
     old = parse_state(img.state)
     target = check_transition(img.label, old, new_state, forced=force)
     if target is ImageState.BLOCKED:
@@ -289,7 +290,7 @@ def record_receipt(
     """Store one validator receipt for an image (does not change its state). Profile,
     verdict, worst action and validator version are the receipt's own (the model has
     validated them)."""
-    img = _image(session, image)
+    img = image_row(session, image)
     run = ValidationRun(
         image=img,
         shape=shape,
@@ -327,7 +328,7 @@ def start_promotion(
     Hold ``locks.promotion_lock`` for the stack and cloud around the whole promotion.
     A forced promotion needs ``force_reason``.
     """
-    img = _image(session, image)
+    img = image_row(session, image)
     if not target_regions:
         raise UserError(f"promotion of {img.label} names no target region")
     if forced and not (force_reason or "").strip():
@@ -411,7 +412,7 @@ def set_pointer(
 
     The image must belong to that stack, cloud and region, and not be blocked or deleted.
     """
-    img = _image(session, image)
+    img = image_row(session, image)
     if (img.stack, img.cloud, img.region) != (stack, cloud, region):
         raise UserError(
             f"image {img.label} cannot be latest of {stack} on {cloud}/{region}",
@@ -587,7 +588,7 @@ def list_images(
 
 
 def receipts(session: Session, image: Image | int) -> list[ValidationRun]:
-    img = _image(session, image)
+    img = image_row(session, image)
     query = select(ValidationRun).where(ValidationRun.image_id == img.id)
     return list(session.scalars(query.order_by(ValidationRun.received_at, ValidationRun.id)))
 
@@ -615,7 +616,7 @@ def record_sbom(
 
 def sbom_of(session: Session, image: Image | int) -> Sbom | None:
     """The SBOM of the build that made ``image`` (a replica shares its source's build)."""
-    img = _image(session, image)
+    img = image_row(session, image)
     if img.build_pk is None:
         return None
     return session.scalars(select(Sbom).where(Sbom.build_pk == img.build_pk)).first()
@@ -634,7 +635,9 @@ def record_attestation(
     session: Session, image: Image | int, *, digest: str, keyid: str, envelope: dict[str, Any]
 ) -> Attestation:
     """Store a signed attestation of ``image`` (``imagectl.provenance.attest``)."""
-    row = Attestation(image=_image(session, image), digest=digest, keyid=keyid, envelope=envelope)
+    row = Attestation(
+        image=image_row(session, image), digest=digest, keyid=keyid, envelope=envelope
+    )
     session.add(row)
     session.flush()
     return row
@@ -642,7 +645,7 @@ def record_attestation(
 
 def latest_attestation(session: Session, image: Image | int) -> Attestation | None:
     """The newest attestation of ``image``, or None."""
-    img = _image(session, image)
+    img = image_row(session, image)
     query = select(Attestation).where(Attestation.image_id == img.id)
     return session.scalars(
         query.order_by(Attestation.created_at.desc(), Attestation.id.desc())

@@ -62,7 +62,6 @@ from imagectl.packer.build import git_commit, new_build_id
 from imagectl.paths import Workspace, state_dir
 from imagectl.promotion import block_image, promote
 from imagectl.promotion.context import provider_for
-from imagectl.promotion.resolve import resolve_image
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_trust
 from imagectl.provenance.record import record_build_sbom
@@ -325,7 +324,7 @@ def _pipeline(
                 block_image(catalog, image_pk, reason=reason)
             else:
                 with catalog.transaction() as s:
-                    reason = resolve_image(s, image_pk).blocked_reason or reason
+                    reason = repo.image_row(s, image_pk).blocked_reason or reason
             st.note(reason)
         result.outcome = "blocked"
         result.blocked_reason = reason
@@ -336,7 +335,7 @@ def _pipeline(
     with progress.step("attest", "Attest: sign the verdict, verify it") as st:
         attested = attest_image(catalog, image_pk, provider)
         with catalog.transaction() as s:
-            check = verify_image(s, resolve_image(s, image_pk), load_trust())
+            check = verify_image(s, repo.image_row(s, image_pk), load_trust())
         if not check.valid:
             raise UserError(f"the attestation just signed does not verify: {check.reasons[0]}")
         result.attestation = attested.digest

@@ -39,8 +39,7 @@ def close_partial(
             actor=run.actor,
             message=f"pointer unchanged; failed {errors}",
         )
-        img = repo.get_image(s, run.source_pk)
-        assert img is not None
+        img = repo.image_row(s, run.source_pk)
         target = ImageState.PARTIALLY_PROMOTED if done else ImageState.VALIDATED
         if done:
             set_group_state(s, img, target, f"promotion {promo.id} partial", run.actor or "")
@@ -161,8 +160,7 @@ def flip_and_close(
             actor=run.actor,
             message="every region replicated; pointers flipped",
         )
-        img = repo.get_image(s, run.source_pk)
-        assert img is not None  # the promotion holds the image's group
+        img = repo.image_row(s, run.source_pk)
         set_group_state(
             s, img, ImageState.PROMOTED, f"promotion {promo.id} succeeded", run.actor or ""
         )

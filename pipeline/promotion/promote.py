@@ -136,9 +136,7 @@ def promote(
 
     with promotion_lock(catalog, model.name, cloud, wait_s=lock_wait_s):
         with catalog.transaction() as s:
-            held = repo.get_image(s, pk)
-            assert held is not None
-            img = held
+            img = repo.image_row(s, pk)
             result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "failed")
             refusal: GateRefused | None = None
             if img.state == ImageState.PROMOTED.value:
@@ -209,9 +207,7 @@ def promote(
 
 def _region_of(catalog: Catalog, pk: int) -> str:
     with catalog.transaction() as s:
-        img = repo.get_image(s, pk)
-        assert img is not None
-        return img.region
+        return repo.image_row(s, pk).region
 
 
 def _begin(
@@ -339,8 +335,7 @@ def _dry_run(
     force: bool,
 ) -> PromotionResult:
     with catalog.transaction() as s:
-        img = repo.get_image(s, pk)
-        assert img is not None
+        img = repo.image_row(s, pk)
         result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "dry_run")
         if img.state in (ImageState.VALIDATED, ImageState.BLOCKED):
             reasons = gate_reasons(s, img, model, digest)

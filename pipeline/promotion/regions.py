@@ -228,8 +228,7 @@ class RegionRun:
         a run killed before this commit simply does them again. The row's region is the
         target region (an Azure version or a GCP image reports its home location)."""
         with self.transaction() as s:
-            source = repo.get_image(s, self.source_pk)
-            assert source is not None
+            source = repo.image_row(s, self.source_pk)
             row = repo.find_image(s, source.cloud, region, replica.image_id)
             if row is None:
                 row = repo.record_image(
