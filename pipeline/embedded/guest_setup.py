@@ -12,14 +12,12 @@ from __future__ import annotations
 
 # Path inside the guest of the per-boot key (fw_cfg name opt/imagectl/authorized_keys).
 FW_CFG_KEY_NAME = "opt/imagectl/authorized_keys"
+# The instance's logins, as a cloud's guest agent would create them from the cloud's own
+# metadata (AWS: the key pair for the AMI's default user; GCP: metadata ssh-keys USER:KEY;
+# Azure: osProfile.adminUsername + ssh.publicKeys): one "USER KEY" line each. The local
+# cloud and the emulated clouds hand it in with -fw_cfg; on a real cloud it is absent.
+FW_CFG_LOGIN_NAME = "opt/imagectl/login"
 RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
-
-BLACKLIST = (
-    "kvm", "kvm_amd", "kvm_intel", "sr_mod", "cdrom", "sg", "ata_piix", "floppy",
-    "aesni_intel", "ghash_clmulni_intel", "polyval_clmulni", "sha1_ssse3",
-    "sha256_ssse3", "sha512_ssse3", "crc32_pclmul", "powernow_k8", "acpi_cpufreq",
-    "pcspkr", "serio_raw", "joydev", "psmouse", "i2c_piix4", "bochs", "drm",
-)  # fmt: skip
 
 BLACKLIST = (
     "kvm",
@@ -90,17 +88,36 @@ FILES: dict[str, str] = {
     ),
     "usr/local/sbin/imagectl-fwcfg-key": (
         "#!/bin/sh\n"
-        "# Install the per-boot SSH key QEMU passes with -fw_cfg (local validation boots).\n"
-        "# On a cloud there is no fw_cfg entry and this does nothing.\n"
+        "# Logins handed in by QEMU with -fw_cfg (the local and emulated clouds' guest agent).\n"
+        "# On a real cloud there is no fw_cfg entry and this does nothing.\n"
+        "#  opt/imagectl/authorized_keys: a per-boot key for root\n"
+        "#  opt/imagectl/login: 'USER KEY' lines; USER is created (home, sudo without a\n"
+        "#  password, as cloud-init and the Azure and Google guest agents do)\n"
+        "# Keys go under /run (sshd's AuthorizedKeysFile), never into the image.\n"
+        "set -u\n"
         "modprobe qemu_fw_cfg 2>/dev/null || true\n"
-        f"src=/sys/firmware/qemu_fw_cfg/by_name/{FW_CFG_KEY_NAME}/raw\n"
-        '[ -r "$src" ] || exit 0\n'
+        "base=/sys/firmware/qemu_fw_cfg/by_name/opt/imagectl\n"
         "install -d -m 0755 /run/imagectl\n"
-        'install -m 0600 "$src" /run/imagectl/authorized_keys.root\n'
+        'if [ -r "$base/authorized_keys/raw" ]; then\n'
+        '  install -m 0600 "$base/authorized_keys/raw" /run/imagectl/authorized_keys.root\n'
+        "fi\n"
+        '[ -r "$base/login/raw" ] || exit 0\n'
+        "while read -r user key; do\n"
+        '  case "$user" in ""|-*|*[!a-z0-9_.-]*) continue ;; esac\n'
+        '  id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user" || continue\n'
+        '  if [ "$user" != root ]; then\n'
+        "    install -d -m 0750 /etc/sudoers.d\n"
+        '    printf \'%s ALL=(ALL) NOPASSWD:ALL\\n\' "$user" > "/etc/sudoers.d/90-imagectl-$user"\n'
+        '    chmod 0440 "/etc/sudoers.d/90-imagectl-$user"\n'
+        "  fi\n"
+        '  printf \'%s\\n\' "$key" >> "/run/imagectl/authorized_keys.$user"\n'
+        '  chown "$user" "/run/imagectl/authorized_keys.$user"\n'
+        '  chmod 0600 "/run/imagectl/authorized_keys.$user"\n'
+        'done < "$base/login/raw"\n'
     ),
     "etc/systemd/system/imagectl-fwcfg-key.service": (
         "[Unit]\n"
-        "Description=imagectl: per-boot SSH key from QEMU fw_cfg\n"
+        "Description=imagectl: per-boot logins from QEMU fw_cfg\n"
         "After=systemd-modules-load.service\n"
         "Before=ssh.service\n\n"
         "[Service]\n"

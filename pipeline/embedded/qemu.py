@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.embedded.guest_setup import FW_CFG_KEY_NAME
+from imagectl.embedded.guest_setup import FW_CFG_KEY_NAME, FW_CFG_LOGIN_NAME
 from imagectl.embedded.procs import ChildFailed, Children
 from imagectl.embedded.ssh import Ssh
 
@@ -42,7 +42,9 @@ class VmSpec:
     cpus: int = 2
     append: str = KERNEL_CMDLINE
     ssh_port: int = 0
-    authorized_key: Path | None = None  # public key, handed in via fw_cfg
+    authorized_key: Path | None = None  # public key for root, handed in via fw_cfg
+    logins: Path | None = None  # "USER KEY" lines via fw_cfg: the guest creates each user
+    host_address: str = "127.0.0.1"  # where the forwarded SSH port listens on this machine
     serial_log: Path | None = None
     name: str = "imagectl-vm"
     extra_args: list[str] = field(default_factory=list)
@@ -65,11 +67,13 @@ class VmSpec:
             "-initrd", str(self.initrd),
             "-append", self.append,
             "-drive", f"file={self.disk},if=virtio,format=qcow2,cache=unsafe",
-            "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.ssh_port}-:22",
+            "-netdev", f"user,id=n0,hostfwd=tcp:{self.host_address}:{self.ssh_port}-:22",
             "-device", "virtio-net-pci,netdev=n0",
         ]  # fmt: skip
         if self.authorized_key:
             argv += ["-fw_cfg", f"name={FW_CFG_KEY_NAME},file={self.authorized_key}"]
+        if self.logins:
+            argv += ["-fw_cfg", f"name={FW_CFG_LOGIN_NAME},file={self.logins}"]
         return argv + self.extra_args
 
 
