@@ -8,6 +8,7 @@ all_reduce sizes and iterations (same spawn-per-rank, same gloo rendezvous):
 - per operation: the validator's timed loop vs the bare loop's, per size.
 
 Usage: python benchmarks/collectives.py [--ranks 2 4] [--max-bytes 4194304] [--repeat 3]
+       python benchmarks/collectives.py --short   # 2 ranks, up to 64 KiB, best of 1
 """
 
 from __future__ import annotations
@@ -144,14 +145,20 @@ def overhead(nranks: int, max_bytes: int, repeat: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--max-bytes", type=int, default=4 << 20)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ranks", type=int, nargs="+", help="default 2 4 (--short: 2)")
+    parser.add_argument("--max-bytes", type=int, help="default 4194304 (--short: 65536)")
+    parser.add_argument("--repeat", type=int, help="default 3 (--short: 1)")
+    parser.add_argument(
+        "--short", action="store_true", help="CI mode: small sizes, one repeat; finishes in seconds"
+    )
     args = parser.parse_args()
-    for nranks in args.ranks:
-        table(nranks, args.max_bytes)
-    for nranks in args.ranks:
-        overhead(nranks, args.max_bytes, args.repeat)
+    ranks = args.ranks or ([2] if args.short else [2, 4])
+    max_bytes = args.max_bytes or ((64 << 10) if args.short else (4 << 20))
+    repeat = args.repeat or (1 if args.short else 3)
+    for nranks in ranks:
+        table(nranks, max_bytes)
+    for nranks in ranks:
+        overhead(nranks, max_bytes, repeat)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ The check under test is the production one (``imagectl.drift.fleet.check``), fol
 the JSON and Markdown renderings of its report.
 
 Prints the wall time, instances per second, tracemalloc's peak and the process's max RSS.
-Usage: python benchmarks/drift_fleet.py [--instances N] [--repeat R]
+Usage: python benchmarks/drift_fleet.py [--instances N] [--repeat R] [--short]
+(``--short``: 1,000 instances, one timed run.)
 """
 
 from __future__ import annotations
@@ -24,17 +25,11 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import (
-    TAG_MANAGED,
-    TAG_STACK,
-    CloudImage,
-    Instance,
-    Provider,
-    ReplicaStatus,
-)
+from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.drift import fleet, report
 from imagectl.drift.findings import DriftReport
 from imagectl.stacks import load_resolved, stack_paths
+from imagectl.tags import TAG_MANAGED, TAG_STACK
 
 REPO = Path(__file__).resolve().parents[1]
 CLOUDS = ("aws", "gcp", "azure")
@@ -59,7 +54,7 @@ class EmulatedCloud(Provider):
     def _unused(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("not used by the fleet check")
 
-    find_images = get_image = tag_state = launch = wait_reachable = terminate = _unused
+    find_images = get_image = set_tags = tag_state = launch = wait_reachable = terminate = _unused
     replicate = share = set_pointer = deprecate = delete = _unused
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
@@ -108,9 +103,14 @@ def run_once(stacks: list[Any], providers: dict[str, EmulatedCloud]) -> tuple[fl
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--instances", type=int, help="default 10,000 (--short: 1,000)")
+    ap.add_argument("--repeat", type=int, help="default 5 (--short: 1)")
+    ap.add_argument(
+        "--short", action="store_true", help="CI mode: small sizes, one repeat; finishes in seconds"
+    )
     args = ap.parse_args(argv)
+    args.instances = args.instances or (1_000 if args.short else 10_000)
+    args.repeat = args.repeat or (1 if args.short else 5)
     tracemalloc.start()
     stacks, providers = emulate(args.instances)
     listed, _ = tracemalloc.get_traced_memory()
