@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: system venv tools run test lint typecheck unit e2e bench clean
+.PHONY: system venv tools run test lint typecheck unit e2e bench bench-short clean
 
 # System tools (packer, qemu, debootstrap, postgresql, ...): installs what is missing.
 system:
@@ -57,12 +57,24 @@ e2e: venv
 
 test: system tools lint typecheck unit e2e
 
+# Every benchmark in full mode: the README's figures. toolkit_install downloads the pinned
+# CUDA torch once (GBs) into $(TOOLKIT_WHEELHOUSE) and reuses it; local_e2e builds and boots
+# the local image three times (root, debootstrap, qemu, packer; about 15 min).
+TOOLKIT_WHEELHOUSE ?= build/toolkit-wheelhouse
 bench: venv
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/validate_boot.py
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/promote_regions.py
 	$(BIN)/python benchmarks/drift_fleet.py
+	$(BIN)/python benchmarks/toolkit_install.py \
+		$(if $(wildcard $(TOOLKIT_WHEELHOUSE)/torch-*.whl),--wheelhouse,--download) $(TOOLKIT_WHEELHOUSE)
+	$(BIN)/python benchmarks/local_e2e.py
+
+# Every benchmarks/*.py in its short mode (seconds each, no network): what CI runs through
+# tests/test_benchmarks.py, so that a refactor cannot break a benchmark unnoticed.
+bench-short: venv
+	set -e; for f in benchmarks/*.py; do echo "== $$f --short"; $(BIN)/python $$f --short; done
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
