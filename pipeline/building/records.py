@@ -50,6 +50,21 @@ def start(resolved: ResolvedStack, cloud: str, build_id: str, git_commit: str) -
     return BuildRecord(catalog, build)
 
 
+def adopt(resolved: ResolvedStack, cloud: str, build_id: str) -> BuildRecord:
+    """The record of an earlier build whose artifact is used again (a reused local
+    candidate): found by its id, or recorded as succeeded when the catalog lost it."""
+    catalog = open_catalog()
+    with catalog.transaction() as s:
+        build = repo.find_build(s, build_id)
+        if build is None:
+            build = repo.record_build(
+                s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
+                cloud=cloud,
+            )  # fmt: skip
+            repo.finish_build(s, build, outcome="succeeded")
+    return BuildRecord(catalog, build)
+
+
 def failed(record: BuildRecord, *, cancelled: bool) -> None:
     with record.catalog.transaction() as s:
         repo.finish_build(s, record.build, outcome="cancelled" if cancelled else "failed")
@@ -60,17 +75,25 @@ def finish(
 ) -> list[dict[str, str]]:
     catalog, build = record.catalog, record.build
     images = []
+    built = []
     with catalog.transaction() as s:
-        repo.finish_build(
-            s, build, outcome="succeeded", artifact_id=",".join(a.id for a in artifacts)
-        )
+        if build.outcome != "succeeded":
+            repo.finish_build(
+                s, build, outcome="succeeded", artifact_id=",".join(a.id for a in artifacts)
+            )
         for a in artifacts:
-            repo.record_image(s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags)
-            images.append({"image_id": a.id, "region": a.location, "state": ImageState.BUILT})
-    if cloud_spec(cloud).remote:  # a local artifact is a disk file, not yet a registry image
-        provider = get_provider(cloud, **provider_options(resolved, cloud))
-        for a in artifacts:
-            image = provider.get_image(a.id, a.location)
-            if image is not None:
-                provider.tag_state(image, ImageState.BUILT)
+            # the same artifact again (a reused local candidate, content-addressed) keeps
+            # its row and the state it reached
+            row = repo.find_image(s, cloud, a.location, a.id)
+            if row is None:
+                row = repo.record_image(
+                    s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags
+                )
+                built.append(a)
+            images.append({"image_id": a.id, "region": a.location, "state": str(row.state)})
+    provider = get_provider(cloud, **provider_options(resolved, cloud))
+    for a in built:
+        image = provider.get_image(a.id, a.location)
+        if image is not None:
+            provider.tag_state(image, ImageState.BUILT)
     return images

@@ -1,9 +1,13 @@
 """The build stage: resolve the stack, check the overrides, prepare the cloud, record the
 build, run Packer through imagectl's wrapper, record the artifacts as ``built`` images.
 
-``build_image`` is what ``imagectl build`` runs; ``dry_run`` is its ``--dry-run`` (the
-exact command and variables, nothing started). A failure or Ctrl-C during Packer is
-recorded as a failed or cancelled build before it propagates.
+``build_image`` is what ``imagectl build`` (and ``imagectl run``) runs; ``dry_run`` is its
+``--dry-run`` (the exact command and variables, nothing started). A failure or Ctrl-C
+during Packer is recorded as a failed or cancelled build before it propagates.
+
+The local cloud builds its own base disk first (``imagectl.clouds.local.build``: debootstrap,
+chroot provisioning, then the same Packer wrapper), may reuse a candidate of identical
+inputs (``reuse``) and may alter a copy to demonstrate a block (``inject_fault``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.building import records as build_records
+from imagectl.clouds.local import build as local_build
+from imagectl.clouds.registry import cloud_spec
+from imagectl.embedded.procs import Children
+from imagectl.embedded.progress import Progress
 from imagectl.errors import UserError
 from imagectl.lint import declared_packer_vars
 from imagectl.packer.binary import PackerBinary, find_packer
@@ -28,9 +36,12 @@ from imagectl.packer.build import (
     run_build,
 )
 from imagectl.packer.machine_readable import PackerEvent
+from imagectl.packer.manifest import Artifact
+from imagectl.packer.runner import PackerCancelled
 from imagectl.paths import Workspace
 from imagectl.provenance.record import record_build_sbom
 from imagectl.stacks import load_resolved
+from imagectl.stacks.resolve import ResolvedStack
 
 
 @dataclass(frozen=True)
@@ -44,16 +55,43 @@ class BuildRequest:
     overrides: dict[str, str] = field(default_factory=dict)
     skip_provisioning: bool = False
     timeout_s: float = 240 * 60.0
+    # the local cloud (CloudSpec.builds_base_disk) only:
+    reuse: bool = False  # a candidate of identical inputs is imported, not built again
+    inject_fault: str | None = None  # a copy altered so that validation must block it
+    accel: str = "auto"  # QEMU accelerator: auto | kvm | tcg
+    rebuild_base: bool = False
 
 
 @dataclass(frozen=True)
 class BuildOutcome:
-    result: BuildResult
+    build_id: str
+    stack: str
+    cloud: str
+    folder: Path | None
+    manifest_file: Path | None
+    duration_s: float
+    artifacts: list[Artifact]
     images: list[dict[str, str]]
     sbom: str | None = None  # the image's CycloneDX SBOM beside the build record
+    reused: bool = False
+    fault: dict[str, str] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(), "images": self.images, "sbom": self.sbom}
+        return {
+            "build_id": self.build_id,
+            "stack": self.stack,
+            "cloud": self.cloud,
+            "folder": str(self.folder) if self.folder else None,
+            "manifest": str(self.manifest_file) if self.manifest_file else None,
+            "duration_s": round(self.duration_s, 1),
+            "artifacts": [a.to_dict() for a in self.artifacts],
+            "images": self.images,
+            "sbom": self.sbom,
+            "reused": self.reused,
+            "fault": self.fault,
+            **self.details,
+        }
 
 
 @dataclass(frozen=True)
@@ -112,15 +150,28 @@ def dry_run(ws: Workspace, request: BuildRequest) -> DryRun:
 
 
 def build_image(
-    ws: Workspace, request: BuildRequest, on_event: Callable[[PackerEvent], None] | None = None
+    ws: Workspace,
+    request: BuildRequest,
+    on_event: Callable[[PackerEvent], None] | None = None,
+    progress: Progress | None = None,
 ) -> BuildOutcome:
     """Build one candidate; the catalog records the build and each artifact as ``built``."""
     _, resolved = load_resolved(ws.images, request.stack)
     cloud = request.cloud
+    spec = cloud_spec(cloud)
+    if (request.reuse or request.inject_fault) and not spec.builds_base_disk:
+        raise UserError(
+            f"--reuse and --inject-fault are options of the local cloud's build, not {cloud}'s",
+            hint="Build a cloud candidate without them",
+        )
+    local_build.check_fault(request.inject_fault)
     check_override_names(request.overrides, ws.packer_dir(cloud), cloud)
     extra = build_records.endpoint_overrides(cloud, request.overrides)
     build_records.prepare(resolved, cloud)
     build_id = check_build_id(request.build_id) if request.build_id else new_build_id()
+    if spec.builds_base_disk:
+        with Children() as children:
+            return _build_local(ws, request, resolved, build_id, children, progress)
     record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
     try:
         result = run_build(
@@ -134,10 +185,85 @@ def build_image(
             on_event=on_event,
             timeout=request.timeout_s,
         )
-    except (Exception, KeyboardInterrupt) as exc:
-        build_records.failed(record, cancelled=isinstance(exc, KeyboardInterrupt))
+    except BaseException as exc:
+        build_records.failed(record, cancelled=_cancelled(exc))
         raise
-    images = build_records.finish(record, resolved, cloud, result.artifacts)
+    return _finish(record, resolved, cloud, result.artifacts, result.plan.folder, result)
+
+
+def _cancelled(exc: BaseException) -> bool:
+    """Ctrl-C, SIGTERM (``Terminated``) or Packer stopped by either: cancelled, not failed."""
+    return not isinstance(exc, Exception) or isinstance(exc, PackerCancelled)
+
+
+def _finish(
+    record: build_records.BuildRecord,
+    resolved: ResolvedStack,
+    cloud: str,
+    artifacts: list[Artifact],
+    folder: Path | None,
+    result: BuildResult | None,
+    **extra: Any,
+) -> BuildOutcome:
+    images = build_records.finish(record, resolved, cloud, artifacts)
     catalog, build = record.catalog, record.build
-    sbom = record_build_sbom(catalog, build.id, build_id, result.plan.folder, resolved, cloud)
-    return BuildOutcome(result=result, images=images, sbom=str(sbom) if sbom else None)
+    sbom = None
+    if folder is not None:
+        sbom = record_build_sbom(catalog, build.id, build.build_id, folder, resolved, cloud)
+    return BuildOutcome(
+        build_id=build.build_id,
+        stack=resolved.name,
+        cloud=cloud,
+        folder=folder,
+        manifest_file=result.plan.manifest_file if result else None,
+        duration_s=result.run.duration_s if result else 0.0,
+        artifacts=artifacts,
+        images=images,
+        sbom=str(sbom) if sbom else None,
+        **extra,
+    )
+
+
+def _build_local(
+    ws: Workspace,
+    request: BuildRequest,
+    resolved: ResolvedStack,
+    build_id: str,
+    children: Children,
+    progress: Progress | None,
+) -> BuildOutcome:
+    """The local cloud: base disk and accelerator, the candidate built (or reused), then
+    imported into the registry's build region and recorded like any cloud's artifact."""
+    spec = cloud_spec(request.cloud)
+    region = spec.build_region(spec.settings(resolved.stack))
+    shown = progress or local_build.quiet_progress()
+    prep = local_build.prepare(
+        ws, resolved, children, shown, accel=request.accel, rebuild_base=request.rebuild_base
+    )
+    if request.reuse and prep.cached is not None:
+        candidate = prep.cached
+        shown.skip(
+            "build",
+            "Build: packer qemu + playbooks/site.yml",
+            f"candidate of build {candidate.build_id} has the same inputs (pins, base, "
+            "template, playbooks, sources); --rebuild builds anyway",
+        )
+        record = build_records.adopt(resolved, request.cloud, candidate.build_id)
+    else:
+        record = build_records.start(resolved, request.cloud, build_id, git_commit(ws.root))
+        try:
+            candidate = local_build.build(
+                ws, resolved, prep, build_id=build_id, timeout_s=request.timeout_s
+            )
+        except BaseException as exc:
+            build_records.failed(record, cancelled=_cancelled(exc))
+            raise
+    published = local_build.publish(
+        resolved, prep, candidate, region=region, inject_fault=request.inject_fault
+    )
+    folder = candidate.build_folder or Path(str(candidate.manifest.get("build_folder") or ""))
+    return _finish(
+        record, resolved, request.cloud, [published.artifact],
+        folder if folder.name else None, None,
+        reused=candidate.reused, fault=published.fault, details=published.details,
+    )  # fmt: skip

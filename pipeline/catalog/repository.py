@@ -527,6 +527,10 @@ def get_image(session: Session, image_id: int) -> Image | None:
     return session.get(Image, image_id)
 
 
+def find_build(session: Session, build_id: str) -> Build | None:
+    return session.scalar(select(Build).where(Build.build_id == build_id))
+
+
 def find_image(session: Session, cloud: str, region: str, cloud_image_id: str) -> Image | None:
     return session.scalar(
         select(Image).where(

@@ -60,6 +60,24 @@ if TYPE_CHECKING:
     is_flag=True,
     help="No communicator and no Ansible (only for emulated clouds such as moto).",
 )
+@click.option(
+    "--reuse",
+    is_flag=True,
+    help="Local cloud: import the kept candidate of identical inputs instead of building.",
+)
+@click.option(
+    "--inject-fault",
+    type=click.Choice(["unheld-package", "ssh-host-key"]),
+    help="Local cloud: register a copy altered so that validation must block it.",
+)
+@click.option(
+    "--accel",
+    type=click.Choice(["auto", "kvm", "tcg"]),
+    default="auto",
+    envvar="IMAGECTL_LOCAL_ACCEL",
+    show_default=True,
+    help="Local cloud: QEMU accelerator (auto probes KVM, falls back to TCG).",
+)
 @json_option
 @click.pass_context
 def command(
@@ -72,6 +90,9 @@ def command(
     timeout_min: float,
     overrides: tuple[str, ...],
     skip_provisioning: bool,
+    reuse: bool,
+    inject_fault: str | None,
+    accel: str,
     as_json: bool,
 ) -> None:
     """Build a candidate image of STACK for CLOUD with Packer."""
@@ -87,6 +108,9 @@ def command(
         overrides=parse_overrides(overrides),
         skip_provisioning=skip_provisioning,
         timeout_s=timeout_min * 60,
+        reuse=reuse,
+        inject_fault=inject_fault,
+        accel=accel,
     )
     if dry:
         _show_dry_run(workspace(ctx), request, as_json)
@@ -99,16 +123,21 @@ def command(
             for line in event.text.splitlines() or [""]:
                 out.print(line, style=style, markup=False)
 
-    outcome = build_image(workspace(ctx), request, on_event=progress)
+    from imagectl.embedded.progress import Progress
+
+    outcome = build_image(workspace(ctx), request, on_event=progress, progress=Progress(out))
     if as_json:
         emit_json(outcome.to_dict())
         return
-    result = outcome.result
     con = console()
-    con.print(f"build {result.plan.build_id}: {len(result.artifacts)} artifact(s)")
-    for a in result.artifacts:
-        con.print(f"  {a.cloud} {a.location} {a.id}", markup=False)
-    con.print(f"  manifest: {result.plan.manifest_file}", markup=False)
+    reused = " (reused: a candidate of identical inputs)" if outcome.reused else ""
+    con.print(f"build {outcome.build_id}: {len(outcome.artifacts)} artifact(s){reused}")
+    for a, image in zip(outcome.artifacts, outcome.images, strict=True):
+        con.print(f"  {a.cloud} {a.location} {a.id} ({image['state']})", markup=False)
+    if outcome.fault:
+        con.print(f"  injected fault: {outcome.fault['name']}: {outcome.fault['detail']}")
+    if outcome.manifest_file:
+        con.print(f"  manifest: {outcome.manifest_file}", markup=False)
     if outcome.sbom:
         con.print(f"  sbom: {outcome.sbom}", markup=False)
 

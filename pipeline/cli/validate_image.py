@@ -78,9 +78,11 @@ from imagectl.validation.progress import Reporter, RichReporter
 @click.option(
     "--runner-cidr",
     envvar="IMAGECTL_RUNNER_CIDR",
-    help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits.",
+    help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits; "
+    "required on AWS, Google Cloud and Azure unless the inventory override runs the hosts "
+    "here (ansible_connection: local). The SSH user is the cloud's own (ubuntu on "
+    "Canonical AMIs, imagectl on Google Cloud and Azure, root on the local cloud).",
 )
-@click.option("--ssh-user", default="ubuntu", show_default=True)
 @click.option(
     "--ssh-key",
     type=click.Path(dir_okay=False),
@@ -91,6 +93,11 @@ from imagectl.validation.progress import Reporter, RichReporter
     type=click.Path(dir_okay=False, path_type=Path),
     help="YAML host vars (all / slots / default_slot), e.g. test mode with "
     "ansible_connection=local and replay snapshots.",
+)
+@click.option(
+    "--receipts-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write every host's receipt here (<host>.json), e.g. for CI artifacts.",
 )
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
 @click.option(
@@ -115,9 +122,9 @@ def command(
     reach_timeout: float,
     validator_timeout: float,
     runner_cidr: str | None,
-    ssh_user: str,
     ssh_key: str | None,
     inventory_override: Path | None,
+    receipts_dir: Path | None,
     sandbox: bool,
     wheel: str | None,
     as_json: bool,
@@ -145,11 +152,11 @@ def command(
         reach_timeout_s=reach_timeout,
         validator_timeout_s=validator_timeout,
         runner_cidr=runner_cidr,
-        ssh_user=ssh_user,
         ssh_key=ssh_key,
         inventory_override=inventory_override,
         wheel=wheel,
         sandbox=sandbox,
+        receipts_dir=receipts_dir,
     )
     reporter = Reporter() if as_json else RichReporter(console())
     payload = validate_image(workspace(ctx), req, reporter)

@@ -44,6 +44,7 @@ class Instance:
     address: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     launched_at: dt.datetime | None = None
+    ssh_port: int = 22  # where SSH answers at ``address`` (the local cloud forwards a port)
 
     def expires_at(self) -> dt.datetime | None:
         raw = self.tags.get(TAG_TTL)

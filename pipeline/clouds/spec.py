@@ -44,6 +44,9 @@ class CloudSpec(Generic[S]):
     manifest_strip_path: ClassVar[bool] = True
     # a shell command Packer runs after Ansible (Azure: waagent deprovision), or ""
     deprovision_command: ClassVar[str] = ""
+    # the build makes its own base disk before Packer (the local cloud: debootstrap and a
+    # chroot, imagectl.clouds.local.build), may reuse a candidate and inject a fault
+    builds_base_disk: ClassVar[bool] = False
 
     def settings(self, stack: Stack) -> S:
         """The stack's ``clouds.<name>`` section; UserError when the stack has none."""
@@ -81,6 +84,12 @@ class CloudSpec(Generic[S]):
     # --- provider ---
     def provider_options(self, settings: S) -> dict[str, Any]:
         """The options of this cloud's ``create_provider`` from its stack section."""
+        raise NotImplementedError
+
+    def login_user(self, settings: S) -> str:
+        """The user a validation host of this cloud is logged into with the run's key: the
+        one the cloud itself gives the key to when the provider launches the host (the
+        provider and the SSH inventory both ask here, so they cannot disagree)."""
         raise NotImplementedError
 
     def listing_regions(self, settings: S) -> list[str]:

@@ -1,76 +1,57 @@
 """``imagectl run``: pins -> build -> boot -> validate -> decide -> promote, on one machine.
 
-Steps (each timed and shown live by ``progress``):
+A short orchestration of the stage functions every cloud uses, on the local cloud
+(``imagectl.clouds.local``: a registry whose regions are folders, instances that are
+QEMU VMs):
 
-1. base       the Debian base image (debootstrap, cached by its inputs: ``base``)
-2. accel      KVM if it really runs a guest, else TCG (``accel``)
-3. provision  playbooks/site.yml with the stack's pins natively in a chroot of the
-              base's root, all but the ``booted`` roles; the root becomes a disk
-              (``provision``)
-   build      Packer's qemu builder boots that disk and runs site.yml's ``booted``
-              roles (manifest, hygiene) over SSH (``candidate``); recorded as a build
-              in the catalog
-4. import     the candidate's disk into the local registry's first region (content id);
-              recorded as an image, state ``built``
-   fault      (``--inject-fault``) a faulty copy of the candidate replaces it
-5. boot       the candidate in QEMU on a throw-away overlay, SSH with a per-run key
-6. validate   the image's validator over SSH; the receipt is recorded in the catalog
-7. decide     pass -> ``validated``; ``attest`` signs the verdict with the state folder's
-              key (``imagectl.provenance``) and verifies it; then promote through
-              ``imagectl.promotion.promote``
-              (parallel replication to every region, "latest" pointers); fail -> blocked
-              with the failing checks named, no promotion.
+1. build      ``imagectl.building.build_image`` (what ``imagectl build --cloud local``
+              runs): the Debian base (debootstrap, cached), site.yml natively in a chroot,
+              Packer's qemu builder for the ``booted`` roles, the candidate imported into
+              the first region and recorded ``built``; a candidate of identical inputs is
+              reused unless ``--rebuild``; ``--inject-fault`` alters a copy
+2. validate   ``imagectl.validation.stage.validate_image`` (what ``imagectl validate-image
+              --cloud local`` runs): launch boots the candidate in QEMU, the image's own
+              validator runs over SSH through ``playbooks/validate.yml``, the receipt is
+              bound, recorded and decided; a validated image's attestation is signed
+3. attest     the signed attestation is verified with the trust this machine holds
+4. promote    ``imagectl.promotion.promote`` (what ``imagectl promote`` runs): parallel
+              replication to every region, then the "latest" pointers flip
 
-Every process started (qemu, packer, ssh) belongs to one ``Children`` owner and is
-stopped on exit, failure and Ctrl-C.
+An image the catalog already judged is not validated again: a blocked one stays blocked,
+a validated or promoted one goes on to promotion (idempotent).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
+from imagectl.building import BuildRequest, build_image
 from imagectl.catalog import repository as repo
-from imagectl.catalog.db import open_catalog
+from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.catalog.models import Build
-from imagectl.clouds.base import CloudImage
-from imagectl.clouds.local.provider import LocalProvider
-from imagectl.embedded import disk, faults
-from imagectl.embedded.accel import AccelChoice, choose_accel
-from imagectl.embedded.base import BaseSpec, ensure_base
-from imagectl.embedded.candidate import (
-    Candidate,
-    build_candidate,
-    find_cached,
-    inputs_key,
-)
-from imagectl.embedded.procs import Children, Terminated
-from imagectl.embedded.progress import Progress
-from imagectl.embedded.qemu import VmSpec, boot
-from imagectl.embedded.ssh import generate_key
-from imagectl.embedded.validation import ValidationOutcome, validate_in_vm
+from imagectl.embedded.procs import Terminated
+from imagectl.embedded.progress import Progress, Step
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
-from imagectl.packer.build import git_commit, new_build_id
+from imagectl.packer.build import new_build_id
 from imagectl.paths import Workspace, state_dir
-from imagectl.promotion import block_image, promote
+from imagectl.promotion import promote
 from imagectl.promotion.context import provider_for
-from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_trust
-from imagectl.provenance.record import record_build_sbom
 from imagectl.provenance.verify import verify_image
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.tags import TAG_BUILD
+from imagectl.validation.progress import Reporter
+from imagectl.validation.stage import ImageValidationRequest, validate_image
+from imagectl.validators.receipt import Receipt, load_receipt
 
 CLOUD = "local"
+JUDGED = (ImageState.VALIDATED, ImageState.PROMOTING, ImageState.PROMOTED,
+          ImageState.PARTIALLY_PROMOTED)  # fmt: skip
+RETIRED = (ImageState.DEPRECATED, ImageState.DELETED, ImageState.ROLLED_BACK)
 
 
 @dataclass
@@ -108,6 +89,7 @@ class RunResult:
     regions_reached: list[str] = field(default_factory=list)
     promotion_state: str | None = None
     blocked_reason: str | None = None
+    validation: dict[str, Any] | None = None  # what validate-image returned
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -121,7 +103,11 @@ class RunResult:
 
 def choose_regions(resolved: ResolvedStack, count: int | None) -> list[str]:
     local = resolved.stack.clouds.local
-    assert local is not None
+    if local is None:
+        raise UserError(
+            f"stack '{resolved.name}' has no clouds.local section",
+            hint="The local run needs clouds.local (kernel, mirror, packages, regions)",
+        )
     regions = list(local.regions)
     if count is None:
         return regions
@@ -134,27 +120,46 @@ def choose_regions(resolved: ResolvedStack, count: int | None) -> list[str]:
     return regions[:count]
 
 
-def new_run_id() -> str:
-    return new_build_id()
+def failing_checks(receipt: Receipt) -> list[dict[str, str]]:
+    """Name, title, message and action of every check that failed or errored."""
+    return [
+        {"name": c.id, "title": c.title, "message": c.message, "action": c.action.value}
+        for c in receipt.failed_checks
+    ]
+
+
+class StepReporter(Reporter):
+    """The validation stage's events as notes of the run's live step."""
+
+    def __init__(self, step: Step) -> None:
+        super().__init__()
+        self._step = step
+
+    def step(self, message: str) -> None:
+        super().step(message)
+        self._step.note(message)
+
+    def instance(self, slot: int, instance_id: str, location: str, state: str) -> None:
+        super().instance(slot, instance_id, location, state)
+        self._step.note(f"{instance_id} ({location}): {state}")
+
+    def task(self, host: str, task: str, status: str) -> None:
+        super().task(host, task, status)
+        if status != "running":
+            self._step.note(f"{host}: {task}: {status}")
 
 
 def run_local(ws: Workspace, opts: RunOptions, progress: Progress) -> RunResult:
     _, resolved = load_resolved(ws.images, opts.stack)
-    spec = BaseSpec.from_stack(resolved)  # UserError without clouds.local / not Debian
     regions = choose_regions(resolved, opts.regions)
-    if opts.inject_fault and opts.inject_fault not in faults.FAULTS:
-        raise UserError(
-            f"unknown fault '{opts.inject_fault}'", hint=f"Use one of: {', '.join(faults.FAULTS)}"
-        )
-    run_id = new_run_id()
+    run_id = new_build_id()
     run_dir = state_dir() / "local" / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     result = RunResult(
         stack=resolved.name, outcome="failed", run_id=run_id, run_dir=str(run_dir), regions=regions
     )
     try:
-        with Children() as children:
-            _pipeline(ws, opts, progress, children, resolved, spec, regions, run_dir, result)
+        _pipeline(ws, opts, progress, resolved, regions, run_dir, result)
     except Exception as exc:  # a step failed: the run ends "failed" (exit 1), named
         signum = getattr(exc, "signum", None)
         if type(exc).__name__ == "PackerCancelled" and signum:
@@ -177,174 +182,98 @@ def _pipeline(
     ws: Workspace,
     opts: RunOptions,
     progress: Progress,
-    children: Children,
     resolved: ResolvedStack,
-    spec: BaseSpec,
     regions: list[str],
     run_dir: Path,
     result: RunResult,
 ) -> None:
-    local = resolved.stack.clouds.local
-    assert local is not None
     catalog = open_catalog()
-    provider = _provider(resolved)
-
-    # 1. base image -------------------------------------------------------------------
-    with progress.step("base", "Base image: Debian debootstrap") as st:
-        base = ensure_base(spec, children, st.note, rebuild=opts.rebuild_base)
-        st.note(("reused cached" if base.cached else "built") + f" {base.folder}")
-    result.base = {"key": base.folder.name, "folder": str(base.folder), "cached": base.cached}
-
-    # 2. accelerator --------------------------------------------------------------------
-    with progress.step("accel", "Accelerator: KVM probe") as st:
-        accel: AccelChoice = choose_accel(opts.accel, base.kernel, children)
-        st.note(f"{accel.name}: {accel.reason}")
-    result.accel = asdict(accel)
-
-    # 3. build ----------------------------------------------------------------------------
-    cached: Candidate | None = None
-    if not opts.rebuild:
-        cached = find_cached(inputs_key(ws, resolved, base))
-    if cached is not None:
-        candidate = cached
-        progress.skip(
-            "build",
-            "Build: packer qemu + playbooks/site.yml",
-            f"candidate of build {cached.build_id} has the same inputs (pins, base, template, "
-            "playbooks, sources); --rebuild builds anyway",
-        )
-        with catalog.transaction() as s:
-            build_pk = _build_pk(s, cached.build_id)
-        if build_pk is None:
-            with catalog.transaction() as s:
-                build = repo.record_build(
-                    s, build_id=cached.build_id, stack=resolved.name,
-                    stack_digest=resolved.digest, cloud=CLOUD,
-                )  # fmt: skip
-                repo.finish_build(s, build, outcome="succeeded", packer_manifest=cached.manifest)
-                build_pk = build.id
-    else:
-        build_id = result.run_id
-        with catalog.transaction() as s:
-            build_row = repo.record_build(
-                s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
-                cloud=CLOUD, git_commit=git_commit(ws.root),
-            )  # fmt: skip
-            build_pk = build_row.id
-        try:
-            candidate = build_candidate(
-                ws, resolved, base, accel=accel.name, build_id=build_id, progress=progress,
-                children=children, timeout=opts.build_timeout_s,
-            )  # fmt: skip
-        except BaseException as exc:
-            with catalog.transaction() as s:
-                repo.finish_build(s, build_pk, outcome=_build_outcome(exc))
-            raise
-    result.build_id = candidate.build_id
-    result.candidate_reused = candidate.reused
-    folder = candidate.build_folder or Path(str(candidate.manifest.get("build_folder") or ""))
-    if folder.name and build_pk is not None:
-        sbom = record_build_sbom(catalog, build_pk, candidate.build_id, folder, resolved, CLOUD)
-        result.sbom = str(sbom) if sbom else None
-
-    # fault (optional): a faulty copy of the candidate --------------------------------
-    image_file = candidate.path
-    if opts.inject_fault:
-        with progress.step("fault", f"Inject fault: {opts.inject_fault}") as st:
-            image_file = run_dir / "faulty-candidate.qcow2"
-            fault = faults.inject(
-                children, opts.inject_fault, candidate.path, image_file,
-                pinned_packages=list(local.packages),
-            )  # fmt: skip
-            st.note(fault.detail)
-        result.fault = fault.to_dict()
-
-    # 4. import into the registry's source region, record in the catalog --------------------
-    source_region = regions[0]
-    with progress.step("import", f"Register candidate in {source_region}") as st:
-        image_id = disk.content_id(image_file)
-        cloud_image = provider.import_image(
-            image_file, region=source_region, stack=resolved.name, digest=resolved.digest,
-            name=f"imagectl-{resolved.name}-{candidate.build_id}",
-            tags={TAG_BUILD: candidate.build_id},
-        )  # fmt: skip
-        image_id = cloud_image.image_id
-        with catalog.transaction() as s:
-            if not candidate.reused and build_pk is not None:
-                repo.finish_build(
-                    s, build_pk, outcome="succeeded",
-                    artifact_id=image_id, packer_manifest=candidate.manifest,
-                )  # fmt: skip
-            row = repo.find_image(s, CLOUD, source_region, image_id)
-            if row is None:
-                row = repo.record_image(
-                    s, build=_get_build(s, build_pk), cloud_image_id=image_id,
-                    region=source_region, tags={"file": str(image_file)},
-                )  # fmt: skip
-            image_pk = row.id
-            state = row.state
-        st.note(f"{image_id[:19]}… ({state})")
+    # 1. build (or reuse) the candidate, imported into the first region, recorded -------
+    built = build_image(
+        ws,
+        BuildRequest(
+            stack=resolved.name, cloud=CLOUD, reuse=not opts.rebuild,
+            inject_fault=opts.inject_fault, accel=opts.accel, rebuild_base=opts.rebuild_base,
+            timeout_s=opts.build_timeout_s,
+        ),
+        progress=progress,
+    )  # fmt: skip
+    (image,) = built.images
+    image_id = image["image_id"]
+    result.build_id = built.build_id
+    result.candidate_reused = built.reused
+    result.base = dict(built.details.get("base", {}))
+    result.accel = dict(built.details.get("accel", {}))
+    result.fault = built.fault
+    result.sbom = built.sbom
     result.image_id = image_id
-    result.image_file = str(image_file)
-    if state in (ImageState.DEPRECATED, ImageState.DELETED, ImageState.ROLLED_BACK):
+    result.image_file = str(built.details.get("disk") or "")
+    state = image["state"]
+    if state in RETIRED:
         raise UserError(
             f"image {image_id} is '{state}' in the catalog and cannot be promoted again",
             hint="Run with --rebuild to build a new candidate",
         )
 
-    # 5-6. boot and validate ----------------------------------------------------------------
-    # A reused candidate may already be further along: it is validated again (a fresh
-    # receipt), but its state only moves where the lifecycle allows.
-    if state in (ImageState.BUILT, ImageState.INCONCLUSIVE):
-        with catalog.transaction() as s:
-            repo.set_state(
-                s, image_pk, ImageState.VALIDATING, reason="local run: validation boot started"
-            )
-            state = ImageState.VALIDATING
-    outcome = _boot_and_validate(
-        children, progress, base, accel, local, image_file, image_id, resolved, run_dir, opts,
-        provider, cloud_image,
-    )  # fmt: skip
-    result.verdict = outcome.verdict
-    result.worst_action = outcome.worst_action
-    result.failing_checks = outcome.failing
-    result.receipt = str(outcome.receipt_path)
-    with catalog.transaction() as s:
-        repo.record_receipt(
-            s, image_pk, shape=local.validation_shapes[0] if local.validation_shapes else "qemu",
-            host=f"qemu-{accel.name}-{result.run_id}", receipt=outcome.receipt,
-        )  # fmt: skip
+    # 2. validate: launch (QEMU), reach, validator over SSH, decide, record, attest ------
+    if state in JUDGED:
+        progress.skip("validate", "Validate", f"{image_id[:19]}… is {state} in the catalog")
+    elif state == ImageState.BLOCKED:
+        progress.skip("validate", "Validate", f"{image_id[:19]}… was blocked earlier")
+    else:
+        receipts = run_dir / "receipts"
+        with progress.step("validate", "Validate: boot the candidate in QEMU, the image's "
+                           "validator over SSH (playbooks/validate.yml)") as st:  # fmt: skip
+            payload = validate_image(
+                ws,
+                ImageValidationRequest(
+                    image_id=image_id, cloud=CLOUD, stack=resolved.name,
+                    reach_timeout_s=opts.boot_timeout_s, receipts_dir=receipts,
+                ),
+                StepReporter(st),
+            )  # fmt: skip
+            st.note(f"{payload['state']}: {'; '.join(payload['reasons'])}")
+        result.validation = payload
+        state = payload["state"]
+        found = sorted(receipts.glob("*.json")) if receipts.is_dir() else []
+        if found:
+            receipt = load_receipt(found[0])
+            result.receipt = str(found[0])
+            result.verdict = receipt.verdict
+            result.worst_action = receipt.worst_action.value
+            result.failing_checks = failing_checks(receipt)
+        result.attestation = payload.get("attestation")
 
-    # 7. decide and promote -----------------------------------------------------------------
-    if not outcome.passed or state == ImageState.BLOCKED:
-        names = ", ".join(f["name"] for f in outcome.failing) or "verdict fail"
-        reason = f"validation failed: {names}" if not outcome.passed else "blocked earlier"
-        with progress.step("decide", "Decide: blocked, not promoted") as st:
-            if state != ImageState.BLOCKED:
-                block_image(catalog, image_pk, reason=reason)
-            else:
-                with catalog.transaction() as s:
-                    reason = repo.image_row(s, image_pk).blocked_reason or reason
-            st.note(reason)
+    if state == ImageState.BLOCKED:
         result.outcome = "blocked"
-        result.blocked_reason = reason
+        result.blocked_reason = _blocked_reason(catalog, image_id, image["region"])
         return
-    if state == ImageState.VALIDATING:
+    if state not in JUDGED:
+        reasons = "; ".join((result.validation or {}).get("reasons", [])) or state
+        raise UserError(f"validation ended {state}: {reasons}")
+
+    # 3. the attestation verifies with this machine's trust ------------------------------
+    with progress.step("attest", "Attest: verify the signed verdict") as st:
         with catalog.transaction() as s:
-            repo.set_state(s, image_pk, ImageState.VALIDATED, reason="local run: receipt passed")
-    with progress.step("attest", "Attest: sign the verdict, verify it") as st:
-        attested = attest_image(catalog, image_pk, provider)
-        with catalog.transaction() as s:
-            check = verify_image(s, repo.image_row(s, image_pk), load_trust())
+            row = repo.find_image(s, CLOUD, image["region"], image_id)
+            assert row is not None  # the build stage recorded it
+            check = verify_image(s, row, load_trust())
         if not check.valid:
-            raise UserError(f"the attestation just signed does not verify: {check.reasons[0]}")
-        result.attestation = attested.digest
-        st.note(f"{attested.digest[:19]} by key {attested.keyid[:12]} ({attested.path})")
+            raise UserError(f"the attestation does not verify: {check.reasons[0]}")
+        result.attestation = result.attestation or check.digest
+        st.note(f"{(check.digest or '')[:19]} verifies")
+
+    # 4. promote -----------------------------------------------------------------------
+    provider = provider_for(resolved, CLOUD)
     with progress.step("promote", f"Promote to {len(regions)} regions (parallel)") as st:
 
         def on_region(region: str, step: str, detail: str = "") -> None:
             st.note(f"{region}: {step} {detail}".strip())
 
+        with catalog.transaction() as s:
+            pk = repo.find_image(s, CLOUD, image["region"], image_id)
+            assert pk is not None
+            image_pk = pk.id
         promo = promote(catalog, provider, resolved, image_pk, regions=regions, progress=on_region)
         result.promotion_state = promo.state
         result.regions_reached = sorted(r for r, rr in promo.regions.items() if rr.state == "done")
@@ -358,77 +287,7 @@ def _pipeline(
         result.error = f"promotion ended {promo.state}"
 
 
-def _boot_and_validate(
-    children: Children,
-    progress: Progress,
-    base: Any,
-    accel: AccelChoice,
-    local: Any,
-    image_file: Path,
-    image_id: str,
-    resolved: ResolvedStack,
-    run_dir: Path,
-    opts: RunOptions,
-    provider: LocalProvider,
-    cloud_image: CloudImage,
-) -> ValidationOutcome:
-    key = generate_key(run_dir / "ssh", comment=f"imagectl-validate-{run_dir.name}")
-    overlay = disk.overlay(children, image_file, run_dir / "validate-overlay.qcow2")
-    spec = VmSpec(
-        disk=overlay, kernel=base.kernel, initrd=base.initrd, accel=accel.name,
-        memory_mib=local.build.memory_mib, cpus=local.build.cpus,
-        serial_log=run_dir / "validate.serial.log", name=f"imagectl-validate-{run_dir.name}",
-    )  # fmt: skip
-    instance = None
-    try:
-        with progress.step("boot", f"Boot candidate in QEMU ({accel.name}), wait for SSH") as st:
-            st.note(f"serial console: {spec.serial_log}")
-            vm = boot(children, spec, key, ssh_timeout=opts.boot_timeout_s)
-            st.note(f"SSH on 127.0.0.1:{spec.ssh_port} (qemu pid {vm.pid})")
-            if hasattr(provider, "register_instance"):
-                instance = provider.register_instance(
-                    cloud_image, shape=f"qemu-{accel.name}", address=f"127.0.0.1:{spec.ssh_port}"
-                )
-        try:
-            with progress.step("validate", "Validate inside the VM over SSH") as st:
-                st.note(f"imagectl validate --profile {resolved.stack.validation.profile}")
-                outcome = validate_in_vm(
-                    vm, image_id=image_id, profile=resolved.stack.validation.profile,
-                    dest=run_dir / "receipt.json",
-                    shape=local.validation_shapes[0] if local.validation_shapes else None,
-                )  # fmt: skip
-                st.note(f"verdict {outcome.verdict}, worst action {outcome.worst_action}")
-        finally:
-            with progress.step("poweroff", "Power off the VM") as st:
-                vm.poweroff()
-                st.note("clean shutdown over SSH")
-    finally:
-        try:
-            if instance is not None:
-                provider.terminate(instance)
-        finally:
-            overlay.unlink(missing_ok=True)
-            shutil.rmtree(key.parent, ignore_errors=True)  # this run's SSH key
-    return outcome
-
-
-def _provider(resolved: ResolvedStack) -> LocalProvider:
-    provider = provider_for(resolved, CLOUD)
-    assert isinstance(provider, LocalProvider)  # CLOUD is the local cloud
-    return provider
-
-
-def _build_pk(session: Session, build_id: str) -> int | None:
-    row = session.scalar(select(Build).where(Build.build_id == build_id))
-    return row.id if row is not None else None
-
-
-def _get_build(session: Session, pk: int | None) -> Build | None:
-    return session.get(Build, pk) if pk is not None else None
-
-
-def _build_outcome(exc: BaseException) -> str:
-    cancelled = isinstance(exc, (KeyboardInterrupt, Terminated)) or type(exc).__name__ == (
-        "PackerCancelled"
-    )
-    return "cancelled" if cancelled else "failed"
+def _blocked_reason(catalog: Catalog, image_id: str, region: str) -> str:
+    with catalog.transaction() as s:
+        row = repo.find_image(s, CLOUD, region, image_id)
+        return (row.blocked_reason if row is not None else None) or "blocked"

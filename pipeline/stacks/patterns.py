@@ -46,6 +46,8 @@ Region = Annotated[str, pattern(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", 63)]
 ShapeName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$", 80)]
 GpuSku = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", 64)]
 AwsOwner = Annotated[str, pattern(r"^([0-9]{12}|amazon|aws-marketplace|self)$", 20)]
+# a Linux login name (useradd's NAME_REGEX default): the AMI's default user
+LinuxUser = Annotated[str, pattern(r"^[a-z_][a-z0-9_-]{0,31}$", 32)]
 AmiNameFilter = Annotated[str, pattern(r"^[A-Za-z0-9()\[\]./@_*?-]{3,128}$", 128)]
 AwsSubnet = Annotated[str, pattern(r"^subnet-[0-9a-f]{8,17}$", 24)]
 SsmPrefix = Annotated[str, pattern(r"^(/[A-Za-z0-9_.-]+)+$", 200)]

@@ -41,6 +41,7 @@ from imagectl.stacks.patterns import (
     GcpZone,
     GpuSku,
     KernelRelease,
+    LinuxUser,
     MirrorUrl,
     Principal,
     Region,
@@ -230,6 +231,11 @@ class AwsBaseImage(Strict):
     owner: AwsOwner
     name: AmiNameFilter = Field(
         description="AMI name filter, e.g. ubuntu/images/hvm-ssd/ubuntu-jammy-*"
+    )
+    login_user: LinuxUser | None = Field(
+        None,
+        description="the AMI's default user, who gets the instance's key pair; derived from "
+        "a known owner (Canonical: ubuntu, Debian: admin, Amazon: ec2-user) when unset",
     )
 
 

@@ -31,7 +31,8 @@ class ValidationRequest:
     reach_timeout_s: float = 900.0
     validator_timeout_s: float = 1800.0
     allowed_cidr: str | None = None
-    ssh_user: str = "ubuntu"
+    # the cloud's login user (CloudSpec.login_user): who the launch gave the run's key to
+    ssh_user: str = "root"
     ssh_private_key: str | None = None
     ssh_public_key: str | None = None
     launched_by: str = "imagectl"
@@ -53,9 +54,13 @@ def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) 
     else:
         out = {
             "ansible_host": inst.address or inst.instance_id,
+            "ansible_port": inst.ssh_port,
             "ansible_user": req.ssh_user,
             "ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new "
             "-o UserKnownHostsFile=/dev/null",
+            # the validator reads root-only state (the kernel log under dmesg_restrict,
+            # DCGM): a cloud's login user runs it through sudo, as the cloud set it up
+            "validate_become": req.ssh_user != "root",
         }
         if req.ssh_private_key:
             out["ansible_ssh_private_key_file"] = req.ssh_private_key

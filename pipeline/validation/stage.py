@@ -1,10 +1,16 @@
 """The validation stage for a cloud candidate: find the image, check it was built from
 the stack as it resolves now, launch its hosts on the shape, run the validator on each,
-record every receipt and the decision in the catalog and the image's state tag.
+record every receipt and the decision in the catalog and the image's state tag, and sign
+the attestation of a validated image.
 
 ``imagectl validate-image`` parses its options into an ``ImageValidationRequest`` and
-calls ``validate_image``; the local pipeline validates in QEMU (``imagectl.embedded``) and
-records through the same ``CatalogRecorder``.
+calls ``validate_image``; so does ``imagectl run`` for the local cloud, whose instances are
+QEMU VMs (``imagectl.clouds.local``): one path for every cloud.
+
+Who logs in is the cloud's (``CloudSpec.login_user``: the user the launch gave the key
+to). A remote cloud's hosts are reached over SSH from the runner's address only, so
+``runner_cidr`` is required there: without it the security group / firewall rule / NSG
+admits nobody and the run would wait for a host it can never reach.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.errors import UserError
+from imagectl.fsutil import atomic_write
 from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
 from imagectl.stacks import load_resolved
@@ -57,11 +64,11 @@ class ImageValidationRequest:
     reach_timeout_s: float = 900.0
     validator_timeout_s: float = 1800.0
     runner_cidr: str | None = None
-    ssh_user: str = "ubuntu"
     ssh_key: str | None = None
     inventory_override: Path | None = None
     wheel: str | None = None
     sandbox: bool = False
+    receipts_dir: Path | None = None  # a copy of every receipt that came back
 
 
 def validate_image(
@@ -78,10 +85,20 @@ def validate_image(
             hint="Pass --stack NAME (the stack it was built from)",
         )
     _, resolved = load_resolved(ws.images, stack)
-    options = provider_options(resolved, req.cloud)
-    provider = get_provider(req.cloud, **options)
     spec = cloud_spec(req.cloud)
     settings = spec.settings(resolved.stack)
+    login_user = spec.login_user(settings)
+    over_ssh = not (override and override.local)
+    if spec.remote and over_ssh and not req.runner_cidr:
+        raise UserError(
+            f"validating on {req.cloud} needs the runner's address: the validation hosts "
+            "admit SSH from --runner-cidr only, and without it they admit nobody (the run "
+            "would wait for hosts it can never reach)",
+            hint="Pass --runner-cidr <this machine's public address>/32 (or set "
+            "IMAGECTL_RUNNER_CIDR); behind NAT, the address the internet sees",
+        )
+    options = provider_options(resolved, req.cloud)
+    provider = get_provider(req.cloud, **options)
     image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
     shape = req.shape or settings.validation_shapes[0]
     profile = req.profile or resolved.stack.validation.profile
@@ -91,9 +108,7 @@ def validate_image(
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
     try:
         with interrupts_raise():
-            private_key, public_key = _ssh_key(
-                req.ssh_key, not (override and override.local), keydir
-            )
+            private_key, public_key = _ssh_key(req.ssh_key, over_ssh, keydir)
             request = ValidationRequest(
                 image=image,
                 stack=stack,
@@ -108,7 +123,7 @@ def validate_image(
                 reach_timeout_s=req.reach_timeout_s,
                 validator_timeout_s=req.validator_timeout_s,
                 allowed_cidr=req.runner_cidr,
-                ssh_user=req.ssh_user,
+                ssh_user=login_user,
                 ssh_private_key=private_key,
                 ssh_public_key=public_key,
                 launched_by=current_actor(),
@@ -143,6 +158,12 @@ def _run(
 
     def record(outcome: HostOutcome) -> None:
         recorder.receipt(outcome, shape=request.shape)
+        if req.receipts_dir is not None and outcome.receipt is not None:
+            req.receipts_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(
+                req.receipts_dir / f"{outcome.host}.json",
+                outcome.receipt.model_dump_json(indent=2) + "\n",
+            )
 
     run = ValidationRun(provider, request, reporter=reporter, on_receipt=record)
     try:

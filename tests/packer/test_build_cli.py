@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.models import Build
 from imagectl.cli import main
-from imagectl.clouds.local.spec import BASE_MADE_BY_RUN
+from imagectl.clouds.local.spec import BASE_MADE_BY_BUILD
 from imagectl.packer.variables import packer_vars
 from imagectl.stacks import load_resolved
 from tests.support import ROOT
@@ -119,4 +119,4 @@ def test_the_local_plan_names_where_its_base_disk_comes_from(
         "--var-dir", str(tmp_path),
     )  # fmt: skip
     assert code == 0
-    assert json.loads(out)["packer_vars"]["local_base_dir"] == BASE_MADE_BY_RUN
+    assert json.loads(out)["packer_vars"]["local_base_dir"] == BASE_MADE_BY_BUILD

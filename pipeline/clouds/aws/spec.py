@@ -9,11 +9,22 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.aws.clients import ENV_ENDPOINT
 from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.spec import CloudSpec
+from imagectl.errors import UserError
 from imagectl.stacks.schema import AwsCloud
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
 
+# Who gets the key pair: the AMI's default user, set by its publisher's cloud-init config
+# (EC2 User Guide, "Connect to your Linux instance", default user names per AMI):
+# Ubuntu (Canonical) ubuntu, Debian admin, Amazon Linux ec2-user. Other owners: set
+# clouds.aws.base_image.login_user.
+DEFAULT_USERS = {
+    "099720109477": "ubuntu",  # Canonical
+    "136693071363": "admin",  # Debian
+    "137112412989": "ec2-user",  # Amazon Linux
+    "amazon": "ec2-user",
+}
 _ZONE = re.compile(r"^([a-z]{2}(?:-[a-z]+)+-\d+)[a-z]$")  # us-east-1a -> us-east-1
 
 
@@ -64,6 +75,17 @@ class AwsSpec(CloudSpec[AwsCloud]):
             "capacity_reservation_id": capacity.reservation_id if capacity else None,
             "capacity_block": capacity.capacity_block if capacity else False,
         }
+
+    def login_user(self, settings: AwsCloud) -> str:
+        base = settings.base_image
+        user = base.login_user or DEFAULT_USERS.get(base.owner)
+        if user is None:
+            raise UserError(
+                f"the AWS base image owner {base.owner} has no known default user: an "
+                "instance launched from it gives the key pair to a user imagectl cannot name",
+                hint="Set clouds.aws.base_image.login_user (the AMI's documented default user)",
+            )
+        return user
 
     def listing_regions(self, settings: AwsCloud) -> list[str]:
         """Every target region and the build region (a candidate's instances run there)."""

@@ -14,12 +14,11 @@ from imagectl.clouds.azure.definition import ensure_definition
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
+from imagectl.clouds.azure.spec import LOGIN_USER
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
-
-ADMIN_USER = "imagectl"
 
 
 class AzureProvider(AzurePromotion, Provider):
@@ -50,8 +49,10 @@ class AzureProvider(AzurePromotion, Provider):
         reservation_zone: str | None = None,
         hyper_v_generation: str = "V2",
         security_type: str = "Standard",
+        login_user: str = LOGIN_USER,
         **_ignored: Any,
     ) -> None:
+        self.login_user = login_user  # osProfile.adminUsername (the spec's login_user)
         # validation VMs are placed in this capacity reservation group (its zone only)
         self.reservation_group = reservation_group
         self.reservation_zone = reservation_zone
@@ -240,7 +241,7 @@ class AzureProvider(AzurePromotion, Provider):
             linux.ssh = m.SshConfiguration(
                 public_keys=[
                     m.SshPublicKey(
-                        path=f"/home/{ADMIN_USER}/.ssh/authorized_keys",
+                        path=f"/home/{self.login_user}/.ssh/authorized_keys",
                         key_data=ssh_public_key.strip(),
                     )
                 ]
@@ -260,7 +261,7 @@ class AzureProvider(AzurePromotion, Provider):
                     ),
                 ),
                 os_profile=m.OSProfile(
-                    computer_name=name, admin_username=ADMIN_USER, linux_configuration=linux
+                    computer_name=name, admin_username=self.login_user, linux_configuration=linux
                 ),
                 network_profile=m.NetworkProfile(
                     network_interfaces=[

@@ -20,6 +20,11 @@ def gallery_image_version(build_id: str) -> str:
     return "0.0.0"
 
 
+# The user a validation VM's key is given to: osProfile.adminUsername with the key in
+# linuxConfiguration.ssh.publicKeys (Virtual Machines - Create Or Update, ARM REST)
+LOGIN_USER = "imagectl"
+
+
 class AzureSpec(CloudSpec[AzureCloud]):
     name = "azure"
     packer_builder = "azure-arm"
@@ -53,9 +58,13 @@ class AzureSpec(CloudSpec[AzureCloud]):
     def build_region(self, settings: AzureCloud) -> str:
         return settings.build.location
 
+    def login_user(self, settings: AzureCloud) -> str:
+        return LOGIN_USER
+
     def provider_options(self, settings: AzureCloud) -> dict[str, Any]:
         capacity = settings.validation_capacity
         return {
+            "login_user": self.login_user(settings),
             "subscription_id": settings.build.subscription_id,
             "location": settings.build.location,
             "resource_group": settings.build.resource_group,

@@ -13,6 +13,7 @@ from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
+from imagectl.clouds.gcp.spec import LOGIN_USER
 from imagectl.errors import UserError
 from imagectl.tags import (
     TAG_DIGEST,
@@ -44,8 +45,10 @@ class GcpProvider(GcpPromotion, Provider):
         regions: list[str] | None = None,
         reservation: str | None = None,
         reservation_zone: str | None = None,
+        login_user: str = LOGIN_USER,
         **_ignored: Any,
     ) -> None:
+        self.login_user = login_user  # metadata ssh-keys USER (the spec's login_user)
         # validation instances consume this specific reservation, in its zone only
         self.reservation = reservation
         self.reservation_zone = reservation_zone
@@ -191,7 +194,9 @@ class GcpProvider(GcpPromotion, Provider):
         metadata = [compute_v1.Items(key="block-project-ssh-keys", value="true")]
         if ssh_public_key:
             metadata.append(
-                compute_v1.Items(key="ssh-keys", value=f"imagectl:{ssh_public_key.strip()}")
+                compute_v1.Items(
+                    key="ssh-keys", value=f"{self.login_user}:{ssh_public_key.strip()}"
+                )
             )
         resource = compute_v1.Instance(
             name=name,

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 _ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")  # us-central1-a -> us-central1
 GLOBAL = "global"  # a Compute Engine image is a global resource
+# The user a validation instance's key is given to: metadata ssh-keys "USER:KEY", which the
+# guest environment creates ("Manage SSH keys in metadata", Compute Engine docs)
+LOGIN_USER = "imagectl"
 
 
 class GcpSpec(CloudSpec[GcpCloud]):
@@ -37,9 +40,13 @@ class GcpSpec(CloudSpec[GcpCloud]):
     def build_region(self, settings: GcpCloud) -> str:
         return GLOBAL
 
+    def login_user(self, settings: GcpCloud) -> str:
+        return LOGIN_USER
+
     def provider_options(self, settings: GcpCloud) -> dict[str, Any]:
         capacity = settings.validation_capacity
         return {
+            "login_user": self.login_user(settings),
             "project": settings.build.project,
             "zone": settings.build.zone,
             "family": settings.family,

@@ -29,11 +29,14 @@ subprocesses):
   ``{"local-b": "replica"}`` (the copy ends ``failed``); ``$IMAGECTL_LOCAL_FAIL=
   "local-b=replica"``.
 
-The local provider boots no virtual machine: ``launch`` registers an instance record
-(the QEMU runner registers the VMs it starts with ``register_instance``), so retention
-sees which images are in use.
+Instances are VMs (``vms``): ``launch`` boots the image in QEMU from an overlay, with the
+run's key for the cloud's login user (root) handed in as a guest agent would get it;
+``wait_reachable`` waits until SSH answers on the forwarded 127.0.0.1 port;
+``terminate`` stops the VM and removes its overlay. ``<root>/instances/<id>.json`` records
+each (pid, port, TTL tag), so another process (``imagectl reap``) finds and stops it.
 
-Import a built disk with ``import_image(path, region=, stack=, digest=)``.
+Import a built disk with ``import_image(path, region=, stack=, digest=, boot=)``; ``boot``
+(kernel, initrd, accelerator) is what launches it (direct kernel boot).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
+from imagectl.clouds.common import NotReachable
+from imagectl.clouds.local import vms
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
@@ -152,6 +157,13 @@ class LocalProvider(Provider):
         latency: str | float | dict[str, float] | None = None,
         fail: str | dict[str, str] | None = None,
         link: bool = True,
+        login_user: str = "root",
+        memory_mib: int = 2048,
+        cpus: int = 2,
+        poll_interval_s: float | None = None,
+        polling_interval: float | None = None,  # the common polling options
+        retry_initial_s: float | None = None,  # (imagectl.clouds.options): the registry
+        retry_backoff_factor: float | None = None,  # polls, it never retries
     ):
         if root is None:
             root = os.environ.get(ENV_REGISTRY) or None
@@ -164,17 +176,11 @@ class LocalProvider(Provider):
         )
         self.fail = parse_fail(fail if fail is not None else os.environ.get(ENV_FAIL))
         self.link = link
-
-    def prepare_build(self) -> None:
-        """A local candidate starts from a base disk that ``imagectl run`` debootstraps
-        and provisions natively in a chroot before Packer's qemu pass; ``imagectl build``
-        has no such disk, so it refuses before recording a build."""
-        raise UserError(
-            "the local cloud's candidates are built by `imagectl run`, which prepares and "
-            "provisions the base disk Packer's qemu builder starts from",
-            hint="Run `imagectl run --stack local` (it builds, validates and promotes), or "
-            "`imagectl build --stack local --cloud local --dry-run` to see the Packer plan",
-        )
+        self.login_user = login_user  # the spec's login_user: the key goes to root
+        self.memory_mib = memory_mib
+        self.cpus = cpus
+        if poll_interval_s is not None:
+            self.poll_interval_s = poll_interval_s
 
     # -- paths --------------------------------------------------------------------
 
@@ -276,8 +282,10 @@ class LocalProvider(Provider):
         digest: str,
         name: str | None = None,
         tags: dict[str, str] | None = None,
+        boot: vms.BootFiles | None = None,
     ) -> CloudImage:
-        """Add a built disk file to ``region``; idempotent (same file, same id)."""
+        """Add a built disk file to ``region``; idempotent (same file, same id). ``boot``:
+        the kernel and initrd it boots with (kept in the registry) and the accelerator."""
         src = Path(path)
         if not src.is_file():
             raise UserError(f"no image file at {src}", hint="Build the image first")
@@ -303,8 +311,36 @@ class LocalProvider(Provider):
                     },
                     "shared_with": None,
                 }
-                _write_json(self._meta_path(region, hex_), meta)
+            if boot is not None:
+                meta["boot"] = self._keep_boot_files(boot)
+            _write_json(self._meta_path(region, hex_), meta)
         return self._to_image(region, meta)
+
+    def _keep_boot_files(self, boot: vms.BootFiles) -> dict[str, str]:
+        """Kernel and initrd copied into ``<root>/boot`` by content (a rebuilt base cannot
+        take them away from the images that boot with them)."""
+        out = {"accel": boot.accel}
+        folder = self.root / "boot"
+        folder.mkdir(parents=True, exist_ok=True)
+        for kind, src in (("kernel", boot.kernel), ("initrd", boot.initrd)):
+            dest = folder / f"{_hex(file_digest(src))}.{kind}"
+            if not dest.exists():
+                tmp = folder / f".{dest.name}.{uuid.uuid4().hex}.tmp"
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dest)
+            out[kind] = str(dest)
+        return out
+
+    def boot_files(self, image: CloudImage) -> vms.BootFiles:
+        meta = self.metadata(image.image_id, image.region) or {}
+        boot = meta.get("boot")
+        if not boot:
+            raise UserError(
+                f"local image {image.image_id} in {image.region} has no boot files "
+                "(kernel, initrd) recorded, so it cannot be launched",
+                hint="Build it again with `imagectl build --stack local --cloud local`",
+            )
+        return vms.BootFiles(Path(boot["kernel"]), Path(boot["initrd"]), boot.get("accel", "tcg"))
 
     def find_images(
         self,
@@ -354,6 +390,24 @@ class LocalProvider(Provider):
         self._update(image, tags={k: str(v) for k, v in tags.items()})
 
     # -- instances ----------------------------------------------------------------
+    def _instance_path(self, instance_id: str) -> Path:
+        return self.root / "instances" / f"{instance_id}.json"
+
+    def _instance(self, raw: dict[str, Any]) -> Instance:
+        launched = raw.get("launched_at")
+        return Instance(
+            cloud="local",
+            region=raw["region"],
+            instance_id=raw["instance_id"],
+            shape=raw["shape"],
+            image_id=raw["image_id"],
+            state=raw["state"],
+            address=raw.get("address"),
+            tags=raw.get("tags", {}),
+            launched_at=dt.datetime.fromisoformat(launched) if launched else None,
+            ssh_port=int(raw.get("port") or 22),
+        )
+
     def register_instance(
         self,
         image: CloudImage,
@@ -363,32 +417,20 @@ class LocalProvider(Provider):
         address: str | None = None,
         tags: dict[str, str] | None = None,
     ) -> Instance:
-        """Record that something runs ``image`` (the QEMU runner calls this)."""
-        inst = Instance(
-            cloud="local",
-            region=image.region,
-            instance_id=instance_id or f"local-{uuid.uuid4().hex[:12]}",
-            shape=shape,
-            image_id=image.image_id,
-            state="running",
-            address=address,
-            tags={TAG_MANAGED: "true", **(tags or {})},
-            launched_at=_now(),
-        )
-        _write_json(
-            self.root / "instances" / f"{inst.instance_id}.json",
-            {
-                "instance_id": inst.instance_id,
-                "region": inst.region,
-                "shape": shape,
-                "image_id": inst.image_id,
-                "state": inst.state,
-                "address": address,
-                "tags": inst.tags,
-                "launched_at": inst.launched_at.isoformat() if inst.launched_at else None,
-            },
-        )
-        return inst
+        """Record a machine that runs ``image`` but was not launched here (a fleet node of
+        the local cloud): fleet drift and retention see it; ``terminate`` forgets it."""
+        record = {
+            "instance_id": instance_id or f"local-{uuid.uuid4().hex[:12]}",
+            "region": image.region,
+            "shape": shape,
+            "image_id": image.image_id,
+            "state": "running",
+            "address": address,
+            "tags": {TAG_MANAGED: "true", **(tags or {})},
+            "launched_at": _now().isoformat(),
+        }
+        _write_json(self._instance_path(str(record["instance_id"])), record)
+        return self._instance(record)
 
     def launch(
         self,
@@ -402,18 +444,68 @@ class LocalProvider(Provider):
         ssh_public_key: str | None = None,
         allowed_cidr: str | None = None,
     ) -> Instance:
+        """Boot ``image`` (in its region) in QEMU; SSH is forwarded from 127.0.0.1 only,
+        so ``allowed_cidr`` has nothing to admit beyond this machine."""
+        if self.image_file(image.image_id, image.region) is None:
+            raise CloudError(f"local image {image.image_id} is not in region {image.region}")
+        boot = self.boot_files(image)
+        instance_id = f"local-{uuid.uuid4().hex[:12]}"
         tags = {
+            TAG_MANAGED: "true",
             TAG_STACK: stack,
             TAG_LAUNCHED_BY: launched_by,
             TAG_TTL: (_now() + ttl).isoformat(),
         }
-        return self.register_instance(image, shape=shape, tags=tags)
+        record: dict[str, Any] = {
+            "instance_id": instance_id,
+            "region": image.region,
+            "shape": shape,
+            "image_id": image.image_id,
+            "state": "pending",
+            "address": "127.0.0.1",
+            "tags": tags,
+            "launched_at": _now().isoformat(),
+        }
+        # recorded before QEMU starts: a launch killed half-way is still found and reaped
+        _write_json(self._instance_path(instance_id), record)
+        file = self._source_file(image)
+        vm = vms.start(
+            self.root / "instances" / instance_id, image_file=file, boot=boot,
+            login_user=self.login_user, public_key=ssh_public_key,
+            memory_mib=self.memory_mib, cpus=self.cpus, name=f"imagectl-{instance_id}",
+        )  # fmt: skip
+        record.update(state="running", pid=vm.pid, started=vm.started, port=vm.port)
+        _write_json(self._instance_path(instance_id), record)
+        return self._instance(record)
 
     def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance:
-        return instance
+        """Until the guest's SSH server answers on its forwarded port; the VM dying or the
+        time passing is ``NotReachable`` with the serial console's last lines."""
+        raw = _read_json(self._instance_path(instance.instance_id))
+        if raw is None:
+            raise NotReachable(instance.instance_id, "the instance is gone (terminated)")
+        folder = self.root / "instances" / instance.instance_id
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if not vms.alive(raw.get("pid", 0), raw.get("started", "")):
+                tail = vms.serial_tail(folder) or vms.serial_tail(folder, "qemu.log")
+                raise NotReachable(instance.instance_id, f"the VM stopped while booting: {tail}")
+            if vms.ssh_banner("127.0.0.1", int(raw["port"])):
+                return self._instance(raw)
+            if time.monotonic() >= deadline:
+                raise NotReachable(
+                    instance.instance_id,
+                    f"no SSH answer on 127.0.0.1:{raw['port']} within {timeout_s:g} s; "
+                    f"serial console: {vms.serial_tail(folder)}",
+                )
+            time.sleep(max(self.poll_interval_s, 0.5))
 
     def terminate(self, instance: Instance) -> None:
-        path = self.root / "instances" / f"{instance.instance_id}.json"
+        path = self._instance_path(instance.instance_id)
+        raw = _read_json(path)
+        if raw is not None and raw.get("pid"):
+            vms.stop(int(raw["pid"]), str(raw.get("started", "")))
+        shutil.rmtree(self.root / "instances" / instance.instance_id, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 
@@ -424,23 +516,9 @@ class LocalProvider(Provider):
             raw = _read_json(path)
             if raw is None:
                 continue
-            tags = raw.get("tags", {})
-            if managed_only and tags.get(TAG_MANAGED) != "true":
+            if managed_only and raw.get("tags", {}).get(TAG_MANAGED) != "true":
                 continue
-            launched = raw.get("launched_at")
-            out.append(
-                Instance(
-                    cloud="local",
-                    region=raw["region"],
-                    instance_id=raw["instance_id"],
-                    shape=raw["shape"],
-                    image_id=raw["image_id"],
-                    state=raw["state"],
-                    address=raw.get("address"),
-                    tags=tags,
-                    launched_at=dt.datetime.fromisoformat(launched) if launched else None,
-                )
-            )
+            out.append(self._instance(raw))
         return out
 
     # -- promotion ----------------------------------------------------------------
@@ -481,6 +559,7 @@ class LocalProvider(Provider):
                     "fail": self.fail.get(region) == "replica",
                     "name": image.name,
                     "tags": meta.get("tags", dict(image.tags)),
+                    "boot": meta.get("boot"),
                 },
             )
         return ReplicaStatus(region, "pending", image.image_id, "copy requested")
@@ -526,6 +605,7 @@ class LocalProvider(Provider):
                 "source": f"{copy['source_region']}/{image.image_id}",
                 "tags": copy.get("tags", {}),
                 "shared_with": None,
+                "boot": copy.get("boot"),
             }
             _write_json(self._meta_path(region, _hex(image.image_id)), meta)
             copy["state"] = "available"

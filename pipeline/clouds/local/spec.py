@@ -12,10 +12,12 @@ from imagectl.stacks.schema import LocalCloud
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
 
-HOST = "local"  # the catalog region of a local candidate
-# Packer's qemu pass starts from a disk that `imagectl run` debootstraps and provisions
-# natively (imagectl.embedded.base, .provision); a plain `imagectl build` has none.
-BASE_MADE_BY_RUN = "<the provisioned base disk imagectl run prepares>"
+# Packer's qemu pass starts from a disk the build debootstraps and provisions natively
+# (imagectl.clouds.local.build); a plan made before a build names it so.
+BASE_MADE_BY_BUILD = "<the provisioned base disk the local build prepares>"
+# The local cloud's login: the key a launch hands in goes to root (fw_cfg, see
+# imagectl.embedded.guest_setup); sshd admits root with a key only.
+LOGIN_USER = "root"
 
 
 class LocalSpec(CloudSpec[LocalCloud]):
@@ -25,6 +27,7 @@ class LocalSpec(CloudSpec[LocalCloud]):
     remote = False
     ansible_become = False  # the local build logs in as root
     manifest_strip_path = False  # the artifact id is the disk file's path
+    builds_base_disk = True
 
     def packer_vars(
         self, r: ResolvedStack, settings: LocalCloud, *, build_id: str
@@ -39,10 +42,10 @@ class LocalSpec(CloudSpec[LocalCloud]):
         }
 
     def runtime_packer_vars(self, r: ResolvedStack, folder: Path, base_dir: str) -> dict[str, str]:
-        """The provisioned base disk (``imagectl run`` makes it, ``imagectl.embedded``) and
-        the output; a plan made without one shows where it comes from."""
+        """The provisioned base disk (the local build makes it) and the output; a plan made
+        without one shows where it comes from."""
         return {
-            "local_base_dir": base_dir or BASE_MADE_BY_RUN,
+            "local_base_dir": base_dir or BASE_MADE_BY_BUILD,
             "local_output_dir": str(folder / "output"),
         }
 
@@ -50,10 +53,18 @@ class LocalSpec(CloudSpec[LocalCloud]):
         return "localhost", f"qemu {settings.build.cpus} cpu / {settings.build.memory_mib} MiB"
 
     def build_region(self, settings: LocalCloud) -> str:
-        return HOST
+        """The registry region a candidate is imported into (the first of the stack's)."""
+        return settings.regions[0]
+
+    def login_user(self, settings: LocalCloud) -> str:
+        return LOGIN_USER
 
     def provider_options(self, settings: LocalCloud) -> dict[str, Any]:
-        return {}
+        return {
+            "login_user": self.login_user(settings),
+            "memory_mib": settings.build.memory_mib,
+            "cpus": settings.build.cpus,
+        }
 
 
 SPEC = LocalSpec()
