@@ -15,7 +15,12 @@ installed ``service-2.json``.
   to ensure idempotency of the request": the same token returns the same AMI, the same
   token with other parameters is ``IdempotentParameterMismatch``, EC2 API reference,
   "Ensuring idempotency") and ``TagSpecifications`` (``image`` and ``snapshot`` tags are
-  applied with the copy, atomically); the copy is ``pending`` for
+  applied with the copy, atomically; another ``ResourceType`` fails the request); the
+  copy records ``SourceImageId`` / ``SourceImageRegion``, which ``DescribeImages``
+  returns and its ``source-image-id`` / ``source-image-region`` filters match (the
+  sandbox's ``add_source_image_filters``); ``BEHAVIOUR.drop_copy_tags`` loses the
+  requested tags (an emulator such as plain moto does: the copy is found by what EC2
+  records instead); the copy is ``pending`` for
   ``BEHAVIOUR.copy_pending_polls`` DescribeImages calls in its region, then ``available``
   or, for a region in ``BEHAVIOUR.fail_copies_into``, ``failed`` with a ``StateReason``.
 - ``DeregisterImage(DeleteAssociatedSnapshots=True)`` deletes the AMI's snapshots with it
@@ -133,6 +138,7 @@ class Behaviour:
     ssm_validation_polls: int = 1
     shutdown_polls: int = 2
     fail_copies_into: set[str] = field(default_factory=set)
+    drop_copy_tags: bool = False  # a fault: CopyImage's TagSpecifications do not arrive
     # internal state
     tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
     pending: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
@@ -150,6 +156,7 @@ class Behaviour:
             "ssm_validation_polls",
             "shutdown_polls",
             "fail_copies_into",
+            "drop_copy_tags",
         ):
             setattr(self, name, getattr(fresh, name))
         self.tokens.clear()
@@ -245,11 +252,13 @@ def install() -> None:
     from moto.ec2.responses.amis import AmisResponse
     from moto.ec2.responses.instances import InstanceResponse
     from moto.ec2.responses.security_groups import SecurityGroups
-    from moto.ec2.utils import convert_tag_spec
     from moto.ssm.responses import SimpleSystemManagerResponse
+
+    from imagectl.clouds.aws.sandbox import add_source_image_filters, copy_tags
 
     if getattr(AmisResponse, "_imagectl_extended", False):
         return
+    add_source_image_filters()
 
     def enable_image_deprecation(self: Any) -> ActionResult:
         ami_id = self._get_param("ImageId")
@@ -273,7 +282,7 @@ def install() -> None:
         name = self._get_param("Name")
         description = self._get_param("Description")
         token = self._get_param("ClientToken")
-        specs = self._get_param("TagSpecifications", []) or []
+        tags = copy_tags(self._get_param("TagSpecifications", []) or [])
         encrypted = bool(self._get_param("Encrypted", False))
         kms_key = self._get_param("KmsKeyId")
         duration = self._get_param("SnapshotCopyCompletionDurationMinutes")
@@ -298,7 +307,8 @@ def install() -> None:
             ami.source_image_id = source_id
             ami.source_image_region = source_region
             BEHAVIOUR.copies[ami.id] = {"KmsKeyId": kms_key, "Duration": duration}
-            tags = convert_tag_spec(specs) if specs else {}
+            if BEHAVIOUR.drop_copy_tags:
+                tags = {}
             if tags.get("image"):
                 backend.create_tags([ami.id], tags["image"])
             if tags.get("snapshot"):

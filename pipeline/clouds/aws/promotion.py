@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 class AwsPromotion:
     if TYPE_CHECKING:  # the provider's members these methods use
         clients: AwsClients
+        copy_ids: dict[tuple[str, str], str]  # (source AMI, region) -> CopyImage's answer
         kms_key_ids: dict[str, str]
         pointer_timeout_s: float
         poll_interval_s: float
@@ -45,18 +46,31 @@ class AwsPromotion:
         def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
 
     def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
+        """The copy of ``image`` in ``region``, by what EC2 returns for it: its tag (set
+        by ``CopyImage``'s ``TagSpecifications``), else EC2's own record of where an AMI
+        was copied from (the ``source-image-id`` / ``source-image-region`` filters of
+        ``DescribeImages``, ``Image.SourceImageId``: set with or without tags), else the
+        id ``CopyImage`` answered in this process (read by id, the freshest read)."""
         if region == image.region:
             return self.get_image(image.image_id, region)
-        found = self.describe_images(
-            region,
-            Owners=["self"],
-            Filters=[{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}],
-            IncludeDeprecated=True,
-        )
-        live = [r for r in found if r.get("State") != "deregistered"]
-        # a working copy before a failed one (a failed attempt may not be deleted yet)
-        live.sort(key=lambda r: (r.get("State") == "failed", str(r.get("CreationDate", ""))))
-        return self._image(live[0], region) if live else None
+        by_tag = [{"Name": f"tag:{TAG_SOURCE_IMAGE}", "Values": [image.image_id]}]
+        by_source = [
+            {"Name": "source-image-id", "Values": [image.image_id]},
+            {"Name": "source-image-region", "Values": [image.region]},
+        ]
+        for filters in (by_tag, by_source):
+            found = self.describe_images(
+                region, Owners=["self"], Filters=filters, IncludeDeprecated=True
+            )
+            live = [r for r in found if r.get("State") != "deregistered"]
+            if live:
+                # a working copy before a failed one (a failed attempt may not be gone yet)
+                live.sort(
+                    key=lambda r: (r.get("State") == "failed", str(r.get("CreationDate", "")))
+                )
+                return self._image(live[0], region)
+        copy_id = self.copy_ids.get((image.image_id, region))
+        return self.get_image(copy_id, region) if copy_id else None
 
     @staticmethod
     def _status(region: str, replica: CloudImage | None) -> ReplicaStatus:
@@ -67,25 +81,50 @@ class AwsPromotion:
         )
         return ReplicaStatus(region, state, replica.image_id, detail=replica.state)
 
+    def _copy_tags(self, image: CloudImage, token: str) -> dict[str, str]:
+        return {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
+
+    def _retag(self, replica: CloudImage, tags: dict[str, str]) -> None:
+        """A copy found without its tags (they did not arrive with it) gets them, so
+        every tag-based query (drift, retention, ``find_images``) sees it too."""
+        if replica.tags.get(TAG_SOURCE_IMAGE) == tags[TAG_SOURCE_IMAGE]:
+            return
+        keep = {k: v for k, v in tags.items() if k != TAG_REPLICA_TOKEN}
+        if TAG_REPLICA_TOKEN in replica.tags:
+            keep[TAG_REPLICA_TOKEN] = replica.tags[TAG_REPLICA_TOKEN]
+        self.clients.ec2(replica.region).create_tags(
+            Resources=[replica.image_id], Tags=tag_list(keep)
+        )
+        replica.tags.update(keep)
+
     def replicate(self, image: CloudImage, region: str, *, token: str) -> ReplicaStatus:
         """Start (or find again) the copy of ``image`` into ``region``.
 
-        The copy's tags go in the ``CopyImage`` request (``TagSpecifications``: applied
-        with the copy, so no ``CreateTags`` races EC2's eventual consistency) and its
-        ``ClientToken`` makes a re-run get the same AMI back. A ``failed`` copy made
-        with another token (an earlier attempt) is deregistered with its snapshots and
-        the copy asked for again: a failed AMI never blocks a retry.
+        A copy that exists (found by ``_replica``: tag, EC2's source-image record, or
+        the id this process was answered) is used, whatever token made it: a retry never
+        asks for a second copy. Otherwise ``CopyImage`` is asked with the copy's tags in
+        the request (``TagSpecifications``: applied with the copy, so no ``CreateTags``
+        races EC2's eventual consistency) and a ``ClientToken``: the same token returns
+        the same AMI (EC2 API reference, "Ensuring idempotency"), so a re-run whose
+        first answer was lost gets that AMI back, not another. A ``failed`` copy made by
+        another request (an earlier attempt) is deregistered with its snapshots and the
+        copy asked for again: a failed AMI never blocks a retry.
         """
+        key = (image.image_id, region)
+        tags = self._copy_tags(image, token)
         existing = self._replica(image, region)
         if existing is not None and existing.state == "failed":
-            if existing.tags.get(TAG_REPLICA_TOKEN) == token[:255]:
+            if (
+                existing.tags.get(TAG_REPLICA_TOKEN) == token[:255]
+                or self.copy_ids.get(key) == existing.image_id
+            ):
                 return self._status(region, existing)  # this very request failed
             self.delete(existing)
             existing = None
         if existing is not None:
+            self._retag(existing, tags)
             return self._status(region, existing)
         ec2 = self.clients.ec2(region)
-        tags = {**image.tags, TAG_SOURCE_IMAGE: image.image_id, TAG_REPLICA_TOKEN: token[:255]}
         request: dict[str, Any] = {
             "Name": image.name or image.image_id,
             "SourceImageId": image.image_id,
@@ -95,16 +134,18 @@ class AwsPromotion:
                 {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("image", "snapshot")
             ],
         }
-        key = self.kms_key_ids.get(region)
-        if key:  # the region's own key: a shared encrypted copy needs one its users may use
-            request.update(Encrypted=True, KmsKeyId=key)
+        key_id = self.kms_key_ids.get(region)
+        if key_id:  # the region's own key: a shared encrypted copy needs one its users may use
+            request.update(Encrypted=True, KmsKeyId=key_id)
         if self.time_bound_copy_minutes:
             request["SnapshotCopyCompletionDurationMinutes"] = self.time_bound_copy_minutes
         copy = ec2.copy_image(**request)
         new_id = str(copy["ImageId"])
+        self.copy_ids[key] = new_id
         replica = self.get_image(new_id, region)
         if replica is None:  # eventual consistency: accepted, not yet visible
             return ReplicaStatus(region, "pending", new_id, detail="not visible yet")
+        self._retag(replica, tags)
         return self._status(region, replica)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:

@@ -90,6 +90,8 @@ class AwsProvider(AwsPromotion, Provider):
         # CopyImage: the KMS key of each target region; a time-based copy's duration
         self.kms_key_ids = dict(kms_key_ids or {})
         self.time_bound_copy_minutes = time_bound_copy_minutes
+        # (source AMI, region) -> the copy CopyImage answered in this process
+        self.copy_ids: dict[tuple[str, str], str] = {}
         # validation instances launch into this capacity reservation / Capacity Block
         self.capacity_reservation_id = capacity_reservation_id
         self.capacity_block = capacity_block

@@ -8,6 +8,25 @@ writes ``sandbox-replay.yaml`` (a test-mode inventory override: the "instances" 
 machine replaying a healthy NVML snapshot) and prints the environment to export. It
 runs until Ctrl-C. Needs the dev extra (``moto[server]``). Nothing here is used by the
 production code path; it only stands up the emulator the real clients then talk to.
+
+moto (5.2.5) answers ``CopyImage`` with a new AMI on every call and drops its
+``ClientToken`` and ``TagSpecifications``; EC2 does neither, and imagectl's promotion
+relies on both. ``emulate_copy_image()`` makes the server's ``CopyImage`` what the EC2
+API reference documents, at moto's protocol layer:
+
+- ``ClientToken`` ("Unique, case-sensitive identifier you provide to ensure idempotency
+  of the request", EC2 API reference, "Ensuring idempotency in Amazon EC2 API
+  requests"): the same token with the same parameters returns the same ``ImageId``; the
+  same token with other parameters is ``IdempotentParameterMismatch``.
+- ``TagSpecifications`` ("The tags to apply to the new AMI and new snapshots [...] If
+  you specify other values for ``ResourceType``, the request fails"): ``image`` and
+  ``snapshot`` tags are applied with the copy; any other type is
+  ``InvalidParameterValue``.
+- The copy is ``pending`` until ``COPY_PENDING_POLLS`` ``DescribeImages`` calls in its
+  region have seen it, then ``available`` (a copy is asynchronous on EC2).
+- ``Image.SourceImageId`` / ``SourceImageRegion`` are returned for the copy and the
+  ``source-image-id`` / ``source-image-region`` filters of ``DescribeImages`` match
+  them (EC2 API reference, DescribeImages).
 """
 
 from __future__ import annotations
@@ -16,8 +35,10 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
@@ -28,6 +49,122 @@ FAKE_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 MOTO_ACCOUNT = "123456789012"
+COPY_PENDING_POLLS = 2  # DescribeImages calls in its region before a copy is available
+COPY_RESOURCE_TYPES = ("image", "snapshot")
+
+
+def add_source_image_filters() -> None:
+    """moto's AMIs answer the ``source-image-id`` / ``source-image-region`` filters of
+    ``DescribeImages`` from the ``source_image_id`` / ``source_image_region`` a copy
+    records (idempotent)."""
+    from moto.ec2.models.amis import Ami
+
+    if getattr(Ami, "_imagectl_source_filters", False):
+        return
+    original = Ami.get_filter_value
+
+    def get_filter_value(self: Any, filter_name: str, method_name: str | None = None) -> Any:
+        if filter_name == "source-image-id":
+            return getattr(self, "source_image_id", None)
+        if filter_name == "source-image-region":
+            return getattr(self, "source_image_region", None)
+        return original(self, filter_name, method_name)
+
+    Ami.get_filter_value = get_filter_value  # type: ignore[method-assign]
+    Ami._imagectl_source_filters = True  # type: ignore[attr-defined]
+
+
+def copy_tags(specs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """``TagSpecifications`` of a ``CopyImage`` -> resource type -> tags; a type other
+    than ``image`` / ``snapshot`` fails the request, as on EC2."""
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.utils import convert_tag_spec
+
+    for spec in specs:
+        if spec.get("ResourceType") not in COPY_RESOURCE_TYPES:
+            raise EC2ClientError(
+                "InvalidParameterValue",
+                f"'{spec.get('ResourceType')}' is not a valid taggable resource type for "
+                "this operation (CopyImage tags an image and its snapshots).",
+            )
+    return convert_tag_spec(specs) if specs else {}
+
+
+def emulate_copy_image() -> None:
+    """Replace moto's ``CopyImage`` and ``DescribeImages`` answers with EC2's documented
+    behaviour (module docstring); idempotent."""
+    from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.responses.amis import AmisResponse
+
+    if getattr(AmisResponse, "_imagectl_sandbox", False):
+        return
+    add_source_image_filters()
+    lock = threading.Lock()
+    tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]] = {}
+    pending: dict[tuple[str, str, str], int] = {}
+    original_describe = AmisResponse.describe_images
+
+    def copy_image(self: Any) -> ActionResult:
+        backend = self.ec2_backend
+        source_id = self._get_param("SourceImageId")
+        source_region = self._get_param("SourceRegion")
+        name = self._get_param("Name")
+        description = self._get_param("Description")
+        token = self._get_param("ClientToken")
+        tags = copy_tags(self._get_param("TagSpecifications", []) or [])
+        signature = (
+            source_id,
+            source_region,
+            name,
+            description,
+            self._get_param("Encrypted"),
+            self._get_param("KmsKeyId"),
+        )
+        self.error_on_dryrun()
+        with lock:
+            key = (backend.account_id, backend.region_name, token or "")
+            if token and key in tokens:
+                ami_id, seen = tokens[key]
+                if seen != signature:
+                    raise EC2ClientError(
+                        "IdempotentParameterMismatch",
+                        "The client token you have provided is associated with a resource "
+                        "that is already deleted or was created with different parameters.",
+                    )
+                return ActionResult({"ImageId": ami_id})
+            ami = backend.copy_image(source_id, source_region, name, description)
+            ami.source_image_id = source_id
+            ami.source_image_region = source_region
+            if tags.get("image"):
+                backend.create_tags([ami.id], tags["image"])
+            if tags.get("snapshot"):
+                backend.create_tags([ami.ebs_snapshot.id], tags["snapshot"])
+            if COPY_PENDING_POLLS > 0:
+                ami.state = "pending"
+                pending[(backend.account_id, backend.region_name, ami.id)] = COPY_PENDING_POLLS
+            if token:
+                tokens[key] = (ami.id, signature)
+        return ActionResult({"ImageId": ami.id})
+
+    def describe_images(self: Any) -> Any:
+        backend = self.ec2_backend
+        with lock:
+            for key, left in list(pending.items()):
+                if key[:2] != (backend.account_id, backend.region_name):
+                    continue
+                ami = backend.amis.get(key[2])
+                if ami is None or left <= 1:
+                    pending.pop(key)
+                    if ami is not None:
+                        ami.state = "available"
+                else:
+                    pending[key] = left - 1
+        return original_describe(self)
+
+    AmisResponse.copy_image = copy_image  # type: ignore[method-assign]
+    AmisResponse.describe_images = describe_images  # type: ignore[method-assign]
+    AmisResponse._imagectl_sandbox = True  # type: ignore[attr-defined]
 
 
 def seed_base_image(endpoint: str, resolved: object) -> str:
@@ -76,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
     from moto.server import ThreadedMotoServer
 
+    emulate_copy_image()
     _, resolved = load_resolved(find_workspace().images, args.stack)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
     server.start()
