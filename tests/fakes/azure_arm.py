@@ -28,6 +28,13 @@ an error); the resource's ``provisioningState`` follows. Gallery image versions 
 Replicating for ``replication_polls`` reads, then Completed. A replication that failed
 stays Failed after ``heal_replication`` (as in Azure): only a new attempt, the region
 removed from ``targetRegions`` and added again, replicates it.
+
+Booting guests: given a ``GuestHost`` (``FakeAzureArm(guests=host)``), a public IP
+address gets the guest address ``127.0.0.N`` when it is created, and a created VM boots a
+QEMU guest when its PUT succeeds, with Azure's semantics: the Linux provisioning agent
+creates ``osProfile.adminUsername`` with the keys of ``linuxConfiguration.ssh.
+publicKeys`` (``_azure_logins``), reachable at the public IP of its NIC as the NSGs of
+that NIC and of its subnet admit (``nsg_admits``); deleting the VM stops it.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
+from tests.fakes.guests import GuestHost, cidr_admits, port_in
 from tests.fakes.server import FakeServer, Request, Response
 
 SUB = "/subscriptions/(?P<sub>[^/]+)"
@@ -51,6 +59,8 @@ def _now() -> str:
 
 
 VERSIONS = "microsoft.compute/galleries/images/versions"
+VMS = "microsoft.compute/virtualmachines"
+PIPS = "microsoft.network/publicipaddresses"
 # ARM answers a gallery version's target regions with the region's display name
 # ("West US 3"), whatever name the request used (``az account list-locations``:
 # ``name`` -> ``displayName``).
@@ -95,8 +105,10 @@ class FakeAzureArm(FakeServer):
         replication_polls: int = 1,
         boot_polls: int = 1,
         page_size: int = 2,
+        guests: GuestHost | None = None,
     ) -> None:
         super().__init__()
+        self.guests = guests
         self.subscription = subscription
         # Lists page as ARM does ("value" + "nextLink", Azure REST API guidelines, "Paged
         # results"); two per page so every listing crosses a page boundary in tests.
@@ -492,7 +504,7 @@ class FakeAzureArm(FakeServer):
         body = copy.deepcopy(req.body or {})
         rtype = self._type_of(rest)
         if rtype.lower() == "microsoft.compute/virtualmachines":
-            refused = self._vm_admission(body, rest)
+            refused = self._vm_admission(body, rest) or _os_profile_refusal(body)
             if refused is not None:
                 return refused
         busy = self._busy(key)
@@ -520,6 +532,8 @@ class FakeAzureArm(FakeServer):
             if key in self.resources:
                 state = "Failed" if failure else "Succeeded"
                 self.resources[key]["properties"]["provisioningState"] = state
+                if created and not failure and rtype.lower() == VMS:
+                    self._boot(key)
 
         op_id = self._start_op(key, finish, failure)
         return (201 if created else 200), copy.deepcopy(res), self._op_headers(op_id)
@@ -561,9 +575,14 @@ class FakeAzureArm(FakeServer):
         self.resources[key]["properties"]["provisioningState"] = "Deleting"
 
         def finish() -> None:
-            self.resources.pop(key, None)
+            gone = self.resources.pop(key, None) or {}
             for other in [k for k in self.resources if k.startswith(key + "/")]:
                 self.resources.pop(other, None)
+            if self.guests is not None and str(gone.get("type", "")).lower() == VMS:
+                self.guests.stop(key)
+            address = gone.get("properties", {}).get("ipAddress")
+            if self.guests is not None and address and str(gone.get("type", "")).lower() == PIPS:
+                self.guests.release_address(address)
 
         op_id = self._start_op(key, finish)
         headers = self._op_headers(op_id)
@@ -590,7 +609,10 @@ class FakeAzureArm(FakeServer):
             for cfg in props.get("ipConfigurations", []):
                 cfg.setdefault("properties", {})["privateIPAddress"] = f"10.42.0.{n}"
         elif rtype == "microsoft.network/publicipaddresses" and created:
-            props["ipAddress"] = f"198.51.100.{next(self._ids) % 250 + 4}"
+            if self.guests is not None:  # the address its VM's guest answers on
+                props["ipAddress"] = self.guests.reserve_address(res["id"])
+            else:
+                props["ipAddress"] = f"198.51.100.{next(self._ids) % 250 + 4}"
         elif rtype == "microsoft.compute/galleries/images/versions":
             props.setdefault("publishingProfile", {}).setdefault("publishedDate", _now())
 
@@ -630,6 +652,78 @@ class FakeAzureArm(FakeServer):
         if image and self._key(image) not in self.resources:
             return 404, arm_error("GalleryImageNotFound", f"image {image} not found"), {}
         return None
+
+    # -- booting guests --------------------------------------------------------------------
+    def _get_ref(self, ref: dict[str, Any] | None) -> dict[str, Any] | None:
+        rid = (ref or {}).get("id")
+        return self.resources.get(self._key(rid)) if rid else None
+
+    def _subnet(self, subnet_id: str) -> dict[str, Any] | None:
+        """A subnet, stored itself or inline in its virtual network's ``subnets``."""
+        found = self.resources.get(self._key(subnet_id))
+        if found is not None:
+            return found
+        vnet_id, _, name = subnet_id.rpartition("/subnets/")
+        vnet = self.resources.get(self._key(vnet_id)) or {}
+        for subnet in vnet.get("properties", {}).get("subnets", []):
+            if str(subnet.get("name", "")).lower() == name.lower():
+                return dict(subnet)
+        return None
+
+    def _public_front(self, vm: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
+        """(public address, its IP configuration, its NIC) of each NIC of the VM."""
+        fronts = []
+        for ref in vm.get("properties", {}).get("networkProfile", {}).get("networkInterfaces", []):
+            nic = self._get_ref(ref)
+            for cfg in (nic or {}).get("properties", {}).get("ipConfigurations", []):
+                pip = self._get_ref(cfg.get("properties", {}).get("publicIPAddress"))
+                address = (pip or {}).get("properties", {}).get("ipAddress")
+                if pip and address:
+                    fronts.append((address, cfg, nic))
+        return fronts
+
+    def _boot(self, key: str) -> None:
+        if self.guests is None:
+            return
+        vm = self.resources[key]
+        fronts = self._public_front(vm)
+
+        def admits(peer: str) -> bool:
+            with self.lock:
+                current = self.resources.get(key)
+                if current is None or current["properties"].get("provisioningState") != (
+                    "Succeeded"
+                ):
+                    return False
+                for address, cfg, nic in self._public_front(current):
+                    if address == fronts[0][0]:
+                        return self._nsgs_admit(cfg, nic, peer)
+                return False
+
+        self.guests.boot(
+            key,
+            logins=_azure_logins(vm),
+            admits=admits if fronts else (lambda peer: False),
+            address=fronts[0][0] if fronts else None,
+        )
+
+    def _nsgs_admit(self, cfg: dict[str, Any], nic: dict[str, Any], peer: str) -> bool:
+        """Inbound, "the subnet's NSG is evaluated first, then the network interface's":
+        both must allow ("How network security groups filter network traffic", Azure
+        Virtual Network docs). With neither, a Standard SKU public IP is "secure by
+        default and closed to inbound traffic", a Basic one open ("Public IP addresses",
+        SKU)."""
+        subnet = self._subnet(str(cfg.get("properties", {}).get("subnet", {}).get("id", "")))
+        groups = [
+            self._get_ref((subnet or {}).get("properties", {}).get("networkSecurityGroup")),
+            self._get_ref(nic.get("properties", {}).get("networkSecurityGroup")),
+        ]
+        private = str(cfg.get("properties", {}).get("privateIPAddress", ""))
+        present = [g for g in groups if g is not None]
+        if not present:
+            pip = self._get_ref(cfg.get("properties", {}).get("publicIPAddress")) or {}
+            return str((pip.get("sku") or {}).get("name", "Basic")).lower() != "standard"
+        return all(nsg_admits(g, peer, private) for g in present)
 
     # -- special paths ---------------------------------------------------------------------
     def _instance_view(self, req: Request) -> Response:
@@ -694,3 +788,97 @@ class FakeAzureArm(FakeServer):
 
 def sanitized(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+
+
+# -- what a booted VM admits ----------------------------------------------------------
+# "Disallowed values" of osProfile.adminUsername (Compute REST API reference,
+# Virtual Machines - Create Or Update, OSProfile.adminUsername).
+DISALLOWED_ADMINS = frozenset(
+    ["administrator", "admin", "user", "user1", "test", "user2", "test1", "user3", "admin1",
+     "1", "123", "a", "actuser", "adm", "admin2", "aspnet", "backup", "console", "david",
+     "guest", "john", "owner", "root", "server", "sql", "support", "support_388945a0",
+     "sys", "test2", "test3", "user4", "user5"]
+)  # fmt: skip
+
+
+def _os_profile_refusal(body: dict[str, Any]) -> Response | None:
+    """ARM's own checks of a Linux ``osProfile``: an allowed ``adminUsername`` (at most 64
+    characters, none of ``DISALLOWED_ADMINS``), and each SSH key's ``path`` exactly
+    ``/home/<adminUsername>/.ssh/authorized_keys``: "Destination path for SSH public
+    keys is currently limited to its default value /home/<user>/.ssh/authorized_keys
+    due to a known issue in Linux provisioning agent" (ARM's InvalidParameter, target
+    linuxConfiguration.ssh.publicKeys.path)."""
+    profile = body.get("properties", {}).get("osProfile")
+    if not profile:
+        return None
+    admin = str(profile.get("adminUsername", ""))
+    if not admin or len(admin) > 64 or admin.lower() in DISALLOWED_ADMINS:
+        error = arm_error("InvalidParameter", "The Admin Username specified is not allowed.")
+        error["error"]["target"] = "adminUsername"
+        return 400, error, {}
+    linux = profile.get("linuxConfiguration") or {}
+    for key in (linux.get("ssh") or {}).get("publicKeys") or []:
+        expected = f"/home/{admin}/.ssh/authorized_keys"
+        if key.get("path", expected) != expected:
+            error = arm_error(
+                "InvalidParameter",
+                f"Destination path for SSH public keys is currently limited to its default "
+                f"value {expected} due to a known issue in Linux provisioning agent.",
+            )
+            error["error"]["target"] = "linuxConfiguration.ssh.publicKeys.path"
+            return 400, error, {}
+    return None
+
+
+def _azure_logins(vm: dict[str, Any]) -> list[tuple[str, str]]:
+    """The Linux provisioning agent (walinuxagent / cloud-init on Azure) creates
+    ``osProfile.adminUsername`` and installs each ``linuxConfiguration.ssh.publicKeys``
+    ``keyData`` for it ("OSProfile", "SshPublicKey": "SSH public key certificate used to
+    authenticate with the VM through ssh"); nobody else gets a login."""
+    profile = vm.get("properties", {}).get("osProfile") or {}
+    admin = str(profile.get("adminUsername", ""))
+    keys = ((profile.get("linuxConfiguration") or {}).get("ssh") or {}).get("publicKeys") or []
+    return [(admin, str(k.get("keyData", ""))) for k in keys if admin and k.get("keyData")]
+
+
+def _listed(props: dict[str, Any], one: str, many: str) -> list[str]:
+    values = list(props.get(many) or [])
+    if props.get(one):
+        values.append(props[one])
+    return [str(v) for v in values]
+
+
+def nsg_admits(nsg: dict[str, Any], peer: str, private_ip: str) -> bool:
+    """Does this NSG allow TCP 22 from ``peer`` (the Internet) to ``private_ip``?
+
+    Rules are "processed in priority order, with lower numbers processed before higher
+    numbers [...] Once traffic matches a rule, processing stops" (Azure Virtual Network
+    docs, "Network security groups", Security rules). An inbound rule matches on
+    protocol (``Tcp`` or ``*``), ``sourceAddressPrefix(es)`` (``*``, ``Internet`` or a
+    CIDR holding the peer; the ``VirtualNetwork`` and ``AzureLoadBalancer`` tags never
+    hold an outside address), ``destinationAddressPrefix(es)`` and
+    ``destinationPortRange(s)``. The default rules after them admit only the virtual
+    network and the load balancer, then ``DenyAllInBound``: an outside peer no custom
+    rule allows is denied."""
+    rules = sorted(
+        (r.get("properties", {}) for r in nsg.get("properties", {}).get("securityRules", [])),
+        key=lambda r: int(r.get("priority", 4096)),
+    )
+    for rule in rules:
+        if str(rule.get("direction", "")).lower() != "inbound":
+            continue
+        if str(rule.get("protocol", "")).lower() not in ("tcp", "*"):
+            continue
+        sources = _listed(rule, "sourceAddressPrefix", "sourceAddressPrefixes")
+        if not any(cidr_admits(s, peer) for s in sources):
+            continue
+        targets = _listed(rule, "destinationAddressPrefix", "destinationAddressPrefixes")
+        if not any(
+            t.lower() in ("*", "virtualnetwork") or cidr_admits(t, private_ip) for t in targets
+        ):
+            continue
+        ports = _listed(rule, "destinationPortRange", "destinationPortRanges")
+        if not any(port_in(p) for p in ports):
+            continue
+        return str(rule.get("access", "")).lower() == "allow"
+    return False

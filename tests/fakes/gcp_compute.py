@@ -20,17 +20,27 @@ Operations are RUNNING on creation and DONE after ``op_polls`` GETs of the opera
 (``op_polls=0``: DONE at once); the effect (image READY, instance RUNNING, deletion)
 happens when the operation completes. Instances go PROVISIONING -> STAGING -> RUNNING
 over ``boot_polls`` GETs of the instance.
+
+Booting guests: given a ``GuestHost`` (``FakeGcpCompute(guests=host)``), an inserted
+instance boots a QEMU guest when its insert operation completes, with Compute Engine's
+semantics (``_gcp_logins``, ``firewall_admits``): the users and keys of metadata
+``ssh-keys`` and the one NAT IP of an ``accessConfig`` (``127.0.0.N``) reachable as the
+network's firewall rules admit; deleting the instance stops it. ``project_metadata``
+stands in for the project's common instance metadata (its ``ssh-keys``,
+``enable-oslogin``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tests.fakes.guests import GuestHost, cidr_admits, port_in
 from tests.fakes.server import FakeServer, Request, Response
 
 BASE = "/compute/v1/projects/(?P<project>[^/]+)"
@@ -78,8 +88,11 @@ class FakeGcpCompute(FakeServer):
         *,
         op_polls: int = 1,
         boot_polls: int = 1,
+        guests: GuestHost | None = None,
     ) -> None:
         super().__init__()
+        self.guests = guests
+        self.project_metadata: dict[str, str] = {}
         self.project = project
         self.zones = list(zones)
         self.op_polls = op_polls
@@ -557,6 +570,8 @@ class FakeGcpCompute(FakeServer):
         for nic in nics:
             nic.setdefault("networkIP", f"10.128.0.{index}")
             for ac in nic.get("accessConfigs", []):
+                if self.guests is not None:  # the guest's public address: 127.0.0.N
+                    ac["natIP"] = self.guests.reserve_address(f"{zone}/{name}")
                 ac.setdefault("natIP", f"203.0.113.{index}")
         # initializeParams is "[Input Only]" (Compute discovery document, AttachedDisk):
         # an instance GET names each disk by ``source``; the image is the disk's.
@@ -593,8 +608,35 @@ class FakeGcpCompute(FakeServer):
         def finish() -> None:
             self.instances[(zone, name)] = inst
             self._instance_polls[(zone, name)] = 0
+            self._boot(zone, name)
 
         return 200, self._operation("insert", target, finish, zone), {}
+
+    # booting guests
+    def _boot(self, zone: str, name: str) -> None:
+        if self.guests is None:
+            return
+        inst = self.instances[(zone, name)]
+        nat = [
+            ac.get("natIP")
+            for nic in inst.get("networkInterfaces", [])[:1]
+            for ac in nic.get("accessConfigs", [])
+            if ac.get("natIP")
+        ]
+
+        def admits(peer: str) -> bool:
+            with self.lock:
+                current = self.instances.get((zone, name))
+                if current is None or current["status"] in ("STOPPING", "TERMINATED"):
+                    return False
+                return firewall_admits(list(self.firewalls.values()), current, peer)
+
+        self.guests.boot(
+            f"{zone}/{name}",
+            logins=_gcp_logins(inst.get("metadata") or {}, self.project_metadata),
+            admits=admits if nat else (lambda peer: False),
+            address=nat[0] if nat else None,
+        )
 
     def _failing_op(self, target: str, zone: str, status: int, msg: str, code: str) -> Any:
         def finish() -> dict[str, Any]:
@@ -610,6 +652,8 @@ class FakeGcpCompute(FakeServer):
 
         def finish() -> None:
             inst = self.instances.pop(key, None) or {}
+            if self.guests is not None:
+                self.guests.stop(f"{key[0]}/{key[1]}")
             for disk in inst.get("disks", []):
                 if disk.get("autoDelete"):
                     self.disks.pop((key[0], disk["source"].rsplit("/", 1)[-1]), None)
@@ -646,3 +690,93 @@ class FakeGcpCompute(FakeServer):
             self.firewalls.pop(name, None)
 
         return 200, self._operation("delete", self.link(f"global/firewalls/{name}"), finish), {}
+
+
+# -- what a booted instance admits ------------------------------------------------------
+TRUE = frozenset({"true", "1", "yes", "y", "on"})
+
+
+def _metadata(items: dict[str, Any]) -> dict[str, str]:
+    return {str(i.get("key")): str(i.get("value", "")) for i in items.get("items") or []}
+
+
+def _gcp_logins(metadata: dict[str, Any], project: dict[str, str]) -> list[tuple[str, str]]:
+    """The users and keys the guest environment creates from metadata ``ssh-keys``.
+
+    "Manage SSH keys in metadata" / "Add SSH keys to VMs" (Compute Engine docs): each
+    line of the ``ssh-keys`` value is ``USERNAME:KEY_VALUE`` (an expiring key ends in
+    ``google-ssh {"userName":...,"expireOn":...}``); the guest environment creates
+    USERNAME, with sudo, and authorizes the key. Instance-level keys apply, and the
+    project's ``ssh-keys`` too unless the instance sets ``block-project-ssh-keys`` to
+    TRUE. With OS Login enabled (``enable-oslogin``, the instance's value overriding the
+    project's) "VMs ignore metadata-based SSH keys" ("About OS Login"): no user at all
+    here, OS Login is not emulated. SSH as root is disabled "even if you specify an SSH
+    key in project or instance metadata for root"."""
+    own = _metadata(metadata)
+    oslogin = own.get("enable-oslogin", project.get("enable-oslogin", ""))
+    if oslogin.strip().lower() in TRUE:
+        return []
+    values = [own.get("ssh-keys", "")]
+    if own.get("block-project-ssh-keys", "").strip().lower() not in TRUE:
+        values.append(project.get("ssh-keys", ""))
+    logins = []
+    now = dt.datetime.now(dt.timezone.utc)
+    for line in "\n".join(values).splitlines():
+        user, sep, key = line.strip().partition(":")
+        if not sep or not user or user == "root" or not key.strip():
+            continue
+        if " google-ssh " in key:
+            key, _, extra = key.partition(" google-ssh ")
+            try:
+                expire = json.loads(extra).get("expireOn", "")
+                if expire and _time(expire) <= now:
+                    continue
+            except (ValueError, TypeError, AttributeError):
+                continue
+        logins.append((user, key.strip()))
+    return logins
+
+
+def _network(link: str) -> str:
+    return "networks/" + (link or "global/networks/default").rstrip("/").rsplit("/", 1)[-1]
+
+
+def firewall_admits(firewalls: list[dict[str, Any]], inst: dict[str, Any], peer: str) -> bool:
+    """Is TCP 22 from ``peer`` to ``inst`` allowed by the VPC firewall rules?
+
+    "VPC firewall rules" (Cloud NGFW docs): an enabled ``INGRESS`` rule of the
+    instance's network applies to the instances whose network tags include one of its
+    ``targetTags`` (to every instance of the network when it has no target); it matches
+    a connection whose source is in its ``sourceRanges`` (``sourceTags`` name instances
+    of the network, never an outside address) and whose protocol and port one of its
+    ``allowed`` / ``denied`` entries lists (no ``ports``: every port). Of the matching
+    rules the lowest ``priority`` number wins (default 1000) and a deny wins a tie; with
+    none, the implied rule denies all ingress."""
+    nic = (inst.get("networkInterfaces") or [{}])[0]
+    tags = set((inst.get("tags") or {}).get("items") or [])
+    accounts = {a.get("email") for a in inst.get("serviceAccounts") or []}
+    matched: list[tuple[int, bool]] = []
+    for fw in firewalls:
+        if fw.get("disabled") or fw.get("direction", "INGRESS") != "INGRESS":
+            continue
+        if _network(fw.get("network", "")) != _network(nic.get("network", "")):
+            continue
+        if fw.get("targetTags") and not tags & set(fw["targetTags"]):
+            continue
+        if fw.get("targetServiceAccounts") and not accounts & set(fw["targetServiceAccounts"]):
+            continue
+        if not any(cidr_admits(r, peer) for r in fw.get("sourceRanges") or []):
+            continue
+        deny = bool(fw.get("denied"))
+        entries = fw.get("denied") if deny else fw.get("allowed")
+        if not any(
+            str(e.get("IPProtocol", "")).lower() in ("tcp", "6", "all")
+            and (not e.get("ports") or any(port_in(p) for p in e["ports"]))
+            for e in entries or []
+        ):
+            continue
+        matched.append((int(fw.get("priority", 1000)), deny))
+    if not matched:
+        return False
+    best = min(p for p, _ in matched)
+    return not any(deny for p, deny in matched if p == best)
