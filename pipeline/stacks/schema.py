@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -237,6 +239,15 @@ class AwsBaseImage(Strict):
         description="the AMI's default user, who gets the instance's key pair; derived from "
         "a known owner (Canonical: ubuntu, Debian: admin, Amazon: ec2-user) when unset",
     )
+
+    @model_serializer(mode="wrap")
+    def _without_unset_login(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Unset, ``login_user`` is not written: stacks that do not name one keep the
+        stack digest they had before the field existed (receipts and manifests bind it)."""
+        data: dict[str, Any] = handler(self)
+        if self.login_user is None:
+            data.pop("login_user", None)
+        return data
 
 
 class AwsBuild(Strict):

@@ -67,9 +67,23 @@ def test_inventory_override_rejects_unknown_keys(tmp_path: Path) -> None:
 
 def test_validate_image_needs_a_known_image(cli: Any, aws_moto: Any) -> None:
     result = cli("validate-image", "ami-00000000000000000", "--cloud", "aws",
-                 "--stack", "h100-training")  # fmt: skip
+                 "--stack", "h100-training", "--runner-cidr", "203.0.113.7/32")  # fmt: skip
     assert result.code == 2
     assert "ami-00000000000000000 was not found in aws region us-east-1" in result.err
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp", "azure"])
+def test_validate_image_on_a_cloud_needs_the_runner_cidr(
+    cli: Any, aws_moto: Any, cloud: str
+) -> None:
+    """Without --runner-cidr the security group / firewall rule / NSG admits nobody: the
+    run is refused before any cloud call (exit 2, the flag named), not after the 900 s
+    reach timeout (the README's AWS example once omitted it and waited that long)."""
+    result = cli("validate-image", "some-image", "--cloud", cloud,
+                 "--stack", "h100-training")  # fmt: skip
+    assert result.code == 2, result.err
+    assert "--runner-cidr" in result.err and "admit" in result.err
+    assert "was not found" not in result.err  # refused before looking for the image
 
 
 def test_validate_image_without_stack_or_catalog_record(cli: Any, aws_moto: Any) -> None:
@@ -83,7 +97,8 @@ def test_validate_image_refuses_an_image_of_another_digest(cli: Any, aws_moto: A
 
     cloud_env = CloudEnv("aws", aws_moto)
     image = cloud_env.seed_candidate(tags={"imagectl:stack-digest": "0" * 64})
-    result = cli("validate-image", image.image_id, "--cloud", "aws", "--stack", "h100-training")
+    result = cli("validate-image", image.image_id, "--cloud", "aws", "--stack", "h100-training",
+                 "--runner-cidr", "203.0.113.7/32")  # fmt: skip
     assert result.code == 2
     assert "Build a new candidate" in result.err
     assert cloud_env.live_instances() == []
