@@ -34,6 +34,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ipaddress
+import json
 import socket
 import subprocess
 import threading
@@ -62,23 +63,28 @@ class GuestImage:
 
 
 def find_guest_image(state: Path) -> GuestImage | None:
-    """The newest local candidate under an ``imagectl run --stack local`` state folder
-    (``registry/<region>/images/<hex>.qcow2``, else ``local/candidates/*/candidate.qcow2``)
-    with the newest base's kernel and initrd (``local/base/<key>/vmlinuz``,
+    """The newest local candidate under an ``imagectl run --stack local`` state folder:
+    ``registry/<region>/images/<hex>.qcow2`` with the kernel and initrd its ``.json``
+    names (``boot``), else with the newest base's (``local/base/<key>/vmlinuz``,
     ``initrd.img``); None when there is no complete set."""
-    disks = list((state / "registry").glob("*/images/*.qcow2")) or list(
-        (state / "local" / "candidates").glob("*/candidate.qcow2")
-    )
+    disks = sorted((state / "registry").glob("*/images/*.qcow2"), key=lambda p: p.stat().st_mtime)
     bases = [
         p
         for p in (state / "local" / "base").glob("*")
         if (p / "vmlinuz").is_file() and (p / "initrd.img").is_file()
     ]
-    if not disks or not bases:
-        return None
-    disk_path = max(disks, key=lambda p: p.stat().st_mtime)
-    base = max(bases, key=lambda p: p.stat().st_mtime)
-    return GuestImage(disk_path, base / "vmlinuz", base / "initrd.img")
+    base = max(bases, key=lambda p: p.stat().st_mtime) if bases else None
+    for disk_path in reversed(disks):
+        try:
+            boot = json.loads(disk_path.with_suffix(".json").read_text()).get("boot") or {}
+        except (OSError, ValueError):
+            boot = {}
+        kernel, initrd = Path(boot.get("kernel", "-")), Path(boot.get("initrd", "-"))
+        if kernel.is_file() and initrd.is_file():
+            return GuestImage(disk_path, kernel, initrd)
+        if base is not None:
+            return GuestImage(disk_path, base / "vmlinuz", base / "initrd.img")
+    return None
 
 
 class _Forwarder:
