@@ -1,17 +1,21 @@
 """The AWS path as a new user runs it, against a moto server: `imagectl build` runs the
 real Packer amazon-ebs build, `imagectl validate-image` launches instances through boto3
 and validates them (test-mode inventory: this machine replays a snapshot), both as real
-subprocesses; and a run interrupted with SIGINT terminates its instances."""
+subprocesses; the README's "Try the AWS path" steps followed literally against its
+sandbox server (`python -m imagectl.clouds.aws.sandbox`) through promote and rollback;
+and a run interrupted with SIGINT terminates its instances."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,6 +118,141 @@ def test_build_then_validate_from_the_command_line(moto_server: str, tmp_path: P
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _sandbox(port: int, override: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """README step 1: the seeded local AWS, started as the README starts it; returns once
+    it says it is serving."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "imagectl.clouds.aws.sandbox",
+            "--port",
+            str(port),
+            "--stack",
+            "h100-training",
+            "--override",
+            str(override),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    seen = []
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("inventory override:"):
+            return proc
+        assert time.monotonic() < deadline, "".join(seen)
+    proc.wait(timeout=10)
+    raise AssertionError(f"the sandbox exited {proc.returncode}:\n{''.join(seen)}")
+
+
+def _readme_cli(env: dict[str, str], *args: str, timeout: float = 400) -> str:
+    run = subprocess.run(
+        [IMAGECTL, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert run.returncode == 0, f"imagectl {' '.join(args)} exited {run.returncode}:\n" + (
+        run.stdout[-3000:] + run.stderr[-3000:]
+    )
+    return run.stdout
+
+
+def _client(service: str, endpoint: str, region: str) -> Any:
+    import boto3
+
+    return boto3.client(
+        service,
+        region_name=region,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def _images(endpoint: str, region: str) -> dict[str, str]:
+    """Every AMI this account owns in ``region``: id -> state."""
+    ec2 = _client("ec2", endpoint, region)
+    return {i["ImageId"]: i["State"] for i in ec2.describe_images(Owners=["self"])["Images"]}
+
+
+@pytest.mark.slow
+def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None:
+    """README, "Try the AWS path without an AWS account", step by step against its own
+    sandbox server (a subprocess, plain moto with the sandbox's EC2 CopyImage): build,
+    validate-image --sandbox, promote to every region of the stack, status, a second
+    candidate the same way, then rollback. Every command exits 0; every region's "latest"
+    SSM parameter names an AMI that exists and is available there; each promotion made
+    exactly one copy per region. Before, promote ended partially_promoted ("the copy
+    disappeared": the server dropped CopyImage's tags) and rollback exited 2."""
+    require_tool("packer")
+    from imagectl.stacks import load_resolved
+
+    _, resolved = load_resolved(REPO / "images", "h100-training")
+    aws = resolved.stack.clouds.aws
+    regions = list(aws.regions)
+    home = aws.build.region
+    port = _free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("IMAGECTL_", "AWS_"))}
+    base_env.update(IMAGECTL_STATE_DIR=str(tmp_path / "state"), PYTHONUNBUFFERED="1")
+    override = tmp_path / "sandbox-replay.yaml"
+    sandbox = _sandbox(port, override, base_env)
+    try:
+        env = {  # README step 2, as exported there
+            **base_env,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "IMAGECTL_AWS_ENDPOINT_URL": endpoint,
+            "IMAGECTL_CLOUD_POLL_S": "1",
+        }
+        promoted: list[dict[str, str]] = []  # per promotion: region -> replica
+        for _ in range(2):
+            built = json.loads(
+                _readme_cli(
+                    env, "build", "--stack", "h100-training", "--cloud", "aws",
+                    "--skip-provisioning", "--json",
+                )
+            )  # fmt: skip
+            (image,) = built["images"]
+            ami = image["image_id"]
+            _readme_cli(
+                env, "validate-image", ami, "--cloud", "aws", "--hosts", "2",
+                "--inventory-override", str(override), "--sandbox",
+            )  # fmt: skip
+            result = json.loads(_readme_cli(env, "promote", ami, "--json"))
+            assert result["state"] == "promoted", result
+            replicas = {r: v["replica_id"] for r, v in result["regions"].items()}
+            assert sorted(replicas) == sorted(regions) and replicas[home] == ami
+            promoted.append(replicas)
+            _readme_cli(env, "status")
+        rolled = json.loads(
+            _readme_cli(env, "rollback", "--stack", "h100-training", "--cloud", "aws", "--json")
+        )
+        assert {r: m["to"] for r, m in rolled["moved"].items()} == promoted[0]
+        for region in regions:
+            ssm = _client("ssm", endpoint, region)
+            latest = ssm.get_parameter(Name="/imagectl/h100-training/latest")["Parameter"]
+            images = _images(endpoint, region)
+            assert latest["Value"] == promoted[0][region]
+            assert images.get(latest["Value"]) == "available", (region, latest, images)
+            if region != home:  # one copy per promotion, none left by a retry
+                assert sorted(images) == sorted(p[region] for p in promoted), (region, images)
+    finally:
+        sandbox.send_signal(signal.SIGTERM)
+        sandbox.communicate(timeout=30)
 
 
 @pytest.mark.slow
