@@ -1,26 +1,20 @@
-"""Boot a local VM: direct kernel boot, virtio disk and net, SSH on a forwarded port.
+"""A local VM's QEMU command line: direct kernel boot, virtio disk and net, SSH on a
+forwarded port.
 
-The VM is a child owned by ``Children`` (stopped on exit, failure and Ctrl-C). Its
-serial console goes to a log file (the boot's progress and the first place to look
-when SSH never answers). A per-boot public key is handed in through QEMU's fw_cfg; the
-image's ``imagectl-fwcfg-key`` unit installs it under /run for root (nothing is
-written to the disk).
+The serial console goes to a log file (the boot's progress and the first place to look
+when SSH never answers). Logins are handed in through QEMU's fw_cfg (a key for root, and
+"USER KEY" lines); the image's ``imagectl-fwcfg-key`` unit installs them under /run
+(nothing is written to the image). ``imagectl.clouds.local.vms`` starts and stops the
+local cloud's instances with it; the emulated clouds' guests use it too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
-import subprocess
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from imagectl.embedded.guest_setup import FW_CFG_KEY_NAME, FW_CFG_LOGIN_NAME
-from imagectl.embedded.procs import ChildFailed, Children
-from imagectl.embedded.ssh import Ssh
 
 KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 
@@ -75,73 +69,3 @@ class VmSpec:
         if self.logins:
             argv += ["-fw_cfg", f"name={FW_CFG_LOGIN_NAME},file={self.logins}"]
         return argv + self.extra_args
-
-
-class Vm:
-    """A running VM; ``ssh`` talks to it with the per-boot key."""
-
-    def __init__(self, children: Children, spec: VmSpec, proc: subprocess.Popen[Any], ssh: Ssh):
-        self.children = children
-        self.spec = spec
-        self.proc = proc
-        self.ssh = ssh
-        self.started = time.monotonic()
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def serial_tail(self, lines: int = 15) -> str:
-        log = self.spec.serial_log
-        if not log or not log.exists():
-            return ""
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-
-    def wait_ssh(self, timeout: float) -> float:
-        try:
-            return self.ssh.wait_ready(timeout=timeout, alive=self.running)
-        except ChildFailed as exc:
-            raise ChildFailed(
-                "qemu", self.spec.argv(), self.proc.poll() or -1,
-                f"{exc.tail}\nlast serial console lines:\n{self.serial_tail()}",
-            ) from None  # fmt: skip
-
-    def poweroff(self, timeout: float = 60) -> float:
-        """Clean shutdown over SSH; the VM is killed if it has not stopped in time."""
-        start = time.monotonic()
-        if self.running():
-            self.ssh.try_run("systemctl poweroff", timeout=15)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=timeout)
-        self.children.stop(self.proc, grace_s=5)
-        return time.monotonic() - start
-
-
-def boot(
-    children: Children,
-    spec: VmSpec,
-    key: Path,
-    *,
-    ssh_timeout: float = 300,
-    on_wait: Callable[[float], None] | None = None,
-) -> Vm:
-    """Start the VM and wait until SSH answers with ``key`` (its .pub went in via fw_cfg)."""
-    if not spec.ssh_port:
-        spec.ssh_port = free_port()
-    if spec.authorized_key is None:
-        spec.authorized_key = Path(f"{key}.pub")
-    log = spec.serial_log.with_suffix(".qemu.log") if spec.serial_log else None
-    out = log.open("ab") if log else subprocess.DEVNULL
-    try:
-        proc = children.popen(spec.argv(), name="qemu", stdout=out, stderr=subprocess.STDOUT)
-    finally:
-        if log and not isinstance(out, int):
-            out.close()
-    vm = Vm(children, spec, proc, Ssh(children, key=key, port=spec.ssh_port))
-    vm.wait_ssh(ssh_timeout)
-    if on_wait:
-        on_wait(time.monotonic() - vm.started)
-    return vm

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from needs import require_root, require_tool
+
+REPO = Path(__file__).resolve().parents[2]
 
 E2E_TOOLS = ("debootstrap", "qemu-system-x86_64", "qemu-img", "packer", "ansible-playbook",
              "mkfs.ext4", "debugfs", "ssh", "scp", "ssh-keygen")  # fmt: skip
@@ -26,3 +32,26 @@ def e2e_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(kept) if kept else tmp_path_factory.mktemp("e2e-state")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def run_local(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict[str, Any], str]:
+    """``imagectl run --stack local ARGS --json`` in ``state``: (exit, JSON, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+    env.update(IMAGECTL_STATE_DIR=str(state), COLUMNS="160")
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "imagectl"), "--root", str(REPO), "run", *args,
+         "--json"],
+        capture_output=True, text=True, env=env, timeout=timeout, check=False,
+    )  # fmt: skip
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"no JSON from imagectl run (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.returncode, data, proc.stderr
+
+
+@pytest.fixture(scope="session")
+def promoted_run(e2e_state: Path) -> tuple[int, dict[str, Any], str]:
+    """The first ``imagectl run`` of the session (cold unless IMAGECTL_E2E_STATE_DIR
+    keeps a state folder): its candidate is what the other e2e tests reuse."""
+    return run_local(e2e_state)

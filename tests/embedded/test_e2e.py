@@ -20,25 +20,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_local as _run
 from needs import require
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
-
-
-def _run(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
-    env.update(IMAGECTL_STATE_DIR=str(state), COLUMNS="160")
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "imagectl"), "--root", str(REPO), "run", *args,
-         "--json"],
-        capture_output=True, text=True, env=env, timeout=timeout, check=False,
-    )  # fmt: skip
-    try:
-        data = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        pytest.fail(f"no JSON from imagectl run (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return proc.returncode, data, proc.stderr
 
 
 def _catalog(state: Path):
@@ -46,11 +32,6 @@ def _catalog(state: Path):
     from imagectl.catalog.db import open_catalog
 
     return open_catalog()
-
-
-@pytest.fixture(scope="module")
-def promoted_run(e2e_state: Path) -> tuple[int, dict, str]:
-    return _run(e2e_state)
 
 
 def test_run_promotes_the_image_to_every_local_region(promoted_run, e2e_state: Path):
@@ -69,12 +50,21 @@ def test_run_promotes_the_image_to_every_local_region(promoted_run, e2e_state: P
         assert any(f.suffix == ".qcow2" for f in files)
     # Live progress named every step with its duration.
     titles = ("Base image", "Provision: playbooks/site.yml natively in a chroot",
-              "Build: packer qemu", "Boot candidate", "Validate", "Promote")  # fmt: skip
+              "Build: packer qemu", "Register candidate in local-a",
+              "Validate: boot the candidate in QEMU", "Promote")  # fmt: skip
     for title in titles:
         assert title in err
     assert set(data["timings"]) >= {
-        "base", "provision", "build", "boot", "validate", "attest", "promote"
+        "base", "provision", "build", "import", "validate", "attest", "promote"
     }  # fmt: skip
+    # The validation went through validate-image's stage: an instance of the local cloud
+    # was launched (a QEMU VM), validated over SSH by playbooks/validate.yml, terminated.
+    validation = data["validation"]
+    assert validation["state"] == "validated" and validation["cloud"] == "local"
+    (launched,) = validation["launched"]
+    assert validation["terminated"] == [launched["instance_id"]]
+    assert "Run the validator" in err and "Fetch the receipt" in err
+    assert list((e2e_state / "registry" / "instances").glob("*")) == []
 
 
 def test_the_run_signed_an_attestation_that_verifies_with_the_state_key(promoted_run, e2e_state):

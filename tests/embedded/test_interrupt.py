@@ -1,9 +1,9 @@
 """Ctrl-C stops every QEMU, packer and SSH process a local run started (checked in /proc).
 
-Three real cases: SIGINT to ``imagectl run`` while site.yml provisions the root natively
+Two real cases: SIGINT to ``imagectl run`` while site.yml provisions the root natively
 in a chroot (ansible stops, every mount below the state folder is gone, no root is left
-behind), SIGINT while Packer's QEMU VM boots (packer cancels and takes its VM down), and
-SIGINT to the QEMU runner while it waits for SSH on the validation VM. All need the
+behind), and SIGINT while Packer's QEMU VM boots (packer cancels and takes its VM down).
+SIGINT while a validation instance boots is in test_one_pipeline.py. All need the
 cached base image, so all are ``e2e``.
 """
 
@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -128,48 +127,3 @@ def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path)
     assert "interrupted" in text
     assert _gone(seen) == set(), "processes of the run survived Ctrl-C"
     assert _processes_mentioning(str(e2e_state)) == []
-
-
-RUNNER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from imagectl.embedded import disk
-    from imagectl.embedded.base import BaseSpec, ensure_base
-    from imagectl.embedded.procs import Children
-    from imagectl.embedded.qemu import VmSpec, boot
-    from imagectl.embedded.ssh import generate_key
-    from imagectl.stacks import load_resolved
-
-    work = Path(sys.argv[1])
-    _, resolved = load_resolved(Path(sys.argv[2]) / "images", "local")
-    with Children() as ch:
-        base = ensure_base(BaseSpec.from_stack(resolved), ch)
-        key = generate_key(work / "ssh")
-        overlay = disk.overlay(ch, base.disk, work / "overlay.qcow2")
-        spec = VmSpec(disk=overlay, kernel=base.kernel, initrd=base.initrd,
-                      serial_log=work / "serial.log")
-        print("booting", flush=True)
-        boot(ch, spec, key, ssh_timeout=900)
-    """
-)
-
-
-def test_ctrl_c_while_waiting_for_ssh_stops_qemu_and_ssh(e2e_state: Path, tmp_path: Path):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, str(tmp_path), str(REPO)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(e2e_state),
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        seen = _watch_until(proc, str(tmp_path / "overlay.qcow2"), timeout=1500)
-        qemus = {p for p in seen if "qemu-system" in _cmdline(p)}
-        assert len(qemus) == 1
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode != 0 and b"KeyboardInterrupt" in out
-    assert _gone(seen) == set(), "qemu or ssh survived Ctrl-C"
-    assert _processes_mentioning(str(tmp_path)) == []

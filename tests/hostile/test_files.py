@@ -36,15 +36,6 @@ def test_the_wheel_lock_follows_no_symlink(tmp_path: Path) -> None:
     assert victim.read_text() == "precious\n"
 
 
-def test_a_local_run_key_is_private(tmp_path: Path) -> None:
-    require_tool("ssh-keygen")
-    from imagectl.embedded.ssh import generate_key
-
-    key = generate_key(tmp_path / "run" / "ssh")
-    assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(key.stat().st_mode) == 0o600
-
-
 def test_validate_image_leaves_no_key_or_work_folder(
     cli: Any, aws_moto: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
