@@ -5,7 +5,7 @@ build, run Packer through imagectl's wrapper, record the artifacts as ``built`` 
 ``--dry-run`` (the exact command and variables, nothing started). A failure or Ctrl-C
 during Packer is recorded as a failed or cancelled build before it propagates.
 
-The local cloud builds its own base disk first (``imagectl.clouds.local.build``: debootstrap,
+The local cloud builds its own base disk first (``imagectl.building.local``: debootstrap,
 chroot provisioning, then the same Packer wrapper), may reuse a candidate of identical
 inputs (``reuse``) and may alter a copy to demonstrate a block (``inject_fault``).
 """
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.building import local as local_build
 from imagectl.building import records as build_records
-from imagectl.clouds.local import build as local_build
 from imagectl.clouds.registry import cloud_spec
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress

@@ -6,7 +6,7 @@ Builds the Debian base image (debootstrap, cached), builds the candidate with Pa
 qemu builder and playbooks/site.yml, boots it in QEMU (KVM if it works, TCG otherwise),
 validates it over SSH, records everything in the catalog and promotes it into the local
 registry's regions, or blocks it. Exit codes: 0 promoted, 1 blocked or failed, 2 bad
-input. Implementation: ``imagectl.embedded.run``.
+input. Implementation: ``imagectl.orchestrate.run``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def command(
 ) -> int:
     """Run pins -> build -> boot -> validate -> decide -> promote on this machine."""
     from imagectl.embedded.progress import Progress
-    from imagectl.embedded.run import RunOptions, run_local
+    from imagectl.orchestrate.run import RunOptions, run_local
 
     ws = workspace(ctx)
     out = console(stderr=as_json)

@@ -45,7 +45,7 @@ class CloudSpec(Generic[S]):
     # a shell command Packer runs after Ansible (Azure: waagent deprovision), or ""
     deprovision_command: ClassVar[str] = ""
     # the build makes its own base disk before Packer (the local cloud: debootstrap and a
-    # chroot, imagectl.clouds.local.build), may reuse a candidate and inject a fault
+    # chroot, imagectl.building.local), may reuse a candidate and inject a fault
     builds_base_disk: ClassVar[bool] = False
 
     def settings(self, stack: Stack) -> S:

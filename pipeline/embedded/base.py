@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.embedded import guest_setup
+from imagectl.clouds.local import guest_setup
 from imagectl.embedded.chroot import chroot_ready, remove_root
 from imagectl.embedded.disk import make_disk
 from imagectl.embedded.procs import Children

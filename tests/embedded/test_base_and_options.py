@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from imagectl.embedded.base import BASE_PACKAGES, BaseSpec, find_base
-from imagectl.embedded.run import choose_regions
 from imagectl.errors import UserError
+from imagectl.orchestrate.run import choose_regions
 from imagectl.stacks import load_resolved
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from imagectl.embedded.run import failing_checks
+from imagectl.orchestrate.run import failing_checks
 from imagectl.validators.receipt import load_receipt
 
 

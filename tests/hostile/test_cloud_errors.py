@@ -53,7 +53,16 @@ def no_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
 
 def _commands(cloud: str) -> list[tuple[str, ...]]:
     return [
-        ("validate-image", "img-0123", "--cloud", cloud, "--stack", "h100-training"),
+        (
+            "validate-image",
+            "img-0123",
+            "--cloud",
+            cloud,
+            "--stack",
+            "h100-training",
+            "--runner-cidr",
+            "203.0.113.7/32",
+        ),
         ("deprecate", "--stack", "h100-training", "--cloud", cloud),
     ]
 

@@ -13,10 +13,10 @@ if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
 
 # Packer's qemu pass starts from a disk the build debootstraps and provisions natively
-# (imagectl.clouds.local.build); a plan made before a build names it so.
+# (imagectl.building.local); a plan made before a build names it so.
 BASE_MADE_BY_BUILD = "<the provisioned base disk the local build prepares>"
 # The local cloud's login: the key a launch hands in goes to root (fw_cfg, see
-# imagectl.embedded.guest_setup); sshd admits root with a key only.
+# imagectl.clouds.local.guest_setup); sshd admits root with a key only.
 LOGIN_USER = "root"
 
 

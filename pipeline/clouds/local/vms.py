@@ -2,7 +2,7 @@
 
 ``start`` boots a VM from a copy-on-write overlay of the image (the image file is never
 written), hands the instance's login to the guest the way a cloud's guest agent gets it
-(fw_cfg ``opt/imagectl/login``: "USER KEY", see ``imagectl.embedded.guest_setup``) and
+(fw_cfg ``opt/imagectl/login``: "USER KEY", see ``imagectl.clouds.local.guest_setup``) and
 forwards the guest's SSH port to a free port on 127.0.0.1 only. The VM runs in its own
 session, like a cloud instance it outlives the command that launched it: the validation
 run terminates it in ``finally``, and ``imagectl reap`` stops one whose TTL passed.
@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.embedded.qemu import VmSpec, free_port
+from imagectl.clouds.local.qemu import VmSpec, free_port
 from imagectl.errors import CloudError
 
 

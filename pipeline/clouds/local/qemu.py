@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imagectl.embedded.guest_setup import FW_CFG_KEY_NAME, FW_CFG_LOGIN_NAME
+from imagectl.clouds.local.guest_setup import FW_CFG_KEY_NAME, FW_CFG_LOGIN_NAME
 
 KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 
