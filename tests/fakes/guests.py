@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.local.qemu import VmSpec, free_port
 from imagectl.embedded import disk
 from imagectl.embedded.procs import Children
-from imagectl.embedded.qemu import VmSpec, free_port
 
 Admits = Callable[[str], bool]
 SSH_PORT = 22
