@@ -4,7 +4,7 @@ reaches the public address, read at each connection), through the real providers
 
 The guest here is a banner server standing in for the VM's sshd behind the real
 forwarder (``GuestHost._launch`` is the only part replaced): the tests that boot QEMU
-are ``tests/embedded/test_cloud_guests.py``.
+are ``tests/embedded/test_e2e_validate_clouds.py``.
 """
 
 from __future__ import annotations

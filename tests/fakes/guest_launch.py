@@ -2,7 +2,7 @@
 cloud, an AMI with a publisher lineage, and SSH / TCP probes of an instance's address.
 
 Used by ``tests/clouds/test_guest_semantics.py`` (no VM: a banner server stands in for
-sshd behind the real forwarder) and ``tests/embedded/test_cloud_guests.py`` (QEMU).
+sshd behind the real forwarder) and ``tests/embedded/test_e2e_validate_clouds.py`` (QEMU).
 """
 
 from __future__ import annotations
