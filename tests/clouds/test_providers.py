@@ -184,3 +184,34 @@ def test_deprecate_and_delete(cloud_env: CloudEnv) -> None:
     p.delete(image)
     assert p.get_image(image.image_id, image.region) is None
     p.delete(image)  # deleting twice is fine
+
+
+def test_gcp_reaps_a_killed_runs_ssh_rule_only_after_its_ttl_and_its_instance(
+    gcp_fake: Any,
+) -> None:
+    """A run killed with -9 leaves its per-instance firewall rule (a Firewall has no
+    labels, so the TTL is in its description). The reaper deletes it once the TTL passed
+    and no instance wears its target tag; never a rule of a live instance, never one
+    imagectl did not write."""
+    cloud_env = CloudEnv("gcp", gcp_fake)
+    image = cloud_env.seed_candidate()
+    p = cloud_env.provider()
+    kw = dict(location=cloud_env.locations()[0], ttl=dt.timedelta(hours=2),
+              launched_by="ci", stack="h100-training", allowed_cidr="203.0.113.7/32")  # fmt: skip
+    dead = p.launch(image, "a3-highgpu-8g", **kw)  # type: ignore[arg-type]
+    alive = p.launch(image, "a3-highgpu-8g", **kw)  # type: ignore[arg-type]
+    cloud_env.fake.firewalls["allow-ssh-from-office"] = {
+        "name": "allow-ssh-from-office", "description": "the team's own rule",
+        "targetTags": ["office"], "sourceRanges": ["198.51.100.0/24"],
+    }  # fmt: skip
+    del cloud_env.fake.instances[(dead.region, dead.instance_id)]  # gone; its rule is not
+    soon = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)
+    assert p.reap_orphans(now=soon) == []  # TTL not passed yet
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=3)
+    listed = p.reap_orphans(now=later, dry_run=True)
+    assert [r.instance_id for r in listed] == [f"{dead.instance_id}-ssh"]
+    assert f"{dead.instance_id}-ssh" in cloud_env.fake.firewalls  # dry run deletes nothing
+    reaped = p.reap_orphans(now=later)
+    assert [(r.instance_id, r.shape) for r in reaped] == [(f"{dead.instance_id}-ssh", "firewall")]
+    assert set(cloud_env.fake.firewalls) == {f"{alive.instance_id}-ssh", "allow-ssh-from-office"}
+    p.terminate(alive)

@@ -322,6 +322,7 @@ class FakeGcpCompute(FakeServer):
         r("GET", BASE + "/zones/(?P<zone>[^/]+)/disks/(?P<name>[^/]+)", self._get_disk)
         r("DELETE", BASE + "/zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)", self._del_inst)
         r("POST", BASE + "/global/firewalls", self._insert_firewall)
+        r("GET", BASE + "/global/firewalls", self._list_firewalls)
         r("GET", BASE + "/global/firewalls/(?P<name>[^/]+)", self._get_firewall)
         r("DELETE", BASE + "/global/firewalls/(?P<name>[^/]+)", self._delete_firewall)
 
@@ -676,6 +677,9 @@ class FakeGcpCompute(FakeServer):
             self.firewalls[name] = body
 
         return 200, self._operation("insert", body["selfLink"], finish), {}
+
+    def _list_firewalls(self, req: Request) -> Response:
+        return _page(req, list(self.firewalls.values()), "compute#firewallList")
 
     def _get_firewall(self, req: Request) -> Response:
         fw = self.firewalls.get(req.match["name"])

@@ -21,9 +21,13 @@ from imagectl.tags import (
     TAG_MANAGED,
     TAG_STACK,
     TAG_STATE,
+    TAG_TTL,
     gcp_label_key,
     gcp_label_value,
 )
+
+# how imagectl's per-instance SSH rules start their description (found by reap_orphans)
+FIREWALL_MARK = "imagectl validation instance"
 
 
 class GcpProvider(GcpPromotion, Provider):
@@ -183,7 +187,7 @@ class GcpProvider(GcpPromotion, Provider):
         name = resource_name("imagectl", stack, secrets.token_hex(3))
         tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
         if allowed_cidr:
-            self._open_ssh(name, allowed_cidr)
+            self._open_ssh(name, allowed_cidr, tags[TAG_TTL])
         nic = compute_v1.NetworkInterface(network=self.network)
         if self.subnetwork:
             nic.subnetwork = self.subnetwork
@@ -255,7 +259,10 @@ class GcpProvider(GcpPromotion, Provider):
             tags=tags,
         )
 
-    def _open_ssh(self, name: str, cidr: str) -> None:
+    def _open_ssh(self, name: str, cidr: str, expires_at: str) -> None:
+        """A rule for this instance alone (its network tag) from the runner's CIDR alone.
+        A Firewall has no labels: its description carries the marker and the TTL that
+        ``reap_orphans`` reads when a killed run left the rule behind."""
         from google.cloud import compute_v1
 
         firewall = compute_v1.Firewall(
@@ -265,7 +272,7 @@ class GcpProvider(GcpPromotion, Provider):
             source_ranges=[cidr],
             target_tags=[name],
             allowed=[compute_v1.Allowed(I_p_protocol="tcp", ports=["22"])],
-            description="imagectl validation instance: SSH from the runner only",
+            description=f"{FIREWALL_MARK}: SSH from the runner only; {TAG_TTL}={expires_at}",
         )
         op = self.clients.firewalls.insert(
             project=self.project, firewall_resource=firewall, retry=self.clients.retry
@@ -282,6 +289,41 @@ class GcpProvider(GcpPromotion, Provider):
             self.clients.wait(op)
         except NotFound:
             return
+
+    def reap_orphans(self, *, now: dt.datetime, dry_run: bool = False) -> list[Instance]:
+        """imagectl's per-instance SSH rules whose TTL passed and whose instance is gone (a
+        run killed before its clean-up): deleted, or listed with ``dry_run``. Returned as
+        records of kind ``firewall``. An open rule outliving its instance would admit the
+        runner to whatever later wears the same network tag."""
+        live = {inst.instance_id for inst in self.list_instances(managed_only=False)}
+        out: list[Instance] = []
+        for rule in self.clients.firewalls.list(project=self.project, retry=self.clients.retry):
+            description = rule.description or ""
+            if not description.startswith(FIREWALL_MARK) or not rule.name.endswith("-ssh"):
+                continue
+            _, _, raw_ttl = description.rpartition(f"{TAG_TTL}=")
+            try:
+                expires = parse_time(raw_ttl.strip() or None)
+            except ValueError:  # not a time imagectl wrote: not known to be expired
+                continue
+            targets = set(rule.target_tags)
+            if expires is None or expires > now or targets & live:
+                continue
+            record = Instance(
+                cloud="gcp",
+                region="global",
+                instance_id=rule.name,
+                shape="firewall",
+                image_id="",
+                tags={TAG_TTL: raw_ttl.strip()},
+            )
+            if not dry_run:
+                op = self.clients.firewalls.delete(
+                    project=self.project, firewall=rule.name, retry=self.clients.retry
+                )
+                self.clients.wait(op)
+            out.append(record)
+        return out
 
     def _instance(self, raw: Any) -> Instance:
         zone = raw.zone.rsplit("/", 1)[-1]
