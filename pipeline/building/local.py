@@ -84,12 +84,18 @@ def prepare(
 
 
 def build(
-    ws: Workspace, resolved: ResolvedStack, prep: LocalPrep, *, build_id: str, timeout_s: float
+    ws: Workspace,
+    resolved: ResolvedStack,
+    prep: LocalPrep,
+    *,
+    build_id: str,
+    timeout_s: float,
+    var_dir: Path | None = None,
 ) -> Candidate:
     """Provision in a chroot and run Packer's qemu build (always builds)."""
     return build_candidate(
         ws, resolved, prep.base, accel=prep.accel.name, build_id=build_id,
-        progress=prep.progress, children=prep.children, timeout=timeout_s,
+        progress=prep.progress, children=prep.children, timeout=timeout_s, var_dir=var_dir,
     )  # fmt: skip
 
 

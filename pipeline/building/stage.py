@@ -253,8 +253,9 @@ def _build_local(
         record = build_records.start(resolved, request.cloud, build_id, git_commit(ws.root))
         try:
             candidate = local_build.build(
-                ws, resolved, prep, build_id=build_id, timeout_s=request.timeout_s
-            )
+                ws, resolved, prep, build_id=build_id, timeout_s=request.timeout_s,
+                var_dir=request.var_dir,
+            )  # fmt: skip
         except BaseException as exc:
             build_records.failed(record, cancelled=_cancelled(exc))
             raise

@@ -134,6 +134,7 @@ def build_candidate(
     children: Children,
     env: dict[str, str] | None = None,
     timeout: float = 3600,
+    var_dir: Path | None = None,
 ) -> Candidate:
     """Two progress steps: ``provision`` (site.yml natively in a chroot, see
     ``provision``) then ``build`` (Packer's qemu build runs the booted roles)."""
@@ -156,7 +157,7 @@ def build_candidate(
     # socket path has at most 107 bytes (ssh adds a random suffix while it binds): the
     # folder is a short one in /tmp, not below a state folder of any length.
     control_dir = Path(tempfile.mkdtemp(prefix="ictl-ssh-", dir="/tmp"))
-    folder = (state_dir() / "builds" / build_id).resolve()
+    folder = (var_dir or state_dir() / "builds" / build_id).resolve()
     with contextlib.ExitStack() as provision_step, contextlib.ExitStack() as packer_step:
         st = provision_step.enter_context(
             progress.step("provision", "Provision: playbooks/site.yml natively in a chroot")

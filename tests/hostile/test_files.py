@@ -72,7 +72,8 @@ def test_validate_image_leaves_no_key_or_work_folder(
     try:
         result = cli(
             "validate-image", image.image_id, "--cloud", "aws", "--stack", "h100-training",
-            "--inventory-override", str(override), "--reach-timeout", "1", "--json",
+            "--inventory-override", str(override), "--reach-timeout", "1",
+            "--runner-cidr", "203.0.113.7/32", "--json",
         )  # fmt: skip
     finally:
         done.set()

@@ -97,15 +97,18 @@ def test_bad_var_override_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "NAME=VALUE" in err
 
 
-def test_a_local_build_outside_imagectl_run_is_refused_before_anything_is_recorded(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("option", [["--reuse"], ["--inject-fault", "unheld-package"]])
+def test_local_build_options_are_refused_for_a_cloud_before_anything_is_recorded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, option: list[str]
 ) -> None:
-    """The local candidate starts from a disk `imagectl run` provisions; a plain build has
-    none and would hand Packer a folder that does not exist (it did: a path no code wrote)."""
+    """Reusing a kept candidate and injecting a fault are the local build's (the local
+    cloud builds its own base disk, imagectl.building.local); a cloud build with either
+    is bad input, refused before Packer or the catalog."""
     var_dir = tmp_path / "vars"
-    code, _, err = _run(capsys, "--stack", "local", "--cloud", "local", "--var-dir", str(var_dir))
+    code, _, err = _run(capsys, "--stack", "h100-training", "--cloud", "aws", "--var-dir",
+                        str(var_dir), *option)  # fmt: skip
     assert code == 2
-    assert "built by `imagectl run`" in err and "--dry-run" in err
+    assert "options of the local cloud's build" in err
     assert not var_dir.exists()  # no var files, no Packer run
     with open_catalog().transaction() as s:
         assert s.scalar(select(func.count()).select_from(Build)) == 0
