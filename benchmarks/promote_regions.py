@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["IMAGECTL_STATE_DIR"] = str(tmp / "state")
     from imagectl.catalog.db import open_catalog
     from imagectl.clouds.local.provider import LocalProvider
+    from imagectl.clouds.local.spec import LocalOptions
     from imagectl.promotion import promote
 
     rng = random.Random(args.seed)
@@ -115,9 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     slowest, total = max(latency.values()), sum(latency.values())
     stack, digest = _stack(regions)
     catalog = open_catalog(f"sqlite:///{tmp / 'catalog.db'}")
-    provider = LocalProvider(tmp / "registry", latency=latency)
+    provider = LocalProvider(LocalOptions(root=tmp / "registry", latency=latency))
 
-    warm = LocalProvider(tmp / "registry-warm")  # import and first-use costs, not measured
+    warm = LocalProvider(
+        LocalOptions(root=tmp / "registry-warm")
+    )  # import and first-use costs, not measured
     promote(catalog, warm, stack, _validated(catalog, warm, tmp, digest), retention=False)
 
     walls: list[float] = []

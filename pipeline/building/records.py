@@ -29,7 +29,7 @@ def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
 def prepare(resolved: ResolvedStack, cloud: str) -> None:
     """The cloud's resources a build publishes into, made or checked before Packer runs
     (``Provider.prepare_build``)."""
-    get_provider(cloud, **provider_options(resolved, cloud)).prepare_build()
+    get_provider(cloud, provider_options(resolved, cloud)).prepare_build()
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def finish(
                 )
                 built.append(a)
             images.append({"image_id": a.id, "region": a.location, "state": str(row.state)})
-    provider = get_provider(cloud, **provider_options(resolved, cloud))
+    provider = get_provider(cloud, provider_options(resolved, cloud))
     for a in built:
         image = provider.get_image(a.id, a.location)
         if image is not None:

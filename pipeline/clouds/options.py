@@ -9,24 +9,16 @@ local emulators set it to 0); endpoints come from the providers' own variables
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.clouds.registry import cloud_spec
+from imagectl.clouds.spec import ProviderOptions
 from imagectl.settings import env_seconds
 from imagectl.stacks.resolve import ResolvedStack
 
 ENV_POLL = "IMAGECTL_CLOUD_POLL_S"
 
 
-def provider_options(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:
+def provider_options(resolved: ResolvedStack, cloud: str) -> ProviderOptions:
     spec = cloud_spec(cloud)
     opts = spec.provider_options(spec.settings(resolved.stack))
     value = env_seconds(ENV_POLL)
-    if value is not None:
-        opts.update(
-            poll_interval_s=value,
-            polling_interval=value,
-            retry_initial_s=max(value, 0.01),
-            retry_backoff_factor=value,
-        )
-    return opts
+    return opts.polled(value) if value is not None else opts

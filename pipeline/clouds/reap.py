@@ -90,12 +90,12 @@ def sweep(
             if cloud not in enabled:
                 continue
             options = provider_options(resolved, cloud)
-            key = (cloud, repr(sorted((k, str(v)) for k, v in options.items())))
+            key = (cloud, repr(options))
             if key in seen:
                 continue
             seen.add(key)
             try:
-                provider = get_provider(cloud, **options)
+                provider = get_provider(cloud, options)
                 results.extend(r.to_dict() for r in reap(provider, dry_run=dry_run))
             except Exception as exc:
                 errors.append(f"{cloud} ({name}): {type(exc).__name__}: {exc}")

@@ -16,7 +16,7 @@ from imagectl.clouds.azure.spec import SPEC as AZURE
 from imagectl.clouds.base import Provider
 from imagectl.clouds.gcp.spec import SPEC as GCP
 from imagectl.clouds.local.spec import SPEC as LOCAL
-from imagectl.clouds.spec import CloudSpec
+from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.errors import UserError
 
 SPECS: dict[str, CloudSpec[Any]] = {s.name: s for s in (AWS, GCP, AZURE, LOCAL)}
@@ -36,8 +36,15 @@ def spec_for_builder(builder_type: str) -> CloudSpec[Any] | None:
     return next((s for s in SPECS.values() if s.packer_builder == builder_type), None)
 
 
-def get_provider(cloud: str, **options: Any) -> Provider:
-    """The cloud's Provider; its SDK is imported here, not before (``--help`` stays fast)."""
-    module = importlib.import_module(cloud_spec(cloud).provider_module)
-    provider: Provider = module.create_provider(**options)
+def get_provider(cloud: str, options: ProviderOptions | None = None) -> Provider:
+    """The cloud's Provider, built from its typed options (``CloudSpec.options_type``;
+    none: its defaults, enough for the local cloud only); the SDK is imported here, not
+    before (``--help`` stays fast)."""
+    spec = cloud_spec(cloud)
+    if options is None:
+        options = spec.options_type()
+    if not isinstance(options, spec.options_type):
+        raise TypeError(f"{cloud} takes {spec.options_type.__name__}, not {type(options).__name__}")
+    module = importlib.import_module(spec.provider_module)
+    provider: Provider = module.create_provider(options)
     return provider

@@ -14,6 +14,7 @@ imports when a provider is needed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
@@ -26,12 +27,32 @@ if TYPE_CHECKING:
 S = TypeVar("S", bound=CloudCommon)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProviderOptions:
+    """What a cloud's provider is built from. One subclass per cloud, beside its spec
+    (``AwsOptions``...): ``CloudSpec.provider_options`` fills it from the stack, callers
+    override fields with ``dataclasses.replace``, and a misspelt option is a TypeError
+    where it is written, never an argument some provider quietly ignores."""
+
+    def polled(self, seconds: float) -> ProviderOptions:
+        """The same options with every polling interval and retry back-off at
+        ``seconds`` (``IMAGECTL_CLOUD_POLL_S``: tests and the local emulators)."""
+        return self
+
+    def in_regions(self, regions: list[str]) -> ProviderOptions:
+        """The same options listing ``regions`` (a fleet or drift listing); the local
+        registry lists every region it holds, so it keeps its options."""
+        return self
+
+
 class CloudSpec(Generic[S]):
     name: ClassVar[str]
     # the Packer builder type of images/<name>/candidate.pkr.hcl (source "<builder>" "candidate")
     packer_builder: ClassVar[str]
-    # imported by get_provider; holds create_provider(**options)
+    # imported by get_provider; holds create_provider(options)
     provider_module: ClassVar[str]
+    # what create_provider takes (this cloud's ProviderOptions, beside its spec)
+    options_type: ClassVar[type[ProviderOptions]]
     # a real cloud: the reaper sweeps it and built artifacts are tagged in it
     remote: ClassVar[bool] = True
     # copy requests one region at a time (the regions are one list on one resource)
@@ -82,7 +103,7 @@ class CloudSpec(Generic[S]):
         raise NotImplementedError
 
     # --- provider ---
-    def provider_options(self, settings: S) -> dict[str, Any]:
+    def provider_options(self, settings: S) -> ProviderOptions:
         """The options of this cloud's ``create_provider`` from its stack section."""
         raise NotImplementedError
 

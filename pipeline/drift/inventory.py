@@ -22,6 +22,7 @@ from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import cloud_spec, get_provider
+from imagectl.clouds.spec import ProviderOptions
 from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_SOURCE_IMAGE
@@ -29,18 +30,16 @@ from imagectl.tags import TAG_SOURCE_IMAGE
 PROMOTED = (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED)
 
 
-def options_for(resolved: ResolvedStack, cloud: str) -> dict[str, Any]:
+def options_for(resolved: ResolvedStack, cloud: str) -> ProviderOptions:
     """The shared provider options of the stack's cloud (``imagectl.clouds.options``),
     listing the regions the cloud's spec lists instances in (AWS: the build region too)."""
     spec = cloud_spec(cloud)
-    options = dict(provider_options(resolved, cloud))
-    if "regions" in options:  # the local registry lists every region it holds
-        options["regions"] = spec.listing_regions(spec.settings(resolved.stack))
-    return options
+    options = provider_options(resolved, cloud)
+    return options.in_regions(spec.listing_regions(spec.settings(resolved.stack)))
 
 
 def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
-    return guarded(cloud, "connect", get_provider, cloud, **options_for(resolved, cloud))
+    return guarded(cloud, "connect", get_provider, cloud, options_for(resolved, cloud))
 
 
 _PLACEMENT = ("region", "regions", "zone", "subnet_id")
@@ -49,20 +48,23 @@ _PLACEMENT = ("region", "regions", "zone", "subnet_id")
 def fleet_providers(stacks: list[ResolvedStack], cloud: str) -> list[tuple[Provider, set[str]]]:
     """One provider per account/project/gallery (placement options merged), with the
     names of the stacks it serves."""
-    groups: dict[str, tuple[dict[str, Any], set[str]]] = {}
+    groups: dict[str, tuple[ProviderOptions, set[str]]] = {}
     for resolved in stacks:
         if getattr(resolved.stack.clouds, cloud, None) is None:
             continue
         options = options_for(resolved, cloud)
-        key = repr(sorted((k, v) for k, v in options.items() if k not in _PLACEMENT))
+        account = {k: v for k, v in vars(options).items() if k not in _PLACEMENT}
+        key = repr(sorted(account.items()))
         if key in groups:
             merged, names = groups[key]
-            merged["regions"] = sorted({*merged.get("regions", []), *options.get("regions", [])})
+            regions = {*(getattr(merged, "regions", None) or []),
+                       *(getattr(options, "regions", None) or [])}  # fmt: skip
+            groups[key] = (merged.in_regions(sorted(regions)), names)
             names.add(resolved.name)
         else:
             groups[key] = (options, {resolved.name})
     return [
-        (guarded(cloud, "connect", get_provider, cloud, **options), names)
+        (guarded(cloud, "connect", get_provider, cloud, options), names)
         for options, names in groups.values()
     ]
 

@@ -43,7 +43,7 @@ def choose_cloud(stack: Stack, cloud: str | None) -> str:
 def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
     """The cloud's provider configured from the stack (``clouds.options``)."""
     try:
-        return get_provider(cloud, **provider_options(resolved, cloud))
+        return get_provider(cloud, provider_options(resolved, cloud))
     except ModuleNotFoundError as error:
         raise UserError(
             f"the {cloud} provider needs the Python module '{error.name}'",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.base import CloudImage, Instance
+from imagectl.stacks.expectations import Expectations
 from imagectl.validation.inventory import ANSIBLE_LOCAL, InventoryOverride
 
 
@@ -22,7 +23,7 @@ class ValidationRequest:
     shape: str
     # The image's expectations on this shape (imagectl.stacks.expectations.for_shape): the
     # hosts validate against this file (--expect), never by resolving the stack themselves.
-    expect: dict[str, Any]
+    expect: Expectations
     hosts: int = 1
     profile: str = "quick"
     ttl: dt.timedelta = dt.timedelta(hours=3)

@@ -88,7 +88,9 @@ class ValidationRun:
         self._workdir = Path(tempfile.mkdtemp(prefix="imagectl-validate-"))
         # Written once for every round: the hosts' --expect.
         self._expect_file = self._workdir / "expect.json"
-        atomic_write_json(self._expect_file, request.expect, indent=2, sort_keys=True)
+        atomic_write_json(
+            self._expect_file, request.expect.model_dump(mode="json"), indent=2, sort_keys=True
+        )
         # Who launched it, and which run: an interrupt during a launch call leaves an
         # instance this run never learnt the id of; the final sweep finds it by this tag.
         self.launched_by = f"{request.launched_by}/run-{secrets.token_hex(4)}"

@@ -98,11 +98,11 @@ def validate_image(
             "IMAGECTL_RUNNER_CIDR); behind NAT, the address the internet sees",
         )
     options = provider_options(resolved, req.cloud)
-    provider = get_provider(req.cloud, **options)
+    provider = get_provider(req.cloud, options)
     image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
     shape = req.shape or settings.validation_shapes[0]
     profile = req.profile or resolved.stack.validation.profile
-    expect = for_shape(ws.images, resolved, shape).model_dump(mode="json")
+    expect = for_shape(ws.images, resolved, shape)
     # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
     # too: it is raised as an interrupt while the run holds the key).
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))

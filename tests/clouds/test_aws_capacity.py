@@ -40,7 +40,7 @@ def _provider(env: CloudEnv, rid: str, block: bool = False):
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["aws"]["validation_capacity"] = {"reservation_id": rid, "capacity_block": block}
     stack = Stack.model_validate(raw)
-    return get_provider("aws", **provider_options(SimpleNamespace(stack=stack, name="s"), "aws"))
+    return get_provider("aws", provider_options(SimpleNamespace(stack=stack, name="s"), "aws"))
 
 
 def _launch(provider, image, zone: str):

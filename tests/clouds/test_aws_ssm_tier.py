@@ -28,7 +28,7 @@ def _provider(env: CloudEnv, tier: str):
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["aws"]["ssm_parameter_tier"] = tier
     stack = Stack.model_validate(raw)
-    return get_provider("aws", **provider_options(SimpleNamespace(stack=stack, name="s"), "aws"))
+    return get_provider("aws", provider_options(SimpleNamespace(stack=stack, name="s"), "aws"))
 
 
 def _tier() -> str:

@@ -30,7 +30,7 @@ def _provider(env: CloudEnv, group: str, zone: str | None):
     raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": zone}
     stack = Stack.model_validate(raw)
     opts = provider_options(SimpleNamespace(stack=stack, name="s"), "azure")
-    return get_provider("azure", **opts)
+    return get_provider("azure", opts)
 
 
 def _launch(provider, image, location: str):

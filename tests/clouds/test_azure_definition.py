@@ -24,9 +24,7 @@ def _provider(env: CloudEnv, **gallery: str):
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["azure"]["gallery"].update(gallery)
     stack = Stack.model_validate(raw)
-    return get_provider(
-        "azure", **provider_options(SimpleNamespace(stack=stack, name="s"), "azure")
-    )
+    return get_provider("azure", provider_options(SimpleNamespace(stack=stack, name="s"), "azure"))
 
 
 def _definition(fake, env: CloudEnv) -> dict:

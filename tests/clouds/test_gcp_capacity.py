@@ -28,7 +28,7 @@ def _provider(env: CloudEnv, reservation: str, zone: str):
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["gcp"]["validation_capacity"] = {"reservation": reservation, "zone": zone}
     stack = Stack.model_validate(raw)
-    return get_provider("gcp", **provider_options(SimpleNamespace(stack=stack, name="s"), "gcp"))
+    return get_provider("gcp", provider_options(SimpleNamespace(stack=stack, name="s"), "gcp"))
 
 
 def _launch(provider, image, zone: str):

@@ -91,7 +91,7 @@ def _variant(env: CloudEnv, *, security_type: str, group: str):
     raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": "1"}
     stack = Stack.model_validate(raw)
     opts = provider_options(SimpleNamespace(stack=stack, name="s"), "azure")
-    return get_provider("azure", **opts)
+    return get_provider("azure", opts)
 
 
 def test_compute_requests_and_responses_follow_the_arm_models(azure_fake) -> None:

@@ -91,7 +91,7 @@ def _with_reservation(env: CloudEnv, reservation: str, zone: str):
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["gcp"]["validation_capacity"] = {"reservation": reservation, "zone": zone}
     stack = Stack.model_validate(raw)
-    return get_provider("gcp", **provider_options(SimpleNamespace(stack=stack, name="s"), "gcp"))
+    return get_provider("gcp", provider_options(SimpleNamespace(stack=stack, name="s"), "gcp"))
 
 
 def test_requests_and_responses_follow_the_compute_api(gcp_fake) -> None:

@@ -32,8 +32,9 @@ class World:
 
     def provider(self, **options: Any) -> Any:
         from imagectl.clouds.local.provider import LocalProvider
+        from imagectl.clouds.local.spec import LocalOptions
 
-        return LocalProvider(self.registry, **options)
+        return LocalProvider(LocalOptions(root=self.registry, **options))
 
     def promoted(self, **provider_options: Any) -> Any:
         """A new image of the local stack, validated and promoted to every region."""

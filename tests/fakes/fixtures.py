@@ -123,7 +123,7 @@ class CloudEnv:
         from imagectl.clouds.options import provider_options
         from imagectl.clouds.registry import get_provider
 
-        return get_provider(self.cloud, **provider_options(self.resolved, self.cloud))
+        return get_provider(self.cloud, provider_options(self.resolved, self.cloud))
 
     def tags(self) -> dict[str, str]:
         return {"imagectl:stack": self.resolved.name, "imagectl:stack-digest": self.resolved.digest}

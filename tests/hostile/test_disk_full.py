@@ -90,11 +90,12 @@ def test_snapshot_and_plan(full_disk: Path, hostile) -> None:
 
 def test_local_registry_copy(full_disk: Path, tmp_path: Path) -> None:
     from imagectl.clouds.local.provider import LocalProvider
+    from imagectl.clouds.local.spec import LocalOptions
     from imagectl.errors import UserError
 
     disk = tmp_path / "image.qcow2"
     disk.write_bytes(os.urandom(256 * 1024))  # larger than the whole small disk
-    registry = LocalProvider(root=full_disk / "registry")
+    registry = LocalProvider(LocalOptions(root=full_disk / "registry"))
     with pytest.raises(UserError) as err:
         registry.import_image(disk, region="local-a", stack="local", digest="sha256:00")
     assert "No space left" in err.value.render()

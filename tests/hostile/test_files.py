@@ -131,6 +131,7 @@ def test_a_copy_cleans_what_a_killed_copy_left(tmp_path: Path) -> None:
     """A promotion killed mid-copy leaves ``.<image>.<token>.tmp`` in the region; the
     resumed copy of that image removes it and places the image whole."""
     from imagectl.clouds.local.provider import LocalProvider, file_digest
+    from imagectl.clouds.local.spec import LocalOptions
 
     disk = tmp_path / "image.qcow2"
     disk.write_bytes(os.urandom(64 * 1024))
@@ -139,7 +140,7 @@ def test_a_copy_cleans_what_a_killed_copy_left(tmp_path: Path) -> None:
     images.mkdir(parents=True)
     stale = images / f".{hex_}.qcow2.0123abcd.tmp"
     stale.write_bytes(disk.read_bytes()[:1000])  # half a copy
-    registry = LocalProvider(root=tmp_path / "registry")
+    registry = LocalProvider(LocalOptions(root=tmp_path / "registry"))
     image = registry.import_image(disk, region="local-a", stack="local", digest="sha256:00")
     assert not stale.exists()
     assert sorted(p.name for p in images.iterdir()) == [f"{hex_}.json", f"{hex_}.qcow2"]

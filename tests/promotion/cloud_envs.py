@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from imagectl.provenance.attest import attest_image
@@ -138,7 +138,7 @@ def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
     def make_provider() -> Any:
         opts = provider_options(resolved, "aws")
         provider = get_provider(
-            "aws", **{**opts, "endpoint_url": endpoint, "poll_interval_s": 0.01, "max_attempts": 2}
+            "aws", replace(opts, endpoint_url=endpoint, poll_interval_s=0.01, max_attempts=2)
         )
         for region in provider.regions:
             provider.clients.ec2(region).meta.events.register(
@@ -199,13 +199,13 @@ def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         opts = provider_options(resolved, "gcp")
         return get_provider(
             "gcp",
-            **{
-                **opts,
-                "project": fake.project,
-                "endpoint": fake.endpoint,
-                "poll_interval_s": 0.01,
-                "retry_initial_s": 0.01,
-            },
+            replace(
+                opts,
+                project=fake.project,
+                endpoint=fake.endpoint,
+                poll_interval_s=0.01,
+                retry_initial_s=0.01,
+            ),
         )
 
     def seed_cloud() -> str:
@@ -267,14 +267,14 @@ def azure_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         opts = provider_options(resolved, "azure")
         return get_provider(
             "azure",
-            **{
-                **opts,
-                "subscription_id": fake.subscription,
-                "endpoint": fake.endpoint,
-                "polling_interval": 0,
-                "poll_interval_s": 0.01,
-                "retry_backoff_factor": 0,
-            },
+            replace(
+                opts,
+                subscription_id=fake.subscription,
+                endpoint=fake.endpoint,
+                polling_interval=0,
+                poll_interval_s=0.01,
+                retry_backoff_factor=0,
+            ),
         )
 
     def seed_cloud() -> str:

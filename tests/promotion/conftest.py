@@ -42,8 +42,9 @@ class World:
 
     def provider(self, **options: Any) -> Any:
         from imagectl.clouds.local.provider import LocalProvider
+        from imagectl.clouds.local.spec import LocalOptions
 
-        return LocalProvider(self.registry, **options)
+        return LocalProvider(LocalOptions(root=self.registry, **options))
 
     def disk(self, content: bytes | None = None) -> Path:
         path = self.tmp / f"disk-{uuid.uuid4().hex[:8]}.qcow2"

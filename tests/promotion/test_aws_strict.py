@@ -5,6 +5,8 @@ parameters are validated asynchronously, ``DeregisterImage`` can take the snapsh
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import boto3
 import pytest
 
@@ -147,7 +149,7 @@ def test_copies_use_the_stack_kms_key_of_each_region_and_time_bound_copy(cloud_a
     raw["clouds"]["aws"].update(kms_key_ids={"eu-west-1": key}, time_bound_copy_minutes=60)
     stack = Stack.model_validate(raw)
     opts = provider_options(SimpleNamespace(stack=stack, name=stack.name), "aws")
-    provider = get_provider("aws", **{**opts, "endpoint_url": env.endpoint})
+    provider = get_provider("aws", replace(opts, endpoint_url=env.endpoint))
     img = env.seed()
     source = provider.get_image(img.cloud_image_id, "us-east-1")
     plain = provider.replicate(source, "us-west-2", token="imagectl-" + "c" * 40)

@@ -11,7 +11,7 @@ from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
-from imagectl.clouds.aws.spec import region_of
+from imagectl.clouds.aws.spec import AwsOptions, region_of
 from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import (
@@ -37,64 +37,42 @@ def _user_data(ssh_public_key: str | None) -> str:
 class AwsProvider(AwsPromotion, Provider):
     cloud = "aws"
 
-    def __init__(
-        self,
-        *,
-        region: str | None = None,
-        regions: list[str] | None = None,
-        endpoint_url: str | None = None,
-        session: Any = None,
-        retry_mode: str = "adaptive",
-        max_attempts: int = 8,
-        poll_interval_s: float = 5.0,
-        subnet_id: str | None = None,
-        instance_profile: str | None = None,
-        ssm_prefix: str = "/imagectl",
-        ssm_tier: str = "Standard",
-        profile: str | None = None,
-        pointer_timeout_s: float = 300.0,
-        terminate_wait_s: float = 900.0,
-        kms_key_ids: dict[str, str] | None = None,
-        time_bound_copy_minutes: int | None = None,
-        capacity_reservation_id: str | None = None,
-        capacity_block: bool = False,
-        **_ignored: Any,
-    ) -> None:
+    def __init__(self, options: AwsOptions) -> None:
         home = (
-            region
+            options.region
             or os.environ.get("AWS_REGION")
             or os.environ.get("AWS_DEFAULT_REGION")
             or "us-east-1"
         )
         self.region = home
-        self.regions = list(regions or [home])
+        self.regions = list(options.regions or [home])
         if home not in self.regions:
             self.regions.insert(0, home)
         self.clients = AwsClients(
             region=home,
-            endpoint_url=endpoint_url,
-            session=session,
-            retry_mode=retry_mode,
-            max_attempts=max_attempts,
-            profile=profile,
+            endpoint_url=options.endpoint_url,
+            session=options.session,
+            retry_mode=options.retry_mode,
+            max_attempts=options.max_attempts,
+            profile=options.profile,
         )
-        self.poll_interval_s = poll_interval_s
-        self.subnet_id = subnet_id
-        self.instance_profile = instance_profile
-        self.ssm_prefix = "/" + ssm_prefix.strip("/")
-        self.ssm_tier = ssm_tier  # Advanced: shareable with AWS RAM
+        self.poll_interval_s = options.poll_interval_s
+        self.subnet_id = options.subnet_id
+        self.instance_profile = options.instance_profile
+        self.ssm_prefix = "/" + options.ssm_prefix.strip("/")
+        self.ssm_tier = options.ssm_tier  # Advanced: shareable with AWS RAM
         # how long an aws:ec2:image parameter may take to pass SSM's validation
-        self.pointer_timeout_s = pointer_timeout_s
+        self.pointer_timeout_s = options.pointer_timeout_s
         # how long terminate waits for 'terminated' before leaving the group to the reaper
-        self.terminate_wait_s = terminate_wait_s
+        self.terminate_wait_s = options.terminate_wait_s
         # CopyImage: the KMS key of each target region; a time-based copy's duration
-        self.kms_key_ids = dict(kms_key_ids or {})
-        self.time_bound_copy_minutes = time_bound_copy_minutes
+        self.kms_key_ids = dict(options.kms_key_ids or {})
+        self.time_bound_copy_minutes = options.time_bound_copy_minutes
         # (source AMI, region) -> the copy CopyImage answered in this process
         self.copy_ids: dict[tuple[str, str], str] = {}
         # validation instances launch into this capacity reservation / Capacity Block
-        self.capacity_reservation_id = capacity_reservation_id
-        self.capacity_block = capacity_block
+        self.capacity_reservation_id = options.capacity_reservation_id
+        self.capacity_block = options.capacity_block
 
     # -- images ------------------------------------------------------------------
     def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
@@ -432,5 +410,5 @@ class AwsProvider(AwsPromotion, Provider):
         return found
 
 
-def create_provider(**options: Any) -> AwsProvider:
-    return AwsProvider(**options)
+def create_provider(options: AwsOptions) -> AwsProvider:
+    return AwsProvider(options)

@@ -4,11 +4,12 @@ the target regions at promotion, its "latest" pointer an SSM parameter."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.clients import ENV_ENDPOINT
 from imagectl.clouds.common import endpoint_from_env
-from imagectl.clouds.spec import CloudSpec
+from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.errors import UserError
 from imagectl.stacks.schema import AwsCloud
 
@@ -34,10 +35,43 @@ def region_of(location: str) -> str:
     return m[1] if m else location
 
 
+@dataclass(frozen=True, kw_only=True)
+class AwsOptions(ProviderOptions):
+    """What ``AwsProvider`` is built from: the stack's clouds.aws section
+    (``provider_options``), the environment and a caller's overrides. A misspelt
+    option is a TypeError here, never silently dropped."""
+
+    region: str | None = None
+    regions: list[str] | None = None
+    endpoint_url: str | None = None
+    session: Any = None
+    retry_mode: str = "adaptive"
+    max_attempts: int = 8
+    poll_interval_s: float = 5.0
+    subnet_id: str | None = None
+    instance_profile: str | None = None
+    ssm_prefix: str = "/imagectl"
+    ssm_tier: str = "Standard"
+    profile: str | None = None
+    pointer_timeout_s: float = 300.0
+    terminate_wait_s: float = 900.0
+    kms_key_ids: dict[str, str] | None = None
+    time_bound_copy_minutes: int | None = None
+    capacity_reservation_id: str | None = None
+    capacity_block: bool = False
+
+    def polled(self, seconds: float) -> AwsOptions:
+        return replace(self, poll_interval_s=seconds)
+
+    def in_regions(self, regions: list[str]) -> AwsOptions:
+        return replace(self, regions=regions)
+
+
 class AwsSpec(CloudSpec[AwsCloud]):
     name = "aws"
     packer_builder = "amazon-ebs"
     provider_module = "imagectl.clouds.aws.provider"
+    options_type = AwsOptions
     fabrics = frozenset({"aws_efa"})
 
     def packer_vars(self, r: ResolvedStack, settings: AwsCloud, *, build_id: str) -> dict[str, Any]:
@@ -62,19 +96,19 @@ class AwsSpec(CloudSpec[AwsCloud]):
     def build_region(self, settings: AwsCloud) -> str:
         return settings.build.region
 
-    def provider_options(self, settings: AwsCloud) -> dict[str, Any]:
+    def provider_options(self, settings: AwsCloud) -> AwsOptions:
         capacity = settings.validation_capacity
-        return {
-            "region": settings.build.region,
-            "regions": list(settings.regions),
-            "subnet_id": settings.build.subnet_id,
-            "ssm_prefix": settings.ssm_parameter_prefix,
-            "ssm_tier": settings.ssm_parameter_tier,
-            "kms_key_ids": dict(settings.kms_key_ids),
-            "time_bound_copy_minutes": settings.time_bound_copy_minutes,
-            "capacity_reservation_id": capacity.reservation_id if capacity else None,
-            "capacity_block": capacity.capacity_block if capacity else False,
-        }
+        return AwsOptions(
+            region=settings.build.region,
+            regions=list(settings.regions),
+            subnet_id=settings.build.subnet_id,
+            ssm_prefix=settings.ssm_parameter_prefix,
+            ssm_tier=settings.ssm_parameter_tier,
+            kms_key_ids=dict(settings.kms_key_ids),
+            time_bound_copy_minutes=settings.time_bound_copy_minutes,
+            capacity_reservation_id=capacity.reservation_id if capacity else None,
+            capacity_block=capacity.capacity_block if capacity else False,
+        )
 
     def login_user(self, settings: AwsCloud) -> str:
         base = settings.base_image

@@ -14,7 +14,7 @@ from imagectl.clouds.azure.definition import ensure_definition
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
-from imagectl.clouds.azure.spec import LOGIN_USER
+from imagectl.clouds.azure.spec import AzureOptions
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.errors import CloudError, UserError
@@ -24,65 +24,40 @@ from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STA
 class AzureProvider(AzurePromotion, Provider):
     cloud = "azure"
 
-    def __init__(
-        self,
-        *,
-        subscription_id: str,
-        location: str,
-        gallery_resource_group: str,
-        gallery: str,
-        image_definition: str,
-        resource_group: str | None = None,
-        subnet_id: str | None = None,
-        zones: list[str] | None = None,
-        endpoint: str | None = None,
-        credential: Any = None,
-        polling_interval: float = 15.0,
-        poll_interval_s: float | None = None,
-        retry_total: int = 8,
-        retry_backoff_factor: float = 0.8,
-        regions: list[str] | None = None,
-        replica_count: int = 1,
-        storage_account_type: str = "Standard_LRS",
-        write_timeout_s: float = 6 * 3600.0,
-        reservation_group: str | None = None,
-        reservation_zone: str | None = None,
-        hyper_v_generation: str = "V2",
-        security_type: str = "Standard",
-        login_user: str = LOGIN_USER,
-        **_ignored: Any,
-    ) -> None:
-        self.login_user = login_user  # osProfile.adminUsername (the spec's login_user)
+    def __init__(self, options: AzureOptions) -> None:
+        self.login_user = options.login_user  # osProfile.adminUsername (the spec's login_user)
         # validation VMs are placed in this capacity reservation group (its zone only)
-        self.reservation_group = reservation_group
-        self.reservation_zone = reservation_zone
+        self.reservation_group = options.reservation_group
+        self.reservation_zone = options.reservation_zone
         # the gallery image definition's boot properties (definition.py)
-        self.hyper_v_generation = hyper_v_generation
-        self.security_type = security_type
+        self.hyper_v_generation = options.hyper_v_generation
+        self.security_type = options.security_type
 
         self._init_promotion()
-        self.subscription_id = subscription_id
-        self.location = location
-        self.gallery_rg = gallery_resource_group
-        self.gallery = gallery
-        self.definition = image_definition
-        self.rg = resource_group or gallery_resource_group
-        self.subnet_id = subnet_id
-        self.zones = list(zones) if zones is not None else ["1", "2", "3"]
-        self.poll_interval_s = polling_interval if poll_interval_s is None else poll_interval_s
+        self.subscription_id = options.subscription_id
+        self.location = options.location
+        self.gallery_rg = options.gallery_resource_group
+        self.gallery = options.gallery
+        self.definition = options.image_definition
+        self.rg = options.resource_group or options.gallery_resource_group
+        self.subnet_id = options.subnet_id
+        self.zones = list(options.zones) if options.zones is not None else ["1", "2", "3"]
+        self.poll_interval_s = (
+            options.polling_interval if options.poll_interval_s is None else options.poll_interval_s
+        )
         # the stack's target regions, replicas per region and storage type
-        self.regions = list(regions or [])
-        self.replica_count = replica_count
-        self.storage_account_type = storage_account_type
+        self.regions = list(options.regions or [])
+        self.replica_count = options.replica_count
+        self.storage_account_type = options.storage_account_type
         # how long a write waits for a version to leave Updating (replication)
-        self.write_timeout_s = write_timeout_s
+        self.write_timeout_s = options.write_timeout_s
         self.clients = AzureClients(
-            subscription_id=subscription_id,
-            endpoint=endpoint,
-            credential=credential,
+            subscription_id=options.subscription_id,
+            endpoint=options.endpoint,
+            credential=options.credential,
             polling_interval=self.poll_interval_s,
-            retry_total=retry_total,
-            retry_backoff_factor=retry_backoff_factor,
+            retry_total=options.retry_total,
+            retry_backoff_factor=options.retry_backoff_factor,
         )
 
     @property
@@ -393,5 +368,5 @@ class AzureProvider(AzurePromotion, Provider):
         return found
 
 
-def create_provider(**options: Any) -> AzureProvider:
-    return AzureProvider(**options)
+def create_provider(options: AzureOptions) -> AzureProvider:
+    return AzureProvider(options)

@@ -3,9 +3,10 @@ location; replication is one region list on that version, so copies go one at a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.spec import CloudSpec
+from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.stacks.schema import AzureCloud
 
 if TYPE_CHECKING:
@@ -25,10 +26,50 @@ def gallery_image_version(build_id: str) -> str:
 LOGIN_USER = "imagectl"
 
 
+@dataclass(frozen=True, kw_only=True)
+class AzureOptions(ProviderOptions):
+    """What ``AzureProvider`` is built from: the stack's clouds.azure section
+    (``provider_options``), the environment and a caller's overrides. A misspelt
+    option is a TypeError here, never silently dropped."""
+
+    subscription_id: str
+    location: str
+    gallery_resource_group: str
+    gallery: str
+    image_definition: str
+    resource_group: str | None = None
+    subnet_id: str | None = None
+    zones: list[str] | None = None
+    endpoint: str | None = None
+    credential: Any = None
+    polling_interval: float = 15.0
+    poll_interval_s: float | None = None
+    retry_total: int = 8
+    retry_backoff_factor: float = 0.8
+    regions: list[str] | None = None
+    replica_count: int = 1
+    storage_account_type: str = "Standard_LRS"
+    write_timeout_s: float = 6 * 3600.0
+    reservation_group: str | None = None
+    reservation_zone: str | None = None
+    hyper_v_generation: str = "V2"
+    security_type: str = "Standard"
+    login_user: str = LOGIN_USER
+
+    def polled(self, seconds: float) -> AzureOptions:
+        return replace(
+            self, polling_interval=seconds, poll_interval_s=seconds, retry_backoff_factor=seconds
+        )
+
+    def in_regions(self, regions: list[str]) -> AzureOptions:
+        return replace(self, regions=regions)
+
+
 class AzureSpec(CloudSpec[AzureCloud]):
     name = "azure"
     packer_builder = "azure-arm"
     provider_module = "imagectl.clouds.azure.provider"
+    options_type = AzureOptions
     replicate_serially = True
     fabrics = frozenset({"azure_infiniband"})
     # waagent's own generalisation, last: after Ansible's hygiene role ("Create a
@@ -61,24 +102,24 @@ class AzureSpec(CloudSpec[AzureCloud]):
     def login_user(self, settings: AzureCloud) -> str:
         return LOGIN_USER
 
-    def provider_options(self, settings: AzureCloud) -> dict[str, Any]:
+    def provider_options(self, settings: AzureCloud) -> AzureOptions:
         capacity = settings.validation_capacity
-        return {
-            "login_user": self.login_user(settings),
-            "subscription_id": settings.build.subscription_id,
-            "location": settings.build.location,
-            "resource_group": settings.build.resource_group,
-            "gallery_resource_group": settings.gallery.resource_group,
-            "gallery": settings.gallery.name,
-            "image_definition": settings.gallery.image_definition,
-            "regions": list(settings.regions),
-            "replica_count": settings.gallery.replica_count,
-            "storage_account_type": settings.gallery.storage_account_type,
-            "reservation_group": capacity.reservation_group if capacity else None,
-            "reservation_zone": capacity.zone if capacity else None,
-            "hyper_v_generation": settings.gallery.hyper_v_generation,
-            "security_type": settings.gallery.security_type,
-        }
+        return AzureOptions(
+            login_user=self.login_user(settings),
+            subscription_id=settings.build.subscription_id,
+            location=settings.build.location,
+            resource_group=settings.build.resource_group,
+            gallery_resource_group=settings.gallery.resource_group,
+            gallery=settings.gallery.name,
+            image_definition=settings.gallery.image_definition,
+            regions=list(settings.regions),
+            replica_count=settings.gallery.replica_count,
+            storage_account_type=settings.gallery.storage_account_type,
+            reservation_group=capacity.reservation_group if capacity else None,
+            reservation_zone=capacity.zone if capacity else None,
+            hyper_v_generation=settings.gallery.hyper_v_generation,
+            security_type=settings.gallery.security_type,
+        )
 
     def region_of(self, location: str) -> str:
         """Azure reports ``eastus/1`` (location/zone)."""

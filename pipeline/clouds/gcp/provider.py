@@ -13,7 +13,7 @@ from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
-from imagectl.clouds.gcp.spec import LOGIN_USER
+from imagectl.clouds.gcp.spec import GcpOptions
 from imagectl.errors import UserError
 from imagectl.tags import (
     TAG_DIGEST,
@@ -33,51 +33,33 @@ FIREWALL_MARK = "imagectl validation instance"
 class GcpProvider(GcpPromotion, Provider):
     cloud = "gcp"
 
-    def __init__(
-        self,
-        *,
-        project: str,
-        zone: str | None = None,
-        family: str | None = None,
-        network: str = "global/networks/default",
-        subnetwork: str | None = None,
-        endpoint: str | None = None,
-        credentials: Any = None,
-        poll_interval_s: float = 2.0,
-        retry_initial_s: float = 1.0,
-        boot_disk_gb: int = 200,
-        regions: list[str] | None = None,
-        reservation: str | None = None,
-        reservation_zone: str | None = None,
-        login_user: str = LOGIN_USER,
-        **_ignored: Any,
-    ) -> None:
-        self.login_user = login_user  # metadata ssh-keys USER (the spec's login_user)
+    def __init__(self, options: GcpOptions) -> None:
+        self.login_user = options.login_user  # metadata ssh-keys USER (the spec's login_user)
         # validation instances consume this specific reservation, in its zone only
-        self.reservation = reservation
-        self.reservation_zone = reservation_zone
+        self.reservation = options.reservation
+        self.reservation_zone = options.reservation_zone
 
         self._init_promotion()
-        if not project:
+        if not options.project:
             raise UserError(
                 "the gcp provider needs a project",
                 hint="Set clouds.gcp.build.project in the stack file",
             )
-        self.project = project
-        self.zone = zone
-        self.family = family
-        self.network = network
-        self.subnetwork = subnetwork
-        self.poll_interval_s = poll_interval_s
-        self.boot_disk_gb = boot_disk_gb
+        self.project = options.project
+        self.zone = options.zone
+        self.family = options.family
+        self.network = options.network
+        self.subnetwork = options.subnetwork
+        self.poll_interval_s = options.poll_interval_s
+        self.boot_disk_gb = options.boot_disk_gb
         # the storage locations of a promoted image (the stack's clouds.gcp.regions)
-        self.regions = list(regions or [])
+        self.regions = list(options.regions or [])
         self.clients = GcpClients(
-            project=project,
-            endpoint=endpoint,
-            credentials=credentials,
-            retry_initial_s=retry_initial_s,
-            poll_interval_s=poll_interval_s,
+            project=options.project,
+            endpoint=options.endpoint,
+            credentials=options.credentials,
+            retry_initial_s=options.retry_initial_s,
+            poll_interval_s=options.poll_interval_s,
         )
 
     # -- images --------------------------------------------------------------------------
@@ -427,5 +409,5 @@ class GcpProvider(GcpPromotion, Provider):
         return found
 
 
-def create_provider(**options: Any) -> GcpProvider:
-    return GcpProvider(**options)
+def create_provider(options: GcpOptions) -> GcpProvider:
+    return GcpProvider(options)

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.spec import CloudSpec
+from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.stacks.schema import GcpCloud
 from imagectl.tags import gcp_label_key, gcp_label_value
 
@@ -20,10 +21,39 @@ GLOBAL = "global"  # a Compute Engine image is a global resource
 LOGIN_USER = "imagectl"
 
 
+@dataclass(frozen=True, kw_only=True)
+class GcpOptions(ProviderOptions):
+    """What ``GcpProvider`` is built from: the stack's clouds.gcp section
+    (``provider_options``), the environment and a caller's overrides. A misspelt
+    option is a TypeError here, never silently dropped."""
+
+    project: str
+    zone: str | None = None
+    family: str | None = None
+    network: str = "global/networks/default"
+    subnetwork: str | None = None
+    endpoint: str | None = None
+    credentials: Any = None
+    poll_interval_s: float = 2.0
+    retry_initial_s: float = 1.0
+    boot_disk_gb: int = 200
+    regions: list[str] | None = None
+    reservation: str | None = None
+    reservation_zone: str | None = None
+    login_user: str = LOGIN_USER
+
+    def polled(self, seconds: float) -> GcpOptions:
+        return replace(self, poll_interval_s=seconds, retry_initial_s=max(seconds, 0.01))
+
+    def in_regions(self, regions: list[str]) -> GcpOptions:
+        return replace(self, regions=regions)
+
+
 class GcpSpec(CloudSpec[GcpCloud]):
     name = "gcp"
     packer_builder = "googlecompute"
     provider_module = "imagectl.clouds.gcp.provider"
+    options_type = GcpOptions
 
     def packer_vars(self, r: ResolvedStack, settings: GcpCloud, *, build_id: str) -> dict[str, Any]:
         return {
@@ -43,17 +73,17 @@ class GcpSpec(CloudSpec[GcpCloud]):
     def login_user(self, settings: GcpCloud) -> str:
         return LOGIN_USER
 
-    def provider_options(self, settings: GcpCloud) -> dict[str, Any]:
+    def provider_options(self, settings: GcpCloud) -> GcpOptions:
         capacity = settings.validation_capacity
-        return {
-            "login_user": self.login_user(settings),
-            "project": settings.build.project,
-            "zone": settings.build.zone,
-            "family": settings.family,
-            "regions": list(settings.regions),
-            "reservation": capacity.reservation if capacity else None,
-            "reservation_zone": capacity.zone if capacity else None,
-        }
+        return GcpOptions(
+            login_user=self.login_user(settings),
+            project=settings.build.project,
+            zone=settings.build.zone,
+            family=settings.family,
+            regions=list(settings.regions),
+            reservation=capacity.reservation if capacity else None,
+            reservation_zone=capacity.zone if capacity else None,
+        )
 
     def region_of(self, location: str) -> str:
         m = _ZONE.match(location)

@@ -57,6 +57,7 @@ from typing import Any
 from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.clouds.common import NotReachable
 from imagectl.clouds.local import vms
+from imagectl.clouds.local.spec import LocalOptions
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
@@ -150,37 +151,21 @@ class LocalProvider(Provider):
     cloud = "local"
     poll_interval_s = 0.05  # how often promotion polls replica_status
 
-    def __init__(
-        self,
-        root: str | os.PathLike[str] | None = None,
-        *,
-        latency: str | float | dict[str, float] | None = None,
-        fail: str | dict[str, str] | None = None,
-        link: bool = True,
-        login_user: str = "root",
-        memory_mib: int = 2048,
-        cpus: int = 2,
-        poll_interval_s: float | None = None,
-        polling_interval: float | None = None,  # the common polling options
-        retry_initial_s: float | None = None,  # (imagectl.clouds.options): the registry
-        retry_backoff_factor: float | None = None,  # polls, it never retries
-    ):
-        if root is None:
-            root = os.environ.get(ENV_REGISTRY) or None
-        if root is None:
-            root = state_dir() / "registry"
+    def __init__(self, options: LocalOptions | None = None) -> None:
+        o = options or LocalOptions()
+        root = o.root or os.environ.get(ENV_REGISTRY) or state_dir() / "registry"
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.latency = parse_latency(
-            latency if latency is not None else os.environ.get(ENV_LATENCY)
+            o.latency if o.latency is not None else os.environ.get(ENV_LATENCY)
         )
-        self.fail = parse_fail(fail if fail is not None else os.environ.get(ENV_FAIL))
-        self.link = link
-        self.login_user = login_user  # the spec's login_user: the key goes to root
-        self.memory_mib = memory_mib
-        self.cpus = cpus
-        if poll_interval_s is not None:
-            self.poll_interval_s = poll_interval_s
+        self.fail = parse_fail(o.fail if o.fail is not None else os.environ.get(ENV_FAIL))
+        self.link = o.link
+        self.login_user = o.login_user  # the spec's login_user: the key goes to root
+        self.memory_mib = o.memory_mib
+        self.cpus = o.cpus
+        if o.poll_interval_s is not None:
+            self.poll_interval_s = o.poll_interval_s
 
     # -- paths --------------------------------------------------------------------
 
@@ -659,5 +644,5 @@ class LocalProvider(Provider):
             self._meta_path(image.region, hex_).unlink()
 
 
-def create_provider(**options: Any) -> LocalProvider:
-    return LocalProvider(**options)
+def create_provider(options: LocalOptions) -> LocalProvider:
+    return LocalProvider(options)

@@ -3,10 +3,11 @@ kept in the on-disk registry (``imagectl.clouds.local.provider``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.spec import CloudSpec
+from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.stacks.schema import LocalCloud
 
 if TYPE_CHECKING:
@@ -20,10 +21,30 @@ BASE_MADE_BY_BUILD = "<the provisioned base disk the local build prepares>"
 LOGIN_USER = "root"
 
 
+@dataclass(frozen=True, kw_only=True)
+class LocalOptions(ProviderOptions):
+    """What ``LocalProvider`` is built from: the stack's clouds.local section
+    (``provider_options``), the environment and a caller's overrides. A misspelt
+    option is a TypeError here, never silently dropped."""
+
+    root: str | Path | None = None
+    latency: str | float | dict[str, float] | None = None
+    fail: str | dict[str, str] | None = None
+    link: bool = True
+    login_user: str = LOGIN_USER
+    memory_mib: int = 2048
+    cpus: int = 2
+    poll_interval_s: float | None = None
+
+    def polled(self, seconds: float) -> LocalOptions:
+        return replace(self, poll_interval_s=seconds)
+
+
 class LocalSpec(CloudSpec[LocalCloud]):
     name = "local"
     packer_builder = "qemu"
     provider_module = "imagectl.clouds.local.provider"
+    options_type = LocalOptions
     remote = False
     ansible_become = False  # the local build logs in as root
     manifest_strip_path = False  # the artifact id is the disk file's path
@@ -59,12 +80,12 @@ class LocalSpec(CloudSpec[LocalCloud]):
     def login_user(self, settings: LocalCloud) -> str:
         return LOGIN_USER
 
-    def provider_options(self, settings: LocalCloud) -> dict[str, Any]:
-        return {
-            "login_user": self.login_user(settings),
-            "memory_mib": settings.build.memory_mib,
-            "cpus": settings.build.cpus,
-        }
+    def provider_options(self, settings: LocalCloud) -> LocalOptions:
+        return LocalOptions(
+            login_user=self.login_user(settings),
+            memory_mib=settings.build.memory_mib,
+            cpus=settings.build.cpus,
+        )
 
 
 SPEC = LocalSpec()
