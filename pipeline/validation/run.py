@@ -62,6 +62,10 @@ class ValidationResult:
         }
 
 
+# playbooks/validate.yml's first task: when it fails, the host never let the runner in
+CONNECT_TASK = "Wait for the host to accept connections"
+
+
 class NoCapacity(Exception):
     def __init__(self, errors: list[CapacityError]):
         self.errors = errors
@@ -220,6 +224,8 @@ class ValidationRun:
                         "unreachable": "host unreachable over SSH",
                         "failed": "the validator crashed or timed out",
                     }.get(status, f"ansible: {status}")
+                    if detail.startswith(CONNECT_TASK):  # a failed task, not "unreachable"
+                        why = "host unreachable over SSH (login refused or no answer)"
                     outcome = HostOutcome(
                         outcome.host,
                         outcome.instance_id,

@@ -102,3 +102,18 @@ def test_validate_image_refuses_an_image_of_another_digest(cli: Any, aws_moto: A
     assert result.code == 2
     assert "Build a new candidate" in result.err
     assert cloud_env.live_instances() == []
+
+
+def test_a_misspelt_provider_option_is_an_error_not_ignored() -> None:
+    """Each cloud's provider is built from its typed options: a misspelt option fails
+    where it is written (it was once swallowed by a provider's **_ignored), and one
+    cloud's options are refused by another cloud."""
+    from imagectl.clouds.aws.spec import AwsOptions
+    from imagectl.clouds.gcp.spec import GcpOptions
+    from imagectl.clouds.registry import get_provider
+
+    with pytest.raises(TypeError, match="regoin"):
+        AwsOptions(regoin="us-east-1")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes AwsOptions, not GcpOptions"):
+        get_provider("aws", GcpOptions(project="p"))
+    assert AwsOptions(region="us-east-1").polled(0.5).poll_interval_s == 0.5
