@@ -158,9 +158,9 @@ TZDATA = ("2026b-0+deb12u1", "2026f-0+deb12u1")
 def test_a_build_differing_by_one_pin_diffs_as_exactly_that_change(
     promoted_run, e2e_state: Path, tmp_path: Path
 ):
-    """Two real local builds (the module's run, and one from a copy of the workspace whose
-    stack pins tzdata), each with its SBOM from the image's own dpkg: `imagectl diff`
-    between them shows the one pinned package and nothing else."""
+    """Two real local builds (the session's run, and `imagectl build --cloud local` from a
+    copy of the workspace whose stack pins tzdata), each with its SBOM from the image's
+    own dpkg: `imagectl diff` between them shows the one pinned package and nothing else."""
     _code, first, _err = promoted_run
     with _catalog(e2e_state).transaction() as s:
         from imagectl.catalog import repository as repo
@@ -180,15 +180,18 @@ def test_a_build_differing_by_one_pin_diffs_as_exactly_that_change(
     env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
     env.update(IMAGECTL_STATE_DIR=str(e2e_state), COLUMNS="160")
     imagectl = str(Path(sys.executable).parent / "imagectl")
-    proc = subprocess.run(
-        [imagectl, "--root", str(ws), "run", "--json"],
+    proc = subprocess.run(  # the build stage alone: its SBOM is what the diff reads
+        [imagectl, "--root", str(ws), "build", "--stack", "local", "--cloud", "local",
+         "--json"],
         capture_output=True, text=True, env=env, timeout=2400, check=False,
     )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
     second = json.loads(proc.stdout)
-    assert proc.returncode == 0, f"{second.get('error')}\n{proc.stderr[-3000:]}"
     assert second["sbom"] and Path(second["sbom"]).is_file()
+    (image,) = second["images"]
+    assert image["state"] == "built"
     proc = subprocess.run(
-        [imagectl, "--root", str(ws), "diff", first["image_id"], second["image_id"],
+        [imagectl, "--root", str(ws), "diff", first["image_id"], image["image_id"],
          "--stack", "local", "--json"],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
