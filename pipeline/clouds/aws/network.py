@@ -1,8 +1,9 @@
 """The per-instance security group: SSH from the runner's address only, or nothing.
 
 With ``allowed_cidr`` the group admits TCP 22 from that one CIDR; without it the group
-admits nothing (the validator then runs through SSM). Never 0.0.0.0/0. The group is
-tagged like the instance so that the reaper can delete it after the instance is gone.
+admits nothing, which is why ``validate-image`` requires ``--runner-cidr`` on AWS (no SSM
+or Instance Connect tunnel is implemented). Never 0.0.0.0/0. The group is tagged like the
+instance so that the reaper can delete it after the instance is gone.
 """
 
 from __future__ import annotations
