@@ -19,13 +19,12 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-from imagectl.cloud_names import REMOTE_CLOUDS
 from imagectl.validation.progress import Reporter, RichReporter
 
 
 @click.command("validate-image")
 @click.argument("image_id")
-@cloud_option("The cloud the image is in.", required=True, choices=REMOTE_CLOUDS)
+@cloud_option("The cloud the image is in (local: a QEMU VM on this machine).", required=True)
 @stack_option("The image's stack (default: from the catalog).")
 @click.option("--shape", help="Machine shape (default: the stack's first validation shape).")
 @click.option(
