@@ -6,6 +6,10 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
 - the image is ``validated`` (``blocked`` images are refused with their block reason);
 - it has at least one receipt in the catalog, and the newest receipt of every validation
   shape says ``verdict: pass`` and no worst action that blocks the image;
+- every shape the stack validates on the image's cloud (``validation_shapes``) has such a
+  receipt (an image of a stack naming an L4 and an A10G shape is not promoted to A10Gs
+  after passing on L4s alone), and no receipt is recorded under a shape the stack does
+  not name or under another shape than the one its own expectations were made for;
 - every such receipt names this image id and the stack digest of the image, and that
   digest is the stack file's current digest (the pins did not change since the build);
 - the receipt finished less than ``validation.max_receipt_age_hours`` ago, and not in the
@@ -119,6 +123,26 @@ def _mode_reasons(body: Receipt, where: str) -> list[str]:
     ]
 
 
+def _shape_reasons(runs: list[ValidationRun], required: list[str] | None) -> list[str]:
+    if required is None or not runs:
+        return []
+    have = {run.shape for run in runs}
+    reasons = [
+        f"no receipt for validation shape {shape}: the stack validates on "
+        f"{', '.join(required)}; validate it there too (`imagectl validate-image` without "
+        "--shape validates every shape)"
+        for shape in required
+        if shape not in have
+    ]
+    reasons += [
+        f"{run.where} is for shape {run.shape}, which the stack's validation_shapes "
+        f"({', '.join(required)}) do not name"
+        for run in runs
+        if run.shape not in required
+    ]
+    return reasons
+
+
 def check_gate(
     session: Session,
     image: Image,
@@ -126,9 +150,12 @@ def check_gate(
     stack_digest: str,
     max_age_hours: float,
     required_profile: str = "boot",
+    required_shapes: list[str] | None = None,
     now: dt.datetime | None = None,
 ) -> list[str]:
-    """Reasons ``image`` may not be promoted; empty when it passes the gate."""
+    """Reasons ``image`` may not be promoted; empty when it passes the gate.
+    ``required_shapes``: the stack's validation shapes on the image's cloud (``None``:
+    whichever shapes have receipts, for callers without a stack)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     reasons: list[str] = []
     if image.state == ImageState.BLOCKED:
@@ -143,9 +170,13 @@ def check_gate(
     runs = repo.latest_receipts(session, image)
     if not runs:
         reasons.append("no validation receipt in the catalog")
+    reasons += _shape_reasons(runs, required_shapes)
     for run in runs:
         where = run.where
         body = _body(run)
+        made_for = body.expectations.get("shape")
+        if made_for and made_for != run.shape:
+            reasons.append(f"{where} was made for shape {made_for}, not {run.shape}")
         if body.image_id != image.cloud_image_id:
             reasons.append(f"{where} names image {body.image_id}, not {image.cloud_image_id}")
         if body.stack != image.stack:

@@ -321,6 +321,7 @@ def gate_reasons(s: Session, img: Image, model: Stack, digest: str) -> list[str]
         stack_digest=digest,
         max_age_hours=model.validation.max_receipt_age_hours,
         required_profile=model.validation.profile,
+        required_shapes=list(cloud_spec(img.cloud).settings(model).validation_shapes),
     )
     return reasons + [f"attestation: {r}" for r in verify_image(s, img, load_trust()).reasons]
 

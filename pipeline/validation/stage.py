@@ -19,6 +19,7 @@ import datetime as dt
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,13 +39,13 @@ from imagectl.stacks import load_resolved
 from imagectl.stacks.expectations import for_shape
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_DIGEST
-from imagectl.validation.decide import INCONCLUSIVE, Decision
+from imagectl.validation.decide import BLOCKED, INCONCLUSIVE, VALIDATED, Decision
 from imagectl.validation.inventory import InventoryOverride
 from imagectl.validation.progress import Reporter
 from imagectl.validation.receipts import HostOutcome
 from imagectl.validation.records import CatalogRecorder
 from imagectl.validation.request import ValidationRequest
-from imagectl.validation.run import ValidationRun
+from imagectl.validation.run import ValidationResult, ValidationRun
 from imagectl.validation.signals import interrupts_raise
 
 
@@ -100,38 +101,42 @@ def validate_image(
     options = provider_options(resolved, req.cloud)
     provider = get_provider(req.cloud, options)
     image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
-    shape = req.shape or settings.validation_shapes[0]
+    # every shape the stack validates on (the gate requires a receipt of each), or one
+    shapes = [req.shape] if req.shape else list(settings.validation_shapes)
     profile = req.profile or resolved.stack.validation.profile
-    expect = for_shape(ws.images, resolved, shape)
+    expects = {shape: for_shape(ws.images, resolved, shape) for shape in shapes}
     # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
     # too: it is raised as an interrupt while the run holds the key).
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
     try:
         with interrupts_raise():
             private_key, public_key = _ssh_key(req.ssh_key, over_ssh, keydir)
-            request = ValidationRequest(
-                image=image,
-                stack=stack,
-                stack_digest=resolved.digest,
-                shape=shape,
-                expect=expect,
-                hosts=req.hosts,
-                profile=profile,
-                ttl=dt.timedelta(hours=req.ttl_h),
-                locations=list(req.locations) or None,
-                max_host_retries=req.max_retries,
-                reach_timeout_s=req.reach_timeout_s,
-                validator_timeout_s=req.validator_timeout_s,
-                allowed_cidr=req.runner_cidr,
-                ssh_user=login_user,
-                ssh_private_key=private_key,
-                ssh_public_key=public_key,
-                launched_by=current_actor(),
-                override=override,
-                wheel=req.wheel or "",
-                sandbox=req.sandbox,
-            )
-            return _run(provider, image, resolved, request, reporter, override, req)
+            requests = [
+                ValidationRequest(
+                    image=image,
+                    stack=stack,
+                    stack_digest=resolved.digest,
+                    shape=shape,
+                    expect=expect,
+                    hosts=req.hosts,
+                    profile=profile,
+                    ttl=dt.timedelta(hours=req.ttl_h),
+                    locations=list(req.locations) or None,
+                    max_host_retries=req.max_retries,
+                    reach_timeout_s=req.reach_timeout_s,
+                    validator_timeout_s=req.validator_timeout_s,
+                    allowed_cidr=req.runner_cidr,
+                    ssh_user=login_user,
+                    ssh_private_key=private_key,
+                    ssh_public_key=public_key,
+                    launched_by=current_actor(),
+                    override=override,
+                    wheel=req.wheel or "",
+                    sandbox=req.sandbox,
+                )
+                for shape, expect in expects.items()
+            ]
+            return _run(provider, image, resolved, requests, reporter, override, req)
     finally:
         shutil.rmtree(keydir, ignore_errors=True)
 
@@ -140,40 +145,43 @@ def _run(
     provider: Provider,
     image: CloudImage,
     resolved: ResolvedStack,
-    request: ValidationRequest,
+    requests: list[ValidationRequest],
     reporter: Reporter,
     override: InventoryOverride | None,
     req: ImageValidationRequest,
 ) -> dict[str, Any]:
+    """One validation run per shape, in turn; the image's decision is theirs together:
+    blocked when a shape blocks it (the shapes after it are not paid for), validated when
+    every shape validated it, else inconclusive."""
     recorder = CatalogRecorder()
     recorder.start(
         cloud=req.cloud,
         region=image.region,
         image_id=image.image_id,
-        stack=request.stack,
+        stack=requests[0].stack,
         digest=resolved.digest,
         tags=image.tags,
     )
     provider.tag_state(image, ImageState.VALIDATING)
-
-    def record(outcome: HostOutcome) -> None:
-        recorder.receipt(outcome, shape=request.shape)
-        if req.receipts_dir is not None and outcome.receipt is not None:
-            req.receipts_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(
-                req.receipts_dir / f"{outcome.host}.json",
-                outcome.receipt.model_dump_json(indent=2) + "\n",
-            )
-
-    run = ValidationRun(provider, request, reporter=reporter, on_receipt=record)
+    results: list[tuple[str, ValidationResult]] = []
     try:
         with reporter:
-            result = run.run()
+            for request in requests:
+                if len(requests) > 1:
+                    reporter.step(f"shape {request.shape}")
+                run = ValidationRun(
+                    provider, request, reporter=reporter,
+                    on_receipt=_recording(recorder, request.shape, req.receipts_dir),
+                )  # fmt: skip
+                results.append((request.shape, run.run()))
+                if results[-1][1].decision.verdict == BLOCKED:
+                    break
     except KeyboardInterrupt:
         recorder.finish(Decision(INCONCLUSIVE, ["the run was interrupted"]))
         provider.tag_state(image, ImageState.INCONCLUSIVE)
         raise
-    state = recorder.finish(result.decision)
+    decision = combined(results, [r.shape for r in requests])
+    state = recorder.finish(decision)
     provider.tag_state(image, state)
     attestation = None
     if state == ImageState.VALIDATED and recorder.image_pk is not None:
@@ -181,13 +189,67 @@ def _run(
     return {
         "image_id": image.image_id,
         "cloud": req.cloud,
-        "stack": request.stack,
-        "shape": request.shape,
+        "stack": requests[0].stack,
+        "shape": ", ".join(shape for shape, _ in results),
         "state": state,
         "receipts": receipt_kind(override, req.sandbox),
         "attestation": attestation,
-        **result.to_dict(),
+        **_merged(results, decision),
     }
+
+
+def _recording(
+    recorder: CatalogRecorder, shape: str, receipts_dir: Path | None
+) -> Callable[[HostOutcome], None]:
+    def record(outcome: HostOutcome) -> None:
+        recorder.receipt(outcome, shape=shape)
+        if receipts_dir is not None and outcome.receipt is not None:
+            receipts_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(
+                receipts_dir / f"{outcome.host}.json",
+                outcome.receipt.model_dump_json(indent=2) + "\n",
+            )
+
+    return record
+
+
+def combined(results: list[tuple[str, ValidationResult]], shapes: list[str]) -> Decision:
+    """The image's decision from its shapes' (reasons prefixed with the shape when there
+    are several): a block on any shape blocks it, and only every shape validated
+    validates it."""
+    several = len(shapes) > 1
+
+    def named(shape: str, reasons: list[str]) -> list[str]:
+        return [f"{shape}: {r}" for r in reasons] if several else list(reasons)
+
+    decisions = [(shape, result.decision) for shape, result in results]
+    bad = [h for _, d in decisions for h in d.bad_hosts]
+    blocked = [(s, d) for s, d in decisions if d.verdict == BLOCKED]
+    if blocked:
+        return Decision(BLOCKED, [r for s, d in blocked for r in named(s, d.reasons)],
+                        bad_hosts=bad)  # fmt: skip
+    if len(decisions) == len(shapes) and all(d.verdict == VALIDATED for _, d in decisions):
+        return Decision(VALIDATED, [r for s, d in decisions for r in named(s, d.reasons)],
+                        bad_hosts=bad)  # fmt: skip
+    reasons = [r for s, d in decisions if d.verdict != VALIDATED for r in named(s, d.reasons)]
+    return Decision(INCONCLUSIVE, reasons or ["not every shape was validated"], bad_hosts=bad)
+
+
+def _merged(results: list[tuple[str, ValidationResult]], decision: Decision) -> dict[str, Any]:
+    """The runs' results as one (``ValidationResult.to_dict``'s keys), each host with its
+    shape, and the combined decision."""
+    out: dict[str, Any] = {
+        **decision.to_dict(), "rounds": 0, "bad_hosts": decision.bad_hosts, "hosts": [],
+        "launched": [], "terminated": [], "termination_errors": {},
+    }  # fmt: skip
+    for shape, result in results:
+        part = result.to_dict()
+        out["rounds"] += part["rounds"]
+        out["hosts"] += [{**h, "shape": shape} for h in part["hosts"]]
+        out["launched"] += part["launched"]
+        out["terminated"] += part["terminated"]
+        out["termination_errors"].update(part["termination_errors"])
+    return out
 
 
 def _find_image(

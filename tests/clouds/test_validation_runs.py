@@ -352,3 +352,73 @@ def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> Non
             allowed_cidr=cidr,
         )
     assert cloud_env.live_instances() == []
+
+
+def _two_shapes(workspace: Path, tmp_path: Path) -> tuple[Any, Path]:
+    """h100-training with a second AWS validation shape, p4de.24xlarge (8x A100 80GB),
+    in a copy of the workspace; and the healthy H100 snapshot bound to that stack's digest
+    (its pins are h100-training's: only the digest differs)."""
+    from imagectl.stacks import load_resolved
+
+    stack = workspace / "images" / "stacks" / "h100-training.yaml"
+    text = stack.read_text()
+    assert "validation_shapes: [p5.48xlarge]" in text
+    stack.write_text(text.replace("validation_shapes: [p5.48xlarge]",
+                                  "validation_shapes: [p5.48xlarge, p4de.24xlarge]"))  # fmt: skip
+    _, resolved = load_resolved(workspace / "images", "h100-training")
+    _, original = load_resolved(ROOT / "images", "h100-training")
+    snapshot = tmp_path / "h100-two-shapes.json"
+    snapshot.write_text(HEALTHY.read_text().replace(original.digest, resolved.digest))
+    return resolved, snapshot
+
+
+def test_every_validation_shape_of_the_stack_is_validated(
+    cli: Any, aws_moto: Any, workspace_copy: Path, tmp_path: Path
+) -> None:
+    """A stack validating on p5.48xlarge (H100) and p4de.24xlarge (A100): without --shape,
+    validate-image validates both. Every host replays a healthy H100: the p5 host passes,
+    the p4de host is judged against A100 expectations and fails, so the image is not
+    validated, and the catalog holds a receipt of each shape."""
+    resolved, snapshot = _two_shapes(workspace_copy, tmp_path)
+    env = CloudEnv("aws", aws_moto, resolved=resolved)
+    image = env.seed_candidate()
+    result = cli("--root", str(workspace_copy), "validate-image", image.image_id, "--cloud",
+                 "aws", "--stack", "h100-training", "--inventory-override",
+                 str(write_override(tmp_path, [], default=snapshot)), "--max-retries", "0",
+                 "--reach-timeout", "2", "--json")  # fmt: skip
+    data = result.json()
+    assert result.code == 1, result.err
+    assert data["shape"] == "p5.48xlarge, p4de.24xlarge"
+    assert data["state"] != "validated"
+    by_shape = {h["shape"]: h["verdict"] for h in data["hosts"]}
+    assert by_shape == {"p5.48xlarge": "pass", "p4de.24xlarge": "fail"}
+    assert all(r.startswith("p4de.24xlarge: ") for r in data["reasons"]), data["reasons"]
+    assert env.live_instances() == []
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    with open_catalog().transaction() as s:
+        (row,) = [r for r in repo.list_images(s, cloud="aws") if r.cloud_image_id == image.image_id]
+        assert sorted(run.shape for run in repo.receipts(s, row)) == [
+            "p4de.24xlarge", "p5.48xlarge"
+        ]  # fmt: skip
+
+
+def test_an_image_validated_on_one_shape_is_not_promoted(
+    cli: Any, aws_moto: Any, workspace_copy: Path, tmp_path: Path
+) -> None:
+    """--shape validates one shape; the gate then refuses the image until the stack's
+    other shape has its own passing receipt."""
+    resolved, snapshot = _two_shapes(workspace_copy, tmp_path)
+    env = CloudEnv("aws", aws_moto, resolved=resolved)
+    image = env.seed_candidate()
+    result = cli("--root", str(workspace_copy), "validate-image", image.image_id, "--cloud",
+                 "aws", "--stack", "h100-training", "--shape", "p5.48xlarge", "--sandbox",
+                 "--inventory-override", str(write_override(tmp_path, [], default=snapshot)),
+                 "--reach-timeout", "2", "--json")  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    assert result.json()["state"] == "validated"
+    promoted = cli("--root", str(workspace_copy), "promote", image.image_id, "--stack",
+                   "h100-training", "--cloud", "aws", "--json")  # fmt: skip
+    assert promoted.code == 1, promoted.out + promoted.err
+    assert "no receipt for validation shape p4de.24xlarge" in promoted.out + promoted.err

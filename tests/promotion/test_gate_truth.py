@@ -112,3 +112,65 @@ def test_status_says_which_images_stand_on_sandbox_replays(world) -> None:
     assert by == {live.id: "live", sandbox.id: "sandbox replay"}
     table = world.run_cli("status")
     assert "validated (sandbox replay)" in table.stdout
+
+
+def _gate(world: Any, img: Any, required_shapes: list[str] | None) -> list[str]:
+    from imagectl.catalog import repository as repo
+
+    with world.catalog.transaction() as s:
+        return check_gate(s, repo.get_image(s, img.id), stack_digest=world.stack.digest,
+                          max_age_hours=24, required_shapes=required_shapes)  # fmt: skip
+
+
+def test_gate_refuses_an_image_validated_on_one_of_its_shapes(world) -> None:
+    """A stack naming an L4 and an A10G shape (inference-l4-a10g on AWS) is not promoted
+    to A10G fleets after passing on L4 hosts only: every shape the stack validates on
+    needs its own passing receipt."""
+    img = world.validated()  # one receipt, recorded under qemu-tcg
+    assert _gate(world, img, ["qemu-tcg"]) == []
+    reasons = _gate(world, img, ["qemu-tcg", "g5.xlarge"])
+    assert reasons == [
+        "no receipt for validation shape g5.xlarge: the stack validates on qemu-tcg, "
+        "g5.xlarge; validate it there too (`imagectl validate-image` without --shape "
+        "validates every shape)"
+    ]
+
+
+def test_gate_refuses_a_receipt_under_a_shape_the_stack_does_not_name(world) -> None:
+    from imagectl.catalog import repository as repo
+
+    img = world.validated()
+    with world.catalog.transaction() as s:
+        row = repo.get_image(s, img.id)
+        body = repo.latest_receipts(s, row)[0].body
+        repo.record_receipt(s, row, shape="p5.48xlarge", host="vm-2", receipt=body)
+    reasons = _gate(world, img, ["qemu-tcg"])
+    assert len(reasons) == 1 and "(p5.48xlarge on vm-2) is for shape p5.48xlarge" in reasons[0]
+    assert "do not name" in reasons[0]
+
+
+def test_gate_refuses_a_receipt_recorded_under_another_shape_than_it_was_made_for(
+    world,
+) -> None:
+    """The receipt's own expectations name the shape its checks were judged against; a
+    receipt made for g6.xlarge (L4) recorded as qemu-tcg's proves nothing for qemu-tcg."""
+    img = world.validated(receipt_overrides={"expectations": {"shape": "g6.xlarge"}})
+    reasons = _gate(world, img, ["qemu-tcg"])
+    assert any("was made for shape g6.xlarge, not qemu-tcg" in r for r in reasons), reasons
+
+
+def test_promote_applies_the_stacks_validation_shapes(world) -> None:
+    """Through promote() with the local stack (validation_shapes [qemu-tcg]): a receipt
+    recorded only under another shape is refused even though it passes."""
+    from imagectl.catalog import repository as repo
+
+    img = world.validated()
+    with world.catalog.transaction() as s:
+        row = repo.get_image(s, img.id)
+        run = repo.latest_receipts(s, row)[0]
+        run.shape = "g5.xlarge"  # the only receipt, now under a shape the stack lacks
+    with pytest.raises(GateRefused) as refused:
+        promote(world.catalog, world.provider(), world.stack, img.id)
+    text = "; ".join(refused.value.reasons)
+    assert "no receipt for validation shape qemu-tcg" in text
+    assert "is for shape g5.xlarge" in text
