@@ -81,7 +81,9 @@ class CloudEnv:
                 s, build=build, cloud_image_id=cloud_id, region=self.source_region
             )
             repo.set_state(s, row, "validating", reason="test")
-            repo.record_receipt(s, row, shape="gpu", host="h-1", receipt=receipt)
+            # under the shape the stack validates on (the gate requires each of them)
+            (shape,) = getattr(self.resolved.stack.clouds, self.cloud).validation_shapes
+            repo.record_receipt(s, row, shape=shape, host="h-1", receipt=receipt)
             repo.set_state(s, row, "validated", reason="test")
         attest_image(self.catalog, row.id)  # signed as the validation stage signs
         return row
