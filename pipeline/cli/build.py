@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 import click
 
 from imagectl.cli.common import (
+    accel_option,
     cloud_option,
     console,
     emit_json,
+    inject_fault_option,
     json_option,
     stack_option,
     workspace,
@@ -65,19 +67,8 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Local cloud: import the kept candidate of identical inputs instead of building.",
 )
-@click.option(
-    "--inject-fault",
-    type=click.Choice(["unheld-package", "ssh-host-key"]),
-    help="Local cloud: register a copy altered so that validation must block it.",
-)
-@click.option(
-    "--accel",
-    type=click.Choice(["auto", "kvm", "tcg"]),
-    default="auto",
-    envvar="IMAGECTL_LOCAL_ACCEL",
-    show_default=True,
-    help="Local cloud: QEMU accelerator (auto probes KVM, falls back to TCG).",
-)
+@inject_fault_option("Local cloud: register a copy altered so that validation must block it.")
+@accel_option("Local cloud: QEMU accelerator (auto probes KVM, falls back to TCG).")
 @json_option
 @click.pass_context
 def command(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from imagectl.cloud_names import CLOUDS
+from imagectl.embedded import FAULTS
 from imagectl.errors import EXIT_BAD_INPUT, UserError
 
 if TYPE_CHECKING:  # the registry module stays light: --help imports nothing more
@@ -56,6 +57,19 @@ def cloud_option(
         "--cloud", dest, type=click.Choice(choices), required=required, multiple=multiple,
         help=help,
     )  # fmt: skip
+
+
+def accel_option(help: str) -> Callable[[F], F]:
+    """``--accel auto|kvm|tcg`` (``$IMAGECTL_LOCAL_ACCEL``): the local cloud's QEMU."""
+    return click.option(
+        "--accel", type=click.Choice(["auto", "kvm", "tcg"]), default="auto",
+        envvar="IMAGECTL_LOCAL_ACCEL", show_default=True, help=help,
+    )  # fmt: skip
+
+
+def inject_fault_option(help: str) -> Callable[[F], F]:
+    """``--inject-fault NAME``: one of the local build's demonstration faults."""
+    return click.option("--inject-fault", type=click.Choice(FAULTS), default=None, help=help)
 
 
 def wait_option(func: F) -> F:

@@ -15,9 +15,15 @@ from typing import Any
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
-
-FAULTS = ("unheld-package", "ssh-host-key")
+from imagectl.cli.common import (
+    accel_option,
+    console,
+    emit_json,
+    inject_fault_option,
+    json_option,
+    stack_option,
+    workspace,
+)
 
 
 @click.command("run")
@@ -25,20 +31,8 @@ FAULTS = ("unheld-package", "ssh-host-key")
 @click.option(
     "--regions", "regions", type=int, default=None, help="Promote to the first N local regions."
 )
-@click.option(
-    "--inject-fault",
-    type=click.Choice(FAULTS),
-    default=None,
-    help="Alter the candidate so that validation must block it (demonstration).",
-)
-@click.option(
-    "--accel",
-    type=click.Choice(["auto", "kvm", "tcg"]),
-    default="auto",
-    envvar="IMAGECTL_LOCAL_ACCEL",
-    show_default=True,
-    help="QEMU accelerator; auto probes KVM and falls back to TCG.",
-)
+@inject_fault_option("Alter the candidate so that validation must block it (demonstration).")
+@accel_option("QEMU accelerator; auto probes KVM and falls back to TCG.")
 @click.option(
     "--rebuild",
     is_flag=True,

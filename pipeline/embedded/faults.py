@@ -20,11 +20,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.embedded import disk
+from imagectl.embedded import FAULTS, disk
 from imagectl.embedded.procs import ChildFailed, Children
 from imagectl.errors import UserError
 
-FAULTS = ("unheld-package", "ssh-host-key")
 DPKG_STATUS = "/var/lib/dpkg/status"
 
 

@@ -257,6 +257,7 @@ def _pipeline(
         with catalog.transaction() as s:
             row = repo.find_image(s, CLOUD, image["region"], image_id)
             assert row is not None  # the build stage recorded it
+            image_pk = row.id
             check = verify_image(s, row, load_trust())
         if not check.valid:
             raise UserError(f"the attestation does not verify: {check.reasons[0]}")
@@ -270,10 +271,6 @@ def _pipeline(
         def on_region(region: str, step: str, detail: str = "") -> None:
             st.note(f"{region}: {step} {detail}".strip())
 
-        with catalog.transaction() as s:
-            pk = repo.find_image(s, CLOUD, image["region"], image_id)
-            assert pk is not None
-            image_pk = pk.id
         promo = promote(catalog, provider, resolved, image_pk, regions=regions, progress=on_region)
         result.promotion_state = promo.state
         result.regions_reached = sorted(r for r, rr in promo.regions.items() if rr.state == "done")

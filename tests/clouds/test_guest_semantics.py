@@ -19,7 +19,7 @@ import pytest
 
 from tests.fakes import moto_guests
 from tests.fakes.azure_arm import FakeAzureArm
-from tests.fakes.fixtures import CloudEnv, resolved_stack
+from tests.fakes.fixtures import CloudEnv, azure_serving, gcp_serving, resolved_stack
 from tests.fakes.gcp_compute import FakeGcpCompute
 from tests.fakes.guest_launch import (
     CANONICAL,
@@ -154,13 +154,7 @@ def test_aws_group_admitting_another_address_refuses_the_runner(aws, host):
 # -- GCP ---------------------------------------------------------------------------------
 @pytest.fixture
 def gcp(monkeypatch: pytest.MonkeyPatch, fast_polling: None, host: GuestHost) -> Iterator[Any]:
-    g = resolved_stack().stack.clouds.gcp
-    region = g.build.zone.rsplit("-", 1)[0]
-    fake = FakeGcpCompute(
-        project=g.build.project, zones=tuple(f"{region}-{z}" for z in "abc"), guests=host
-    )
-    with fake:
-        monkeypatch.setenv("IMAGECTL_GCP_ENDPOINT", fake.endpoint)
+    with gcp_serving(monkeypatch, host) as fake:
         yield fake
 
 
@@ -219,10 +213,7 @@ def test_gcp_os_login_ignores_metadata_keys(gcp: FakeGcpCompute, host: GuestHost
 # -- Azure -------------------------------------------------------------------------------
 @pytest.fixture
 def azure(monkeypatch: pytest.MonkeyPatch, fast_polling: None, host: GuestHost) -> Iterator[Any]:
-    fake = FakeAzureArm(subscription=resolved_stack().stack.clouds.azure.build.subscription_id,
-                        guests=host)  # fmt: skip
-    with fake:
-        monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
+    with azure_serving(monkeypatch, host) as fake:
         yield fake
 
 

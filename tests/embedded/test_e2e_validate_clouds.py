@@ -63,7 +63,7 @@ from imagectl.tags import TAG_SOURCE_IMAGE
 from tests.clouds.scenario import HEALTHY, snapshot_on
 from tests.fakes import moto_guests
 from tests.fakes.azure_arm import FakeAzureArm
-from tests.fakes.fixtures import CloudEnv, resolved_stack
+from tests.fakes.fixtures import CloudEnv, azure_serving, gcp_serving, resolved_stack
 from tests.fakes.gcp_compute import FakeGcpCompute
 from tests.fakes.guest_launch import CANONICAL, ELSEWHERE, aws_candidate, make_key, ssh
 from tests.fakes.guests import GuestHost, GuestImage, find_guest_image
@@ -345,13 +345,7 @@ def test_aws_validate_image_on_a_booted_instance_then_promote(
 # -- Google Cloud ------------------------------------------------------------------------------
 @pytest.fixture
 def gcp_booting(monkeypatch: pytest.MonkeyPatch, guest_host: GuestHost) -> Iterator[FakeGcpCompute]:
-    g = resolved_stack().stack.clouds.gcp
-    region = g.build.zone.rsplit("-", 1)[0]
-    fake = FakeGcpCompute(
-        project=g.build.project, zones=tuple(f"{region}-{z}" for z in "abc"), guests=guest_host
-    )
-    with fake:
-        monkeypatch.setenv("IMAGECTL_GCP_ENDPOINT", fake.endpoint)
+    with gcp_serving(monkeypatch, guest_host) as fake:
         yield fake
 
 
@@ -384,10 +378,8 @@ def test_gcp_validate_image_on_a_booted_instance_then_promote(
 # -- Azure -------------------------------------------------------------------------------------
 @pytest.fixture
 def azure_booting(monkeypatch: pytest.MonkeyPatch, guest_host: GuestHost) -> Iterator[FakeAzureArm]:
-    subscription = resolved_stack().stack.clouds.azure.build.subscription_id
-    with FakeAzureArm(subscription=subscription, guests=guest_host) as fake:
-        monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
-        yield fake  # type: ignore[misc]
+    with azure_serving(monkeypatch, guest_host) as fake:
+        yield fake
 
 
 def test_azure_validate_image_on_a_booted_vm_then_promote(

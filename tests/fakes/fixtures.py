@@ -25,6 +25,7 @@ Every provider polls with interval 0 (``IMAGECTL_CLOUD_POLL_S=0``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,24 +92,37 @@ def moto_server(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator
         server.stop()
 
 
+@contextlib.contextmanager
+def gcp_serving(monkeypatch: pytest.MonkeyPatch, guests: Any = None) -> Iterator[FakeGcpCompute]:
+    """The Compute fake for the stack's build project (its region's zones a-c), started,
+    with ``IMAGECTL_GCP_ENDPOINT`` naming it; ``guests``: a GuestHost to boot instances."""
+    gcp = resolved_stack().stack.clouds.gcp
+    region = gcp.build.zone.rsplit("-", 1)[0]
+    zones = tuple(f"{region}-{z}" for z in "abc")
+    with FakeGcpCompute(project=gcp.build.project, zones=zones, guests=guests) as fake:
+        monkeypatch.setenv("IMAGECTL_GCP_ENDPOINT", fake.endpoint)
+        yield fake
+
+
+@contextlib.contextmanager
+def azure_serving(monkeypatch: pytest.MonkeyPatch, guests: Any = None) -> Iterator[FakeAzureArm]:
+    """The ARM fake for the stack's subscription, started, with ``IMAGECTL_AZURE_ENDPOINT``
+    naming it; ``guests``: a GuestHost to boot VMs."""
+    subscription = resolved_stack().stack.clouds.azure.build.subscription_id
+    with FakeAzureArm(subscription=subscription, guests=guests) as fake:
+        monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
+        yield fake
+
+
 @pytest.fixture
 def gcp_fake(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[FakeGcpCompute]:
-    r = resolved_stack()
-    gcp = r.stack.clouds.gcp
-    zone = gcp.build.zone
-    region = zone.rsplit("-", 1)[0]
-    fake = FakeGcpCompute(project=gcp.build.project, zones=tuple(f"{region}-{z}" for z in "abc"))
-    with fake:
-        monkeypatch.setenv("IMAGECTL_GCP_ENDPOINT", fake.endpoint)
+    with gcp_serving(monkeypatch) as fake:
         yield fake
 
 
 @pytest.fixture
 def azure_fake(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[FakeAzureArm]:
-    r = resolved_stack()
-    fake = FakeAzureArm(subscription=r.stack.clouds.azure.build.subscription_id)
-    with fake:
-        monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
+    with azure_serving(monkeypatch) as fake:
         yield fake
 
 
