@@ -254,7 +254,12 @@ def install() -> None:
     from moto.ec2.responses.security_groups import SecurityGroups
     from moto.ssm.responses import SimpleSystemManagerResponse
 
-    from imagectl.clouds.aws.sandbox import add_source_image_filters, copy_tags
+    from imagectl.clouds.aws.sandbox import (
+        add_source_image_filters,
+        copied_before,
+        copy_tags,
+        new_copy,
+    )
 
     if getattr(AmisResponse, "_imagectl_extended", False):
         return
@@ -294,25 +299,12 @@ def install() -> None:
         signature = (source_id, source_region, name, description, kms_key, duration)
         with BEHAVIOUR.lock:
             key = (backend.account_id, backend.region_name, token or "")
-            if token and key in BEHAVIOUR.tokens:
-                ami_id, seen = BEHAVIOUR.tokens[key]
-                if seen != signature:
-                    raise EC2ClientError(
-                        "IdempotentParameterMismatch",
-                        "The client token you have provided is associated with a resource "
-                        "that is already deleted or was created with different parameters.",
-                    )
-                return ActionResult({"ImageId": ami_id})
-            ami = backend.copy_image(source_id, source_region, name, description)
-            ami.source_image_id = source_id
-            ami.source_image_region = source_region
+            earlier = copied_before(BEHAVIOUR.tokens, key, signature)
+            if earlier:
+                return ActionResult({"ImageId": earlier})
+            ami = new_copy(backend, source_id, source_region, name, description,
+                           {} if BEHAVIOUR.drop_copy_tags else tags)  # fmt: skip
             BEHAVIOUR.copies[ami.id] = {"KmsKeyId": kms_key, "Duration": duration}
-            if BEHAVIOUR.drop_copy_tags:
-                tags = {}
-            if tags.get("image"):
-                backend.create_tags([ami.id], tags["image"])
-            if tags.get("snapshot"):
-                backend.create_tags([ami.ebs_snapshot.id], tags["snapshot"])
             if BEHAVIOUR.copy_pending_polls > 0 or backend.region_name in (
                 BEHAVIOUR.fail_copies_into
             ):

@@ -90,11 +90,52 @@ def copy_tags(specs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return convert_tag_spec(specs) if specs else {}
 
 
+def copied_before(
+    tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]],
+    key: tuple[str, str, str],
+    signature: tuple[Any, ...],
+) -> str | None:
+    """The AMI an earlier ``CopyImage`` with this ``ClientToken`` (``key``'s last part)
+    made, as EC2's idempotency returns it; ``IdempotentParameterMismatch`` when that
+    request had other parameters; ``None`` for a new request. Called under the lock."""
+    from moto.ec2.exceptions import EC2ClientError
+
+    if not key[2] or key not in tokens:
+        return None
+    ami_id, seen = tokens[key]
+    if seen != signature:
+        raise EC2ClientError(
+            "IdempotentParameterMismatch",
+            "The client token you have provided is associated with a resource "
+            "that is already deleted or was created with different parameters.",
+        )
+    return ami_id
+
+
+def new_copy(
+    backend: Any,
+    source_id: str,
+    source_region: str,
+    name: str,
+    description: str,
+    tags: dict[str, dict[str, str]],
+) -> Any:
+    """moto's copy, with what EC2 records of it: the source image and region (the
+    ``source-image-*`` filters) and the request's tags on the image and its snapshot."""
+    ami = backend.copy_image(source_id, source_region, name, description)
+    ami.source_image_id = source_id
+    ami.source_image_region = source_region
+    if tags.get("image"):
+        backend.create_tags([ami.id], tags["image"])
+    if tags.get("snapshot"):
+        backend.create_tags([ami.ebs_snapshot.id], tags["snapshot"])
+    return ami
+
+
 def emulate_copy_image() -> None:
     """Replace moto's ``CopyImage`` and ``DescribeImages`` answers with EC2's documented
     behaviour (module docstring); idempotent."""
     from moto.core.responses import ActionResult
-    from moto.ec2.exceptions import EC2ClientError
     from moto.ec2.responses.amis import AmisResponse
 
     if getattr(AmisResponse, "_imagectl_sandbox", False):
@@ -124,22 +165,10 @@ def emulate_copy_image() -> None:
         self.error_on_dryrun()
         with lock:
             key = (backend.account_id, backend.region_name, token or "")
-            if token and key in tokens:
-                ami_id, seen = tokens[key]
-                if seen != signature:
-                    raise EC2ClientError(
-                        "IdempotentParameterMismatch",
-                        "The client token you have provided is associated with a resource "
-                        "that is already deleted or was created with different parameters.",
-                    )
-                return ActionResult({"ImageId": ami_id})
-            ami = backend.copy_image(source_id, source_region, name, description)
-            ami.source_image_id = source_id
-            ami.source_image_region = source_region
-            if tags.get("image"):
-                backend.create_tags([ami.id], tags["image"])
-            if tags.get("snapshot"):
-                backend.create_tags([ami.ebs_snapshot.id], tags["snapshot"])
+            earlier = copied_before(tokens, key, signature)
+            if earlier:
+                return ActionResult({"ImageId": earlier})
+            ami = new_copy(backend, source_id, source_region, name, description, tags)
             if COPY_PENDING_POLLS > 0:
                 ami.state = "pending"
                 pending[(backend.account_id, backend.region_name, ami.id)] = COPY_PENDING_POLLS
