@@ -126,7 +126,9 @@ def command(
     for a, image in zip(outcome.artifacts, outcome.images, strict=True):
         con.print(f"  {a.cloud} {a.location} {a.id} ({image['state']})", markup=False)
     if outcome.fault:
-        con.print(f"  injected fault: {outcome.fault['name']}: {outcome.fault['detail']}")
+        con.print(
+            f"  injected fault: {outcome.fault['name']}: {outcome.fault['detail']}", markup=False
+        )
     if outcome.manifest_file:
         con.print(f"  manifest: {outcome.manifest_file}", markup=False)
     if outcome.sbom:

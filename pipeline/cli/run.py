@@ -86,6 +86,7 @@ def command(
 
 
 def _summary(out: Any, result: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from imagectl.embedded.progress import fmt_s
@@ -98,22 +99,25 @@ def _summary(out: Any, result: Any) -> None:
     build = result.build_id or "-"
     table.add_row("build", build + (" (reused candidate)" if result.candidate_reused else ""))
     if result.fault:
-        table.add_row("injected fault", f"{result.fault['name']}: {result.fault['detail']}")
+        table.add_row("injected fault", escape(f"{result.fault['name']}: {result.fault['detail']}"))
     verdict = result.verdict or "-"
     style = "green" if verdict == "pass" else "red"
     table.add_row("receipt", f"[{style}]{verdict}[/] (worst action {result.worst_action or '-'})")
     for check in result.failing_checks:
-        table.add_row("failing check", f"[red]{check['name']}[/]: {check['message']}")
+        # the host's words (its receipt): never markup
+        table.add_row(
+            "failing check", f"[red]{escape(check['name'])}[/]: {escape(check['message'])}"
+        )
     table.add_row("receipt file", result.receipt or "-")
     reached = ", ".join(result.regions_reached) or "none"
     table.add_row("regions", f"{reached} (of {', '.join(result.regions)})")
     colour = {"promoted": "green", "blocked": "red"}.get(result.outcome, "yellow")
     decision = f"[{colour}]{result.outcome.upper()}[/]"
     if result.blocked_reason:
-        decision += f": {result.blocked_reason}"
+        decision += f": {escape(result.blocked_reason)}"
     table.add_row("decision", decision)
     if result.error:
-        table.add_row("error", f"[red]{result.error}[/]")
+        table.add_row("error", f"[red]{escape(result.error)}[/]")
     table.add_row("time", " · ".join(f"{k} {fmt_s(v)}" for k, v in result.timings.items()))
     out.print(table)
 
