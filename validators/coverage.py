@@ -77,7 +77,11 @@ def required_checks(profile: str, expect: Expectations, gpus_seen: int = 0) -> l
     req = requirements()
     if profile not in req["loaded_profiles"]:
         return []
-    return list(req["kinds"][shape_kind(expect, gpus_seen)])
+    out = list(req["kinds"][shape_kind(expect, gpus_seen)])
+    for pin, checks in (req.get("when_pinned") or {}).items():
+        if getattr(expect, pin, None):
+            out += [c for c in checks if c not in out]
+    return out
 
 
 def _why_not(check_id: str, results: list[CheckResult], gpus: int) -> str | None:

@@ -119,7 +119,7 @@ FAILURES = [
         [2],
         "DCGM_FR_STRESS_LEVEL",
         50,
-        Action.DRAIN,
+        Action.RESET_GPU,  # its next step SYSTEM_TRIAGE_MSG: "Reset GPU. ... Rerun diagnostics."
     ),
     (
         "h100-8x-r3-targeted-power",
@@ -278,3 +278,59 @@ typedef enum dcgmError_enum
         "suggestion": "Run a field diagnostic on the GPU.",
     }
     assert codes[50]["severity"] == "TRIAGE" and codes[50]["suggestion"] == ""
+
+
+def test_action_is_the_codes_next_step_not_its_severity() -> None:
+    """DCGM_FR_UNCONTAINED_ERROR is severity ISOLATE, but its next step (dcgm_errors.h
+    DCGM_FR_UNCONTAINED_ERROR_NEXT = DCGM_FR_VOLATILE_DBE_DETECTED_NEXT) is "Drain the GPU
+    and reset it or reboot the node.": drain and reset, not RMA."""
+    results = replay("h100-8x-r2-uncontained")
+    failing = [r for r in results if r.failed]
+    assert [(r.id, r.gpu, r.action) for r in failing] == [("dcgm.memory", 2, Action.DRAIN)]
+    assert failing[0].details["errors"][0]["dcgm_severity"] == "ISOLATE"
+    assert "Drain the GPU and reset it" in (failing[0].source or "")
+
+
+def test_nvvs_binary_missing_blocks_the_image() -> None:
+    """DCGM_ST_NVVS_BINARY_NOT_FOUND (-52): the image's DCGM install is incomplete."""
+    (run,) = replay("h100-8x-r2-nvvs-missing")
+    assert run.id == "dcgm.diag" and run.outcome == Outcome.FAIL
+    assert run.action == Action.BLOCK_IMAGE and run.details["dcgm_status"] == (
+        "DCGM_ST_NVVS_BINARY_NOT_FOUND"
+    )
+    # another runtime error keeps the default (a person looks)
+    (other,) = replay("h100-8x-r2-runtime-error")
+    assert other.action == Action.DRAIN and other.details["dcgm_status"] is None
+
+
+def test_a_skip_keeps_its_error_code() -> None:
+    """targeted_power skips a GPU whose enforced power limit is too low, with
+    DCGM_FR_ENFORCED_POWER_LIMIT (TargetedPower_wrapper.cpp): not a plain skip."""
+    results = by_id(replay("h100-8x-r3-power-limit-skip", profile="full"))
+    r = results[("dcgm.targeted_power", 5)]
+    assert r.outcome == Outcome.FAIL and r.action == Action.DRAIN
+    assert r.details["dcgm_status"] == "Skip" and r.details["errors"][0]["code"] == 72
+    assert results[("dcgm.targeted_power", 4)].outcome == Outcome.PASS
+
+
+def test_the_level_that_ran_must_be_the_profiles() -> None:
+    """full runs `dcgmi diag -r 3`: a level-2 recording does not satisfy it."""
+    results = replay("h100-8x-r2-pass", profile="full")
+    run = results[0]
+    assert run.id == "dcgm.diag" and run.outcome == Outcome.FAIL
+    assert run.action == Action.BLOCK_IMAGE and "level 2" in run.message
+    assert all(r.outcome == Outcome.PASS for r in results[1:])  # its tests still judged
+    assert replay("h100-8x-r3-pass", profile="quick")[0].outcome == Outcome.PASS
+
+
+def test_monitor_only_run_with_a_nonzero_exit_warns_with_its_source() -> None:
+    run = replay("h100-8x-r3-temp-monitor", profile="full")[0]
+    assert run.outcome == Outcome.WARN and run.details["exit_code"] == 226
+    assert "GetFailureResult" in (run.source or "")
+
+
+def test_every_next_step_in_the_table_is_dcgms() -> None:
+    """Each routed next step is the text of at least one DCGM_FR_*_NEXT (dcgm_errors.yaml)."""
+    t = tables()
+    texts = {c.suggestion.strip() for c in t.codes.values()}
+    assert set(t.next_steps) <= texts

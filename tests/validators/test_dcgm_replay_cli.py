@@ -63,14 +63,15 @@ def test_healthy_replay_reports_the_dcgm_tests(
     assert all(c["outcome"] == "pass" for c in checks), [c["message"] for c in checks]
 
 
-# recording -> failing check, GPUs and action (DCGM severity -> action: validators/data/dcgm.yaml)
+# recording -> failing check, GPUs and action (each code's next step -> action:
+# validators/data/dcgm.yaml next_steps; DCGM's severity where the next step is empty)
 @pytest.mark.parametrize(
     ("recording", "check", "gpus", "action"),
     [
         ("h100-8x-r2-memory-mismatch", "dcgm.memory", [3], "ISOLATE_RMA"),
         ("h100-8x-r2-pcie-replay", "dcgm.pcie", [5], "ISOLATE_RMA"),
         ("h100-8x-r2-nvlink-p2p", "dcgm.pcie", [4, 7], "ISOLATE_RMA"),
-        ("h100-8x-r3-sm-stress-level", "dcgm.targeted_stress", [2], "DRAIN"),
+        ("h100-8x-r3-sm-stress-level", "dcgm.targeted_stress", [2], "RESET_GPU"),
         ("h100-8x-r3-targeted-power", "dcgm.targeted_power", [6], "DRAIN"),
         ("missing", "dcgm.diag", [None], "BLOCK_IMAGE"),
         ("hang", "dcgm.diag", [None], "REBOOT"),

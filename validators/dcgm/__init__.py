@@ -57,7 +57,7 @@ def dcgm_checks(
                 "DCGM diagnostics not recorded in this snapshot "
                 "(capture with `imagectl snapshot --dcgm-level N`)"
             )
-        return judge(recorded, expect, t)
+        return judge(recorded, expect, t, profile)
     timeout = max(1.0, min(level.timeout_s, deadline_s - DEADLINE_MARGIN_S))
     record = run_diag(level.level, timeout, search=t.dcgmi_paths)
     if timeout < level.timeout_s:
@@ -65,4 +65,4 @@ def dcgm_checks(
             f"the {profile} profile's remaining time; DCGM r{level.level}'s own hard timeout "
             f"is {level.timeout_s:g} s"
         )
-    return judge(record, expect, t)
+    return judge(record, expect, t, profile)

@@ -120,7 +120,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
             source=(threshold or {}).get("source"),
             message="; ".join(["DCGM: Pass", *res.info])[:500],
         )
-    if res.status == "Skip":
+    if res.status == "Skip" and all(r.outcome is Outcome.SKIP for r in routes):
         why = [e["message"] for e in errors] + list(res.info)
         return CheckResult(
             **common,
@@ -128,6 +128,11 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
             outcome=Outcome.SKIP,
             message="DCGM skipped this test" + (f": {'; '.join(why)}" if why else ""),
         )
+    # A Skip keeps its codes: targeted_power skips a GPU whose enforced power limit is too
+    # low and says so with DCGM_FR_ENFORCED_POWER_LIMIT (TargetedPower_wrapper.cpp).
+    routes_errors = [(r, e) for r, e in zip(routes, errors, strict=True)]
+    if res.status == "Skip":
+        routes_errors = [(r, e) for r, e in routes_errors if r.outcome is not Outcome.SKIP]
     if not routes:
         route = (
             tables.fail_without_code
@@ -137,12 +142,14 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
         msg = f"DCGM: {res.status} without a DCGM_FR_* code"
     else:
         ranked = sorted(
-            zip(routes, errors, strict=True),
+            routes_errors,
             key=lambda p: (_OUTCOME_RANK[p[0].outcome], p[0].action.rank),
             reverse=True,
         )
         route, first = ranked[0]
         msg = f"{first['name']} ({first['code']}): {first['message']}"
+        if res.status == "Skip":
+            msg = f"DCGM skipped this test with {msg}"
         if first["dcgm_suggestion"] and first["dcgm_suggestion"] not in first["message"]:
             msg += f". DCGM suggests: {first['dcgm_suggestion']}"
         if len(errors) > 1:
@@ -169,8 +176,53 @@ def _judge_tests(diag: Diag, tables: Tables) -> list[CheckResult]:
     return out
 
 
-def judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list[CheckResult]:
-    """Every check result of one recorded run."""
+_RETURN = re.compile(r"Return: \((-?\d+)\)")
+
+
+def _runtime_route(text: str, exit_code: int | None, tables: Tables) -> tuple[str | None, Route]:
+    """The runtime error's dcgmReturn_t (``Return: (-52) : ...`` in its text, else dcgmi's
+    exit status, 256 + the status) and its route."""
+    found = _RETURN.search(text)
+    status = int(found.group(1)) if found else None
+    if status is None and isinstance(exit_code, int) and exit_code > 128:
+        status = exit_code - 256
+    if status is not None and status in tables.runtime_errors:
+        name, route = tables.runtime_errors[status]
+        return name, route
+    return None, tables.run_failures["runtime_error"]
+
+
+def _level_check(record: dict[str, Any], profile: str | None, tables: Tables) -> CheckResult | None:
+    """The level that ran must be at least the profile's (data/dcgm.yaml levels)."""
+    want = tables.levels.get(profile or "")
+    ran = record.get("level")
+    if want is None or not isinstance(ran, int) or ran >= want.level:
+        return None
+    return _run_result(
+        tables.run_failures["level_too_low"],
+        f"dcgmi diag ran at level {ran}, but profile {profile} runs level {want.level} "
+        f"({want.source}): a level-{ran} run does not satisfy {profile}",
+        record,
+        level=ran,
+        expected_level=want.level,
+    )
+
+
+def judge(
+    record: dict[str, Any], expect: Expectations, tables: Tables, profile: str | None = None
+) -> list[CheckResult]:
+    """Every check result of one recorded run (``profile``: the level it must have run)."""
+    out = _judge(record, expect, tables)
+    low = _level_check(record, profile, tables)
+    if low is None or not out or out[0].outcome is Outcome.SKIP:
+        return out
+    first = out[0]
+    if first.id == RUN_ID and (first.failed or first.outcome is Outcome.WARN):
+        return [first, low, *out[1:]]  # the run's own verdict stays; the level fails beside it
+    return [low, *(r for r in out if r.id != RUN_ID)]
+
+
+def _judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list[CheckResult]:
     rf = tables.run_failures
     cmd = _command(record)
     if record.get("dcgmi") is None and not record.get("argv"):
@@ -243,13 +295,15 @@ def judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list[
         ]
     version = diag.metadata.get("version")
     if diag.runtime_error is not None:
+        status_name, route = _runtime_route(diag.runtime_error, exit_code, tables)
         return [
             _run_result(
-                rf["runtime_error"],
+                route,
                 f"{cmd} could not run the diagnostic: {diag.runtime_error.strip()} "
                 f"({_exit_meaning(exit_code, tables)})",
                 record,
                 stderr_tail=stderr,
+                dcgm_status=status_name,
             )
         ]
     results = _judge_tests(diag, tables)
@@ -263,7 +317,17 @@ def judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list[
         "failing_tests": failing_tests,
         "level": record.get("level"),
     }
-    if exit_code not in (0, None) and not failing_tests:
+    judged_fail = any(r.failed for r in results)
+    if exit_code not in (0, None) and failing_tests and not judged_fail:
+        run = _run_result(
+            rf["monitor_only"],
+            f"{cmd}: {_exit_meaning(exit_code, tables)} for DCGM findings that leave the GPU "
+            f"in service ({', '.join(failing_tests)}: see dcgm.*): kept as a warning",
+            record,
+            stderr_tail=stderr,
+            **details,
+        )
+    elif exit_code not in (0, None) and not failing_tests:
         run = _run_result(
             rf["exit_disagrees"],
             f"{cmd}: {_exit_meaning(exit_code, tables)}, but its JSON reports no failing test",

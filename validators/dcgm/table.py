@@ -63,12 +63,14 @@ class Tables:
     codes: dict[int, Code]
     codes_source: str
     severities: dict[str, Route]
+    next_steps: dict[str, Route]
     overrides: dict[str, Route]
     fail_without_code: Route
     run_failures: dict[str, Route]
     skus: dict[str, dict[str, Any]]
     titles: dict[str, str]
     exit_codes: dict[int, str]
+    runtime_errors: dict[int, tuple[str, Route]]
 
     def code(self, number: int) -> Code:
         """The DCGM_FR_* entry; a number DCGM 4.4.1 does not define is UNKNOWN severity."""
@@ -78,8 +80,19 @@ class Tables:
         )
 
     def route(self, code: Code) -> Route:
+        """Overrides by name, then the code's next step (dcgm_errors.h ``*_NEXT``), then
+        its severity (an empty, "N/A" or unlisted next step)."""
         if code.name in self.overrides:
             return self.overrides[code.name]
+        step = self.next_steps.get(code.suggestion.strip())
+        if step is not None:
+            return Route(
+                step.outcome,
+                step.action,
+                f"{code.name} ({code.number}) next step '{code.suggestion.strip()}' "
+                f"({self.codes_source.replace('dcgm_errors.c dcgmErrorMeta', 'dcgm_errors.h')}); "
+                f"{step.source}",
+            )
         sev = self.severities.get(code.severity, self.severities["UNKNOWN"])
         return Route(
             sev.outcome,
@@ -123,10 +136,14 @@ def tables() -> Tables:
         codes=codes,
         codes_source=errors["source"].split(" (commit")[0] + " dcgm_errors.c dcgmErrorMeta",
         severities={k: _route(v) for k, v in doc["severities"].items()},
+        next_steps={str(e["text"]).strip(): _route(e) for e in doc["next_steps"]},
         overrides={k: _route(v) for k, v in doc["overrides"].items()},
         fail_without_code=_route(doc["fail_without_code"]),
         run_failures={k: _route(v) for k, v in doc["run_failures"].items()},
         skus={str(k).lower(): v for k, v in doc["skus"].items()},
         titles=dict(doc["tests"]),
         exit_codes={int(k): str(v) for k, v in doc["exit_codes"].items()},
+        runtime_errors={
+            int(k): (str(v["name"]), _route(v)) for k, v in doc["runtime_errors"].items()
+        },
     )
