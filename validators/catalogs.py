@@ -29,6 +29,11 @@ class Threshold:
     value: float
     unit: str
     source: str
+    authority: str = "imagectl"  # nvidia: NVIDIA sets it; imagectl: this project's policy
+    reason: str = ""  # why, for imagectl policy
+
+
+AUTHORITIES = ("nvidia", "imagectl")
 
 
 @dataclass(frozen=True)
@@ -41,21 +46,45 @@ class ClockEvent:
 
 
 @dataclass(frozen=True)
+class RecoveryValue:
+    name: str
+    action: Action
+    source: str
+
+
+@dataclass(frozen=True)
 class Thresholds:
     values: dict[str, Threshold]
     clock_events: tuple[ClockEvent, ...]
-    recovery_actions: dict[int, tuple[str, Action]]
+    recovery_actions: dict[int, RecoveryValue]
     recovery_source: str
+    recovery_unknown: RecoveryValue
 
     def __getitem__(self, key: str) -> Threshold:
         return self.values[key]
+
+    def recovery(self, value: int) -> RecoveryValue:
+        """NVML's recovery action ``value``; a value newer than the table is never weaker
+        than a reboot (``data/recovery_actions.yaml`` ``unknown``)."""
+        known = self.recovery_actions.get(value)
+        if known is not None:
+            return known
+        u = self.recovery_unknown
+        return RecoveryValue(f"UNKNOWN({value})", u.action, u.source)
 
 
 @lru_cache(maxsize=1)
 def thresholds() -> Thresholds:
     doc = _load("thresholds.yaml")
     values = {
-        k: Threshold(k, v["value"], str(v.get("unit", "")), v["source"])
+        k: Threshold(
+            k,
+            v["value"],
+            str(v.get("unit", "")),
+            v["source"],
+            str(v.get("authority", "imagectl")),
+            str(v.get("reason", "")),
+        )
         for k, v in doc["thresholds"].items()
     }
     events = tuple(
@@ -64,9 +93,24 @@ def thresholds() -> Thresholds:
         )
         for e in doc["clock_events"]
     )
-    rec = doc["recovery_actions"]
-    actions = {int(k): (v["name"], Action(v["action"])) for k, v in rec["values"].items()}
-    return Thresholds(values, events, actions, rec["source"])
+    rec = _load("recovery_actions.yaml")
+    actions = {
+        int(k): RecoveryValue(v["name"], Action(v["action"]), v.get("source", rec["source"]))
+        for k, v in rec["values"].items()
+    }
+    unknown = rec["unknown"]
+    if Action(unknown["action"]).rank < Action.REBOOT.rank:
+        raise UserError(
+            f"{DATA / 'recovery_actions.yaml'}: unknown.action {unknown['action']} is weaker "
+            "than REBOOT; an NVML recovery action this validator cannot name must not be"
+        )
+    return Thresholds(
+        values,
+        events,
+        actions,
+        rec["source"],
+        RecoveryValue("UNKNOWN", Action(unknown["action"]), unknown["source"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -97,6 +141,45 @@ class AppBurst:
 
 
 @dataclass(frozen=True)
+class SxidSeverity:
+    """What one SXid severity word means (``xids.yaml`` ``sxids.severities``)."""
+
+    word: str  # "Fatal", "Non-fatal", "Correctable"; "" for a line naming none
+    outcome: Outcome
+    action: Action
+    source: str
+    persists: Action | None = None  # the action when it persists (Fatal: REBOOT)
+
+
+@dataclass(frozen=True)
+class SxidPolicy:
+    severities: tuple[SxidSeverity, ...]  # strongest first
+    numbers: dict[int, str]  # "Severity <n>" -> word
+    unworded: SxidSeverity
+    source: str
+
+    def severity_of(self, text: str) -> SxidSeverity | None:
+        """The severity an SXid line's text names: its first word ("Fatal, Link 12 ...")
+        or the driver's "Severity <n> Engine instance ..." line; None when it names none
+        (e.g. the "Data {...}" line)."""
+        words = text.replace(",", " ").split()
+        if not words:
+            return None
+        word = words[0]
+        if word.lower() == "severity" and len(words) > 1 and words[1].isdigit():
+            word = self.numbers.get(int(words[1]), "")
+        for sev in self.severities:
+            if word.lower() == sev.word.lower():
+                return sev
+        return None
+
+    def strongest(self, found: list[SxidSeverity]) -> SxidSeverity:
+        if not found:
+            return self.unworded
+        return min(found, key=lambda s: self.severities.index(s))
+
+
+@dataclass(frozen=True)
 class XidCatalog:
     xids: dict[int, XidEntry]
     unknown_xid: XidEntry
@@ -106,7 +189,7 @@ class XidCatalog:
     source: str
     app_burst: AppBurst
     severity_text: tuple[tuple[str, Action], ...] = ()
-    sxid_fatal: Action = Action.REBOOT
+    sxid_policy: SxidPolicy | None = None
 
     def lookup(self, kind: str, code: int) -> XidEntry:
         known = self.sxids if kind == "sxid" else self.xids
@@ -114,6 +197,11 @@ class XidCatalog:
         return known.get(code) or XidEntry(
             code, unknown.meaning, unknown.action, unknown.source, known=False
         )
+
+    @property
+    def sxid(self) -> SxidPolicy:
+        assert self.sxid_policy is not None
+        return self.sxid_policy
 
     def action_from_text(self, text: str) -> Action | None:
         """Xid 154 names the new recovery action in its text."""
@@ -152,21 +240,66 @@ def _entry(code: int, e: dict[str, Any], default_source: str) -> XidEntry:
     )
 
 
+def _severity(e: dict[str, Any], word: str = "") -> SxidSeverity:
+    return SxidSeverity(
+        word=str(e.get("match", word)),
+        outcome=Outcome(e["outcome"]),
+        action=Action(e["action"]),
+        source=str(e["source"]),
+        persists=Action(e["persists"]) if e.get("persists") else None,
+    )
+
+
+def _sxid_policy(sx: dict[str, Any]) -> SxidPolicy:
+    return SxidPolicy(
+        severities=tuple(_severity(e) for e in sx["severities"]),
+        numbers={int(k): str(v) for k, v in sx["severity_numbers"].items()},
+        unworded=_severity(sx["unworded"]),
+        source=str(sx["source"]),
+    )
+
+
+def _check_hands(xids: dict[int, XidEntry], hands: dict[str, Any]) -> None:
+    """An entry in a bucket that needs hands never ends at a reset or a reboot."""
+    floor = Action(hands["action"])
+    wrong = [
+        f"Xid {code} ({e.bucket}: {e.action.value})"
+        for code, e in sorted(xids.items())
+        if e.bucket in hands["buckets"] and e.action.rank < floor.rank
+    ]
+    if wrong:
+        raise UserError(
+            f"{DATA / 'xids.yaml'}: {', '.join(wrong)} need hands on the machine; a reset or "
+            f"a reboot cannot fix them: use {floor.value} or stronger"
+        )
+
+
 @lru_cache(maxsize=1)
 def xid_catalog() -> XidCatalog:
     doc = _load("xids.yaml")
     src = doc["source"]
     sx = doc["sxids"]
+    names = _load("sxids.yaml")
     unknown = doc["unknown"]
     burst = doc["app_burst"]
+    policy = _sxid_policy(sx)
+    xids = {int(k): _entry(int(k), v, src) for k, v in doc["xids"].items()}
+    _check_hands(xids, doc["hands"])
     return XidCatalog(
-        xids={int(k): _entry(int(k), v, src) for k, v in doc["xids"].items()},
+        xids=xids,
         unknown_xid=XidEntry(
             0, unknown["meaning"], Action(unknown["action"]), unknown["source"], known=False
         ),
-        sxids={int(k): _entry(int(k), v, sx["source"]) for k, v in sx["codes"].items()},
+        sxids={
+            int(k): XidEntry(int(k), str(name), policy.unworded.action, names["source"])
+            for k, name in names["codes"].items()
+        },
         unknown_sxid=XidEntry(
-            0, sx["unknown"]["meaning"], Action(sx["unknown"]["action"]), sx["source"], known=False
+            0,
+            "SXid not in the NVSwitch driver's headers (a newer driver)",
+            policy.unworded.action,
+            names["source"],
+            known=False,
         ),
         recovery_text=tuple((r["match"], Action(r["action"])) for r in doc["recovery_text"]),
         source=src,
@@ -177,5 +310,5 @@ def xid_catalog() -> XidCatalog:
             burst["source"],
         ),
         severity_text=tuple((r["match"], Action(r["action"])) for r in doc["severity_text"]),
-        sxid_fatal=Action(sx["fatal"]["action"]),
+        sxid_policy=policy,
     )

@@ -117,10 +117,13 @@ FAULTS: dict[str, Fault] = {
     "ecc-sram-uncorrectable": Fault(
         ("h100-sxm-8x",),
         gpu_set("nvmlDeviceGetMemoryErrorCounter", 1, gpu=6, key=f"{U},{A},{SRAM}"),
-        {"gpu.ecc.sram": "ISOLATE_RMA"},
+        {},
+        expect_warn=("gpu.ecc.sram",),
         source=(
-            "NVIDIA GPU Memory Error Management: an uncorrectable SRAM error is not recoverable "
-            "by remapping; AzHC: any SRAM uncorrectable fails"
+            "NVIDIA GPU Memory Error Management, RMA Policy Thresholds for SRAM Failure Modes: "
+            "RMA needs the SRAM Threshold Exceeded flag (more than 2 SEC-DED unique "
+            "uncorrectable errors in a bank), not one aggregate error: recorded as a warning "
+            "(AzHC fails any: imagectl policy keeps it a warning)"
         ),
     ),
     "ecc-disabled": Fault(
@@ -401,10 +404,10 @@ FAULTS: dict[str, Fault] = {
         lambda s: _log(
             s, "nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 12 LTSSM Fault Up"
         ),
-        {"kernel.sxid": "REBOOT"},
+        {"kernel.sxid": "RESET_GPU"},
         source=(
             "NVIDIA Fabric Manager user guide (NVSwitch errors): a fatal SXid needs the GPUs and "
-            "NVSwitches of the baseboard reset (a system reboot)"
+            "NVSwitches of the baseboard reset (RESET_GPU), then a reboot if it persists"
         ),
     ),
     "ssh-host-keys-baked": Fault(
@@ -531,9 +534,12 @@ ACTIONS = ["NONE", "RESTART_APP", "RESET_GPU", "REBOOT", "DRAIN", "ISOLATE_RMA",
 
 
 def case(base: str, name: str | None, fault: Fault | None) -> dict[str, Any]:
-    """One cases.json entry: the verdict and worst action the validator must give, and why."""
+    """One cases.json entry: the verdict and worst action the validator must give, and why.
+    A fault that changes the expectations names its own expect file (``expect``)."""
     fails = fault.expect_fail if fault else {}
+    own = {"expect": f"expect/{base}--{name}.json"} if fault and fault.expect else {}
     return {
+        **own,
         "base": base,
         "fault": name,
         "expect_fail": fails,
@@ -559,6 +565,11 @@ def main() -> None:
     for name, fault in all_faults().items():
         for base in fault.bases:
             snap = healthy(base)
+            if fault.expect:  # judged against its own expectations (also the image's file)
+                expect = {**expectations(base), **fault.expect}
+                expect["origin"] = f"tests/snapshots/expect/{base}--{name}.json"
+                write(out / "expect" / f"{base}--{name}.json", expect)
+                snap["host"]["expect_file"] = expect
             fault.apply(snap)
             snap["description"] = f"{base} with one fault: {name}"
             path = f"faults/{base}--{name}.json"

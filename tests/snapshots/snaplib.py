@@ -496,6 +496,8 @@ class Fault:
     ``expect_fail``: check id -> action for every check that must fail (nothing else may
     fail; empty: the snapshot must pass). ``expect_warn``: check ids that must warn.
     ``source``: where the rule that judges it comes from (a vendor document, cited).
+    ``expect``: fields of the base's expectations this case changes (e.g. ``mig_mode``);
+    the case is then judged against its own ``expect/<base>--<fault>.json``.
     """
 
     bases: tuple[str, ...]
@@ -504,6 +506,7 @@ class Fault:
     source: str
     expect_warn: tuple[str, ...] = ()
     profile: str = "boot"  # the profile the case is replayed with
+    expect: dict[str, Any] | None = None
 
 
 # -- kernel-log and XID primitives (fault classes 1-4, faults_kernel.py) ---------------

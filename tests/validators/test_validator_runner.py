@@ -171,11 +171,19 @@ def test_checks_past_the_profile_budget_fail_instead_of_overrunning() -> None:
     assert all(r.outcome == Outcome.FAIL and "budget" in r.message for r in results[1:])
 
 
-def test_an_unreadable_kernel_log_is_an_error_not_a_pass() -> None:
+def test_an_unreadable_kernel_log_fails_with_an_action_not_a_pass() -> None:
     from imagectl.validators.checks import REGISTRY
     from imagectl.validators.host.kernel_log import KernelLog
 
     ctx = _ctx()
     ctx._kernel_log = KernelLog("", "none", error="journalctl: no entries; dmesg: not permitted")
     (r,) = run_checks([REGISTRY["kernel.xid"]], ctx)
-    assert r.outcome == Outcome.ERROR and "not permitted" in r.message
+    assert r.outcome == Outcome.FAIL and "not permitted" in r.message
+    assert r.action == Action.DRAIN and "imagectl policy" in (r.source or "")
+
+
+def test_a_hung_kernel_log_read_fails_with_an_action() -> None:
+    from imagectl.validators.checks import REGISTRY
+
+    for check_id in ("kernel.xid", "kernel.sxid"):
+        assert REGISTRY[check_id].timeout_action == Action.DRAIN, check_id

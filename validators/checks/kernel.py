@@ -6,9 +6,15 @@ Catalog (validators/data/xids.yaml).
   application XIDs count one incident per process.
 - IGNORE codes are recorded, never failing; application-attributable codes (RESTART_APP)
   warn naming the process, and fail only on a burst or a recurrence.
-- Within one boot the strongest action is RESET_GPU or REBOOT (or what an Xid 154
-  names); ISOLATE_RMA only for a fault that the previous boot's receipt shows on the
-  same GPU too, where the catalog sends such a fault to the vendor.
+- Within one boot the strongest machine action is RESET_GPU or REBOOT (or what an Xid 154
+  names); buckets that need hands (CHECK_MECHANICALS, UPDATE_SWFW) drain; ISOLATE_RMA only
+  for a fault that the previous boot's receipt shows on the same GPU too, where the
+  catalog sends such a fault to the vendor.
+- SXids: the line's own severity word (Fatal / Non-fatal / Correctable, or the driver's
+  "Severity <n>" line) decides, through the Fabric Manager User Guide's recovery
+  (``xids.yaml`` ``sxids``); the code's name comes from the driver's headers.
+- A kernel log that cannot be read (or a check that hangs reading it) fails with DRAIN:
+  unknown XIDs are never a pass.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 from imagectl.validators.catalogs import XidEntry
 from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
-from imagectl.validators.findings import Finding, bad, ok, warn
+from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.host.boot_history import PreviousBoot, previous_boot, read_folder
 from imagectl.validators.host.kernel_log import Event, parse_events, split_boots
 from imagectl.validators.results import Action, Outcome, Severity
@@ -82,19 +88,29 @@ def _action(ctx: Context, entry: XidEntry, e: Event, codes_here: set[int]) -> Ac
     return action
 
 
+UNREAD = Action.DRAIN
+UNREAD_SOURCE = (
+    "imagectl policy: the XIDs (NVIDIA Xid Catalog) and SXids (NVIDIA Fabric Manager User "
+    "Guide) of this boot are the first evidence of most GPU and NVSwitch faults; a host is "
+    "not cleared on evidence that could not be read (DRAIN: a person reads the log)"
+)
+
+
 def _judge(ctx: Context, kind: str) -> list[Finding]:
     log = ctx.kernel_log()
+    label = "XID" if kind == "xid" else "SXid"
     if log.error:
         return [
-            Finding(
-                Outcome.ERROR,
-                f"cannot read the kernel log ({log.error}): XIDs unknown; run as root or pass "
-                "--kernel-log",
+            bad(
+                UNREAD,
+                f"cannot read the kernel log ({log.error}): this boot's {label}s are unknown; "
+                "run the validator as root or pass --kernel-log",
+                source=UNREAD_SOURCE,
+                details={"log_source": log.source, "error": log.error},
             )
         ]
     text, previous_text, dropped = split_boots(log.text, _booted_at(ctx))
     mine = [e for e in parse_events(text) if e.kind == kind]
-    label = "XID" if kind == "xid" else "SXid"
     earlier = f"; {dropped} line(s) of earlier boots not judged" if dropped else ""
     if not mine:
         return [ok(f"no {label} in this boot ({log.source}){earlier}", measured=0)]
@@ -192,27 +208,46 @@ def _xid(
 
 def _sxid(ctx: Context, e: Event) -> Finding:
     entry = ctx.xids.lookup("sxid", e.code)
-    words = {w.strip(",").lower() for t in e.texts for w in t.split()}
-    if "non-fatal" in words or "nonfatal" in words:
-        action = Action.NONE
-    elif "fatal" in words:
-        action = ctx.xids.sxid_fatal
-    else:
-        action = entry.action
-    measured = {"code": e.code, "device": e.bus, "count": e.count}
-    details = {"meaning": entry.meaning, "lines": e.lines, "known": entry.known}
-    text = f"SXid {e.code} on {e.bus} x{e.count}: {entry.meaning}"
-    info = {"measured": measured, "source": entry.source, "details": details}
-    if entry.ignore or action == Action.NONE:
-        return ok(f"{text} (non-fatal: logged for monitoring)", severity=Severity.INFO, **info)
-    return bad(action, text, **info)
+    policy = ctx.xids.sxid
+    named = [sev for t in e.texts if (sev := policy.severity_of(t)) is not None]
+    sev = policy.strongest(named)
+    word = sev.word or "no severity named"
+    measured = {"code": e.code, "device": e.bus, "count": e.count, "severity": word}
+    details: dict[str, Any] = {
+        "name": entry.meaning,
+        "lines": e.lines,
+        "known": entry.known,
+        "names_source": entry.source,
+    }
+    text = f"SXid {e.code} ({entry.meaning}) on NVSwitch {e.bus} x{e.count}: {word}"
+    info = {"measured": measured, "source": sev.source, "details": details}
+    if sev.outcome == Outcome.PASS:
+        return ok(f"{text} (corrected, informational)", severity=Severity.INFO, **info)
+    if sev.outcome == Outcome.WARN:
+        return warn(f"{text}: informational, CUDA jobs keep running", **info)
+    gpus = sorted(g["index"] for g in ctx.gpus if isinstance(g.get("index"), int))
+    details["reset_gpus"] = gpus
+    if sev.persists is not None:
+        details["if_it_persists"] = sev.persists.value
+    then = f", then {sev.persists.value.lower()} if it persists" if sev.persists else ""
+    return bad(
+        sev.action,
+        f"{text}: reset the GPUs and NVSwitches of the baseboard (GPUs {gpus}){then}",
+        **info,
+    )
+
+
+def _no_nvswitch(ctx: Context) -> bool:
+    """The shape positively has no NVSwitch (no SXids can exist)."""
+    hw = ctx.expect.hardware
+    return hw is not None and not hw.nvswitch and not ctx.expect.fabric_manager
 
 
 @check(
     "kernel.xid",
     "No actionable XID in this boot's kernel log",
     needs_nvml=False,
-    timeout_action=Action.NONE,
+    timeout_action=UNREAD,
     timeout_s=15.0,
 )
 def xids(ctx: Context) -> list[Finding]:
@@ -223,8 +258,10 @@ def xids(ctx: Context) -> list[Finding]:
     "kernel.sxid",
     "No actionable NVSwitch SXid in this boot's kernel log",
     needs_nvml=False,
-    timeout_action=Action.NONE,
+    timeout_action=UNREAD,
     timeout_s=15.0,
 )
 def sxids(ctx: Context) -> list[Finding]:
+    if _no_nvswitch(ctx):
+        return [skip("no NVSwitch on this shape: no SXids")]
     return _judge(ctx, "sxid")

@@ -1,5 +1,8 @@
 """NVLink: every expected link up (ACTIVE or SLEEP) and the link error counters judged as
-DCGM's health watch does. The fabric (state and health mask) is gpu.fabric.state."""
+DCGM's health watch does. The fabric (state and health mask) is gpu.fabric.state.
+
+A GPU in MIG mode has its NVLinks off by NVIDIA's design (``nvml/mig.py``, ``data/nvml.yaml``
+``mig_nvlink``): its inactive links and unreadable counters are not faults."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.nvml.calls import NVLINK_COUNTERS
 from imagectl.validators.nvml.errors import error_name, is_unsupported
+from imagectl.validators.nvml.mig import MigLinks, links_off_by_mig
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action, Severity
 
@@ -38,6 +42,7 @@ def links_active(ctx: Context, gpu: int) -> Finding:
         return skip("no NVLink on this shape")
     policy = nvml_policy()
     h = ctx.handles[gpu]
+    mig = links_off_by_mig(ctx.nvml, h)
     down: dict[int, str] = {}
     up: dict[int, str] = {}
     for link in range(want if want is not None else 18):
@@ -55,6 +60,8 @@ def links_active(ctx: Context, gpu: int) -> Finding:
         (up if state is not None and state.healthy else down)[link] = name
     src = policy.link_states_source
     details: dict[str, Any] = {"states": {**up, **down}}
+    if mig is not None:
+        return _links_under_mig(mig, up, down, details)
     if want is None:
         if down:
             return bad(
@@ -87,6 +94,31 @@ def links_active(ctx: Context, gpu: int) -> Finding:
     sleeping = sorted(k for k, v in up.items() if v == "SLEEP")
     note = f"{len(sleeping)} link(s) in SLEEP (low power, healthy)" if sleeping else ""
     return ok(note, measured=len(up), expected=want, unit="links", source=src, details=details)
+
+
+def _links_under_mig(
+    mig: MigLinks, up: dict[int, str], down: dict[int, str], details: dict[str, Any]
+) -> Finding:
+    """MIG on: links off is what NVIDIA documents; a link up means MIG did not apply."""
+    details = {**details, "mig": True, "arch": mig.arch}
+    if up:
+        return warn(
+            f"{mig.note()}, yet NVLink links {sorted(up)} are up: NVIDIA turns them off with "
+            "MIG; the MIG mode may not have been applied (a GPU reset pending)",
+            measured=len(up),
+            expected=0,
+            unit="links",
+            source=mig.source,
+            details=details,
+        )
+    return ok(
+        f"{mig.note()}: {len(down)} link(s) off, as expected",
+        measured=0,
+        expected=0,
+        unit="links",
+        source=mig.source,
+        details=details,
+    )
 
 
 def _links_present(ctx: Context, gpu: int) -> list[int]:
@@ -124,6 +156,7 @@ def link_errors(ctx: Context, gpu: int) -> Finding:
     if want == 0:
         return skip("no NVLink on this shape")
     h = ctx.handles[gpu]
+    mig = links_off_by_mig(ctx.nvml, h)
     totals = dict.fromkeys(NVLINK_COUNTERS, 0)
     per_link: dict[int, dict[str, int]] = {}
     unreadable: list[str] = []
@@ -188,7 +221,12 @@ def link_errors(ctx: Context, gpu: int) -> Finding:
             severity=Severity.CRITICAL,
         )
     if unreadable and first_exc is not None:
-        raise first_exc  # a counter that cannot be read is never 'zero, pass'
+        if mig is None:
+            raise first_exc  # a counter that cannot be read is never 'zero, pass'
+        details["mig"] = True  # MIG turned the links off: nothing to read is expected
+        if len(unreadable) == len(links) * len(NVLINK_COUNTERS):
+            return skip(f"{mig.note()}: no NVLink counter to judge", source=mig.source,
+                        details=details)  # fmt: skip
     if crc:
         rate = f" ({worst_rate:.3f}/s worst link)" if worst_rate is not None else ""
         return warn(

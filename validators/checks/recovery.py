@@ -1,4 +1,5 @@
-"""NVML's own recommended recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)."""
+"""NVML's own recommended recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION), mapped by
+``data/recovery_actions.yaml``; a value newer than the table is never weaker than a reboot."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok
 from imagectl.validators.nvml.calls import FIELD_RECOVERY_ACTION
 from imagectl.validators.nvml.fields import field_value
-from imagectl.validators.results import Action
 
 
 @check("gpu.recovery_action", "NVML recommends no recovery action", per_gpu=True)
@@ -17,11 +17,14 @@ def recovery_action(ctx: Context, gpu: int) -> Finding:
     th = ctx.thresholds
     if value == 0:
         return ok(measured="NONE", expected="NONE", source=th.recovery_source)
-    name, action = th.recovery_actions.get(value, (f"UNKNOWN({value})", Action.RESET_GPU))
+    rec = th.recovery(value)
+    known = value in th.recovery_actions
     return bad(
-        action,
-        f"the driver asks for recovery action {name}",
-        measured=name,
+        rec.action,
+        f"the driver asks for recovery action {rec.name}"
+        + ("" if known else " (a value this validator does not know: drain, read the driver's)"),
+        measured=rec.name,
         expected="NONE",
-        source=th.recovery_source,
+        source=rec.source,
+        details={"value": value, "known": known},
     )

@@ -19,6 +19,7 @@ from imagectl.validators.host.kernel_log import api_mismatch
 from imagectl.validators.manifest import parse_manifest
 from imagectl.validators.nvml.errors import error_name
 from imagectl.validators.nvml.fabric import FabricInfo, read_fabric
+from imagectl.validators.nvml.mig import MigLinks, links_off_by_mig
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action
 from imagectl.versions import Dotted, upstream_version
@@ -295,6 +296,31 @@ def _fabric(ctx: Context, gpu: int) -> tuple[str, int, int]:
     return info.state, info.status, info.clique_id
 
 
+def _fabric_under_mig(ctx: Context, gpu: int, mig: MigLinks) -> Finding | None:
+    """MIG on: no NVLink, so no fabric registration is expected. A GPU that is registered
+    anyway (COMPLETED) is judged as usual (None)."""
+    try:
+        info = read_fabric(ctx.nvml, ctx.handles[gpu])
+    except pynvml.NVMLError as exc:
+        if error_name(exc) not in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "INVALID_ARGUMENT"):
+            raise
+        return ok(
+            f"{mig.note()}: no NVLink fabric info ({error_name(exc)}), as expected",
+            measured=error_name(exc),
+            expected="not in the NVLink fabric (MIG)",
+            source=mig.source,
+        )
+    if info.state == "COMPLETED":
+        return None
+    return ok(
+        f"{mig.note()}: not part of the NVLink fabric (state {info.state}), as expected",
+        measured=info.state,
+        expected="not in the NVLink fabric (MIG)",
+        source=mig.source,
+        details={"mig": True, "arch": mig.arch, "layout": info.layout},
+    )
+
+
 @check(
     "gpu.fabric.state",
     "NVML fabric state COMPLETED, health mask clean (NVSwitch shapes)",
@@ -306,6 +332,11 @@ def fabric_state(ctx: Context, gpu: int) -> Finding:
     waits (once per run, ``fabric.wait_s``) for NOT_STARTED / IN_PROGRESS to complete."""
     if not _fm_needed(ctx):
         return skip("no NVSwitch on this shape")
+    mig = links_off_by_mig(ctx.nvml, ctx.handles[gpu])
+    if mig is not None:
+        under_mig = _fabric_under_mig(ctx, gpu, mig)
+        if under_mig is not None:
+            return under_mig
     state, status, clique = _fabric(ctx, gpu)
     waited = 0.0
     if state in ("NOT_STARTED", "IN_PROGRESS") and ctx.nvml.kind == "live":

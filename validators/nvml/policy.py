@@ -1,5 +1,6 @@
 """What NVML's answers mean (``validators/data/nvml.yaml``): error codes, the calls an
-architecture must answer, NVLink link states and the fabric health mask."""
+architecture must answer, NVLink link states, the fabric health mask, and what MIG does to
+a GPU's NVLinks per architecture."""
 
 from __future__ import annotations
 
@@ -50,6 +51,14 @@ class HealthField:
 
 
 @dataclass(frozen=True)
+class MigNvlink:
+    """With MIG enabled on a GPU of this architecture, are its NVLinks expected off?"""
+
+    links_off: bool
+    source: str
+
+
+@dataclass(frozen=True)
 class NvmlPolicy:
     errors: dict[str, ErrorRule]
     min_arch: dict[str, MinArch]
@@ -59,9 +68,24 @@ class NvmlPolicy:
     link_states_source: str
     fabric_fields: tuple[HealthField, ...]
     fabric_source: str
+    mig_nvlink: dict[int, MigNvlink]
+    mig_nvlink_default: MigNvlink
 
     def error(self, name: str) -> ErrorRule:
         return self.errors.get(name) or self.errors["default"]
+
+    def mig_links(self, arch: int | None) -> MigNvlink:
+        """What MIG does to the NVLinks of a GPU of architecture ``arch`` (nvml.h
+        nvmlDeviceArchitecture_t; None: unknown, the default)."""
+        return self.mig_nvlink.get(arch, self.mig_nvlink_default) if arch is not None else (
+            self.mig_nvlink_default
+        )
+
+
+def _mig(v: dict[str, Any]) -> MigNvlink:
+    if v["links"] not in ("off", "on"):
+        raise ValueError(f"mig_nvlink: links must be 'off' or 'on', not {v['links']!r}")
+    return MigNvlink(v["links"] == "off", str(v["source"]))
 
 
 def _rule(name: str, v: dict[str, Any]) -> ErrorRule:
@@ -100,6 +124,8 @@ def nvml_policy() -> NvmlPolicy:
                 for name, f in fabric["fields"].items()
             ),
             fabric_source=fabric["source"],
+            mig_nvlink={int(k): _mig(v) for k, v in doc["mig_nvlink"]["arch"].items()},
+            mig_nvlink_default=_mig(doc["mig_nvlink"]["default"]),
         )
     except Exception as exc:
         raise UserError(
