@@ -1,7 +1,10 @@
-"""Samples clock events, temperature, power and PCIe link per GPU while load runs.
+"""Samples every GPU while part 2's load runs (the CUDA and collective smoke tests).
 
-Used around the part-2 smoke tests in quick/full/burn so that hardware is judged under
-load, not only at idle. Sampling errors end sampling for that GPU; they never raise.
+One sample format for every sampler and for snapshots (``compute/load.py``
+``sample_once``: utilisation, SM and memory clocks, clock-event reasons, temperature,
+power, current PCIe link), so the loaded-profile checks judge live samples and a
+snapshot's recorded ones alike. Sampling errors end sampling for that GPU; they never
+raise.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from imagectl.validators.nvml.calls import TEMP_GPU, THRESHOLD_SLOWDOWN
+from imagectl.validators.compute.load import sample_once
 
 
 class LoadSampler:
@@ -24,23 +27,11 @@ class LoadSampler:
         self._dead: set[int] = set()
 
     def sample_once(self) -> None:
-        n = self.nvml
         for i, h in enumerate(self.handles):
             if i in self._dead or h is None:  # None: a GPU whose handle failed at init
                 continue
             try:
-                self.samples[i].append(
-                    {
-                        "t": time.time(),
-                        "util": int(n.nvmlDeviceGetUtilizationRates(h).gpu),
-                        "clock_events": int(n.nvmlDeviceGetCurrentClocksEventReasons(h)),
-                        "temp": int(n.nvmlDeviceGetTemperature(h, TEMP_GPU)),
-                        "slowdown": int(n.nvmlDeviceGetTemperatureThreshold(h, THRESHOLD_SLOWDOWN)),
-                        "power_w": n.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                        "pcie_gen": int(n.nvmlDeviceGetCurrPcieLinkGeneration(h)),
-                        "pcie_width": int(n.nvmlDeviceGetCurrPcieLinkWidth(h)),
-                    }
-                )
+                self.samples[i].append({"t": round(time.time(), 3), **sample_once(self.nvml, h)})
             except Exception:
                 self._dead.add(i)
 

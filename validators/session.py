@@ -24,6 +24,7 @@ from imagectl.validators.collectives import collective_checks
 from imagectl.validators.compute import smoke_checks
 from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.readiness import TOOLKIT_ID, gather, init_result, toolkit_result
+from imagectl.validators.compute.recorded import judge_recording, not_recorded
 from imagectl.validators.context import Context, NamedCalls
 from imagectl.validators.coverage import Coverage, coverage
 from imagectl.validators.dcgm import dcgm_checks
@@ -243,10 +244,25 @@ def part_two(ctx: Context, opts: Options, state: PartTwoState) -> list[CheckResu
             _skip("compute.smoke", "CUDA smoke tests", why),
             _skip("collectives.smoke", "Collective smoke tests", why),
         ]
+        out += recorded_load(ctx, (opts.snapshot or {}).get("load"))
     elif ready:
         init = next((r for r in out if r.id == "cuda.init"), None)
         out += _gpu_work(ctx, opts, device, init)
     return out + dcgm_part(ctx, opts, deadline_s=budgets.dcgm_s(opts.profile))
+
+
+def recorded_load(ctx: Context, record: dict[str, Any] | None) -> list[CheckResult]:
+    """Replay: the snapshot's samples under load judged by the code that judges live ones
+    (``compute/recorded.py`` for ``load.*``; ``ctx.load_samples`` for ``gpu.load.*``)."""
+    if not record:
+        return not_recorded(
+            "replay: this snapshot records no samples under load "
+            "(capture with `imagectl snapshot --load-s N` on a GPU host)"
+        )
+    ctx.load_samples = {int(g["index"]): list(g.get("samples") or []) for g in record["gpus"]}
+    return judge_recording(
+        record, ctx.nvml if ctx.nvml_ready else None, ctx.expect.gpu, ctx.expect.shape
+    )
 
 
 def _gpu_work(

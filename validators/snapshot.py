@@ -85,6 +85,38 @@ class DcgmSection(BaseModel):
     error: str | None = Field(default=None, description="why dcgmi could not be started")
 
 
+class LoadGpu(BaseModel):
+    """One GPU's samples under load (``compute/load.py`` ``Sampler.recording``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(ge=0)
+    sm_max_mhz: int | None = Field(default=None, description="nvmlDeviceGetMaxClockInfo(SM)")
+    mem_max_mhz: int | None = Field(default=None, description="nvmlDeviceGetMaxClockInfo(MEM)")
+    slowdown_c: int | None = Field(default=None, description="NVML slowdown temperature")
+    start: dict[str, Any] = Field(
+        default_factory=dict,
+        description="counters when the load started: t, ecc_uncorrected, ecc_corrected "
+        "(volatile), pcie_replay",
+    )
+    end: dict[str, Any] = Field(default_factory=dict, description="the same when it ended")
+    samples: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="t, util (%), sm_mhz, mem_mhz, reasons (clock-event mask), temp_c, "
+        "power_w, pcie_gen, pcie_width; null where NVML could not say",
+    )
+
+
+class LoadSection(BaseModel):
+    """The samples taken while every GPU ran the GEMM load (judged in replay by
+    ``compute/recorded.py``: every ``load.*`` check, and the ``gpu.load.*`` ones)."""
+
+    model_config = ConfigDict(extra="forbid")
+    load_s: float = Field(ge=0, description="the load asked for")
+    interval_s: float = Field(gt=0)
+    duration_s: float = Field(ge=0, description="sampled time, start to end counters")
+    gpus: list[LoadGpu]
+
+
 DCGM_DOC = (
     "NVIDIA DCGM diagnostics: one `dcgmi diag -r <level> -j` run (argv, exit code, stdout as "
     "printed, stderr tail, duration, timeout, or why it could not run). Absent: not captured; "
@@ -113,6 +145,12 @@ class Snapshot(BaseModel):
         "{loaded, node}, cuinit [{rc, ms, devices} | {rc: null, error}]; null: not recorded",
     )
     dcgm: DcgmSection | None = Field(default=None, description=DCGM_DOC)
+    load: LoadSection | None = Field(
+        default=None,
+        description="samples under load (SM/memory clocks and maxima, clock-event reasons, "
+        "temperature, power, PCIe link, ECC and replay counters at start and end); null: "
+        "not captured (replay then skips the load.* checks)",
+    )
 
     @field_validator("nvml")
     @classmethod
@@ -186,6 +224,7 @@ def capture(
     cuinit_tries: int = 3,
     dcgm_level: int | None = None,
     history_dir: Path | None = None,
+    load_s: float | None = None,
 ) -> dict[str, Any]:
     """Capture this host: NVML (walking calls.py), host facts, the kernel log, the
     readiness for GPU work (the validator's toolkit, cuInit in fresh processes) and, with
@@ -202,6 +241,10 @@ def capture(
     )
     if history_dir is not None:
         snap.host["boot_history"] = boot_history_fact(history_dir)
+    if load_s:  # GEMM load on every GPU while NVML is sampled (needs torch and CUDA)
+        from imagectl.validators.compute.load import record_load
+
+        snap.load = LoadSection.model_validate(record_load(LiveNvml(), load_s))
     if dcgm_level is not None:  # NVIDIA's own diagnostics, judged in replay (validators/dcgm)
         snap.dcgm = DcgmSection.model_validate(record_diag(dcgm_level))
     return snap.model_dump(mode="json")

@@ -29,6 +29,14 @@ from imagectl.fsutil import atomic_write_json
     "for replay (quick replays level 2, full 3, burn 4).",
 )
 @click.option(
+    "--load-s",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Also run bf16 GEMMs on every GPU for this many seconds while NVML is sampled, and "
+    "record the samples (clocks, clock-event reasons, temperature, power, PCIe link, ECC and "
+    "replay counters) so a quick/full/burn replay judges every load.* check.",
+)
+@click.option(
     "--history",
     "history_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -41,6 +49,7 @@ def command(
     description: str,
     hygiene_root: str,
     dcgm_level: int | None,
+    load_s: float | None,
     history_dir: Path | None,
 ) -> int:
     """Capture every NVML value per GPU, this boot's kernel log and the software facts.
@@ -55,7 +64,11 @@ def command(
     default = Path("/var/lib/imagectl/boots")
     history = history_dir or (default if default.is_dir() else None)
     snap = capture(
-        root=hygiene_root, description=description, dcgm_level=dcgm_level, history_dir=history
+        root=hygiene_root,
+        description=description,
+        dcgm_level=dcgm_level,
+        history_dir=history,
+        load_s=load_s,
     )
     atomic_write_json(output, snap, indent=1, sort_keys=True)
     n = len(snap["nvml"]["devices"])

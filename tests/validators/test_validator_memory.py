@@ -30,7 +30,10 @@ def _retired(sbe: int, dbe: int, pending: int, arch: str | None = "Volta") -> li
 def test_retired_pages_thresholds() -> None:
     (r,) = _retired(10, 2, 0)
     assert r.outcome == Outcome.PASS and r.measured == {"retired": 12, "pending": False}
+    # DCGM DCGM_LIMIT_MAX_RETIRED_PAGES 63 ("updated to match the field diag"): 62 pass
     (r,) = _retired(40, 22, 0)
+    assert r.outcome == Outcome.PASS
+    (r,) = _retired(40, 23, 0)
     assert r.outcome == Outcome.FAIL and r.action == Action.ISOLATE_RMA
     (r,) = _retired(1, 0, 1)
     assert r.outcome == Outcome.FAIL and r.action == Action.REBOOT

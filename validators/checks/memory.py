@@ -7,7 +7,7 @@ import pynvml
 
 from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
-from imagectl.validators.findings import Finding, bad, ok, skip
+from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.nvml.calls import (
     AGGREGATE,
     CORRECTED,
@@ -91,31 +91,79 @@ def _unreadable(missing: list[pynvml.NVMLError]) -> None:
         raise missing[0]
 
 
-@check("gpu.ecc.sram", "SRAM ECC counters under thresholds", per_gpu=True)
+_SRAM_RMA = (
+    "NVIDIA GPU Memory Error Management, RMA Policy Thresholds for SRAM Failure Modes: the "
+    "SRAM Threshold Exceeded flag (more than 2 SEC-DED or 4 parity unique uncorrectable "
+    "errors in one address bank) meets the RMA criteria, validated by the field diagnostic; "
+    "NVML nvmlDeviceGetSramEccErrorStatus (nvmlEccSramErrorStatus_v1_t.bThresholdExceeded); "
+    "DCGM DCGM_FR_SRAM_THRESHOLD"
+)
+
+
+def _sram_status(ctx: Context, gpu: int) -> dict[str, int] | None:
+    """NVML's SRAM error status, or None where the driver cannot give it (older drivers:
+    FUNCTION_NOT_FOUND; NOT_SUPPORTED; not root: NO_PERMISSION): the counts are then
+    judged alone, never as an RMA."""
+    status = pynvml.c_nvmlEccSramErrorStatus_v1_t()
+    try:
+        ctx.nvml.nvmlDeviceGetSramEccErrorStatus(ctx.handles[gpu], status)
+    except pynvml.NVMLError as exc:
+        if is_unsupported(exc) or isinstance(exc, pynvml.NVMLError_NoPermission):
+            return None
+        raise
+    return {name: int(getattr(status, name)) for name, _ in status._fields_ if name != "version"}
+
+
+@check("gpu.ecc.sram", "SRAM ECC: NVIDIA's RMA threshold flag; counters recorded", per_gpu=True)
 def ecc_sram(ctx: Context, gpu: int) -> Finding:
+    """RMA only on NVIDIA's SRAM threshold flag; corrected counts are never an RMA criterion
+    and uncorrectable ones under the flag's threshold are a warning (recorded)."""
+    status = _sram_status(ctx, gpu)
+    if status is not None and status.get("bThresholdExceeded"):
+        return bad(
+            Action.ISOLATE_RMA,
+            "NVIDIA's SRAM threshold is exceeded (nvmlEccSramErrorStatus bThresholdExceeded): "
+            "the GPU meets NVIDIA's RMA criteria for SRAM; isolate it and run the field "
+            "diagnostic",
+            measured={"threshold_exceeded": True, **status},
+            expected={"threshold_exceeded": False},
+            source=_SRAM_RMA,
+        )
     missing: list[pynvml.NVMLError] = []
     corr = _counter(ctx, gpu, CORRECTED, SRAM, missing)
     unc = _counter(ctx, gpu, UNCORRECTED, SRAM, missing)
     tc = ctx.thresholds["ecc.sram_correctable_max"]
     tu = ctx.thresholds["ecc.sram_uncorrectable_max"]
-    measured = {"correctable": corr, "uncorrectable": unc}
-    expected = {"correctable": f"<= {tc.value}", "uncorrectable": f"<= {tu.value}"}
+    measured: dict[str, object] = {"correctable": corr, "uncorrectable": unc}
+    if status is not None:
+        measured["threshold_exceeded"] = False
+    expected = {"threshold_exceeded": False}
+    details = {
+        "warn_at": {"correctable": f"> {tc.value}", "uncorrectable": f"> {tu.value}"},
+        "status": status,
+    }
     if (unc or 0) > tu.value or (corr or 0) > tc.value:
-        return bad(
-            Action.ISOLATE_RMA,
-            f"SRAM ECC: {corr} correctable, {unc} uncorrectable (aggregate): on-chip memory "
-            "is failing; isolate and RMA",
+        return warn(
+            f"SRAM ECC: {corr} correctable, {unc} uncorrectable (aggregate), NVIDIA's SRAM "
+            "RMA threshold "
+            + ("not exceeded" if status is not None else "not readable on this driver")
+            + ": recorded, not an RMA",
             measured=measured,
             expected=expected,
             unit="errors",
-            source=f"{tc.source}; {tu.source}",
+            source=f"{_SRAM_RMA}; imagectl policy: {tu.reason}",
+            details=details,
         )
     _unreadable(missing)
-    return ok(measured=measured, expected=expected, unit="errors", source=tc.source)
+    return ok(
+        measured=measured, expected=expected, unit="errors", source=_SRAM_RMA, details=details
+    )
 
 
-@check("gpu.ecc.dram", "DRAM ECC counters under thresholds", per_gpu=True)
+@check("gpu.ecc.dram", "DRAM ECC counters (recorded; RMA follows the row-remap flag)", per_gpu=True)
 def ecc_dram(ctx: Context, gpu: int) -> Finding:
+    """Counts of (mostly corrected) DRAM errors warn; NVIDIA's DRAM RMA criterion is the
+    row-remapping failure flag (gpu.row_remap.failure)."""
     missing: list[pynvml.NVMLError] = []
     corr = _counter(ctx, gpu, CORRECTED, DRAM, missing)
     unc = _counter(ctx, gpu, UNCORRECTED, DRAM, missing)
@@ -123,13 +171,13 @@ def ecc_dram(ctx: Context, gpu: int) -> Finding:
     total = (corr or 0) + (unc or 0)
     measured = {"correctable": corr, "uncorrectable": unc}
     if total > t.value:
-        return bad(
-            Action.ISOLATE_RMA,
-            f"{total} DRAM ECC errors (aggregate)",
+        return warn(
+            f"{total} DRAM ECC errors (aggregate): recorded; NVIDIA's DRAM RMA criterion is "
+            "the row-remapping failure flag (gpu.row_remap.failure)",
             measured=measured,
             expected=f"<= {t.value}",
             unit=t.unit,
-            source=t.source,
+            source=f"{_REMAP_SRC}; imagectl policy: {t.reason} ({t.source})",
         )
     _unreadable(missing)
     return ok(measured=measured, expected=f"<= {t.value}", unit=t.unit, source=t.source)

@@ -8,7 +8,8 @@ from imagectl.validators.checks.base import LOADED_PROFILES, check
 from imagectl.validators.checks.thermal import loaded_samples
 from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok, skip, warn
-from imagectl.validators.results import Action, Severity
+from imagectl.validators.rates import pcie_replay_limit_per_min, per_minute
+from imagectl.validators.results import Action
 
 _WIDTH_SRC = (
     "PCIe Base Specification (ASPM L0s/L1 and speed changes keep the negotiated width); "
@@ -95,22 +96,53 @@ def link_under_load(ctx: Context, gpu: int) -> Finding:
     return ok(f"{len(samples)} samples under load", measured=expected, expected=expected)
 
 
-@check(
-    "gpu.pcie.replay",
-    "PCIe replay counter under threshold",
-    per_gpu=True,
-    severity=Severity.WARNING,
-)
+def _uptime_s(ctx: Context) -> float | None:
+    """The replay counter runs from driver load: the host's uptime is the window."""
+    try:
+        boot = ctx.fact("boot") or {}
+    except Exception:
+        return None
+    up = boot.get("uptime_s") if isinstance(boot, dict) else None
+    return float(up) if isinstance(up, int | float) and up > 0 else None
+
+
+@check("gpu.pcie.replay", "PCIe replays per minute under DCGM's health-watch limit", per_gpu=True)
 def replay(ctx: Context, gpu: int) -> Finding:
-    n = int(ctx.nvml.nvmlDeviceGetPcieReplayCounter(ctx.handles[gpu]))
-    t = ctx.thresholds["pcie.replay_max"]
-    if n > t.value:
+    """The counter since driver load over the host's uptime, against the rate DCGM's health
+    watch allows for the link's generation and width (validators/rates.py)."""
+    h = ctx.handles[gpu]
+    n = int(ctx.nvml.nvmlDeviceGetPcieReplayCounter(h))
+    t = ctx.thresholds["pcie.replay_ber"]
+    gen = int(ctx.nvml.nvmlDeviceGetMaxPcieLinkGeneration(h))
+    width = int(ctx.nvml.nvmlDeviceGetMaxPcieLinkWidth(h))
+    limit = pcie_replay_limit_per_min(gen, width, float(t.value))
+    up = _uptime_s(ctx)
+    expected = f"<= {limit} per minute (Gen{gen} x{width})"
+    if n == 0:
+        return ok(measured=0, expected=expected, unit="replays/min", source=t.source)
+    if up is None:
         return warn(
-            f"{n} PCIe replays since the driver loaded: a marginal link (signal integrity)",
+            f"{n} PCIe replays since the driver loaded; the host's uptime is unknown, so the "
+            "rate cannot be judged",
             measured=n,
-            expected=f"<= {t.value}",
-            unit=t.unit,
+            expected=expected,
+            unit="replays",
             source=t.source,
-            action=Action.DRAIN,
         )
-    return ok(measured=n, expected=f"<= {t.value}", unit=t.unit, source=t.source)
+    rate = round(per_minute(n, up), 2)
+    details = {"replays": n, "window_s": up, "limit_per_min": limit}
+    if rate > limit:
+        return bad(
+            Action.DRAIN,
+            f"{n} PCIe replays in {up:g} s since boot: {rate} per minute, over the {limit} per "
+            f"minute DCGM's health watch allows on Gen{gen} x{width} (DCGM_FR_PCI_REPLAY_RATE): "
+            "a marginal link; reseat the card, check the slot and riser",
+            measured=rate,
+            expected=expected,
+            unit="replays/min",
+            source=t.source,
+            details=details,
+        )
+    return ok(
+        measured=rate, expected=expected, unit="replays/min", source=t.source, details=details
+    )

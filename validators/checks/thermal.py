@@ -157,8 +157,10 @@ def power_limit(ctx: Context, gpu: int) -> Finding:
 
 
 def loaded_samples(ctx: Context, gpu: int) -> list[dict[str, Any]]:
+    """Samples under load (validators/compute/load.py sample_once, live or recorded in a
+    snapshot's ``load`` section)."""
     t = ctx.thresholds["load.utilization_min_pct"]
-    return [s for s in ctx.load_samples.get(gpu, []) if s.get("util", 0) >= t.value]
+    return [s for s in ctx.load_samples.get(gpu, []) if (s.get("util") or 0) >= t.value]
 
 
 @check(
@@ -173,7 +175,7 @@ def load_clock_events(ctx: Context, gpu: int) -> Finding:
         return skip("no sample under load (the compute smoke tests did not load this GPU)")
     mask = 0
     for s in samples:
-        mask |= int(s.get("clock_events", 0))
+        mask |= int(s.get("reasons") or 0)
     f = judge_clock_events(ctx, mask)
     f.details["samples"] = len(samples)
     return f
@@ -184,8 +186,15 @@ def load_temperature(ctx: Context, gpu: int) -> Finding:
     samples = loaded_samples(ctx, gpu)
     if not samples:
         return skip("no sample under load")
-    hottest = max(float(s["temp"]) for s in samples)
-    slowdown = samples[0].get("slowdown")
-    f = judge_temperature(ctx, hottest, float(slowdown) if slowdown else None)
+    temps = [float(s["temp_c"]) for s in samples if s.get("temp_c") is not None]
+    if not temps:
+        return skip("no temperature read under load")
+    try:
+        slowdown = ctx.nvml.nvmlDeviceGetTemperatureThreshold(ctx.handles[gpu], THRESHOLD_SLOWDOWN)
+    except pynvml.NVMLError as exc:
+        if not is_unsupported(exc):
+            raise
+        slowdown = None
+    f = judge_temperature(ctx, max(temps), float(slowdown) if slowdown else None)
     f.details["samples"] = len(samples)
     return f

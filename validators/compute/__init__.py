@@ -14,16 +14,15 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from imagectl.validators.compute import bandwidth, gemm, load
+from imagectl.validators.compute import bandwidth, gemm, load, recorded
 from imagectl.validators.compute.checks import (
     consistency_check,
     floor_check,
     gemm_checks,
-    load_checks,
     p2p_check,
 )
 from imagectl.validators.compute.cuda_init import init_check, probe
-from imagectl.validators.compute.floors import floors_for, load_floors
+from imagectl.validators.compute.floors import floors_for
 from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.properties import properties_check
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
@@ -46,6 +45,7 @@ TITLES = {
     "load.clock_events": "No HW slowdown, HW thermal or power brake while loaded",
     "load.pcie_link": "PCIe link at the expected generation and width under load",
     "load.temperature": "GPU temperature under load",
+    **recorded.TITLES,
 }
 
 
@@ -93,7 +93,6 @@ def smoke_checks(
     gpu, shape = getattr(expect, "gpu", None), getattr(expect, "shape", None)
     want_count = getattr(expect, "gpu_count", 0) or 0
     floors = floors_for(gpu, shape) if device == "cuda" else {}
-    pcie_floor = floors_for(gpu, shape).get("pcie")  # a link expectation, not a performance floor
     checks: list[CheckResult] = []
     if device == "cuda":
         if init is None:
@@ -191,7 +190,7 @@ def smoke_checks(
                 _result(check_id, Outcome.SKIP, "device cpu: no host/device or peer copies")
             )
     checks += _guard(
-        "load.clock_events", _under_load, torch, devices, nvml, prof, pcie_floor, want_count
+        "load.clock_events", _under_load, torch, devices, nvml, prof, expect, want_count
     )
     if device == "cuda":
         torch.cuda.empty_cache()  # leave the memory to the collective workers that follow
@@ -219,13 +218,13 @@ def _under_load(
     devices: list[Any],
     nvml: Any,
     prof: Any,
-    pcie_floor: dict[str, Any] | None,
+    expect: Any,
     want_count: int,
 ) -> list[CheckResult]:
     if nvml is None:
         return [
             _result(cid, Outcome.SKIP, "no NVML backend: hardware not sampled under load")
-            for cid in ("load.clock_events", "load.pcie_link", "load.temperature")
+            for cid in recorded.LOAD_IDS
         ]
     if devices[0].type == "cuda":
         indices = list(range(len(devices)))
@@ -234,27 +233,9 @@ def _under_load(
     sampler = load.Sampler(nvml, indices, interval_s=prof.sample_interval_s)
     with sampler:
         load.gemm_load(torch, devices, prof.load_s, prof.gemm_perf_n)
-    summaries = {i: load.summarise(sampler.samples[i]) for i in indices}
-    limits = load_floors().get("load") or {}
-    return load_checks(
-        summaries,
-        pcie={i: _expected_pcie(nvml, sampler.handles[i], pcie_floor) for i in indices},
-        max_temp=limits.get("max_temperature_c"),
-        min_rate_hz=(limits.get("min_sample_hz") or {}).get("min", 2),
-        rates={i: sampler.rate_hz(i) for i in indices},
-        load_s=prof.load_s,
+    return recorded.judge_recording(
+        sampler.recording(prof.load_s),
+        nvml,
+        getattr(expect, "gpu", None),
+        getattr(expect, "shape", None),
     )
-
-
-def _expected_pcie(nvml: Any, handle: Any, floor: dict[str, Any] | None) -> dict[str, Any]:
-    """The floors table's link, raised to NVML's max for this device and slot if higher."""
-    want = dict(floor or {})
-    for key, fn in (
-        ("gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
-        ("width", "nvmlDeviceGetMaxPcieLinkWidth"),
-    ):
-        value = load._call(nvml, (fn,), handle)
-        if isinstance(value, int) and value > int(want.get(key) or 0):
-            want[key] = value
-            want["source"] = f"{want.get('source') or 'none'}; NVML {fn} = {value}"
-    return want if "gen" in want and "width" in want else {}

@@ -30,6 +30,12 @@ FATAL_REASONS = {
     HW_POWER_BRAKE: "hw_power_brake",
 }
 NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0
 
 
 def _call(nvml: Any, names: tuple[str, ...], *args: Any) -> Any:
@@ -46,8 +52,14 @@ def _call(nvml: Any, names: tuple[str, ...], *args: Any) -> Any:
 
 
 def sample_once(nvml: Any, handle: Any) -> dict[str, Any]:
+    """One sample: utilisation, SM and memory clocks, clock-event reasons, temperature,
+    power and the current PCIe link (None where NVML cannot say)."""
     power_mw = _call(nvml, ("nvmlDeviceGetPowerUsage",), handle)
+    util = _call(nvml, ("nvmlDeviceGetUtilizationRates",), handle)
     return {
+        "util": getattr(util, "gpu", None),
+        "sm_mhz": _call(nvml, ("nvmlDeviceGetClockInfo",), handle, NVML_CLOCK_SM),
+        "mem_mhz": _call(nvml, ("nvmlDeviceGetClockInfo",), handle, NVML_CLOCK_MEM),
         "reasons": _call(
             nvml,
             ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"),
@@ -57,6 +69,37 @@ def sample_once(nvml: Any, handle: Any) -> dict[str, Any]:
         "power_w": None if power_mw is None else power_mw / 1000.0,
         "pcie_gen": _call(nvml, ("nvmlDeviceGetCurrPcieLinkGeneration",), handle),
         "pcie_width": _call(nvml, ("nvmlDeviceGetCurrPcieLinkWidth",), handle),
+    }
+
+
+def maxima(nvml: Any, handle: Any) -> dict[str, Any]:
+    """What the samples are judged against, read once: the clocks' maxima and the GPU's
+    slowdown temperature."""
+    return {
+        "sm_max_mhz": _call(nvml, ("nvmlDeviceGetMaxClockInfo",), handle, NVML_CLOCK_SM),
+        "mem_max_mhz": _call(nvml, ("nvmlDeviceGetMaxClockInfo",), handle, NVML_CLOCK_MEM),
+        "slowdown_c": _call(
+            nvml,
+            ("nvmlDeviceGetTemperatureThreshold",),
+            handle,
+            NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,
+        ),
+    }
+
+
+def counters(nvml: Any, handle: Any) -> dict[str, Any]:
+    """Counters read at the start and at the end of the load: volatile ECC (uncorrected,
+    corrected) and the PCIe replay counter; their rise over the load is judged as a rate."""
+    ecc = ("nvmlDeviceGetTotalEccErrors",)
+    return {
+        "t": round(time.time(), 3),
+        "ecc_uncorrected": _call(
+            nvml, ecc, handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC
+        ),
+        "ecc_corrected": _call(
+            nvml, ecc, handle, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC
+        ),
+        "pcie_replay": _call(nvml, ("nvmlDeviceGetPcieReplayCounter",), handle),
     }
 
 
@@ -74,6 +117,9 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="nvml-sampler", daemon=True)
         self.handles = {i: self.nvml.nvmlDeviceGetHandleByIndex(i) for i in self.indices}
         self.samples = {i: [] for i in self.indices}
+        self.maxima = {i: maxima(self.nvml, h) for i, h in self.handles.items()}
+        self.start: dict[int, dict[str, Any]] = {}
+        self.end: dict[int, dict[str, Any]] = {}
 
     def _run(self) -> None:
         next_t = time.monotonic()
@@ -87,6 +133,7 @@ class Sampler:
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
     def __enter__(self) -> Sampler:
+        self.start = {i: counters(self.nvml, h) for i, h in self.handles.items()}
         self.started = time.monotonic()
         self._thread.start()
         return self
@@ -95,6 +142,26 @@ class Sampler:
         self._stop.set()
         self._thread.join(timeout=5)
         self.stopped = time.monotonic()
+        self.end = {i: counters(self.nvml, h) for i, h in self.handles.items()}
+
+    def recording(self, load_s: float) -> dict[str, Any]:
+        """The samples as a snapshot's ``load`` section records them (validators/snapshot.py
+        LoadSection), judged in replay by the same code (``judge_recording``)."""
+        return {
+            "load_s": load_s,
+            "interval_s": self.interval_s,
+            "duration_s": round(max(self.stopped - self.started, 0.0), 3),
+            "gpus": [
+                {
+                    "index": i,
+                    **self.maxima[i],
+                    "start": self.start.get(i, {}),
+                    "end": self.end.get(i, {}),
+                    "samples": self.samples[i],
+                }
+                for i in self.indices
+            ],
+        }
 
     def rate_hz(self, index: int) -> float:
         span = max(self.stopped - self.started, 1e-9)
@@ -155,3 +222,23 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "pcie_gen_min": min(g for g, _ in links) if links else None,
         "pcie_width_min": min(w for _, w in links) if links else None,
     }
+
+
+def record_load(
+    nvml: Any, seconds: float, interval_s: float = 0.25, n: int = 8192
+) -> dict[str, Any]:
+    """``imagectl snapshot --load-s N``: bf16 GEMMs on every CUDA device for ``seconds``
+    while NVML is sampled; the recording a snapshot's ``load`` section holds."""
+    import torch
+
+    nvml.nvmlInit()
+    try:
+        devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+        if not devices:
+            raise RuntimeError("no CUDA device: nothing to load")
+        sampler = Sampler(nvml, list(range(len(devices))), interval_s=interval_s)
+        with sampler:
+            gemm_load(torch, devices, seconds, n)
+        return sampler.recording(seconds)
+    finally:
+        nvml.nvmlShutdown()

@@ -308,7 +308,13 @@ def _judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list
         ]
     results = _judge_tests(diag, tables)
     failing_tests = sorted(
-        {t.name for t in diag.tests for r in (*t.results, t.summary) if r and r.status == "Fail"}
+        {
+            t.name
+            for t in diag.tests
+            for r in (*t.results, t.summary)
+            # GetFailureResult counts every error, a Skip's too (targeted power's low limit)
+            if r and (r.status == "Fail" or (r.findings and r.status != "Pass"))
+        }
     )
     details = {
         "dcgm_version": version,

@@ -95,6 +95,8 @@ DEVICE_CALLS: tuple[Call, ...] = (
     Call("nvmlDeviceGetPendingEccMode"),
     Call("nvmlDeviceGetTotalEccErrors", args=_ECC_TOTALS),
     Call("nvmlDeviceGetMemoryErrorCounter", args=_ECC_LOCATIONS),
+    # SRAM error status with NVIDIA's RMA threshold flag (bThresholdExceeded), Ampere+
+    Call("nvmlDeviceGetSramEccErrorStatus", struct="c_nvmlEccSramErrorStatus_v1_t", kind="fill"),
     Call("nvmlDeviceGetRemappedRows"),
     Call("nvmlDeviceGetRetiredPages", args=((RETIRE_SBE,), (RETIRE_DBE,))),
     Call("nvmlDeviceGetRetiredPagesPendingStatus"),

@@ -95,8 +95,10 @@ def capture_nvml(nvml: Any) -> dict[str, Any]:
             entry: dict[str, Any] = {}
             links: set[int] = set()
             for call in DEVICE_CALLS:
-                entry[call.name] = _capture_call(nvml, call, (handle,), links)
-                state = entry[call.name]
+                state = _capture_call(nvml, call, (handle,), links)
+                if state == {"$error": "FUNCTION_NOT_FOUND"}:
+                    continue  # absent means the same in replay: a function the driver lacks
+                entry[call.name] = state
                 if call.name == "nvmlDeviceGetNvLinkState" and "$error" not in state:
                     links = {int(k) for k, v in state.items() if not isinstance(v, dict)}
             devices.append(entry)
