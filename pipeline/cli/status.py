@@ -2,11 +2,18 @@
 
 For each stack and cloud: the current image of every region (the "latest" pointers, with
 the previous one), candidates (built, validating, validated), blocked images with their
-reasons, and the latest events. Tables list at most ``--limit`` candidates and blocked
-images (newest first); ``--json`` prints everything as one JSON object::
+reasons, and the latest events. Every image shows which validation shapes it passed: the
+stack's ``validation_shapes`` on that cloud, each with the newest receipt's verdict
+("pass", "fail", or "missing" without a receipt), and a shape the stack does not name
+marked as such (the gate ignores it). Tables list at most ``--limit`` candidates and
+blocked images (newest first); ``--json`` prints everything as one JSON object::
 
-    {"database": URL, "stacks": [{"stack", "cloud", "current": [...], "candidates": [...],
-      "blocked": [...], "events": [...]}]}
+    {"database": URL, "stacks": [{"stack", "cloud", "validation_shapes", "current": [...],
+      "candidates": [...], "blocked": [...], "events": [...]}]}
+
+where each image carries ``shapes`` (per recorded shape: verdict, worst action, host,
+profile, mode, time), ``shapes_passed`` and ``shapes_missing`` (the stack's shapes without
+a passing newest receipt; null when the stack file is not in this workspace).
 
 An empty catalog prints "no images yet" and exits 0. The data comes from
 ``imagectl.promotion.query.catalog_status``; the catalog (and SQLAlchemy) is imported only
@@ -35,6 +42,39 @@ def _state(img: dict[str, Any]) -> str:
     return f"{img['state']} ({by})" if by and by != "live" else str(img["state"])
 
 
+def _validation_shapes(ctx: click.Context, stack: str, cloud: str) -> list[str] | None:
+    """The shapes the stack validates on ``cloud`` (None: no such stack file or cloud in
+    this workspace, e.g. a catalog shared with another checkout)."""
+    from imagectl.clouds.registry import cloud_spec
+    from imagectl.errors import UserError
+    from imagectl.stacks.loader import find_stack, load_stack
+
+    try:
+        model = load_stack(find_stack(workspace(ctx).stacks_dir, stack)).stack
+        return list(cloud_spec(cloud).settings(model).validation_shapes)
+    except UserError:
+        return None
+
+
+def _annotate(img: dict[str, Any], required: list[str] | None) -> None:
+    """Which of the stack's shapes the image passed, and which it still lacks."""
+    passed = [s["shape"] for s in img["shapes"] if s["passed"]]
+    img["shapes_passed"] = passed
+    img["shapes_missing"] = None if required is None else [s for s in required if s not in passed]
+
+
+def _shapes_cell(img: dict[str, Any], required: list[str] | None) -> str:
+    """``g6.xlarge pass, g5.xlarge missing``: the stack's shapes first, then any other."""
+    newest = {s["shape"]: s["verdict"] for s in img["shapes"]}
+    order = list(required or []) + sorted(set(newest) - set(required or []))
+    cells = []
+    for shape in order:
+        verdict = newest.get(shape, "missing")
+        extra = " (not in the stack)" if required is not None and shape not in required else ""
+        cells.append(f"{shape} {verdict}{extra}")
+    return ", ".join(cells) or "-"
+
+
 def _short(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else "-"
 
@@ -52,6 +92,9 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     for entry in stacks:
         out.print()
         out.print(f"[bold]{entry['stack']}[/] on [bold]{entry['cloud']}[/]")
+        required = entry.get("validation_shapes")
+        if required:
+            out.print(f"  validation shapes: {', '.join(required)}", soft_wrap=True)
         flip = entry.get("unfinished_flip")
         if flip:
             out.print(
@@ -62,7 +105,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             )
         if entry["current"]:
             table = Table(title="current (latest per region)", title_justify="left")
-            for col in ("region", "image", "state", "since", "previous"):
+            for col in ("region", "image", "state", "shapes", "since", "previous"):
                 table.add_column(col)
             for row in entry["current"]:
                 prev = row["previous"]
@@ -70,6 +113,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                     row["region"],
                     row["image"]["cloud_image_id"],
                     _state(row["image"]),
+                    _shapes_cell(row["image"], required),
                     _short(row["updated_at"]),
                     prev["cloud_image_id"] if prev else "-",
                 )
@@ -78,13 +122,14 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             out.print("  no region has a current image yet")
         if entry["candidates"]:
             table = Table(title="candidates", title_justify="left")
-            for col in ("image", "region", "state", "build", "created"):
+            for col in ("image", "region", "state", "shapes", "build", "created"):
                 table.add_column(col)
             for img in entry["candidates"][:limit]:
                 table.add_row(
                     img["cloud_image_id"],
                     img["region"],
                     _state(img),
+                    _shapes_cell(img, required),
                     img["build_id"] or "-",
                     _short(img["created_at"]),
                 )
@@ -92,12 +137,13 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             _more(out, len(entry["candidates"]) - limit, "candidates")
         if entry["blocked"]:
             table = Table(title="blocked", title_justify="left")
-            for col in ("image", "region", "since", "reason"):
+            for col in ("image", "region", "shapes", "since", "reason"):
                 table.add_column(col)
             for img in entry["blocked"][:limit]:
                 table.add_row(
                     img["cloud_image_id"],
                     img["region"],
+                    _shapes_cell(img, required),
                     _short(img["state_changed_at"]),
                     img["reason"] or "-",
                     style="red",
@@ -153,6 +199,16 @@ def command(
         stacks = catalog_status(catalog, stack=stack, cloud=cloud, events=n_events)
     finally:
         catalog.close()
+    for entry in stacks:
+        required = _validation_shapes(ctx, entry["stack"], entry["cloud"])
+        entry["validation_shapes"] = required
+        for img in [
+            *(row["image"] for row in entry["current"]),
+            *(row["previous"] for row in entry["current"] if row["previous"]),
+            *entry["candidates"],
+            *entry["blocked"],
+        ]:
+            _annotate(img, required)
     if as_json:
         emit_json({"database": catalog.url, "stacks": stacks})
         return

@@ -75,12 +75,36 @@ def _mode(run: ValidationRun) -> str:
     return "sandbox replay" if body.mode == "replay" and body.sandbox else body.mode
 
 
-def validated_by(img: Image) -> str | None:
-    """How the image's newest receipts were made: live, replay, or sandbox replay (a try-it
-    replay the gate accepted through the explicit --sandbox switch)."""
+def _newest_by_shape(img: Image) -> dict[str, ValidationRun]:
+    """The newest receipt of every validation shape of ``img`` (what the gate judges)."""
     newest: dict[str, ValidationRun] = {}
     for run in sorted(img.validation_runs, key=lambda r: (r.received_at, r.id)):
         newest[run.shape] = run
+    return newest
+
+
+def shapes_of(img: Image) -> list[dict[str, Any]]:
+    """Per validation shape, the newest receipt's verdict: which shapes the image passed
+    (``passed``: verdict pass), failed, and on which host, with which profile, when."""
+    return [
+        {
+            "shape": shape,
+            "verdict": run.verdict,
+            "passed": run.verdict == "pass",
+            "worst_action": run.worst_action,
+            "host": run.host,
+            "profile": run.profile,
+            "mode": _mode(run),
+            "received_at": _time(run.received_at),
+        }
+        for shape, run in sorted(_newest_by_shape(img).items())
+    ]
+
+
+def validated_by(img: Image) -> str | None:
+    """How the image's newest receipts were made: live, replay, or sandbox replay (a try-it
+    replay the gate accepted through the explicit --sandbox switch)."""
+    newest = _newest_by_shape(img)
     modes = {_mode(r) for r in newest.values()}
     if not modes:
         return None
@@ -102,6 +126,7 @@ def _image(img: Image) -> dict[str, Any]:
         "state_changed_at": _time(img.state_changed_at),
         "tags": img.tags,
         "validated_by": validated_by(img),
+        "shapes": shapes_of(img),
     }
 
 

@@ -15,6 +15,7 @@ import pytest
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.cli import main
+from tests.support import make_receipt
 
 STACK = "h100-training"
 
@@ -89,8 +90,10 @@ def test_status_json_shape(
     ]
     h100 = data["stacks"][0]
     assert set(h100) == {
-        "stack", "cloud", "current", "candidates", "blocked", "events", "unfinished_flip"
+        "stack", "cloud", "validation_shapes", "current", "candidates", "blocked", "events",
+        "unfinished_flip",
     }  # fmt: skip
+    assert h100["validation_shapes"] == ["p5.48xlarge"]  # images/stacks/h100-training.yaml
     assert h100["unfinished_flip"] is None  # tests/promotion/test_flip_records.py: a half flip
     current = {c["region"]: c for c in h100["current"]}
     assert set(current) == {"us-east-1", "eu-west-1"}
@@ -136,6 +139,53 @@ def test_status_table_for_people(
     assert "latest events" in out
     code, out, _ = _run(capsys, "--stack", "b200-training")
     assert code == 0 and "no images yet for stack b200-training" in out
+
+
+TWO_SHAPES = "inference-l4-a10g"  # validates on g6.xlarge (L4) and g5.xlarge (A10G) on AWS
+
+
+def _fill_shapes(url: str) -> None:
+    """An image of a two-shape stack with a passing receipt on the L4 shape only (an older
+    failing one before it), and one under a shape the stack does not name."""
+    catalog = open_catalog(url)
+    with catalog.transaction() as s:
+        img = repo.record_image(s, cloud_image_id="ami-l4only", region="us-west-2", cloud="aws",
+                                stack=TWO_SHAPES, stack_digest="sha256:44")  # fmt: skip
+        repo.set_state(s, img, "validating", reason="validation started")
+        for shape, host, verdict, action in (
+            ("g6.xlarge", "i-0old", "fail", "REBOOT"),
+            ("g6.xlarge", "i-0l4", "pass", "NONE"),
+            ("p5.48xlarge", "i-0h100", "pass", "NONE"),
+        ):
+            body = make_receipt("ami-l4only", TWO_SHAPES, "sha256:44", verdict=verdict,
+                                worst_action=action, host=host)  # fmt: skip
+            repo.record_receipt(s, img, shape=shape, host=host, receipt=body)
+    catalog.close()
+
+
+def test_status_shows_which_validation_shapes_an_image_passed(
+    catalog_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill_shapes(catalog_url)
+    monkeypatch.setenv("IMAGECTL_DATABASE_URL", catalog_url)
+    code, out, err = _run(capsys, "--json", "--stack", TWO_SHAPES)
+    assert code == 0, err
+    (entry,) = json.loads(out)["stacks"]
+    assert entry["validation_shapes"] == ["g6.xlarge", "g5.xlarge"]
+    (img,) = entry["candidates"]
+    by_shape = {s["shape"]: s for s in img["shapes"]}
+    assert by_shape["g6.xlarge"]["verdict"] == "pass"  # the newest receipt of the shape
+    assert by_shape["g6.xlarge"]["host"] == "i-0l4" and by_shape["g6.xlarge"]["passed"]
+    assert set(by_shape) == {"g6.xlarge", "p5.48xlarge"}
+    assert img["shapes_passed"] == ["g6.xlarge", "p5.48xlarge"]
+    assert img["shapes_missing"] == ["g5.xlarge"]  # the A10G fleet never ran it
+
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, _ = _run(capsys, "--stack", TWO_SHAPES)
+    assert code == 0
+    assert "validation shapes: g6.xlarge, g5.xlarge" in out
+    assert "g6.xlarge pass" in out and "g5.xlarge missing" in out
+    assert "p5.48xlarge pass (not in the stack)" in out
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
