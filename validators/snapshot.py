@@ -137,7 +137,13 @@ class Snapshot(BaseModel):
         description="host facts by name (hostname, kernel_release, os_release, boot, "
         "nvidia_module, nvml_library, nccl, packages, services, manifest, cloud_image, hygiene)"
     )
-    kernel_log: KernelLogSection = Field(default_factory=KernelLogSection)
+    # not recorded: replayed as a log that cannot be read (kernel.xid fails), never as a
+    # clean one
+    kernel_log: KernelLogSection = Field(
+        default_factory=lambda: KernelLogSection(
+            source="none", error="the snapshot has no kernel_log section (not recorded)"
+        )
+    )
     cuda: dict[str, Any] | None = Field(
         default=None,
         description="readiness for the GPU work (validators/compute/readiness.py gather()): "

@@ -5,13 +5,20 @@ library's (tests/snapshots/faults_fabric.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from validator_support import SNAPSHOTS, expect_file
 
 from imagectl.errors import UserError
 from imagectl.validators.catalogs import _check_hands, thresholds, xid_catalog
+from imagectl.validators.expectations import from_file
 from imagectl.validators.host.sxid_source import build
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action, Outcome
+from imagectl.validators.session import Options, validate
+from imagectl.validators.snapshot import load_snapshot
 
 
 @pytest.mark.parametrize(
@@ -119,3 +126,22 @@ def test_mig_turns_nvlink_off_per_architecture() -> None:
     assert "trained off" in ampere.source
     assert hopper.links_off and "kernel_nvlinkstate.c" in hopper.source
     assert policy.mig_links(None).links_off and policy.mig_links(42) == policy.mig_links(None)
+
+
+def test_a_snapshot_without_its_kernel_log_is_not_a_clean_log(tmp_path: Path) -> None:
+    """Evidence that was never recorded is replayed as unreadable: kernel.xid fails."""
+    snap = json.loads((SNAPSHOTS / "healthy/h100-sxm-8x.json").read_text())
+    del snap["kernel_log"]
+    path = tmp_path / "no-log.json"
+    path.write_text(json.dumps(snap))
+    receipt = validate(
+        Options(
+            expect=from_file(expect_file("h100-sxm-8x")),
+            snapshot=load_snapshot(path),
+            snapshot_path=str(path),
+        )
+    )
+    failed = {c.id: c for c in receipt.checks if c.failed}
+    assert set(failed) == {"kernel.xid", "kernel.sxid"}
+    assert failed["kernel.xid"].action == Action.DRAIN
+    assert "not recorded" in failed["kernel.xid"].message
