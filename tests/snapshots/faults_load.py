@@ -162,7 +162,10 @@ FAULTS: dict[str, Fault] = {
         both(
             gpu_set("nvmlDeviceGetSramEccErrorStatus", sram_status(0, cor=250_000), gpu=5),
             gpu_set(
-                "nvmlDeviceGetMemoryErrorCounter", 250_000, gpu=5, key=f"{CORRECTED},{AGGREGATE},{SRAM}"
+                "nvmlDeviceGetMemoryErrorCounter",
+                250_000,
+                gpu=5,
+                key=f"{CORRECTED},{AGGREGATE},{SRAM}",
             ),
         ),
         {},
@@ -178,7 +181,12 @@ FAULTS: dict[str, Fault] = {
     ),
     "dram-corrected-counts-high": Fault(
         ("a100-sxm-80gb-8x",),
-        gpu_set("nvmlDeviceGetMemoryErrorCounter", 30_000_000, gpu=6, key=f"{CORRECTED},{AGGREGATE},{DRAM}"),
+        gpu_set(
+            "nvmlDeviceGetMemoryErrorCounter",
+            30_000_000,
+            gpu=6,
+            key=f"{CORRECTED},{AGGREGATE},{DRAM}",
+        ),
         {},
         expect_warn=("gpu.ecc.dram",),
         source="NVIDIA GPU Memory Error Management, RMA Policy (DRAM): the RMA criterion is the "

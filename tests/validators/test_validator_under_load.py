@@ -52,3 +52,43 @@ def test_faults_under_load_are_caught() -> None:
 def test_idle_samples_are_not_judged() -> None:
     res = _judge(util=0)
     assert {r.outcome for r in res.values()} == {Outcome.SKIP}
+
+
+def test_replay_judges_every_load_check_from_the_recorded_samples() -> None:
+    """`validate --profile boot|quick|full --replay`: boot judges no load check; quick and
+    full judge every load.* (and gpu.load.*) check per GPU from the snapshot's samples."""
+    from imagectl.validators.compute.recorded import LOAD_IDS
+    from imagectl.validators.session import validate
+
+    name = "faults/h100-sxm-8x--load-healthy.json"
+    for profile in ("boot", "quick", "full"):
+        receipt = validate(
+            Options(
+                profile=profile,
+                expect=from_file(expect_file("h100-sxm-8x")),
+                snapshot=load_snapshot(SNAPSHOTS / name),
+            )
+        )
+        loads = [c for c in receipt.checks if c.id.startswith(("load.", "gpu.load."))]
+        assert receipt.verdict == "pass", [c for c in receipt.checks if c.failed]
+        if profile == "boot":
+            assert not loads
+            continue
+        judged = {(c.id, c.gpu) for c in loads if c.outcome == Outcome.PASS}
+        assert {(cid, g) for cid in LOAD_IDS for g in range(8)} <= judged
+        assert {("gpu.load.clock_events", g) for g in range(8)} <= judged
+
+
+def test_replay_without_load_samples_skips_the_load_checks() -> None:
+    from imagectl.validators.session import validate
+
+    receipt = validate(
+        Options(
+            profile="quick",
+            expect=from_file(expect_file("h100-sxm-8x")),
+            snapshot=load_snapshot(SNAPSHOTS / "healthy/h100-sxm-8x.json"),
+        )
+    )
+    loads = [c for c in receipt.checks if c.id.startswith("load.")]
+    assert loads and all(c.outcome == Outcome.SKIP for c in loads)
+    assert "--load-s" in loads[0].message
