@@ -77,9 +77,9 @@ class NvmlPolicy:
     def mig_links(self, arch: int | None) -> MigNvlink:
         """What MIG does to the NVLinks of a GPU of architecture ``arch`` (nvml.h
         nvmlDeviceArchitecture_t; None: unknown, the default)."""
-        return self.mig_nvlink.get(arch, self.mig_nvlink_default) if arch is not None else (
-            self.mig_nvlink_default
-        )
+        if arch is None:
+            return self.mig_nvlink_default
+        return self.mig_nvlink.get(arch, self.mig_nvlink_default)
 
 
 def _mig(v: dict[str, Any]) -> MigNvlink:
