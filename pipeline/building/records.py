@@ -9,27 +9,29 @@ artifact in its cloud, so ``find_images(state="built")`` finds it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Build
 from imagectl.clouds.options import provider_options
-from imagectl.clouds.registry import cloud_spec, get_provider
+from imagectl.clouds.registry import get_provider
+from imagectl.clouds.spec import CloudSpec
 from imagectl.packer.manifest import Artifact
 from imagectl.stacks.resolve import ResolvedStack
 
 
-def endpoint_overrides(cloud: str, overrides: dict[str, str]) -> dict[str, str]:
+def endpoint_overrides(spec: CloudSpec[Any], overrides: dict[str, str]) -> dict[str, str]:
     """The caller's Packer overrides, plus the cloud's emulator endpoint when its
     variable is set (``CloudSpec.endpoint_packer_vars``): Packer talks to it too."""
-    return {**cloud_spec(cloud).endpoint_packer_vars(), **overrides}
+    return {**spec.endpoint_packer_vars(), **overrides}
 
 
-def prepare(resolved: ResolvedStack, cloud: str) -> None:
+def prepare(resolved: ResolvedStack, spec: CloudSpec[Any]) -> None:
     """The cloud's resources a build publishes into, made or checked before Packer runs
     (``Provider.prepare_build``)."""
-    get_provider(cloud, provider_options(resolved, cloud)).prepare_build()
+    get_provider(spec, provider_options(resolved, spec)).prepare_build()
 
 
 @dataclass(frozen=True)
@@ -40,17 +42,19 @@ class BuildRecord:
     build: Build
 
 
-def start(resolved: ResolvedStack, cloud: str, build_id: str, git_commit: str) -> BuildRecord:
+def start(
+    resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str, git_commit: str
+) -> BuildRecord:
     catalog = open_catalog()
     with catalog.transaction() as s:
         build = repo.record_build(
             s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
-            cloud=cloud, git_commit=git_commit,
+            cloud=spec.name, git_commit=git_commit,
         )  # fmt: skip
     return BuildRecord(catalog, build)
 
 
-def adopt(resolved: ResolvedStack, cloud: str, build_id: str) -> BuildRecord:
+def adopt(resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str) -> BuildRecord:
     """The record of an earlier build whose artifact is used again (a reused local
     candidate): found by its id, or recorded as succeeded when the catalog lost it."""
     catalog = open_catalog()
@@ -59,7 +63,7 @@ def adopt(resolved: ResolvedStack, cloud: str, build_id: str) -> BuildRecord:
         if build is None:
             build = repo.record_build(
                 s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
-                cloud=cloud,
+                cloud=spec.name,
             )  # fmt: skip
             repo.finish_build(s, build, outcome="succeeded")
     return BuildRecord(catalog, build)
@@ -71,7 +75,7 @@ def failed(record: BuildRecord, *, cancelled: bool) -> None:
 
 
 def finish(
-    record: BuildRecord, resolved: ResolvedStack, cloud: str, artifacts: list[Artifact]
+    record: BuildRecord, resolved: ResolvedStack, spec: CloudSpec[Any], artifacts: list[Artifact]
 ) -> list[dict[str, str]]:
     catalog, build = record.catalog, record.build
     images = []
@@ -84,14 +88,14 @@ def finish(
         for a in artifacts:
             # the same artifact again (a reused local candidate, content-addressed) keeps
             # its row and the state it reached
-            row = repo.find_image(s, cloud, a.location, a.id)
+            row = repo.find_image(s, spec.name, a.location, a.id)
             if row is None:
                 row = repo.record_image(
                     s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags
                 )
                 built.append(a)
             images.append({"image_id": a.id, "region": a.location, "state": str(row.state)})
-    provider = get_provider(cloud, provider_options(resolved, cloud))
+    provider = get_provider(spec, provider_options(resolved, spec))
     for a in built:
         image = provider.get_image(a.id, a.location)
         if image is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from imagectl.building import local as local_build
 from imagectl.building import records as build_records
-from imagectl.clouds.registry import cloud_spec
+from imagectl.clouds.spec import CloudSpec
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress
 from imagectl.errors import UserError
@@ -49,7 +49,7 @@ class BuildRequest:
     """What ``imagectl build`` asks for (its options, parsed)."""
 
     stack: str
-    cloud: str
+    spec: CloudSpec[Any]  # the cloud (its name resolved once, by the command)
     var_dir: Path | None = None
     build_id: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
@@ -128,7 +128,7 @@ def check_override_names(extra: dict[str, str], folder: Path, cloud: str) -> Non
 def dry_run(ws: Workspace, request: BuildRequest) -> DryRun:
     """The build's exact Packer command and variables, without running anything."""
     _, resolved = load_resolved(ws.images, request.stack)
-    check_override_names(request.overrides, ws.packer_dir(request.cloud), request.cloud)
+    check_override_names(request.overrides, ws.packer_dir(request.spec.name), request.spec.name)
     note = ""
     try:
         binary: PackerBinary | None = find_packer()
@@ -137,7 +137,7 @@ def dry_run(ws: Workspace, request: BuildRequest) -> DryRun:
         note = f"packer not usable here ({exc.message}); command shown for Packer >= 1.7"
     plan = plan_build(
         resolved,
-        request.cloud,
+        request.spec,
         workspace=ws,
         build_id=request.build_id,
         var_dir=request.var_dir,
@@ -157,8 +157,8 @@ def build_image(
 ) -> BuildOutcome:
     """Build one candidate; the catalog records the build and each artifact as ``built``."""
     _, resolved = load_resolved(ws.images, request.stack)
-    cloud = request.cloud
-    spec = cloud_spec(cloud)
+    spec = request.spec
+    cloud = spec.name
     if (request.reuse or request.inject_fault) and not spec.builds_base_disk:
         raise UserError(
             f"--reuse and --inject-fault are options of the local cloud's build, not {cloud}'s",
@@ -166,17 +166,17 @@ def build_image(
         )
     local_build.check_fault(request.inject_fault)
     check_override_names(request.overrides, ws.packer_dir(cloud), cloud)
-    extra = build_records.endpoint_overrides(cloud, request.overrides)
-    build_records.prepare(resolved, cloud)
+    extra = build_records.endpoint_overrides(spec, request.overrides)
+    build_records.prepare(resolved, spec)
     build_id = check_build_id(request.build_id) if request.build_id else new_build_id()
     if spec.builds_base_disk:
         with Children() as children:
             return _build_local(ws, request, resolved, build_id, children, progress)
-    record = build_records.start(resolved, cloud, build_id, git_commit(ws.root))
+    record = build_records.start(resolved, spec, build_id, git_commit(ws.root))
     try:
         result = run_build(
             resolved,
-            cloud,
+            spec,
             workspace=ws,
             build_id=build_id,
             var_dir=request.var_dir,
@@ -188,7 +188,7 @@ def build_image(
     except BaseException as exc:
         build_records.failed(record, cancelled=_cancelled(exc))
         raise
-    return _finish(record, resolved, cloud, result.artifacts, result.plan.folder, result)
+    return _finish(record, resolved, spec, result.artifacts, result.plan.folder, result)
 
 
 def _cancelled(exc: BaseException) -> bool:
@@ -199,21 +199,21 @@ def _cancelled(exc: BaseException) -> bool:
 def _finish(
     record: build_records.BuildRecord,
     resolved: ResolvedStack,
-    cloud: str,
+    spec: CloudSpec[Any],
     artifacts: list[Artifact],
     folder: Path | None,
     result: BuildResult | None,
     **extra: Any,
 ) -> BuildOutcome:
-    images = build_records.finish(record, resolved, cloud, artifacts)
+    images = build_records.finish(record, resolved, spec, artifacts)
     catalog, build = record.catalog, record.build
     sbom = None
     if folder is not None:
-        sbom = record_build_sbom(catalog, build.id, build.build_id, folder, resolved, cloud)
+        sbom = record_build_sbom(catalog, build.id, build.build_id, folder, resolved, spec.name)
     return BuildOutcome(
         build_id=build.build_id,
         stack=resolved.name,
-        cloud=cloud,
+        cloud=spec.name,
         folder=folder,
         manifest_file=result.plan.manifest_file if result else None,
         duration_s=result.run.duration_s if result else 0.0,
@@ -234,7 +234,7 @@ def _build_local(
 ) -> BuildOutcome:
     """The local cloud: base disk and accelerator, the candidate built (or reused), then
     imported into the registry's build region and recorded like any cloud's artifact."""
-    spec = cloud_spec(request.cloud)
+    spec = request.spec
     region = spec.build_region(spec.settings(resolved.stack))
     shown = progress or local_build.quiet_progress()
     prep = local_build.prepare(
@@ -248,9 +248,9 @@ def _build_local(
             f"candidate of build {candidate.build_id} has the same inputs (pins, base, "
             "template, playbooks, sources); --rebuild builds anyway",
         )
-        record = build_records.adopt(resolved, request.cloud, candidate.build_id)
+        record = build_records.adopt(resolved, spec, candidate.build_id)
     else:
-        record = build_records.start(resolved, request.cloud, build_id, git_commit(ws.root))
+        record = build_records.start(resolved, spec, build_id, git_commit(ws.root))
         try:
             candidate = local_build.build(
                 ws, resolved, prep, build_id=build_id, timeout_s=request.timeout_s,
@@ -264,7 +264,7 @@ def _build_local(
     )
     folder = candidate.build_folder or Path(str(candidate.manifest.get("build_folder") or ""))
     return _finish(
-        record, resolved, request.cloud, [published.artifact],
+        record, resolved, spec, [published.artifact],
         folder if folder.name else None, None,
         reused=candidate.reused, fault=published.fault, details=published.details,
     )  # fmt: skip

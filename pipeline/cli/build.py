@@ -90,10 +90,11 @@ def command(
     # The stage records into the catalog (SQLAlchemy): loaded here so `--help` stays light.
     from imagectl.building import BuildRequest, build_image
     from imagectl.building.stage import parse_overrides
+    from imagectl.clouds.registry import cloud_spec
 
     request = BuildRequest(
         stack=stack_name,
-        cloud=cloud,
+        spec=cloud_spec(cloud),
         var_dir=var_dir,
         build_id=build_id,
         overrides=parse_overrides(overrides),

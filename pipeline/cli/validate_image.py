@@ -136,11 +136,12 @@ def command(
     retries did not clear). Instances are always terminated.
     """
     # The stage pulls in the catalog (SQLAlchemy): loaded here so `--help` stays light.
+    from imagectl.clouds.registry import cloud_spec
     from imagectl.validation.stage import ImageValidationRequest, validate_image
 
     req = ImageValidationRequest(
         image_id=image_id,
-        cloud=cloud,
+        spec=cloud_spec(cloud),
         stack=stack,
         shape=shape,
         hosts=hosts,

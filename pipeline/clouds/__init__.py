@@ -3,7 +3,7 @@
 tag encoding; ``spec.CloudSpec``) and a ``provider`` (``base.Provider``: images,
 instances, promotion over the cloud's SDK).
 
-``registry.cloud_spec(name)`` and ``registry.get_provider(name, options)`` are the
+``registry.cloud_spec(name)`` and ``registry.get_provider(spec, options)`` are the
 entry points; the SDK is imported only by ``get_provider``, so ``imagectl --help`` and
 commands that never touch a cloud never import boto3, google-cloud or azure.
 """

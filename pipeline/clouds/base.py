@@ -13,9 +13,13 @@ from __future__ import annotations
 import datetime as dt
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
+
+if TYPE_CHECKING:
+    from imagectl.clouds.spec import CloudSpec
 
 # Tag / label keys: imagectl.tags (the one place they are spelt).
 
@@ -73,7 +77,9 @@ class QuotaError(Exception):
 
 
 class Provider(ABC):
-    cloud: str
+    # the cloud this provider implements (its CloudSpec), and that spec's name
+    spec: ClassVar[CloudSpec[Any]]
+    cloud: ClassVar[str]
 
     def prepare_build(self) -> None:
         """What must exist in the cloud before Packer runs (Azure: the gallery image

@@ -9,16 +9,16 @@ local emulators set it to 0); endpoints come from the providers' own variables
 
 from __future__ import annotations
 
-from imagectl.clouds.registry import cloud_spec
-from imagectl.clouds.spec import ProviderOptions
+from typing import Any
+
+from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.settings import env_seconds
 from imagectl.stacks.resolve import ResolvedStack
 
 ENV_POLL = "IMAGECTL_CLOUD_POLL_S"
 
 
-def provider_options(resolved: ResolvedStack, cloud: str) -> ProviderOptions:
-    spec = cloud_spec(cloud)
+def provider_options(resolved: ResolvedStack, spec: CloudSpec[Any]) -> ProviderOptions:
     opts = spec.provider_options(spec.settings(resolved.stack))
     value = env_seconds(ENV_POLL)
     return opts.polled(value) if value is not None else opts

@@ -15,7 +15,7 @@ from typing import Any
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.common import is_expired, utcnow
 from imagectl.clouds.options import provider_options
-from imagectl.clouds.registry import get_provider
+from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.stacks import load_resolved
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_STACK
 
@@ -89,13 +89,14 @@ def sweep(
         for cloud in clouds:
             if cloud not in enabled:
                 continue
-            options = provider_options(resolved, cloud)
+            spec = cloud_spec(cloud)
+            options = provider_options(resolved, spec)
             key = (cloud, repr(options))
             if key in seen:
                 continue
             seen.add(key)
             try:
-                provider = get_provider(cloud, options)
+                provider = get_provider(spec, options)
                 results.extend(r.to_dict() for r in reap(provider, dry_run=dry_run))
             except Exception as exc:
                 errors.append(f"{cloud} ({name}): {type(exc).__name__}: {exc}")

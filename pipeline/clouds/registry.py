@@ -36,15 +36,16 @@ def spec_for_builder(builder_type: str) -> CloudSpec[Any] | None:
     return next((s for s in SPECS.values() if s.packer_builder == builder_type), None)
 
 
-def get_provider(cloud: str, options: ProviderOptions | None = None) -> Provider:
+def get_provider(spec: CloudSpec[Any], options: ProviderOptions | None = None) -> Provider:
     """The cloud's Provider, built from its typed options (``CloudSpec.options_type``;
     none: its defaults, enough for the local cloud only); the SDK is imported here, not
-    before (``--help`` stays fast)."""
-    spec = cloud_spec(cloud)
+    before (``--help`` stays fast). A name from the command line or a catalog row becomes
+    a spec once, with ``cloud_spec``."""
     if options is None:
         options = spec.options_type()
     if not isinstance(options, spec.options_type):
-        raise TypeError(f"{cloud} takes {spec.options_type.__name__}, not {type(options).__name__}")
+        wanted, got = spec.options_type.__name__, type(options).__name__
+        raise TypeError(f"{spec.name} takes {wanted}, not {got}")
     module = importlib.import_module(spec.provider_module)
     provider: Provider = module.create_provider(options)
     return provider

@@ -34,12 +34,12 @@ def options_for(resolved: ResolvedStack, cloud: str) -> ProviderOptions:
     """The shared provider options of the stack's cloud (``imagectl.clouds.options``),
     listing the regions the cloud's spec lists instances in (AWS: the build region too)."""
     spec = cloud_spec(cloud)
-    options = provider_options(resolved, cloud)
+    options = provider_options(resolved, spec)
     return options.in_regions(spec.listing_regions(spec.settings(resolved.stack)))
 
 
 def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
-    return guarded(cloud, "connect", get_provider, cloud, options_for(resolved, cloud))
+    return guarded(cloud, "connect", get_provider, cloud_spec(cloud), options_for(resolved, cloud))
 
 
 _PLACEMENT = ("region", "regions", "zone", "subnet_id")
@@ -64,7 +64,7 @@ def fleet_providers(stacks: list[ResolvedStack], cloud: str) -> list[tuple[Provi
         else:
             groups[key] = (options, {resolved.name})
     return [
-        (guarded(cloud, "connect", get_provider, cloud, options), names)
+        (guarded(cloud, "connect", get_provider, cloud_spec(cloud), options), names)
         for options, names in groups.values()
     ]
 

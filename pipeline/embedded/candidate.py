@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.embedded.base import BaseImage
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress, Step
@@ -191,7 +192,7 @@ def build_candidate(
         try:
             result = run_build(
                 resolved,
-                "local",
+                LOCAL,
                 workspace=ws,
                 build_id=build_id,
                 var_dir=folder,

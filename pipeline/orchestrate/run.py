@@ -33,6 +33,7 @@ from imagectl.building import BuildRequest, build_image
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.embedded.procs import Terminated
 from imagectl.embedded.progress import Progress, Step
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
@@ -48,7 +49,7 @@ from imagectl.validation.progress import Reporter
 from imagectl.validation.stage import ImageValidationRequest, validate_image
 from imagectl.validators.receipt import Receipt, load_receipt
 
-CLOUD = "local"
+CLOUD = LOCAL.name
 JUDGED = (ImageState.VALIDATED, ImageState.PROMOTING, ImageState.PROMOTED,
           ImageState.PARTIALLY_PROMOTED)  # fmt: skip
 RETIRED = (ImageState.DEPRECATED, ImageState.DELETED, ImageState.ROLLED_BACK)
@@ -192,7 +193,7 @@ def _pipeline(
     built = build_image(
         ws,
         BuildRequest(
-            stack=resolved.name, cloud=CLOUD, reuse=not opts.rebuild,
+            stack=resolved.name, spec=LOCAL, reuse=not opts.rebuild,
             inject_fault=opts.inject_fault, accel=opts.accel, rebuild_base=opts.rebuild_base,
             timeout_s=opts.build_timeout_s,
         ),
@@ -227,7 +228,7 @@ def _pipeline(
             payload = validate_image(
                 ws,
                 ImageValidationRequest(
-                    image_id=image_id, cloud=CLOUD, stack=resolved.name,
+                    image_id=image_id, spec=LOCAL, stack=resolved.name,
                     reach_timeout_s=opts.boot_timeout_s, receipts_dir=receipts,
                 ),
                 StepReporter(st),

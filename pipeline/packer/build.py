@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.registry import cloud_spec
+from imagectl.clouds.spec import CloudSpec
 from imagectl.errors import UserError
 from imagectl.fsutil import open_lock_file
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
@@ -125,7 +125,7 @@ def git_commit(root: Path) -> str:
 
 def plan_build(
     resolved: ResolvedStack,
-    cloud: str,
+    spec: CloudSpec[Any],
     *,
     workspace: Workspace | None = None,
     build_id: str | None = None,
@@ -140,6 +140,7 @@ def plan_build(
 ) -> BuildPlan:
     """Write the var files and stage the templates; nothing is run."""
     ws = workspace or find_workspace()
+    cloud = spec.name
     enabled = resolved.stack.clouds.enabled()
     if cloud not in enabled:
         raise UserError(
@@ -166,7 +167,7 @@ def plan_build(
         validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
         attestation_trust=json.loads(trust_document(load_trust())),
         manifest_fetch_dir=str(folder / IMAGE_FOLDER),
-        **cloud_spec(cloud).runtime_packer_vars(resolved, folder, local_base_dir),
+        **spec.runtime_packer_vars(resolved, folder, local_base_dir),
     )
     packer = binary or PackerBinary(path="packer", version=PLUGINS_VERSION)
     template_dir = stage_templates(source, folder / "templates", packer)
@@ -244,7 +245,7 @@ def build_validator_wheel(ws: Workspace, dest: Path) -> str:
 
 def run_build(
     resolved: ResolvedStack,
-    cloud: str,
+    spec: CloudSpec[Any],
     *,
     workspace: Workspace | None = None,
     build_id: str | None = None,
@@ -276,7 +277,7 @@ def run_build(
     )
     plan = plan_build(
         resolved,
-        cloud,
+        spec,
         workspace=ws,
         build_id=bid,
         var_dir=folder,

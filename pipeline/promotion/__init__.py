@@ -4,13 +4,13 @@ Python API (the CLI commands ``promote``, ``rollback``, ``deprecate`` and ``bloc
 thin wrappers over these)::
 
     from imagectl.catalog.db import open_catalog
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.promotion import promote, rollback, block_image, apply_retention
     from imagectl.stacks import load_resolved
 
     catalog = open_catalog()
     _, stack = load_resolved(workspace.images, "local")     # ResolvedStack (or a Stack)
-    provider = get_provider("local")                         # registry under <state>/registry
+    provider = get_provider(cloud_spec("local"))             # registry under <state>/registry
     result = promote(catalog, provider, stack, image,        # catalog id, Image or cloud id
                      regions=None,                           # default: the stack's regions
                      force=False, reason=None,               # force needs a reason

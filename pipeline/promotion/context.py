@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from imagectl.clouds.base import Provider
 from imagectl.clouds.options import provider_options
-from imagectl.clouds.registry import get_provider
+from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.errors import UserError
 from imagectl.paths import Workspace
 from imagectl.stacks import load_resolved
@@ -43,7 +43,8 @@ def choose_cloud(stack: Stack, cloud: str | None) -> str:
 def provider_for(resolved: ResolvedStack, cloud: str) -> Provider:
     """The cloud's provider configured from the stack (``clouds.options``)."""
     try:
-        return get_provider(cloud, provider_options(resolved, cloud))
+        spec = cloud_spec(cloud)
+        return get_provider(spec, provider_options(resolved, spec))
     except ModuleNotFoundError as error:
         raise UserError(
             f"the {cloud} provider needs the Python module '{error.name}'",

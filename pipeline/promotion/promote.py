@@ -118,7 +118,7 @@ def promote(
     """
     model, digest = _stack_parts(stack)
     cloud = provider.cloud
-    settings = cloud_spec(cloud).settings(model)
+    settings = provider.spec.settings(model)
     targets = target_regions(model, cloud, regions)
     actor = actor or current_actor()
     if force and not (reason or "").strip():

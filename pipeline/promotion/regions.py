@@ -14,7 +14,6 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
-from imagectl.clouds.registry import cloud_spec
 from imagectl.crashpoints import crash_point
 from imagectl.promotion import records as rec
 from imagectl.promotion.results import Progress, RegionFailed, RegionResult
@@ -56,7 +55,7 @@ class RegionRun:
         # read-modify-write updates would lose regions, so its copy requests go one at a
         # time (they only start replication; the waiting stays parallel).
         self.replicate_lock: threading.Lock | None = (
-            threading.Lock() if cloud_spec(provider.cloud).replicate_serially else None
+            threading.Lock() if provider.spec.replicate_serially else None
         )
 
     @contextlib.contextmanager

@@ -30,7 +30,8 @@ from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
-from imagectl.clouds.registry import cloud_spec, get_provider
+from imagectl.clouds.registry import get_provider
+from imagectl.clouds.spec import CloudSpec
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import Workspace
@@ -54,7 +55,7 @@ class ImageValidationRequest:
     """What ``imagectl validate-image`` asks for (its options, parsed)."""
 
     image_id: str
-    cloud: str
+    spec: CloudSpec[Any]  # the cloud (its name resolved once, by the command)
     stack: str | None = None
     shape: str | None = None
     hosts: int = 1
@@ -79,27 +80,26 @@ def validate_image(
     blocked or inconclusive) as the command prints it. Instances are always terminated."""
     # Local input first: a bad override file is exit 2 before any cloud call.
     override = InventoryOverride.load(req.inventory_override) if req.inventory_override else None
-    stack = req.stack or _stack_of(req.cloud, req.image_id)
+    spec = req.spec
+    stack = req.stack or _stack_of(spec.name, req.image_id)
     if not stack:
         raise UserError(
             f"image {req.image_id} is not in the catalog, so its stack is unknown",
             hint="Pass --stack NAME (the stack it was built from)",
         )
     _, resolved = load_resolved(ws.images, stack)
-    spec = cloud_spec(req.cloud)
     settings = spec.settings(resolved.stack)
     login_user = spec.login_user(settings)
     over_ssh = not (override and override.local)
     if spec.remote and over_ssh and not req.runner_cidr:
         raise UserError(
-            f"validating on {req.cloud} needs the runner's address: the validation hosts "
+            f"validating on {spec.name} needs the runner's address: the validation hosts "
             "admit SSH from --runner-cidr only, and without it they admit nobody (the run "
             "would wait for hosts it can never reach)",
             hint="Pass --runner-cidr <this machine's public address>/32 (or set "
             "IMAGECTL_RUNNER_CIDR); behind NAT, the address the internet sees",
         )
-    options = provider_options(resolved, req.cloud)
-    provider = get_provider(req.cloud, options)
+    provider = get_provider(spec, provider_options(resolved, spec))
     image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
     # every shape the stack validates on (the gate requires a receipt of each), or one
     shapes = [req.shape] if req.shape else list(settings.validation_shapes)
@@ -155,7 +155,7 @@ def _run(
     every shape validated it, else inconclusive."""
     recorder = CatalogRecorder()
     recorder.start(
-        cloud=req.cloud,
+        cloud=provider.cloud,
         region=image.region,
         image_id=image.image_id,
         stack=requests[0].stack,
@@ -188,7 +188,7 @@ def _run(
         attestation = attest_image(recorder.catalog, recorder.image_pk, provider).digest
     return {
         "image_id": image.image_id,
-        "cloud": req.cloud,
+        "cloud": provider.cloud,
         "stack": requests[0].stack,
         "shape": ", ".join(shape for shape, _ in results),
         "state": state,
@@ -264,11 +264,11 @@ def _find_image(
     image = provider.get_image(req.image_id, region)
     if image is None:
         raise UserError(
-            f"image {req.image_id} was not found in {req.cloud} region {region}",
+            f"image {req.image_id} was not found in {provider.cloud} region {region}",
             hint="Check the id with `imagectl status` or the cloud console",
         )
     tagged = image.tags.get(TAG_DIGEST)
-    if tagged and tagged not in (resolved.digest, cloud_spec(req.cloud).tag_value(resolved.digest)):
+    if tagged and tagged not in (resolved.digest, provider.spec.tag_value(resolved.digest)):
         raise UserError(
             f"image {req.image_id} was built from stack digest {tagged[:12]}, but "
             f"{stack} now resolves to {resolved.short_digest}",

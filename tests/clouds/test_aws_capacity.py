@@ -34,13 +34,16 @@ def _reservation(zone: str = "us-east-1b", count: int = 1, block: bool = False) 
 
 def _provider(env: CloudEnv, rid: str, block: bool = False):
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["aws"]["validation_capacity"] = {"reservation_id": rid, "capacity_block": block}
     stack = Stack.model_validate(raw)
-    return get_provider("aws", provider_options(SimpleNamespace(stack=stack, name="s"), "aws"))
+    return get_provider(
+        cloud_spec("aws"),
+        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("aws")),
+    )
 
 
 def _launch(provider, image, zone: str):

@@ -22,13 +22,16 @@ NAME = "/imagectl/h100-training/latest"
 
 def _provider(env: CloudEnv, tier: str):
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["aws"]["ssm_parameter_tier"] = tier
     stack = Stack.model_validate(raw)
-    return get_provider("aws", provider_options(SimpleNamespace(stack=stack, name="s"), "aws"))
+    return get_provider(
+        cloud_spec("aws"),
+        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("aws")),
+    )
 
 
 def _tier() -> str:

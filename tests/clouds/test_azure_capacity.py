@@ -23,14 +23,14 @@ SIZE = "Standard_ND96isr_H100_v5"
 
 def _provider(env: CloudEnv, group: str, zone: str | None):
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": zone}
     stack = Stack.model_validate(raw)
-    opts = provider_options(SimpleNamespace(stack=stack, name="s"), "azure")
-    return get_provider("azure", opts)
+    opts = provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("azure"))
+    return get_provider(cloud_spec("azure"), opts)
 
 
 def _launch(provider, image, location: str):

@@ -18,13 +18,16 @@ pytest_plugins = ["tests.fakes.fixtures"]
 
 def _provider(env: CloudEnv, **gallery: str):
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["azure"]["gallery"].update(gallery)
     stack = Stack.model_validate(raw)
-    return get_provider("azure", provider_options(SimpleNamespace(stack=stack, name="s"), "azure"))
+    return get_provider(
+        cloud_spec("azure"),
+        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("azure")),
+    )
 
 
 def _definition(fake, env: CloudEnv) -> dict:

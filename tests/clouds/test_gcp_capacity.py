@@ -22,13 +22,16 @@ SHAPE = "a3-highgpu-8g"
 
 def _provider(env: CloudEnv, reservation: str, zone: str):
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["gcp"]["validation_capacity"] = {"reservation": reservation, "zone": zone}
     stack = Stack.model_validate(raw)
-    return get_provider("gcp", provider_options(SimpleNamespace(stack=stack, name="s"), "gcp"))
+    return get_provider(
+        cloud_spec("gcp"),
+        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("gcp")),
+    )
 
 
 def _launch(provider, image, zone: str):

@@ -110,10 +110,10 @@ def test_a_misspelt_provider_option_is_an_error_not_ignored() -> None:
     cloud's options are refused by another cloud."""
     from imagectl.clouds.aws.spec import AwsOptions
     from imagectl.clouds.gcp.spec import GcpOptions
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
 
     with pytest.raises(TypeError, match="regoin"):
         AwsOptions(regoin="us-east-1")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="takes AwsOptions, not GcpOptions"):
-        get_provider("aws", GcpOptions(project="p"))
+        get_provider(cloud_spec("aws"), GcpOptions(project="p"))
     assert AwsOptions(region="us-east-1").polled(0.5).poll_interval_s == 0.5

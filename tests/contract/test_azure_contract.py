@@ -82,7 +82,7 @@ def _variant(env: CloudEnv, *, security_type: str, group: str):
     from types import SimpleNamespace
 
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     raw = env.resolved.stack.model_dump(mode="json")
@@ -90,8 +90,8 @@ def _variant(env: CloudEnv, *, security_type: str, group: str):
     raw["clouds"]["azure"]["gallery"]["image_definition"] = "h100-training-tl"  # a new one
     raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": "1"}
     stack = Stack.model_validate(raw)
-    opts = provider_options(SimpleNamespace(stack=stack, name="s"), "azure")
-    return get_provider("azure", opts)
+    opts = provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("azure"))
+    return get_provider(cloud_spec("azure"), opts)
 
 
 def test_compute_requests_and_responses_follow_the_arm_models(azure_fake) -> None:

@@ -135,9 +135,11 @@ class CloudEnv:
 
     def provider(self) -> Any:
         from imagectl.clouds.options import provider_options
-        from imagectl.clouds.registry import get_provider
+        from imagectl.clouds.registry import cloud_spec, get_provider
 
-        return get_provider(self.cloud, provider_options(self.resolved, self.cloud))
+        return get_provider(
+            cloud_spec(self.cloud), provider_options(self.resolved, cloud_spec(self.cloud))
+        )
 
     def tags(self) -> dict[str, str]:
         return {"imagectl:stack": self.resolved.name, "imagectl:stack-digest": self.resolved.digest}

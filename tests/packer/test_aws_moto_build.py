@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.packer.build import run_build
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import find_workspace
@@ -92,7 +93,7 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
     events: list[PackerEvent] = []
     result = run_build(
         resolved,
-        "aws",
+        cloud_spec("aws"),
         workspace=ws,
         var_dir=tmp_path / "build",
         overrides={

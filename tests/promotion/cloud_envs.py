@@ -119,7 +119,7 @@ def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
     from botocore.awsrequest import AWSResponse
 
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
 
     failing: set[str] = set()
     providers: list[Any] = []
@@ -138,9 +138,10 @@ def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
         return None
 
     def make_provider() -> Any:
-        opts = provider_options(resolved, "aws")
+        opts = provider_options(resolved, cloud_spec("aws"))
         provider = get_provider(
-            "aws", replace(opts, endpoint_url=endpoint, poll_interval_s=0.01, max_attempts=2)
+            cloud_spec("aws"),
+            replace(opts, endpoint_url=endpoint, poll_interval_s=0.01, max_attempts=2),
         )
         for region in provider.regions:
             provider.clients.ec2(region).meta.events.register(
@@ -193,14 +194,14 @@ def aws_env(resolved: Any, catalog: Any, endpoint: str) -> CloudEnv:
 # -- Google Cloud (local Compute REST fake) -------------------------------------------------
 def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
 
     faults: dict[str, Any] = {}
 
     def make_provider() -> Any:
-        opts = provider_options(resolved, "gcp")
+        opts = provider_options(resolved, cloud_spec("gcp"))
         return get_provider(
-            "gcp",
+            cloud_spec("gcp"),
             replace(
                 opts,
                 project=fake.project,
@@ -260,15 +261,15 @@ def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
 # -- Azure (local ARM fake) --------------------------------------------------------------
 def azure_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
 
     settings = resolved.stack.clouds.azure
     g = settings.gallery
 
     def make_provider() -> Any:
-        opts = provider_options(resolved, "azure")
+        opts = provider_options(resolved, cloud_spec("azure"))
         return get_provider(
-            "azure",
+            cloud_spec("azure"),
             replace(
                 opts,
                 subscription_id=fake.subscription,

@@ -140,7 +140,7 @@ def test_copies_use_the_stack_kms_key_of_each_region_and_time_bound_copy(cloud_a
     from types import SimpleNamespace
 
     from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import get_provider
+    from imagectl.clouds.registry import cloud_spec, get_provider
     from imagectl.stacks.schema import Stack
 
     env = cloud_aws
@@ -148,8 +148,8 @@ def test_copies_use_the_stack_kms_key_of_each_region_and_time_bound_copy(cloud_a
     raw = env.resolved.stack.model_dump(mode="json")
     raw["clouds"]["aws"].update(kms_key_ids={"eu-west-1": key}, time_bound_copy_minutes=60)
     stack = Stack.model_validate(raw)
-    opts = provider_options(SimpleNamespace(stack=stack, name=stack.name), "aws")
-    provider = get_provider("aws", replace(opts, endpoint_url=env.endpoint))
+    opts = provider_options(SimpleNamespace(stack=stack, name=stack.name), cloud_spec("aws"))
+    provider = get_provider(cloud_spec("aws"), replace(opts, endpoint_url=env.endpoint))
     img = env.seed()
     source = provider.get_image(img.cloud_image_id, "us-east-1")
     plain = provider.replicate(source, "us-west-2", token="imagectl-" + "c" * 40)

@@ -11,7 +11,7 @@ from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
-from imagectl.clouds.aws.spec import AwsOptions, region_of
+from imagectl.clouds.aws.spec import SPEC, AwsOptions, region_of
 from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import (
@@ -35,7 +35,8 @@ def _user_data(ssh_public_key: str | None) -> str:
 
 
 class AwsProvider(AwsPromotion, Provider):
-    cloud = "aws"
+    spec = SPEC
+    cloud = SPEC.name
 
     def __init__(self, options: AwsOptions) -> None:
         home = (

@@ -14,7 +14,7 @@ from imagectl.clouds.azure.definition import ensure_definition
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
-from imagectl.clouds.azure.spec import AzureOptions
+from imagectl.clouds.azure.spec import SPEC, AzureOptions
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.errors import CloudError, UserError
@@ -22,7 +22,8 @@ from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STA
 
 
 class AzureProvider(AzurePromotion, Provider):
-    cloud = "azure"
+    spec = SPEC
+    cloud = SPEC.name
 
     def __init__(self, options: AzureOptions) -> None:
         self.login_user = options.login_user  # osProfile.adminUsername (the spec's login_user)

@@ -13,7 +13,7 @@ from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
-from imagectl.clouds.gcp.spec import GcpOptions
+from imagectl.clouds.gcp.spec import SPEC, GcpOptions
 from imagectl.errors import UserError
 from imagectl.tags import (
     TAG_DIGEST,
@@ -31,7 +31,8 @@ FIREWALL_MARK = "imagectl validation instance"
 
 
 class GcpProvider(GcpPromotion, Provider):
-    cloud = "gcp"
+    spec = SPEC
+    cloud = SPEC.name
 
     def __init__(self, options: GcpOptions) -> None:
         self.login_user = options.login_user  # metadata ssh-keys USER (the spec's login_user)

@@ -57,7 +57,7 @@ from typing import Any
 from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.clouds.common import NotReachable
 from imagectl.clouds.local import vms
-from imagectl.clouds.local.spec import LocalOptions
+from imagectl.clouds.local.spec import SPEC, LocalOptions
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
@@ -148,7 +148,8 @@ def parse_fail(raw: str | dict[str, str] | None) -> dict[str, str]:
 
 
 class LocalProvider(Provider):
-    cloud = "local"
+    spec = SPEC
+    cloud = SPEC.name
     poll_interval_s = 0.05  # how often promotion polls replica_status
 
     def __init__(self, options: LocalOptions | None = None) -> None:
