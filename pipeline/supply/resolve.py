@@ -1,0 +1,138 @@
+"""Resolve requirements to exact wheels for each target Python, with pip's own resolver.
+
+``pip install --dry-run --report`` picks the versions and names each wheel with its
+sha256 (the index's hash; hashed here for a file:// index that gives none). pip judges
+wheel tags and Requires-Python for the target, but evaluates environment markers for the
+Python it runs on (``pytest``'s ``exceptiongroup; python_version < "3.11"`` would be left
+out for 3.10 by a 3.11 controller), so the closure is walked again here from each
+distribution's Requires-Dist with the target's markers: what is missing is added as a
+root and resolved again; what the target does not need is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from imagectl.errors import UserError
+
+PYPI = "https://pypi.org/simple"
+
+
+def target_environment(python: str) -> dict[str, str]:
+    """PEP 508 marker values of a CPython ``python`` on x86_64 Linux."""
+    return {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "implementation_name": "cpython",
+        "implementation_version": f"{python}.0",
+        "platform_python_implementation": "CPython",
+        "platform_machine": "x86_64",
+        "platform_system": "Linux",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "extra": "",
+    }
+
+
+def isolated_pip_env() -> dict[str, str]:
+    """pip without this machine's configuration (find-links, constraints, extra
+    indexes): a lock depends only on the index it names."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def pip_report(
+    roots: Iterable[str], *, python: str, platforms: Iterable[str], index_url: str
+) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="imagectl-lock-") as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [
+            sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+            "--quiet", "--report", str(report), "--only-binary=:all:",
+            "--python-version", python, "--implementation", "cp",
+            *[arg for p in platforms for arg in ("--platform", p)], "--platform", "any",
+            "--index-url", index_url, *roots,
+        ]  # fmt: skip
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, check=False, env=isolated_pip_env()
+        )
+        if proc.returncode != 0:
+            raise UserError(
+                f"resolving {' '.join(roots)} for Python {python} failed: "
+                f"{proc.stderr.strip()[-600:]}",
+                hint="The lock is made from the package index; check the index and ranges",
+            )
+        items: list[dict[str, Any]] = json.loads(report.read_text())["install"]
+        return items
+
+
+def _sha256(item: Mapping[str, Any]) -> str:
+    info = item["download_info"]
+    hashes = info.get("archive_info", {}).get("hashes", {})
+    if "sha256" in hashes:
+        return str(hashes["sha256"])
+    url = urlparse(info["url"])
+    if url.scheme == "file":
+        return hashlib.sha256(Path(unquote(url.path)).read_bytes()).hexdigest()
+    raise UserError(f"the index gave no sha256 for {info['url']}")
+
+
+def _closure(
+    roots: Iterable[str], items: Mapping[str, Mapping[str, Any]], env: Mapping[str, str]
+) -> tuple[set[str], list[str]]:
+    """(names the target needs that pip resolved, requirements it needs that pip left out)."""
+    needed: set[str] = set()
+    missing: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    todo = [Requirement(r) for r in roots]
+    while todo:
+        req = todo.pop()
+        extras = sorted(req.extras) or [""]
+        if req.marker is not None and not req.marker.evaluate(dict(env)):
+            continue
+        name = canonicalize_name(req.name)
+        item = items.get(name)
+        if item is None:
+            missing.append(str(Requirement(f"{req.name}{req.specifier}")))
+            continue
+        needed.add(name)
+        for extra in extras:
+            if (name, extra) in seen:
+                continue
+            seen.add((name, extra))
+            for dep in item["metadata"].get("requires_dist", []) or []:
+                dreq = Requirement(dep)
+                if dreq.marker is None or dreq.marker.evaluate({**env, "extra": extra}):
+                    dreq.marker = None
+                    todo.append(dreq)
+    return needed, missing
+
+
+def resolve(
+    requirements: Iterable[str], *, python: str, platforms: Iterable[str], index_url: str
+) -> dict[str, tuple[str, str]]:
+    """{canonical name: (version, sha256)} of every wheel ``python`` needs."""
+    roots = list(requirements)
+    env = target_environment(python)
+    for _ in range(8):
+        report = pip_report(roots, python=python, platforms=platforms, index_url=index_url)
+        items = {canonicalize_name(i["metadata"]["name"]): i for i in report}
+        needed, missing = _closure(requirements, items, env)
+        if not missing:
+            return {n: (str(items[n]["metadata"]["version"]), _sha256(items[n])) for n in needed}
+        roots += [m for m in missing if m not in roots]
+    raise UserError(f"resolving for Python {python} did not settle: still missing {missing}")
