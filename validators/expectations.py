@@ -166,7 +166,7 @@ def from_file(path: Path) -> Expectations:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise UserError(
-            f"{path}: {loc}: {first['msg']}",
+            f"{'standard input' if str(path) == '-' else path}: {loc}: {first['msg']}",
             hint="Expectations are described by imagectl/validators/schema/expect.schema.json",
         ) from exc
     if expect.origin == "none":

@@ -8,6 +8,7 @@ CLI, never a traceback.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,14 @@ def _bounded_int(text: str) -> int:
 
 
 def read_json(path: Path, kind: str, hint: str) -> Any:
-    """The parsed JSON of ``path``, a ``kind`` document ("receipt", "snapshot", ...)."""
+    """The parsed JSON of ``path``, a ``kind`` document ("receipt", "snapshot", ...);
+    ``-`` is the standard input (how a controller hands a host its expectations)."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+        if str(path) == "-":
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        else:
+            with path.open("rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise UserError(f"cannot read {kind} {path}: {exc.strerror}", hint=hint) from exc
     if len(data) > MAX_BYTES:

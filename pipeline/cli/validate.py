@@ -23,8 +23,9 @@ from imagectl.errors import UserError
 @click.option(
     "--expect",
     "expect_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Expectations from a JSON file (default: /etc/imagectl/expect.json if present).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Expectations from a JSON file, - for standard input (default: "
+    "/etc/imagectl/expect.json if present).",
 )
 @click.option("--shape", help="The machine shape (images/catalog/shapes.yaml).")
 @click.option(

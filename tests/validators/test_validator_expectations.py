@@ -71,3 +71,39 @@ def test_quick_profile_on_a_replay_skips_part_two_with_the_reason() -> None:
     assert "replay" in by_id["compute.smoke"].message
     assert by_id["gpu.pcie.link_under_load"].outcome.value == "skip"
     assert r.verdict == "pass"
+
+
+def test_expectations_on_standard_input_judge_the_replay_and_the_receipt_is_the_output(
+    tmp_path,
+) -> None:
+    """How playbooks/validate.yml hands a host its expectations (``--expect -``) and takes
+    its receipt back (``--json`` on standard output): one module run, no file on the host.
+    A GPU count the snapshot does not have must fail, so the input was really read."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    snaps = Path(__file__).resolve().parents[1] / "snapshots"
+    expect = json.loads((snaps / "expect" / "l4-1x.json").read_text())
+    imagectl = str(Path(sys.executable).parent / "imagectl")
+    args = [imagectl, "validate", "--profile", "boot", "--expect", "-", "--json",
+            "--replay", str(snaps / "healthy" / "l4-1x.json")]  # fmt: skip
+
+    def run(doc: dict) -> tuple[int, dict, str]:
+        proc = subprocess.run(args, input=json.dumps(doc), capture_output=True, text=True,
+                              timeout=120, check=False)  # fmt: skip
+        return (
+            proc.returncode,
+            (json.loads(proc.stdout) if proc.stdout.strip() else {}),
+            proc.stderr,
+        )
+
+    code, receipt, err = run(expect)
+    assert code == 0, err
+    assert receipt["verdict"] == "pass" and receipt["expectations"]["gpu_count"] == 1
+    code, receipt, err = run({**expect, "gpu_count": 8})
+    assert code == 1 and receipt["verdict"] == "fail", err
+    proc = subprocess.run(args, input="{not json", capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 2 and "not valid JSON" in proc.stderr and proc.stdout == ""
