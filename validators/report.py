@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from imagectl.fsutil import atomic_write
+from imagectl.safetext import cell, markup
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import Action, CheckResult, Outcome
 
@@ -68,7 +70,7 @@ def _action(c: CheckResult) -> str:
 
 
 def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) -> None:
-    table = Table(title=f"imagectl validate --profile {receipt.profile}", show_lines=False)
+    table = Table(title=cell(f"imagectl validate --profile {receipt.profile}"), show_lines=False)
     wide = getattr(console, "width", 80) >= 120
     cols = ["check", "gpu", "outcome", "measured", "expected", "action", "time", "message"]
     if not wide:  # narrow terminals: what and what to do; --json has the rest
@@ -84,15 +86,15 @@ def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) ->
         )
     for c, gpus, total_s in _grouped(receipt.checks, show_passed):
         unit = f" {c.unit}" if c.unit and c.measured is not None else ""
-        cells = {
-            "check": c.id,
-            "gpu": gpus,
-            "outcome": f"[{_STYLE[c.outcome]}]{c.outcome.value}[/]",
-            "measured": _fmt(c.measured) + unit,
-            "expected": _fmt(c.expected),
-            "action": _action(c),
-            "time": f"{total_s * 1000:.0f} ms",
-            "message": c.message,
+        cells = {  # what the host wrote is shown literally (imagectl.safetext)
+            "check": cell(c.id),
+            "gpu": cell(gpus),
+            "outcome": Text(c.outcome.value, style=_STYLE[c.outcome]),
+            "measured": cell(_fmt(c.measured) + unit),
+            "expected": cell(_fmt(c.expected)),
+            "action": cell(_action(c)),
+            "time": cell(f"{total_s * 1000:.0f} ms"),
+            "message": cell(c.message),
         }
         table.add_row(*(cells[col] for col in cols))
     if table.row_count:
@@ -105,7 +107,7 @@ def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) ->
     console.print(
         f"[{style}]verdict: {receipt.verdict.upper()}[/]  worst action: "
         f"{receipt.worst_action.value}  ({counts})  "
-        f"image: {receipt.image_id or '?'}  stack: {receipt.stack or '?'}  "
+        f"image: {markup(receipt.image_id or '?')}  stack: {markup(receipt.stack or '?')}  "
         f"{receipt.duration_s:.2f} s"
     )
 

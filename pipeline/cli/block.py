@@ -1,12 +1,14 @@
 """``imagectl block IMAGE --reason "..."``: the image can never be promoted without
-``--force``. Exit 0 when blocked (or already), 2 for an unknown image or a state that
-cannot be blocked (a promoted image: roll it back first)."""
+``--force``. An attested or promoted image is revoked (``imagectl revoke``): a promoted
+one rolled back first, a signed revocation published, and not even ``--force`` promotes
+it. Exit 0 when blocked (or already), 2 for an unknown image, a state that cannot be
+blocked, or a promoted image with no signer for its revocation."""
 
 from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import cloud_option, console, emit_json, json_option
+from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
 
 
 @click.command("block")
@@ -14,18 +16,25 @@ from imagectl.cli.common import cloud_option, console, emit_json, json_option
 @click.option("--reason", required=True, help="Why (recorded and shown by the gate).")
 @cloud_option("Cloud, when the image id exists on several.")
 @json_option
-def command(image: str, reason: str, cloud: str | None, as_json: bool) -> None:
+@click.pass_context
+def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_json: bool) -> None:
     """Block IMAGE (catalog id or cloud id) from promotion."""
     from imagectl.catalog.db import open_catalog
-    from imagectl.promotion import block_image
+    from imagectl.promotion import block_image, resolve_image
+    from imagectl.promotion.context import load_stack_for, provider_for
+    from imagectl.safetext import markup
 
     catalog = open_catalog()
     try:
-        img = block_image(catalog, image, reason=reason, cloud=cloud)
+        with catalog.transaction() as s:
+            row = resolve_image(s, image, cloud=cloud)
+            stack_name, cloud_name = row.stack, row.cloud
+        provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
+        img = block_image(catalog, image, reason=reason, cloud=cloud, provider=provider)
         label, state, why = img.label, img.state, img.blocked_reason
     finally:
         catalog.close()
     if as_json:
         emit_json({"image": label, "state": state, "reason": why})
         return
-    console().print(f"[red]blocked[/] {label}: {why}")
+    console().print(f"[red]blocked[/] {markup(label)}: {markup(why)}")

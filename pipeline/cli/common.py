@@ -124,8 +124,10 @@ def workspace(ctx: click.Context) -> Workspace:
 def _print_error(message: str) -> None:
     from rich.text import Text
 
+    from imagectl.safetext import plain
+
     text = Text("error: ", style="bold red")
-    text.append(message)
+    text.append(plain(message))  # may quote what a host or an operator wrote
     console(stderr=True).print(text)
 
 

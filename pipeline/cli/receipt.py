@@ -39,6 +39,7 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
     """What changed from receipt A to receipt B. Exit 1 if anything changed."""
     from rich.table import Table
 
+    from imagectl.safetext import cell, cells
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import diff_receipts
 
@@ -48,12 +49,12 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
     else:
         out = console()
         for k, v in d["header"].items():
-            out.print(f"{k}: {v['a']} -> {v['b']}")
-        table = Table(title=f"{a} -> {b}")
+            out.print(cell(f"{k}: {v['a']} -> {v['b']}"))
+        table = Table(title=cell(f"{a} -> {b}"))
         for col in ("check", "gpu", "A", "B"):
             table.add_column(col)
 
-        def cell(x: dict | None) -> str:
+        def shown(x: dict | None) -> str:
             if x is None:
                 return "(absent)"
             act = "" if x["action"] == "NONE" else f" {x['action']}"
@@ -61,7 +62,7 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
 
         for c in d["checks"]:
             table.add_row(
-                c["id"], "" if c["gpu"] is None else str(c["gpu"]), cell(c["a"]), cell(c["b"])
+                *cells(c["id"], "" if c["gpu"] is None else c["gpu"], shown(c["a"]), shown(c["b"]))
             )
         out.print(table if d["checks"] else "no check changed")
     return 1 if d["header"] or d["checks"] else 0

@@ -87,20 +87,25 @@ def _more(out: Any, hidden: int, what: str) -> None:
 def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     from rich.table import Table
 
+    from imagectl.safetext import cell, cells, markup
+
     out = console()
-    out.print(f"[dim]catalog: {database}[/]")
+    out.print(f"[dim]catalog: {markup(database)}[/]")
     for entry in stacks:
         out.print()
-        out.print(f"[bold]{entry['stack']}[/] on [bold]{entry['cloud']}[/]")
+        out.print(f"[bold]{markup(entry['stack'])}[/] on [bold]{markup(entry['cloud'])}[/]")
         required = entry.get("validation_shapes")
         if required:
-            out.print(f"  validation shapes: {', '.join(required)}", soft_wrap=True)
+            out.print(cell(f"  validation shapes: {', '.join(required)}"), soft_wrap=True)
         flip = entry.get("unfinished_flip")
         if flip:
             out.print(
-                f"  [red]pointer flip of promotion {flip['promotion']} ({flip['image']}) "
-                f"unfinished[/]: moved in {', '.join(flip['done']) or 'no region'}, not yet in "
-                f"{', '.join(flip['pending'])}. Finish: {flip['finish']}; undo: {flip['undo']}",
+                f"  [red]pointer flip of promotion {flip['promotion']} "
+                f"({markup(flip['image'])}) unfinished[/]: "
+                + markup(
+                    f"moved in {', '.join(flip['done']) or 'no region'}, not yet in "
+                    f"{', '.join(flip['pending'])}. Finish: {flip['finish']}; undo: {flip['undo']}"
+                ),
                 soft_wrap=True,
             )
         if entry["current"]:
@@ -110,12 +115,14 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             for row in entry["current"]:
                 prev = row["previous"]
                 table.add_row(
-                    row["region"],
-                    row["image"]["cloud_image_id"],
-                    _state(row["image"]),
-                    _shapes_cell(row["image"], required),
-                    _short(row["updated_at"]),
-                    prev["cloud_image_id"] if prev else "-",
+                    *cells(
+                        row["region"],
+                        row["image"]["cloud_image_id"],
+                        _state(row["image"]),
+                        _shapes_cell(row["image"], required),
+                        _short(row["updated_at"]),
+                        prev["cloud_image_id"] if prev else "-",
+                    )
                 )
             out.print(table)
         else:
@@ -126,12 +133,14 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                 table.add_column(col)
             for img in entry["candidates"][:limit]:
                 table.add_row(
-                    img["cloud_image_id"],
-                    img["region"],
-                    _state(img),
-                    _shapes_cell(img, required),
-                    img["build_id"] or "-",
-                    _short(img["created_at"]),
+                    *cells(
+                        img["cloud_image_id"],
+                        img["region"],
+                        _state(img),
+                        _shapes_cell(img, required),
+                        img["build_id"] or "-",
+                        _short(img["created_at"]),
+                    )
                 )
             out.print(table)
             _more(out, len(entry["candidates"]) - limit, "candidates")
@@ -141,11 +150,13 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                 table.add_column(col)
             for img in entry["blocked"][:limit]:
                 table.add_row(
-                    img["cloud_image_id"],
-                    img["region"],
-                    _shapes_cell(img, required),
-                    _short(img["state_changed_at"]),
-                    img["reason"] or "-",
+                    *cells(
+                        img["cloud_image_id"],
+                        img["region"],
+                        _shapes_cell(img, required),
+                        _short(img["state_changed_at"]),
+                        img["reason"] or "-",
+                    ),
                     style="red",
                 )
             out.print(table)
@@ -155,7 +166,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             for col in ("time", "actor", "kind", "message"):
                 table.add_column(col)
             for ev in entry["events"]:
-                table.add_row(_short(ev["at"]), ev["actor"], ev["kind"], ev["message"])
+                table.add_row(*cells(_short(ev["at"]), ev["actor"], ev["kind"], ev["message"]))
             out.print(table)
 
 
@@ -213,9 +224,13 @@ def command(
         emit_json({"database": catalog.url, "stacks": stacks})
         return
     if not stacks:
+        from imagectl.safetext import cell
+
         scope = " ".join(f for f in (f"for stack {stack}" if stack else "",
                                      f"on cloud {cloud}" if cloud else "") if f)  # fmt: skip
-        console().print(f"no images yet{' ' + scope if scope else ''} (catalog: {catalog.url})")
+        console().print(
+            cell(f"no images yet{' ' + scope if scope else ''} (catalog: {catalog.url})")
+        )
         return
     _render(stacks, catalog.url, limit)
 

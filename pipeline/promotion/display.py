@@ -9,6 +9,8 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
+from imagectl.safetext import cell, cells
+
 
 class RegionProgress:
     """A ``progress(region, step, detail)`` callback that renders what each region does.
@@ -33,7 +35,7 @@ class RegionProgress:
         now = time.monotonic()
         for region, (step, detail, _since) in self.rows.items():
             style = {"done": "green", "failed": "red"}.get(step, "")
-            table.add_row(region, step, detail, f"{now - self.started:.1f} s", style=style)
+            table.add_row(*cells(region, step, detail, f"{now - self.started:.1f} s"), style=style)
         return table
 
     def __enter__(self) -> RegionProgress:
@@ -57,4 +59,4 @@ class RegionProgress:
             self.rows[region] = (step, detail, time.monotonic())
             if self.live is None and (old is None or old[0] != step):
                 t = time.monotonic() - self.started
-                self.console.print(f"[{t:6.1f} s] {region}: {step} {detail}".rstrip())
+                self.console.print(cell(f"[{t:6.1f} s] {region}: {step} {detail}".rstrip()))

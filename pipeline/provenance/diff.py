@@ -19,6 +19,7 @@ from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image
 from imagectl.errors import UserError
 from imagectl.provenance.inventory import Inventory, parse_inventory
+from imagectl.safetext import md_cell, plain
 from imagectl.tags import TAG_SOURCE_IMAGE
 
 SECTIONS = ("pinned", "packages", "python")
@@ -115,24 +116,29 @@ def _summary(d: ImageDiff) -> str:
 
 
 def render_text(d: ImageDiff) -> str:
-    lines = [f"{d.before} -> {d.after}: {_summary(d)}"]
+    """For a terminal: the images' names and packages without control sequences."""
+    lines = [f"{plain(d.before)} -> {plain(d.after)}: {_summary(d)}"]
     for section in SECTIONS:
         mine = [c for c in d.changes if c.section == section]
         if not mine:
             continue
         lines.append(f"{SECTION_TITLES[section]}:")
         for c in mine:
+            name, old, new = (plain(x).replace("\n", " ") for x in (c.name, c.old, c.new))
             if c.kind == "changed":
-                lines.append(f"  ~ {c.name} {c.old} -> {c.new}")
+                lines.append(f"  ~ {name} {old} -> {new}")
             elif c.kind == "added":
-                lines.append(f"  + {c.name} {c.new}")
+                lines.append(f"  + {name} {new}")
             else:
-                lines.append(f"  - {c.name} {c.old}")
+                lines.append(f"  - {name} {old}")
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(d: ImageDiff) -> str:
-    out = [f"### imagectl diff\n\n`{d.before}` → `{d.after}`: {_summary(d)}\n"]
+    """A pull-request comment. What the images reported (names, versions) and their labels
+    are inert code spans (``imagectl.safetext.md_cell``): no heading, link, image, HTML,
+    mention or reference can come from a host."""
+    out = [f"### imagectl diff\n\n{md_cell(d.before)} → {md_cell(d.after)}: {_summary(d)}\n"]
     for section in SECTIONS:
         mine = [c for c in d.changes if c.section == section]
         if not mine:
@@ -141,7 +147,7 @@ def render_markdown(d: ImageDiff) -> str:
             f"\n**{SECTION_TITLES[section]}**\n\n| | name | before | after |\n|---|---|---|---|"
         )
         for c in mine:
-            out.append(f"| {c.kind} | `{c.name}` | {c.old or ''} | {c.new or ''} |")
+            out.append(f"| {c.kind} | {md_cell(c.name)} | {md_cell(c.old)} | {md_cell(c.new)} |")
     return "\n".join(out) + "\n"
 
 

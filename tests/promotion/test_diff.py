@@ -41,8 +41,10 @@ def real_inventory() -> dict:
     return json.loads(out)
 
 
-def _with_sbom(world, tmp_path: Path, inventory: dict, held: list[str], name: str):
-    image = world.validated()
+def _with_sbom(
+    world, tmp_path: Path, inventory: dict, held: list[str], name: str, *, attest: bool = True
+):
+    image = world.validated(attest=attest)
     folder = tmp_path / name
     (folder / "image").mkdir(parents=True)
     (folder / "image" / "inventory.json").write_text(json.dumps(inventory))
@@ -79,7 +81,7 @@ def test_one_changed_pin_is_exactly_the_diff(env, cli, tmp_path, real_inventory)
     assert [c["name"] for c in body["changes"]] == [pinned]
 
     md = cli("diff", str(first.id), str(second.id), "--format", "markdown")
-    assert f"| changed | `{pinned}` | {old_version} | {old_version}+imagectl1 |" in md.out
+    assert f"| changed | `{pinned}` | `{old_version}` | `{old_version}+imagectl1` |" in md.out
 
 
 def test_pins_come_first_and_every_kind_is_named(env, cli, tmp_path, real_inventory) -> None:
@@ -107,3 +109,70 @@ def test_an_image_without_an_sbom_is_bad_input(env, cli, tmp_path, real_inventor
     r = cli("diff", str(with_sbom.id), str(without.id))
     assert r.code == 2 and "has no SBOM" in r.err
     assert cli("diff", "--stack", "local").code == 2  # nothing promoted to compare with
+
+
+# What a compromised image could report as package names and versions: Markdown that
+# renders (headings, links, images, HTML, mentions, references, emphasis), the pipe and
+# backticks that break a table, and terminal control sequences (OSC 52 clipboard write,
+# BEL, erase-line, an 8-bit CSI, a bidi override).
+HOSTILE = [
+    ("# heading", "1.0"),
+    ("[click](https://evil.example/x)", "![img](https://evil.example/p.png)"),
+    ("<script>alert(1)</script>", "@acme/security-team"),
+    ("a|b", "`tick` ``two``"),
+    ("*em* _em_ \\escaped", "#1234 :rocket: www.evil.example"),
+    ("clip\x1b]52;c;ZXZpbA==\x07board", "bell\x07\x1b[2K\r\x9b31mred\u202etxt"),
+    ("multi\nline", "x)\n# injected heading"),
+]
+
+
+def _hostile_inventory(base: dict) -> dict:
+    inv = json.loads(json.dumps(base))
+    for name, version in HOSTILE:
+        inv["dpkg"].append(
+            {"name": name, "version": version, "source": "s", "source_version": "1",
+             "arch": "amd64"}
+        )  # fmt: skip
+    return inv
+
+
+def test_hostile_names_render_inert_in_markdown_and_the_terminal(
+    env, cli, tmp_path, real_inventory
+) -> None:
+    from markdown_it import MarkdownIt
+
+    first = _with_sbom(env, tmp_path, real_inventory, [], "clean", attest=False)
+    hostile = _hostile_inventory(real_inventory)
+    second = _with_sbom(env, tmp_path, hostile, [], "hostile", attest=False)
+
+    md = cli("diff", str(first.id), str(second.id), "--format", "markdown")
+    assert md.code == 0, md.err
+    html = MarkdownIt("commonmark").enable("table").render(md.out)
+    # one heading (ours), no link, image or HTML from the host
+    assert html.count("<h") - html.count("<hr") == 1 and "<h3>" in html
+    for tag in ("<a ", "<img", "<script", "<em>", "<strong>imagectl"):
+        assert tag not in html, tag
+    # each hostile value is one whole code span in a four-cell row (GitHub links no
+    # mention, reference or emoji inside code)
+    rows = [r for r in html.split("<tr>") if "<td>added</td>" in r]
+    assert len(rows) == len(HOSTILE)
+    for row in rows:
+        assert row.count("<td>") == 4, row
+    shown = {  # what each value reads as (sequences removed, HTML-escaped by the renderer)
+        "clip\x1b]52;c;ZXZpbA==\x07board": "clipboard",
+        "bell\x07\x1b[2K\r\x9b31mred\u202etxt": "bellredtxt",
+        "multi\nline": "multi␤line",
+        "x)\n# injected heading": "x)␤# injected heading",
+        "<script>alert(1)</script>": "&lt;script&gt;alert(1)&lt;/script&gt;",
+    }
+    for name, version in HOSTILE:
+        for value in (name, version):
+            assert f"<code>{shown.get(value, value)}</code>" in html, value
+    for control in ("\x1b", "\x07", "\x9b", "\r", "\u202e"):
+        assert control not in md.out
+
+    text = cli("diff", str(first.id), str(second.id))
+    assert text.code == 0, text.err
+    for control in ("\x1b", "\x07", "\x9b", "\r", "\u202e"):
+        assert control not in text.out
+    assert "+ clipboard " in text.out  # the OSC 52 string removed whole, the name kept
