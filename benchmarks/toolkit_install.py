@@ -1,7 +1,8 @@
 """What the validator's GPU toolkit (torch + its CUDA wheels) adds to an image, measured.
 
 Installs the stack's pinned toolkit from an offline wheelhouse into a fresh venv, the way
-the validator role does (``pip install --no-index --find-links``), and prints the
+the validator role does (``pip install --no-index --find-links``, and in ``--short`` mode
+``--require-hashes -r requirements.lock`` from the build's own wheelhouse), and prints the
 wheelhouse size, the installed size, the install time, and both against the validator
 venv without the toolkit.
 
@@ -101,14 +102,29 @@ def simple_index(root: Path, wheel: Path) -> str:
 def short_wheelhouse(resolved, tmp: Path, payload_mb: int) -> tuple[Path, float]:
     """The build's wheelhouse (``ensure_toolkit_wheelhouse``) from a local index serving
     the stand-in, unpacked as the validator role unpacks it; and the time to make it."""
-    from imagectl.toolkit import INDEX_ENV, ensure_toolkit_wheelhouse, toolkit_pin
+    from imagectl.supply.lock import LockSpec, toolkit_requirement, write_lock
+    from imagectl.toolkit import (
+        INDEX_ENV,
+        PLATFORMS,
+        ensure_toolkit_wheelhouse,
+        target_python,
+        toolkit_pin,
+    )
 
     pin = toolkit_pin(resolved)
     assert pin is not None
-    wheel = stand_in_wheel(tmp / "dist", pin.torch, pin.cuda, payload_mb)
+    wheel = stand_in_wheel(tmp / "dist", f"{pin.torch}+{pin.variant}", pin.cuda, payload_mb)
     os.environ[INDEX_ENV] = simple_index(tmp / "index", wheel)
+    lock = write_lock(  # the stand-in's lock, made as python -m imagectl.supply.lock makes one
+        LockSpec(
+            path=tmp / "toolkit.lock", title="stand-in", command="benchmark",
+            requirements=(toolkit_requirement(pin.torch, pin.variant),),
+            index_url=os.environ[INDEX_ENV], pythons=(target_python(resolved),),
+            platforms=PLATFORMS,
+        )
+    )  # fmt: skip
     started = time.perf_counter()
-    tarball = ensure_toolkit_wheelhouse(resolved, folder=tmp / "cache")
+    tarball = ensure_toolkit_wheelhouse(resolved, folder=tmp / "cache", lock=lock)
     seconds = time.perf_counter() - started
     wheelhouse = tmp / "toolkit"
     with tarfile.open(tarball) as tar:
@@ -151,7 +167,11 @@ def main() -> None:
         bare = du(venv)
         core = None if args.short else pip(venv, *CORE)
         validator = du(venv)
-        seconds = pip(venv, "--no-index", "--find-links", str(wheelhouse), pin.requirement)
+        if args.short:  # the build's wheelhouse carries its lock: install as the role does
+            locked = ("--require-hashes", "-r", str(wheelhouse / "requirements.lock"))
+        else:
+            locked = (pin.requirement,)
+        seconds = pip(venv, "--no-index", "--find-links", str(wheelhouse), *locked)
         with_toolkit = du(venv)
         wheels = du(wheelhouse)
     added = with_toolkit - validator

@@ -2,9 +2,11 @@
 
 A GPU stack pins ``validation.toolkit`` (torch + CUDA variant, images/compat/toolkits.yaml).
 The build downloads those wheels once, on the controller, for the image's distribution
-Python (binary wheels only), checks that the torch wheel really is the pinned CUDA variant,
-and hands one tarball to the validator role, which installs it offline (``--no-index``)
-into the image's validator venv. Cached under the state folder by what goes into it.
+Python (binary wheels only), exactly as the toolkit's lock pins them (sha256 per wheel,
+``imagectl.supply``; a cached tarball is checked again before reuse), checks that the
+torch wheel really is the pinned CUDA variant, and hands one tarball (the wheels and their
+lock) to the validator role, which installs it offline (``--no-index --require-hashes``)
+into the image's validator venv.
 
 ``IMAGECTL_TOOLKIT_INDEX_URL`` replaces PyTorch's own index (a mirror in an air-gapped
 CI, or a local PEP 503 index in tests).
@@ -12,19 +14,19 @@ CI, or a local PEP 503 index in tests).
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
 import sys
 import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from imagectl.compat.data import load_compat
 from imagectl.errors import UserError
 from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.supply.wheelhouse import ensure_wheelhouse
 from imagectl.validators.compute.readiness import torch_cuda_of
 
 INDEX_ENV = "IMAGECTL_TOOLKIT_INDEX_URL"
@@ -83,55 +85,53 @@ def download_command(pin: ToolkitPin, dest: Path, *, python: str) -> list[str]:
     ]  # fmt: skip
 
 
-def wheel_cuda(wheel: Path) -> str | None:
+def wheel_cuda(wheel: Path | IO[bytes]) -> str | None:
     """The CUDA version a torch wheel was built for (its torch/version.py), None for cpu."""
     with zipfile.ZipFile(wheel) as zf:
         return torch_cuda_of(zf.read("torch/version.py").decode("utf-8", "replace"))
 
 
-def ensure_toolkit_wheelhouse(resolved: ResolvedStack, *, folder: Path | None = None) -> Path:
-    """``<state>/wheelhouse/toolkit/<key>.tar``: the pinned toolkit's wheels, checked."""
+def ensure_toolkit_wheelhouse(
+    resolved: ResolvedStack, *, folder: Path | None = None, lock: Path | None = None
+) -> Path:
+    """``<state>/wheelhouse/toolkit/<key>.tar``: the pinned toolkit's wheels, exactly as its
+    lock pins them (``images/compat/locks/torch-<release>-<variant>.lock``, sha256 per
+    wheel; ``imagectl.supply``), with that lock, the torch wheel checked for its variant."""
+    from imagectl.supply.lock import toolkit_lock_path
+    from imagectl.supply.lockfile import load
+
     pin = toolkit_pin(resolved)
     if pin is None:
         raise UserError("the stack pins no validation.toolkit: there is no toolkit to install")
     python = target_python(resolved)
-    key = hashlib.sha256(
-        "\n".join([pin.requirement, pin.variant, pin.index_url, python, *PLATFORMS]).encode()
-    ).hexdigest()[:16]
-    folder = folder or state_dir() / "wheelhouse" / "toolkit"
-    tarball = folder / f"{key}.tar"
-    if tarball.is_file():
-        return tarball
-    wheels = folder / key
-    wheels.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PIP_CONSTRAINT="", PIP_FIND_LINKS="", PIP_EXTRA_INDEX_URL="")
-    cmd = download_command(pin, wheels, python=python)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
-    if proc.returncode != 0:
+    lock_path = lock or toolkit_lock_path(pin.torch, pin.variant)
+    entry = load(lock_path).entry("torch")
+    if entry is None or entry.version.split("+")[0] != pin.torch:
         raise UserError(
-            f"downloading the validator toolkit {pin.requirement} ({pin.variant}) from "
-            f"{pin.index_url} failed: {proc.stderr.strip()[-600:]}",
-            hint=f"The build needs that index (or a mirror in ${INDEX_ENV})",
+            f"the lock pins torch {entry.version if entry else 'nothing'}, but the stack "
+            f"pins {pin.requirement} ({pin.variant})",
+            where=str(lock_path),
+            hint="Regenerate it: python -m imagectl.supply.lock toolkit",
         )
-    torch_wheels = sorted(wheels.glob("torch-*.whl"))
-    if not torch_wheels:
-        raise UserError(f"{pin.index_url} served no torch wheel for {pin.requirement}")
-    built_for = wheel_cuda(torch_wheels[-1])
+    tarball = ensure_wheelhouse(
+        lock_path,
+        python=python,
+        platforms=PLATFORMS,
+        folder=folder or state_dir() / "wheelhouse" / "toolkit",
+        index_url=pin.index_url,
+        what=f"validator toolkit {pin.requirement} ({pin.variant})",
+    )
+    with tarfile.open(tarball) as tar:
+        member = next(m for m in tar.getmembers() if m.name.startswith("torch-"))
+        built_for = wheel_cuda(tar.extractfile(member))  # type: ignore[arg-type]
     if built_for != pin.cuda:
+        tarball.unlink()
         raise UserError(
-            f"{pin.index_url} served {torch_wheels[-1].name}, built for CUDA "
+            f"{lock_path} pins {member.name}, built for CUDA "
             f"{built_for or 'none (cpu)'}, but the stack pins the {pin.variant} variant "
             f"(CUDA {pin.cuda})",
             where="validation.toolkit",
-            hint="Point the index at the variant's own (https://download.pytorch.org/whl/"
-            f"{pin.variant}) or a mirror of it",
+            hint="Regenerate the lock from the variant's own index (https://download.pytorch"
+            f".org/whl/{pin.variant}) or a mirror of it: python -m imagectl.supply.lock toolkit",
         )
-    partial = tarball.with_suffix(".partial")
-    try:
-        with tarfile.open(partial, "w") as tar:
-            for whl in sorted(wheels.glob("*.whl")):
-                tar.add(whl, arcname=whl.name)
-        os.replace(partial, tarball)
-    finally:
-        partial.unlink(missing_ok=True)
     return tarball

@@ -39,7 +39,7 @@ from imagectl.packer.machine_readable import PackerEvent
 from imagectl.packer.manifest import Artifact
 from imagectl.packer.runner import PackerCancelled
 from imagectl.paths import Workspace
-from imagectl.provenance.record import record_build_sbom
+from imagectl.provenance.record import record_build_sbom, record_manifest_digest
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 
@@ -209,6 +209,7 @@ def _finish(
     catalog, build = record.catalog, record.build
     sbom = None
     if folder is not None:
+        record_manifest_digest(catalog, build.id, folder)
         sbom = record_build_sbom(catalog, build.id, build.build_id, folder, resolved, spec.name)
     return BuildOutcome(
         build_id=build.build_id,

@@ -14,7 +14,6 @@ import datetime as dt
 import fcntl
 import hashlib
 import importlib.util
-import json
 import os
 import re
 import secrets
@@ -38,7 +37,7 @@ from imagectl.packer.templates import stage_templates
 from imagectl.packer.variables import write_var_files
 from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.provenance.inventory import IMAGE_FOLDER
-from imagectl.provenance.keys import load_trust, trust_document
+from imagectl.provenance.keys import image_trust
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.toolkit import ensure_toolkit_wheelhouse
 
@@ -165,7 +164,8 @@ def plan_build(
         validator_wheel=validator_wheel,
         validator_wheelhouse=validator_wheelhouse,
         validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
-        attestation_trust=json.loads(trust_document(load_trust())),
+        attestation_trust=image_trust(ws),
+        manifest_nonce=secrets.token_hex(16),
         manifest_fetch_dir=str(folder / IMAGE_FOLDER),
         **spec.runtime_packer_vars(resolved, folder, local_base_dir),
     )

@@ -2,18 +2,22 @@
 
 The manifest role fetched the image's inventory and manifest into ``<build
 folder>/image/``; ``record_build_sbom`` renders ``<build folder>/sbom.cdx.json`` and
-stores it with the inventory and the held (pinned) packages for ``imagectl diff``. A
-build that ran no provisioning (``--skip-provisioning``, a test build) has no inventory
-and gets no SBOM: it returns None.
+stores it with the inventory and the held (pinned) packages for ``imagectl diff``;
+``record_manifest_digest`` stores the sha256 of the fetched manifest on the build: the
+digest the attestation names (never a host's report). A build that ran no provisioning
+(``--skip-provisioning``, a test build) has no inventory and gets no SBOM: it returns
+None.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
+from imagectl.catalog.models import Build
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.provenance.inventory import IMAGE_FOLDER, INVENTORY_FILE, load_inventory
@@ -34,6 +38,19 @@ def _held(manifest_file: Path) -> list[str]:
         ) from None
     held = doc.get("held") if isinstance(doc, dict) else None
     return sorted(str(h) for h in held) if isinstance(held, list) else []
+
+
+def record_manifest_digest(catalog: Catalog, build_pk: int, folder: Path) -> str | None:
+    """The sha256 of ``<build folder>/image/manifest.json`` as fetched, on the build row."""
+    try:
+        digest = hashlib.sha256((folder / IMAGE_FOLDER / "manifest.json").read_bytes()).hexdigest()
+    except OSError:
+        return None  # no provisioning ran: the image has no manifest to attest
+    with catalog.transaction() as s:
+        build = s.get(Build, build_pk)
+        if build is not None:
+            build.manifest_sha256 = digest
+    return digest
 
 
 def record_build_sbom(

@@ -31,6 +31,7 @@ from imagectl.errors import UserError
 from imagectl.supply.lockfile import Lock, load
 
 LOCK_NAME = "requirements.lock"
+HASH_MISMATCH = "THESE PACKAGES DO NOT MATCH THE HASHES"  # pip's words
 
 
 class WheelhouseMismatch(UserError):
@@ -156,9 +157,12 @@ def ensure_wheelhouse(
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         if proc.returncode != 0:
             cached = f" (the cached wheelhouse was refused: {refused})" if refused else ""
+            told = proc.stderr.strip()[-600:]
+            if HASH_MISMATCH in proc.stderr and HASH_MISMATCH not in told:
+                told = f"{HASH_MISMATCH}: ... {told}"
             raise UserError(
                 f"downloading the {what} pinned in {lock_path} for Python {python} "
-                f"failed{cached}: {proc.stderr.strip()[-600:]}",
+                f"failed{cached}: {told}",
                 hint="The build needs the package index (or a mirror of it); a hash "
                 "mismatch means the index served other bytes than the lock pins",
             )

@@ -1,6 +1,7 @@
 """The validator toolkit's wheelhouse, made on the controller by the real ``pip download``
 against a package index: here a PEP 503 index on disk (``IMAGECTL_TOOLKIT_INDEX_URL``)
-serving wheels laid out like torch's, so no multi-GB download happens in the suite."""
+serving wheels laid out like torch's, so no multi-GB download happens in the suite. The
+toolkit's lock is made from that index by the real lock command (``make_lock``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,29 @@ from imagectl.errors import UserError
 from imagectl.packer.variables import ansible_vars
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
-from imagectl.toolkit import INDEX_ENV, ensure_toolkit_wheelhouse, target_python, toolkit_pin
+from imagectl.supply.lock import LockSpec, toolkit_requirement, write_lock
+from imagectl.toolkit import (
+    INDEX_ENV,
+    PLATFORMS,
+    ensure_toolkit_wheelhouse,
+    target_python,
+    toolkit_pin,
+)
 from tests.support import fake_torch_wheel, simple_index
+
+
+def _lock(tmp_path, url: str, torch: str = "2.9.1", variant: str = "cu128"):
+    """The toolkit's lock as python -m imagectl.supply.lock toolkit makes it (Python 3.10)."""
+    spec = LockSpec(
+        path=tmp_path / f"torch-{torch}-{variant}.lock",
+        title=f"torch {torch} ({variant})",
+        command="test",
+        requirements=(toolkit_requirement(torch, variant),),
+        index_url=url,
+        pythons=("3.10",),
+        platforms=PLATFORMS,
+    )
+    return write_lock(spec)
 
 
 @pytest.fixture()
@@ -37,34 +59,51 @@ def test_pin_and_python_come_from_the_stack(h100, monkeypatch) -> None:
 def test_wheelhouse_holds_the_pinned_variant_and_is_cached(h100, tmp_path, monkeypatch) -> None:
     url = simple_index(tmp_path / "index", [fake_torch_wheel(tmp_path / "w")])
     monkeypatch.setenv(INDEX_ENV, url)
-    tarball = ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+    lock = _lock(tmp_path, url)
+    tarball = ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache", lock=lock)
     with tarfile.open(tarball) as tar:
-        assert tar.getnames() == ["torch-2.9.1+cu128-py3-none-any.whl"]
+        assert tar.getnames() == ["requirements.lock", "torch-2.9.1+cu128-py3-none-any.whl"]
     assert not list((tmp_path / "cache").glob("*.partial"))
     (tmp_path / "index" / "torch" / "index.html").unlink()  # the index is gone: the cache serves
-    assert ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache") == tarball
+    assert ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache", lock=lock) == tarball
 
 
 def test_a_wheel_of_another_cuda_variant_is_refused(h100, tmp_path, monkeypatch) -> None:
-    wheel = fake_torch_wheel(tmp_path / "w", version="2.9.1+cu126", cuda="12.6")
-    monkeypatch.setenv(INDEX_ENV, simple_index(tmp_path / "index", [wheel]))
+    """A wheel named +cu128 whose torch/version.py says CUDA 12.6 (a mislabelled build)."""
+    wheel = fake_torch_wheel(tmp_path / "w", version="2.9.1+cu128", cuda="12.6")
+    url = simple_index(tmp_path / "index", [wheel])
+    monkeypatch.setenv(INDEX_ENV, url)
     with pytest.raises(UserError, match=r"built for CUDA 12.6, but the stack pins the cu128"):
-        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache", lock=_lock(tmp_path, url))
     assert not list((tmp_path / "cache").glob("*.tar"))
 
 
 def test_a_cpu_build_is_refused(h100, tmp_path, monkeypatch) -> None:
-    wheel = fake_torch_wheel(tmp_path / "w", version="2.9.1+cpu", cuda=None)
-    monkeypatch.setenv(INDEX_ENV, simple_index(tmp_path / "index", [wheel]))
+    wheel = fake_torch_wheel(tmp_path / "w", version="2.9.1+cu128", cuda=None)
+    url = simple_index(tmp_path / "index", [wheel])
+    monkeypatch.setenv(INDEX_ENV, url)
     with pytest.raises(UserError, match=r"built for CUDA none \(cpu\)"):
-        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache", lock=_lock(tmp_path, url))
 
 
 def test_an_index_without_the_release_is_a_clear_error(h100, tmp_path, monkeypatch) -> None:
-    wheel = fake_torch_wheel(tmp_path / "w", version="2.8.0+cu128")
+    lock = _lock(tmp_path, simple_index(tmp_path / "good", [fake_torch_wheel(tmp_path / "w")]))
+    wheel = fake_torch_wheel(tmp_path / "old", version="2.8.0+cu128")
     monkeypatch.setenv(INDEX_ENV, simple_index(tmp_path / "index", [wheel]))
     with pytest.raises(UserError, match=r"downloading the validator toolkit torch==2.9.1"):
-        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache")
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache", lock=lock)
+
+
+def test_a_toolkit_without_a_lock_is_not_built(h100, tmp_path) -> None:
+    with pytest.raises(UserError, match=r"no lock file at .*torch-2.9.1-cu128.lock"):
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path, lock=tmp_path / "torch-2.9.1-cu128.lock")
+
+
+def test_a_lock_of_another_release_is_refused(h100, tmp_path) -> None:
+    wheel = fake_torch_wheel(tmp_path / "w", version="2.8.0+cu128")
+    lock = _lock(tmp_path, simple_index(tmp_path / "index", [wheel]), torch="2.8.0")
+    with pytest.raises(UserError, match=r"the lock pins torch 2.8.0\+cu128, but the stack pins"):
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path / "cache", lock=lock)
 
 
 def test_stacks_without_a_toolkit_have_none(tmp_path) -> None:
