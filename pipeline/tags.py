@@ -33,6 +33,8 @@ TAG_REPLACEMENT = "imagectl:replacement"
 # provenance: the signed attestation of the image's validation (imagectl.provenance);
 # sha256-<hex> of its DSSE envelope (a GCP label keeps the first 56 hex digits)
 TAG_ATTESTATION = "imagectl:attestation"
+# its signed revocation (imagectl revoke): sha256-<hex> of the revocation's envelope
+TAG_REVOKED = "imagectl:revoked"
 
 # the tags every candidate artifact carries (imagectl.packer.variables.artifact_tags),
 # written in each cloud's encoding by its CloudSpec.tags

@@ -83,8 +83,25 @@ def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
     monkeypatch.delenv("IMAGECTL_ATTESTATION_SIGNER", raising=False)
-    monkeypatch.delenv("IMAGECTL_ATTESTATION_TRUST", raising=False)
+    # The state folder's signing key, made as `imagectl attest --new-key` makes it, and
+    # trusted explicitly (verifiers trust only a named file or the repository's anchor).
+    monkeypatch.setenv("IMAGECTL_ATTESTATION_TRUST", str(_state_key(state)))
     return state
+
+
+def _state_key(state: Path) -> Path:
+    from securesystemslib.signer import CryptoSigner
+
+    from imagectl.provenance.keys import trust_document
+
+    keys = state / "keys"
+    keys.mkdir(mode=0o700)
+    signer = CryptoSigner.generate_ed25519()
+    (keys / "attestation.pub.json").write_text(trust_document([signer.public_key]))
+    pem = keys / "attestation.pem"
+    pem.touch(mode=0o600)
+    pem.write_bytes(signer.private_bytes)
+    return keys / "attestation.pub.json"
 
 
 @dataclass

@@ -65,7 +65,7 @@ TRANSITIONS: dict[ImageState, frozenset[ImageState]] = {
     S.PROMOTING: frozenset({S.PROMOTED, S.PARTIALLY_PROMOTED, S.VALIDATED, S.INCONCLUSIVE}),
     S.PARTIALLY_PROMOTED: frozenset({S.PROMOTING, S.ROLLED_BACK, S.DEPRECATED}),
     S.PROMOTED: frozenset({S.ROLLED_BACK, S.DEPRECATED}),
-    S.ROLLED_BACK: frozenset({S.DEPRECATED, S.DELETED}),
+    S.ROLLED_BACK: frozenset({S.DEPRECATED, S.DELETED, S.BLOCKED}),  # BLOCKED: revoked
     S.BLOCKED: frozenset({S.DELETED}),
     S.DEPRECATED: frozenset({S.DELETED}),
     S.DELETED: frozenset(),

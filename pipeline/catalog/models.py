@@ -101,6 +101,8 @@ class Build(Base):
     git_commit: Mapped[str | None] = mapped_column(String(64))
     packer_manifest: Mapped[dict[str, Any] | None]
     artifact_id: Mapped[str | None] = mapped_column(String(512))
+    # sha256 of /etc/imagectl/manifest.json as the build fetched it (the attested one)
+    manifest_sha256: Mapped[str | None] = mapped_column(String(64))
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
     # running | succeeded | failed | cancelled
@@ -273,6 +275,25 @@ class Attestation(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     image_id: Mapped[int] = mapped_column(ForeignKey("images.id"), index=True)
     digest: Mapped[str] = mapped_column(String(80), unique=True)  # sha256-<hex>
+    keyid: Mapped[str] = mapped_column(String(128))
+    envelope: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    image: Mapped[Image] = relationship()
+
+
+class Revocation(Base):
+    """A signed revocation of an image's attestation (``imagectl revoke``, or ``block``
+    of an attested image): the DSSE envelope as signed, its digest (the image's
+    ``imagectl:revoked`` tag), the attestation it revokes and why."""
+
+    __tablename__ = "revocations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    image_id: Mapped[int] = mapped_column(ForeignKey("images.id"), index=True)
+    digest: Mapped[str] = mapped_column(String(80), unique=True)  # sha256-<hex>
+    attestation: Mapped[str | None] = mapped_column(String(80))  # the revoked envelope's
+    reason: Mapped[str] = mapped_column(Text)
     keyid: Mapped[str] = mapped_column(String(128))
     envelope: Mapped[dict[str, Any]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

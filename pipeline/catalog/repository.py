@@ -62,6 +62,7 @@ from imagectl.catalog.models import (
     Pointer,
     PointerFlip,
     Promotion,
+    Revocation,
     Sbom,
     ValidationRun,
     utcnow,
@@ -654,6 +655,50 @@ def latest_attestation(session: Session, image: Image | int) -> Attestation | No
     return session.scalars(
         query.order_by(Attestation.created_at.desc(), Attestation.id.desc())
     ).first()
+
+
+def stack_attestations(session: Session, stack: str, cloud: str) -> list[Attestation]:
+    """Every attestation of the stack's images on ``cloud``, newest first (a promoted
+    copy's is found by what its envelope names, never by the copy's tags)."""
+    query = (
+        select(Attestation)
+        .join(Image, Attestation.image_id == Image.id)
+        .where(Image.stack == stack, Image.cloud == cloud)
+        .order_by(Attestation.created_at.desc(), Attestation.id.desc())
+    )
+    return list(session.scalars(query))
+
+
+def record_revocation(
+    session: Session,
+    image: Image | int,
+    *,
+    digest: str,
+    attestation: str | None,
+    reason: str,
+    keyid: str,
+    envelope: dict[str, Any],
+) -> Revocation:
+    """Store a signed revocation of ``image`` (``imagectl.provenance.revoke``)."""
+    row = Revocation(
+        image=image_row(session, image),
+        digest=digest,
+        attestation=attestation,
+        reason=reason,
+        keyid=keyid,
+        envelope=envelope,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def revocations(session: Session, stack: str | None = None) -> list[Revocation]:
+    """Every recorded revocation (of ``stack``'s images), newest first."""
+    query = select(Revocation).join(Image, Revocation.image_id == Image.id)
+    if stack:
+        query = query.where(Image.stack == stack)
+    return list(session.scalars(query.order_by(Revocation.id.desc())))
 
 
 def events(

@@ -30,7 +30,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),
     "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
     "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
-    "block": ("imagectl.cli.block", "Block an image from promotion."),
+    "block": ("imagectl.cli.block", "Block an image from promotion (revoke it once attested)."),
+    "revoke": (
+        "imagectl.cli.revoke",
+        "Publish a signed revocation of an image (rolled back first when promoted).",
+    ),
     "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
     "validate-image": (

@@ -1,9 +1,14 @@
 """``imagectl attest IMAGE``: sign a validated image's attestation again.
 
 A validation that decides ``validated`` signs one itself; this command is for when that
-signing failed (a KMS outage) or the signing key was rotated. It signs what the catalog's
-newest receipts say, with ``$IMAGECTL_ATTESTATION_SIGNER`` (default: the state folder's
-key), records it and tags the image."""
+signing failed (a KMS outage, no signer configured) or the signing key was rotated. It
+signs what the catalog's newest receipts say, with ``$IMAGECTL_ATTESTATION_SIGNER``
+(default: the state folder's key), records it and tags the image.
+
+It is the only command that creates a key: with no signer configured and no local key,
+it makes the state folder's ed25519 key (``keys/attestation.pem``, 0600). ``--new-key``
+does only that, and prints the public key as a trust file (to enroll, reviewed, in the
+repository's ``keys/attestation-trust.json``, or to name with ``--trust``)."""
 
 from __future__ import annotations
 
@@ -17,18 +22,41 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.errors import UserError
 
 
 @click.command("attest")
-@click.argument("image")
+@click.argument("image", required=False)
 @stack_option("Scope a cloud image id to this stack.")
 @cloud_option("Scope a cloud image id to this cloud.")
+@click.option(
+    "--new-key",
+    is_flag=True,
+    help="Create the state folder's signing key (when no signer is configured and none "
+    "exists) and print its public key as a trust file.",
+)
 @json_option
 @click.pass_context
 def command(
-    ctx: click.Context, image: str, stack: str | None, cloud: str | None, as_json: bool
+    ctx: click.Context,
+    image: str | None,
+    stack: str | None,
+    cloud: str | None,
+    new_key: bool,
+    as_json: bool,
 ) -> None:
     """Sign and record IMAGE's validation attestation (catalog id or cloud image id)."""
+    import os
+
+    from imagectl.provenance.keys import ENV_SIGNER, ensure_local_key, load_signer, trust_document
+
+    if not os.environ.get(ENV_SIGNER, "").strip():
+        ensure_local_key()  # the one command that makes a key
+    if new_key:
+        click.echo(trust_document([load_signer()[1]]), nl=False)
+        return
+    if not image:
+        raise UserError("name the IMAGE to attest", hint="Or --new-key to only create the key")
     from imagectl.catalog.db import open_catalog
     from imagectl.promotion import resolve_image
     from imagectl.promotion.context import load_stack_for, provider_for
@@ -50,5 +78,6 @@ def command(
         )  # fmt: skip
         return
     console().print(
-        f"attested: {attested.digest} signed by key {attested.keyid[:16]} ({attested.path})"
+        f"attested: {attested.digest} signed by key {attested.keyid[:16]} ({attested.path})",
+        markup=False,
     )

@@ -2,9 +2,13 @@
 
 Run by the boot unit before validation when the image was built with
 ``validator_require_attestation`` (playbooks/roles/validator): exit 0 when the envelope is
-signed by a key of the image's trust file, for this image's manifest, with verdict pass;
-exit 1 (the unit fails, the node is not ready) otherwise; exit 2 when a file is missing
-or unreadable. Uses only the validator's own package (``validators.attestation``)."""
+signed by a key of the image's trust file, names the image this instance booted from
+(the cloud's instance metadata: AWS IMDSv2 ``ami-id``, Google Cloud ``instance/image``,
+Azure IMDS ``storageProfile/imageReference`` id, the local cloud's QEMU fw_cfg
+``opt/imagectl/image_id``) and this image's manifest, holds together (verdict pass and
+every receipt passed), and no trusted revocation beside it names it; exit 1 (the unit
+fails, the node is not ready) otherwise; exit 2 when a file is missing, empty or not
+what it should be. Uses only the validator's own package (``validators.attestation``)."""
 
 from __future__ import annotations
 
@@ -16,47 +20,81 @@ from imagectl.cli.common import console, emit_json, json_option
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.validators.attestation import BadAttestationInput, verify_node
 
+_FILE = click.Path(path_type=Path, dir_okay=False)
+
 
 @click.command("verify-node")
 @click.option(
     "--envelope",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=_FILE,
     default=Path("/etc/imagectl/attestation.dsse.json"),
     show_default=True,
     help="The image's attestation (DSSE envelope), placed by the deploy system.",
 )
 @click.option(
     "--trust",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=_FILE,
     default=Path("/etc/imagectl/attestation-trust.json"),
     show_default=True,
     help="The public keys trusted to sign (written into the image at build time).",
 )
 @click.option(
     "--manifest",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=_FILE,
     default=Path("/etc/imagectl/manifest.json"),
     show_default=True,
     help="This image's manifest: its sha256 must be the attested one.",
 )
+@click.option(
+    "--revocations",
+    type=_FILE,
+    default=Path("/etc/imagectl/attestation-revocations.json"),
+    show_default=True,
+    help="Revocations placed by the deploy system (`imagectl verify --export-revocations`); "
+    "absent: none known.",
+)
+@click.option(
+    "--image-id",
+    help="The image this node booted from (default: the cloud's instance metadata).",
+)
 @json_option
-def command(envelope: Path, trust: Path, manifest: Path, as_json: bool) -> int:
+def command(
+    envelope: Path,
+    trust: Path,
+    manifest: Path,
+    revocations: Path,
+    image_id: str | None,
+    as_json: bool,
+) -> int:
     """Refuse (exit 1) unless this node's image carries a valid signed attestation."""
+    cloud = None
+    if not image_id:
+        from imagectl.validators.host.metadata import booted_image
+
+        found = booted_image()
+        image_id, cloud = found.get("image_id"), found.get("cloud")
     try:
-        reasons = verify_node(envelope, trust, manifest)
+        reasons = verify_node(
+            envelope, trust, manifest, image_id=image_id, cloud=cloud,
+            revocations_file=revocations,
+        )  # fmt: skip
     except BadAttestationInput as exc:
         raise UserError(
             str(exc),
             hint="Place the image's attestation on the node (`imagectl verify IMAGE "
-            "--export-envelope`), or build without validator_require_attestation",
+            "--export-envelope`); the trust file is written at build time from the "
+            "repository's keys/attestation-trust.json",
         ) from None
     if as_json:
-        emit_json({"valid": not reasons, "reasons": reasons, "envelope": str(envelope)})
+        emit_json(
+            {"valid": not reasons, "reasons": reasons, "envelope": str(envelope),
+             "image_id": image_id}
+        )  # fmt: skip
     elif reasons:
         out = console()
         out.print("[red]not attested[/]: this node's image fails its attestation")
         for reason in reasons:
-            out.print(f"  - {reason}", soft_wrap=True)
+            out.print(f"  - {reason}", soft_wrap=True, markup=False)
     else:
-        console().print(f"[green]attested[/]: {envelope} holds for {manifest}")
+        console().print(f"attested: {envelope} holds for {manifest} ({image_id})", markup=False)
     return EXIT_OK if not reasons else EXIT_FAILED

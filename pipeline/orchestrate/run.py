@@ -24,6 +24,7 @@ a validated or promoted one goes on to promotion (idempotent).
 from __future__ import annotations
 
 import json
+import os
 import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,7 +42,13 @@ from imagectl.packer.build import new_build_id
 from imagectl.paths import Workspace, state_dir
 from imagectl.promotion import promote
 from imagectl.promotion.context import provider_for
-from imagectl.provenance.keys import load_trust
+from imagectl.provenance.keys import (
+    ENV_SIGNER,
+    ENV_TRUST,
+    ensure_local_key,
+    load_signer,
+    load_trust,
+)
 from imagectl.provenance.verify import verify_image
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
@@ -189,6 +196,7 @@ def _pipeline(
     result: RunResult,
 ) -> None:
     catalog = open_catalog()
+    trusted = run_trust()
     # 1. build (or reuse) the candidate, imported into the first region, recorded -------
     built = build_image(
         ws,
@@ -259,7 +267,7 @@ def _pipeline(
             row = repo.find_image(s, CLOUD, image["region"], image_id)
             assert row is not None  # the build stage recorded it
             image_pk = row.id
-            check = verify_image(s, row, load_trust())
+            check = verify_image(s, row, trusted)
         if not check.valid:
             raise UserError(f"the attestation does not verify: {check.reasons[0]}")
         result.attestation = result.attestation or check.digest
@@ -272,8 +280,14 @@ def _pipeline(
         def on_region(region: str, step: str, detail: str = "") -> None:
             st.note(f"{region}: {step} {detail}".strip())
 
-        promo = promote(catalog, provider, resolved, image_pk, regions=regions, progress=on_region)
+        promo = promote(
+            catalog, provider, resolved, image_pk, regions=regions, progress=on_region,
+            trusted=trusted,
+        )  # fmt: skip
         result.promotion_state = promo.state
+        with catalog.transaction() as s:  # signed again by the promotion, naming the copies
+            newest = repo.latest_attestation(s, image_pk)
+            result.attestation = newest.digest if newest is not None else result.attestation
         result.regions_reached = sorted(r for r, rr in promo.regions.items() if rr.state == "done")
         if promo.state == "already_promoted":  # nothing copied: the pointers already name it
             result.regions_reached = [
@@ -283,6 +297,18 @@ def _pipeline(
     result.outcome = "promoted" if promo.state in ("promoted", "already_promoted") else "failed"
     if result.outcome != "promoted":
         result.error = f"promotion ended {promo.state}"
+
+
+def run_trust() -> list[Any]:
+    """The keys the local run signs with and trusts. Without a configured signer the run
+    creates the state folder's key itself, explicitly (the local demonstration: the one
+    place besides ``imagectl attest`` that makes a key), and trusts exactly it; with
+    ``$IMAGECTL_ATTESTATION_TRUST`` set it trusts that file, as every verifier does."""
+    if not os.environ.get(ENV_SIGNER, "").strip():
+        ensure_local_key()
+    if os.environ.get(ENV_TRUST, "").strip():
+        return load_trust()
+    return [load_signer()[1]]
 
 
 def _blocked_reason(catalog: Catalog, image_id: str, region: str) -> str:

@@ -112,6 +112,8 @@ def ansible_vars(
     validator_toolkit_wheelhouse: str = "",
     validator_attestation_trust: dict[str, Any] | None = None,
     manifest_fetch_dir: str = "",
+    build_id: str = "",
+    manifest_nonce: str = "",
 ) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
@@ -122,7 +124,8 @@ def ansible_vars(
     ``validator_attestation_trust`` the public keys the image trusts to sign its
     attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``;
     ``manifest_fetch_dir`` the build folder the manifest role fetches the image's
-    manifest and inventory back to (the SBOM's input).
+    manifest and inventory back to (the SBOM's input); ``build_id`` and
+    ``manifest_nonce`` go into the image manifest (unique per build).
     """
     s = r.stack
     n = s.nvidia
@@ -138,6 +141,8 @@ def ansible_vars(
         "manifest_cloud": cloud,
         "manifest_components": {p.component: p.names[0] for p in r.packages},
         "manifest_fetch_dir": manifest_fetch_dir,
+        "manifest_build_id": build_id,
+        "manifest_nonce": manifest_nonce,
         "validator_expect": image_expectations(r, cloud).model_dump(mode="json"),
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
@@ -209,6 +214,7 @@ def write_var_files(
     wheelhouse = runtime.pop("validator_wheelhouse", "")
     toolkit = runtime.pop("validator_toolkit_wheelhouse", "")
     fetch_dir = runtime.pop("manifest_fetch_dir", "")
+    nonce = runtime.pop("manifest_nonce", "")
     avars = ansible_vars(
         r,
         cloud,
@@ -217,6 +223,8 @@ def write_var_files(
         validator_toolkit_wheelhouse=toolkit,
         validator_attestation_trust=attestation_trust,
         manifest_fetch_dir=fetch_dir,
+        build_id=str(runtime.get("build_id", "")),
+        manifest_nonce=nonce,
     )
     runtime.setdefault("ansible_vars_file", str(avars_path))
     pvars = packer_vars(r, cloud, **runtime)

@@ -2,8 +2,14 @@
 
 The block is the catalog state ``blocked`` with its reason (``Image.blocked_reason``) and
 an ``image.state`` event naming who blocked it and why. The gate refuses a blocked image
-(exit 1); ``imagectl promote --force --reason`` overrides it and is recorded. A promoted
-image cannot be blocked: roll it back first (``imagectl rollback``), then block it.
+(exit 1); ``imagectl promote --force --reason`` overrides it and is recorded.
+
+Given the cloud's ``provider``, blocking an attested or promoted image revokes it
+(``imagectl.provenance.revoke``): a promoted one is rolled back first, and a signed
+revocation is published beside its attestation, so ``verify`` and nodes refuse it too
+(``--force`` does not promote a revoked image). A promoted image needs a signer for
+that; an attested one without a signer is blocked in the catalog only (``verify`` still
+refuses a blocked image; ``imagectl revoke`` signs the revocation later).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
 from imagectl.catalog.models import Image
+from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
 from imagectl.promotion.resolve import ImageRef, resolve_image
 
@@ -23,10 +30,14 @@ def block_image(
     reason: str,
     cloud: str | None = None,
     actor: str | None = None,
+    provider: Provider | None = None,
 ) -> Image:
     """Block ``image`` (catalog id, row or cloud id); returns the row. Idempotent."""
     if not reason.strip():
         raise UserError("blocking an image needs --reason '...'")
+    if provider is not None and _revoke(catalog, provider, image, reason, cloud, actor):
+        with catalog.transaction() as s:
+            return resolve_image(s, image, cloud=cloud)
     with catalog.transaction() as s:
         img = resolve_image(s, image, cloud=cloud)
         if img.state == ImageState.BLOCKED.value:
@@ -56,3 +67,32 @@ def block_image(
             actor=actor,
         )
         return img
+
+
+def _revoke(
+    catalog: Catalog,
+    provider: Provider,
+    image: ImageRef,
+    reason: str,
+    cloud: str | None,
+    actor: str | None,
+) -> bool:
+    """Revoke an attested or promoted, not yet revoked image; False: a plain block."""
+    from imagectl.provenance.keys import NoSigner
+    from imagectl.provenance.revoke import revoke_image
+
+    with catalog.transaction() as s:
+        img = resolve_image(s, image, cloud=cloud)
+        promoted = img.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED)
+        attested = repo.latest_attestation(s, img) is not None
+        revoked = any(r.image_id == img.id for r in repo.revocations(s, img.stack))
+        pk = img.id
+    if revoked or not (promoted or attested):
+        return False
+    try:
+        revoke_image(catalog, provider, pk, reason=reason, actor=actor)
+    except NoSigner:
+        if promoted:
+            raise
+        return False
+    return True

@@ -7,12 +7,15 @@ Sequence (each step recorded before/after its side effect, see ``records.py``):
 2. Gate (``gate.py``, and the image's signed attestation: ``imagectl.provenance``) unless
    resuming; ``force`` with a ``reason`` overrides it and writes
    a ``promotion.forced`` event naming who, why and which rules were overridden.
+   A revoked image (``imagectl revoke``) is refused, and ``force`` does not override that.
 3. Every target region in parallel (one thread each; one failure never cancels the
    others): copy with an idempotency token -> wait until available -> record the replica
    in the catalog -> tag -> share with the stack's ``share`` settings.
-4. Only when every target region succeeded: flip the "latest" pointer of every region
-   (cloud first, then the catalog, which keeps the previous one), tag the replicas
-   ``promoted`` and close the promotion: the image and its replicas become ``promoted``.
+4. Only when every target region succeeded: the attestation is signed again naming every
+   region's copy (``provenance.attest``: a copy verifies by what the signed statement
+   names, never by its tags; a forced promotion past the attestation signs nothing),
+   then flip the "latest" pointer of every region (cloud first, then the catalog, which
+   keeps the previous one), tag the replicas ``promoted`` and close the promotion: the image and its replicas become ``promoted``.
    Otherwise the promotion closes ``partial``: the image is ``partially_promoted``, no
    pointer moved, and ``PromotionResult.resume_command`` says how to finish.
 5. Retention (``retention.py``): promoted images beyond ``retention.keep_last`` are
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -50,10 +54,12 @@ from imagectl.promotion.regions import RegionRun
 from imagectl.promotion.resolve import ImageRef, resolve_image
 from imagectl.promotion.results import Progress, PromotionResult, RegionResult
 from imagectl.promotion.retention import apply_retention
-from imagectl.provenance.keys import load_trust
+from imagectl.provenance.attest import attest_image
+from imagectl.provenance.keys import load_signer, load_trust
 from imagectl.provenance.verify import verify_image
 from imagectl.stacks.resolve import ResolvedStack, stack_digest
 from imagectl.stacks.schema import Stack
+from imagectl.tags import TAG_REVOKED
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -108,13 +114,16 @@ def promote(
     timeout_s: float | None = None,
     retention: bool = True,
     actor: str | None = None,
+    trusted: list[Any] | None = None,
 ) -> PromotionResult:
     """Promote ``image`` (catalog id, ``Image`` row or cloud image id) of ``stack``
     (``ResolvedStack`` or ``Stack``) through ``provider``; see the module docstring.
 
     Raises ``GateRefused`` / ``ImageBlocked`` (exit 1), ``PromotionLocked`` (exit 1) or
     ``UserError`` (exit 2); otherwise returns a ``PromotionResult`` whose ``state`` is
-    promoted, partially_promoted, failed, already_promoted or dry_run.
+    promoted, partially_promoted, failed, already_promoted or dry_run. ``trusted``: the
+    keys the attestation must be signed by (default: ``provenance.keys.load_trust``, the
+    repository's pinned anchor).
     """
     model, digest = _stack_parts(stack)
     cloud = provider.cloud
@@ -132,7 +141,7 @@ def promote(
         img = resolve_image(s, image, stack=model.name, cloud=cloud)
         pk = img.id
     if dry_run:
-        return _dry_run(catalog, pk, model, cloud, digest, targets, force)
+        return _dry_run(catalog, pk, model, cloud, digest, targets, force, trusted)
 
     with promotion_lock(catalog, model.name, cloud, wait_s=lock_wait_s):
         with catalog.transaction() as s:
@@ -156,7 +165,9 @@ def promote(
                 result.state = "already_promoted"
                 result.promotion_id = getattr(_last_promotion(s, img), "id", None)
             else:
-                promo = _begin(s, img, model, digest, targets, force, reason, actor, result)
+                promo = _begin(
+                    s, img, model, digest, targets, force, reason, actor, result, trusted
+                )
                 if isinstance(promo, GateRefused):
                     refusal = promo
                 else:
@@ -170,6 +181,10 @@ def promote(
             result.seconds = time.monotonic() - started
             return result
         assert result.promotion_id is not None
+        with catalog.transaction() as s:
+            resign = not result.forced and repo.latest_attestation(s, pk) is not None
+        if resign:
+            load_signer()  # the copies are attested before any pointer moves: signer first
         source = provider.get_image(result.image_id, _region_of(catalog, pk))
         if source is None:
             raise CloudError(
@@ -199,6 +214,8 @@ def promote(
         if failed:
             close_partial(catalog, run, result, targets, failed)
         else:
+            if resign:
+                attest_image(catalog, pk, provider)  # now naming every region's copy
             flip_and_close(catalog, run, result, targets)
             _finish_retention(catalog, provider, model, cloud, actor, progress, result, retention)
     result.seconds = time.monotonic() - started
@@ -220,6 +237,7 @@ def _begin(
     reason: str | None,
     actor: str,
     result: PromotionResult,
+    trusted: list[Any] | None = None,
 ) -> Promotion | GateRefused:
     """Open (or reopen) the promotion row, after the gate for a fresh one; the gate's
     refusal is returned (the caller raises it after the commit)."""
@@ -268,7 +286,14 @@ def _begin(
         )
         result.forced = promo.forced
         return promo
-    reasons = gate_reasons(s, img, model, digest)
+    revoked = revoked_reasons(s, img)
+    if revoked:
+        repo.log_event(
+            s, "promotion.gate", f"gate for {img.label}: {'; '.join(revoked)}", image=img,
+            actor=actor, details={"passed": False, "reasons": revoked, "forced": force},
+        )  # fmt: skip
+        return ImageBlocked(img.label, revoked)  # --force does not override a revocation
+    reasons = gate_reasons(s, img, model, digest, trusted)
     sandbox = sandbox_receipts(s, img)
     repo.log_event(
         s,
@@ -312,7 +337,19 @@ def _begin(
     return promo
 
 
-def gate_reasons(s: Session, img: Image, model: Stack, digest: str) -> list[str]:
+def revoked_reasons(s: Session, img: Image) -> list[str]:
+    """A revoked image is never promoted (``imagectl revoke``; not even with --force)."""
+    rows = [r for r in repo.revocations(s, img.stack) if r.image_id == img.id]
+    if rows:
+        return [f"the image is revoked ({rows[0].reason}; revocation {rows[0].digest[:19]})"]
+    if img.tags.get(TAG_REVOKED):
+        return [f"the image is revoked (revocation {str(img.tags[TAG_REVOKED])[:19]})"]
+    return []
+
+
+def gate_reasons(
+    s: Session, img: Image, model: Stack, digest: str, trusted: list[Any] | None = None
+) -> list[str]:
     """The gate's refusals for ``img`` under the stack's validation settings, and its
     signed attestation's (``imagectl.provenance.verify``)."""
     reasons = check_gate(
@@ -323,7 +360,8 @@ def gate_reasons(s: Session, img: Image, model: Stack, digest: str) -> list[str]
         required_profile=model.validation.profile,
         required_shapes=list(cloud_spec(img.cloud).settings(model).validation_shapes),
     )
-    return reasons + [f"attestation: {r}" for r in verify_image(s, img, load_trust()).reasons]
+    keys = trusted if trusted is not None else load_trust()
+    return reasons + [f"attestation: {r}" for r in verify_image(s, img, keys).reasons]
 
 
 def _dry_run(
@@ -334,12 +372,16 @@ def _dry_run(
     digest: str,
     targets: list[str],
     force: bool,
+    trusted: list[Any] | None,
 ) -> PromotionResult:
     with catalog.transaction() as s:
         img = repo.image_row(s, pk)
         result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "dry_run")
+        revoked = revoked_reasons(s, img)
+        if revoked:
+            raise ImageBlocked(img.label, revoked)
         if img.state in (ImageState.VALIDATED, ImageState.BLOCKED):
-            reasons = gate_reasons(s, img, model, digest)
+            reasons = gate_reasons(s, img, model, digest, trusted)
             if reasons and not force:
                 cls = ImageBlocked if img.state == ImageState.BLOCKED else GateRefused
                 raise cls(img.label, reasons)

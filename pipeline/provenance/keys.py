@@ -2,19 +2,22 @@
 
 The signer is a securesystemslib private-key URI in ``$IMAGECTL_ATTESTATION_SIGNER``:
 
-- ``file2:PATH``: a PEM (PKCS#8) private key file (tests, a single operator);
+- ``file2:PATH``: a PEM (PKCS#8) private key file (tests, a single operator); refused
+  when others may read it (mode & 0o077);
 - ``awskms:KEY_ID``: an AWS KMS asymmetric SIGN_VERIFY key (boto3's credential chain);
 - ``gcpkms:projects/P/locations/L/keyRings/R/cryptoKeys/K/cryptoKeyVersions/V``: a Google
   Cloud KMS key version (Application Default Credentials);
 - ``azurekms:VAULT/KEY``: an Azure Key Vault key (DefaultAzureCredential).
 
-Unset, the local default is an ed25519 key in the state folder
-(``keys/attestation.pem``, 0600), made on first use, with its public key beside it
-(``keys/attestation.pub.json``) for verifiers elsewhere.
+Unset, the signer is the state folder's ed25519 key (``keys/attestation.pem``, 0600,
+public key beside it in ``keys/attestation.pub.json``) when it exists. Only ``imagectl
+attest`` (and ``imagectl run``, the local demonstration, through ``ensure_local_key``)
+creates it: nothing else makes a key, and no verifier ever does.
 
-Verifiers trust the keys listed in ``$IMAGECTL_ATTESTATION_TRUST`` (or ``--trust``): a
-JSON file ``{"keys": [{"keyid", "keytype", "scheme", "keyval"}]}`` as ``imagectl verify
---export-trust`` writes it. Unset, they trust the configured signer's public key. The
+Verifiers trust the keys of a trust file ``{"keys": [{"keyid", "keytype", "scheme",
+"keyval"}]}``: ``--trust FILE``, else ``$IMAGECTL_ATTESTATION_TRUST``, else the
+repository's pinned anchor ``keys/attestation-trust.json`` (reviewed like code). A
+missing, empty or foreign trust file is bad input (exit 2), never an empty trust. The
 cloud SDKs load only when a KMS signer is used.
 """
 
@@ -23,26 +26,38 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write, open_lock_file, private_dir
-from imagectl.paths import state_dir
+from imagectl.paths import Workspace, find_workspace, state_dir
+from imagectl.validators.attestation import BadAttestationInput, parse_trust
 
 ENV_SIGNER = "IMAGECTL_ATTESTATION_SIGNER"
 ENV_TRUST = "IMAGECTL_ATTESTATION_TRUST"
 SCHEMES = ("file2", "awskms", "gcpkms", "azurekms")
+TRUST_ANCHOR = Path("keys") / "attestation-trust.json"  # below the workspace root
 
 
 @dataclass(frozen=True)
 class SignerConfig:
     uri: str
-    generated: bool  # the local default key
+    local: bool  # the state folder's key
+
+
+def local_key() -> Path:
+    return state_dir() / "keys" / "attestation.pem"
+
+
+def local_public() -> Path:
+    return state_dir() / "keys" / "attestation.pub.json"
 
 
 def signer_uri() -> SignerConfig:
+    """The configured signer; unset, the state folder's key, which must exist."""
     uri = os.environ.get(ENV_SIGNER, "").strip()
     if uri:
         scheme = uri.split(":", 1)[0]
@@ -52,23 +67,36 @@ def signer_uri() -> SignerConfig:
                 hint=f"Use one of {', '.join(s + ':...' for s in SCHEMES)}, or unset it for "
                 "the local key in the state folder",
             )
-        return SignerConfig(uri, generated=False)
-    return SignerConfig(f"file2:{_default_key()}", generated=True)
+        return SignerConfig(uri, local=False)
+    key = local_key()
+    if not key.exists():
+        raise NoSigner(
+            f"no attestation signer: ${ENV_SIGNER} is unset and the state folder has no "
+            f"key ({key})",
+            hint=f"Set ${ENV_SIGNER} (e.g. awskms:KEY_ID), or create a local key with "
+            "`imagectl attest --new-key` (the only command that makes one)",
+        )
+    return SignerConfig(f"file2:{key}", local=True)
 
 
-def _default_key() -> Path:
-    folder = state_dir() / "keys"
-    key = folder / "attestation.pem"
+class NoSigner(UserError):
+    """No signer is configured and no local key exists (exit 2)."""
+
+
+def ensure_local_key() -> Path:
+    """Create the state folder's ed25519 key when missing (``imagectl attest`` and the
+    local run only); returns the private key's path. Two first uses make one key."""
+    key = local_key()
     if key.exists():
         return key
     from securesystemslib.signer import CryptoSigner
 
-    private_dir(folder)
+    folder = private_dir(key.parent)
     with open_lock_file(folder / ".attestation.lock") as fd:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # two first uses make one key
+        fcntl.flock(fd, fcntl.LOCK_EX)
         if not key.exists():
             signer = CryptoSigner.generate_ed25519()
-            atomic_write(folder / "attestation.pub.json", trust_document([signer.public_key]))
+            atomic_write(local_public(), trust_document([signer.public_key]))
             atomic_write(key, signer.private_bytes, mode=0o600)  # last: present means done
     return key
 
@@ -111,6 +139,13 @@ def _file_signer(path: Path) -> tuple[Any, Any]:
     from securesystemslib.signer import CryptoSigner
 
     try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise UserError(
+                f"the attestation key {path} is readable or writable by others (mode "
+                f"{mode:04o}): a signing key is its owner's alone",
+                hint=f"chmod 600 {path}, and replace the key if others may have read it",
+            )
         private = load_pem_private_key(path.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as exc:
         raise UserError(
@@ -127,25 +162,41 @@ def trust_document(keys: list[Any]) -> str:
     return json.dumps({"keys": [{"keyid": k.keyid, **k.to_dict()} for k in keys]}, indent=2) + "\n"
 
 
-def load_trust(path: Path | None = None) -> list[Any]:
-    """The public keys a verifier trusts: ``path``, ``$IMAGECTL_ATTESTATION_TRUST``, or
-    the configured signer's own public key."""
-    from securesystemslib.signer import SSlibKey
+def trust_path(path: Path | None = None, workspace: Workspace | None = None) -> Path:
+    """Which trust file applies: ``path``, ``$IMAGECTL_ATTESTATION_TRUST``, or the
+    workspace's pinned anchor (``keys/attestation-trust.json``)."""
+    if path:
+        return Path(path)
+    raw = os.environ.get(ENV_TRUST, "").strip()
+    if raw:
+        return Path(raw)
+    return (workspace or find_workspace()).root / TRUST_ANCHOR
 
-    raw = str(path) if path else os.environ.get(ENV_TRUST, "").strip()
-    if not raw:
-        return [load_signer()[1]]
-    where = Path(raw)
+
+def load_trust(path: Path | None = None, workspace: Workspace | None = None) -> list[Any]:
+    """The public keys a verifier trusts (see the module docstring); a missing, empty or
+    foreign file is bad input (exit 2). Never a key of its own making."""
+    where = trust_path(path, workspace)
+    try:
+        return parse_trust(where)
+    except BadAttestationInput as exc:
+        raise UserError(
+            str(exc),
+            hint="Trust the keys pinned in the repository (keys/attestation-trust.json), "
+            f"or name a trust file with --trust or ${ENV_TRUST}; a signer's public key is "
+            "written by `imagectl verify --export-trust` where the signer is configured",
+        ) from None
+
+
+def image_trust(workspace: Workspace | None = None) -> dict[str, Any]:
+    """The trust document a build writes into the image: the pinned keys (or the
+    configured trust file). An anchor that lists no key yet gives ``{}`` (the image
+    writes no trust file and cannot require an attestation); a foreign one is exit 2."""
+    where = trust_path(None, workspace)
     try:
         doc = json.loads(where.read_text())
-        return [
-            SSlibKey.from_dict(k["keyid"], {f: v for f, v in k.items() if f != "keyid"})
-            for k in doc["keys"]
-        ]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(
-            f"cannot read the trusted keys in {where}: {type(exc).__name__}: {exc}",
-            where=str(where),
-            hint="Write it with `imagectl verify --export-trust > FILE` where the signer is "
-            "configured",
-        ) from None
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and doc.get("keys") == []:
+        return {}
+    return json.loads(trust_document(load_trust(where)))

@@ -3,37 +3,34 @@
 Statement layout: https://github.com/in-toto/attestation/blob/main/spec/v1/statement.md.
 Subjects (``ResourceDescriptor``: a name and a digest set):
 
-- the cloud image, named ``image:<cloud>/<region>/<cloud image id>``. Cloud image ids are
-  assigned by the cloud and not content addresses, so its digest is the sha256 of that
-  name: it binds the statement to exactly one image in one region of one cloud;
+- the cloud image, named ``image:<cloud>/<region>/<cloud image id>``, and one such
+  subject per region's copy once the promotion made them (the promotion signs the
+  statement again with its copies). Cloud image ids are assigned by the cloud and not
+  content addresses, so each digest is the sha256 of that name: it binds the statement
+  to exactly those images;
 - the stack, named ``stack:<name>``, digest its stack digest (the pins it was built from);
-- the image manifest (``/etc/imagectl/manifest.json``), digest the sha256 its hosts
-  reported in their receipts (``host.manifest_sha256``), when every receipt reported the
-  same one; the boot unit compares it with the manifest on the node.
+- the image manifest (``/etc/imagectl/manifest.json``), digest the sha256 of the copy the
+  build fetched into its build folder (``Build.manifest_sha256``), never what a host
+  reported. The manifest carries the build id and a per-build nonce, so two builds never
+  share it; the boot unit compares it with the manifest on the node.
 
-The predicate is the verdict and the receipts the verdict rests on.
+The predicate is the verdict, the build id and the receipts the verdict rests on.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-from imagectl.validators.attestation import MANIFEST_SUBJECT, PREDICATE_TYPE, STATEMENT_TYPE
+from imagectl.validators.attestation import (
+    MANIFEST_SUBJECT,
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    name_digest,
+)
 
 
 def image_subject_name(cloud: str, region: str, cloud_image_id: str) -> str:
     return f"image:{cloud}/{region}/{cloud_image_id}"
-
-
-def name_digest(name: str) -> str:
-    return hashlib.sha256(name.encode()).hexdigest()
-
-
-def manifest_digest(receipts: list[dict[str, Any]]) -> str | None:
-    """The manifest digest every receipt's host reported, or None (absent or differing)."""
-    seen = {str((r.get("host") or {}).get("manifest_sha256") or "") for r in receipts}
-    return seen.pop() if len(seen) == 1 and "" not in seen else None
 
 
 def build_statement(
@@ -43,19 +40,24 @@ def build_statement(
     cloud_image_id: str,
     stack: str,
     stack_digest: str,
+    manifest_sha256: str | None,
+    build_id: str | None,
     receipts: list[dict[str, Any]],
     verdict: str,
     attested_by: str,
     attested_at: str,
+    copies: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
-    image_name = image_subject_name(cloud, region, cloud_image_id)
+    """``copies``: (region, cloud image id) of each promoted copy."""
+    copies = copies or []
+    names = [image_subject_name(cloud, region, cloud_image_id)]
+    names += [image_subject_name(cloud, r, i) for r, i in copies]
     subjects: list[dict[str, Any]] = [
-        {"name": image_name, "digest": {"sha256": name_digest(image_name)}},
-        {"name": f"stack:{stack}", "digest": {"sha256": stack_digest}},
+        {"name": n, "digest": {"sha256": name_digest(n)}} for n in dict.fromkeys(names)
     ]
-    manifest = manifest_digest(receipts)
-    if manifest:
-        subjects.append({"name": MANIFEST_SUBJECT, "digest": {"sha256": manifest}})
+    subjects.append({"name": f"stack:{stack}", "digest": {"sha256": stack_digest}})
+    if manifest_sha256:
+        subjects.append({"name": MANIFEST_SUBJECT, "digest": {"sha256": manifest_sha256}})
     return {
         "_type": STATEMENT_TYPE,
         "subject": subjects,
@@ -68,6 +70,8 @@ def build_statement(
                 "id": cloud_image_id,
                 "stack": stack,
                 "stack_digest": stack_digest,
+                "build_id": build_id,
+                "copies": [{"region": r, "id": i} for r, i in copies],
             },
             "receipts": receipts,
             "attested_by": attested_by,

@@ -36,6 +36,7 @@ from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
+from imagectl.provenance.keys import NoSigner
 from imagectl.stacks import load_resolved
 from imagectl.stacks.expectations import for_shape
 from imagectl.stacks.resolve import ResolvedStack
@@ -185,7 +186,7 @@ def _run(
     provider.tag_state(image, state)
     attestation = None
     if state == ImageState.VALIDATED and recorder.image_pk is not None:
-        attestation = attest_image(recorder.catalog, recorder.image_pk, provider).digest
+        attestation = _attest(recorder, provider)
     return {
         "image_id": image.image_id,
         "cloud": provider.cloud,
@@ -196,6 +197,22 @@ def _run(
         "attestation": attestation,
         **_merged(results, decision),
     }
+
+
+def _attest(recorder: CatalogRecorder, provider: Provider) -> str | None:
+    """Sign the validated image's attestation; with no signer configured (and no local
+    key: only ``imagectl attest`` makes one) the image stays validated, unsigned, and the
+    event log says how to sign it (the gate refuses it until then)."""
+    assert recorder.image_pk is not None
+    try:
+        return attest_image(recorder.catalog, recorder.image_pk, provider).digest
+    except NoSigner as exc:
+        with recorder.catalog.transaction() as s:
+            repo.log_event(
+                s, "image.unattested", f"validated but not signed: {exc.message}",
+                image=recorder.image_pk, details={"hint": exc.hint},
+            )  # fmt: skip
+        return None
 
 
 def _recording(

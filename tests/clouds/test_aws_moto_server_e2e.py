@@ -218,6 +218,11 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
             "IMAGECTL_AWS_ENDPOINT_URL": endpoint,
             "IMAGECTL_CLOUD_POLL_S": "1",
         }
+        # README step 2: a local signing key (`attest --new-key`, the one command that
+        # makes one) and a trust file naming it, for validate-image's signing and promote
+        trust = tmp_path / "attestation-trust.json"
+        trust.write_text(_readme_cli(env, "attest", "--new-key"))
+        env["IMAGECTL_ATTESTATION_TRUST"] = str(trust)
         promoted: list[dict[str, str]] = []  # per promotion: region -> replica
         for _ in range(2):
             built = json.loads(

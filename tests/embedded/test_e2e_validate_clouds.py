@@ -119,14 +119,20 @@ def guest_host(guest_image: GuestImage, tmp_path: Path) -> Iterator[GuestHost]:
 
 @pytest.fixture
 def signer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """The attestation signer (a file key, as a KMS URI would be given): its key id."""
+    """The attestation signer (a file key, as a KMS URI would be given) and the trust
+    file naming it (as the repository's anchor would, once enrolled): its key id."""
     from securesystemslib.signer import CryptoSigner
+
+    from imagectl.provenance.keys import trust_document
 
     made = CryptoSigner.generate_ed25519()
     key = tmp_path / "attestation.pem"
     key.write_bytes(made.private_bytes)
     key.chmod(0o600)
+    trust = tmp_path / "attestation-trust.json"
+    trust.write_text(trust_document([made.public_key]))
     monkeypatch.setenv("IMAGECTL_ATTESTATION_SIGNER", f"file2:{key}")
+    monkeypatch.setenv("IMAGECTL_ATTESTATION_TRUST", str(trust))
     return str(made.public_key.keyid)
 
 

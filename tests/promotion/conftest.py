@@ -99,6 +99,7 @@ class World:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
+        env.update({k: os.environ[k] for k in ("IMAGECTL_ATTESTATION_TRUST",) if k in os.environ})
         env.update(
             IMAGECTL_DATABASE_URL=self.db_url,
             IMAGECTL_LOCAL_REGISTRY=str(self.registry),

@@ -122,9 +122,10 @@ def test_a_signature_by_another_key_fails(env, cli, tmp_path, monkeypatch) -> No
     image = env.validated(attest=False)
     other = tmp_path / "other.pem"
     other.write_bytes(CryptoSigner.generate_ed25519().private_bytes)
+    other.chmod(0o600)
     monkeypatch.setenv("IMAGECTL_ATTESTATION_SIGNER", f"file2:{other}")
     attest_image(env.catalog, image.id)
-    monkeypatch.delenv("IMAGECTL_ATTESTATION_SIGNER")  # verifiers trust the state folder key
+    monkeypatch.delenv("IMAGECTL_ATTESTATION_SIGNER")  # verifiers trust the named trust file
     r = cli("verify", str(image.id))
     assert r.code == 1 and "not signed by a trusted key" in r.out
     _refused(cli, image)

@@ -4,8 +4,13 @@ The unit is rendered by Ansible from the validator role with
 ``validator_require_attestation`` on, and its ``ExecStartPre`` command line is run as
 systemd would run it, against files as a deploy system places them: the envelope the
 controller signed (``sign_statement``, the production path), the trust file the build
-writes, and the node's own manifest. A node whose image is not the attested one, a
-tampered envelope or another key's signature must fail the unit (exit 1).
+writes, the node's own manifest (written by the manifest role's real
+``write-manifest.py``, with the build id and nonce) and the image id the instance
+metadata reports (``--image-id``, as ``validators.host.metadata`` reads it). Each attack
+must fail the unit: another build's envelope on this node, an envelope for another image
+id, a tampered envelope, another key's signature, a statement that says pass while one
+of its receipts failed, a revoked image (exit 1); an empty or foreign trust file and a
+missing envelope are bad input (exit 2).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +27,9 @@ from pathlib import Path
 import pytest
 from securesystemslib.signer import CryptoSigner
 
-from imagectl.provenance.attest import sign_statement
+from imagectl.provenance.attest import envelope_digest, sign_statement
 from imagectl.provenance.keys import trust_document
+from imagectl.provenance.revoke import revocation_statement
 from imagectl.provenance.statement import build_statement
 from tests.support import require_tool
 
@@ -51,6 +58,30 @@ def _render(tmp_path: Path, **extra: str) -> list[str]:
 
 
 SIGNER = CryptoSigner.generate_ed25519()  # the controller's key, trusted by the image
+WRITER = REPO / "playbooks" / "roles" / "manifest" / "files" / "write-manifest.py"
+AMI = "ami-0123456789abcdef0"
+
+
+def _manifest(path: Path, build_id: str, nonce: str) -> bytes:
+    """The manifest role's own writer, as the build runs it (ground truth of this host;
+    a host without kmod's ``modinfo`` answers as one without the nvidia module)."""
+    env = dict(os.environ)
+    if shutil.which("modinfo") is None:
+        stub = path.parent / "bin"
+        stub.mkdir(exist_ok=True)
+        (stub / "modinfo").write_text(
+            "#!/bin/sh\necho 'modinfo: ERROR: Module nvidia not found.' >&2\nexit 1\n"
+        )
+        (stub / "modinfo").chmod(0o755)
+        env["PATH"] = f"{stub}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run(
+        [sys.executable, str(WRITER), "--stack", "h100-training", "--digest", "ab" * 32,
+         "--cloud", "aws", "--kernel", "6.8.0-1015-aws", "--build-id", build_id,
+         "--nonce", nonce],
+        capture_output=True, text=True, timeout=60, check=True, env=env,
+    )  # fmt: skip
+    path.write_text(proc.stdout + "\n")
+    return path.read_bytes()
 
 
 @pytest.fixture
@@ -58,7 +89,7 @@ def node(tmp_path: Path) -> dict[str, Path]:
     etc = tmp_path / "etc"
     etc.mkdir()
     manifest = etc / "manifest.json"
-    manifest.write_text(json.dumps({"stack": "h100-training", "driver": "580.95.05"}) + "\n")
+    _manifest(manifest, "20261125-000000-aaaaaa", "11" * 16)
     (etc / "attestation-trust.json").write_text(trust_document([SIGNER.public_key]))
     envelope = sign_statement(_statement(manifest.read_bytes()), SIGNER)
     (etc / "attestation.dsse.json").write_text(json.dumps(envelope))
@@ -67,45 +98,71 @@ def node(tmp_path: Path) -> dict[str, Path]:
         "manifest": manifest,
         "envelope": etc / "attestation.dsse.json",
         "trust": etc / "attestation-trust.json",
+        "revocations": etc / "attestation-revocations.json",
     }
 
 
-def _statement(manifest: bytes, verdict: str = "pass") -> dict:
+def _statement(
+    manifest: bytes, verdict: str = "pass", receipt_verdict: str | None = None,
+    image_id: str = AMI,
+) -> dict:  # fmt: skip
     return build_statement(
         cloud="aws",
         region="us-east-1",
-        cloud_image_id="ami-0123456789abcdef0",
+        cloud_image_id=image_id,
         stack="h100-training",
         stack_digest="ab" * 32,
+        manifest_sha256=hashlib.sha256(manifest).hexdigest(),  # the build folder's copy
+        build_id="20261125-000000-aaaaaa",
         receipts=[
-            {"verdict": verdict, "host": {"manifest_sha256": hashlib.sha256(manifest).hexdigest()}}
-        ],
+            {
+                "verdict": receipt_verdict or verdict,
+                "image_id": image_id,
+                "host": {"hostname": "gpu-1"},
+            }
+        ],  # fmt: skip
         verdict=verdict,
         attested_by="ci",
         attested_at="2026-11-25T00:00:00+00:00",
+        copies=[("us-west-2", "ami-0fedcba9876543210")],
     )
 
 
-def _pre_start(tmp_path: Path, node: dict[str, Path]) -> list[str]:
+def _pre_start(tmp_path: Path, node: dict[str, Path], image_id: str = AMI) -> list[str]:
     lines = _render(
         tmp_path,
         validator_require_attestation="true",
         validator_attestation_file=str(node["envelope"]),
         validator_attestation_trust_file=str(node["trust"]),
+        validator_attestation_revocations_file=str(node["revocations"]),
         manifest_file=str(node["manifest"]),
     )
     (line,) = [ln for ln in lines if ln.startswith("ExecStartPre=") and "verify-node" in ln]
     argv = line.removeprefix("ExecStartPre=").split()
     assert argv[0] == "/opt/imagectl/bin/imagectl"
-    return [str(Path(sys.executable).with_name("imagectl")), *argv[1:]]
+    # on a cloud the image id comes from the instance metadata; here it is given
+    return [str(Path(sys.executable).with_name("imagectl")), *argv[1:], "--image-id", image_id]
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def test_without_the_option_the_unit_does_not_check(tmp_path: Path) -> None:
     assert not any("verify-node" in ln for ln in _render(tmp_path))
+
+
+def test_two_builds_never_share_a_manifest(tmp_path: Path) -> None:
+    """Same stack, same host: the build id and nonce make the manifests differ."""
+    a = _manifest(tmp_path / "a.json", "20261125-000000-aaaaaa", "11" * 16)
+    b = _manifest(tmp_path / "b.json", "20261125-000001-bbbbbb", "22" * 16)
+    assert a != b
+    assert json.loads(a)["build_id"] == "20261125-000000-aaaaaa"
+    assert json.loads(b)["nonce"] == "22" * 16
 
 
 def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
@@ -114,15 +171,23 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     argv = _pre_start(tmp_path, node)
     ok = _run(argv)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+    # a promoted copy in another region is named by the statement the promotion signed
+    copy = _run(_pre_start(tmp_path, node, "ami-0fedcba9876543210"))
+    assert copy.returncode == 0, copy.stdout + copy.stderr
 
-    # another image: the node's manifest is not the attested one
-    original = node["manifest"].read_text()
-    node["manifest"].write_text(original.replace("580.95.05", "580.82.07"))
+    # another build of the same stack booted: build A's envelope must not hold on it
+    original = node["manifest"].read_bytes()
+    _manifest(node["manifest"], "20261125-000001-bbbbbb", "22" * 16)
     other = _run(argv)
-    assert other.returncode == 1 and "attests another image" in other.stdout
-    node["manifest"].write_text(original)
+    assert other.returncode == 1 and "attests another image" in other.stdout, other.stdout
+    node["manifest"].write_bytes(original)
 
-    # a tampered payload: the verdict rewritten after signing
+    # an instance booted from another image id (metadata says so)
+    elsewhere = _run(_pre_start(tmp_path, node, "ami-00000000000000bad"))
+    assert elsewhere.returncode == 1
+    assert "not this node's image ami-00000000000000bad" in _flat(elsewhere.stdout)
+
+    # a tampered payload: rewritten after signing
     envelope = json.loads(node["envelope"].read_text())
     statement = json.loads(base64.b64decode(envelope["payload"]))
     statement["predicate"]["attested_by"] = "mallory"
@@ -144,6 +209,54 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     verdict = _run(argv)
     assert verdict.returncode == 1 and "not pass" in verdict.stdout
 
+    # a statement that says pass while one of its own receipts failed: judged whole
+    contradicting = sign_statement(
+        _statement(node["manifest"].read_bytes(), "pass", receipt_verdict="fail"), SIGNER
+    )
+    node["envelope"].write_text(json.dumps(contradicting))
+    whole = _run(argv)
+    assert whole.returncode == 1 and "yet the statement says pass" in _flat(whole.stdout)
+
     node["envelope"].unlink()
     missing = _run(argv)
     assert missing.returncode == 2 and "cannot read the attestation" in missing.stderr
+
+
+def test_a_revoked_image_fails_the_unit(tmp_path: Path, node: dict[str, Path]) -> None:
+    argv = _pre_start(tmp_path, node)
+    envelope = json.loads(node["envelope"].read_text())
+
+    def revocation(signer: CryptoSigner) -> dict:
+        return sign_statement(
+            revocation_statement(
+                attestation=envelope_digest(envelope), images=[f"image:aws/us-east-1/{AMI}"],
+                reason="recalled: bad NCCL", actor="ops", at="2026-11-26T00:00:00+00:00",
+            ),
+            signer,
+        )  # fmt: skip
+
+    # a revocation by a key the image does not trust is ignored (anyone can write one)
+    node["revocations"].write_text(
+        json.dumps({"revocations": [revocation(CryptoSigner.generate_ed25519())]})
+    )
+    assert _run(argv).returncode == 0
+    node["revocations"].write_text(json.dumps({"revocations": [revocation(SIGNER)]}))
+    revoked = _run(argv)
+    assert revoked.returncode == 1 and "recalled: bad NCCL" in revoked.stdout, revoked.stdout
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "is empty"),
+        ('{"keys": []}', "lists no key"),
+        ('{"payload": "x"}', "not a trust document"),
+    ],
+)
+def test_an_empty_or_foreign_trust_file_is_bad_input(
+    tmp_path: Path, node: dict[str, Path], content: str, message: str
+) -> None:
+    node["trust"].write_text(content)
+    r = _run(_pre_start(tmp_path, node))
+    assert r.returncode == 2 and message in _flat(r.stderr), r.stderr
+    assert "Traceback" not in r.stderr

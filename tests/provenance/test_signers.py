@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import boto3
 import pytest
@@ -21,9 +22,11 @@ from securesystemslib.signer import CryptoSigner
 
 from imagectl.errors import UserError
 from imagectl.provenance.attest import sign_statement
-from imagectl.provenance.keys import load_signer, load_trust
+from imagectl.provenance.keys import NoSigner, load_signer, load_trust, trust_path
 from imagectl.provenance.statement import build_statement
 from tests.fakes import moto_kms
+
+REPO = Path(__file__).resolve().parents[2]
 
 STATEMENT = build_statement(
     cloud="aws",
@@ -31,7 +34,9 @@ STATEMENT = build_statement(
     cloud_image_id="ami-0123456789abcdef0",
     stack="h100-training",
     stack_digest="ab" * 32,
-    receipts=[{"verdict": "pass", "host": {"manifest_sha256": "cd" * 32}}],
+    manifest_sha256="cd" * 32,
+    build_id="20261125-000000-abcdef",
+    receipts=[{"verdict": "pass", "host": {"manifest_sha256": "ef" * 32}}],
     verdict="pass",
     attested_by="ci",
     attested_at="2026-11-25T00:00:00+00:00",
@@ -56,15 +61,71 @@ def test_the_statement_names_image_stack_and_manifest() -> None:
     assert names["manifest:/etc/imagectl/manifest.json"] == "cd" * 32
 
 
-def test_the_local_default_key_is_private_and_stable() -> None:
-    first_signer, first_key = load_signer()
-    key_file = os.path.join(os.environ["IMAGECTL_STATE_DIR"], "keys", "attestation.pem")
-    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
-    _again, second_key = load_signer()
-    assert first_key.keyid == second_key.keyid  # made once, then reused
-    envelope = sign_statement(STATEMENT, first_signer)
-    assert _verifies(envelope, load_trust())
+def test_the_local_key_signs_and_verifies_with_its_trust_file() -> None:
+    signer, key = load_signer()  # the state folder's key (tests/conftest.py makes it)
+    _again, second = load_signer()
+    assert key.keyid == second.keyid
+    envelope = sign_statement(STATEMENT, signer)
+    assert _verifies(envelope, load_trust())  # $IMAGECTL_ATTESTATION_TRUST names its file
     assert not _verifies(envelope, [CryptoSigner.generate_ed25519().public_key])
+
+
+def test_no_signer_is_bad_input_and_nothing_makes_a_key(monkeypatch, tmp_path) -> None:
+    """Without a signer or a local key, signing is refused (exit 2) and no key appears;
+    without a trust file a verifier reads the repository's anchor, never a new key."""
+    state = tmp_path / "empty-state"
+    monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    with pytest.raises(NoSigner, match="imagectl attest --new-key"):
+        load_signer()
+    monkeypatch.delenv("IMAGECTL_ATTESTATION_TRUST")
+    assert trust_path() == REPO / "keys" / "attestation-trust.json"
+    with pytest.raises(UserError, match="lists no key"):
+        load_trust()  # the pinned anchor lists no key yet: exit 2, not a key of its own
+    assert not (state / "keys").exists()
+
+
+def test_attest_new_key_is_the_command_that_creates_the_key(monkeypatch, tmp_path, cli) -> None:
+    state = tmp_path / "fresh-state"
+    monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    r = cli("attest", "--new-key")
+    assert r.code == 0, r.err
+    key = state / "keys" / "attestation.pem"
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    assert json.loads(r.out)["keys"][0]["keyid"] == load_signer()[1].keyid
+    again = cli("attest", "--new-key")
+    assert again.out == r.out  # made once, then reused
+
+
+def test_a_key_file_readable_by_others_is_refused(monkeypatch, tmp_path, cli) -> None:
+    pem = tmp_path / "signer.pem"
+    pem.write_bytes(CryptoSigner.generate_ed25519().private_bytes)
+    pem.chmod(0o644)
+    monkeypatch.setenv("IMAGECTL_ATTESTATION_SIGNER", f"file2:{pem}")
+    with pytest.raises(UserError, match="readable or writable by others"):
+        load_signer()
+    r = cli("verify", "--export-trust")
+    assert r.code == 2 and "mode 0644" in r.err
+    pem.chmod(0o600)
+    assert load_signer()[1].keyid
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "is empty"),
+        ('{"keys": []}', "lists no key"),
+        ("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n", "is not JSON"),
+        ('{"signatures": []}', "is not a trust document"),
+        ('{"keys": [{"keyid": "x", "keytype": "ed25519"}]}', "not a public key"),
+    ],
+)
+def test_an_empty_or_foreign_trust_file_is_bad_input(tmp_path, cli, content, message) -> None:
+    trust = tmp_path / "trust.json"
+    trust.write_text(content)
+    with pytest.raises(UserError, match=message):
+        load_trust(trust)
+    r = cli("verify", "ami-0123456789abcdef0", "--envelope", str(trust), "--trust", str(trust))
+    assert r.code == 2 and message in " ".join(r.err.split()), r.err
 
 
 @pytest.mark.parametrize("spec", ["ECC_NIST_P256", "RSA_2048"])

@@ -2,17 +2,22 @@
 
 Asked only when DMI names the cloud, with short timeouts, so a host elsewhere pays
 nothing. AWS: IMDSv2 ``ami-id``; Google Cloud: ``instance/image``; Azure: the image
-reference id (or publisher:offer:sku:version).
+reference id (or publisher:offer:sku:version); the local cloud (a QEMU VM): the image
+id its launch hands in through QEMU's fw_cfg (``opt/imagectl/image_id``, read from
+``/sys/firmware/qemu_fw_cfg``; ``imagectl.clouds.local.qemu``).
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 TIMEOUT_S = 0.5
 IMDS = "http://169.254.169.254"
+FW_CFG_IMAGE_ID = Path("/sys/firmware/qemu_fw_cfg/by_name/opt/imagectl/image_id/raw")
+SYS_VENDOR = Path("/sys/class/dmi/id/sys_vendor")
 
 
 def _get(url: str, headers: dict[str, str], method: str = "GET") -> str:
@@ -50,6 +55,17 @@ def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
                 str(ref.get(k, "")) for k in ("publisher", "offer", "sku", "version")
             )
             return {"cloud": "azure", "image_id": image}
+        if vendor.startswith("QEMU") and FW_CFG_IMAGE_ID.exists():
+            return {"cloud": "local", "image_id": FW_CFG_IMAGE_ID.read_text().strip()}
     except Exception as exc:  # metadata is best effort: the receipt says why it is absent
         return {"cloud": None, "image_id": None, "error": f"{type(exc).__name__}: {exc}"}
     return {"cloud": None, "image_id": None}
+
+
+def booted_image() -> dict[str, Any]:
+    """The image this instance booted from, as its cloud's metadata says (verify-node)."""
+    try:
+        vendor = SYS_VENDOR.read_text()
+    except OSError:
+        vendor = ""
+    return cloud_image_id(vendor)

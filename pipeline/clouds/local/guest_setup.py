@@ -17,6 +17,8 @@ FW_CFG_KEY_NAME = "opt/imagectl/authorized_keys"
 # Azure: osProfile.adminUsername + ssh.publicKeys): one "USER KEY" line each. The local
 # cloud and the emulated clouds hand it in with -fw_cfg; on a real cloud it is absent.
 FW_CFG_LOGIN_NAME = "opt/imagectl/login"
+# The image a VM booted from, for `imagectl verify-node` (validators/host/metadata.py).
+FW_CFG_IMAGE_ID_NAME = "opt/imagectl/image_id"
 RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
 
 BLACKLIST = (

@@ -459,6 +459,7 @@ class LocalProvider(Provider):
             self.root / "instances" / instance_id, image_file=file, boot=boot,
             login_user=self.login_user, public_key=ssh_public_key,
             memory_mib=self.memory_mib, cpus=self.cpus, name=f"imagectl-{instance_id}",
+            image_id=image.image_id,
         )  # fmt: skip
         record.update(state="running", pid=vm.pid, started=vm.started, port=vm.port)
         _write_json(self._instance_path(instance_id), record)

@@ -14,7 +14,11 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imagectl.clouds.local.guest_setup import FW_CFG_KEY_NAME, FW_CFG_LOGIN_NAME
+from imagectl.clouds.local.guest_setup import (
+    FW_CFG_IMAGE_ID_NAME,
+    FW_CFG_KEY_NAME,
+    FW_CFG_LOGIN_NAME,
+)
 
 KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 
@@ -38,6 +42,7 @@ class VmSpec:
     ssh_port: int = 0
     authorized_key: Path | None = None  # public key for root, handed in via fw_cfg
     logins: Path | None = None  # "USER KEY" lines via fw_cfg: the guest creates each user
+    image_id: str = ""  # the image booted, via fw_cfg: the local cloud's instance metadata
     host_address: str = "127.0.0.1"  # where the forwarded SSH port listens on this machine
     serial_log: Path | None = None
     name: str = "imagectl-vm"
@@ -68,4 +73,6 @@ class VmSpec:
             argv += ["-fw_cfg", f"name={FW_CFG_KEY_NAME},file={self.authorized_key}"]
         if self.logins:
             argv += ["-fw_cfg", f"name={FW_CFG_LOGIN_NAME},file={self.logins}"]
+        if self.image_id and "," not in self.image_id:
+            argv += ["-fw_cfg", f"name={FW_CFG_IMAGE_ID_NAME},string={self.image_id}"]
         return argv + self.extra_args

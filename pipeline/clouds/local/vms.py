@@ -66,6 +66,7 @@ def start(
     memory_mib: int,
     cpus: int,
     name: str,
+    image_id: str = "",
 ) -> RunningVm:
     """Boot the VM in the background; returns at once (the guest boots asynchronously)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -84,7 +85,7 @@ def start(
     spec = VmSpec(
         disk=overlay, kernel=boot.kernel, initrd=boot.initrd, accel=boot.accel,
         memory_mib=memory_mib, cpus=cpus, ssh_port=free_port(), logins=logins,
-        serial_log=folder / "serial.log", name=name,
+        serial_log=folder / "serial.log", name=name, image_id=image_id,
     )  # fmt: skip
     with open(folder / "qemu.log", "ab") as log:
         proc = subprocess.Popen(

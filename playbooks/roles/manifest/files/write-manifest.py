@@ -119,12 +119,18 @@ def main():
         help="NAME=PACKAGE: the stack component and the package that carries it",
     )
     ap.add_argument("--validator-venv", default="/opt/imagectl")
+    # unique to the build: two builds of one stack never write the same manifest, so an
+    # attestation of one (it names the manifest's sha256) never holds on the other
+    ap.add_argument("--build-id", default="")
+    ap.add_argument("--nonce", default="")
     args = ap.parse_args()
     components = dict(c.split("=", 1) for c in args.component)
     packages = installed_packages(sorted(set(args.pattern) | set(components.values())))
     versions = component_versions(components, packages)
     manifest = {
         "schema_version": 2,
+        "build_id": args.build_id or None,
+        "nonce": args.nonce or None,
         "stack": args.stack,
         "stack_digest": args.digest,
         "cloud": args.cloud,

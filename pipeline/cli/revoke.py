@@ -1,0 +1,54 @@
+"""``imagectl revoke IMAGE --reason "..."``: publish a signed revocation of the image.
+
+A promoted image is rolled back first (every pointer back to the image before it), then
+the image and its copies are blocked, and a revocation signed by
+``$IMAGECTL_ATTESTATION_SIGNER`` is recorded beside the attestation: the catalog, a file
+beside it and the ``imagectl:revoked`` tag. ``verify`` and ``verify-node`` refuse the
+image from then on; ``imagectl verify --export-revocations`` hands the revocations to
+deploy jobs. Exit 0 revoked, 2 bad input (unknown image, no signer)."""
+
+from __future__ import annotations
+
+import click
+
+from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
+
+
+@click.command("revoke")
+@click.argument("image")
+@click.option("--reason", required=True, help="Why (signed into the revocation).")
+@cloud_option("Cloud, when the image id exists on several.")
+@json_option
+@click.pass_context
+def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_json: bool) -> None:
+    """Revoke IMAGE's attestation (catalog id or cloud id): never used, never promoted."""
+    from rich.markup import escape
+
+    from imagectl.catalog.db import open_catalog
+    from imagectl.promotion import resolve_image
+    from imagectl.promotion.context import load_stack_for, provider_for
+    from imagectl.provenance.revoke import revoke_image
+
+    catalog = open_catalog()
+    try:
+        with catalog.transaction() as s:
+            img = resolve_image(s, image, cloud=cloud, allow_replica=True)
+            pk, stack_name, cloud_name = img.id, img.stack, img.cloud
+        provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
+        revoked = revoke_image(catalog, provider, pk, reason=reason)
+    finally:
+        catalog.close()
+    if as_json:
+        emit_json(
+            {"image": revoked.image, "revocation": revoked.digest,
+             "attestation": revoked.attestation, "reason": revoked.reason,
+             "rolled_back": revoked.rolled_back}
+        )  # fmt: skip
+        return
+    out = console()
+    if revoked.rolled_back:
+        out.print(f"rolled back first: {escape(', '.join(revoked.rolled_back))}")
+    out.print(
+        f"[red]revoked[/] {escape(revoked.image)}: {escape(revoked.reason)} "
+        f"(revocation {revoked.digest[:19]})"
+    )
