@@ -21,6 +21,7 @@ import pytest
 import yaml
 from apt_sandbox import make_sandbox
 from jinja2 import Environment
+from openpgp_keys import gpg_key
 
 from imagectl.packer.variables import ansible_vars, write_var_files
 from imagectl.stacks import load_resolved
@@ -187,10 +188,12 @@ def test_site_check_mode_installs_pins_and_holds_everything(
     v, apt_env, _ = world
     _, resolved = load_resolved(ROOT / "images", "h100-training")
     _, avars_file, _, _ = write_var_files(resolved, "aws", tmp_path)
-    # get_url fetches even in check mode: serve the repository key from a file:// URL.
+    # The key is downloaded and its fingerprint checked even in check mode: serve a real
+    # stand-in key from a file:// URL and pin its fingerprint instead of NVIDIA's.
+    armored, fprs = gpg_key(tmp_path / "gpg", "stand-in <nvidia@example.invalid>")
     key = tmp_path / "nvrepo" / v["nvidia_repo_slug"] / v["nvidia_repo_arch"] / "3bf863cc.pub"
     key.parent.mkdir(parents=True)
-    key.write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\nstand-in\n")
+    key.write_bytes(armored)
     proc = subprocess.run(
         [
             str(Path(sys.executable).parent / "ansible-playbook"),
@@ -210,6 +213,8 @@ def test_site_check_mode_installs_pins_and_holds_everything(
             "aws_efa_enabled=false",
             "-e",
             f"nvidia_repo_base_url=file://{tmp_path / 'nvrepo'}",
+            "--extra-vars",
+            json.dumps({"nvidia_repo_key_fingerprints": [fprs[0]]}),
             "-e",
             "ansible_python_interpreter=/usr/bin/python3",
         ],
