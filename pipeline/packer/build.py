@@ -39,7 +39,8 @@ from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.provenance.inventory import IMAGE_FOLDER
 from imagectl.provenance.keys import image_trust
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.toolkit import ensure_toolkit_wheelhouse
+from imagectl.supply.validator import ensure_validator_wheelhouse
+from imagectl.toolkit import ensure_toolkit_wheelhouse, target_python
 
 DEFAULT_TIMEOUT_S = 4 * 3600.0
 
@@ -275,6 +276,9 @@ def run_build(
         if skip_provisioning or resolved.validator_toolkit is None
         else str(ensure_toolkit_wheelhouse(resolved))
     )
+    if not skip_provisioning and not validator_wheelhouse:
+        # Every cloud installs the validator's dependencies offline, from the locked hashes.
+        validator_wheelhouse = str(ensure_validator_wheelhouse(target_python(resolved)))
     plan = plan_build(
         resolved,
         spec,

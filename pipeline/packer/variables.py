@@ -16,8 +16,10 @@ from typing import Any
 from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
+from imagectl.paths import find_workspace
 from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.supply.apt_keys import load_apt_keys
 from imagectl.tags import ARTIFACT_TAG_NAMES, PREFIX, gcp_label_value
 
 # Filled in at build time (build id, commit, file paths), not from the stack.
@@ -118,9 +120,10 @@ def ansible_vars(
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
     ``validator_wheel`` is filled in at build time: the imagectl wheel on the controller;
-    ``validator_wheelhouse`` (optional) its dependency wheels, for targets that cannot
-    reach the package index (the local QEMU build); ``validator_toolkit_wheelhouse`` the
-    pinned GPU toolkit's wheels (``imagectl.toolkit``), installed offline;
+    ``validator_wheelhouse`` its dependency wheels and their lock
+    (``imagectl.supply.validator``; every build passes one: the role installs from hashes
+    only, with no package index); ``validator_toolkit_wheelhouse`` the pinned GPU
+    toolkit's wheels and lock (``imagectl.toolkit``), installed the same way;
     ``validator_attestation_trust`` the public keys the image trusts to sign its
     attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``;
     ``manifest_fetch_dir`` the build folder the manifest role fetches the image's
@@ -131,6 +134,7 @@ def ansible_vars(
     n = s.nvidia
     spec = cloud_spec(cloud)
     c = spec.settings(s)
+    nvidia_key = load_apt_keys(find_workspace().compat_dir)["nvidia-cuda"]
     out: dict[str, Any] = {
         "base_distro": s.os.distro,
         "base_release": s.os.release,
@@ -153,6 +157,9 @@ def ansible_vars(
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
         "nvidia_repo_slug": s.os.repo_slug,
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",
+        # NVIDIA's repository key and the fingerprints it must have (apt_keys.yaml).
+        "nvidia_repo_key_file": nvidia_key.key_file,
+        "nvidia_repo_key_fingerprints": list(nvidia_key.fingerprints),
         "nvidia_driver_enabled": n is not None,
         "nvidia_driver_version": n.driver.version if n else "",
         "nvidia_driver_kernel_modules": n.driver.kernel_modules if n else "",
