@@ -188,6 +188,7 @@ VALIDATOR_MAY_IMPORT = {
     "imagectl",
     "imagectl.errors",
     "imagectl.fsutil",
+    "imagectl.safetext",
     "imagectl.versions",
     "imagectl.images",
 }

@@ -71,7 +71,8 @@ def adopt(resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str) -> Build
 
 def failed(record: BuildRecord, *, cancelled: bool) -> None:
     with record.catalog.transaction() as s:
-        repo.finish_build(s, record.build, outcome="cancelled" if cancelled else "failed")
+        # by id: the row of ``start`` is detached, and a change to it alone is never flushed
+        repo.finish_build(s, record.build.id, outcome="cancelled" if cancelled else "failed")
 
 
 def finish(

@@ -39,7 +39,11 @@ from imagectl.packer.machine_readable import PackerEvent
 from imagectl.packer.manifest import Artifact
 from imagectl.packer.runner import PackerCancelled
 from imagectl.paths import Workspace
-from imagectl.provenance.record import record_build_sbom, record_manifest_digest
+from imagectl.provenance.record import (
+    prepare_build_sbom,
+    record_manifest_digest,
+    store_build_sbom,
+)
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
 
@@ -205,12 +209,20 @@ def _finish(
     result: BuildResult | None,
     **extra: Any,
 ) -> BuildOutcome:
+    prepared = None
+    if folder is not None:  # what the image reported, refused (exit 2) before any record
+        try:
+            prepared = prepare_build_sbom(record.build.build_id, folder, resolved, spec.name)
+        except UserError:
+            if record.build.outcome != "succeeded":  # not a reused candidate's build
+                build_records.failed(record, cancelled=False)
+            raise
     images = build_records.finish(record, resolved, spec, artifacts)
     catalog, build = record.catalog, record.build
     sbom = None
     if folder is not None:
         record_manifest_digest(catalog, build.id, folder)
-        sbom = record_build_sbom(catalog, build.id, build.build_id, folder, resolved, spec.name)
+        sbom = store_build_sbom(catalog, build.id, prepared) if prepared else None
     return BuildOutcome(
         build_id=build.build_id,
         stack=resolved.name,

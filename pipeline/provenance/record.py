@@ -13,31 +13,54 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.boundedjson import parse_bounded
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.models import Build
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
-from imagectl.provenance.inventory import IMAGE_FOLDER, INVENTORY_FILE, load_inventory
+from imagectl.provenance.inventory import (
+    IMAGE_FOLDER,
+    INVENTORY_FILE,
+    MAX_PACKAGES,
+    Inventory,
+    load_inventory,
+)
 from imagectl.provenance.sbom import render_sbom, sbom_digest
 from imagectl.stacks.resolve import ResolvedStack
 
 SBOM_FILE = "sbom.cdx.json"
+# The image manifest (write-manifest.py): pins, held packages, a few facts; tens of KB.
+MANIFEST_MAX_BYTES = 8 * 1024 * 1024
+MANIFEST_MAX_DEPTH = 16
+MANIFEST_HINT = "Build the image again; the manifest role writes it"
 
 
 def _held(manifest_file: Path) -> list[str]:
+    where = str(manifest_file)
     try:
-        doc = json.loads(manifest_file.read_text())
+        with manifest_file.open("rb") as fh:
+            data = fh.read(MANIFEST_MAX_BYTES + 1)
     except OSError:
         return []  # no manifest fetched: nothing known to be held
-    except ValueError as exc:
-        raise UserError(
-            f"the image manifest is not JSON: {exc}", where=str(manifest_file)
-        ) from None
+    doc = parse_bounded(
+        data, kind="image manifest", where=where, hint=MANIFEST_HINT,
+        max_bytes=MANIFEST_MAX_BYTES, max_depth=MANIFEST_MAX_DEPTH,
+    )  # fmt: skip
     held = doc.get("held") if isinstance(doc, dict) else None
-    return sorted(str(h) for h in held) if isinstance(held, list) else []
+    if not isinstance(held, list):
+        return []
+    if len(held) > MAX_PACKAGES or not all(isinstance(h, str) and len(h) <= 1024 for h in held):
+        raise UserError(
+            f"the image manifest's held packages are not a list of at most {MAX_PACKAGES} "
+            "package names",
+            where=where,
+            hint=MANIFEST_HINT,
+        )
+    return sorted(held)
 
 
 def record_manifest_digest(catalog: Catalog, build_pk: int, folder: Path) -> str | None:
@@ -53,19 +76,27 @@ def record_manifest_digest(catalog: Catalog, build_pk: int, folder: Path) -> str
     return digest
 
 
-def record_build_sbom(
-    catalog: Catalog,
-    build_pk: int,
-    build_id: str,
-    folder: Path,
-    resolved: ResolvedStack,
-    cloud: str,
-) -> Path | None:
+@dataclass(frozen=True)
+class BuildSbom:
+    """A build's SBOM, read from what the image reported and rendered: everything that can
+    refuse a hostile report (exit 2) happens before the build's images are recorded."""
+
+    folder: Path
+    text: str
+    inventory: Inventory
+    held: list[str]
+
+
+def prepare_build_sbom(
+    build_id: str, folder: Path, resolved: ResolvedStack, cloud: str
+) -> BuildSbom | None:
+    """The SBOM of the build in ``folder``; None without an inventory (no provisioning)."""
     image_dir = folder / IMAGE_FOLDER
     inventory_file = image_dir / INVENTORY_FILE
     if not inventory_file.is_file():
         return None
     inv = load_inventory(inventory_file)
+    held = _held(image_dir / "manifest.json")
     text = render_sbom(
         inv,
         stack=resolved.name,
@@ -74,14 +105,32 @@ def record_build_sbom(
         build_id=build_id,
         distro=resolved.stack.os.distro,
     )
-    path = atomic_write(folder / SBOM_FILE, text)
+    return BuildSbom(folder=folder, text=text, inventory=inv, held=held)
+
+
+def store_build_sbom(catalog: Catalog, build_pk: int, sbom: BuildSbom) -> Path:
+    """``<build folder>/sbom.cdx.json``, and the SBOM with its inventory in the catalog."""
+    path = atomic_write(sbom.folder / SBOM_FILE, sbom.text)
     with catalog.transaction() as s:
         repo.record_sbom(
             s,
             build_pk,
-            digest=sbom_digest(text),
-            document=json.loads(text),
-            inventory=inv.model_dump(mode="json"),
-            held=_held(image_dir / "manifest.json"),
+            digest=sbom_digest(sbom.text),
+            document=json.loads(sbom.text),
+            inventory=sbom.inventory.model_dump(mode="json"),
+            held=sbom.held,
         )
     return path
+
+
+def record_build_sbom(
+    catalog: Catalog,
+    build_pk: int,
+    build_id: str,
+    folder: Path,
+    resolved: ResolvedStack,
+    cloud: str,
+) -> Path | None:
+    """``prepare_build_sbom`` then ``store_build_sbom``."""
+    sbom = prepare_build_sbom(build_id, folder, resolved, cloud)
+    return None if sbom is None else store_build_sbom(catalog, build_pk, sbom)
