@@ -26,21 +26,13 @@ from imagectl.compat.data import load_compat
 from imagectl.errors import UserError
 from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.supply.lock import toolkit_lock_path
+from imagectl.supply.lockfile import load
+from imagectl.supply.targets import DISTRO_PYTHON, PLATFORMS
 from imagectl.supply.wheelhouse import ensure_wheelhouse
 from imagectl.validators.compute.readiness import torch_cuda_of
 
 INDEX_ENV = "IMAGECTL_TOOLKIT_INDEX_URL"
-# The distribution's own python3 (the validator venv's interpreter): Ubuntu 22.04 ships
-# 3.10, 24.04 ships 3.12, Debian 12 ships 3.11 (each release's python3 package).
-DISTRO_PYTHON = {"ubuntu-22.04": "3.10", "ubuntu-24.04": "3.12", "debian-12": "3.11"}
-PLATFORMS = (
-    "manylinux_2_28_x86_64",
-    "manylinux_2_27_x86_64",
-    "manylinux_2_17_x86_64",
-    "manylinux2014_x86_64",
-    "manylinux_2_12_x86_64",
-    "manylinux2010_x86_64",
-)
 
 
 @dataclass(frozen=True)
@@ -97,9 +89,6 @@ def ensure_toolkit_wheelhouse(
     """``<state>/wheelhouse/toolkit/<key>.tar``: the pinned toolkit's wheels, exactly as its
     lock pins them (``images/compat/locks/torch-<release>-<variant>.lock``, sha256 per
     wheel; ``imagectl.supply``), with that lock, the torch wheel checked for its variant."""
-    from imagectl.supply.lock import toolkit_lock_path
-    from imagectl.supply.lockfile import load
-
     pin = toolkit_pin(resolved)
     if pin is None:
         raise UserError("the stack pins no validation.toolkit: there is no toolkit to install")

@@ -18,12 +18,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+try:
+    import tomllib  # type: ignore[import-not-found,unused-ignore]
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+
 from imagectl.compat.data import load_compat
 from imagectl.errors import UserError
 from imagectl.paths import Workspace, find_workspace
+from imagectl.stacks import load_resolved, stack_paths
 from imagectl.supply.lockfile import Lock, inputs_digest, load, merge
 from imagectl.supply.resolve import PYPI, resolve
-from imagectl.toolkit import DISTRO_PYTHON, PLATFORMS
+from imagectl.supply.targets import DISTRO_PYTHON, PLATFORMS
 
 COMMAND = "python -m imagectl.supply.lock"
 
@@ -55,10 +61,6 @@ def toolkit_requirement(torch: str, variant: str) -> str:
 
 def core_dependencies(pyproject: Path) -> tuple[str, ...]:
     """pyproject.toml's ``[project].dependencies``: what the image's validator needs."""
-    try:
-        import tomllib  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
     doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     return tuple(doc["project"]["dependencies"])
 
@@ -75,8 +77,6 @@ def validator_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
 
 def toolkit_specs(ws: Workspace, index_url: str | None = None) -> list[LockSpec]:
     """One spec per toolkit (torch release + CUDA variant) a stack pins."""
-    from imagectl.stacks import load_resolved, stack_paths
-
     compat = load_compat(ws.compat_dir)
     pins: set[tuple[str, str]] = set()
     for path in stack_paths(ws.stacks_dir):

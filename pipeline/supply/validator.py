@@ -8,8 +8,8 @@ from pathlib import Path
 
 from imagectl.paths import state_dir
 from imagectl.supply.lock import validator_lock_path
+from imagectl.supply.targets import PLATFORMS
 from imagectl.supply.wheelhouse import ensure_wheelhouse
-from imagectl.toolkit import PLATFORMS
 
 
 def ensure_validator_wheelhouse(
