@@ -161,13 +161,14 @@ def judged_whole(statement: dict[str, Any], where: str) -> list[str]:
     receipts = predicate.get("receipts")
     if not isinstance(receipts, list) or not receipts:
         return [*reasons, f"{where} carries no receipt for its verdict"]
-    image = predicate.get("image") if isinstance(predicate.get("image"), dict) else {}
+    found = predicate.get("image")
+    image: dict[str, Any] = found if isinstance(found, dict) else {}
     for i, receipt in enumerate(receipts):
         if not isinstance(receipt, dict):
             reasons.append(f"{where}: receipt {i} is not a receipt")
             continue
-        host = (receipt.get("host") or {}).get("hostname") if isinstance(
-            receipt.get("host"), dict) else None  # fmt: skip
+        about = receipt.get("host")
+        host = about.get("hostname") if isinstance(about, dict) else None
         name = f"{where}: receipt {i}" + (f" ({host})" if host else "")
         if receipt.get("verdict") != "pass":
             reasons.append(f"{name} says {receipt.get('verdict')!r}, yet the statement says pass")

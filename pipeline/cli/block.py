@@ -1,8 +1,8 @@
 """``imagectl block IMAGE --reason "..."``: the image can never be promoted without
-``--force``. An attested or promoted image is revoked (``imagectl revoke``): a promoted
-one rolled back first, a signed revocation published, and not even ``--force`` promotes
-it. Exit 0 when blocked (or already), 2 for an unknown image, a state that cannot be
-blocked, or a promoted image with no signer for its revocation."""
+``--force``. A promoted image is revoked (``imagectl revoke``): rolled back first, a
+signed revocation published, and not even ``--force`` promotes it again. Exit 0 when
+blocked (or already), 2 for an unknown image, a state that cannot be blocked, or a
+promoted image with no signer for its revocation."""
 
 from __future__ import annotations
 

@@ -37,9 +37,10 @@ from imagectl.cli.common import (
 
 
 def _state(img: dict[str, Any]) -> str:
-    """The state, marked when the receipts behind it are replays."""
+    """The state, marked when the receipts behind it are replays, and when revoked."""
     by = img.get("validated_by")
-    return f"{img['state']} ({by})" if by and by != "live" else str(img["state"])
+    state = f"{img['state']} ({by})" if by and by != "live" else str(img["state"])
+    return f"{state}, revoked" if img.get("revoked") else state
 
 
 def _validation_shapes(ctx: click.Context, stack: str, cloud: str) -> list[str] | None:

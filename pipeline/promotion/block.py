@@ -4,12 +4,12 @@ The block is the catalog state ``blocked`` with its reason (``Image.blocked_reas
 an ``image.state`` event naming who blocked it and why. The gate refuses a blocked image
 (exit 1); ``imagectl promote --force --reason`` overrides it and is recorded.
 
-Given the cloud's ``provider``, blocking an attested or promoted image revokes it
-(``imagectl.provenance.revoke``): a promoted one is rolled back first, and a signed
-revocation is published beside its attestation, so ``verify`` and nodes refuse it too
-(``--force`` does not promote a revoked image). A promoted image needs a signer for
-that; an attested one without a signer is blocked in the catalog only (``verify`` still
-refuses a blocked image; ``imagectl revoke`` signs the revocation later).
+Given the cloud's ``provider``, blocking a promoted image revokes it
+(``imagectl.provenance.revoke``, which needs a signer): it is rolled back first, and a
+signed revocation is published beside its attestation, so ``verify`` and nodes refuse it
+too (``--force`` does not promote a revoked image). Any other image is blocked in the
+catalog: ``verify`` refuses a blocked image (and hands out no envelope), and ``imagectl
+revoke`` publishes a signed revocation for deploy jobs and nodes.
 """
 
 from __future__ import annotations
@@ -77,22 +77,14 @@ def _revoke(
     cloud: str | None,
     actor: str | None,
 ) -> bool:
-    """Revoke an attested or promoted, not yet revoked image; False: a plain block."""
-    from imagectl.provenance.keys import NoSigner
+    """Revoke a promoted image (rolled back first); False: a plain block."""
     from imagectl.provenance.revoke import revoke_image
 
     with catalog.transaction() as s:
         img = resolve_image(s, image, cloud=cloud)
         promoted = img.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED)
-        attested = repo.latest_attestation(s, img) is not None
-        revoked = any(r.image_id == img.id for r in repo.revocations(s, img.stack))
         pk = img.id
-    if revoked or not (promoted or attested):
+    if not promoted:
         return False
-    try:
-        revoke_image(catalog, provider, pk, reason=reason, actor=actor)
-    except NoSigner:
-        if promoted:
-            raise
-        return False
+    revoke_image(catalog, provider, pk, reason=reason, actor=actor)
     return True

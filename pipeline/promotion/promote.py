@@ -15,7 +15,8 @@ Sequence (each step recorded before/after its side effect, see ``records.py``):
    region's copy (``provenance.attest``: a copy verifies by what the signed statement
    names, never by its tags; a forced promotion past the attestation signs nothing),
    then flip the "latest" pointer of every region (cloud first, then the catalog, which
-   keeps the previous one), tag the replicas ``promoted`` and close the promotion: the image and its replicas become ``promoted``.
+   keeps the previous one), tag the replicas ``promoted`` and close the promotion: the
+   image and its replicas become ``promoted``.
    Otherwise the promotion closes ``partial``: the image is ``partially_promoted``, no
    pointer moved, and ``PromotionResult.resume_command`` says how to finish.
 5. Retention (``retention.py``): promoted images beyond ``retention.keep_last`` are

@@ -14,6 +14,7 @@ from imagectl.catalog.models import Image, ValidationRun
 from imagectl.errors import UserError
 from imagectl.promotion.groups import resume_command
 from imagectl.promotion.rollback import open_flip
+from imagectl.tags import TAG_REVOKED
 
 
 def current_pointers(catalog: Catalog, stack: str, cloud: str) -> dict[str, str]:
@@ -127,6 +128,7 @@ def _image(img: Image) -> dict[str, Any]:
         "tags": img.tags,
         "validated_by": validated_by(img),
         "shapes": shapes_of(img),
+        "revoked": img.tags.get(TAG_REVOKED),  # the signed revocation's digest (revoke)
     }
 
 

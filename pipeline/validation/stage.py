@@ -210,7 +210,7 @@ def _attest(recorder: CatalogRecorder, provider: Provider) -> str | None:
         with recorder.catalog.transaction() as s:
             repo.log_event(
                 s, "image.unattested", f"validated but not signed: {exc.message}",
-                image=recorder.image_pk, details={"hint": exc.hint},
+                image=repo.image_row(s, recorder.image_pk), details={"hint": exc.hint},
             )  # fmt: skip
         return None
 

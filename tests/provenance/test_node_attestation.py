@@ -120,7 +120,7 @@ def _statement(
                 "image_id": image_id,
                 "host": {"hostname": "gpu-1"},
             }
-        ],  # fmt: skip
+        ],
         verdict=verdict,
         attested_by="ci",
         attested_at="2026-11-25T00:00:00+00:00",
