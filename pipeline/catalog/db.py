@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 import imagectl.catalog.migrations as migrations
 from imagectl.errors import MissingDependency, UserError
 from imagectl.paths import state_dir
+from imagectl.redact import redact_url, scrub
 
 ENV_DATABASE_URL = "IMAGECTL_DATABASE_URL"
 SQLITE_FILE = "catalog.db"
@@ -55,29 +56,25 @@ def database_url() -> str:
     return f"sqlite:///{state_dir() / SQLITE_FILE}"
 
 
+def _raw(url: str | URL) -> str:
+    return url.render_as_string(hide_password=False) if isinstance(url, URL) else str(url)
+
+
 def display_url(url: str | URL) -> str:
-    """The URL with any password hidden, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return mask_url(str(url))
+    """The URL for messages: its password, a lone user name and secret query parameters
+    (libpq's ``?password=``, ``?sslpassword=``, ``?sslkey=``...) hidden
+    (``imagectl.redact``)."""
+    return redact_url(_raw(url))
 
 
 def mask_url(raw: str) -> str:
-    """A URL that may not parse, with everything before its last '@' after the scheme
-    (user and password, whatever characters the password holds) shown as ***."""
-    scheme, sep, rest = raw.partition("://")
-    if not sep:
-        scheme, rest = "", raw
-    if "@" in rest:
-        rest = "***@" + rest.rsplit("@", 1)[1]
-    shown = f"{scheme}{sep}{rest}"
-    return shown if len(shown) <= 200 else shown[:197] + "..."
+    """``display_url`` of a URL that may not parse."""
+    return redact_url(raw)
 
 
-def _unavailable(url: str, error: BaseException) -> CatalogUnavailable:
+def _unavailable(url: str | URL, error: BaseException) -> CatalogUnavailable:
     detail = str(getattr(error, "orig", None) or error).strip().splitlines()
-    first = detail[0] if detail else type(error).__name__
+    first = scrub(detail[0], _raw(url)) if detail else type(error).__name__
     if str(url).startswith("sqlite"):
         check = "that the file is an imagectl catalog (SQLite) and readable and writable"
     else:
@@ -193,7 +190,7 @@ class Catalog:
             with self.sessions.begin() as session:
                 yield session
         except (exc.OperationalError, exc.InterfaceError) as error:
-            raise _unavailable(self.url, error) from error
+            raise _unavailable(self.engine.url, error) from error
 
     def close(self) -> None:
         self.engine.dispose()

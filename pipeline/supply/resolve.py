@@ -26,6 +26,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from imagectl.errors import UserError
+from imagectl.redact import scrub
 
 PYPI = "https://pypi.org/simple"
 
@@ -65,15 +66,16 @@ def pip_report(
             "--quiet", "--report", str(report), "--only-binary=:all:",
             "--python-version", python, "--implementation", "cp",
             *[arg for p in platforms for arg in ("--platform", p)], "--platform", "any",
-            "--index-url", index_url, *roots,
+            *roots,
         ]  # fmt: skip
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, check=False, env=isolated_pip_env()
-        )
+        # the index (and any credentials in it) through the environment: never on argv,
+        # which every user can read in /proc
+        env = {**isolated_pip_env(), "PIP_INDEX_URL": index_url}
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         if proc.returncode != 0:
             raise UserError(
                 f"resolving {' '.join(roots)} for Python {python} failed: "
-                f"{proc.stderr.strip()[-600:]}",
+                f"{scrub(proc.stderr.strip()[-600:], index_url)}",
                 hint="The lock is made from the package index; check the index and ranges",
             )
         items: list[dict[str, Any]] = json.loads(report.read_text())["install"]
@@ -130,7 +132,9 @@ def resolve(
     env = target_environment(python)
     for _ in range(8):
         report = pip_report(roots, python=python, platforms=platforms, index_url=index_url)
-        items = {canonicalize_name(i["metadata"]["name"]): i for i in report}
+        items: dict[str, dict[str, Any]] = {
+            str(canonicalize_name(i["metadata"]["name"])): i for i in report
+        }
         needed, missing = _closure(requirements, items, env)
         if not missing:
             return {n: (str(items[n]["metadata"]["version"]), _sha256(items[n])) for n in needed}

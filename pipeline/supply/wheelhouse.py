@@ -28,6 +28,7 @@ from pathlib import Path
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from imagectl.errors import UserError
+from imagectl.redact import redact_url, scrub
 from imagectl.supply.lockfile import Lock, load
 
 LOCK_NAME = "requirements.lock"
@@ -95,23 +96,27 @@ def verify_tarball(tarball: Path, lock: Lock, python: str) -> None:
 
 
 def download_command(
-    lock_file: Path, dest: Path, *, python: str, platforms: Iterable[str], index_url: str | None
+    lock_file: Path, dest: Path, *, python: str, platforms: Iterable[str]
 ) -> list[str]:
+    """pip's argv: the index comes through the environment (``_pip_env``)."""
     return [
         sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
         "--dest", str(dest), "--only-binary=:all:", "--no-deps", "--require-hashes",
         "--python-version", python, "--implementation", "cp",
         *[arg for p in platforms for arg in ("--platform", p)], "--platform", "any",
-        *(["--index-url", index_url] if index_url else []), "-r", str(lock_file),
+        "-r", str(lock_file),
     ]  # fmt: skip
 
 
 def _pip_env(index_url: str | None) -> dict[str, str]:
     # The user's index and mirrors stay (the hashes make any of them safe); a constraint
     # file or find-links folder of this machine must not change what is downloaded, nor
-    # an extra index what is found beside a named one.
+    # an extra index what is found beside a named one. A named index (and any credentials
+    # in its URL) goes through the environment, never argv, which every user can read in
+    # /proc.
     env = dict(os.environ, PIP_CONSTRAINT="", PIP_FIND_LINKS="")
     if index_url:
+        env["PIP_INDEX_URL"] = index_url
         env["PIP_EXTRA_INDEX_URL"] = ""
     return env
 
@@ -150,18 +155,17 @@ def ensure_wheelhouse(
         wheels = Path(tmp) / "wheels"
         wheels.mkdir()
         (Path(tmp) / LOCK_NAME).write_text(target_lock, encoding="utf-8")
-        cmd = download_command(
-            Path(tmp) / LOCK_NAME, wheels, python=python, platforms=platforms, index_url=index_url
-        )
+        cmd = download_command(Path(tmp) / LOCK_NAME, wheels, python=python, platforms=platforms)
         env = _pip_env(index_url)
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         if proc.returncode != 0:
             cached = f" (the cached wheelhouse was refused: {refused})" if refused else ""
-            told = proc.stderr.strip()[-600:]
+            told = scrub(proc.stderr.strip()[-600:], *([index_url] if index_url else []))
             if HASH_MISMATCH in proc.stderr and HASH_MISMATCH not in told:
                 told = f"{HASH_MISMATCH}: ... {told}"
+            source = f" from {redact_url(index_url)}" if index_url else ""
             raise UserError(
-                f"downloading the {what} pinned in {lock_path} for Python {python} "
+                f"downloading the {what} pinned in {lock_path} for Python {python}{source} "
                 f"failed{cached}: {told}",
                 hint="The build needs the package index (or a mirror of it); a hash "
                 "mismatch means the index served other bytes than the lock pins",
