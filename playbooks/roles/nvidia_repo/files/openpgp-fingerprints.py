@@ -74,7 +74,7 @@ def main():
     path, pinned = sys.argv[1], {"".join(f.split()).upper() for f in sys.argv[2:]}
     try:
         with open(path, "rb") as f:
-            found = {PUBLIC_KEY: [], PUBLIC_SUBKEY: []}
+            found = {PUBLIC_KEY: [], PUBLIC_SUBKEY: []}  # type: dict[int, list[str]]
             for tag, body in packets(dearmor(f.read())):
                 if tag in found:
                     found[tag].append(fingerprint(body))
