@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +29,12 @@ from imagectl.provenance.inventory import parse_inventory
 from imagectl.provenance.sbom import render_sbom
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.supply.lock import LockSpec, write_lock
+from imagectl.supply.validator import ensure_validator_wheelhouse
+from imagectl.supply.wheelhouse import ensure_wheelhouse
+from imagectl.toolkit import PLATFORMS
 from imagectl.validators.manifest import parse_manifest
-from tests.support import ROOT, fake_torch_wheel, require_root, require_tool
+from tests.support import ROOT, fake_torch_wheel, require_root, require_tool, simple_index
 
 pytestmark = pytest.mark.slow
 
@@ -56,19 +58,18 @@ class Provisioned:
     avars: dict[str, Any]
 
 
-def _wheelhouse(wheel: str, dest: Path) -> Path:
-    """The validator's dependency wheels for the target's Python (3.11, like the host)."""
-    folder = dest / "wheelhouse"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(folder), wheel],
-        check=True,
-        capture_output=True,
+def _toolkit_wheelhouse(dest: Path) -> Path:
+    """A wheelhouse made by the build's own code (lock, then --require-hashes download) of a
+    wheel laid out like torch+cu128's (tests/support.py), for the target's Python 3.11."""
+    url = simple_index(dest / "toolkit-index", [fake_torch_wheel(dest / "toolkit")])
+    spec = LockSpec(
+        path=dest / "toolkit.lock", title="stand-in toolkit", command="test",
+        requirements=("torch==2.9.1+cu128",), index_url=url, pythons=("3.11",),
+        platforms=PLATFORMS,
+    )  # fmt: skip
+    return ensure_wheelhouse(
+        write_lock(spec), python="3.11", platforms=PLATFORMS, folder=dest / "tk", index_url=url
     )
-    tar = dest / "wheelhouse.tar"
-    with tarfile.open(tar, "w") as t:
-        for whl in sorted(folder.glob("*.whl")):
-            t.add(whl, arcname=whl.name)
-    return tar
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +86,12 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisione
     ws = find_workspace(ROOT)
     _, resolved = load_resolved(ws.images, "local")
     wheel = build_validator_wheel(ws, tmp / "dist")
-    wheelhouse = _wheelhouse(wheel, tmp)
+    # What every build hands the role: validators/requirements.lock's wheels (Debian 12: 3.11)
+    wheelhouse = ensure_validator_wheelhouse("3.11", folder=tmp / "wheelhouse")
     _, avars_file, _, avars = write_var_files(
         resolved, "local", tmp / "vars", validator_wheel=wheel
     )
-    toolkit = tmp / "toolkit.tar"  # a wheel laid out like torch+cu128's (tests/support.py)
-    with tarfile.open(toolkit, "w") as t:
-        whl = fake_torch_wheel(tmp / "toolkit")
-        t.add(whl, arcname=whl.name)
+    toolkit = _toolkit_wheelhouse(tmp)
     try:
         with rootfs_mod.chroot_ready(root):
             extra = (
