@@ -4,6 +4,9 @@ Credentials come only from boto3's default chain (environment, web identity for 
 SSO / shared config, instance or container role): nothing is read from a file of ours
 and nothing secret is logged. Throttling and transient errors are retried by botocore's
 own retry modes (``adaptive`` by default: client-side rate limiting plus backoff).
+Every call has a deadline (``imagectl.clouds.deadlines``): connect and read timeouts in
+the client's ``Config``, and a ``needs-retry`` hook that starts no retry which could not
+end before the call's deadline, failing with ``CloudDeadline`` naming the endpoint.
 The endpoint is the real one unless ``endpoint_url`` / ``IMAGECTL_AWS_ENDPOINT_URL`` /
 ``AWS_ENDPOINT_URL`` names another (moto in tests and in the README's try-it path).
 """
@@ -14,10 +17,12 @@ import threading
 from typing import Any
 
 from imagectl.clouds.common import endpoint_from_env
+from imagectl.clouds.deadlines import CloudDeadline, Deadlines, deadlines, is_timeout
 
 ENV_ENDPOINT = ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 DEFAULT_RETRY_MODE = "adaptive"
 DEFAULT_MAX_ATTEMPTS = 8
+DEADLINE_KEY = "imagectl_deadline"  # in botocore's request context
 
 
 class AwsClients:
@@ -40,6 +45,7 @@ class AwsClients:
         self.session = session or boto3.session.Session(profile_name=profile)
         self.retry_mode = retry_mode
         self.max_attempts = max_attempts
+        self.deadlines: Deadlines = deadlines()
         self._clients: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
@@ -47,9 +53,37 @@ class AwsClients:
         from botocore.config import Config
 
         return Config(
+            connect_timeout=self.deadlines.connect_s,
+            read_timeout=self.deadlines.read_s,
             retries={"mode": self.retry_mode, "max_attempts": self.max_attempts},
             user_agent_extra="imagectl",
         )
+
+    def _start_call(self, context: dict[str, Any], **_: Any) -> None:
+        """``before-call``: the call's deadline, kept in its request context."""
+        context[DEADLINE_KEY] = self.deadlines.start()
+
+    def _check_deadline(
+        self,
+        request_dict: dict[str, Any],
+        caught_exception: BaseException | None,
+        attempts: int,
+        endpoint: Any,
+        operation: Any,
+        **_: Any,
+    ) -> None:
+        """``needs-retry``: after a connection failure or timeout, fail with the endpoint
+        named when no further attempt could end before the deadline (or none is left)."""
+        if caught_exception is None:
+            return
+        ends_at = request_dict.get("context", {}).get(DEADLINE_KEY)
+        out_of_time = ends_at is not None and not self.deadlines.room_for_attempt(ends_at)
+        if out_of_time or (attempts >= self.max_attempts and is_timeout(caught_exception)):
+            raise CloudDeadline(
+                "AWS", f"{operation.service_model.service_id} {operation.name}",
+                str(getattr(endpoint, "host", "?")), self.deadlines,
+                f"{attempts} attempt(s): {caught_exception}",
+            ) from caught_exception  # fmt: skip
 
     def client(self, service: str, region: str | None = None) -> Any:
         key = (service, region or self.region)
@@ -58,7 +92,10 @@ class AwsClients:
                 kwargs: dict[str, Any] = {"region_name": key[1], "config": self.config()}
                 if self.endpoint_url:
                     kwargs["endpoint_url"] = self.endpoint_url
-                self._clients[key] = self.session.client(service, **kwargs)
+                client = self.session.client(service, **kwargs)
+                client.meta.events.register("before-call", self._start_call)
+                client.meta.events.register_first("needs-retry", self._check_deadline)
+                self._clients[key] = client
             return self._clients[key]
 
     def ec2(self, region: str | None = None) -> Any:

@@ -7,14 +7,20 @@
   override that is plain http does the bearer policy allow a non-TLS URL.
 - Retries: azure-core's RetryPolicy (429 and 5xx, honouring Retry-After) with
   ``retry_total`` attempts; LRO polling every ``polling_interval`` seconds.
+- Deadlines (``imagectl.clouds.deadlines``): the transport's ``connection_timeout`` and
+  ``read_timeout``, the RetryPolicy's ``timeout`` as the per-call total, and a per-call
+  policy that turns a transport or retry timeout into ``CloudDeadline`` naming the
+  endpoint.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from imagectl.clouds.common import endpoint_from_env
+from imagectl.clouds.deadlines import CloudDeadline, Deadlines, deadlines, is_timeout
 
 ENV_ENDPOINT = "IMAGECTL_AZURE_ENDPOINT"
 ARM = "https://management.azure.com"
@@ -29,6 +35,44 @@ class LocalToken:
         from azure.core.credentials import AccessToken
 
         return AccessToken("local-endpoint-token", int(time.time()) + 3600)
+
+
+DEADLINE_KEY = "imagectl_deadline"  # in the pipeline request's context
+
+
+def _deadline(request: Any, limits: Deadlines, why: str) -> CloudDeadline:
+    http = request.http_request
+    url = urlsplit(http.url)
+    where = f"{url.scheme}://{url.netloc}"
+    return CloudDeadline("Azure", f"{http.method} {url.path}", where, limits, why)
+
+
+def _deadline_policies(limits: Deadlines) -> tuple[Any, Any]:
+    """(per call, per retry): the call's deadline set once and the last attempt's timeout
+    named; no attempt started that could not end before the deadline."""
+    from azure.core.pipeline.policies import HTTPPolicy
+
+    class CallDeadline(HTTPPolicy):  # type: ignore[type-arg]
+        def send(self, request: Any) -> Any:
+            request.context[DEADLINE_KEY] = limits.start()
+            try:
+                return self.next.send(request)
+            except Exception as exc:
+                if not is_timeout(exc):
+                    raise
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise _deadline(request, limits, why) from exc
+
+    class AttemptDeadline(HTTPPolicy):  # type: ignore[type-arg]
+        def send(self, request: Any) -> Any:
+            ends_at = request.context.get(DEADLINE_KEY)
+            attempt = request.context.setdefault("imagectl_attempt", 0) + 1
+            request.context["imagectl_attempt"] = attempt
+            if attempt > 1 and ends_at is not None and not limits.room_for_attempt(ends_at):
+                raise _deadline(request, limits, f"{attempt - 1} attempt(s) timed out")
+            return self.next.send(request)
+
+    return CallDeadline(), AttemptDeadline()
 
 
 def _local_auth_policy(credential: Any) -> Any:
@@ -68,16 +112,23 @@ class AzureClients:
         self.polling_interval = polling_interval
         self.retry_total = retry_total
         self.retry_backoff_factor = retry_backoff_factor
+        self.deadlines = deadlines()
         self._compute: Any = None
         self._network: Any = None
 
     def _kwargs(self) -> dict[str, Any]:
+        per_call, per_retry = _deadline_policies(self.deadlines)
         kwargs: dict[str, Any] = {
             "base_url": self.endpoint or ARM,
             "credential_scopes": [SCOPE],
             "polling_interval": self.polling_interval,
             "retry_total": self.retry_total,
             "retry_backoff_factor": self.retry_backoff_factor,
+            "connection_timeout": self.deadlines.connect_s,
+            "read_timeout": self.deadlines.read_s,
+            "timeout": self.deadlines.total_s,  # the RetryPolicy's, for one call
+            "per_call_policies": [per_call],
+            "per_retry_policies": [per_retry],
         }
         if self.endpoint and self.endpoint.startswith("http://"):
             kwargs["authentication_policy"] = _local_auth_policy(self.credential)

@@ -5,6 +5,11 @@
   override (``endpoint`` option / ``IMAGECTL_GCP_ENDPOINT``) points at a local server.
 - Transport: REST. Retries: ``google.api_core.retry.Retry`` on 429 / rateLimitExceeded,
   500, 502, 503 and 504 with exponential backoff, passed on every call.
+- Deadlines (``imagectl.clouds.deadlines``): every call of every client carries the read
+  timeout as its ``timeout`` (requests' connect and read timeout) and the Retry's
+  deadline is the per-call total; a transport timeout is a ``CloudDeadline`` naming the
+  endpoint. The clients are wrapped once, here (``_Bounded``), so no call site can
+  forget it.
 - Operations are waited on here with ``GlobalOperationsClient`` /
   ``ZoneOperationsClient`` built with the same options: the extended-operation poller
   behind ``.result()`` builds its own client and would drop the endpoint override.
@@ -19,6 +24,7 @@ from typing import Any
 
 from imagectl.clouds.base import CapacityError, QuotaError
 from imagectl.clouds.common import endpoint_from_env
+from imagectl.clouds.deadlines import CloudDeadline, Deadlines, deadlines, is_timeout
 
 ENV_ENDPOINT = "IMAGECTL_GCP_ENDPOINT"
 # Operation error codes (Compute Engine "Troubleshooting resource availability").
@@ -58,7 +64,7 @@ class GcpClients:
         endpoint: str | None = None,
         credentials: Any = None,
         retry_initial_s: float = 1.0,
-        retry_deadline_s: float = 120.0,
+        retry_deadline_s: float | None = None,  # None: the per-call deadline
         poll_interval_s: float = 2.0,
         op_timeout_s: float = 1800.0,
     ) -> None:
@@ -73,6 +79,9 @@ class GcpClients:
         self.credentials = credentials  # None: the client library runs google.auth.default()
         self.poll_interval_s = poll_interval_s
         self.op_timeout_s = op_timeout_s
+        self.deadlines = deadlines()
+        if retry_deadline_s is None:
+            retry_deadline_s = self.deadlines.total_s
         self.retry = Retry(
             predicate=_transient,
             initial=retry_initial_s,
@@ -91,7 +100,9 @@ class GcpClients:
                 kwargs["credentials"] = self.credentials
             if self.endpoint:
                 kwargs["client_options"] = {"api_endpoint": self.endpoint}
-            self._clients[name] = getattr(compute_v1, name)(**kwargs)
+            client = getattr(compute_v1, name)(**kwargs)
+            endpoint = self.endpoint or "https://compute.googleapis.com"
+            self._clients[name] = _Bounded(client, name, endpoint, self.deadlines, self.retry)
         return self._clients[name]
 
     @property
@@ -151,6 +162,36 @@ class GcpClients:
             return None
         errors = list(op.error.errors) if op.error and op.error.errors else []
         return "; ".join(f"{e.code}: {e.message}" for e in errors) or None
+
+
+class _Bounded:
+    """A ``compute_v1`` client whose every method call carries the read timeout and the
+    Retry (unless the caller passes its own), and fails with ``CloudDeadline`` naming the
+    endpoint when the transport times out."""
+
+    def __init__(self, client: Any, name: str, endpoint: str, limits: Deadlines, retry: Any):
+        self._client, self._name, self._endpoint = client, name, endpoint
+        self._limits, self._retry = limits, retry
+
+    def __getattr__(self, attr: str) -> Any:
+        target = getattr(self._client, attr)
+        if attr.startswith("_") or not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self._limits.read_s)
+            kwargs.setdefault("retry", self._retry)
+            try:
+                return target(*args, **kwargs)
+            except Exception as exc:
+                if not is_timeout(exc):
+                    raise
+                raise CloudDeadline(
+                    "Google Cloud", f"{self._name}.{attr}", self._endpoint, self._limits,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                ) from exc  # fmt: skip
+
+        return call
 
 
 def raise_for_operation(op: Any, *, location: str) -> None:
