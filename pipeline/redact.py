@@ -2,8 +2,10 @@
 
 A URL can hold a secret in three places, all hidden here:
 
-- its user information: ``user:PASSWORD@`` shows ``user:***@``; a user name alone may be a
-  token (pip's ``https://TOKEN@host/simple`` form) and shows ``***@``;
+- its user information: ``user:PASSWORD@`` shows ``user:***@``; on http(s) a user name
+  alone may be a token (pip's and git's ``https://TOKEN@host/...`` form) and shows
+  ``***@``, while a database URL's lone user name is a role (``postgresql://imagectl@db``)
+  and stays;
 - its query and fragment parameters whose name says secret: ``?password=``,
   ``?sslpassword=``, ``?token=``, ``access_token``, ``X-Amz-Signature``, ``sig``,
   ``client_secret``, ``sslkey``... show ``?password=***``.
@@ -44,6 +46,11 @@ def _split(raw: str) -> tuple[str, str, str, str]:
     return f"{scheme}{sep}", userinfo, hostpath, params
 
 
+def _token_user(prefix: str) -> bool:
+    """Whether a lone user name may be a token: on http(s) (pip, git), not a database."""
+    return prefix.lower() in ("http://", "https://")
+
+
 def _params(params: str) -> str:
     return _PARAM.sub(
         lambda m: f"{m.group(1)}={MASK}" if SECRET_NAME.search(m.group(1)) else m.group(0), params
@@ -55,18 +62,24 @@ def redact_url(raw: str) -> str:
     prefix, userinfo, hostpath, params = _split(str(raw))
     if userinfo:
         user, colon, _password = userinfo.partition(":")
-        userinfo = f"{user}:{MASK}@" if colon and user else f"{MASK}@"
+        if colon and user:
+            userinfo = f"{user}:{MASK}@"
+        else:
+            userinfo = f"{MASK}@" if colon or _token_user(prefix) else f"{userinfo}@"
     shown = f"{prefix}{userinfo}{hostpath}{_params(params)}"
     return shown if len(shown) <= 300 else shown[:297] + "..."
 
 
 def secrets_of(raw: str) -> list[str]:
     """The secret values in ``raw`` (as written and percent-decoded), longest first."""
-    _, userinfo, _, params = _split(str(raw))
+    prefix, userinfo, _, params = _split(str(raw))
     found = []
     if userinfo:
         user, colon, password = userinfo.partition(":")
-        found.append(password if colon and user else userinfo)
+        if colon and user:
+            found.append(password)
+        elif colon or _token_user(prefix):
+            found.append(userinfo)
     found += [m.group(2) for m in _PARAM.finditer(params) if SECRET_NAME.search(m.group(1))]
     values = {v for s in found if s for v in (s, unquote(s)) if len(v) >= MIN_SECRET}
     return sorted(values, key=len, reverse=True)

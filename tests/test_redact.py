@@ -15,7 +15,7 @@ SECRET = "s3cret-Pw-0xDEAD"
         (f"postgresql+psycopg://admin:{SECRET}@db:5432/imagectl",
          "postgresql+psycopg://admin:***@db:5432/imagectl"),
         (f"postgresql://admin@db/x?sslmode=require&password={SECRET}&sslpassword={SECRET}",
-         "postgresql://***@db/x?sslmode=require&password=***&sslpassword=***"),
+         "postgresql://admin@db/x?sslmode=require&password=***&sslpassword=***"),  # a role
         (f"https://{SECRET}@pypi.example/simple", "https://***@pypi.example/simple"),  # pip's
         (f"https://__token__:{SECRET}@pypi.example/simple/",
          "https://__token__:***@pypi.example/simple/"),
