@@ -184,3 +184,22 @@ def test_the_kms_fake_refuses_a_digest_of_the_wrong_length(monkeypatch: pytest.M
                 MessageType="DIGEST",
                 SigningAlgorithm="ECDSA_SHA_256",
             )
+
+
+def test_build_dry_run_makes_no_key_and_the_image_trusts_the_pinned_keys(
+    monkeypatch, tmp_path, cli
+) -> None:
+    """`build --dry-run` once wrote a signing key; the image's trust is the repository's
+    anchor (which lists no key yet: the image gets none, and writes no trust file)."""
+    state = tmp_path / "dry-state"
+    monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    monkeypatch.delenv("IMAGECTL_ATTESTATION_TRUST")
+    out = tmp_path / "vars"
+    r = cli("--root", str(REPO), "build", "--stack", "h100-training", "--cloud", "aws",
+            "--dry-run", "--var-dir", str(out))  # fmt: skip
+    assert r.code == 0, r.err
+    assert not (state / "keys").exists()
+    avars = json.loads((out / "h100-training.aws.ansible.json").read_text())
+    assert avars["validator_attestation_trust"] == {}
+    nonce = avars["manifest_nonce"]  # marked unsafe for Ansible (imagectl.packer.variables)
+    assert len(nonce.get("__ansible_unsafe", nonce)) == 32 and avars["manifest_build_id"]
