@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from imagectl.drift.findings import DriftReport, StackDrift
+from imagectl.safetext import cells, markup, md_cell
 
 MARKER = "<!-- imagectl-drift:stack={stack} -->"
 COLUMNS = ("source", "kind", "subject", "where", "current", "available", "detail")
@@ -28,19 +29,21 @@ def render_json(report: DriftReport) -> str:
 def render_table(report: DriftReport, console: Any) -> None:
     for s in report.stacks:
         status = "[red]drift[/]" if s.drifted else "[green]no drift[/]"
-        table = Table(title=f"{s.stack}: {status}", title_justify="left")
+        table = Table(title=f"{markup(s.stack)}: {status}", title_justify="left")
         for col in COLUMNS:
             table.add_column(col, overflow="fold")
         for f in s.findings:
             style = {"drift": "", "warning": "yellow", "info": "dim"}.get(f.severity, "")
-            table.add_row(
-                f.source,
-                f.kind,
-                f.subject,
-                _where(f),
-                f.current or "-",
-                f.available or "-",
-                f.detail,
+            table.add_row(  # a fleet host's receipt or an upstream index wrote some of it
+                *cells(
+                    f.source,
+                    f.kind,
+                    f.subject,
+                    _where(f),
+                    f.current or "-",
+                    f.available or "-",
+                    f.detail,
+                ),
                 style=style,
             )
         console.print(table)
@@ -50,7 +53,10 @@ def render_table(report: DriftReport, console: Any) -> None:
                 if p.blocked_by
                 else ("[green]written[/]" if s.written else "proposed")
             )
-            console.print(f"  {p.dotted}: {p.current} -> {p.proposed} ({state})", highlight=False)
+            console.print(
+                f"  {markup(p.dotted)}: {markup(p.current)} -> {markup(p.proposed)} ({state})",
+                highlight=False,
+            )
     n = sum(1 for s in report.stacks if s.drifted)
     console.print(
         f"{len(report.stacks)} stacks checked ({', '.join(report.sources)}), {n} with drift",
@@ -74,16 +80,13 @@ def render_stack_markdown(s: StackDrift, report: DriftReport) -> str:
         lines.append("| " + " | ".join(COLUMNS) + " |")
         lines.append("|" + "---|" * len(COLUMNS))
         for f in s.findings:
-            cells = (
-                f.source,
+            row = (  # what a host or an index wrote: inert code spans (imagectl.safetext)
+                _cell(f.source),
                 f"`{f.kind}`",
-                f.subject,
-                _where(f),
-                f.current,
-                f.available,
-                f.detail + ("" if f.severity == "drift" else f" ({f.severity})"),
+                *(md_cell(c or "-") for c in (f.subject, _where(f), f.current, f.available)),
+                md_cell(f.detail + ("" if f.severity == "drift" else f" ({f.severity})")),
             )
-            lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     if s.proposals:
         lines += ["### Proposed pins", ""]
@@ -92,7 +95,10 @@ def render_stack_markdown(s: StackDrift, report: DriftReport) -> str:
                 verdict = f"not written: breaks {', '.join(p.blocked_by)}"
             else:
                 verdict = "passes the compatibility rules"
-            lines.append(f"- `{p.dotted}`: `{p.current}` -> `{p.proposed}` ({p.reason}; {verdict})")
+            lines.append(
+                f"- `{p.dotted}`: {md_cell(p.current)} -> {md_cell(p.proposed)} "
+                f"({p.reason}; {verdict})"
+            )
         lines += [
             "",
             f"Apply with `imagectl drift --stack {s.stack} --upstream --write` "
