@@ -136,7 +136,7 @@ def short_wheelhouse(resolved, tmp: Path, payload_mb: int) -> tuple[Path, float]
 
 def main() -> None:
     from imagectl.stacks import load_resolved
-    from imagectl.toolkit import download_command, toolkit_pin
+    from imagectl.toolkit import download_command, download_env, toolkit_pin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stack", default="h100-training")
@@ -161,7 +161,8 @@ def main() -> None:
                                  "once), or --short for the stand-in")  # fmt: skip
             if args.download:
                 py = f"{sys.version_info.major}.{sys.version_info.minor}"
-                subprocess.run(download_command(pin, wheelhouse, python=py), check=True)
+                cmd = download_command(pin, wheelhouse, python=py)
+                subprocess.run(cmd, env=download_env(pin), check=True)
         venv = Path(tmp) / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         bare = du(venv)

@@ -68,13 +68,19 @@ def target_python(resolved: ResolvedStack) -> str:
 
 
 def download_command(pin: ToolkitPin, dest: Path, *, python: str) -> list[str]:
+    """pip's argv for the pinned torch; run it with ``download_env(pin)``, which names the
+    index: its URL may carry credentials, and every user reads argv in /proc."""
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     return [
         sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
         "--dest", str(dest), "--only-binary=:all:", "--python-version", python,
-        "--implementation", "cp", *platforms, "--platform", "any",
-        "--index-url", pin.index_url, pin.requirement,
+        "--implementation", "cp", *platforms, "--platform", "any", pin.requirement,
     ]  # fmt: skip
+
+
+def download_env(pin: ToolkitPin) -> dict[str, str]:
+    """The environment of ``download_command``: the index, and no extra one."""
+    return dict(os.environ, PIP_INDEX_URL=pin.index_url, PIP_EXTRA_INDEX_URL="")
 
 
 def wheel_cuda(wheel: Path | IO[bytes]) -> str | None:
