@@ -66,9 +66,12 @@ def render(out: Any, result: Any) -> None:
             f"in {result.seconds:.1f} s"
         )
     elif result.state in ("partially_promoted", "failed"):
-        failed = [r.region for r in result.regions.values() if r.state != "done"]
+        failed = [r.region for r in result.regions.values() if r.state == "failed"]
+        skipped = [r.region for r in result.regions.values() if r.state == "not_attempted"]
+        what = [f"{', '.join(failed)} failed"] if failed else []
+        what += [f"{', '.join(skipped)} not attempted (not in --regions)"] if skipped else []
         out.print(
-            f"[red]{result.state}[/]: {', '.join(failed)} failed; the latest pointer is "
+            f"[red]{result.state}[/]: {'; '.join(what)}; the latest pointer is "
             "unchanged in every region."
         )
         out.print(f"Fix the cause, then resume with: {result.resume_command}")
@@ -78,7 +81,12 @@ def render(out: Any, result: Any) -> None:
 @click.argument("image", required=False)
 @stack_option("Stack (default: the image's).")
 @cloud_option("Cloud (default: the image's, or the stack's only cloud).")
-@click.option("--regions", help="Comma-separated subset of the stack's target regions.")
+@click.option(
+    "--regions",
+    help="Comma-separated subset of the stack's target regions. On the resume of a "
+    "partially promoted image, only these are retried (the others wait for a later run; "
+    "the pointers flip once every target region is done).",
+)
 @click.option("--dry-run", is_flag=True, help="Check the gate and print the plan; change nothing.")
 @click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")
 @click.option("--reason", help="Why the gate is overridden (with --force).")

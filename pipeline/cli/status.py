@@ -9,7 +9,11 @@ marked as such (the gate ignores it). Tables list at most ``--limit`` candidates
 blocked images (newest first); ``--json`` prints everything as one JSON object::
 
     {"database": URL, "stacks": [{"stack", "cloud", "validation_shapes", "current": [...],
-      "candidates": [...], "blocked": [...], "events": [...]}]}
+      "candidates": [...], "blocked": [...], "partial": [...], "events": [...]}]}
+
+``partial`` lists every image part way through a promotion (``partially_promoted``, or
+``promoting`` while one runs or after a killed one) with ``regions_reached``,
+``regions_missing``, the last error of each missing region and the ``resume`` command.
 
 where each image carries ``shapes`` (per recorded shape: verdict, worst action, host,
 profile, mode, time), ``shapes_passed`` and ``shapes_missing`` (the stack's shapes without
@@ -162,6 +166,21 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                 )
             out.print(table)
             _more(out, len(entry["blocked"]) - limit, "blocked images")
+        for img in entry.get("partial", []):
+            word = str(img["state"]).replace("_", " ")
+            reached = ", ".join(img["regions_reached"]) or "no region"
+            missing = ", ".join(img["regions_missing"]) or "none"
+            out.print(
+                f"  [yellow]{markup(word)}[/] "
+                + markup(
+                    f"{img['cloud_image_id']} (promotion {img['promotion']}): reached "
+                    f"{reached}; not reached {missing}; pointers unchanged. "
+                    f"Resume: {img['resume']}"
+                ),
+                soft_wrap=True,
+            )
+            for region, error in img["errors"].items():
+                out.print("    " + markup(f"{region}: {error}"), soft_wrap=True)
         if entry["events"]:
             table = Table(title="latest events", title_justify="left")
             for col in ("time", "actor", "kind", "message"):
@@ -219,6 +238,7 @@ def command(
             *(row["previous"] for row in entry["current"] if row["previous"]),
             *entry["candidates"],
             *entry["blocked"],
+            *entry["partial"],
         ]:
             _annotate(img, required)
     if as_json:

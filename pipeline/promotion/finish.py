@@ -44,7 +44,10 @@ def close_partial(
         if done:
             set_group_state(s, img, target, f"promotion {promo.id} partial", run.actor or "")
         result.state = img.state if img.state == ImageState.PARTIALLY_PROMOTED else "failed"
-        result.resume_command = resume_command(img, result.cloud, targets, targets)
+        # after a resume limited by --regions, the command names what is left to do
+        limited = any(result.regions[r].state == "not_attempted" for r in failed)
+        left = failed if limited else targets
+        result.resume_command = resume_command(img, result.cloud, left, targets)
         repo.log_event(
             s,
             "promotion.finished",

@@ -207,11 +207,12 @@ def promote(
         )
         with catalog.transaction() as s:
             folded = rec.fold(repo.events(s, image=pk, kind=rec.REGION), targets)
-        run.request_copies(folded)
-        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-            outcomes = list(pool.map(run.region, [folded[r] for r in targets]))
-        result.regions = {o.region: o for o in outcomes}
-        failed = [o.region for o in outcomes if o.state != "done"]
+        now = _regions_this_run(targets, regions, folded)
+        run.request_copies({r: folded[r] for r in now})
+        with ThreadPoolExecutor(max_workers=max(1, len(now))) as pool:
+            outcomes = {o.region: o for o in pool.map(run.region, [folded[r] for r in now])}
+        result.regions = {r: outcomes.get(r) or _not_attempted(r) for r in targets}
+        failed = [r for r, o in result.regions.items() if o.state != "done"]
         if failed:
             close_partial(catalog, run, result, targets, failed)
         else:
@@ -221,6 +222,23 @@ def promote(
             _finish_retention(catalog, provider, model, cloud, actor, progress, result, retention)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _regions_this_run(
+    targets: list[str], asked: list[str] | None, folded: dict[str, rec.RegionProgress]
+) -> list[str]:
+    """The regions this run works on: every target, or, when ``--regions`` names some on a
+    resume (whose targets are the earlier promotion's too), those and the ones already
+    done. A region not named is not copied again; it stays for a later resume."""
+    if not asked:
+        return list(targets)
+    return [r for r in targets if r in asked or folded[r].done]
+
+
+def _not_attempted(region: str) -> RegionResult:
+    return RegionResult(
+        region, "not_attempted", error="not in --regions on this resume: left for a later run"
+    )
 
 
 def _region_of(catalog: Catalog, pk: int) -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import CANDIDATE_STATES, ImageState
-from imagectl.catalog.models import Image, ValidationRun
+from imagectl.catalog.models import Image, Promotion, ValidationRun
 from imagectl.errors import UserError
+from imagectl.promotion import records as rec
 from imagectl.promotion.groups import resume_command
 from imagectl.promotion.rollback import open_flip
 from imagectl.tags import TAG_REVOKED
@@ -132,12 +134,43 @@ def _image(img: Image) -> dict[str, Any]:
     }
 
 
+def _in_promotion(s: Session, stack: str, cloud: str) -> list[dict[str, Any]]:
+    """Every image whose promotion stopped part way (``partially_promoted``) or is running
+    or was killed (``promoting``), with the regions its promotion reached (copy done) and
+    the ones it did not, and the command that finishes it. Only validated source images:
+    their replicas are the reached regions."""
+    states = (ImageState.PARTIALLY_PROMOTED, ImageState.PROMOTING)
+    out = []
+    for img in repo.list_images(s, stack=stack, cloud=cloud, state=states):
+        if img.tags.get(rec.TAG_SOURCE) is not None:
+            continue  # a replica: shown as its source's reached region
+        promo = s.scalars(
+            select(Promotion).where(Promotion.image_id == img.id).order_by(Promotion.id.desc())
+        ).first()
+        targets = list(promo.target_regions) if promo else []
+        folded = rec.fold(repo.events(s, image=img.id, kind=rec.REGION), targets)
+        reached = [r for r in targets if folded[r].done]
+        missing = [r for r in targets if not folded[r].done]
+        out.append(
+            {
+                **_image(img),
+                "promotion": promo.id if promo else None,
+                "regions_reached": reached,
+                "regions_missing": missing,
+                "errors": {r: folded[r].failed for r in missing if folded[r].failed},
+                "resume": resume_command(img, cloud, targets, targets),
+            }
+        )
+    return out
+
+
 def catalog_status(
     catalog: Catalog, *, stack: str | None, cloud: str | None, events: int
 ) -> list[dict[str, Any]]:
     """``imagectl status``: per (stack, cloud) pair in the catalog, the current image of
     every region (with the previous one), candidates, blocked images with their reasons,
-    the ``events`` newest events and an unfinished pointer flip, as plain data."""
+    images part way through a promotion (``partial``: regions reached and missing), the
+    ``events`` newest events and an unfinished pointer flip, as plain data."""
     out: list[dict[str, Any]] = []
     with catalog.transaction() as s:
         for st, cl in repo.stacks_and_clouds(s):
@@ -180,6 +213,7 @@ def catalog_status(
                     "current": current,
                     "candidates": candidates,
                     "blocked": blocked,
+                    "partial": _in_promotion(s, st, cl),
                     "events": recent,
                 }
             )

@@ -14,7 +14,7 @@ Progress = Callable[[str, str, str], None]  # (region, step, detail)
 @dataclass
 class RegionResult:
     region: str
-    state: str  # done | failed
+    state: str  # done | failed | not_attempted (a resume's --regions did not name it)
     replica_id: str | None = None
     error: str | None = None
     seconds: float = 0.0

@@ -91,7 +91,7 @@ def test_status_json_shape(
     h100 = data["stacks"][0]
     assert set(h100) == {
         "stack", "cloud", "validation_shapes", "current", "candidates", "blocked", "events",
-        "unfinished_flip",
+        "unfinished_flip", "partial",
     }  # fmt: skip
     assert h100["validation_shapes"] == ["p5.48xlarge"]  # images/stacks/h100-training.yaml
     assert h100["unfinished_flip"] is None  # tests/promotion/test_flip_records.py: a half flip
