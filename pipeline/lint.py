@@ -1,5 +1,6 @@
 """``imagectl lint``: every stack against the schema, the compatibility rules, the shape
-catalog and the variables the Packer templates and Ansible roles declare."""
+catalog, the variables the Packer templates and Ansible roles declare, each cloud's
+region / zone / location names and documentation placeholder ids."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from imagectl.errors import StackError, UserError
 from imagectl.packer.templates import template_files
 from imagectl.packer.variables import ansible_vars, packer_vars
 from imagectl.paths import Workspace
+from imagectl.stacks.findings import Finding
 from imagectl.stacks.loader import LoadedStack, load_stack, stack_paths
+from imagectl.stacks.locations import location_findings
+from imagectl.stacks.placeholders import placeholder_findings
 from imagectl.stacks.resolve import resolve
 from imagectl.validators.shapes import load_shapes
 
@@ -94,6 +98,7 @@ def lint_stack(ws: Workspace, path: Path, *, as_of: dt.date | None = None) -> St
                 Problem(v.rule, v.severity, _where(loaded, loc), v.message, v.fix, v.source)
             )
     report.problems.extend(_shape_problems(ws, loaded))
+    report.problems.extend(_cloud_name_problems(ws, loaded))
     report.problems.extend(_variable_problems(ws, loaded, resolved))
     return report
 
@@ -105,6 +110,18 @@ def _where(loaded: LoadedStack, loc: tuple[str | int, ...]) -> str:
     except ValueError:
         shown = path.as_posix()
     return f"{shown}:{loaded.line_of(*loc)}"
+
+
+def _cloud_name_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
+    """Region/zone/location names the clouds do not have; placeholder ids."""
+    found: list[Finding] = [
+        *location_findings(loaded.stack, ws.compat_dir),
+        *placeholder_findings(loaded.stack, ws.compat_dir),
+    ]
+    return [
+        Problem(f.rule, f.severity, _where(loaded, f.loc), f.message, f.fix, f.source)
+        for f in found
+    ]
 
 
 def _shape_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:

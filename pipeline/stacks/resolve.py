@@ -119,8 +119,9 @@ class ResolvedStack:
 
 
 def stack_digest(stack: Stack) -> str:
-    """sha256 over the canonical JSON of every pin (the description is not a pin)."""
-    body = stack.model_dump(mode="json", exclude={"description"})
+    """sha256 over the canonical JSON of every pin (the description and the example flag
+    are not pins)."""
+    body = stack.model_dump(mode="json", exclude={"description", "example"})
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -467,6 +467,12 @@ class Stack(Strict):
     schema_version: Literal[1] = 1
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
     description: Description = ""
+    # A documentation stack: its account, subscription and project ids are placeholders
+    # (images/compat/placeholders.yaml), which lint then warns about instead of refusing.
+    # Not a pin: it is not part of the stack digest.
+    example: bool = Field(
+        False, description="a documentation example whose cloud ids are placeholders"
+    )
     os: OsPins
     nvidia: NvidiaPins | None = Field(None, description="absent only for a stack with no GPUs")
     network: NetworkPins = Field(default_factory=NetworkPins)

@@ -62,7 +62,8 @@ def test_proprietary_modules_on_blackwell(cli, workspace_copy: Path) -> None:
     result = cli("--root", str(workspace_copy), "lint", "--json")
     assert result.code == 1
     assert "MODULES-ARCH" in rules_of(result.json(), "b200-training")
-    assert rules_of(result.json(), "h100-training") == {}  # other stacks unaffected
+    # other stacks unaffected (the example stack's placeholder warnings aside)
+    assert set(rules_of(result.json(), "h100-training")) <= {"PLACEHOLDER"}
 
 
 def test_eol_branch_is_refused(cli, workspace_copy: Path) -> None:
