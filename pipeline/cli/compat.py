@@ -23,7 +23,13 @@ def command() -> None:
 @click.option("--cuda", required=True, help="CUDA toolkit version, e.g. 12.8 or 12.8.1.")
 @click.option("--nccl", help="NCCL package version, e.g. 2.26.2-1+cuda12.8.")
 @click.option("--fabric-manager", help="Fabric manager version (must equal the driver).")
-@click.option("--gpu", "gpus", multiple=True, help="GPU SKU (repeatable), e.g. H100-SXM-80GB.")
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    help="GPU (repeatable): a SKU (H100-SXM-80GB), its nvidia-smi name (NVIDIA H100 80GB "
+    "HBM3) or NVIDIA's product name (H100 SXM; H100 judges every H100 SKU).",
+)
 @click.option("--kernel-modules", type=click.Choice(["open", "proprietary"]))
 @click.option(
     "--toolkit",
@@ -67,7 +73,8 @@ def check(
     data = load_compat(workspace(ctx).compat_dir)
     if nccl:
         NcclVersion.parse(nccl)
-    canonical = tuple(data.gpu(g).sku for g in gpus)
+    named = {g: [x.sku for x in data.gpus_named(g)] for g in gpus}
+    canonical = tuple(dict.fromkeys(s for skus in named.values() for s in skus))
     toolkit_torch, toolkit_cuda = _parse_toolkit(toolkit)
     combo = Combination(
         driver=driver,
@@ -94,6 +101,7 @@ def check(
                     "nccl": nccl,
                     "fabric_manager": fabric_manager,
                     "gpus": list(canonical),
+                    "gpu_names": named,
                     "kernel_modules": kernel_modules,
                     "toolkit": toolkit,
                     "profile": profile,
@@ -104,6 +112,9 @@ def check(
         )
     else:
         out = console()
+        for name, skus in named.items():
+            if [name] != skus:
+                out.print(f"GPU {name!r}: judged as {', '.join(skus)}", markup=False)
         for v in violations:
             colour = "red" if v.is_error else "yellow"
             out.print(f"[{colour}]{v.severity}[/] [bold]{v.rule}[/]: ", end="")

@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from imagectl.compat.gpu_names import GpuNames, build_names
 from imagectl.errors import UserError
 from imagectl.versions import Dotted
 from imagectl.yamlfast import load_data
@@ -87,6 +88,7 @@ class CompatData:
     toolkit_index: str = ""
     toolkits_source: str = ""
     package_sets: dict[str, PackageSet] = field(default_factory=dict)
+    gpu_names: GpuNames = field(default_factory=GpuNames)
 
     def toolkit(self, torch: str, variant: str) -> ToolkitVariant | None:
         return self.toolkits.get(torch, {}).get(variant)
@@ -102,12 +104,35 @@ class CompatData:
         return key, self.cuda_min_driver[key]
 
     def gpu(self, sku: str) -> Gpu:
+        """The one SKU ``sku`` names (a SKU key, an nvidia-smi name, a product name of
+        gpu_names.yaml); a family name or an unknown name is exit 2 with the choices."""
         if sku in self.gpus:
             return self.gpus[sku]
-        folded = {k.lower(): v for k, v in self.gpus.items()}
-        if sku.lower() in folded:
-            return folded[sku.lower()]
-        raise UserError(f"unknown GPU '{sku}'", hint="Known GPUs: " + ", ".join(sorted(self.gpus)))
+        members = self.gpus_named(sku)
+        if len(members) > 1:
+            raise UserError(
+                f"GPU '{sku}' names several GPUs: {', '.join(g.sku for g in members)}",
+                hint="Name one SKU (a stack pins one; `compat check --gpu` judges a family)",
+            )
+        return members[0]
+
+    def gpus_named(self, name: str) -> list[Gpu]:
+        """Every SKU ``name`` stands for (one, or a family's); unknown -> exit 2 with a
+        "did you mean" of the closest known names."""
+        if name in self.gpus:
+            return [self.gpus[name]]
+        skus = self.gpu_names.lookup(name)
+        if skus:
+            return [self.gpus[s] for s in skus]
+        close = self.gpu_names.suggest(name)
+        mean = f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        raise UserError(
+            f"unknown GPU '{name}'",
+            hint=f"{mean}Known GPUs: "
+            + ", ".join(sorted(self.gpus))
+            + " (or their nvidia-smi names, images/compat/gpus.yaml nvml_names, and the "
+            "product names of images/compat/gpu_names.yaml)",
+        )
 
 
 def normalise_cuda(cuda: str) -> str:
@@ -158,6 +183,14 @@ def load_compat(compat_dir: Path) -> CompatData:
         )
         for sku, g in gpu_doc["gpus"].items()
     }
+    names_file = compat_dir / "gpu_names.yaml"
+    names_doc = load_data(names_file) if names_file.is_file() else {}
+    try:
+        gpu_names = build_names(
+            {sku: g.nvml_names for sku, g in gpus.items()}, names_doc.get("names")
+        )
+    except ValueError as error:
+        raise UserError(str(error), where=str(names_file)) from None
     br_doc = load_data(compat_dir / "branches.yaml")
     branches = {
         int(n): Branch(
@@ -204,6 +237,7 @@ def load_compat(compat_dir: Path) -> CompatData:
         toolkit_index=str(tk_doc["index"]),
         toolkits_source=str(tk_doc["source"]),
         package_sets=package_sets,
+        gpu_names=gpu_names,
     )
 
 
