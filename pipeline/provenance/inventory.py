@@ -1,5 +1,6 @@
 """The image's inventory: what the manifest role read from dpkg, the validator venv and
-modinfo inside the image (``playbooks/roles/manifest/files/write-inventory.py``), fetched
+modinfo inside the image, its os-release and the .deb hashes apt's indexes hold
+(``playbooks/roles/manifest/files/write-inventory.py``), fetched
 back to the build folder as ``image/inventory.json`` with the image manifest beside it.
 
 Parsed once here (a corrupt file is exit 2 naming it); the SBOM and ``imagectl diff`` read
@@ -42,6 +43,10 @@ Value = Annotated[str, StringConstraints(max_length=1024)]  # CycloneDX: version
 Path_ = Annotated[str, StringConstraints(max_length=4096)]
 
 
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+OsWord = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
 class DebPackage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,6 +55,20 @@ class DebPackage(BaseModel):
     source: Value
     source_version: Value
     arch: Value
+    # the .deb's SHA256 from apt's package index, when it lists exactly one (dpkg keeps
+    # no package hash); absent for a package installed from a file
+    sha256: Sha256 | None = None
+
+
+class OsRelease(BaseModel):
+    """os-release(5) of the image: what a scanner matches OS packages against."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: OsWord = Field(pattern=r"^[a-z0-9._-]+$")  # os-release: lowercase, no spaces
+    version_id: OsWord | None = Field(None, pattern=r"^[a-zA-Z0-9._~-]+$")
+    version_codename: OsWord | None = None
+    pretty_name: OsWord | None = None
 
 
 class PyPackage(BaseModel):
@@ -75,6 +94,7 @@ class Inventory(BaseModel):
 
     schema_version: Literal[1]
     kernel: Name
+    os: OsRelease | None = None  # inventories of builds before os-release was read: None
     dpkg: list[DebPackage] = Field(max_length=MAX_PACKAGES)
     python: list[PyPackage] = Field(max_length=MAX_PACKAGES)
     kernel_modules: list[KernelModule] = Field(max_length=MAX_MODULES)

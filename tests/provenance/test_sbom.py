@@ -53,6 +53,7 @@ def test_the_sbom_is_valid_cyclonedx_and_lists_every_package_with_its_source(
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     doc = json.loads(text)
     assert doc["specVersion"] == "1.6"
+    assert inventory.os is not None  # this machine's os-release, as the image's is read
     debs = {c["name"]: c for c in doc["components"] if c["bom-ref"].startswith("deb:")}
     assert set(debs) == {p.name for p in inventory.dpkg}
     for p in inventory.dpkg:
@@ -60,14 +61,17 @@ def test_the_sbom_is_valid_cyclonedx_and_lists_every_package_with_its_source(
         assert c["version"] == p.version
         purl = PackageURL.from_string(c["purl"])
         assert (purl.type, purl.namespace, purl.name, purl.version) == (
-            "deb", "ubuntu", p.name, p.version
+            "deb", inventory.os.id, p.name, p.version
         )  # fmt: skip
+        assert purl.qualifiers["distro"] == f"{inventory.os.id}-{inventory.os.version_id}"
         props = {x["name"]: x["value"] for x in c["properties"]}
         assert props["imagectl:deb-source"] == f"{p.source} {p.source_version}"
     pypi = {c["name"] for c in doc["components"] if c["bom-ref"].startswith("pypi:")}
     assert pypi == {p.name for p in inventory.python}
-    kernel = [c for c in doc["components"] if c["type"] == "operating-system"]
-    assert [c["version"] for c in kernel] == ["6.8.0-1024-aws"]
+    (osc,) = [c for c in doc["components"] if c["type"] == "operating-system"]
+    assert (osc["name"], osc["version"]) == (inventory.os.id, inventory.os.version_id)
+    props = {x["name"]: x["value"] for x in osc["properties"]}
+    assert props["imagectl:kernel"] == "6.8.0-1024-aws"
 
 
 def test_kernel_modules_are_device_drivers_with_their_vermagic(inventory: Inventory) -> None:

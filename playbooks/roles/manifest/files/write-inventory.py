@@ -2,9 +2,19 @@
 """Print the image's full inventory (JSON) from ground truth, for its SBOM.
 
 Every installed dpkg package (name, version, source package and version, architecture),
-the validator venv's Python distributions (their dist-info METADATA, no import), and the
-pinned kernel with its NVIDIA kernel modules (modinfo: version, vermagic, srcversion).
-imagectl turns it into a CycloneDX SBOM on the controller (imagectl.provenance.sbom).
+the validator venv's Python distributions (their dist-info METADATA, no import), the
+pinned kernel with its NVIDIA kernel modules (modinfo: version, vermagic, srcversion),
+and the distribution from os-release (ID, VERSION_ID: what a vulnerability scanner
+matches OS packages against). imagectl turns it into a CycloneDX SBOM on the controller
+(imagectl.provenance.sbom).
+
+Hashes: dpkg keeps no hash of a package, only per-file md5sums of what it unpacked
+(/var/lib/dpkg/info/*.md5sums), which identify no package. The SHA256 of a package's
+.deb is in apt's package indexes (the Packages files apt verified the download against),
+read here through apt itself (``apt-get indextargets`` names them, ``apt-helper
+cat-file`` decompresses any format apt stores). A package gets the hash only when the
+indexes list exactly one for its name, version and architecture; a package installed
+from a file, or whose index is gone, gets none.
 
 Standard library only: it runs on the image (Ubuntu 22.04's Python 3.10 and newer).
 """
@@ -29,6 +39,14 @@ NVIDIA_MODULES = (
     "gdrdrv",
 )
 MODINFO_FIELDS = ("version", "vermagic", "srcversion", "license", "filename")
+OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")  # os-release(5): this order
+OS_FIELDS = {
+    "ID": "id",
+    "VERSION_ID": "version_id",
+    "VERSION_CODENAME": "version_codename",
+    "PRETTY_NAME": "pretty_name",
+}
+APT_HELPER = "/usr/lib/apt/apt-helper"
 
 
 def run(argv):
@@ -59,6 +77,76 @@ def dpkg_packages():
             }
         )
     return sorted(packages, key=lambda p: (p["name"], p["arch"]))
+
+
+def os_release(paths=OS_RELEASE):
+    """os-release(5)'s ID, VERSION_ID, VERSION_CODENAME and PRETTY_NAME (shell-quoted
+    values unquoted), or None when neither file exists."""
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        found = {}
+        for line in lines:
+            key, sep, value = line.strip().partition("=")
+            if not sep or key not in OS_FIELDS:
+                continue
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            found[OS_FIELDS[key]] = value
+        return found if found.get("id") else None
+    return None
+
+
+def _stanzas(text):
+    """(Package, Version, Architecture, SHA256) of each deb822 stanza of a Packages file."""
+    fields = {}
+    for line in [*text.splitlines(), ""]:
+        if not line.strip():
+            if "Package" in fields:
+                yield (
+                    fields.get("Package"),
+                    fields.get("Version"),
+                    fields.get("Architecture"),
+                    fields.get("SHA256"),
+                )
+            fields = {}
+        elif not line[0].isspace():
+            key, _, value = line.partition(":")
+            if key in ("Package", "Version", "Architecture", "SHA256"):
+                fields[key] = value.strip()
+
+
+def apt_hashes(installed):
+    """(name, version, arch) -> SHA256 of the .deb, from apt's package indexes, for the
+    ``installed`` triples the indexes list with exactly one hash."""
+    code, out = run(["apt-get", "indextargets", "--format", "$(FILENAME)", "Created-By: Packages"])
+    if code != 0 or not os.path.exists(APT_HELPER):
+        return {}
+    seen = {}
+    for index in out.split():
+        if not os.path.exists(index):
+            continue  # a target apt knows but never downloaded
+        code, text = run([APT_HELPER, "cat-file", index])
+        if code != 0:
+            continue
+        for name, version, arch, sha256 in _stanzas(text):
+            key = (name, version, arch)
+            if key in installed and sha256:
+                seen.setdefault(key, set()).add(sha256.lower())
+    return {key: next(iter(hashes)) for key, hashes in seen.items() if len(hashes) == 1}
+
+
+def with_hashes(packages):
+    hashes = apt_hashes({(p["name"], p["version"], p["arch"]) for p in packages})
+    for p in packages:
+        sha256 = hashes.get((p["name"], p["version"], p["arch"]))
+        if sha256:
+            p["sha256"] = sha256
+    return packages
 
 
 def python_packages(venv):
@@ -100,7 +188,8 @@ def main():
     inventory = {
         "schema_version": 1,
         "kernel": args.kernel,
-        "dpkg": dpkg_packages(),
+        "os": os_release(),
+        "dpkg": with_hashes(dpkg_packages()),
         "python": python_packages(args.validator_venv),
         "kernel_modules": kernel_modules(args.kernel),
     }
