@@ -25,6 +25,7 @@ ENV_STATE = "IMAGECTL_STATE_DIR"
 class Workspace:
     root: Path
     images: Path
+    bundled: bool = False  # no workspace found: the installed package's own images/
 
     @property
     def stacks_dir(self) -> Path:
@@ -67,7 +68,7 @@ def find_workspace(explicit: str | os.PathLike[str] | None = None) -> Workspace:
         if (folder / "images" / "stacks").is_dir():
             return Workspace(root=folder, images=folder / "images")
     images = bundled_images()
-    return Workspace(root=images.parent, images=images)
+    return Workspace(root=images.parent, images=images, bundled=True)
 
 
 def state_dir() -> Path:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
 from imagectl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:
+    from imagectl.paths import Workspace
 
 
 @click.command("lint")
@@ -31,10 +35,18 @@ def command(
     from imagectl.lint import lint_workspace
 
     ws = workspace(ctx)
+    if ws.bundled:
+        _say_no_workspace(ws)
     reports = lint_workspace(ws, list(stacks) or None, as_of=as_of.date() if as_of else None)
     ok = all(r.ok for r in reports)
     if as_json:
-        emit_json({"ok": ok, "stacks": [r.as_dict() for r in reports]})
+        emit_json(
+            {
+                "ok": ok,
+                "workspace": {"root": str(ws.root), "bundled": ws.bundled},
+                "stacks": [r.as_dict() for r in reports],
+            }
+        )
     else:
         out = console()
         for r in reports:
@@ -57,3 +69,21 @@ def command(
         out.print(f"{len(reports)} stacks, {n_err} errors, {n_warn} warnings")
     malformed = any(p.rule == "SCHEMA" for r in reports for p in r.problems)
     sys.exit(EXIT_BAD_INPUT if malformed else EXIT_OK if ok else EXIT_FAILED)
+
+
+def _say_no_workspace(ws: Workspace) -> None:
+    """Outside a checkout, what is linted is the installed package's own stacks: say so
+    (stderr, so that --json stays one document)."""
+    import os
+
+    from imagectl import __version__
+
+    console(stderr=True).print(
+        f"note: no workspace here (no images/stacks in {os.getcwd()} or a folder above it, "
+        "no --root or IMAGECTL_ROOT): linting the stacks bundled with the installed "
+        f"imagectl {__version__} ({ws.images}), not yours. Run it from your checkout or "
+        "pass --root DIR.",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
