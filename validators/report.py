@@ -57,6 +57,42 @@ def _grouped(checks: list[CheckResult], show_passed: bool) -> list[tuple[CheckRe
     return [(c, _gpu_list(g), t) for c, g, t in rows]
 
 
+def _root_causes(checks: list[CheckResult]) -> dict[str, list[CheckResult]]:
+    """Checks not run because another check failed (``details.root_cause`` naming a check
+    of this receipt that did not pass, e.g. every NVML check when ``nvml.init`` fails),
+    by that check: the table shows them as one row under it, not one row each with the
+    same reason. The receipt keeps every result."""
+    failed = {c.id for c in checks if c.outcome in (Outcome.FAIL, Outcome.ERROR)}
+    by_root: dict[str, list[CheckResult]] = {}
+    for c in checks:
+        root = c.details.get("root_cause")
+        if (
+            isinstance(root, str)
+            and root in failed
+            and root != c.id
+            and c.outcome is not Outcome.PASS
+        ):
+            by_root.setdefault(root, []).append(c)
+    return {root: deps for root, deps in by_root.items() if len(deps) > 1}
+
+
+def _root_cause_row(root: str, deps: list[CheckResult]) -> dict[str, Any]:
+    ids = list(dict.fromkeys(c.id for c in deps))
+    gpus = sorted({c.gpu for c in deps if c.gpu is not None})
+    outcomes = {c.outcome for c in deps}
+    worst = next((o for o in (Outcome.ERROR, Outcome.FAIL) if o in outcomes), deps[0].outcome)
+    return {
+        "check": cell(f"{len(ids)} checks"),
+        "gpu": cell(_gpu_list(gpus)),
+        "outcome": Text(worst.value, style=_STYLE[worst]),
+        "measured": cell(""),
+        "expected": cell(""),
+        "action": cell(Action.worst([c.action for c in deps]).value),
+        "time": cell(f"{sum(c.duration_s for c in deps) * 1000:.0f} ms"),
+        "message": cell(f"{len(ids)} checks not run: {root} failed (above): {', '.join(ids)}"),
+    }
+
+
 def _gpu_list(gpus: list[int]) -> str:
     if not gpus:
         return ""
@@ -84,7 +120,10 @@ def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) ->
             ratio=3 if col == "message" else None,
             min_width=24 if col == "message" else None,
         )
-    for c, gpus, total_s in _grouped(receipt.checks, show_passed):
+    folded = _root_causes(receipt.checks)
+    hidden_ids = {id(c) for deps in folded.values() for c in deps}
+    shown = [c for c in receipt.checks if id(c) not in hidden_ids]
+    for c, gpus, total_s in _grouped(shown, show_passed):
         unit = f" {c.unit}" if c.unit and c.measured is not None else ""
         cells = {  # what the host wrote is shown literally (imagectl.safetext)
             "check": cell(c.id),
@@ -97,6 +136,9 @@ def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) ->
             "message": cell(c.message),
         }
         table.add_row(*(cells[col] for col in cols))
+        if c.id in folded:
+            summary = _root_cause_row(c.id, folded.pop(c.id))
+            table.add_row(*(summary[col] for col in cols))
     if table.row_count:
         console.print(table)
     hidden = 0 if show_passed else sum(1 for c in receipt.checks if c.outcome is Outcome.PASS)
