@@ -1,12 +1,16 @@
 """The validator's GPU toolkit wheelhouse, made on the controller for the image's Python.
 
 A GPU stack pins ``validation.toolkit`` (torch + CUDA variant, images/compat/toolkits.yaml).
-The build downloads those wheels once, on the controller, for the image's distribution
-Python (binary wheels only), exactly as the toolkit's lock pins them (sha256 per wheel,
+The controller downloads those wheels once for the image's distribution Python (binary
+wheels only), exactly as the toolkit's lock pins them (sha256 per wheel,
 ``imagectl.supply``; a cached tarball is checked again before reuse), checks that the
-torch wheel really is the pinned CUDA variant, and hands one tarball (the wheels and their
-lock) to the validator role, which installs it offline (``--no-index --require-hashes``)
-into the image's validator venv.
+torch wheel really is the pinned CUDA variant, and makes one tarball (the wheels and their
+lock). By default (``install: at-validation``) ``imagectl validate-image`` ships it to each
+validation host, whose validator installs it offline (``--no-index --require-hashes``)
+into a venv for that run only (``imagectl.validation.toolkit``,
+``imagectl.validators.toolkit_venv``): the image does not carry it. With ``install:
+bake`` the build hands it to the validator role, which installs it into the image's
+validator venv.
 
 ``IMAGECTL_TOOLKIT_INDEX_URL`` replaces PyTorch's own index (a mirror in an air-gapped
 CI, or a local PEP 503 index in tests).
@@ -56,6 +60,14 @@ def toolkit_pin(resolved: ResolvedStack) -> ToolkitPin | None:
     return ToolkitPin(tk["torch"], tk["cuda"], tk["variant"], index.format(variant=tk["variant"]))
 
 
+def baked(resolved: ResolvedStack) -> bool:
+    """The image's validator venv carries the toolkit (``validation.toolkit.install:
+    bake``); by default it does not, and validate-image installs it on the validation host
+    for the run only (``imagectl.validation.toolkit``)."""
+    tk = resolved.stack.validation.toolkit
+    return tk is not None and tk.install == "bake"
+
+
 def target_python(resolved: ResolvedStack) -> str:
     os_pins = resolved.stack.os
     key = f"{os_pins.distro}-{os_pins.release}"
@@ -90,11 +102,16 @@ def wheel_cuda(wheel: Path | IO[bytes]) -> str | None:
 
 
 def ensure_toolkit_wheelhouse(
-    resolved: ResolvedStack, *, folder: Path | None = None, lock: Path | None = None
+    resolved: ResolvedStack,
+    *,
+    folder: Path | None = None,
+    lock: Path | None = None,
+    index_url: str | None = None,
 ) -> Path:
     """``<state>/wheelhouse/toolkit/<key>.tar``: the pinned toolkit's wheels, exactly as its
     lock pins them (``images/compat/locks/torch-<release>-<variant>.lock``, sha256 per
-    wheel; ``imagectl.supply``), with that lock, the torch wheel checked for its variant."""
+    wheel; ``imagectl.supply``), with that lock, the torch wheel checked for its variant.
+    ``lock`` and ``index_url`` name another lock and the index (or mirror) serving it."""
     pin = toolkit_pin(resolved)
     if pin is None:
         raise UserError("the stack pins no validation.toolkit: there is no toolkit to install")
@@ -113,7 +130,7 @@ def ensure_toolkit_wheelhouse(
         python=python,
         platforms=PLATFORMS,
         folder=folder or state_dir() / "wheelhouse" / "toolkit",
-        index_url=pin.index_url,
+        index_url=index_url or pin.index_url,
         what=f"validator toolkit {pin.requirement} ({pin.variant})",
     )
     with tarfile.open(tarball) as tar:

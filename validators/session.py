@@ -16,14 +16,20 @@ from typing import Any
 
 from imagectl import __version__
 from imagectl.errors import UserError
-from imagectl.validators import budgets, procs
+from imagectl.validators import budgets, procs, toolkit_venv
 from imagectl.validators.baseline import compare_to_baseline
 from imagectl.validators.checks import specs_for
 from imagectl.validators.checks.base import LOADED_PROFILES
 from imagectl.validators.collectives import collective_checks
 from imagectl.validators.compute import smoke_checks
 from imagectl.validators.compute.profiles import profile_for
-from imagectl.validators.compute.readiness import TOOLKIT_ID, gather, init_result, toolkit_result
+from imagectl.validators.compute.readiness import (
+    TOOLKIT_ID,
+    gather,
+    init_result,
+    toolkit_facts,
+    toolkit_result,
+)
 from imagectl.validators.compute.recorded import judge_recording, not_recorded
 from imagectl.validators.context import Context, NamedCalls
 from imagectl.validators.coverage import Coverage, coverage
@@ -334,7 +340,7 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
             return None
 
     module = fact("nvidia_module") or {}
-    return {
+    summary: dict[str, Any] = {
         "hostname": fact("hostname"),
         "kernel": fact("kernel_release"),
         "os": (fact("os_release") or {}).get("PRETTY_NAME"),
@@ -348,6 +354,10 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
         "cloud": (fact("cloud_image") or {}).get("cloud"),
         "manifest_sha256": fact("manifest_sha256"),
     }
+    installed = toolkit_venv.current()
+    if installed is not None:  # installed for this run (--toolkit-wheelhouse), then removed
+        summary["toolkit_venv"] = {**installed, "toolkit": toolkit_facts()}
+    return summary
 
 
 def _image_id(ctx: Context, opts: Options) -> str | None:

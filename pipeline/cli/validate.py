@@ -9,8 +9,32 @@ import click
 from imagectl.cli.common import console, emit_json, json_option, workspace
 from imagectl.errors import UserError
 
+TOOLKIT_OPTION = "--toolkit-wheelhouse"
 
-@click.command("validate")
+
+class _KeepsArgs(click.Command):
+    """Keeps the command's own arguments (``ctx.meta``) so that ``--toolkit-wheelhouse``
+    can run the same command line again under the toolkit venv's interpreter."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["imagectl.validate.args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+def _without_toolkit(args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == TOOLKIT_OPTION:
+            skip = True
+        elif not arg.startswith(TOOLKIT_OPTION + "="):
+            out.append(arg)
+    return out
+
+
+@click.command("validate", cls=_KeepsArgs)
 @click.option(
     "--profile",
     type=click.Choice(["boot", "quick", "full", "burn"]),
@@ -89,6 +113,14 @@ from imagectl.errors import UserError
     help="A try-it run: with --replay, mark the receipt as a sandbox replay, which the "
     "promotion gate accepts (and records) instead of refusing it.",
 )
+@click.option(
+    TOOLKIT_OPTION,
+    "toolkit_wheelhouse",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A wheelhouse of the GPU toolkit (imagectl validate-image ships the stack's): "
+    "installed offline with --require-hashes into a venv beside it, the run done under that "
+    "venv's interpreter, the venv removed afterwards.",
+)
 @json_option
 @click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
@@ -116,6 +148,7 @@ def command(
     baseline: Path | None,
     max_regression_pct: float,
     sandbox: bool,
+    toolkit_wheelhouse: Path | None,
     as_json: bool,
     show_all: bool,
     junit: Path | None,
@@ -125,6 +158,14 @@ def command(
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
+    if toolkit_wheelhouse is not None:
+        from imagectl.validators.toolkit_venv import run_with_toolkit
+
+        root = (ctx.find_root().obj or {}).get("root")
+        again = _without_toolkit(ctx.meta["imagectl.validate.args"])
+        return run_with_toolkit(
+            toolkit_wheelhouse, [*(["--root", root] if root else []), "validate", *again]
+        )
     from imagectl.validators.expectations import require_expectations, resolve_expectations
     from imagectl.validators.receipt import load_receipt, write_receipt
     from imagectl.validators.report import render_table, write_junit

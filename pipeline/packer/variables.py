@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
@@ -21,6 +22,7 @@ from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.supply.apt_keys import load_apt_keys
 from imagectl.tags import ARTIFACT_TAG_NAMES, PREFIX, gcp_label_value
+from imagectl.toolkit import baked
 
 # Filled in at build time (build id, commit, file paths), not from the stack.
 RUNTIME_PACKER_VARS = (
@@ -68,9 +70,14 @@ def packer_vars(
     ansible_vars_file: str = "",
     playbook_file: str = "",
     manifest_file: str = "",
+    base_image_id: str = "",
     **cloud_runtime: str,
 ) -> dict[str, Any]:
     """Every Packer variable of ``images/<cloud>/`` that a stack (and a build) sets.
+
+    ``base_image_id`` is the base image the build starts from (the stack's pin, or what
+    ``imagectl.building.base_image`` resolved): the cloud's ``base_image_packer_var``.
+    A plan made offline leaves it empty; a build always fills it.
 
     ``cloud_runtime`` fills in the cloud's variables that depend on the build's folder
     (``CloudSpec.runtime_packer_vars``: the local disk paths); each must be one of the
@@ -92,7 +99,10 @@ def packer_vars(
         "manifest_file": manifest_file,
     }
     spec = cloud_spec(cloud)
-    common.update(spec.packer_vars(r, spec.settings(s), build_id=build_id))
+    settings = spec.settings(s)
+    common.update(spec.packer_vars(r, settings, build_id=build_id))
+    if spec.base_image_packer_var:
+        common[spec.base_image_packer_var] = base_image_id or spec.pinned_base_image(settings) or ""
     common.update(
         ansible_become=spec.ansible_become,
         manifest_strip_path=spec.manifest_strip_path,
@@ -116,6 +126,7 @@ def ansible_vars(
     manifest_fetch_dir: str = "",
     build_id: str = "",
     manifest_nonce: str = "",
+    base_image: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
@@ -123,18 +134,22 @@ def ansible_vars(
     ``validator_wheelhouse`` its dependency wheels and their lock
     (``imagectl.supply.validator``; every build passes one: the role installs from hashes
     only, with no package index); ``validator_toolkit_wheelhouse`` the pinned GPU
-    toolkit's wheels and lock (``imagectl.toolkit``), installed the same way;
+    toolkit's wheels and lock (``imagectl.toolkit``), installed the same way when the stack
+    bakes the toolkit into the image (``validation.toolkit.install: bake``; by default the
+    role installs none and validate-image brings it to the validation host);
     ``validator_attestation_trust`` the public keys the image trusts to sign its
     attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``;
     ``manifest_fetch_dir`` the build folder the manifest role fetches the image's
     manifest and inventory back to (the SBOM's input); ``build_id`` and
-    ``manifest_nonce`` go into the image manifest (unique per build).
+    ``manifest_nonce`` go into the image manifest (unique per build), and so does
+    ``base_image`` (``BaseImage.to_dict()``: the base the build started from).
     """
     s = r.stack
     n = s.nvidia
     spec = cloud_spec(cloud)
     c = spec.settings(s)
     nvidia_key = load_apt_keys(find_workspace().compat_dir)["nvidia-cuda"]
+    baked_toolkit = r.validator_toolkit if baked(r) else None
     out: dict[str, Any] = {
         "base_distro": s.os.distro,
         "base_release": s.os.release,
@@ -147,11 +162,15 @@ def ansible_vars(
         "manifest_fetch_dir": manifest_fetch_dir,
         "manifest_build_id": build_id,
         "manifest_nonce": manifest_nonce,
+        "manifest_base_image": {
+            k: str(v) for k, v in (base_image or {}).items() if k in ("id", "name", "source") and v
+        },
         "validator_expect": image_expectations(r, cloud).model_dump(mode="json"),
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
-        "validator_toolkit_torch": (r.validator_toolkit or {}).get("torch", ""),
-        "validator_toolkit_cuda": (r.validator_toolkit or {}).get("cuda", ""),
+        # the validator role installs a toolkit only when the stack bakes it into the image
+        "validator_toolkit_torch": (baked_toolkit or {}).get("torch", ""),
+        "validator_toolkit_cuda": (baked_toolkit or {}).get("cuda", ""),
         "validator_toolkit_wheelhouse": validator_toolkit_wheelhouse,
         "validator_attestation_trust": validator_attestation_trust or {},
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
@@ -208,6 +227,7 @@ def write_var_files(
     folder: Path,
     *,
     attestation_trust: dict[str, Any] | None = None,
+    base_image: BaseImage | None = None,
     **runtime: str,
 ) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
     """Write both files for ``cloud``; ``runtime`` = packer_vars' keyword arguments,
@@ -232,9 +252,10 @@ def write_var_files(
         manifest_fetch_dir=fetch_dir,
         build_id=str(runtime.get("build_id", "")),
         manifest_nonce=nonce,
+        base_image=base_image.to_dict() if base_image else None,
     )
     runtime.setdefault("ansible_vars_file", str(avars_path))
-    pvars = packer_vars(r, cloud, **runtime)
+    pvars = packer_vars(r, cloud, base_image_id=base_image.id if base_image else "", **runtime)
     atomic_write_json(avars_path, ansible_unsafe(avars), indent=2, sort_keys=True)
     atomic_write_json(pvars_path, pvars, indent=2, sort_keys=True)
     return pvars_path, avars_path, pvars, avars

@@ -439,14 +439,29 @@ class Clouds(Strict):
         return {c: getattr(self, c) for c in CLOUDS if getattr(self, c) is not None}
 
 
+ToolkitInstall = Literal["at-validation", "bake"]
+
+
 class Toolkit(Strict):
-    """The validator's GPU toolkit, installed into the image's validator venv: a torch
-    release and its CUDA variant (images/compat/toolkits.yaml; 12.8 means ``+cu128``)."""
+    """The validator's GPU toolkit: a torch release and its CUDA variant
+    (images/compat/toolkits.yaml; 12.8 means ``+cu128``), installed on the validation host
+    for the run only (``at-validation``, the default: the image keeps what fleet nodes
+    run) or baked into the image's validator venv (``bake``)."""
 
     torch: str = Field(
         pattern=r"^\d{1,3}\.\d{1,3}\.\d{1,3}$", description="torch release, e.g. 2.9.1"
     )
     cuda: str = Field(pattern=r"^\d{2}\.\d$", description="CUDA variant as X.Y, e.g. 12.8 (cu128)")
+    # The default is left out of dumps, so the digest of a stack that does not name it is
+    # what it was before the switch existed; ``bake`` changes the image, and its digest.
+    install: ToolkitInstall = Field(
+        "at-validation",
+        exclude_if=lambda v: v == "at-validation",
+        description="at-validation: validate-image installs the toolkit on the validation "
+        "host from the controller's hashed wheelhouse into a venv it removes afterwards (the "
+        "image does not carry it); bake: the build installs it into the image's validator "
+        "venv (every fleet node carries it)",
+    )
 
 
 class Validation(Strict):

@@ -15,6 +15,14 @@ Override (``--inventory-override FILE``, YAML), for a lab, a bastion, or test mo
       - validate_snapshot: tests/snapshots/faults/h100-sxm-8x--xid79-fallen-off-bus.json
     default_slot:        # vars for slots past the list
       validate_snapshot: tests/snapshots/healthy/h100-sxm-8x.json
+    toolkit:             # the GPU toolkit for the hosts from another lock (and index)
+      lock: stand-in-toolkit.lock          # relative to this file
+      index_url: file:///srv/toolkit-index # default: IMAGECTL_TOOLKIT_INDEX_URL or PyTorch's
+
+A host that replays a snapshot judges the toolkit the snapshot recorded, so it is shipped
+the stack's toolkit only when the override names one (``toolkit``: a lab mirror, or a
+stand-in toolkit that exercises the install path in tests); a live host always gets the
+stack's (``imagectl.validation.toolkit``).
 
 In test mode the "instance" is the local machine: ``ansible_connection: local``, the
 validator is the controller's own imagectl, and each slot replays a snapshot, so real
@@ -36,11 +44,23 @@ from imagectl.errors import UserError
 ANSIBLE_LOCAL = "local"
 
 
+KEYS = ("all", "slots", "default_slot", "toolkit")
+
+
+@dataclass(frozen=True)
+class ToolkitSource:
+    """Where the hosts' toolkit comes from instead of the stack's own lock and index."""
+
+    lock: Path
+    index_url: str | None = None
+
+
 @dataclass(frozen=True)
 class InventoryOverride:
     all: dict[str, Any] = field(default_factory=dict)
     slots: list[dict[str, Any]] = field(default_factory=list)
     default_slot: dict[str, Any] = field(default_factory=dict)
+    toolkit: ToolkitSource | None = None
 
     @property
     def local(self) -> bool:
@@ -49,6 +69,15 @@ class InventoryOverride:
     def for_slot(self, slot: int) -> dict[str, Any]:
         extra = self.slots[slot] if slot < len(self.slots) else self.default_slot
         return {**self.all, **(extra or {})}
+
+    def replays(self, slot: int) -> bool:
+        """The host in this slot replays a snapshot (it judges no live hardware)."""
+        return bool(self.for_slot(slot).get("validate_snapshot"))
+
+    @property
+    def replays_only(self) -> bool:
+        """Every slot, listed or past the list, replays a snapshot."""
+        return all(self.replays(i) for i in range(len(self.slots) + 1))
 
     @classmethod
     def load(cls, path: Path) -> InventoryOverride:
@@ -62,12 +91,12 @@ class InventoryOverride:
                 where=str(path),
                 hint="Use the keys all, slots and default_slot",
             )
-        unknown = set(data) - {"all", "slots", "default_slot"}
+        unknown = set(data) - set(KEYS)
         if unknown:
             raise UserError(
                 f"unknown key(s) {', '.join(sorted(unknown))}",
                 where=str(path),
-                hint="Use the keys all, slots and default_slot",
+                hint=f"Use the keys {', '.join(KEYS)}",
             )
         base = path.parent
 
@@ -82,4 +111,24 @@ class InventoryOverride:
             all=dict(data.get("all") or {}),
             slots=[resolve(s) for s in data.get("slots") or []],
             default_slot=resolve(data.get("default_slot") or {}),
+            toolkit=_toolkit_source(data.get("toolkit"), path),
         )
+
+
+def _toolkit_source(doc: Any, path: Path) -> ToolkitSource | None:
+    if doc is None:
+        return None
+    hint = "Write toolkit: {lock: FILE, index_url: URL}: FILE a lock made by python -m "
+    hint += "imagectl.supply.lock toolkit (relative to this file), URL optional"
+    if not isinstance(doc, dict) or not isinstance(doc.get("lock"), str) or not doc["lock"]:
+        raise UserError("toolkit needs a lock file", where=str(path), hint=hint)
+    unknown = set(doc) - {"lock", "index_url"}
+    index = doc.get("index_url")
+    if unknown or (index is not None and not isinstance(index, str)):
+        what = f"unknown key(s) {', '.join(sorted(unknown))}" if unknown else "a bad index_url"
+        raise UserError(f"toolkit has {what}", where=str(path), hint=hint)
+    lock = Path(doc["lock"])
+    lock = lock if lock.is_absolute() else (path.parent / lock).resolve()
+    if not lock.is_file():
+        raise UserError(f"toolkit: no lock file at {lock}", where=str(path), hint=hint)
+    return ToolkitSource(lock, index or None)

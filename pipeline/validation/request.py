@@ -13,6 +13,7 @@ from typing import Any
 from imagectl.clouds.base import CloudImage, Instance
 from imagectl.stacks.expectations import Expectations
 from imagectl.validation.inventory import ANSIBLE_LOCAL, InventoryOverride
+from imagectl.validation.toolkit import ships_to
 
 
 @dataclass
@@ -41,6 +42,9 @@ class ValidationRequest:
     wheel: str = ""
     playbook: Path | None = None
     sandbox: bool = False  # replaying hosts mark their receipts as sandbox replays
+    # the GPU toolkit's wheelhouse the hosts install for the run ("": none; see
+    # imagectl.validation.toolkit)
+    toolkit_wheelhouse: str = ""
 
 
 def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:
@@ -65,5 +69,7 @@ def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) 
         }
         if req.ssh_private_key:
             out["ansible_ssh_private_key_file"] = req.ssh_private_key
+    if req.toolkit_wheelhouse and ships_to(req.override, slot):
+        out["validate_toolkit_wheelhouse"] = req.toolkit_wheelhouse
     out.update(override)
     return out

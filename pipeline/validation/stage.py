@@ -49,6 +49,7 @@ from imagectl.validation.records import CatalogRecorder
 from imagectl.validation.request import ValidationRequest
 from imagectl.validation.run import ValidationResult, ValidationRun
 from imagectl.validation.signals import interrupts_raise
+from imagectl.validation.toolkit import run_wheelhouse
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ def validate_image(
     shapes = [req.shape] if req.shape else list(settings.validation_shapes)
     profile = req.profile or resolved.stack.validation.profile
     expects = {shape: for_shape(ws.images, resolved, shape) for shape in shapes}
+    # the GPU toolkit the hosts install for the run, made (and checked against its lock)
+    # before any host is launched: a missing lock or changed bytes stop here
+    toolkit = run_wheelhouse(resolved, profile, override)
     # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
     # too: it is raised as an interrupt while the run holds the key).
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
@@ -134,6 +138,7 @@ def validate_image(
                     override=override,
                     wheel=req.wheel or "",
                     sandbox=req.sandbox,
+                    toolkit_wheelhouse=str(toolkit) if toolkit else "",
                 )
                 for shape, expect in expects.items()
             ]
@@ -194,6 +199,7 @@ def _run(
         "shape": ", ".join(shape for shape, _ in results),
         "state": state,
         "receipts": receipt_kind(override, req.sandbox),
+        "toolkit_wheelhouse": requests[0].toolkit_wheelhouse or None,
         "attestation": attestation,
         **_merged(results, decision),
     }

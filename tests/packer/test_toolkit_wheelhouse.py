@@ -5,6 +5,7 @@ toolkit's lock is made from that index by the real lock command (``make_lock``).
 
 from __future__ import annotations
 
+import dataclasses
 import tarfile
 
 import pytest
@@ -50,10 +51,21 @@ def test_pin_and_python_come_from_the_stack(h100, monkeypatch) -> None:
     assert (pin.torch, pin.cuda, pin.variant) == ("2.9.1", "12.8", "cu128")
     assert pin.index_url == "https://download.pytorch.org/whl/cu128"
     assert target_python(h100) == "3.10"  # Ubuntu 22.04's python3
-    avars = ansible_vars(h100, "aws", validator_toolkit_wheelhouse="/tmp/tk.tar")
+    # lean (the default): the image's validator role installs no toolkit
+    lean = ansible_vars(h100, "aws")
+    assert (lean["validator_toolkit_torch"], lean["validator_toolkit_wheelhouse"]) == ("", "")
+    # baked (validation.toolkit.install: bake): the role installs the pinned one
+    avars = ansible_vars(_baked(h100), "aws", validator_toolkit_wheelhouse="/tmp/tk.tar")
     assert avars["validator_toolkit_torch"] == "2.9.1"
     assert avars["validator_toolkit_cuda"] == "12.8"
     assert avars["validator_toolkit_wheelhouse"] == "/tmp/tk.tar"
+
+
+def _baked(resolved):
+    stack = resolved.stack
+    toolkit = stack.validation.toolkit.model_copy(update={"install": "bake"})
+    validation = stack.validation.model_copy(update={"toolkit": toolkit})
+    return dataclasses.replace(resolved, stack=stack.model_copy(update={"validation": validation}))
 
 
 def test_wheelhouse_holds_the_pinned_variant_and_is_cached(h100, tmp_path, monkeypatch) -> None:

@@ -177,8 +177,9 @@ def toolkit_result(
             outcome=Outcome.ERROR,
             action=Action.BLOCK_IMAGE,
             message=f"the profile needs torch for its CUDA and collective tests, and it is "
-            f"missing ({tk.get('error') or 'not installed'}); the image's validator venv must "
-            "carry the stack's validation.toolkit",
+            f"missing ({tk.get('error') or 'not installed'}); imagectl validate-image ships the "
+            "stack's validation.toolkit to the host (validate --toolkit-wheelhouse FILE), or "
+            "the image carries it (validation.toolkit.install: bake)",
         )
     if device == "cuda" and not tk.get("cuda"):
         return CheckResult(
