@@ -27,7 +27,7 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
     from imagectl.catalog.db import open_catalog
     from imagectl.promotion import resolve_image
     from imagectl.promotion.context import load_stack_for, provider_for
-    from imagectl.provenance.revoke import revoke_image
+    from imagectl.promotion.revoke import revoke_image
 
     catalog = open_catalog()
     try:

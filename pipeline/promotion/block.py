@@ -5,7 +5,7 @@ an ``image.state`` event naming who blocked it and why. The gate refuses a block
 (exit 1); ``imagectl promote --force --reason`` overrides it and is recorded.
 
 Given the cloud's ``provider``, blocking a promoted image revokes it
-(``imagectl.provenance.revoke``, which needs a signer): it is rolled back first, and a
+(``imagectl.promotion.revoke``, which needs a signer): it is rolled back first, and a
 signed revocation is published beside its attestation, so ``verify`` and nodes refuse it
 too (``--force`` does not promote a revoked image). Any other image is blocked in the
 catalog: ``verify`` refuses a blocked image (and hands out no envelope), and ``imagectl
@@ -21,6 +21,7 @@ from imagectl.catalog.models import Image
 from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
 from imagectl.promotion.resolve import ImageRef, resolve_image
+from imagectl.promotion.revoke import revoke_image
 
 
 def block_image(
@@ -78,8 +79,6 @@ def _revoke(
     actor: str | None,
 ) -> bool:
     """Revoke a promoted image (rolled back first); False: a plain block."""
-    from imagectl.provenance.revoke import revoke_image
-
     with catalog.transaction() as s:
         img = resolve_image(s, image, cloud=cloud)
         promoted = img.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED)

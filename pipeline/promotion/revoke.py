@@ -14,6 +14,7 @@ and its copies. Deploy jobs read ``imagectl verify --export-revocations`` (a
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 from dataclasses import dataclass
@@ -22,9 +23,10 @@ from typing import Any
 from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
-from imagectl.catalog.lifecycle import ImageState
+from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
+from imagectl.promotion.rollback import rollback
 from imagectl.provenance.attest import publish, sign_statement
 from imagectl.provenance.keys import load_signer
 from imagectl.tags import TAG_REVOKED, TAG_SOURCE_IMAGE
@@ -48,8 +50,6 @@ class Revoked:
 
 
 def _payload(envelope: dict[str, Any]) -> dict[str, Any]:
-    import base64
-
     try:
         doc = json.loads(base64.b64decode(envelope["payload"]))
     except Exception:
@@ -139,8 +139,6 @@ def revoke_image(
 
 def _block(s: Any, img: Any, reason: str, actor: str) -> None:
     """Blocked (a promoted copy that no pointer named goes through rolled_back)."""
-    from imagectl.catalog.lifecycle import TRANSITIONS
-
     if img.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED):
         repo.set_state(s, img, ImageState.ROLLED_BACK, reason=f"revoked: {reason}", actor=actor)
     if ImageState.BLOCKED in TRANSITIONS[ImageState(img.state)]:
@@ -155,8 +153,6 @@ def _roll_back(
 ) -> list[str]:
     """The rollback stage, when a pointer names the image: every pointer back to the
     image before it (``imagectl rollback``'s own code), the group ``rolled_back``."""
-    from imagectl.promotion.rollback import rollback
-
     with catalog.transaction() as s:
         named = {p.image_id for p in repo.list_pointers(s, stack=stack, cloud=provider.cloud)}
         group = {r.id for r in repo.list_images(s, stack=stack, cloud=provider.cloud)

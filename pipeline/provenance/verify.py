@@ -16,6 +16,8 @@ in-toto statement is corrupt (``CorruptAttestation``, exit 2).
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,9 +75,6 @@ class Verification:
 
 def _unverified_statement(envelope: dict[str, Any]) -> dict[str, Any]:
     """The payload, only to find which envelope to judge (judged after, signature first)."""
-    import base64
-    import json
-
     try:
         doc = json.loads(base64.b64decode(envelope["payload"]))
     except Exception:
