@@ -125,6 +125,12 @@ def _without_toolkit(args: list[str]) -> list[str]:
 @click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
 @click.option(
+    "--prometheus",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the result as Prometheus text-format metrics here, atomically (the node "
+    "exporter's textfile collector: /var/lib/node_exporter/textfile_collector/imagectl.prom).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -152,6 +158,7 @@ def command(
     as_json: bool,
     show_all: bool,
     junit: Path | None,
+    prometheus: Path | None,
     output: Path | None,
 ) -> int:
     """Validate this GPU host: hardware health, kernel-log XIDs, software conformance.
@@ -222,6 +229,10 @@ def command(
         write_receipt(receipt, output)
     if junit is not None:
         write_junit(receipt, junit)
+    if prometheus is not None:
+        from imagectl.validators.prometheus import write_prometheus
+
+        write_prometheus(receipt, prometheus)
     if as_json:
         emit_json(receipt.model_dump(mode="json"))
     else:
