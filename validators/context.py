@@ -11,6 +11,7 @@ import pynvml
 
 from imagectl.validators.catalogs import Thresholds, XidCatalog, thresholds, xid_catalog
 from imagectl.validators.expectations import Expectations
+from imagectl.validators.fabric.model import FabricSection, NcclRun
 from imagectl.validators.host.kernel_log import KernelLog
 from imagectl.validators.results import Action
 
@@ -64,12 +65,38 @@ class Context:
     gpus: list[dict[str, Any]] = field(default_factory=list)
     # samples taken under load (quick/full/burn), per GPU index
     load_samples: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # the GPU fabric as read (validators/fabric); the loader returns None when a replayed
+    # snapshot has no fabric section
+    fabric_loader: Callable[[], FabricSection | None] | None = None
     _kernel_log: KernelLog | None = None
+    _fabric: FabricSection | None = None
+    _fabric_read: bool = False
+    _nccl_tried: bool = False
 
     def kernel_log(self) -> KernelLog:
         if self._kernel_log is None:
             self._kernel_log = self.kernel_log_loader()
         return self._kernel_log
+
+    def fabric(self) -> FabricSection | None:
+        """The fabric section, read once per run; None: not recorded (replay)."""
+        if not self._fabric_read:
+            self._fabric = self.fabric_loader() if self.fabric_loader is not None else None
+            self._fabric_read = True
+        return self._fabric
+
+    def fabric_nccl(self) -> NcclRun | None:
+        """The tiny NCCL run: the snapshot's in replay (None: not recorded); on a live host
+        made once, when a check first asks (it is GPU work: quick, full, burn)."""
+        section = self.fabric()
+        if section is None:
+            return None
+        if section.nccl is None and self.facts.kind == "live" and not self._nccl_tried:
+            self._nccl_tried = True
+            from imagectl.validators.fabric.nccl_probe import probe
+
+            section.nccl = probe()
+        return section.nccl
 
     def fact(self, name: str) -> Any:
         return self.facts.get(name)

@@ -81,7 +81,24 @@ def required_checks(profile: str, expect: Expectations, gpus_seen: int = 0) -> l
     for pin, checks in (req.get("when_pinned") or {}).items():
         if getattr(expect, pin, None):
             out += [c for c in checks if c not in out]
+    out += [c for c in fabric_checks(expect) if c not in out]
     return out
+
+
+def fabric_checks(expect: Expectations) -> list[str]:
+    """The fabric checks required on this shape: its NICs' fabric, when the image pins that
+    fabric's software (``when_fabric``)."""
+    nics = expect.hardware.nics if expect.hardware is not None else None
+    if nics is None:
+        return []
+    net = expect.network
+    pin = net.aws_efa if nics.fabric == "efa" else net.azure_infiniband
+    if pin is None:
+        return []
+    checks: list[str] = list((requirements().get("when_fabric") or {}).get(nics.fabric) or [])
+    if net.azure_infiniband is not None and not net.azure_infiniband.peermem:
+        checks = [c for c in checks if c != "fabric.ib.peermem"]
+    return checks
 
 
 def _why_not(check_id: str, results: list[CheckResult], gpus: int) -> str | None:

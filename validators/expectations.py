@@ -24,6 +24,48 @@ from imagectl.validators.shapes import gpu_row, shape_rows
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
 
+class Nics(BaseModel):
+    """The shape's GPU fabric NICs (images/catalog/shapes.yaml ``nics``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fabric: Literal["efa", "infiniband"]
+    count: int = Field(ge=0, description="NICs of this fabric the shape has")
+    nics_per_gpu: int = Field(
+        default=1, ge=0, description="at least this many share each GPU's PCIe switch"
+    )
+    gpudirect_rdma: bool = False
+    width: str | None = Field(default=None, description="InfiniBand port width, e.g. 4X")
+    speed: str | None = Field(default=None, description="InfiniBand port speed, e.g. NDR")
+    rate_gbps: float | None = Field(default=None, description="InfiniBand port rate")
+    gpu_nic_pairs: dict[str, str] = Field(
+        default_factory=dict,
+        description="GPU PCI address -> its NIC's, where the shape documents them (a guest "
+        "that hides the PCIe switches)",
+    )
+    source: str = ""
+
+
+class EfaPins(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    installer: str
+    ofi_nccl: str
+
+
+class InfinibandPins(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    doca_ofed: str
+    peermem: bool = True
+
+
+class Network(BaseModel):
+    """The fabric software the image installs (the stack's ``network`` for its cloud)."""
+
+    model_config = ConfigDict(extra="forbid")
+    aws_efa: EfaPins | None = None
+    azure_infiniband: InfinibandPins | None = None
+
+
 class Hardware(BaseModel):
     """The per-shape hardware table (images/catalog/shapes.yaml + images/compat/gpus.yaml)."""
 
@@ -39,6 +81,7 @@ class Hardware(BaseModel):
     power_limit_w: float | None = None
     temp_warn_c: float | None = None
     temp_max_c: float | None = None
+    nics: Nics | None = Field(default=None, description="the GPU fabric's NICs; null: none")
     source: str = ""
 
 
@@ -72,6 +115,11 @@ class Expectations(BaseModel):
         default_factory=dict, description="package -> version that must be installed"
     )
     held: list[str] = Field(default_factory=list, description="packages that must be on hold")
+    network: Network = Field(
+        default_factory=Network,
+        description="the fabric software the image installs (EFA + aws-ofi-nccl, DOCA-OFED + "
+        "nvidia-peermem); a fabric left null is not pinned: its checks skip",
+    )
     validator_toolkit: dict[str, str] | None = Field(
         default=None,
         description="the validator's GPU toolkit the image carries: torch, cuda (X.Y), variant "
@@ -133,6 +181,7 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
         power_limit_w=row.get("power_limit_w"),
         temp_warn_c=row.get("temp_warn_c"),
         temp_max_c=row.get("temp_max_c"),
+        nics=Nics.model_validate(row["nics"]) if row.get("nics") else None,
         source="; ".join(
             s for s in (row.get("hardware_source"), f"{gpu['sku']}: {gpu.get('source', '')}") if s
         ),

@@ -35,6 +35,8 @@ from imagectl.validators.context import Context, NamedCalls
 from imagectl.validators.coverage import Coverage, coverage
 from imagectl.validators.dcgm import dcgm_checks
 from imagectl.validators.expectations import Expectations
+from imagectl.validators.fabric.capture import capture_fabric
+from imagectl.validators.fabric.model import FabricSection
 from imagectl.validators.host.facts import LiveFacts, RecordedFacts
 from imagectl.validators.host.kernel_log import KernelLog, read_file_log, read_host_log
 from imagectl.validators.nvml import LiveNvml, ReplayNvml
@@ -82,10 +84,20 @@ def build_context(opts: Options) -> Context:
             )
 
         loader = snap_log
+        recorded = snap.get("fabric")
+
+        def fabric() -> FabricSection | None:
+            return None if recorded is None else FabricSection.model_validate(recorded)
     else:
         nvml = LiveNvml()
         facts = LiveFacts(root=opts.hygiene_root, extra_packages=tuple(opts.expect.packages))
         loader = read_host_log
+        nics = opts.expect.hardware.nics if opts.expect.hardware else None
+
+        def fabric() -> FabricSection | None:
+            # the counters read twice on a shape with fabric ports to watch; the NCCL run is
+            # made by the check that needs it (Context.fabric_nccl)
+            return capture_fabric(interval_s=2.0 if nics is not None else 0.0)
     if opts.kernel_log_file is not None:
         path = opts.kernel_log_file
         loader = lambda: read_file_log(path)  # noqa: E731
@@ -97,6 +109,7 @@ def build_context(opts: Options) -> Context:
         kernel_log_loader=loader,
         hygiene=opts.hygiene,
         history_dir=opts.history_dir,
+        fabric_loader=fabric,
     )
 
 

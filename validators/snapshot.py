@@ -4,7 +4,9 @@ A snapshot holds every NVML value per GPU (``nvml``, encoded as described in
 ``nvml/calls.py``), the host's software facts (``host``, see ``host/facts.py``) and the
 NVIDIA-relevant lines of this boot's kernel log (``kernel_log``) and, when captured with
 ``--dcgm-level N``, one ``dcgmi diag -r N -j`` run (``dcgm``, judged in replay by
-``validators/dcgm/``). The JSON Schema is
+``validators/dcgm/``) and the GPU fabric as read (``fabric``: EFA / InfiniBand devices,
+ports and counters, modules, ``fi_info``, a tiny NCCL run; ``validators/fabric/``). The
+JSON Schema is
 ``schema/snapshot.schema.json`` (generated from ``Snapshot`` and kept in sync by a test).
 """
 
@@ -20,6 +22,8 @@ from imagectl import __version__
 from imagectl.errors import UserError
 from imagectl.validators.compute.readiness import gather
 from imagectl.validators.dcgm import record_diag
+from imagectl.validators.fabric.capture import capture_fabric
+from imagectl.validators.fabric.model import FABRIC_DOC, FabricSection
 from imagectl.validators.host.boot_history import read_folder
 from imagectl.validators.host.facts import LiveFacts, collect_all
 from imagectl.validators.host.kernel_log import read_host_log, relevant_only
@@ -157,6 +161,7 @@ class Snapshot(BaseModel):
         "temperature, power, PCIe link, ECC and replay counters at start and end); null: "
         "not captured (replay then skips the load.* checks)",
     )
+    fabric: FabricSection | None = Field(default=None, description=FABRIC_DOC)
 
     @field_validator("nvml")
     @classmethod
@@ -231,11 +236,15 @@ def capture(
     dcgm_level: int | None = None,
     history_dir: Path | None = None,
     load_s: float | None = None,
+    fabric_interval_s: float = 2.0,
+    nccl_probe: bool = True,
 ) -> dict[str, Any]:
     """Capture this host: NVML (walking calls.py), host facts, the kernel log, the
     readiness for GPU work (the validator's toolkit, cuInit in fresh processes) and, with
     ``dcgm_level``, a ``dcgmi diag`` run (validators/dcgm); with ``history_dir``, the
-    previous boots' receipts (their XIDs) as the host fact ``boot_history``."""
+    previous boots' receipts (their XIDs) as the host fact ``boot_history``. The fabric
+    (validators/fabric) is read with its port counters twice ``fabric_interval_s`` apart
+    and, with ``nccl_probe`` on a host with GPUs, a tiny NCCL run."""
     snap = Snapshot(
         description=description,
         captured_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -245,6 +254,8 @@ def capture(
         kernel_log=KernelLogSection.model_validate(relevant_only(read_host_log()).to_dict()),
         cuda=gather(cuinit_tries),
     )
+    gpus = len(snap.nvml.devices)
+    snap.fabric = capture_fabric(interval_s=fabric_interval_s, nccl=nccl_probe and gpus > 0)
     if history_dir is not None:
         snap.host["boot_history"] = boot_history_fact(history_dir)
     if load_s:  # GEMM load on every GPU while NVML is sampled (needs torch and CUDA)

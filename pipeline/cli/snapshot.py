@@ -44,6 +44,20 @@ from imagectl.fsutil import atomic_write_json
     help="Previous boots' receipts to record (default: the boot unit's "
     "/var/lib/imagectl/boots when present), so a replay judges XID recurrences.",
 )
+@click.option(
+    "--fabric-interval-s",
+    type=click.FloatRange(min=0.0),
+    default=2.0,
+    show_default=True,
+    help="Read the InfiniBand/EFA port error counters twice this far apart (a counter "
+    "rising on an idle link fails fabric.ib.counters in replay).",
+)
+@click.option(
+    "--no-nccl-probe",
+    is_flag=True,
+    help="Skip the tiny NCCL run (NCCL_DEBUG=INFO, topology dump) that records which net "
+    "plugin NCCL loads and the topology it detects.",
+)
 def command(
     output: Path,
     description: str,
@@ -51,6 +65,8 @@ def command(
     dcgm_level: int | None,
     load_s: float | None,
     history_dir: Path | None,
+    fabric_interval_s: float,
+    no_nccl_probe: bool,
 ) -> int:
     """Capture every NVML value per GPU, this boot's kernel log and the software facts.
 
@@ -69,6 +85,8 @@ def command(
         dcgm_level=dcgm_level,
         history_dir=history,
         load_s=load_s,
+        fabric_interval_s=fabric_interval_s,
+        nccl_probe=not no_nccl_probe,
     )
     atomic_write_json(output, snap, indent=1, sort_keys=True)
     n = len(snap["nvml"]["devices"])

@@ -16,7 +16,19 @@ from imagectl.errors import UserError
 from imagectl.stacks import load_resolved
 from imagectl.stacks.loader import LoadedStack
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.validators.expectations import Expectations, shape_fields
+from imagectl.validators.expectations import Expectations, Network, shape_fields
+
+# The cloud whose instances carry each fabric of the stack's ``network`` section
+# (pipeline/clouds/*/spec.py ``fabrics``); an image for no cloud expects every fabric.
+FABRIC_CLOUD = {"aws_efa": "aws", "azure_infiniband": "azure"}
+
+
+def network_for(resolved: ResolvedStack, cloud: str | None) -> Network:
+    """The stack's fabric pins that apply on ``cloud``."""
+    pins = resolved.stack.network.model_dump(mode="json")
+    return Network.model_validate(
+        {k: v for k, v in pins.items() if v is not None and cloud in (None, FABRIC_CLOUD.get(k))}
+    )
 
 
 def image_expectations(resolved: ResolvedStack, cloud: str | None) -> Expectations:
@@ -52,6 +64,7 @@ def image_expectations(resolved: ResolvedStack, cloud: str | None) -> Expectatio
         profile=stack.validation.profile,
         packages=packages,
         held=held,
+        network=network_for(resolved, cloud),
     )
 
 

@@ -20,6 +20,8 @@ ROOT = HERE.parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from niclib import fabric_for  # noqa: E402
+
 from imagectl.stacks.expectations import from_stack  # noqa: E402
 from imagectl.validators.expectations import shape_fields  # noqa: E402
 from imagectl.validators.nvml.calls import (  # noqa: E402
@@ -114,6 +116,49 @@ BASES: dict[str, dict[str, Any]] = {
         "image": "ami-0l4healthy000001",
         "buses": ["31"],
     },
+    # p5.48xlarge with its NICs: 32 EFA devices, 4 behind each GPU's PCIe switch (niclib)
+    "h100-p5-efa": {
+        "shape": "p5.48xlarge",
+        "name": "NVIDIA H100 80GB HBM3",
+        "count": 8,
+        "mem_mib": 81559,
+        "arch": 9,
+        "pcie": (5, 16),
+        "links": 18,
+        "power_w": 700,
+        "slowdown": 89,
+        "shutdown": 92,
+        "gpu_max": 87,
+        "vbios": "96.00.89.00.01",
+        "inforom": "G520.0200.00.05",
+        "nvswitch": True,
+        "image": "ami-0h100efahealthy1",
+        "buses": ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"],
+        "fabric": "efa",
+    },
+    # ND H100 v5 with its NICs: 8 NDR HCAs, one per GPU; every device in its own PCI domain
+    # (Hyper-V vPCI), as Azure/azhpc-images topology/ndv5-topo.xml lists them (niclib)
+    "h100-ndv5-ib": {
+        "shape": "Standard_ND96isr_H100_v5",
+        "cloud": "azure",
+        "name": "NVIDIA H100 80GB HBM3",
+        "count": 8,
+        "mem_mib": 81559,
+        "arch": 9,
+        "pcie": (5, 16),
+        "links": 18,
+        "power_w": 700,
+        "slowdown": 89,
+        "shutdown": 92,
+        "gpu_max": 87,
+        "vbios": "96.00.89.00.01",
+        "inforom": "G520.0200.00.05",
+        "nvswitch": True,
+        "image": "/subscriptions/0000/images/h100-training-healthy",
+        "buses": ["00"] * 8,
+        "domains": [0x1, 0x2, 0x3, 0x8, 0x9, 0xA, 0xB, 0xC],
+        "fabric": "infiniband",
+    },
 }
 
 
@@ -125,7 +170,9 @@ def expectations(base: str) -> dict[str, Any]:
 def _expectations(base: str) -> dict[str, Any]:
     b = BASES[base]
     e = from_stack(ROOT / "images", "h100-training", "p5.48xlarge")
-    if b["shape"] != "p5.48xlarge":
+    if b.get("cloud") == "azure":  # the image for Azure: its kernel and fabric software
+        e = from_stack(ROOT / "images", "h100-training", b["shape"])
+    elif b["shape"] != "p5.48xlarge":
         e = e.model_copy(update=shape_fields(ROOT / "images", b["shape"]))
     if not b["nvswitch"]:
         pkgs = {k: v for k, v in e.packages.items() if not k.startswith("nvidia-fabricmanager")}
@@ -160,6 +207,7 @@ def fabric_mask(**fields: int) -> int:
 def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
     gen, width = b["pcie"]
     bus = b["buses"][i]
+    domain = b["domains"][i] if "domains" in b else 0
     links = b["links"]
     ecc_totals = {f"{e},{c}": 0 for e in (CORRECTED, UNCORRECTED) for c in (VOLATILE, AGGREGATE)}
     ecc_loc = {
@@ -177,13 +225,13 @@ def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
         "nvmlDeviceGetInforomImageVersion": b["inforom"],
         "nvmlDeviceValidateInforom": None,
         "nvmlDeviceGetPciInfo_v3": {
-            "busIdLegacy": f"0000:{bus.upper()}:00.0",
-            "domain": 0,
+            "busIdLegacy": f"{domain:04X}:{bus.upper()}:00.0",
+            "domain": domain,
             "bus": int(bus, 16),
             "device": 0,
             "pciDeviceId": 0x233010DE,
             "pciSubSystemId": 0x16C110DE,
-            "busId": f"00000000:{bus.upper()}:00.0",
+            "busId": f"{domain:08X}:{bus.upper()}:00.0",
         },
         "nvmlDeviceGetMemoryInfo": {
             "total": b["mem_mib"] * 2**20,
@@ -272,6 +320,7 @@ def healthy(base: str) -> dict[str, Any]:
         "held": True,
         "installed": True,
     }
+    extra = {"fabric": fabric_for(b["fabric"], b["buses"])} if "fabric" in b else {}
     log = (
         "2026-11-20T10:00:01+0000 host kernel: nvidia: loading out-of-tree module taints kernel.\n"
         "2026-11-20T10:00:02+0000 host kernel: NVRM: loading NVIDIA UNIX Open Kernel Module "
@@ -356,7 +405,7 @@ def healthy(base: str) -> dict[str, Any]:
                 },
                 "packages": {n: p["version"] for n, p in sorted(packages.items())},
             },
-            "cloud_image": {"cloud": "aws", "image_id": b["image"]},
+            "cloud_image": {"cloud": b.get("cloud", "aws"), "image_id": b["image"]},
             # the image's own /etc/imagectl/expect.json: a replay without --expect uses it
             "expect_file": e,
             "hygiene": {
@@ -378,6 +427,7 @@ def healthy(base: str) -> dict[str, Any]:
         },
         "kernel_log": {"source": "journalctl -k -b", "error": None, "filtered": True, "text": log},
         "cuda": cuda_ready(b["count"], e["validator_toolkit"]),
+        **extra,
     }
 
 

@@ -87,7 +87,14 @@ def test_library_covers_the_required_faults() -> None:
     }
     assert required <= faults
     healthy = {c["base"] for n, c in CASES.items() if n.startswith("healthy/")}
-    assert healthy == {"h100-sxm-8x", "a100-sxm-80gb-8x", "h200-8x", "l4-1x"}
+    assert healthy == {
+        "h100-sxm-8x",
+        "a100-sxm-80gb-8x",
+        "h200-8x",
+        "l4-1x",
+        "h100-p5-efa",  # with its NICs: 32 EFA devices
+        "h100-ndv5-ib",  # with its NICs: 8 NDR InfiniBand HCAs
+    }
     ignorable = {c["fault"] for c in CASES.values() if c["fault"] and not c["expect_fail"]}
     assert {
         "xid63-row-remap-event",

@@ -1,7 +1,8 @@
 """All checks, registered in the order they run (import order below).
 
 One module per area: inventory, software conformance, memory, clocks and thermals, PCIe,
-NVLink and fabric, kernel log, NVML's recovery action, image hygiene.
+NVLink and fabric, the GPU fabric's NICs (EFA, InfiniBand, NCCL's network, GPU-NIC
+topology), kernel log, NVML's recovery action, image hygiene.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ MODULES = (
     "thermal",
     "pcie",
     "nvlink",
+    "fabric_efa",
+    "fabric_ib",
+    "fabric_nccl",
+    "topology",
     "kernel",
     "recovery",
     "hygiene",

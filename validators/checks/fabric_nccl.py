@@ -1,0 +1,189 @@
+"""What NCCL itself does on the fabric, from a tiny NCCL run with NCCL_DEBUG=INFO
+(``fabric/nccl_probe.py``): the network it uses is the fabric's (aws-ofi-nccl at the
+pinned version on EFA, NCCL's IB transport on InfiniBand), not its TCP fallback, and
+GPUDirect RDMA is on for every NIC where the shape supports it (NCCL's topology dump,
+``<net gdr="1">``). The run is GPU work: quick, full and burn."""
+
+from __future__ import annotations
+
+from imagectl.validators.checks.base import LOADED_PROFILES, check
+from imagectl.validators.context import Context
+from imagectl.validators.fabric.applies import LABEL, not_applicable, section, shape_nics
+from imagectl.validators.fabric.parse import efa_devices, ib_devices, nccl_net, nccl_topology
+from imagectl.validators.fabric.policy import fabric_policy
+from imagectl.validators.findings import Finding, bad, ok, skip
+from imagectl.validators.results import Action
+
+NCCL_TOPO = (
+    "NVIDIA NCCL src/graph/topo.cc / xml.cc: each net's 'gdr' attribute is 1 when the "
+    "network reports NCCL_PTR_CUDA (GPUDirect RDMA) for that NIC; NCCL_TOPO_DUMP_FILE "
+    "writes the detected topology (NCCL environment variables documentation)"
+)
+OFI_GDR = (
+    "aws/aws-ofi-nccl src/platform-aws.c: gdr_required on p4d, p4de and p5 and later "
+    "(OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK: 'the plugin can be used without GDR support even "
+    "on platforms that support GDR')"
+)
+
+
+def fabric_nics(ctx: Context) -> list[str]:
+    """The names of the host's NICs of the shape's fabric."""
+    nics = shape_nics(ctx)
+    fab = section(ctx)
+    devs = efa_devices(fab) if nics is not None and nics.fabric == "efa" else ib_devices(fab)
+    return [d.name for d in devs]
+
+
+def uses_fabric(ctx: Context, log: str) -> bool:
+    """NCCL's run used the fabric's network (else fabric.nccl.net fails and says why)."""
+    nics = shape_nics(ctx)
+    names = fabric_policy().nccl_net[nics.fabric]["names"] if nics is not None else []
+    return nccl_net(log).network in names
+
+
+@check(
+    "fabric.nccl.net",
+    "NCCL uses the fabric's network (aws-ofi-nccl on EFA, IB on InfiniBand), not sockets",
+    needs_nvml=False,
+    profiles=LOADED_PROFILES,
+    timeout_s=150.0,
+)
+def nccl_network(ctx: Context) -> Finding:
+    if (why := not_applicable(ctx)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    run = ctx.fabric_nccl()
+    if run is None:
+        return skip("no NCCL run recorded (imagectl snapshot records one on a GPU host)")
+    rule = fabric_policy().nccl_net[nics.fabric]
+    seen = nccl_net(run.run.stdout)
+    details = {
+        "nccl": seen.nccl_version,
+        "plugin": seen.ofi_plugin,
+        "libfabric": seen.ofi_libfabric,
+        "provider": seen.ofi_provider,
+        "nics": seen.ofi_nics,
+        "ib_devices": seen.ib_devices,
+        "plugin_problems": seen.plugin_problems,
+        "env": run.env,
+        "attribution": "node",
+    }
+    expected = " or ".join(rule["names"])
+    source = rule["source"]
+    if seen.network is None:
+        tail = (run.run.error or run.run.stderr_tail or run.run.stdout).strip()[-400:]
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"NCCL never said which network it uses (exit {run.run.exit_code}): {tail}",
+            expected=expected,
+            source=source,
+            details=details,
+        )
+    if seen.network not in rule["names"] and not fabric_nics(ctx):
+        return bad(
+            Action.DRAIN,
+            f"NCCL uses '{seen.network}': the host has no {LABEL[nics.fabric]} device for it "
+            "(the fabric's device check says which are missing)",
+            measured=seen.network,
+            expected=expected,
+            source=source,
+            details=details,
+        )
+    if seen.network not in rule["names"]:
+        fell_back = seen.network == fabric_policy().nccl_fallback
+        cause = "; ".join(seen.plugin_problems) or "; ".join(seen.warnings[:2])
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"NCCL uses '{seen.network}'"
+            + (" (its TCP fallback)" if fell_back else "")
+            + f" on {LABEL[nics.fabric]}, not {expected}"
+            + (f": {cause}" if cause else "")
+            + ": multi-node collectives would run over TCP",
+            measured=seen.network,
+            expected=expected,
+            source=source,
+            details=details,
+        )
+    pins = ctx.expect.network.aws_efa
+    if nics.fabric == "efa" and pins is not None:
+        version = seen.ofi_plugin or ""
+        if not version.startswith(pins.ofi_nccl):
+            return bad(
+                Action.BLOCK_IMAGE,
+                f"NCCL loaded aws-ofi-nccl {version or '(version not logged)'}, the stack pins "
+                f"{pins.ofi_nccl}: another plugin is found first (NCCL_NET_PLUGIN, "
+                "LD_LIBRARY_PATH)",
+                measured=version or None,
+                expected=pins.ofi_nccl,
+                source=f"{source}; the stack's network.aws_efa.ofi_nccl",
+                details=details,
+            )
+    return ok(
+        f"NCCL {seen.nccl_version or '?'} uses {seen.network}"
+        + (
+            f" (aws-ofi-nccl {seen.ofi_plugin}, provider {seen.ofi_provider})"
+            if seen.ofi_plugin
+            else ""
+        ),
+        measured=seen.network,
+        expected=expected,
+        source=source,
+        details=details,
+    )
+
+
+@check(
+    "fabric.gdr",
+    "GPUDirect RDMA on for every fabric NIC where the shape supports it (NCCL's view)",
+    needs_nvml=False,
+    profiles=LOADED_PROFILES,
+    timeout_s=150.0,
+)
+def gdr(ctx: Context) -> Finding:
+    if (why := not_applicable(ctx)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    if not nics.gpudirect_rdma:
+        return skip(f"shape {ctx.expect.shape} has no GPUDirect RDMA")
+    run = ctx.fabric_nccl()
+    if run is None or not run.topo_xml:
+        return skip("no NCCL topology dump recorded")
+    if not uses_fabric(ctx, run.run.stdout):
+        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    topo = nccl_topology(run.topo_xml)
+    fab = section(ctx)
+    names = set(fabric_nics(ctx))
+    flags = {n: g for n, g in topo.gdr.items() if n in names}
+    source = NCCL_TOPO + ("; " + OFI_GDR if nics.fabric == "efa" else "") + f"; {nics.source}"
+    off = sorted(n for n, g in flags.items() if not g)
+    details = {"gdr": flags, "modules": fab.modules, "attribution": "node"}
+    if topo.error or not flags:
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"NCCL's topology dump names none of the fabric's NICs ({topo.error or 'no net'})",
+            expected="gdr=1 on every fabric NIC",
+            source=source,
+            details=details,
+        )
+    if off:
+        cause = ""
+        if nics.fabric == "infiniband" and not fab.modules.get("nvidia_peermem"):
+            cause = " (nvidia_peermem is not loaded)"
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"NCCL sees no GPUDirect RDMA on {len(off)} of {len(flags)} NIC(s) "
+            f"({', '.join(off)}){cause}: traffic would be staged through host memory",
+            measured={n: int(g) for n, g in flags.items()},
+            expected="gdr=1 on every fabric NIC",
+            source=source,
+            details=details,
+        )
+    return ok(
+        f"gdr=1 on {len(flags)} NIC(s)",
+        measured=len(flags),
+        expected=len(flags),
+        source=source,
+        details=details,
+    )

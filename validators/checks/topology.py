@@ -1,0 +1,145 @@
+"""GPU-NIC topology: each GPU has its nearest fabric NIC(s) as the shape documents (behind the
+same PCIe switch, ``nvidia-smi topo -m``'s PIX/PXB; or the pairs a shape documents where the
+guest hides the switches), and NCCL's own topology detection agrees (quick, full, burn)."""
+
+from __future__ import annotations
+
+from imagectl.validators.checks.base import LOADED_PROFILES, check
+from imagectl.validators.checks.fabric_nccl import uses_fabric
+from imagectl.validators.context import Context
+from imagectl.validators.expectations import Nics
+from imagectl.validators.fabric.applies import not_applicable, section, shape_nics
+from imagectl.validators.fabric.model import FabricSection
+from imagectl.validators.fabric.parse import efa_devices, ib_devices, nccl_topology, pci_address
+from imagectl.validators.fabric.topology import gpus, nearest_nics
+from imagectl.validators.findings import Finding, bad, ok, skip
+from imagectl.validators.results import Action
+
+SYSFS = (
+    "Linux sysfs /sys/bus/pci/devices (a function's path names the bridges above it); "
+    "NVIDIA nvidia-smi topo -m: PIX/PXB = through PCIe switch(es) only, not the host bridge"
+)
+
+
+def _fabric_nics(fab: FabricSection, nics: Nics) -> dict[str, str]:
+    """PCI address -> device name of the shape's fabric NICs."""
+    devs = efa_devices(fab) if nics.fabric == "efa" else ib_devices(fab)
+    return {pci_address(d.pci): d.name for d in devs if d.pci}
+
+
+def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
+    """GPU address -> the NIC names nearest to it: the shape's documented pairs, or the
+    fabric NICs behind the GPU's PCIe switch."""
+    by_addr = _fabric_nics(fab, nics)
+    if nics.gpu_nic_pairs:
+        return {
+            gpu: ([by_addr[nic]] if nic in by_addr else [f"(missing {nic})"])
+            for gpu, nic in nics.gpu_nic_pairs.items()
+        }
+    near = nearest_nics(fab, list(by_addr))
+    return {pci_address(g): sorted(by_addr[a] for a in found) for g, found in near.items()}
+
+
+@check(
+    "fabric.topology", "Each GPU's nearest fabric NIC(s) as the shape documents", needs_nvml=False
+)
+def topology(ctx: Context) -> Finding:
+    if (why := not_applicable(ctx)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    fab = section(ctx)
+    if not gpus(fab):
+        return skip("no GPU on the PCI bus was recorded")
+    near = expected_nearest(fab, nics)
+    short = {
+        g: found
+        for g, found in near.items()
+        if len([n for n in found if not n.startswith("(missing")]) < nics.nics_per_gpu
+    }
+    details = {"nearest": near, "attribution": "node"}
+    how = (
+        "documented GPU-NIC pairs" if nics.gpu_nic_pairs else "GPUs and NICs behind one PCIe switch"
+    )
+    source = f"{nics.source}; {SYSFS}"
+    if short:
+        return bad(
+            Action.DRAIN,
+            f"{len(short)} GPU(s) without their {nics.nics_per_gpu} nearest fabric NIC(s) "
+            f"({how}): "
+            + "; ".join(f"{g}: {', '.join(f) or 'none'}" for g, f in sorted(short.items())),
+            measured=near,
+            expected=f"{nics.nics_per_gpu} per GPU",
+            source=source,
+            details=details,
+        )
+    return ok(
+        f"every GPU has its nearest NIC(s) ({how})",
+        measured=near,
+        expected=f"{nics.nics_per_gpu} per GPU",
+        source=source,
+        details=details,
+    )
+
+
+@check(
+    "fabric.topology.nccl",
+    "NCCL's topology detection agrees on each GPU's nearest NIC(s)",
+    needs_nvml=False,
+    profiles=LOADED_PROFILES,
+    timeout_s=150.0,
+)
+def nccl_agrees(ctx: Context) -> Finding:
+    if (why := not_applicable(ctx)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    run = ctx.fabric_nccl()
+    if run is None or not run.topo_xml:
+        return skip("no NCCL topology dump recorded")
+    if not uses_fabric(ctx, run.run.stdout):
+        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    topo = nccl_topology(run.topo_xml)
+    # judged on the NICs NCCL lists: a port that is down is not NCCL's (fabric.ib.ports)
+    want = {
+        g: sorted(n for n in w if n in topo.gdr)
+        for g, w in expected_nearest(section(ctx), nics).items()
+    }
+    differ = {
+        g: {"nccl": topo.nearest.get(g, []), "host": w}
+        for g, w in want.items()
+        if g in topo.nearest and sorted(topo.nearest[g]) != w
+    }
+    topo_file = run.env.get("NCCL_TOPO_FILE")
+    details = {"nccl_topo_file": topo_file, "nccl": topo.nearest, "attribution": "node"}
+    source = (
+        "NVIDIA NCCL NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE (environment variables documentation)"
+    )
+    if topo.error:
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"NCCL's topology dump: {topo.error}",
+            source=source,
+            details=details,
+        )
+    if differ:
+        return bad(
+            Action.BLOCK_IMAGE,
+            f"NCCL pairs {len(differ)} GPU(s) with other NICs than the host's topology "
+            + (f"(NCCL_TOPO_FILE={topo_file} does not describe this host)" if topo_file else "")
+            + ": "
+            + "; ".join(
+                f"{g}: NCCL {d['nccl']}, host {d['host']}" for g, d in sorted(differ.items())
+            ),
+            measured=topo.nearest,
+            expected=want,
+            source=source,
+            details={**details, "differ": differ},
+        )
+    return ok(
+        f"NCCL agrees for {len(want)} GPU(s)",
+        measured=topo.nearest,
+        expected=want,
+        source=source,
+        details=details,
+    )
