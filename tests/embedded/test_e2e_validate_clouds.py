@@ -59,7 +59,10 @@ import pytest
 from needs import in_ci, require_root, require_tool
 from ruamel.yaml import YAML
 
+from imagectl.supply.lock import LockSpec, toolkit_requirement, write_lock
+from imagectl.supply.targets import PLATFORMS
 from imagectl.tags import TAG_SOURCE_IMAGE
+from imagectl.toolkit import target_python
 from tests.clouds.scenario import HEALTHY, snapshot_on
 from tests.fakes import moto_guests
 from tests.fakes.azure_arm import FakeAzureArm
@@ -68,6 +71,7 @@ from tests.fakes.gcp_compute import FakeGcpCompute
 from tests.fakes.guest_launch import CANONICAL, ELSEWHERE, aws_candidate, make_key, ssh
 from tests.fakes.guests import GuestHost, GuestImage, find_guest_image
 from tests.fakes.server import FakeServer, Request, Response
+from tests.support import fake_torch_wheel, simple_index
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -208,12 +212,27 @@ def _before(fake: FakeServer, method: str, path: str, hook: Callable[[], None]) 
 # -- the commands ----------------------------------------------------------------------------
 def _override(tmp_path: Path, cloud: str) -> Path:
     """Every host replays a healthy snapshot of the shape (the validator in the guest
-    reads it); nothing about how to reach the host or as whom: that is production's."""
+    reads it); nothing about how to reach the host or as whom: that is production's.
+
+    The stack's GPU toolkit travels with the validation (the image carries none): the
+    override names a stand-in toolkit (tests/support.py ``fake_torch_wheel``, laid out like
+    torch 2.9.1+cu128) locked by the real lock code for the stack's Python and served by
+    a PEP 503 index on disk, as a lab's mirror would be named. torch's own lock is not in
+    the repository here (download.pytorch.org is unreachable from this machine); the
+    controller makes the hashed wheelhouse from this lock, ships it, and the guest's
+    validator installs it into a venv for the run and removes it."""
     snapshot = str(snapshot_on(cloud, HEALTHY, tmp_path))
+    url = simple_index(tmp_path / "toolkit-index", [fake_torch_wheel(tmp_path / "toolkit")])
+    lock = write_lock(LockSpec(
+        path=tmp_path / "torch-2.9.1-cu128.lock", title="stand-in torch 2.9.1 (cu128)",
+        command="test", requirements=(toolkit_requirement("2.9.1", "cu128"),), index_url=url,
+        pythons=(target_python(resolved_stack()),), platforms=PLATFORMS,
+    ))  # fmt: skip
     path = tmp_path / "override.yaml"
     with path.open("w") as fh:
         YAML().dump({"slots": [{"validate_snapshot": snapshot}],
-                     "default_slot": {"validate_snapshot": snapshot}}, fh)  # fmt: skip
+                     "default_slot": {"validate_snapshot": snapshot},
+                     "toolkit": {"lock": str(lock), "index_url": url}}, fh)  # fmt: skip
     return path
 
 
@@ -276,6 +295,11 @@ def _validate_and_promote(
         body = run.body
         assert (body.image_id, body.stack_digest) == (image_id, resolved.digest)
         assert (run.verdict, body.mode, body.sandbox) == ("pass", "replay", True)
+        # the validator ran under the toolkit installed in the guest for the run
+        installed = body.host["toolkit_venv"]
+        assert installed["toolkit"]["version"] == "2.9.1+cu128", installed
+        assert installed["wheels"] == ["torch-2.9.1+cu128-py3-none-any.whl"], installed
+        assert result["toolkit_wheelhouse"], result
         assert run.host == launched["instance_id"]
         attestation = repo.latest_attestation(s, row)
         assert attestation is not None and attestation.keyid == keyid
