@@ -34,10 +34,10 @@ def _promote(fake, provider, candidate: str, created: str) -> str:
     fake.add_image(candidate, labels=to_labels(TAGS), storage_locations=["us"], created=created)
     source = provider.get_image(candidate, "")
     provider.share(source, Sharing(principals=[CONSUMER]))
-    status = provider.replicate(source, "europe", token=f"imagectl-{candidate}")
+    status = provider.replicate(source, "eu", token=f"imagectl-{candidate}")
     for op in list(fake.operations):
         fake._complete(op)
-    provider.set_pointer("h100-training", "europe", str(status.image_id))
+    provider.set_pointer("h100-training", "eu", str(status.image_id))
     return str(status.image_id)
 
 
@@ -54,7 +54,7 @@ def test_a_consumer_reads_latest_only_through_the_resolved_images_iam(gcp_fake) 
     assert _consumer_latest(gcp_fake) == second
 
     # rollback: the family resolves to the first promoted image, still readable
-    provider.set_pointer("h100-training", "europe", first)
+    provider.set_pointer("h100-training", "eu", first)
     assert _consumer_latest(gcp_fake) == first
 
 
@@ -65,12 +65,12 @@ def test_rollback_to_an_image_shared_after_its_promotion_grants_it_again(gcp_fak
     provider = CloudEnv("gcp", gcp_fake).provider()
     gcp_fake.add_image("cand-c", labels=to_labels(TAGS), storage_locations=["us"])
     source = provider.get_image("cand-c", "")
-    status = provider.replicate(source, "europe", token="imagectl-c")
+    status = provider.replicate(source, "eu", token="imagectl-c")
     for op in list(gcp_fake.operations):
         gcp_fake._complete(op)
-    provider.set_pointer("h100-training", "europe", str(status.image_id))
+    provider.set_pointer("h100-training", "eu", str(status.image_id))
     with pytest.raises(gexc.Forbidden):
         _consumer_latest(gcp_fake)
     provider.share(source, Sharing(principals=[CONSUMER]))
-    provider.set_pointer("h100-training", "europe", str(status.image_id))
+    provider.set_pointer("h100-training", "eu", str(status.image_id))
     assert _consumer_latest(gcp_fake) == status.image_id

@@ -35,16 +35,16 @@ def test_a_failed_image_insert_is_a_failed_copy_with_its_reason(gcp_fake) -> Non
     gcp_fake.add_image("cand-9", labels=to_labels(TAGS), storage_locations=["us"])
     gcp_fake.fail_operation("insert", "QUOTA_EXCEEDED", on="/global/images/", status=403)
     source = provider.get_image("cand-9", "")
-    first = provider.replicate(source, "europe", token="imagectl-1")
+    first = provider.replicate(source, "eu", token="imagectl-1")
     assert first.state == "pending"
     _finish_all(gcp_fake)
-    status = provider.replica_status(source, "europe")
+    status = provider.replica_status(source, "eu")
     assert status.state == "failed"
     assert "QUOTA_EXCEEDED" in status.detail and "images.insert" in status.detail
     # a retry with a new token makes the image (the failure was once)
-    again = provider.replicate(source, "europe", token="imagectl-2")
+    again = provider.replicate(source, "eu", token="imagectl-2")
     _finish_all(gcp_fake)
-    assert provider.replica_status(source, "europe").state == "available"
+    assert provider.replica_status(source, "eu").state == "available"
     assert again.image_id == first.image_id
 
 

@@ -11,7 +11,7 @@ from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from tests.fakes.fixtures import CloudEnv
 
-TARGET = {"aws": "us-west-2", "gcp": "europe", "azure": "westus3"}
+TARGET = {"aws": "us-west-2", "gcp": "eu", "azure": "westus3"}
 
 
 def test_find_images_by_stack_digest_and_state(cloud_env: CloudEnv) -> None:

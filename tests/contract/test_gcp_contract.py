@@ -45,10 +45,10 @@ def _exercise(fake) -> None:
     old, new = env.seed_candidate(), env.seed_candidate()
     for image in (old, new):
         provider.share(image, Sharing(principals=["group:ml@example.com"]))
-        status = provider.replicate(image, "europe", token=f"imagectl-{image.image_id}")
-        while provider.replica_status(image, "europe").state == "pending":
+        status = provider.replicate(image, "eu", token=f"imagectl-{image.image_id}")
+        while provider.replica_status(image, "eu").state == "pending":
             pass
-        for region, replica in (("us", image.image_id), ("europe", status.image_id)):
+        for region, replica in (("us", image.image_id), ("eu", status.image_id)):
             provider.set_pointer("h100-training", region, str(replica))
         provider.tag_state(image, "promoted")
     provider.set_pointer("h100-training", "us", old.image_id)  # rollback

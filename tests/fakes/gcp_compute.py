@@ -32,20 +32,35 @@ stands in for the project's common instance metadata (its ``ssh-keys``,
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import itertools
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
+
+import yaml
 
 from tests.fakes.guests import GuestHost, cidr_admits, port_in
 from tests.fakes.server import FakeServer, Request, Response
 
 BASE = "/compute/v1/projects/(?P<project>[^/]+)"
+REPO = Path(__file__).resolve().parents[2]
 
 
+def _storage_locations() -> frozenset[str]:
+    """Where an image may be stored: "Cloud Storage bucket storage location of the image
+    (regional or multi-regional)" (Compute API reference, images.storageLocations[]): the
+    multi-regions us, eu, asia and the regions, as images/compat/regions.yaml lists them
+    (read here as plain data, not through imagectl)."""
+    doc = yaml.safe_load((REPO / "images" / "compat" / "regions.yaml").read_text())
+    return frozenset(doc["gcp"]["storage_multi_regions"]) | frozenset(doc["gcp"]["zones"])
+
+
+STORAGE_LOCATIONS = _storage_locations()
 PACIFIC = ZoneInfo("America/Los_Angeles")
 PAGE_SIZE = 3  # lists page (nextPageToken) at this size unless maxResults asks otherwise
 
@@ -133,23 +148,37 @@ class FakeGcpCompute(FakeServer):
         status: str = "READY",
         storage_locations: list[str] | None = None,
         created: str | None = None,
+        project: str | None = None,
     ) -> dict[str, Any]:
+        """An image of ``project`` (default: the fake's own; a public base image lives in
+        its publisher's, e.g. ubuntu-os-cloud)."""
+        owner = project or self.project
         image = {
             "kind": "compute#image",
             "id": str(next(self._ids)),
             "name": name,
             "status": status,
             "labels": dict(labels or {}),
-            "labelFingerprint": "42WmSpB8rSM=",
+            "labelFingerprint": self._fingerprint(),
             "storageLocations": list(storage_locations or ["us"]),
             "creationTimestamp": created or _now(),
-            "selfLink": self.link(f"global/images/{name}"),
+            "selfLink": self.link(f"global/images/{name}").replace(
+                f"/projects/{self.project}/", f"/projects/{owner}/"
+            ),
         }
         if family:
             image["family"] = family
         with self.lock:
             self.images[name] = image
         return image
+
+    def _project_of(self, image: dict[str, Any]) -> str:
+        return str(image["selfLink"]).split("/projects/", 1)[1].split("/", 1)[0]
+
+    def _fingerprint(self) -> str:
+        """A new ``labelFingerprint``: it "changes after every request to modify or update
+        labels" (Compute API reference, GlobalSetLabelsRequest.labelFingerprint)."""
+        return base64.b64encode(next(self._ids).to_bytes(8, "big")).decode()
 
     # -- faults ---------------------------------------------------------------------------
     def throttle(self, times: int = 1, *, method: str | None = None, path: str = "") -> Any:
@@ -378,6 +407,14 @@ class FakeGcpCompute(FakeServer):
         if name in self.images:
             msg = f"The resource 'projects/{self.project}/global/images/{name}' already exists"
             return 409, error_body(409, msg, "alreadyExists"), {}
+        bad = [loc for loc in body.get("storageLocations") or [] if loc not in STORAGE_LOCATIONS]
+        if bad:
+            i = list(body["storageLocations"]).index(bad[0])
+            msg = (
+                f"Invalid value for field 'resource.storageLocations[{i}]': '{bad[0]}'. "
+                "Storage location must be a valid Cloud Storage region or multi-region."
+            )
+            return 400, error_body(400, msg, "invalid"), {}
         source = body.get("sourceImage", "")
         if source and source.rsplit("/", 1)[-1] not in self.images:
             return self._missing(f"global/images/{source.rsplit('/', 1)[-1]}")
@@ -432,9 +469,14 @@ class FakeGcpCompute(FakeServer):
 
     def _from_family(self, req: Request) -> Response:
         family = req.match["family"]
-        members = [i for i in self.images.values() if i.get("family") == family and self._active(i)]
+        project = req.match["project"]  # a family is one project's ("Image families")
+        members = [
+            i
+            for i in self.images.values()
+            if i.get("family") == family and self._active(i) and self._project_of(i) == project
+        ]
         if not members:
-            return self._missing(f"global/images/family/{family}")
+            return 404, self.not_found(f"projects/{project}/global/images/family/{family}"), {}
         image = max(members, key=lambda i: (_time(i["creationTimestamp"]), int(i["id"])))
         return self._forbidden(req, image) or (200, image, {})
 
@@ -481,7 +523,24 @@ class FakeGcpCompute(FakeServer):
         return self._image_op(req, "deprecate", apply)
 
     def _set_labels(self, req: Request) -> Response:
-        labels = dict((req.body or {}).get("labels") or {})
+        """images.setLabels replaces the label set, guarded by ``labelFingerprint``: "You
+        must always provide an up-to-date fingerprint hash in order to update or change
+        labels" (Compute API reference, GlobalSetLabelsRequest). A stale or absent one is
+        refused with 412 conditionNotMet (the answer googleapis/google-cloud-go#7802
+        records); an accepted request changes the fingerprint at once (so a second request
+        sent with the same one is stale), its labels when the operation completes (a
+        failed operation changes none)."""
+        body = dict(req.body or {})
+        labels = dict(body.get("labels") or {})
+        image = self.images.get(req.match["name"])
+        if image is None:
+            return self._missing(f"global/images/{req.match['name']}")
+        if body.get("labelFingerprint") != image["labelFingerprint"]:
+            msg = "Labels fingerprint either invalid or resource labels have changed"
+            refusal = error_body(412, msg, "conditionNotMet")
+            refusal["error"]["errors"][0].update(location="If-Match", locationType="header")
+            return 412, refusal, {}
+        image["labelFingerprint"] = self._fingerprint()
 
         def apply(image: dict[str, Any]) -> None:
             image["labels"] = labels

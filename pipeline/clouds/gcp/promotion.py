@@ -3,14 +3,18 @@ bindings, the image family as pointer, deprecation, deletion.
 
 Images and families are global. A promotion makes exactly one image, ``<family>-<source>``
 (``member_name``), from the validated source, stored in the stack's storage locations
-(``clouds.gcp.regions``: multi-regions such as ``us``, ``europe``); every target region's
-"replica" is that image (or the source where the source is already stored). The image
-joins the family only when the pointer flips (``images.patch`` of ``family``: "Only the
-following fields can be modified: family, description, deprecation status", Compute API
-reference, images.patch), once for every region. Rollback is Compute's own model:
-members created after the target are deprecated, so ``getFromFamily`` resolves to the
-target. A deprecation is never undone (Compute documents ``ACTIVE`` only for "operations
-which communicate the end of life date"; nothing says it brings an image back).
+(``clouds.gcp.regions``: Cloud Storage multi-regions ``us``, ``eu``, ``asia`` or regions);
+every target region's "replica" is that image, the source's own storage location
+included: it is the image the family resolves to, so it is what every region's pointer
+records. The image joins the family only when the pointer flips (``images.patch`` of
+``family``: "Only the following fields can be modified: family, description, deprecation
+status", Compute API reference, images.patch), once for every region. Rollback is
+Compute's own model: members created after the target are deprecated, so
+``getFromFamily`` resolves to the target; and it can be undone: a deprecated target is
+made ``ACTIVE`` again ("To un-deprecate an image ... gcloud compute images deprecate
+IMAGE --state=ACTIVE", gcloud reference, compute images deprecate; "You can revert a
+deprecation (make an image active again), by changing the deprecation state to ACTIVE",
+Compute Engine docs, "Deprecate a custom image").
 
 The provider's promotion half: a mixin the provider class inherits (its clients, options
 and image readers are the provider's own, declared below for the type checker), so the
@@ -120,9 +124,8 @@ class GcpPromotion:
         return self.clients.images.insert(request=request, retry=self.clients.retry)
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:
-        source = self._get_raw(image.image_id)
-        if source is not None and region in source.storage_locations:
-            return ReplicaStatus(region, _usable(image_state(source)), source.name)
+        """The promotion's one image in ``region``, also where the source is stored: the
+        family resolves to it, never to the source (``_set_family_pointer``)."""
         name = self.member_name(self._source_family(image), image.image_id)
         raw = self._get_raw(name)
         if raw is None:
@@ -201,11 +204,16 @@ class GcpPromotion:
                 raw = self._get_raw(raw.name)
                 assert raw is not None
         if raw.deprecated and raw.deprecated.state not in ("", "ACTIVE"):
-            raise CloudError(
-                f"image {raw.name} of family {family} is deprecated "
-                f"({raw.deprecated.state}): Compute Engine documents no way to undo that",
-                hint="Promote a new validated image instead (`imagectl promote`)",
-            )
+            # rolled back (or retired) before: the family skips it until it is ACTIVE again
+            self._set_deprecation(raw.name, compute_v1_status("ACTIVE"))
+            raw = self._get_raw(raw.name)
+            assert raw is not None
+            if raw.deprecated and raw.deprecated.state not in ("", "ACTIVE"):
+                raise CloudError(
+                    f"image {raw.name} of family {family} stays {raw.deprecated.state} after "
+                    "images.deprecate with state ACTIVE",
+                    hint="Promote a new validated image instead (`imagectl promote`)",
+                )
         source = self._source_of(raw)
         if source:
             self._copy_image_users(source, raw.name)

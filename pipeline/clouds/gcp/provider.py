@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import threading
 import time
 from typing import Any
 
@@ -13,8 +14,8 @@ from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
-from imagectl.clouds.gcp.spec import SPEC, GcpOptions
-from imagectl.errors import UserError
+from imagectl.clouds.gcp.spec import GLOBAL, SPEC, GcpOptions
+from imagectl.errors import CloudError, UserError
 from imagectl.tags import (
     TAG_DIGEST,
     TAG_IMAGE,
@@ -26,6 +27,8 @@ from imagectl.tags import (
     gcp_label_value,
 )
 
+# setLabels tries on one image before a 412 (labels changed since read) is an error
+LABEL_ATTEMPTS = 5
 # how imagectl's per-instance SSH rules start their description (found by reap_orphans)
 FIREWALL_MARK = "imagectl validation instance"
 
@@ -41,6 +44,9 @@ class GcpProvider(GcpPromotion, Provider):
         self.reservation_zone = options.reservation_zone
 
         self._init_promotion()
+        # image name -> the lock its setLabels calls take (one at a time per image)
+        self._label_locks: dict[str, threading.Lock] = {}
+        self._label_locks_guard = threading.Lock()
         if not options.project:
             raise UserError(
                 "the gcp provider needs a project",
@@ -65,9 +71,12 @@ class GcpProvider(GcpPromotion, Provider):
 
     # -- images --------------------------------------------------------------------------
     def _image(self, raw: Any) -> CloudImage:
+        # An image is a global resource (the build records it in GLOBAL): its storage
+        # locations are no region of its own, so no promotion target is "the source's
+        # region" and every target's replica is the promotion's one image.
         return CloudImage(
             cloud="gcp",
-            region=",".join(raw.storage_locations) or "global",
+            region=GLOBAL,
             image_id=raw.name,
             name=raw.name,
             state=image_state(raw),
@@ -119,22 +128,50 @@ class GcpProvider(GcpPromotion, Provider):
         return self._image(raw) if raw is not None else None
 
     def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
+        """Merge ``tags`` into the image's labels. ``setLabels`` replaces the whole set and
+        needs the current ``labelFingerprint``, which every label change replaces; a stale
+        one is refused with 412 (Compute API reference, GlobalSetLabelsRequest). Several
+        regions' threads tag the one promoted image: the calls on an image go one at a
+        time here, and a 412 (someone else changed the labels between our read and our
+        write) reads the labels and fingerprint again and merges again."""
+        from google.api_core.exceptions import PreconditionFailed
         from google.cloud import compute_v1
 
-        raw = self._get_raw(image.image_id)
-        if raw is None:
-            raise UserError(f"image {image.image_id} is not in project {self.project}")
-        labels = dict(raw.labels)
-        labels.update({gcp_label_key(k): gcp_label_value(str(v)) for k, v in tags.items()})
-        op = self.clients.images.set_labels(
-            project=self.project,
-            resource=image.image_id,
-            global_set_labels_request_resource=compute_v1.GlobalSetLabelsRequest(
-                labels=labels, label_fingerprint=raw.label_fingerprint
-            ),
-            retry=self.clients.retry,
-        )
-        self.clients.wait(op)
+        wanted = {gcp_label_key(k): gcp_label_value(str(v)) for k, v in tags.items()}
+        with self._label_lock(image.image_id):
+            for attempt in range(1, LABEL_ATTEMPTS + 1):
+                raw = self._get_raw(image.image_id)
+                if raw is None:
+                    raise UserError(f"image {image.image_id} is not in project {self.project}")
+                labels = dict(raw.labels)
+                if all(labels.get(k) == v for k, v in wanted.items()):
+                    return  # already so: no write, no fingerprint to race for
+                labels.update(wanted)
+                try:
+                    op = self.clients.images.set_labels(
+                        project=self.project,
+                        resource=image.image_id,
+                        global_set_labels_request_resource=compute_v1.GlobalSetLabelsRequest(
+                            labels=labels, label_fingerprint=raw.label_fingerprint
+                        ),
+                        retry=self.clients.retry,
+                    )
+                except PreconditionFailed as exc:
+                    if attempt == LABEL_ATTEMPTS:
+                        raise CloudError(
+                            f"the labels of image {image.image_id} changed under every one "
+                            f"of {LABEL_ATTEMPTS} setLabels attempts (412 conditionNotMet: "
+                            f"{exc.message})",
+                            hint="Something else is relabelling the image; run the command "
+                            "again once it stops",
+                        ) from exc
+                    continue
+                self.clients.wait(op)
+                return
+
+    def _label_lock(self, name: str) -> threading.Lock:
+        with self._label_locks_guard:
+            return self._label_locks.setdefault(name, threading.Lock())
 
     # -- instances -------------------------------------------------------------------------
     def candidate_locations(self, image: CloudImage) -> list[str]:
