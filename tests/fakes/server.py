@@ -5,6 +5,8 @@ handler gets a ``Request`` and returns ``(status, body_dict, headers)``. Every r
 logged in ``self.requests`` (method, path, query) so tests can assert what the SDK sent.
 Faults are ``Fault`` rules checked before routing: the first rule whose method and path
 pattern match answers instead of the route, ``times`` times (``None``: forever).
+``authorize`` (None: every caller may do everything) is asked first: given the request it
+returns None to let it through or the cloud's refusal (``tests/fakes/permissions.py``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class FakeServer:
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.authorize: Callable[[Request], Response | None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> FakeServer:
@@ -107,8 +110,20 @@ class FakeServer:
         return f"http://{host}:{port}"
 
     # -- routing --------------------------------------------------------------------------
-    def route(self, method: str, pattern: str, handler: Callable[[Request], Response]) -> None:
-        self._routes.append((method, re.compile(f"^{pattern}$"), handler))
+    def route(
+        self,
+        method: str,
+        pattern: str,
+        handler: Callable[[Request], Response],
+        *,
+        first: bool = False,
+    ) -> None:
+        """Add a route (``first``: before every route already added)."""
+        entry = (method, re.compile(f"^{pattern}$"), handler)
+        if first:
+            self._routes.insert(0, entry)
+        else:
+            self._routes.append(entry)
 
     def add_fault(
         self,
@@ -144,15 +159,24 @@ class FakeServer:
         path = parts.path
         logged = Logged(method, path, query, body=body)
         status, payload, headers = 404, self.not_found(path), {}
+        dummy = re.match("", "")
+        assert dummy is not None
+        refusal = None
         with self.lock:
             self.requests.append(logged)
-            fault = next((f for f in self.faults if f.matches(method, path)), None)
+            if self.authorize is not None:  # a refused call reaches no fault and no route
+                refusal = self.authorize(
+                    Request(method, path, query, body, dict(handler.headers), dummy)
+                )
+            fault = None
+            if refusal is None:
+                fault = next((f for f in self.faults if f.matches(method, path)), None)
             if fault is not None:
                 fault.hits += 1
         try:
-            if fault is not None:
-                dummy = re.match("", "")
-                assert dummy is not None
+            if refusal is not None:
+                status, payload, headers = refusal
+            elif fault is not None:
                 status, payload, headers = fault.respond(
                     Request(method, path, query, body, dict(handler.headers), dummy)
                 )

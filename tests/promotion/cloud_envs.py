@@ -46,6 +46,7 @@ class CloudEnv:
     # Google Cloud: members of the stack's image family made from a source image (the
     # family is the pointer, and a member is a copy); None on the other clouds.
     family_members: Callable[[str], int] | None = None
+    fake: Any = None  # the Compute / ARM fake (None on AWS: moto)
 
     @property
     def regions(self) -> list[str]:
@@ -252,6 +253,7 @@ def gcp_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         fail,
         heal,
         env={"IMAGECTL_GCP_ENDPOINT": fake.endpoint},
+        fake=fake,
         family_members=lambda source: sum(
             1 for img in list(fake.images.values()) if img.get("family") and source in img["name"]
         ),
@@ -312,4 +314,5 @@ def azure_env(resolved: Any, catalog: Any, fake: Any) -> CloudEnv:
         fake.fail_replication,
         fake.heal_replication,
         env={"IMAGECTL_AZURE_ENDPOINT": fake.endpoint},
+        fake=fake,
     )
