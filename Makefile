@@ -50,10 +50,12 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest -q -n 4 --dist loadfile -m "not e2e"
 
-# The local pipeline end to end in QEMU (TCG here): alone, after the parallel suite, so
-# the emulated guests get the CPU (beside four workers their SSH timed out).
+# The local pipeline end to end in QEMU (TCG here): after the parallel suite, so the
+# emulated guests get the CPU (beside four workers their SSH timed out). Two workers, one
+# guest each: the session's first run once (tests/embedded/conftest.py), then the "local"
+# group (builds, faults, interrupts) beside the "clouds" group (booted-guest validations).
 e2e: venv
-	$(BIN)/pytest -q -m e2e tests/embedded
+	$(BIN)/pytest -q -n 2 --dist loadgroup -m e2e tests/embedded
 
 test: system tools lint typecheck unit e2e
 

@@ -1,7 +1,16 @@
-"""Fixtures shared by the local end-to-end tests: one state folder per session."""
+"""Fixtures shared by the local end-to-end tests: one state folder per session.
+
+``make e2e`` runs them on two xdist workers (``--dist loadgroup``): the first run of the
+session (a cold build, validation and promotion) happens once, under a lock, in a state
+folder both workers share; then the tests that reuse its candidate run in two groups at
+once (``xdist_group``: "local" builds and faults, "clouds" the booted-guest validations),
+each guest on its own core.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -29,9 +38,24 @@ def e2e_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for tool in E2E_TOOLS:
         require_tool(tool)
     kept = os.environ.get("IMAGECTL_E2E_STATE_DIR")
-    path = Path(kept) if kept else tmp_path_factory.mktemp("e2e-state")
+    if kept:
+        path = Path(kept)
+    elif os.environ.get("PYTEST_XDIST_WORKER"):  # one folder for every worker's session
+        path = tmp_path_factory.getbasetemp().parent / "e2e-state"
+    else:
+        path = tmp_path_factory.mktemp("e2e-state")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@contextlib.contextmanager
+def _locked(path: Path):  # type: ignore[no-untyped-def]
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def run_local(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict[str, Any], str]:
@@ -53,5 +77,16 @@ def run_local(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict
 @pytest.fixture(scope="session")
 def promoted_run(e2e_state: Path) -> tuple[int, dict[str, Any], str]:
     """The first ``imagectl run`` of the session (cold unless IMAGECTL_E2E_STATE_DIR
-    keeps a state folder): its candidate is what the other e2e tests reuse."""
-    return run_local(e2e_state)
+    keeps a state folder): its candidate is what the other e2e tests reuse. Under xdist
+    the first worker to take the lock runs it; the others read what it recorded."""
+    record = e2e_state / "promoted-run.json"
+    with _locked(e2e_state / ".promoted-run.lock"):
+        session = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")  # the same in every worker
+        if session and record.is_file():
+            done = json.loads(record.read_text())
+            if done["session"] == session:
+                return done["code"], done["data"], done["stderr"]
+        code, data, err = run_local(e2e_state)
+        record.write_text(json.dumps({"session": session, "code": code, "data": data,
+                                      "stderr": err}))  # fmt: skip
+        return code, data, err

@@ -24,7 +24,7 @@ from conftest import run_local as _run
 from needs import require
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local")]
 
 
 def _catalog(state: Path):

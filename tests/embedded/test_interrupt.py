@@ -22,7 +22,7 @@ import pytest
 from imagectl.embedded.procs import alive, descendants
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local")]
 
 
 def _cmdline(pid: int) -> str:
@@ -77,10 +77,14 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
-def _ctrl_c_rebuild_when(state: Path, want: str, while_running: Any) -> tuple[set[int], str]:
+def _ctrl_c_rebuild_when(
+    state: Path, want: str, while_running: Any
+) -> tuple[set[int], str, list[Path]]:
     """Start ``imagectl run --stack local --rebuild`` in its own session; once a process
     whose command line has ``want`` has run a few seconds, check ``while_running(seen)``
-    and send SIGINT. Returns every pid seen and the output; the exit must be 130."""
+    and send SIGINT. Returns every pid seen, the output and the build folders the run
+    made; the exit must be 130."""
+    before = set((state / "builds").glob("*"))
     imagectl = str(Path(sys.executable).parent / "imagectl")
     proc = subprocess.Popen(
         [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
@@ -98,7 +102,7 @@ def _ctrl_c_rebuild_when(state: Path, want: str, while_running: Any) -> tuple[se
             os.killpg(proc.pid, signal.SIGKILL)
     text = out.decode(errors="replace")
     assert proc.returncode == 130, text[-2000:]
-    return seen, text
+    return seen, text, sorted(set((state / "builds").glob("*")) - before)
 
 
 def _mounts_below(path: Path) -> list[str]:
@@ -112,7 +116,7 @@ def test_ctrl_c_during_the_chroot_provisioning_unmounts_and_stops_ansible(e2e_st
         assert _mounts_below(e2e_state), "the chroot had no mounts while ansible ran"
 
     # ansible-playbook with the chroot inventory: the native provisioning pass
-    seen, _text = _ctrl_c_rebuild_when(e2e_state, "chroot-inventory.ini", mounted)
+    seen, _text, _made = _ctrl_c_rebuild_when(e2e_state, "chroot-inventory.ini", mounted)
     assert _gone(seen) == set(), "ansible or its chroot processes survived Ctrl-C"
     assert _mounts_below(e2e_state) == []  # /proc, /sys, /dev, /dev/pts all unmounted
     assert list((e2e_state / "builds").glob("*/rootfs")) == []
@@ -123,7 +127,10 @@ def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path)
         qemus = {p for p in seen if "qemu-system" in _cmdline(p)}
         assert qemus, "packer's VM was not among the run's processes"
 
-    seen, text = _ctrl_c_rebuild_when(e2e_state, "qemu-system-x86_64", vm_running)
+    seen, text, made = _ctrl_c_rebuild_when(e2e_state, "qemu-system-x86_64", vm_running)
     assert "interrupted" in text
     assert _gone(seen) == set(), "processes of the run survived Ctrl-C"
-    assert _processes_mentioning(str(e2e_state)) == []
+    # nothing that names the run's build folder is left, even outside its process tree
+    # (the state folder itself is named by the other group's guests, running meanwhile)
+    assert made, "the run made no build folder"
+    assert [p for folder in made for p in _processes_mentioning(str(folder))] == []

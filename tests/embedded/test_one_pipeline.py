@@ -25,7 +25,7 @@ from needs import require
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clouds")]
 
 
 def _env(state: Path) -> dict[str, str]:
@@ -47,13 +47,20 @@ def _imagectl(state: Path, *args: str, timeout: float = 1200) -> tuple[int, dict
     return proc.returncode, data, proc.stderr
 
 
-def _second_state(e2e_state: Path, tmp_path: Path) -> Path:
+def _second_state(e2e_state: Path, tmp_path: Path, image_id: str) -> Path:
     """A fresh state folder (empty catalog and registry) sharing the first one's caches:
-    base image, kept candidates, validator wheels (hard links: nothing is copied)."""
+    base image, the candidate of ``image_id``, validator wheels (hard links: nothing is
+    copied). Only that candidate: the other group's builds write beside it meanwhile."""
     other = tmp_path / "state"
-    (other / "local").mkdir(parents=True)
-    for name in ("base", "candidates", "wheelhouse"):
-        src = e2e_state / "local" / name
+    (other / "local" / "candidates").mkdir(parents=True)
+    record = e2e_state / "registry" / "local-a" / "images" / f"{image_id.split(':')[-1]}.json"
+    candidate = Path(json.loads(record.read_text())["source"]).parent
+    sources = {
+        "base": e2e_state / "local" / "base",
+        "wheelhouse": e2e_state / "local" / "wheelhouse",
+        f"candidates/{candidate.name}": candidate,
+    }
+    for name, src in sources.items():
         if src.exists():
             shutil.copytree(src, other / "local" / name, copy_function=os.link)
     return other
@@ -96,7 +103,7 @@ def test_validate_image_on_the_local_cloud_records_what_the_run_recorded(
 ) -> None:
     code, first, _ = promoted_run
     require(code == 0, "the promoted run failed; its candidate is needed here")
-    other = _second_state(e2e_state, tmp_path)
+    other = _second_state(e2e_state, tmp_path, first["image_id"])
 
     code, built, err = _imagectl(other, "build", "--stack", "local", "--cloud", "local",
                                  "--reuse")  # fmt: skip
@@ -127,9 +134,9 @@ def test_ctrl_c_during_validation_terminates_the_local_instance(
     """SIGINT to validate-image while its instance (a QEMU VM in its own session, like a
     cloud instance) boots: the run's ``finally`` terminates it, the record goes, the
     image is left inconclusive."""
-    code, _first, _ = promoted_run
+    code, first, _ = promoted_run
     require(code == 0, "the promoted run failed; its candidate is needed here")
-    other = _second_state(e2e_state, tmp_path)
+    other = _second_state(e2e_state, tmp_path, first["image_id"])
     code, built, err = _imagectl(other, "build", "--stack", "local", "--cloud", "local",
                                  "--reuse")  # fmt: skip
     assert code == 0, err[-3000:]

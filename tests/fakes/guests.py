@@ -63,11 +63,20 @@ class GuestImage:
 
 
 def find_guest_image(state: Path) -> GuestImage | None:
-    """The newest local candidate under an ``imagectl run --stack local`` state folder:
+    """The newest promoted (else newest) local candidate under an ``imagectl run --stack
+    local`` state folder:
     ``registry/<region>/images/<hex>.qcow2`` with the kernel and initrd its ``.json``
     names (``boot``), else with the newest base's (``local/base/<key>/vmlinuz``,
     ``initrd.img``); None when there is no complete set."""
     disks = sorted((state / "registry").glob("*/images/*.qcow2"), key=lambda p: p.stat().st_mtime)
+    # a promoted image first (what a stack's pointer names): the newest file may be a
+    # blocked fault copy or a build that another test is still making
+    promoted = {
+        p.read_text().strip().split(":")[-1]
+        for p in (state / "registry").glob("*/stacks/*/latest")
+        if p.is_file()
+    }
+    disks.sort(key=lambda p: p.stem in promoted)
     bases = [
         p
         for p in (state / "local" / "base").glob("*")
