@@ -53,6 +53,14 @@ installed ``service-2.json``.
   compatible and available capacity for this request").
 - ``DeleteSecurityGroup`` of a group that a not yet ``terminated`` instance uses is
   ``DependencyViolation`` ("resource sg-... has a dependent object", as EC2 answers).
+- Block public access for AMIs (moto has none of it): ``GetImageBlockPublicAccessState``
+  answers ``block-new-sharing`` or ``unblocked`` per account and Region,
+  ``EnableImageBlockPublicAccess`` / ``DisableImageBlockPublicAccess`` set it, and while it
+  is ``block-new-sharing`` a ``ModifyImageAttribute`` that adds ``Group=all`` is refused
+  ("This will block any attempt to publicly share your AMIs in the specified Region", EC2
+  API reference, EnableImageBlockPublicAccess). The reference names no error code for the
+  refusal: the emulator answers ``OperationNotPermitted``. The setting takes effect at
+  once here (EC2: "up to 10 minutes").
 """
 
 from __future__ import annotations
@@ -112,6 +120,13 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     ("ec2", "TerminateInstances"): (("InstanceIds", "DryRun"), ("TerminatingInstances",)),
     ("ec2", "DeleteSecurityGroup"): (("GroupId", "GroupName", "DryRun"), ("Return", "GroupId")),
+    ("ec2", "GetImageBlockPublicAccessState"): (("DryRun",), ("ImageBlockPublicAccessState",)),
+    ("ec2", "EnableImageBlockPublicAccess"): (
+        ("ImageBlockPublicAccessState", "DryRun"),
+        ("ImageBlockPublicAccessState",),
+    ),
+    ("ec2", "DisableImageBlockPublicAccess"): (("DryRun",), ("ImageBlockPublicAccessState",)),
+    ("ec2", "ModifyImageAttribute"): (("ImageId", "LaunchPermission"), ()),
 }
 # The AMI members the emulator sets that DescribeImages returns (checked likewise).
 RESERVATION_MEMBERS = (
@@ -146,6 +161,8 @@ class Behaviour:
     shutting: dict[tuple[str, str, str], int] = field(default_factory=dict)
     copies: dict[str, dict[str, Any]] = field(default_factory=dict)  # how each copy was asked
     reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (account, region) where block public access for AMIs is block-new-sharing
+    blocked_public: set[tuple[str, str]] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def reset(self) -> None:
@@ -165,6 +182,7 @@ class Behaviour:
         self.shutting.clear()
         self.copies.clear()
         self.reservations.clear()
+        self.blocked_public.clear()
 
 
 BEHAVIOUR = Behaviour()
@@ -279,6 +297,46 @@ def install() -> None:
         (ami,) = self.ec2_backend.describe_images(ami_ids=[ami_id])
         ami.deprecation_time = None
         return ActionResult({"Return": True})
+
+    def _bpa_key(self: Any) -> tuple[str, str]:
+        return (self.ec2_backend.account_id, self.ec2_backend.region_name)
+
+    def get_image_block_public_access_state(self: Any) -> ActionResult:
+        self.error_on_dryrun()
+        blocked = _bpa_key(self) in BEHAVIOUR.blocked_public
+        state = "block-new-sharing" if blocked else "unblocked"
+        return ActionResult({"ImageBlockPublicAccessState": state})
+
+    def enable_image_block_public_access(self: Any) -> ActionResult:
+        state = self._get_param("ImageBlockPublicAccessState")
+        self.error_on_dryrun()
+        if state != "block-new-sharing":
+            raise EC2ClientError(
+                "InvalidParameterValue", f"ImageBlockPublicAccessState {state} is not valid"
+            )
+        BEHAVIOUR.blocked_public.add(_bpa_key(self))
+        return ActionResult({"ImageBlockPublicAccessState": state})
+
+    def disable_image_block_public_access(self: Any) -> ActionResult:
+        self.error_on_dryrun()
+        BEHAVIOUR.blocked_public.discard(_bpa_key(self))
+        return ActionResult({"ImageBlockPublicAccessState": "unblocked"})
+
+    original_modify_image_attribute = AmisResponse.modify_image_attribute
+
+    def modify_image_attribute(self: Any) -> Any:
+        adds = (self._get_param("LaunchPermission", {}) or {}).get("Add", []) or []
+        public = any(a.get("Group") == "all" for a in adds) or (
+            self._get_param("OperationType") == "add"
+            and "all" in (self._get_param("UserGroups", []) or [])
+        )
+        if public and _bpa_key(self) in BEHAVIOUR.blocked_public:
+            raise EC2ClientError(
+                "OperationNotPermitted",
+                "Block public access for AMIs is enabled in this Region "
+                "(ImageBlockPublicAccessState block-new-sharing): the AMI cannot be made public",
+            )
+        return original_modify_image_attribute(self)
 
     def copy_image(self: Any) -> ActionResult:
         backend = self.ec2_backend
@@ -473,6 +531,10 @@ def install() -> None:
     AmisResponse.enable_image_deprecation = enable_image_deprecation  # type: ignore[attr-defined]
     AmisResponse.disable_image_deprecation = disable_image_deprecation  # type: ignore[attr-defined]
     AmisResponse.copy_image = copy_image  # type: ignore[method-assign]
+    AmisResponse.get_image_block_public_access_state = get_image_block_public_access_state  # type: ignore[attr-defined]
+    AmisResponse.enable_image_block_public_access = enable_image_block_public_access  # type: ignore[attr-defined]
+    AmisResponse.disable_image_block_public_access = disable_image_block_public_access  # type: ignore[attr-defined]
+    AmisResponse.modify_image_attribute = modify_image_attribute  # type: ignore[method-assign]
     AmisResponse.describe_images = describe_images  # type: ignore[method-assign]
     AmisResponse.deregister_image = deregister_image  # type: ignore[method-assign]
     SimpleSystemManagerResponse.put_parameter = put_parameter  # type: ignore[method-assign]

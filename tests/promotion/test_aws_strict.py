@@ -157,3 +157,34 @@ def test_copies_use_the_stack_kms_key_of_each_region_and_time_bound_copy(cloud_a
     copies = moto_extensions.BEHAVIOUR.copies
     assert copies[sealed.image_id] == {"KmsKeyId": key, "Duration": 60}
     assert copies[plain.image_id] == {"KmsKeyId": None, "Duration": 60}
+
+
+def test_public_sharing_under_ami_block_public_access_names_the_setting(cloud_aws) -> None:
+    """Block public access for AMIs (block-new-sharing) "will block any attempt to
+    publicly share your AMIs in the specified Region" (EC2 API reference,
+    EnableImageBlockPublicAccess): a public share is refused before ModifyImageAttribute,
+    naming the setting and how to turn it off; with it off the AMI is public."""
+    from imagectl.stacks.schema import Sharing
+
+    env = cloud_aws
+    img = env.seed()
+    provider = env.provider()
+    replica = CloudImage("aws", "us-east-1", img.cloud_image_id)
+    ec2 = _ec2(env, "us-east-1")
+    ec2.enable_image_block_public_access(ImageBlockPublicAccessState="block-new-sharing")
+    with pytest.raises(CloudError) as refused:
+        provider.share(replica, Sharing(public=True))
+    text = refused.value.render()
+    assert "block public access for AMIs" in text and "block-new-sharing" in text
+    assert "disable-image-block-public-access --region us-east-1" in text
+    perms = ec2.describe_image_attribute(ImageId=img.cloud_image_id, Attribute="launchPermission")
+    assert perms["LaunchPermissions"] == []
+    # the emulator refuses the share itself too, whoever sends it
+    with pytest.raises(Exception, match="OperationNotPermitted"):
+        ec2.modify_image_attribute(
+            ImageId=img.cloud_image_id, LaunchPermission={"Add": [{"Group": "all"}]}
+        )
+    ec2.disable_image_block_public_access()
+    provider.share(replica, Sharing(public=True))
+    perms = ec2.describe_image_attribute(ImageId=img.cloud_image_id, Attribute="launchPermission")
+    assert {"Group": "all"} in perms["LaunchPermissions"]

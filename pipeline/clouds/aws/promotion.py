@@ -157,12 +157,31 @@ class AwsPromotion:
             key = "OrganizationalUnitArn" if ":ou/" in arn else "OrganizationArn"
             add.append({key: arn})
         if sharing.public:
+            self._check_public_sharing_allowed(replica.region)
             add.append({"Group": "all"})
         if not add:
             return
         self.clients.ec2(replica.region).modify_image_attribute(
             ImageId=replica.image_id, LaunchPermission={"Add": add}
         )
+
+    def _check_public_sharing_allowed(self, region: str) -> None:
+        """Block public access for AMIs, an account setting per Region, refuses every
+        public share while it is ``block-new-sharing`` ("This will block any attempt to
+        publicly share your AMIs in the specified Region", EC2 API reference,
+        EnableImageBlockPublicAccess; on by default for new accounts). Read it first, so
+        the refusal names the setting instead of failing inside ModifyImageAttribute."""
+        state = self.clients.ec2(region).get_image_block_public_access_state()
+        if state.get("ImageBlockPublicAccessState") == "block-new-sharing":
+            raise CloudError(
+                f"share.public is set, but block public access for AMIs is on in {region} "
+                "(GetImageBlockPublicAccessState: block-new-sharing), and AWS refuses to "
+                "make any AMI of this account public there",
+                hint=f"Share with accounts or organizations (share.accounts, "
+                f"share.organizations) instead, or, if this account may publish public "
+                f"AMIs, turn the setting off: aws ec2 disable-image-block-public-access "
+                f"--region {region} (it takes up to 10 minutes)",
+            )
 
     def _parameter(self, stack: str) -> str:
         return f"{self.ssm_prefix}/{stack}/latest"
