@@ -20,7 +20,11 @@ source "qemu" "candidate" {
   qemuargs = [
     ["-kernel", "${var.local_base_dir}/vmlinuz"],
     ["-initrd", "${var.local_base_dir}/initrd.img"],
-    ["-append", "root=/dev/vda rw console=ttyS0"],
+    # the build's own boot is not a fleet node's: the boot check (installed natively
+    # before this pass) stays masked, so it neither spends the VM's CPU beside the
+    # booted roles nor leaves a build boot's receipt in the image (systemd.mask=, see
+    # systemd(1) "Kernel Command Line")
+    ["-append", "root=/dev/vda rw console=ttyS0 systemd.mask=imagectl-boot-validate.service"],
     ["-cpu", "max"],
   ]
   communicator         = var.skip_provisioning ? "none" : "ssh"
