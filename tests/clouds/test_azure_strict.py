@@ -100,3 +100,47 @@ def test_fleet_listing_covers_the_subscription_and_resolves_definition_ids(azure
     urllib.request.urlopen(request).read()
     fleet = {i.instance_id: i for i in provider.list_instances(managed_only=False)}
     assert fleet["node-7"].image_id.lower() == image.image_id.lower()
+
+
+def test_direct_sharing_needs_a_groups_gallery_with_only_validated_versions(azure_fake) -> None:
+    """Direct shared gallery (preview, Microsoft Learn share-gallery-direct): only a gallery
+    created with sharingProfile.permissions Groups can be shared with subscriptions or
+    tenants, and the share covers the whole gallery. imagectl says what to do for the
+    first, and refuses to share a gallery that holds an unvalidated candidate; the fake
+    refuses the share itself on a gallery that is not Groups."""
+    import pytest
+    from azure.core.exceptions import HttpResponseError
+
+    from imagectl.errors import CloudError
+    from imagectl.stacks.schema import Sharing
+
+    env = CloudEnv("azure", azure_fake)
+    g = env.resolved.stack.clouds.azure.gallery
+    provider = env.provider()
+    image = env.seed_candidate(tags={"imagectl:state": "promoting"})
+    sharing = Sharing(principals=["11111111-2222-3333-4444-555555555555"])
+    with pytest.raises(CloudError) as refused:
+        provider.share(image, sharing)
+    text = refused.value.render()
+    assert "sharingProfile.permissions" in text and "--permissions groups" in text
+    assert "directsharedgallery-preview" in text
+    with pytest.raises(HttpResponseError, match="OperationNotAllowed"):
+        provider.clients.compute.gallery_sharing_profile.begin_update(
+            g.resource_group,
+            g.name,
+            {"operationType": "Add", "groups": [{"type": "Subscriptions", "ids": ["x"]}]},
+        ).result()
+    assert not azure_fake.sharing
+
+    azure_fake.set_gallery_permissions(g.resource_group, g.name, "Groups")
+    unvalidated = env.seed_candidate(tags={"imagectl:state": "built"})
+    with pytest.raises(CloudError) as exposed:
+        provider.share(image, sharing)
+    version = unvalidated.image_id.rsplit("/", 1)[-1]
+    assert f"{g.image_definition}/{version} (built)" in exposed.value.render()
+    assert not azure_fake.sharing
+
+    provider.delete(unvalidated)
+    provider.share(image, sharing)
+    (groups,) = azure_fake.sharing.values()
+    assert groups == [{"type": "Subscriptions", "ids": ["11111111-2222-3333-4444-555555555555"]}]

@@ -142,7 +142,9 @@ def test_share_never_public_unless_asked(cloud_env: CloudEnv) -> None:
         assert policy["bindings"] == [
             {"role": "roles/compute.imageUser", "members": ["group:ml@example.com"]}
         ]
-    else:
+    else:  # a direct shared gallery (created with sharingProfile.permissions Groups)
+        gallery = cloud_env.resolved.stack.clouds.azure.gallery
+        cloud_env.fake.set_gallery_permissions(gallery.resource_group, gallery.name, "Groups")
         p.share(image, Sharing(principals=["11111111-2222-3333-4444-555555555555"]))
         (groups,) = cloud_env.fake.sharing.values()
         assert groups == [

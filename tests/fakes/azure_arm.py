@@ -767,10 +767,30 @@ class FakeAzureArm(FakeServer):
         ]
         return self._page(req, items)
 
+    def set_gallery_permissions(self, rg: str, gallery: str, permissions: str = "Groups") -> None:
+        """The gallery's ``sharingProfile.permissions`` (``Private`` when unset), fixed when
+        the gallery is created: "During the preview, you need to create a new gallery,
+        with the property sharingProfile.permissions set to Groups" (Microsoft Learn,
+        share-gallery-direct)."""
+        rid = self.rid(rg, f"Microsoft.Compute/galleries/{gallery}")
+        with self.lock:
+            body = self.resources[self._key(rid)]
+            body["properties"]["sharingProfile"] = {"permissions": permissions}
+
     def _share(self, req: Request) -> Response:
+        """Galleries - Share (gallery sharing profile update): a direct shared gallery
+        needs ``sharingProfile.permissions`` ``Groups``; any other gallery is refused (the
+        fake's code and words: the documents name the rule, not ARM's answer)."""
         key = self._key(req.path[: -len("/share")])
         if key not in self.resources:
             return 404, self.not_found(req.path), {}
+        profile = self.resources[key].get("properties", {}).get("sharingProfile") or {}
+        if str(profile.get("permissions", "Private")).lower() != "groups":
+            msg = (
+                "The gallery's sharingProfile.permissions is not Groups: it cannot be shared "
+                "with subscriptions or tenants."
+            )
+            return 409, arm_error("OperationNotAllowed", msg), {}
         body = req.body or {}
         groups = self.sharing.setdefault(key, [])
         for group in body.get("groups", []):

@@ -21,6 +21,11 @@ from imagectl.errors import CloudError, UserError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
 
+# a gallery version in one of these states was validated: sharing may expose it
+SHAREABLE_STATES = frozenset(
+    {"validated", "promoting", "partially_promoted", "promoted", "rolled_back", "deprecated"}
+)
+
 BUSY = frozenset({"Creating", "Updating", "Deleting"})
 
 if TYPE_CHECKING:
@@ -152,7 +157,19 @@ class AzurePromotion:
         return ReplicaStatus(region, "pending", image.image_id)
 
     def share(self, replica: CloudImage, sharing: Sharing) -> None:
-        """Gallery sharing: principals are subscription ids, or ``tenant:<id>``."""
+        """Gallery sharing: principals are subscription ids, or ``tenant:<id>``.
+
+        This is a direct shared gallery, a preview ("Share a gallery with all users in a
+        subscription or tenant (preview)", Microsoft Learn, share-gallery-direct): it needs
+        the preview's registration and a new gallery created with
+        ``sharingProfile.permissions`` ``Groups`` ("You can't use an existing gallery, the
+        property can't currently be updated"), and it shares
+        the whole gallery, every image definition and version in it. So before sharing:
+        the gallery's permissions are checked (an error says what to do), and a gallery
+        holding any version that is not validated (a built, validating, blocked or
+        inconclusive candidate, or one imagectl did not judge) is not shared: the sharing
+        would hand those to the principals too. Keep candidates in a gallery of their
+        own, never shared, and share the gallery promotion writes to."""
         from azure.mgmt.compute.models import SharingProfileGroup, SharingUpdate
 
         principals = list(sharing.principals)
@@ -166,9 +183,46 @@ class AzurePromotion:
         if not groups:
             return
         rg, gallery, _, _ = self._parts(replica.image_id)
+        self._check_shareable(rg, gallery, replica.image_id)
         self.clients.compute.gallery_sharing_profile.begin_update(
             rg, gallery, SharingUpdate(operation_type="Add", groups=groups)
         ).result()
+
+    def _check_shareable(self, rg: str, gallery: str, promoting: str) -> None:
+        compute = self.clients.compute
+        raw = compute.galleries.get(rg, gallery)
+        profile = raw.sharing_profile
+        value = profile.permissions if profile and profile.permissions else ""
+        permissions = str(getattr(value, "value", value))  # the SDK's str enum, or text
+        if permissions.lower() != "groups":
+            raise CloudError(
+                f"gallery {gallery} (resource group {rg}) cannot be shared with "
+                f"subscriptions or tenants: its sharingProfile.permissions is "
+                f"{permissions or 'unset (Private)'}, and direct sharing needs Groups",
+                hint="Direct shared gallery is a preview: register for it "
+                "(https://aka.ms/directsharedgallery-preview), then create a new gallery "
+                "with `az sig create ... --permissions groups` (an existing gallery's "
+                "permissions cannot be changed during the preview) and name it in "
+                "clouds.azure.gallery; it shares the whole gallery, so keep candidates in "
+                "another one. Or drop share.principals",
+            )
+        exposed = []
+        for definition in compute.gallery_images.list_by_gallery(rg, gallery):
+            for version in compute.gallery_image_versions.list_by_gallery_image(
+                rg, gallery, definition.name
+            ):
+                if version.id.lower() == promoting.lower():
+                    continue
+                state = dict(version.tags or {}).get(TAG_STATE, "")
+                if state not in SHAREABLE_STATES:
+                    exposed.append(f"{definition.name}/{version.name} ({state or 'not judged'})")
+        if exposed:
+            raise CloudError(
+                f"gallery {gallery} is not shared: direct sharing exposes every version in "
+                f"it, and {len(exposed)} of them are not validated: {', '.join(exposed)}",
+                hint="Delete those versions, or build candidates into a gallery that is "
+                "never shared and promote into this one; then run the promotion again",
+            )
 
     def _eligible(self, region: str) -> list[Any]:
         out = []
