@@ -71,6 +71,8 @@ bench: venv
 	$(BIN)/python benchmarks/drift_fleet.py
 	$(BIN)/python benchmarks/toolkit_install.py \
 		$(if $(wildcard $(TOOLKIT_WHEELHOUSE)/torch-*.whl),--wheelhouse,--download) $(TOOLKIT_WHEELHOUSE)
+	$(BIN)/python benchmarks/toolkit_lean.py \
+		$(if $(wildcard $(TOOLKIT_WHEELHOUSE)/torch-*.whl),--cuda-wheelhouse $(TOOLKIT_WHEELHOUSE))
 	$(BIN)/python benchmarks/local_e2e.py
 
 # Every benchmarks/*.py in its short mode (seconds each, no network): what CI runs through

@@ -130,7 +130,10 @@ def _validator_paths() -> list[str]:
 
 
 def _pip(args: list[str], what: str) -> None:
-    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1")
+    # pip reads only this command line: no configuration file and no PIP_* variable of the
+    # host (a PIP_FIND_LINKS folder would offer wheels beside the wheelhouse's)
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pip", *args], capture_output=True, text=True, env=env, check=False
     )
