@@ -12,6 +12,7 @@ import pynvml
 from imagectl.validators.catalogs import Thresholds, XidCatalog, thresholds, xid_catalog
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.fabric.model import FabricSection, NcclRun
+from imagectl.validators.fabric.nccl_probe import probe
 from imagectl.validators.host.kernel_log import KernelLog
 from imagectl.validators.results import Action
 
@@ -93,8 +94,6 @@ class Context:
             return None
         if section.nccl is None and self.facts.kind == "live" and not self._nccl_tried:
             self._nccl_tried = True
-            from imagectl.validators.fabric.nccl_probe import probe
-
             section.nccl = probe()
         return section.nccl
 

@@ -4,20 +4,18 @@ when asked, a tiny NCCL run (``nccl_probe.py``)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
+from imagectl.validators.fabric.commands import run_command
 from imagectl.validators.fabric.model import (
-    CommandRun,
     FabricSection,
     PciFunction,
     RdmaDevice,
     RdmaPort,
 )
+from imagectl.validators.fabric.nccl_probe import probe
 from imagectl.validators.fabric.topology import GPU_CLASSES, NVIDIA
 
 MODULES = ("nvidia_peermem", "efa", "ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia")
@@ -104,35 +102,6 @@ def _pci(sys_root: Path, wanted: set[str]) -> list[PciFunction]:
     return out
 
 
-def run_command(
-    argv: list[str], timeout_s: float = 30.0, env: dict[str, str] | None = None
-) -> CommandRun:
-    if shutil.which(argv[0]) is None:
-        return CommandRun(argv=argv, error=f"{argv[0]} not found on PATH")
-    start = time.monotonic()
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout if isinstance(exc.stdout, str) else ""
-        return CommandRun(
-            argv=argv,
-            stdout=out,
-            duration_s=time.monotonic() - start,
-            error=f"no answer within {timeout_s:g} s",
-        )
-    except OSError as exc:
-        return CommandRun(argv=argv, error=f"{type(exc).__name__}: {exc}")
-    return CommandRun(
-        argv=argv,
-        exit_code=done.returncode,
-        stdout=done.stdout,
-        stderr_tail=done.stderr[-2000:],
-        duration_s=round(time.monotonic() - start, 3),
-    )
-
-
 def capture_fabric(
     sys_root: Path = Path("/sys"), *, interval_s: float = 2.0, nccl: bool = False
 ) -> FabricSection:
@@ -155,11 +124,5 @@ def capture_fabric(
         fi_version=run_command(["fi_info", "--version"]),
     )
     if nccl:
-        from imagectl.validators.fabric.nccl_probe import probe
-
         section.nccl = probe()
     return section
-
-
-def nccl_environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "FI_", "OFI_"))}

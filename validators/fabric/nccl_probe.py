@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from imagectl.validators.fabric.capture import nccl_environment, run_command
+from imagectl.validators.fabric.commands import nccl_environment, run_command
 from imagectl.validators.fabric.model import NcclRun
 
 _SCRIPT = r"""
