@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from imagectl import __version__
 from imagectl.errors import UserError
+from imagectl.validators.compute.load import record_load
 from imagectl.validators.compute.readiness import gather
 from imagectl.validators.dcgm import record_diag
 from imagectl.validators.fabric.capture import capture_fabric
@@ -259,8 +260,6 @@ def capture(
     if history_dir is not None:
         snap.host["boot_history"] = boot_history_fact(history_dir)
     if load_s:  # GEMM load on every GPU while NVML is sampled (needs torch and CUDA)
-        from imagectl.validators.compute.load import record_load
-
         snap.load = LoadSection.model_validate(record_load(LiveNvml(), load_s))
     if dcgm_level is not None:  # NVIDIA's own diagnostics, judged in replay (validators/dcgm)
         snap.dcgm = DcgmSection.model_validate(record_diag(dcgm_level))
