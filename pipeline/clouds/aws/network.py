@@ -8,7 +8,6 @@ instance so that the reaper can delete it after the instance is gone.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from imagectl.clouds.aws.tags import tag_list
@@ -55,9 +54,19 @@ def create_group(
     return group_id
 
 
+# What EC2 answers for a group still attached to a terminating instance, or already gone
+# (EC2 API reference, "Error codes for the Amazon EC2 API"): left to the reaper. Any other
+# refusal (UnauthorizedOperation: the role lacks ec2:DeleteSecurityGroup) is raised, so
+# that a group is never reported deleted when it is not.
+LEFT_FOR_LATER = {"DependencyViolation", "InvalidGroup.NotFound", "InvalidGroup.InUse"}
+
+
 def delete_group(ec2: Any, group_id: str) -> None:
     """Best effort: a group still attached to a terminating instance is left to the reaper."""
     from botocore.exceptions import ClientError
 
-    with contextlib.suppress(ClientError):
+    try:
         ec2.delete_security_group(GroupId=group_id)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in LEFT_FOR_LATER:
+            raise
