@@ -69,9 +69,12 @@ def command(
 ) -> None:
     """Report drift: upstream releases, replicas, fleet and hosts (all sources by default).
 
-    Exits 1 when any drift is found, 0 when none, 2 on bad input (unknown stack,
-    unreadable index, corrupt receipt). --write rewrites the stack file with the proposed
-    pins that pass the compatibility rules, keeping comments and layout.
+    Reports per stack and per check. A check that cannot run (an unreachable index, a
+    cloud without credentials) is an error of that stack in the report ("errors", and each
+    check's "status"), beside what the other checks found. Exits 0 when every check ran
+    and found no drift, 1 when drift was found or a check could not run, 2 on bad input
+    (unknown stack, malformed stack file). --write rewrites the stack file with the
+    proposed pins that pass the compatibility rules, keeping comments and layout.
     """
     from imagectl.drift import report as render
     from imagectl.drift.run import DriftOptions, run
@@ -99,4 +102,4 @@ def command(
         sys.stdout.write(render.render_markdown(report))
     else:
         render.render_table(report, console())
-    sys.exit(EXIT_FAILED if report.drifted else EXIT_OK)
+    sys.exit(EXIT_FAILED if report.drifted or not report.complete else EXIT_OK)

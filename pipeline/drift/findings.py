@@ -62,6 +62,21 @@ class PinChange:
         }
 
 
+@dataclass(frozen=True)
+class CheckError:
+    """A check (``source``) that could not run for a stack: ``kind`` is ``credentials``,
+    ``unreachable``, ``refused`` or ``error`` (``imagectl.drift.errors``)."""
+
+    source: str
+    stack: str
+    kind: str
+    message: str
+    cloud: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class StackDrift:
     """Everything found for one stack: findings from every source and proposed pins."""
@@ -72,16 +87,32 @@ class StackDrift:
     proposals: list[PinChange] = field(default_factory=list)
     checked: list[dict[str, Any]] = field(default_factory=list)  # what upstream looked at
     written: bool = False
+    errors: list[CheckError] = field(default_factory=list)  # checks that could not run
 
     @property
     def drifted(self) -> bool:
         return any(f.is_drift for f in self.findings)
 
-    def as_dict(self) -> dict[str, Any]:
+    def check_status(self, source: str) -> dict[str, Any]:
+        """One source's outcome for this stack: ``error`` when it could not run (for every
+        cloud or in part: its findings are still listed), else ``drift`` or ``no drift``."""
+        found = [f for f in self.findings if f.source == source]
+        errors = [e for e in self.errors if e.source == source]
+        if errors:
+            status = "error"
+        elif any(f.is_drift for f in found):
+            status = "drift"
+        else:
+            status = "no drift"
+        return {"status": status, "findings": len(found), "errors": len(errors)}
+
+    def as_dict(self, sources: tuple[str, ...] = ()) -> dict[str, Any]:
         return {
             "stack": self.stack,
             "path": self.path,
             "drift": self.drifted,
+            "checks": {source: self.check_status(source) for source in sources},
+            "errors": [e.as_dict() for e in self.errors],
             "findings": [f.as_dict() for f in self.findings],
             "proposals": [p.as_dict() for p in self.proposals],
             "checked": self.checked,
@@ -99,6 +130,11 @@ class DriftReport:
     def drifted(self) -> bool:
         return any(s.drifted for s in self.stacks)
 
+    @property
+    def complete(self) -> bool:
+        """Every check ran for every stack (no ``errors``)."""
+        return not any(s.errors for s in self.stacks)
+
     def stack(self, name: str, path: str = "") -> StackDrift:
         for s in self.stacks:
             if s.stack == name:
@@ -110,7 +146,8 @@ class DriftReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "drift": self.drifted,
+            "complete": self.complete,
             "as_of": self.as_of,
             "sources": list(self.sources),
-            "stacks": [s.as_dict() for s in self.stacks],
+            "stacks": [s.as_dict(self.sources) for s in self.stacks],
         }

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.registry import cloud_spec
 from imagectl.drift import inventory
+from imagectl.drift.errors import recorded
 from imagectl.drift.findings import DriftReport, Finding
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_STACK
@@ -82,24 +83,32 @@ def check(
     """``providers`` (cloud -> provider) replaces the configured ones (the benchmark)."""
     clouds = sorted({c for s in stacks for c in s.stack.clouds.enabled()})
     for cloud in clouds:
-        if providers and cloud in providers:
-            serving = [(providers[cloud], {s.name for s in stacks})]
-        else:
-            serving = inventory.fleet_providers(stacks, cloud)
-        seen: set[str] = set()
-        for provider, names in serving:
-            listed = inventory.guarded(
-                cloud, "list instances", provider.list_instances, managed_only=False
-            )
-            fresh = [i for i in listed if i.instance_id not in seen]
-            seen.update(i.instance_id for i in fresh)
+        on_cloud = [s.name for s in stacks if cloud in s.stack.clouds.enabled()]
+        # a cloud (or one account of it) that cannot be listed is an error of the stacks
+        # it serves (imagectl.drift.errors); the other clouds are still listed
+        with recorded(report, "fleet", on_cloud, cloud):
+            if providers and cloud in providers:
+                serving = [(providers[cloud], {s.name for s in stacks})]
+            else:
+                serving = inventory.fleet_providers(stacks, cloud)
+            seen: set[str] = set()
+            for provider, names in serving:
+                with recorded(report, "fleet", sorted(names), cloud):
+                    _list(report, cloud, provider, names, seen)
 
-            pointer = functools.partial(
-                inventory.guarded, cloud, "read the latest pointer", provider.get_pointer
-            )
-            groups = group(fresh, pointer, names)
-            for key in sorted(groups):
-                add_findings(report, groups[key])
+
+def _list(
+    report: DriftReport, cloud: str, provider: Provider, names: set[str], seen: set[str]
+) -> None:
+    listed = inventory.guarded(cloud, "list instances", provider.list_instances, managed_only=False)
+    fresh = [i for i in listed if i.instance_id not in seen]
+    seen.update(i.instance_id for i in fresh)
+    pointer = functools.partial(
+        inventory.guarded, cloud, "read the latest pointer", provider.get_pointer
+    )
+    groups = group(fresh, pointer, names)
+    for key in sorted(groups):
+        add_findings(report, groups[key])
 
 
 def add_findings(report: DriftReport, g: Group) -> None:

@@ -47,6 +47,14 @@ def render_table(report: DriftReport, console: Any) -> None:
                 style=style,
             )
         console.print(table)
+        for e in s.errors:
+            where = f" ({e.cloud})" if e.cloud else ""
+            console.print(
+                f"  [red]could not check[/] {markup(e.source)}{markup(where)}: "
+                f"{markup(e.kind)}: {markup(e.message)}",
+                highlight=False,
+                soft_wrap=True,
+            )
         for p in s.proposals:
             state = (
                 "[red]blocked by " + ", ".join(p.blocked_by) + "[/]"
@@ -58,8 +66,10 @@ def render_table(report: DriftReport, console: Any) -> None:
                 highlight=False,
             )
     n = sum(1 for s in report.stacks if s.drifted)
+    failed = sum(len(s.errors) for s in report.stacks)
     console.print(
-        f"{len(report.stacks)} stacks checked ({', '.join(report.sources)}), {n} with drift",
+        f"{len(report.stacks)} stacks checked ({', '.join(report.sources)}), {n} with drift"
+        + (f"; incomplete: {failed} check(s) could not run" if failed else ""),
         highlight=False,
     )
 
@@ -74,8 +84,17 @@ def render_stack_markdown(s: StackDrift, report: DriftReport) -> str:
         f"Checked {', '.join(report.sources)} as of {report.as_of}; stack file `{s.path}`."
     )
     lines.append("")
+    if s.errors:
+        lines += ["### Could not check", ""]
+        for e in s.errors:
+            where = f" ({e.cloud})" if e.cloud else ""
+            lines.append(f"- `{e.source}`{where}, {e.kind}: {md_cell(e.message)}")
+        lines += ["", "The results below are what the other checks found.", ""]
     if not s.findings:
-        lines += ["No drift found.", ""]
+        lines += [
+            "No drift found." if not s.errors else "Nothing found by the checks that ran.",
+            "",
+        ]
     else:
         lines.append("| " + " | ".join(COLUMNS) + " |")
         lines.append("|" + "---|" * len(COLUMNS))

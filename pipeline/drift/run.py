@@ -8,6 +8,7 @@ from pathlib import Path
 
 from imagectl.compat.data import load_compat
 from imagectl.drift import debian, fleet, hosts, proposals, replicas, upstream, writeback
+from imagectl.drift.errors import recorded
 from imagectl.drift.findings import DriftReport
 from imagectl.paths import Workspace
 from imagectl.stacks import find_stack, load_stack, resolve, stack_paths
@@ -36,18 +37,21 @@ def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
         resolved_all.append((loaded, resolve(loaded.stack, data)))
 
     report = DriftReport(sources=opts.sources, as_of=opts.as_of.isoformat())
+    for loaded, resolved in resolved_all:  # every stack listed, in order, whatever fails
+        report.stack(resolved.name, ws.relative(loaded.path))
+    # A source that cannot run for a stack (or a cloud) is an error of that stack and
+    # source (imagectl.drift.errors): the other checks still run and report.
     for loaded, resolved in resolved_all:
-        drift = report.stack(resolved.name, ws.relative(loaded.path))
         if "upstream" in opts.sources:
-            _upstream(loaded.path, resolved, data, drift, opts)
-    if "replicas" in opts.sources or "fleet" in opts.sources:
-        stacks = [r for _, r in resolved_all]
-        if "replicas" in opts.sources:
-            replicas.check(stacks, report)
-        if "fleet" in opts.sources:
-            fleet.check(stacks, report)
-    if "hosts" in opts.sources:
-        hosts.check([r for _, r in resolved_all], report, opts.hosts_dir, opts.manifests)
+            with recorded(report, "upstream", [resolved.name]):
+                _upstream(loaded.path, resolved, data, report.stack(resolved.name), opts)
+    stacks = [r for _, r in resolved_all]
+    if "replicas" in opts.sources:
+        replicas.check(stacks, report)
+    if "fleet" in opts.sources:
+        fleet.check(stacks, report)
+    if "hosts" in opts.sources:  # its inputs are files the user named: bad input is exit 2
+        hosts.check(stacks, report, opts.hosts_dir, opts.manifests)
     return report
 
 

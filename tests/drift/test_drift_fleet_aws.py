@@ -107,8 +107,9 @@ def test_instances_not_on_the_pointed_image(cli, moto, workspace_copy):
     assert stale["us-west-2"]["current"] == west_new
 
 
-def test_cloud_refusing_the_credentials_is_bad_input(cli, workspace_copy, monkeypatch):
-    """EC2 answers 401 AuthFailure (an expired role session): exit 2 naming the cloud."""
+def test_cloud_refusing_the_credentials_is_an_error_of_the_check(cli, workspace_copy, monkeypatch):
+    """EC2 answers 401 AuthFailure (an expired role session): the fleet check of that cloud
+    could not run, an error in the report naming the cloud (exit 1, never empty output)."""
     import http.server
     import threading
 
@@ -134,9 +135,13 @@ def test_cloud_refusing_the_credentials_is_bad_input(cli, workspace_copy, monkey
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_port}")
     try:
-        result = cli("--root", str(workspace_copy), "drift", "--stack", "h100-training", "--fleet")
+        result = cli(
+            "--root", str(workspace_copy), "drift", "--stack", "h100-training", "--fleet", "--json"
+        )
     finally:
         server.shutdown()
         server.server_close()
-    assert result.code == 2
-    assert "aws: cannot list instances" in result.err and "AuthFailure" in result.err
+    assert result.code == 1
+    (error,) = result.json()["stacks"][0]["errors"]
+    assert error["source"] == "fleet" and error["cloud"] == "aws" and error["kind"] == "refused"
+    assert "aws: cannot list instances" in error["message"] and "AuthFailure" in error["message"]

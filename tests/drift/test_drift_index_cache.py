@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import http.server
+import json
 import shutil
 import threading
 from collections.abc import Iterator
@@ -121,7 +122,7 @@ def test_changed_index_is_downloaded_again(cli, workspace_copy, served):
     assert "driver-without-fabric-manager" not in found
 
 
-def test_unreachable_server_is_bad_input(cli, workspace_copy, monkeypatch):
+def test_unreachable_server_is_an_error_of_the_check(cli, workspace_copy, monkeypatch):
     import socket
 
     with socket.socket() as s:  # a loopback port with nothing listening
@@ -129,5 +130,7 @@ def test_unreachable_server_is_bad_input(cli, workspace_copy, monkeypatch):
         port = s.getsockname()[1]
     monkeypatch.setenv("IMAGECTL_NVIDIA_REPO_URL", f"http://127.0.0.1:{port}")
     result = run(cli, workspace_copy)
-    assert result.code == 2
-    assert "cannot read package index" in result.err
+    assert result.code == 1
+    errors = [e for s in json.loads(result.out)["stacks"] for e in s["errors"]]
+    assert errors and all(e["kind"] == "unreachable" for e in errors)
+    assert "cannot read package index" in errors[0]["message"]

@@ -271,21 +271,26 @@ def test_unknown_stack_is_bad_input(cli, workspace_copy):
     assert "no stack named 'nope'" in result.err
 
 
-def test_missing_index_is_bad_input(cli, workspace_copy, tmp_path, monkeypatch):
+def _upstream_error(result) -> str:  # type: ignore[no-untyped-def]
+    """A check that could not run: exit 1, the error in the report (issue 32 item 4)."""
+    assert result.code == 1, result.err
+    (error,) = stack_report(result, "h100-training")["errors"]
+    assert error["source"] == "upstream"
+    return str(error["message"])
+
+
+def test_missing_index_is_an_error_of_the_check(cli, workspace_copy, tmp_path, monkeypatch):
     monkeypatch.setenv("IMAGECTL_NVIDIA_REPO_URL", (tmp_path / "empty").as_uri())
-    result = drift(cli, workspace_copy, "h100-training")
-    assert result.code == 2
-    assert "no package index under" in result.err and "ubuntu2204/x86_64" in result.err
+    message = _upstream_error(drift(cli, workspace_copy, "h100-training"))
+    assert "no package index under" in message and "ubuntu2204/x86_64" in message
 
 
-def test_corrupt_index_is_bad_input(cli, workspace_copy, tmp_path, monkeypatch):
+def test_corrupt_index_is_an_error_of_the_check(cli, workspace_copy, tmp_path, monkeypatch):
     folder = tmp_path / "repo" / "ubuntu2204" / "x86_64"
     folder.mkdir(parents=True)
     (folder / "Packages.gz").write_bytes(gzip.compress(b"Package: x\nVersion: 1\n")[:20])
     monkeypatch.setenv("IMAGECTL_NVIDIA_REPO_URL", (tmp_path / "repo").as_uri())
-    result = drift(cli, workspace_copy, "h100-training")
-    assert result.code == 2
-    assert "is corrupt" in result.err
+    assert "is corrupt" in _upstream_error(drift(cli, workspace_copy, "h100-training"))
 
 
 def test_json_lists_what_was_checked(cli, workspace_copy):
