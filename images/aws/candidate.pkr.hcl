@@ -11,15 +11,10 @@ source "amazon-ebs" "candidate" {
   ami_name      = var.image_name
   ami_description = "imagectl candidate ${var.stack_name} ${var.build_id} (driver ${var.driver_version}, CUDA ${var.cuda_version}, NCCL ${var.nccl_version})"
 
-  source_ami_filter {
-    filters = {
-      name                = var.aws_source_ami_name
-      virtualization-type = "hvm"
-      root-device-type    = "ebs"
-    }
-    owners      = [var.aws_source_ami_owner]
-    most_recent = true
-  }
+  # the base AMI by id: the stack's pin, or what `imagectl plan`/`build` resolved its owner
+  # and name filter to (most recent match) and recorded on the build; never a filter here,
+  # so the AMI a build used is the one its record, manifest, SBOM and attestation name
+  source_ami = var.aws_source_ami
 
   # the root volume sized by the stack (clouds.aws.build.root_volume_gb)
   launch_block_device_mappings {

@@ -11,12 +11,9 @@ variable "aws_region" {
 variable "aws_instance_type" {
   type = string
 }
-variable "aws_source_ami_owner" {
-  type = string
-}
-variable "aws_source_ami_name" {
+variable "aws_source_ami" {
   type        = string
-  description = "Name filter of the base AMI; the most recent match is used."
+  description = "The base AMI's id: clouds.aws.base_image.id, or the most recent match of its owner and name filter, resolved and recorded by imagectl."
 }
 variable "aws_subnet_id" {
   type    = string

@@ -10,6 +10,7 @@ source "azure-arm" "candidate" {
   image_publisher     = var.azure_image_publisher
   image_offer         = var.azure_image_offer
   image_sku           = var.azure_image_sku
+  image_version       = var.azure_image_version # never "latest": resolved and recorded by imagectl
 
   managed_image_name                = var.image_name
   managed_image_resource_group_name = var.azure_build_resource_group

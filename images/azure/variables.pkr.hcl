@@ -27,6 +27,10 @@ variable "azure_image_offer" {
 variable "azure_image_sku" {
   type = string
 }
+variable "azure_image_version" {
+  type        = string
+  description = "The marketplace image version: clouds.azure.base_image.version, or the newest, resolved and recorded by imagectl."
+}
 variable "azure_gallery_resource_group" {
   type = string
 }

@@ -4,7 +4,7 @@ source "googlecompute" "candidate" {
   project_id              = var.gcp_project
   zone                    = var.gcp_zone
   machine_type            = var.gcp_machine_type
-  source_image_family     = var.gcp_source_image_family
+  source_image            = var.gcp_source_image # resolved from the family and recorded by imagectl
   source_image_project_id = [var.gcp_source_image_project]
   image_name              = var.image_name
   image_description       = "imagectl candidate ${var.stack_name} ${var.build_id} (driver ${var.driver_version}, CUDA ${var.cuda_version}, NCCL ${var.nccl_version}, digest ${var.stack_digest})"

@@ -17,8 +17,9 @@ variable "gcp_machine_type" {
 variable "gcp_source_image_project" {
   type = string
 }
-variable "gcp_source_image_family" {
-  type = string
+variable "gcp_source_image" {
+  type        = string
+  description = "The base image's name: clouds.gcp.base_image.image, or the family's image resolved and recorded by imagectl."
 }
 
 # --- build knobs (defaults are production) ---

@@ -15,6 +15,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Build
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
 from imagectl.clouds.spec import CloudSpec
@@ -43,13 +44,19 @@ class BuildRecord:
 
 
 def start(
-    resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str, git_commit: str
+    resolved: ResolvedStack,
+    spec: CloudSpec[Any],
+    build_id: str,
+    git_commit: str,
+    base_image: BaseImage | None = None,
 ) -> BuildRecord:
+    """The build recorded as running, with the base image it starts from."""
     catalog = open_catalog()
     with catalog.transaction() as s:
         build = repo.record_build(
             s, build_id=build_id, stack=resolved.name, stack_digest=resolved.digest,
             cloud=spec.name, git_commit=git_commit,
+            base_image=base_image.to_dict() if base_image else None,
         )  # fmt: skip
     return BuildRecord(catalog, build)
 

@@ -20,6 +20,12 @@ from typing import Any
 
 from imagectl.building import local as local_build
 from imagectl.building import records as build_records
+from imagectl.building.base_image import (
+    local_base_image,
+    pinned_base_image,
+    resolve_base_image,
+)
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress
@@ -133,6 +139,7 @@ def dry_run(ws: Workspace, request: BuildRequest) -> DryRun:
     """The build's exact Packer command and variables, without running anything."""
     _, resolved = load_resolved(ws.images, request.stack)
     check_override_names(request.overrides, ws.packer_dir(request.spec.name), request.spec.name)
+    base = pinned_base_image(resolved, request.spec)
     note = ""
     try:
         binary: PackerBinary | None = find_packer()
@@ -149,7 +156,13 @@ def dry_run(ws: Workspace, request: BuildRequest) -> DryRun:
         overrides=request.overrides,
         skip_provisioning=request.skip_provisioning,
         validator_wheel="<built at run time: pip wheel --no-deps>",
+        base_image=base,
     )
+    if base is None and not request.spec.builds_base_disk:
+        note = "; ".join(
+            n for n in (note, "the base image id is resolved when the build runs (the "
+                        "stack pins none; `imagectl plan` shows what it resolves to now)") if n
+        )  # fmt: skip
     return DryRun(plan=plan, note=note)
 
 
@@ -176,7 +189,9 @@ def build_image(
     if spec.builds_base_disk:
         with Children() as children:
             return _build_local(ws, request, resolved, build_id, children, progress)
-    record = build_records.start(resolved, spec, build_id, git_commit(ws.root))
+    # the base image by id, once: Packer gets the id, and the record names it
+    base = resolve_base_image(resolved, spec)
+    record = build_records.start(resolved, spec, build_id, git_commit(ws.root), base)
     try:
         result = run_build(
             resolved,
@@ -188,6 +203,7 @@ def build_image(
             skip_provisioning=request.skip_provisioning,
             on_event=on_event,
             timeout=request.timeout_s,
+            base_image=base,
         )
     except BaseException as exc:
         build_records.failed(record, cancelled=_cancelled(exc))
@@ -212,7 +228,11 @@ def _finish(
     prepared = None
     if folder is not None:  # what the image reported, refused (exit 2) before any record
         try:
-            prepared = prepare_build_sbom(record.build.build_id, folder, resolved, spec.name)
+            base = record.build.base_image
+            prepared = prepare_build_sbom(
+                record.build.build_id, folder, resolved, spec.name,
+                BaseImage.from_dict(dict(base)) if base else None,
+            )  # fmt: skip
         except UserError:
             if record.build.outcome != "succeeded":  # not a reused candidate's build
                 build_records.failed(record, cancelled=False)
@@ -263,7 +283,9 @@ def _build_local(
         )
         record = build_records.adopt(resolved, spec, candidate.build_id)
     else:
-        record = build_records.start(resolved, spec, build_id, git_commit(ws.root))
+        record = build_records.start(
+            resolved, spec, build_id, git_commit(ws.root), local_base_image(resolved)
+        )
         try:
             candidate = local_build.build(
                 ws, resolved, prep, build_id=build_id, timeout_s=request.timeout_s,

@@ -103,6 +103,10 @@ class Build(Base):
     artifact_id: Mapped[str | None] = mapped_column(String(512))
     # sha256 of /etc/imagectl/manifest.json as the build fetched it (the attested one)
     manifest_sha256: Mapped[str | None] = mapped_column(String(64))
+    # the base image the build started from (imagectl.clouds.base_image): the cloud's id
+    # for it, and its record (BaseImage.to_dict()); None for builds before migration 0006
+    base_image_id: Mapped[str | None] = mapped_column(String(512))
+    base_image: Mapped[dict[str, Any] | None]
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
     # running | succeeded | failed | cancelled

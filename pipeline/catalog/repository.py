@@ -137,8 +137,10 @@ def record_build(
     artifact_id: str | None = None,
     started_at: datetime | None = None,
     actor: str | None = None,
+    base_image: dict[str, Any] | None = None,
 ) -> Build:
-    """Record a build that has started (outcome 'running')."""
+    """Record a build that has started (outcome 'running'); ``base_image`` is the base it
+    starts from (``BaseImage.to_dict()``)."""
     if session.scalar(select(Build).where(Build.build_id == build_id)) is not None:
         raise UserError(f"build {build_id} is already in the catalog", hint="Use a new build id")
     build = Build(
@@ -151,13 +153,16 @@ def record_build(
         artifact_id=artifact_id,
         started_at=started_at or utcnow(),
         outcome="running",
+        base_image_id=str(base_image["id"]) if base_image else None,
+        base_image=base_image,
     )
     session.add(build)
     session.flush()
     log_event(
         session, "build.started", f"build {build_id} of {stack} on {cloud} started",
         stack=stack, cloud=cloud, actor=actor,
-        details={"build_id": build_id, "stack_digest": stack_digest, "git_commit": git_commit},
+        details={"build_id": build_id, "stack_digest": stack_digest, "git_commit": git_commit,
+                 "base_image": base_image["id"] if base_image else None},
     )  # fmt: skip
     return build
 
@@ -679,7 +684,7 @@ def record_revocation(
     keyid: str,
     envelope: dict[str, Any],
 ) -> Revocation:
-    """Store a signed revocation of ``image`` (``imagectl.provenance.revoke``)."""
+    """Store a signed revocation of ``image`` (``imagectl.promotion.revoke``)."""
     row = Revocation(
         image=image_row(session, image),
         digest=digest,

@@ -25,29 +25,49 @@ from imagectl.paths import state_dir
     type=click.Path(file_okay=False, path_type=Path),
     help="Where to write the resolved variable files (default: <state dir>/plan).",
 )
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Ask no cloud for the base image: a stack's pinned id only (the build resolves "
+    "the others).",
+)
 @json_option
 @click.pass_context
 def command(
-    ctx: click.Context, stack: str | None, cloud: str | None, out: Path | None, as_json: bool
+    ctx: click.Context,
+    stack: str | None,
+    cloud: str | None,
+    out: Path | None,
+    offline: bool,
+    as_json: bool,
 ) -> None:
-    """Print the build matrix and write the resolved Packer and Ansible variable files."""
+    """Print the build matrix, with each base image resolved to its cloud id, and write the
+    resolved Packer and Ansible variable files.
+
+    Exit 2 when a cloud could not be asked for a base image (the other rows are shown)."""
     from imagectl.building.plan import build_plan, rows_as_dicts
 
     out_dir = out or state_dir() / "plan"
-    rows = build_plan(workspace(ctx), stack, cloud, out_dir)
+    rows = build_plan(workspace(ctx), stack, cloud, out_dir, offline=offline)
+    unresolved = [r for r in rows if r.base_image is None and not offline]
     if as_json:
-        emit_json({"out_dir": str(out_dir), "matrix": rows_as_dicts(rows)})
+        emit_json({"out_dir": str(out_dir), "offline": offline, "matrix": rows_as_dicts(rows)})
+        if unresolved:
+            ctx.exit(2)
         return
     from rich.table import Table
 
     table = Table(title="Build matrix")
-    for col in ("stack", "digest", "cloud", "build at", "build on", "validate on", "replicate to"):
+    columns = ("stack", "digest", "cloud", "base image", "build at", "build on", "validate on",
+               "replicate to")  # fmt: skip
+    for col in columns:
         table.add_column(col)
     for r in rows:
         table.add_row(
             r.stack,
             r.digest,
             r.cloud,
+            _base(r.base_image),
             r.build_location,
             r.build_machine,
             ", ".join(r.validation_shapes),
@@ -56,3 +76,17 @@ def command(
     out_console = console()
     out_console.print(table)
     out_console.print(f"variable files written under {out_dir}", markup=False)
+    for r in rows:
+        if r.base_image_error and not offline:
+            console(stderr=True).print(
+                f"{r.stack} on {r.cloud}: base image not resolved: {r.base_image_error}",
+                markup=False, highlight=False,
+            )  # fmt: skip
+    if unresolved:
+        ctx.exit(2)
+
+
+def _base(doc: dict[str, object] | None) -> str:
+    if not doc:
+        return "unresolved"
+    return f"{doc['id']} ({doc['source']})"

@@ -15,11 +15,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from imagectl.clouds.base_image import BaseImage
+from imagectl.errors import UserError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
 
 if TYPE_CHECKING:
     from imagectl.clouds.spec import CloudSpec
+    from imagectl.stacks.resolve import ResolvedStack
 
 # Tag / label keys: imagectl.tags (the one place they are spelt).
 
@@ -85,6 +88,13 @@ class Provider(ABC):
         """What must exist in the cloud before Packer runs (Azure: the gallery image
         definition). Nothing by default."""
         return None
+
+    # -- base image (known ancestry: imagectl.clouds.base_image) -------------------------
+    def newest_base_image(self, resolved: ResolvedStack) -> BaseImage:
+        """The newest image the stack's base image query names now (the cloud's answer,
+        whatever the stack pins); UserError when nothing matches. The local cloud builds
+        its base itself (``imagectl.building.base_image``)."""
+        raise UserError(f"the {self.cloud} cloud has no base image query to resolve")
 
     # -- images ------------------------------------------------------------------
     @abstractmethod

@@ -102,6 +102,23 @@ class CloudSpec(Generic[S]):
         """Where a candidate lives before promotion (its catalog region)."""
         raise NotImplementedError
 
+    # --- base image (imagectl.clouds.base_image) ---
+    # the Packer variable of images/<name>/ that takes the base image's id
+    base_image_packer_var: ClassVar[str] = ""
+
+    def base_image_query(self, settings: S) -> str:
+        """The stack's base image query as one line (owner/name filter, project/family,
+        publisher:offer:sku), for plans, records and drift findings."""
+        raise NotImplementedError
+
+    def pinned_base_image(self, settings: S) -> str | None:
+        """The base image id the stack pins, or None (resolved at plan and build)."""
+        raise NotImplementedError
+
+    def base_image_pin_field(self) -> str:
+        """Where a stack pins the id (``clouds.<name>.base_image.<field>``)."""
+        raise NotImplementedError
+
     # --- provider ---
     def provider_options(self, settings: S) -> ProviderOptions:
         """The options of this cloud's ``create_provider`` from its stack section."""

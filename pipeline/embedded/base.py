@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.clouds.base_image import BaseImage as Ancestor
 from imagectl.clouds.local import guest_setup
 from imagectl.embedded.chroot import chroot_ready, remove_root
 from imagectl.embedded.disk import make_disk
@@ -109,6 +110,17 @@ class BaseSpec:
         }
         raw = json.dumps(body, sort_keys=True).encode()
         return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def ancestry(spec: BaseSpec) -> Ancestor:
+    """The local candidate's base image as its record, manifest, SBOM and attestation name
+    it: debootstrap of the release from the mirror, with the kernel, by the base's key."""
+    return Ancestor(
+        cloud="local",
+        id=f"debian-{spec.codename}-{spec.key()}",
+        name=f"debootstrap {spec.codename} from {spec.mirror}, kernel {spec.kernel}",
+        query=f"debootstrap {spec.codename} {spec.mirror}",
+    )
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.local.spec import SPEC as LOCAL
-from imagectl.embedded.base import BaseImage
+from imagectl.embedded.base import BaseImage, ancestry
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress, Step
 from imagectl.embedded.provision import BOOTED_TAG, provision, provisioned_dir
@@ -213,6 +213,7 @@ def build_candidate(
                 on_event=on_event,
                 timeout=timeout,
                 local_base_dir=str(provisioned_dir(folder)),
+                base_image=ancestry(base.spec),
                 validator_wheelhouse=str(wheelhouse),
                 before_packer=before_packer,
             )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
 from imagectl.errors import UserError
 from imagectl.fsutil import open_lock_file
@@ -137,8 +138,10 @@ def plan_build(
     local_base_dir: str = "",
     validator_wheelhouse: str = "",
     validator_toolkit_wheelhouse: str = "",
+    base_image: BaseImage | None = None,
 ) -> BuildPlan:
-    """Write the var files and stage the templates; nothing is run."""
+    """Write the var files and stage the templates; nothing is run. ``base_image``: the
+    base the build starts from (``imagectl.building.base_image``)."""
     ws = workspace or find_workspace()
     cloud = spec.name
     enabled = resolved.stack.clouds.enabled()
@@ -168,6 +171,7 @@ def plan_build(
         attestation_trust=image_trust(ws),
         manifest_nonce=secrets.token_hex(16),
         manifest_fetch_dir=str(folder / IMAGE_FOLDER),
+        base_image=base_image,
         **spec.runtime_packer_vars(resolved, folder, local_base_dir),
     )
     packer = binary or PackerBinary(path="packer", version=PLUGINS_VERSION)
@@ -260,6 +264,7 @@ def run_build(
     local_base_dir: str = "",
     validator_wheelhouse: str = "",
     before_packer: Callable[[BuildPlan], None] | None = None,
+    base_image: BaseImage | None = None,
 ) -> BuildResult:
     """Build one candidate with the real packer and return its artifacts.
 
@@ -294,6 +299,7 @@ def run_build(
         local_base_dir=local_base_dir,
         validator_wheelhouse=validator_wheelhouse,
         validator_toolkit_wheelhouse=toolkit,
+        base_image=base_image,
     )
     if plan.manifest_file.exists():
         plan.manifest_file.unlink()

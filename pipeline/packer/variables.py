@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
@@ -69,9 +70,14 @@ def packer_vars(
     ansible_vars_file: str = "",
     playbook_file: str = "",
     manifest_file: str = "",
+    base_image_id: str = "",
     **cloud_runtime: str,
 ) -> dict[str, Any]:
     """Every Packer variable of ``images/<cloud>/`` that a stack (and a build) sets.
+
+    ``base_image_id`` is the base image the build starts from (the stack's pin, or what
+    ``imagectl.building.base_image`` resolved): the cloud's ``base_image_packer_var``.
+    A plan made offline leaves it empty; a build always fills it.
 
     ``cloud_runtime`` fills in the cloud's variables that depend on the build's folder
     (``CloudSpec.runtime_packer_vars``: the local disk paths); each must be one of the
@@ -93,7 +99,10 @@ def packer_vars(
         "manifest_file": manifest_file,
     }
     spec = cloud_spec(cloud)
-    common.update(spec.packer_vars(r, spec.settings(s), build_id=build_id))
+    settings = spec.settings(s)
+    common.update(spec.packer_vars(r, settings, build_id=build_id))
+    if spec.base_image_packer_var:
+        common[spec.base_image_packer_var] = base_image_id or spec.pinned_base_image(settings) or ""
     common.update(
         ansible_become=spec.ansible_become,
         manifest_strip_path=spec.manifest_strip_path,
@@ -117,6 +126,7 @@ def ansible_vars(
     manifest_fetch_dir: str = "",
     build_id: str = "",
     manifest_nonce: str = "",
+    base_image: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Role-prefixed extra vars for playbooks/site.yml (every name is in a role's defaults).
 
@@ -131,7 +141,8 @@ def ansible_vars(
     attestation (``imagectl.provenance.keys``), for the boot unit's ``verify-node``;
     ``manifest_fetch_dir`` the build folder the manifest role fetches the image's
     manifest and inventory back to (the SBOM's input); ``build_id`` and
-    ``manifest_nonce`` go into the image manifest (unique per build).
+    ``manifest_nonce`` go into the image manifest (unique per build), and so does
+    ``base_image`` (``BaseImage.to_dict()``: the base the build started from).
     """
     s = r.stack
     n = s.nvidia
@@ -151,6 +162,9 @@ def ansible_vars(
         "manifest_fetch_dir": manifest_fetch_dir,
         "manifest_build_id": build_id,
         "manifest_nonce": manifest_nonce,
+        "manifest_base_image": {
+            k: str(v) for k, v in (base_image or {}).items() if k in ("id", "name", "source") and v
+        },
         "validator_expect": image_expectations(r, cloud).model_dump(mode="json"),
         "validator_wheel": validator_wheel,
         **({"validator_wheelhouse": validator_wheelhouse} if validator_wheelhouse else {}),
@@ -213,6 +227,7 @@ def write_var_files(
     folder: Path,
     *,
     attestation_trust: dict[str, Any] | None = None,
+    base_image: BaseImage | None = None,
     **runtime: str,
 ) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
     """Write both files for ``cloud``; ``runtime`` = packer_vars' keyword arguments,
@@ -237,9 +252,10 @@ def write_var_files(
         manifest_fetch_dir=fetch_dir,
         build_id=str(runtime.get("build_id", "")),
         manifest_nonce=nonce,
+        base_image=base_image.to_dict() if base_image else None,
     )
     runtime.setdefault("ansible_vars_file", str(avars_path))
-    pvars = packer_vars(r, cloud, **runtime)
+    pvars = packer_vars(r, cloud, base_image_id=base_image.id if base_image else "", **runtime)
     atomic_write_json(avars_path, ansible_unsafe(avars), indent=2, sort_keys=True)
     atomic_write_json(pvars_path, pvars, indent=2, sort_keys=True)
     return pvars_path, avars_path, pvars, avars

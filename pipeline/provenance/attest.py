@@ -108,6 +108,7 @@ def attest_image(catalog: Catalog, image_pk: int, provider: Provider | None = No
             attested_by=current_actor(),
             attested_at=dt.datetime.now(dt.timezone.utc).isoformat(),
             copies=copies,
+            base_image=dict(img.build.base_image) if img.build and img.build.base_image else None,
         )
         envelope = sign_statement(statement, signer)
         digest = envelope_digest(envelope)

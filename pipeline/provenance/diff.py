@@ -1,9 +1,11 @@
-"""What changed between two images: packages, kernel modules, Python packages.
+"""What changed between two images: base image, packages, kernel modules, Python packages.
 
-``compare_images`` compares two catalog images' inventories (``imagectl.provenance.inventory``).
-Sections, in this order: ``pinned`` (the packages either image holds, i.e. the stack's
-pins, then the kernel and the NVIDIA kernel modules), ``packages`` (every other dpkg
-package) and ``python`` (the validator venv). Each change is added, removed or changed
+``compare_images`` compares two catalog images' inventories (``imagectl.provenance.inventory``)
+and the base images their builds started from (``Build.base_image_id``). Sections, in
+this order: ``base`` (the base image's id: two builds of one stack digest on different
+bases differ here), ``pinned`` (the packages either image holds, i.e. the stack's pins,
+then the kernel and the NVIDIA kernel modules), ``packages`` (every other dpkg package)
+and ``python`` (the validator venv). Each change is added, removed or changed
 (old -> new version); renderings as text, Markdown (a pull-request comment) and JSON.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -22,8 +25,9 @@ from imagectl.provenance.inventory import Inventory, parse_inventory
 from imagectl.safetext import md_cell, plain
 from imagectl.tags import TAG_SOURCE_IMAGE
 
-SECTIONS = ("pinned", "packages", "python")
+SECTIONS = ("base", "pinned", "packages", "python")
 SECTION_TITLES = {
+    "base": "Base image",
     "pinned": "Pinned (held packages, kernel, NVIDIA kernel modules)",
     "packages": "Other packages",
     "python": "Validator Python packages",
@@ -108,10 +112,23 @@ def diff_inventories(
     return ImageDiff(before=before, after=after, changes=changes)
 
 
+def base_change(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Change]:
+    """The base image's id before and after (``BaseImage.to_dict()`` of each build; a
+    build recorded before bases were has none, shown as unknown)."""
+    old = str(a["id"]) if a else None
+    new = str(b["id"]) if b else None
+    if old == new:
+        return []
+    name = str((b or a or {}).get("name") or "base image")
+    if old is None or new is None:
+        return [Change("base", "changed", name, old or "unknown", new or "unknown")]
+    return [Change("base", "changed", name, old, new)]
+
+
 def _summary(d: ImageDiff) -> str:
     c = d.counts()
     if not d.changes:
-        return "no package, kernel module or Python package changed"
+        return "no base image, package, kernel module or Python package changed"
     return f"{c['changed']} changed, {c['added']} added, {c['removed']} removed"
 
 
@@ -165,9 +182,12 @@ def compare_images(session: Session, before: Image, after: Image) -> ImageDiff:
         boms.append(row)
     a, b = (parse_inventory(json.dumps(r.inventory), f"the SBOM of {i.label}")
             for r, i in zip(boms, (before, after), strict=True))  # fmt: skip
-    return diff_inventories(
+    found = diff_inventories(
         a, b, held=set(boms[0].held) | set(boms[1].held), before=before.label, after=after.label
     )
+    bases = [img.build.base_image if img.build else None for img in (before, after)]
+    found.changes[:0] = base_change(*bases)
+    return found
 
 
 def current_and_candidate(session: Session, stack: str, cloud: str | None) -> tuple[Image, Image]:

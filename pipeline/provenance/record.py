@@ -20,6 +20,7 @@ from imagectl.boundedjson import parse_bounded
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.models import Build
+from imagectl.clouds.base_image import BaseImage
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.provenance.inventory import (
@@ -63,6 +64,14 @@ def _held(manifest_file: Path) -> list[str]:
     return sorted(held)
 
 
+def build_base_image(catalog: Catalog, build_pk: int) -> BaseImage | None:
+    """The base image recorded on a build (None for builds before migration 0006)."""
+    with catalog.transaction() as s:
+        build = s.get(Build, build_pk)
+        doc = build.base_image if build is not None else None
+        return BaseImage.from_dict(dict(doc)) if doc else None
+
+
 def record_manifest_digest(catalog: Catalog, build_pk: int, folder: Path) -> str | None:
     """The sha256 of ``<build folder>/image/manifest.json`` as fetched, on the build row."""
     try:
@@ -88,9 +97,14 @@ class BuildSbom:
 
 
 def prepare_build_sbom(
-    build_id: str, folder: Path, resolved: ResolvedStack, cloud: str
+    build_id: str,
+    folder: Path,
+    resolved: ResolvedStack,
+    cloud: str,
+    base_image: BaseImage | None = None,
 ) -> BuildSbom | None:
-    """The SBOM of the build in ``folder``; None without an inventory (no provisioning)."""
+    """The SBOM of the build in ``folder`` (its base image as the image's ancestor); None
+    without an inventory (no provisioning)."""
     image_dir = folder / IMAGE_FOLDER
     inventory_file = image_dir / INVENTORY_FILE
     if not inventory_file.is_file():
@@ -104,6 +118,8 @@ def prepare_build_sbom(
         cloud=cloud,
         build_id=build_id,
         distro=resolved.stack.os.distro,
+        release=resolved.stack.os.release,
+        base_image=base_image,
     )
     return BuildSbom(folder=folder, text=text, inventory=inv, held=held)
 
@@ -132,5 +148,6 @@ def record_build_sbom(
     cloud: str,
 ) -> Path | None:
     """``prepare_build_sbom`` then ``store_build_sbom``."""
-    sbom = prepare_build_sbom(build_id, folder, resolved, cloud)
+    base = build_base_image(catalog, build_pk)
+    sbom = prepare_build_sbom(build_id, folder, resolved, cloud, base)
     return None if sbom is None else store_build_sbom(catalog, build_pk, sbom)

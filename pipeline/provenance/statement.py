@@ -14,7 +14,9 @@ Subjects (``ResourceDescriptor``: a name and a digest set):
   reported. The manifest carries the build id and a per-build nonce, so two builds never
   share it; the boot unit compares it with the manifest on the node.
 
-The predicate is the verdict, the build id and the receipts the verdict rests on.
+The predicate is the verdict, the build id, the base image the build started from (its
+cloud id: two builds of one stack digest on different bases are told apart) and the
+receipts the verdict rests on.
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ def build_statement(
     attested_by: str,
     attested_at: str,
     copies: list[tuple[str, str]] | None = None,
+    base_image: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``copies``: (region, cloud image id) of each promoted copy."""
+    """``copies``: (region, cloud image id) of each promoted copy; ``base_image``: the
+    build's base (``BaseImage.to_dict()``), None for builds recorded before it was."""
     copies = copies or []
     names = [image_subject_name(cloud, region, cloud_image_id)]
     names += [image_subject_name(cloud, r, i) for r, i in copies]
@@ -71,6 +75,7 @@ def build_statement(
                 "stack": stack,
                 "stack_digest": stack_digest,
                 "build_id": build_id,
+                "base_image": base_image,
                 "copies": [{"region": r, "id": i} for r, i in copies],
             },
             "receipts": receipts,

@@ -50,6 +50,9 @@ AwsOwner = Annotated[str, pattern(r"^([0-9]{12}|amazon|aws-marketplace|self)$", 
 LinuxUser = Annotated[str, pattern(r"^[a-z_][a-z0-9_-]{0,31}$", 32)]
 AmiNameFilter = Annotated[str, pattern(r"^[A-Za-z0-9()\[\]./@_*?-]{3,128}$", 128)]
 AwsSubnet = Annotated[str, pattern(r"^subnet-[0-9a-f]{8,17}$", 24)]
+AmiId = Annotated[str, pattern(r"^ami-[0-9a-f]{8,17}$", 21)]  # EC2 API: ami-<8 or 17 hex>
+# An Azure marketplace image version: Major.Minor.Build (Virtual Machine Images - List)
+AzureImageVersion = Annotated[str, pattern(r"^[0-9]{1,10}\.[0-9]{1,10}\.[0-9]{1,20}$", 42)]
 SsmPrefix = Annotated[str, pattern(r"^(/[A-Za-z0-9_.-]+)+$", 200)]
 GcpLabel = Annotated[str, pattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", 63)]
 GcpProject = Annotated[str, pattern(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", 30)]

@@ -25,11 +25,13 @@ from pydantic import (
 from imagectl.cloud_names import CLOUDS
 from imagectl.errors import UserError
 from imagectl.stacks.patterns import (
+    AmiId,
     AmiNameFilter,
     AwsOwner,
     AwsSubnet,
     AzureGroup,
     AzureGuid,
+    AzureImageVersion,
     AzureLocation,
     AzureName,
     AzureReservationGroup,
@@ -229,7 +231,26 @@ class CloudCommon(Strict):
         return self
 
 
-class AwsBaseImage(Strict):
+class _UnsetNotWritten(Strict):
+    """Optional fields added after stacks were written (``OPTIONAL``) are not serialised
+    while unset: a stack that does not name one keeps the stack digest it had before the
+    field existed (receipts and manifests bind it); a stack that sets one (a pinned base
+    image) gets a new digest, because what goes into the image changed."""
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self.OPTIONAL:
+            if getattr(self, name) is None:
+                data.pop(name, None)
+        return data
+
+
+class AwsBaseImage(_UnsetNotWritten):
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("login_user", "id")
+
     owner: AwsOwner
     name: AmiNameFilter = Field(
         description="AMI name filter, e.g. ubuntu/images/hvm-ssd/ubuntu-jammy-*"
@@ -239,15 +260,11 @@ class AwsBaseImage(Strict):
         description="the AMI's default user, who gets the instance's key pair; derived from "
         "a known owner (Canonical: ubuntu, Debian: admin, Amazon: ec2-user) when unset",
     )
-
-    @model_serializer(mode="wrap")
-    def _without_unset_login(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Unset, ``login_user`` is not written: stacks that do not name one keep the
-        stack digest they had before the field existed (receipts and manifests bind it)."""
-        data: dict[str, Any] = handler(self)
-        if self.login_user is None:
-            data.pop("login_user", None)
-        return data
+    id: AmiId | None = Field(
+        None,
+        description="the base AMI pinned by id (in the build region); unset: plan and build "
+        "resolve owner + name to the most recent match and record the id they used",
+    )
 
 
 class AwsBuild(Strict):
@@ -310,9 +327,16 @@ class AwsCloud(CloudCommon):
     validation_capacity: AwsCapacity | None = None
 
 
-class GcpBaseImage(Strict):
+class GcpBaseImage(_UnsetNotWritten):
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("image",)
+
     project: GcpProject
     family: GcpLabel
+    image: GcpLabel | None = Field(
+        None,
+        description="the base image pinned by name (in project); unset: plan and build "
+        "resolve the family (images.getFromFamily) and record the image they used",
+    )
 
 
 class GcpBuild(Strict):
@@ -345,10 +369,17 @@ class GcpCloud(CloudCommon):
     validation_capacity: GcpCapacity | None = None
 
 
-class AzureBaseImage(Strict):
+class AzureBaseImage(_UnsetNotWritten):
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("version",)
+
     publisher: AzureName
     offer: AzureName
     sku: AzureName
+    version: AzureImageVersion | None = Field(
+        None,
+        description="the marketplace image version pinned, e.g. 22.04.202501150; unset: plan "
+        "and build resolve the newest version of publisher/offer/sku and record it",
+    )
 
 
 class AzureGallery(Strict):

@@ -129,11 +129,19 @@ class FakeAzureArm(FakeServer):
         self._failed_replicas: set[tuple[str, str]] = set()  # (version key, region)
         self._replication_reads: dict[tuple[str, str], int] = {}
         self._boot_reads: dict[str, int] = {}
+        # marketplace image versions: (location, publisher, offer, sku) -> versions
+        self.vm_images: dict[tuple[str, str, str, str], list[str]] = {}
         r = self.route
         r(
             "GET",
             SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
             self._get_operation,
+        )
+        r(
+            "GET",
+            SUB + "/providers/Microsoft.Compute/locations/(?P<loc>[^/]+)/publishers/(?P<pub>[^/]+)"
+            "/artifacttypes/vmimage/offers/(?P<offer>[^/]+)/skus/(?P<sku>[^/]+)/versions",
+            self._list_vm_image_versions,
         )
         r("POST", RESOURCE + "/share", self._share)
         r("GET", RESOURCE + "/instanceView", self._instance_view)
@@ -372,6 +380,36 @@ class FakeAzureArm(FakeServer):
             f"locations/{location}/operations/{op_id}?api-version=2024-03-02"
         )
         return {"Azure-AsyncOperation": url, "Retry-After": "0"}
+
+    def add_vm_image_version(
+        self, location: str, publisher: str, offer: str, sku: str, version: str
+    ) -> None:
+        """A marketplace image version (publisher:offer:sku:version) offered in ``location``."""
+        key = tuple(x.lower() for x in (location, publisher, offer, sku))
+        with self.lock:
+            self.vm_images.setdefault(key, []).append(version)  # type: ignore[arg-type]
+
+    def _list_vm_image_versions(self, req: Request) -> Response:
+        """Virtual Machine Images - List (Compute REST API): a JSON array, not a ``value``
+        page, of ``{location, name, id}``; ``$top`` and ``$orderby=name`` honoured; an
+        unknown publisher, offer or SKU is 404 NotFound."""
+        m = req.match
+        key = tuple(m[k].lower() for k in ("loc", "pub", "offer", "sku"))
+        versions = self.vm_images.get(key)  # type: ignore[call-overload]
+        if versions is None:
+            return 404, arm_error("NotFound", "Artifact: VMImage was not found."), {}
+        names = list(versions)
+        if req.query.get("$orderby", "").lower().startswith("name"):
+            names.sort(key=lambda v: tuple(int(p) for p in v.split(".")),
+                       reverse=req.query["$orderby"].lower().endswith(" desc"))  # fmt: skip
+        if "$top" in req.query:
+            names = names[: int(req.query["$top"])]
+        base = (
+            f"/Subscriptions/{m['sub']}/Providers/Microsoft.Compute/Locations/{m['loc']}"
+            f"/Publishers/{m['pub']}/ArtifactTypes/VMImage/Offers/{m['offer']}/Skus/{m['sku']}"
+        )
+        body = [{"location": m["loc"], "name": v, "id": f"{base}/Versions/{v}"} for v in names]
+        return 200, body, {}
 
     def _get_operation(self, req: Request) -> Response:
         op = self.operations.get(req.match["op"])

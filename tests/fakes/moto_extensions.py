@@ -283,6 +283,27 @@ def install() -> None:
         return
     add_source_image_filters()
 
+    def register_image(self: Any) -> ActionResult:
+        """RegisterImage keeping what moto drops (EC2 API reference, RegisterImage):
+        Architecture (default i386 for an EBS-backed AMI), VirtualizationType (default
+        paravirtual) and an EBS root (the root device named in BlockDeviceMappings), so
+        DescribeImages' architecture, virtualization-type and root-device-type filters
+        judge a registered base image as EC2 does."""
+        self.error_on_dryrun()
+        image = self.ec2_backend.register_image(
+            self._get_param("Name"), self._get_param("Description", "")
+        )
+        arch = self._get_param("Architecture") or "i386"
+        if arch not in ("i386", "x86_64", "arm64", "x86_64_mac", "arm64_mac"):
+            raise EC2ClientError("InvalidParameterValue", f"Invalid architecture: {arch}")
+        image.architecture = arch
+        image.virtualization_type = self._get_param("VirtualizationType") or "paravirtual"
+        root = self._get_param("RootDeviceName")
+        if root:
+            image.root_device_name = root
+            image.root_device_type = "ebs"
+        return ActionResult({"ImageId": image.id})
+
     def enable_image_deprecation(self: Any) -> ActionResult:
         ami_id = self._get_param("ImageId")
         when = self._get_param("DeprecateAt")
@@ -537,6 +558,7 @@ def install() -> None:
     AmisResponse.modify_image_attribute = modify_image_attribute  # type: ignore[method-assign]
     AmisResponse.describe_images = describe_images  # type: ignore[method-assign]
     AmisResponse.deregister_image = deregister_image  # type: ignore[method-assign]
+    AmisResponse.register_image = register_image  # type: ignore[method-assign]
     SimpleSystemManagerResponse.put_parameter = put_parameter  # type: ignore[method-assign]
     SimpleSystemManagerResponse.get_parameter = get_parameter  # type: ignore[method-assign]
     AmisResponse._imagectl_extended = True  # type: ignore[attr-defined]

@@ -10,12 +10,15 @@ candidate, in the build region and in no other.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from imagectl.clouds.registry import cloud_spec
+from imagectl.building.base_image import resolve_base_image
+from imagectl.clouds.options import provider_options
+from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.packer.build import run_build
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import find_workspace
@@ -53,12 +56,13 @@ def _ec2(endpoint: str, region: str) -> Any:
     return boto3.client("ec2", region_name=region, endpoint_url=endpoint)
 
 
-def _register_base_ami(endpoint: str, region: str, name: str) -> str:
-    """The Ubuntu base image the stack's source_ami_filter looks for.
+def _register_base_ami(endpoint: str, region: str, name: str, owner: str = MOTO_ACCOUNT) -> str:
+    """The Ubuntu base image the stack's owner and name filter look for.
 
-    moto's RegisterImage ignores VirtualizationType and the root device type; the server
-    runs in this process, so the fixture sets them on moto's record as a real Ubuntu
-    AMI has them (hvm, ebs) and the template's production filter applies unchanged.
+    moto's RegisterImage ignores VirtualizationType and the root device type and makes
+    the caller the owner; the server runs in this process, so the fixture sets them on
+    moto's record as a real Ubuntu AMI has them (hvm, ebs, Canonical's account) and the
+    production query (``AwsProvider.newest_base_image``) applies unchanged.
     """
     from moto.ec2.models import ec2_backends
 
@@ -73,6 +77,8 @@ def _register_base_ami(endpoint: str, region: str, name: str) -> str:
     ami = ec2_backends[MOTO_ACCOUNT][region].amis[resp["ImageId"]]
     ami.virtualization_type = "hvm"
     ami.root_device_type = "ebs"
+    ami.architecture = "x86_64"  # moto's RegisterImage drops it too
+    ami.owner_id = owner
     return str(resp["ImageId"])
 
 
@@ -86,9 +92,16 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
     assert aws is not None
     region = aws.build.region
     base_name = aws.base_image.name.replace("*", "20261101")
-    base_ami = _register_base_ami(moto_endpoint, region, base_name)
-    # A decoy in another region with the same name must not be picked.
-    _register_base_ami(moto_endpoint, "us-west-2", base_name)
+    base_ami = _register_base_ami(moto_endpoint, region, base_name, aws.base_image.owner)
+    # Decoys: the same name in another region, and in the build region from another owner.
+    _register_base_ami(moto_endpoint, "us-west-2", base_name, aws.base_image.owner)
+    _register_base_ami(moto_endpoint, region, base_name)
+    spec = cloud_spec("aws")
+    provider = get_provider(
+        spec, replace(provider_options(resolved, spec), endpoint_url=moto_endpoint)
+    )
+    base = resolve_base_image(resolved, spec, provider=provider)
+    assert base.id == base_ami
 
     events: list[PackerEvent] = []
     result = run_build(
@@ -96,11 +109,8 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
         cloud_spec("aws"),
         workspace=ws,
         var_dir=tmp_path / "build",
-        overrides={
-            "aws_endpoint_ec2": moto_endpoint,
-            # register_image in moto makes the test account the owner.
-            "aws_source_ami_owner": MOTO_ACCOUNT,
-        },
+        overrides={"aws_endpoint_ec2": moto_endpoint},
+        base_image=base,
         skip_provisioning=True,
         env=None,
         on_event=events.append,
@@ -111,6 +121,7 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
     assert [a.location for a in result.artifacts] == [region]
     ami_id = result.artifacts[0].id
     assert ami_id.startswith("ami-") and ami_id != base_ami
+    assert result.plan.packer_vars["aws_source_ami"] == base_ami  # Packer got the id
 
     images = _ec2(moto_endpoint, region).describe_images(ImageIds=[ami_id])["Images"]
     assert len(images) == 1

@@ -148,7 +148,9 @@ def test_lint_unknown_stack_is_exit_2(cli) -> None:
 
 def test_plan_writes_resolved_variable_files(cli, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    result = cli("plan", "--stack", "h100-training", "--out", str(out), "--json")
+    # offline: no cloud is asked for the base image (tests/building/test_base_image.py asks
+    # the emulators); the var files then carry the stack's pin, here none
+    result = cli("plan", "--stack", "h100-training", "--out", str(out), "--json", "--offline")
     assert result.code == 0, result.err
     matrix = result.json()["matrix"]
     assert [(r["cloud"], r["validation_shapes"]) for r in matrix] == [
@@ -177,7 +179,7 @@ def test_plan_writes_resolved_variable_files(cli, tmp_path: Path) -> None:
 
 
 def test_plan_human_view_and_bad_cloud(cli, tmp_path: Path) -> None:
-    ok = cli("plan", "--out", str(tmp_path))
+    ok = cli("plan", "--out", str(tmp_path), "--offline")
     assert ok.code == 0 and "Build matrix" in ok.out and "local-a" in ok.out
     bad = cli("plan", "--stack", "local", "--cloud", "aws", "--out", str(tmp_path))
     assert bad.code == 2 and "has no 'aws' cloud" in bad.err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws import network
 from imagectl.clouds.aws.clients import AwsClients
@@ -14,14 +14,18 @@ from imagectl.clouds.aws.promotion import AwsPromotion
 from imagectl.clouds.aws.spec import SPEC, AwsOptions, region_of
 from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.base import CloudImage, Instance, Provider
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import (
     NotReachable,
     instance_tags,
     parse_time,
     utcnow,
 )
-from imagectl.errors import CloudError
+from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
+
+if TYPE_CHECKING:
+    from imagectl.stacks.resolve import ResolvedStack
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 
@@ -141,6 +145,43 @@ class AwsProvider(AwsPromotion, Provider):
             raise
         images = resp["Images"]
         return self._image(images[0], region) if images else None
+
+    def newest_base_image(self, resolved: ResolvedStack) -> BaseImage:
+        """``DescribeImages`` with the stack's owner and name filter in the build region,
+        as Packer's ``source_ami_filter`` asked it (HVM, EBS root, available; the stack's
+        architecture), the most recent ``CreationDate`` first (ties: the larger id)."""
+        settings = SPEC.settings(resolved.stack)
+        base = settings.base_image
+        region = settings.build.region
+        arch = {"x86_64": "x86_64", "aarch64": "arm64"}[resolved.stack.os.arch]
+        raws = self.describe_images(
+            region,
+            Owners=[base.owner],
+            Filters=[
+                {"Name": "name", "Values": [base.name]},
+                {"Name": "virtualization-type", "Values": ["hvm"]},
+                {"Name": "root-device-type", "Values": ["ebs"]},
+                {"Name": "state", "Values": ["available"]},
+                {"Name": "architecture", "Values": [arch]},
+            ],
+        )
+        query = SPEC.base_image_query(settings)
+        if not raws:
+            raise UserError(
+                f"no AMI in {region} matches the base image of stack {resolved.name} "
+                f"({query}, {arch}, HVM, EBS root, available)",
+                hint=f"Check clouds.aws.base_image, or pin an AMI with "
+                f"{SPEC.base_image_pin_field()}",
+            )
+        newest = max(raws, key=lambda r: (parse_time(r.get("CreationDate")) or utcnow(),
+                                          str(r["ImageId"])))  # fmt: skip
+        return BaseImage(
+            cloud="aws",
+            id=str(newest["ImageId"]),
+            name=str(newest.get("Name", "")),
+            created_at=parse_time(newest.get("CreationDate")),
+            query=query,
+        )
 
     def _snapshots(self, image_id: str, region: str) -> list[str]:
         resp = self.clients.ec2(region).describe_images(ImageIds=[image_id], IncludeDeprecated=True)

@@ -211,6 +211,7 @@ def seed_base_image(endpoint: str, resolved: object) -> str:
     record = ec2_backends[MOTO_ACCOUNT][region].amis[image_id]
     record.virtualization_type = "hvm"
     record.root_device_type = "ebs"
+    record.architecture = "x86_64"  # moto's RegisterImage drops it
     record.owner_id = aws.base_image.owner
     return image_id
 

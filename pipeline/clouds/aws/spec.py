@@ -78,11 +78,20 @@ class AwsSpec(CloudSpec[AwsCloud]):
         return {
             "aws_region": settings.build.region,
             "aws_instance_type": settings.build.instance_type,
-            "aws_source_ami_owner": settings.base_image.owner,
-            "aws_source_ami_name": settings.base_image.name,
             "aws_subnet_id": settings.build.subnet_id or "",
             "aws_root_volume_gb": settings.build.root_volume_gb,
         }
+
+    base_image_packer_var = "aws_source_ami"
+
+    def base_image_query(self, settings: AwsCloud) -> str:
+        return f"owner {settings.base_image.owner}, name {settings.base_image.name}"
+
+    def pinned_base_image(self, settings: AwsCloud) -> str | None:
+        return settings.base_image.id
+
+    def base_image_pin_field(self) -> str:
+        return "clouds.aws.base_image.id"
 
     def endpoint_packer_vars(self) -> dict[str, str]:
         """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set (the clients' own

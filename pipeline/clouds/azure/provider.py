@@ -6,7 +6,7 @@ import datetime as dt
 import re
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.azure import network as vnet
 from imagectl.clouds.azure.clients import AzureClients
@@ -16,9 +16,18 @@ from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
 from imagectl.clouds.azure.spec import SPEC, AzureOptions
 from imagectl.clouds.base import CloudImage, Instance, Provider
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
+
+if TYPE_CHECKING:
+    from imagectl.stacks.resolve import ResolvedStack
+
+
+def _version_order(name: str) -> tuple[int, ...]:
+    """A marketplace image version, Major.Minor.Build, compared part by part."""
+    return tuple(int(p) if p.isdigit() else -1 for p in name.split("."))
 
 
 class AzureProvider(AzurePromotion, Provider):
@@ -127,6 +136,37 @@ class AzureProvider(AzurePromotion, Provider):
             if is_not_found(exc):
                 return None
             raise
+
+    def newest_base_image(self, resolved: ResolvedStack) -> BaseImage:
+        """The marketplace image's versions in the build location (Virtual Machine
+        Images - List: publisher, offer, SKU), the highest Major.Minor.Build: what
+        ``version: latest`` would give the builder that day."""
+        settings = SPEC.settings(resolved.stack)
+        b = settings.base_image
+        location = settings.build.location
+        try:
+            found = self.clients.compute.virtual_machine_images.list(
+                location=location, publisher_name=b.publisher, offer=b.offer, skus=b.sku
+            )
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise
+            found = []
+        names = [str(v.name) for v in found or []]
+        if not names:
+            raise UserError(
+                f"the marketplace has no version of {b.publisher}:{b.offer}:{b.sku} in "
+                f"{location} (the base image of stack {resolved.name})",
+                hint=f"Check clouds.azure.base_image, or pin a version with "
+                f"{SPEC.base_image_pin_field()}",
+            )
+        newest = max(names, key=_version_order)
+        return BaseImage(
+            cloud="azure",
+            id=newest,
+            name=f"{b.publisher}:{b.offer}:{b.sku}:{newest}",
+            query=SPEC.base_image_query(settings),
+        )
 
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         raw = self._get_raw(image_id)

@@ -93,6 +93,18 @@ class AzureSpec(CloudSpec[AzureCloud]):
             "azure_gallery_image_version": gallery_image_version(build_id),
         }
 
+    base_image_packer_var = "azure_image_version"
+
+    def base_image_query(self, settings: AzureCloud) -> str:
+        b = settings.base_image
+        return f"{b.publisher}:{b.offer}:{b.sku} in {settings.build.location}"
+
+    def pinned_base_image(self, settings: AzureCloud) -> str | None:
+        return settings.base_image.version
+
+    def base_image_pin_field(self) -> str:
+        return "clouds.azure.base_image.version"
+
     def build_site(self, settings: AzureCloud) -> tuple[str, str]:
         return settings.build.location, settings.build.vm_size
 

@@ -6,9 +6,10 @@ import datetime as dt
 import secrets
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider
+from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, check_cidr, instance_tags, parse_time, utcnow
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
@@ -26,6 +27,9 @@ from imagectl.tags import (
     gcp_label_key,
     gcp_label_value,
 )
+
+if TYPE_CHECKING:
+    from imagectl.stacks.resolve import ResolvedStack
 
 # setLabels tries on one image before a 412 (labels changed since read) is an error
 LABEL_ATTEMPTS = 5
@@ -122,6 +126,32 @@ class GcpProvider(GcpPromotion, Provider):
                 continue
             found.append(image)
         return sorted(found, key=lambda i: (i.created_at or utcnow(), i.image_id))
+
+    def newest_base_image(self, resolved: ResolvedStack) -> BaseImage:
+        """``images.getFromFamily`` in the base image's project: the family's newest
+        image that is not deprecated (Compute Engine, "Image families")."""
+        from google.api_core.exceptions import NotFound
+
+        settings = SPEC.settings(resolved.stack)
+        base = settings.base_image
+        try:
+            raw = self.clients.images.get_from_family(
+                project=base.project, family=base.family, retry=self.clients.retry
+            )
+        except NotFound:
+            raise UserError(
+                f"image family {base.family} of project {base.project} (the base image of "
+                f"stack {resolved.name}) has no image that is not deprecated",
+                hint=f"Check clouds.gcp.base_image, or pin an image with "
+                f"{SPEC.base_image_pin_field()}",
+            ) from None
+        return BaseImage(
+            cloud="gcp",
+            id=str(raw.name),
+            name=f"projects/{base.project}/global/images/{raw.name}",
+            created_at=parse_time(raw.creation_timestamp) if raw.creation_timestamp else None,
+            query=SPEC.base_image_query(settings),
+        )
 
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         raw = self._get_raw(image_id)

@@ -61,8 +61,18 @@ class GcpSpec(CloudSpec[GcpCloud]):
             "gcp_zone": settings.build.zone,
             "gcp_machine_type": settings.build.machine_type,
             "gcp_source_image_project": settings.base_image.project,
-            "gcp_source_image_family": settings.base_image.family,
         }
+
+    base_image_packer_var = "gcp_source_image"
+
+    def base_image_query(self, settings: GcpCloud) -> str:
+        return f"project {settings.base_image.project}, family {settings.base_image.family}"
+
+    def pinned_base_image(self, settings: GcpCloud) -> str | None:
+        return settings.base_image.image
+
+    def base_image_pin_field(self) -> str:
+        return "clouds.gcp.base_image.image"
 
     def build_site(self, settings: GcpCloud) -> tuple[str, str]:
         return settings.build.zone, settings.build.machine_type

@@ -103,7 +103,7 @@ def os_release(paths=OS_RELEASE):
 
 def _stanzas(text):
     """(Package, Version, Architecture, SHA256) of each deb822 stanza of a Packages file."""
-    fields = {}
+    fields: dict[str, str] = {}
     for line in [*text.splitlines(), ""]:
         if not line.strip():
             if "Package" in fields:
@@ -126,7 +126,7 @@ def apt_hashes(installed):
     code, out = run(["apt-get", "indextargets", "--format", "$(FILENAME)", "Created-By: Packages"])
     if code != 0 or not os.path.exists(APT_HELPER):
         return {}
-    seen = {}
+    seen: dict[tuple[str, str, str], set[str]] = {}
     for index in out.split():
         if not os.path.exists(index):
             continue  # a target apt knows but never downloaded

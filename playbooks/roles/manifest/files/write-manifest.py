@@ -123,6 +123,10 @@ def main():
     # attestation of one (it names the manifest's sha256) never holds on the other
     ap.add_argument("--build-id", default="")
     ap.add_argument("--nonce", default="")
+    # the base image the build started from (the cloud's id for it): known ancestry
+    ap.add_argument("--base-image-id", default="")
+    ap.add_argument("--base-image-name", default="")
+    ap.add_argument("--base-image-source", default="")
     args = ap.parse_args()
     components = dict(c.split("=", 1) for c in args.component)
     packages = installed_packages(sorted(set(args.pattern) | set(components.values())))
@@ -135,6 +139,16 @@ def main():
         "stack_digest": args.digest,
         "cloud": args.cloud,
         "kernel": args.kernel,
+        "base_image": (
+            {
+                "cloud": args.cloud,
+                "id": args.base_image_id,
+                "name": args.base_image_name or None,
+                "source": args.base_image_source or None,
+            }
+            if args.base_image_id
+            else None
+        ),
         "packages": packages,
         "held": held_packages(),
         "kernel_modules": module_flavour(args.kernel),
