@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Publish a signed revocation of an image (rolled back first when promoted).",
     ),
     "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
+    "collectives": (
+        "imagectl.cli.collectives",
+        "This node's part of a collective run across nodes (validate-image --nodes).",
+    ),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
     "validate-image": (
         "imagectl.cli.validate_image",

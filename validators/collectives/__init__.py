@@ -62,11 +62,15 @@ def collective_checks(
     sizes: list[int] | None = None,
     join_timeout_s: float | None = None,
     op_timeout_s: float | None = None,
+    local_addr: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> list[CheckResult]:
     """Run the collective sweep and judge it.
 
     ``ranks`` (CPU only; default ``$IMAGECTL_CPU_RANKS`` or 2), ``ops``, ``sizes`` and the
     timeouts override the profile's defaults (tests and the benchmark use them).
+    ``local_addr`` (multi-node): this node's address in the hostfile; ``env``: settings
+    every rank gets (the fabric's NCCL environment).
     """
     hostfile = parse_hostfile(nodes) if nodes else None  # bad input fails before any work
     if importlib.util.find_spec("torch") is None:
@@ -104,6 +108,8 @@ def collective_checks(
         join_timeout_s=join_timeout_s or sweep.join_timeout_s,
         op_timeout_s=op_timeout_s or sweep.op_timeout_s,
         nodes=hostfile,
+        env=dict(env or {}),
+        local_addr=local_addr,
     )
     nccl = _nccl_plan(expect, device)
     if nccl.get("preload"):

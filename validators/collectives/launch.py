@@ -51,6 +51,11 @@ class Plan:
     op_timeout_s: float = 60.0
     nodes: Hostfile | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # multi-node: this node's address in the hostfile (its fabric NIC's). torchrun's agent
+    # advertises it (--local-addr) and the first host's agent serves the c10d store because
+    # the hostfile says so (is_host): torch's own guess compares the endpoint with the
+    # hostname's addresses only, and misses one on a secondary NIC
+    local_addr: str | None = None
 
 
 @dataclass
@@ -123,7 +128,8 @@ def _spawn(plan: Plan, cfg_path: str, run_dir: str) -> tuple[dict[str, subproces
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={nodes.endpoint}",
         f"--rdzv-id={rdzv_id}",
-        f"--rdzv-conf=join_timeout={int(plan.start_timeout_s)}",
+        f"--rdzv-conf=join_timeout={int(plan.start_timeout_s)}{_is_host(plan)}",
+        *([f"--local-addr={plan.local_addr}"] if plan.local_addr else []),
         "--max-restarts=0",
         "--monitor-interval=0.1",
         # the agent's own logs go in our folder, removed with it (by default the agent
@@ -135,6 +141,12 @@ def _spawn(plan: Plan, cfg_path: str, run_dir: str) -> tuple[dict[str, subproces
     ]
     procs["agent"] = _popen(cmd, env, run_dir, "agent")
     return procs, nodes.nnodes * plan.nranks
+
+
+def _is_host(plan: Plan) -> str:
+    if plan.nodes is None or not plan.local_addr:
+        return ""
+    return f",is_host={'true' if plan.local_addr == plan.nodes.hosts[0] else 'false'}"
 
 
 def _popen(cmd: list[str], env: dict[str, str], run_dir: str, name: str) -> subprocess.Popen:
