@@ -5,7 +5,8 @@
 starts moto's EC2/SSM server on 127.0.0.1:5000, registers the stack's Ubuntu base AMI
 (as Canonical's, hvm, EBS-backed, so the Packer template's production filter finds it),
 writes ``sandbox-replay.yaml`` (a test-mode inventory override: the "instances" are this
-machine replaying a healthy NVML snapshot) and prints the environment to export. It
+machine replaying a healthy NVML snapshot) into the state folder (``sandbox/``; nothing
+into the checkout) and prints its path and the environment to export. It
 runs until Ctrl-C. Needs the dev extra (``moto[server]``). Nothing here is used by the
 production code path; it only stands up the emulator the real clients then talk to.
 
@@ -40,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from imagectl.paths import find_workspace
+from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks import load_resolved
 
 FAKE_ENV = {
@@ -234,26 +235,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--stack", default="h100-training")
-    parser.add_argument("--override", type=Path, default=Path("sandbox-replay.yaml"))
     parser.add_argument(
-        "--snapshot", type=Path, default=Path("tests/snapshots/healthy/h100-sxm-8x.json")
+        "--override",
+        type=Path,
+        default=None,
+        help="Where to write the inventory override (default: the state folder's "
+        "sandbox/sandbox-replay.yaml; nothing is written into the checkout).",
+    )
+    parser.add_argument(
+        "--snapshot",
+        type=Path,
+        default=None,
+        help="The NVML snapshot the 'instances' replay (default: the checkout's "
+        "tests/snapshots/healthy/h100-sxm-8x.json).",
     )
     args = parser.parse_args(argv)
+    workspace = find_workspace()
+    override = args.override or state_dir() / "sandbox" / "sandbox-replay.yaml"
+    snapshot = args.snapshot or workspace.root / "tests/snapshots/healthy/h100-sxm-8x.json"
     os.environ.update(FAKE_ENV)
     os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
     from moto.server import ThreadedMotoServer
 
     emulate_copy_image()
-    _, resolved = load_resolved(find_workspace().images, args.stack)
+    _, resolved = load_resolved(workspace.images, args.stack)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{args.port}"
     base = seed_base_image(endpoint, resolved)
-    write_override(
-        args.override.resolve(),
-        args.snapshot.resolve(),
-        args.override.resolve().parent / "sandbox-empty-root",
-    )
+    override = override.resolve()
+    override.parent.mkdir(parents=True, exist_ok=True)
+    write_override(override, snapshot.resolve(), override.parent / "sandbox-empty-root")
     print(f"moto server on {endpoint}; base AMI {base} seeded for {args.stack}", flush=True)
     print(
         "export "
@@ -261,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         + f" IMAGECTL_AWS_ENDPOINT_URL={endpoint} IMAGECTL_CLOUD_POLL_S=1",
         flush=True,
     )
-    print(f"inventory override: {args.override.resolve()}", flush=True)
+    print(f"inventory override: {override}", flush=True)
     stop = False
 
     def handler(signum: int, frame: object) -> None:
