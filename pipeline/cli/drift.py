@@ -11,12 +11,18 @@ import click
 from imagectl.cli.common import console, json_option, stack_option, workspace
 from imagectl.errors import EXIT_FAILED, EXIT_OK
 
-SOURCES = ("upstream", "replicas", "fleet", "hosts")
+SOURCES = ("upstream", "base-images", "replicas", "fleet", "hosts")
 
 
 @click.command("drift")
 @stack_option("Only this stack (repeatable).", dest="stacks", multiple=True)
 @click.option("--upstream", is_flag=True, help="Newer packages upstream, branch end of life.")
+@click.option(
+    "--base-images",
+    is_flag=True,
+    help="A newer base image than the stack builds on (its pin or its promoted build's), "
+    "with the pin that would take it.",
+)
 @click.option("--replicas", is_flag=True, help="Promoted images missing/failed per region.")
 @click.option("--fleet", is_flag=True, help="Running instances not on the current image.")
 @click.option(
@@ -57,6 +63,7 @@ def command(
     ctx: click.Context,
     stacks: tuple[str, ...],
     upstream: bool,
+    base_images: bool,
     replicas: bool,
     fleet: bool,
     hosts_dir: Path | None,
@@ -67,7 +74,8 @@ def command(
     as_of: dt.datetime | None,
     nvidia_repo_url: str | None,
 ) -> None:
-    """Report drift: upstream releases, replicas, fleet and hosts (all sources by default).
+    """Report drift: upstream releases, newer base images, replicas, fleet and hosts (all
+    sources by default).
 
     Reports per stack and per check. A check that cannot run (an unreachable index, a
     cloud without credentials) is an error of that stack in the report ("errors", and each
@@ -84,7 +92,11 @@ def command(
         hosts_dir = None  # the catalog's receipts
 
     chosen = tuple(
-        s for s, on in zip(SOURCES, (upstream, replicas, fleet, hosts_on), strict=True) if on
+        s
+        for s, on in zip(
+            SOURCES, (upstream, base_images, replicas, fleet, hosts_on), strict=True
+        )
+        if on
     )
     opts = DriftOptions(
         sources=chosen or SOURCES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SOURCES = ("upstream", "replicas", "fleet", "hosts")
+SOURCES = ("upstream", "base-images", "replicas", "fleet", "hosts")
 
 
 @dataclass(frozen=True)

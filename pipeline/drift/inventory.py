@@ -9,6 +9,8 @@
 - ``promoted_images(stack, cloud)``: promoted (or partially promoted) images from the
   catalog (``imagectl.catalog.repository.list_images``), as ``CloudImage`` records.
 - ``catalog_receipts(stack)``: boot/validation receipts stored for those images.
+- ``built_base_image(stack, cloud)``: the base image id recorded on the build of the
+  stack's promoted image (else of its newest build).
 """
 
 from __future__ import annotations
@@ -106,6 +108,27 @@ def promoted_images(stack: str, cloud: str) -> list[CloudImage]:
             )
             for r in rows
         ]
+
+
+def built_base_image(stack: str, cloud: str) -> str | None:
+    """The base image id the stack's promoted image was built on (its "latest" pointer's
+    source, else any promoted source image), else the newest build's that recorded one."""
+    catalog = open_catalog()
+    with catalog.transaction() as s:
+        pointers = repo.list_pointers(s, stack=stack, cloud=cloud)
+        images = [p.image for p in pointers] + list(
+            reversed(repo.list_images(s, stack=stack, cloud=cloud, state=list(PROMOTED)))
+        )
+        for img in images:
+            source = (img.tags or {}).get(TAG_SOURCE_IMAGE)
+            if source is not None:
+                img = repo.get_image(s, int(source)) or img
+            if img.build is not None and img.build.base_image_id:
+                return str(img.build.base_image_id)
+        for img in reversed(repo.list_images(s, stack=stack, cloud=cloud)):
+            if img.build is not None and img.build.base_image_id:
+                return str(img.build.base_image_id)
+    return None
 
 
 def catalog_receipts(stack: str) -> list[tuple[str, dict[str, Any]]]:

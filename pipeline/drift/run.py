@@ -7,7 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from imagectl.compat.data import load_compat
-from imagectl.drift import debian, fleet, hosts, proposals, replicas, upstream, writeback
+from imagectl.drift import (
+    base_images,
+    debian,
+    fleet,
+    hosts,
+    proposals,
+    replicas,
+    upstream,
+    writeback,
+)
 from imagectl.drift.errors import recorded
 from imagectl.drift.findings import DriftReport
 from imagectl.paths import Workspace
@@ -46,6 +55,8 @@ def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
             with recorded(report, "upstream", [resolved.name]):
                 _upstream(loaded.path, resolved, data, report.stack(resolved.name), opts)
     stacks = [r for _, r in resolved_all]
+    if base_images.SOURCE in opts.sources:
+        base_images.check(stacks, report)
     if "replicas" in opts.sources:
         replicas.check(stacks, report)
     if "fleet" in opts.sources:
