@@ -155,11 +155,24 @@ def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) ->
 
 
 def junit_xml(receipt: Receipt) -> str:
+    return junit_document([junit_suite(receipt)])
+
+
+def junit_document(suites: list[ET.Element]) -> str:
+    """``<testsuites>`` around ``suites``, with the XML declaration."""
+    root = ET.Element("testsuites")
+    root.extend(suites)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def junit_suite(receipt: Receipt, name: str | None = None) -> ET.Element:
+    """One receipt as a ``<testsuite>``: a test case per check result (per GPU, per XID
+    code), failures and errors with the check's message, action and source."""
     checks = receipt.checks
     s = receipt.summary
     suite = ET.Element(
         "testsuite",
-        name=f"imagectl.validate.{receipt.profile}",
+        name=name or f"imagectl.validate.{receipt.profile}",
         tests=str(len(checks)),
         failures=str(s.get("fail", 0)),
         errors=str(s.get("error", 0)),
@@ -197,9 +210,7 @@ def junit_xml(receipt: Receipt) -> str:
             ET.SubElement(case, "skipped", message=c.message)
         elif c.outcome is Outcome.WARN:
             ET.SubElement(case, "system-out").text = f"WARN: {c.message} ({text})"
-    suites = ET.Element("testsuites")
-    suites.append(suite)
-    return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+    return suite
 
 
 def _key(c: CheckResult) -> tuple[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -23,9 +24,18 @@ if TYPE_CHECKING:
     help="Judge branch lifecycles as of this date (default: today).",
 )
 @json_option
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write JUnit XML here (a test case per stack), for CI.",
+)
 @click.pass_context
 def command(
-    ctx: click.Context, stacks: tuple[str, ...], as_of: dt.datetime | None, as_json: bool
+    ctx: click.Context,
+    stacks: tuple[str, ...],
+    as_of: dt.datetime | None,
+    as_json: bool,
+    junit: Path | None,
 ) -> None:
     """Check every stack: schema, compatibility rules, shapes and template variables.
 
@@ -39,6 +49,10 @@ def command(
         _say_no_workspace(ws)
     reports = lint_workspace(ws, list(stacks) or None, as_of=as_of.date() if as_of else None)
     ok = all(r.ok for r in reports)
+    if junit is not None:
+        from imagectl import junit as junit_xml
+
+        junit_xml.write(junit, junit_xml.lint_junit(reports))
     if as_json:
         emit_json(
             {

@@ -5,6 +5,8 @@ prints its result."""
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,12 @@ from imagectl.validation.progress import Reporter, RichReporter
     type=click.Path(file_okay=False, path_type=Path),
     help="Also write every host's receipt here (<host>.json), e.g. for CI artifacts.",
 )
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write JUnit XML here: the decision and a test case per host, then every "
+    "host's receipt check by check (like validate --junit), for CI.",
+)
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
 @click.option(
     "--sandbox",
@@ -124,6 +132,7 @@ def command(
     ssh_key: str | None,
     inventory_override: Path | None,
     receipts_dir: Path | None,
+    junit: Path | None,
     sandbox: bool,
     wheel: str | None,
     as_json: bool,
@@ -139,6 +148,9 @@ def command(
     from imagectl.clouds.registry import cloud_spec
     from imagectl.validation.stage import ImageValidationRequest, validate_image
 
+    scratch = contextlib.ExitStack()
+    if junit is not None and receipts_dir is None:  # the JUnit file is made of the receipts
+        receipts_dir = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
     req = ImageValidationRequest(
         image_id=image_id,
         spec=cloud_spec(cloud),
@@ -159,12 +171,28 @@ def command(
         receipts_dir=receipts_dir,
     )
     reporter = Reporter() if as_json else RichReporter(console())
-    payload = validate_image(workspace(ctx), req, reporter)
+    with scratch:
+        payload = validate_image(workspace(ctx), req, reporter)
+        if junit is not None:
+            assert receipts_dir is not None
+            _write_junit(junit, payload, receipts_dir)
     if as_json:
         emit_json(payload)
     else:
         _render(payload)
     return 0 if payload["state"] == ImageState.VALIDATED else 1
+
+
+def _write_junit(path: Path, payload: dict[str, Any], receipts_dir: Path) -> None:
+    from imagectl import junit
+    from imagectl.validators.receipt import load_receipt
+
+    receipts = {
+        h["host"]: load_receipt(receipts_dir / f"{h['host']}.json")
+        for h in payload["hosts"]
+        if (receipts_dir / f"{h['host']}.json").is_file()
+    }
+    junit.write(path, junit.validate_image_junit(payload, receipts))
 
 
 def _render(payload: dict[str, Any]) -> None:
