@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from imagectl.clouds.base_image import BaseImage
 from imagectl.errors import UserError
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
 from imagectl.packer.command import validate_command
@@ -37,6 +38,12 @@ CASES = [
     for p in stack_paths(IMAGES / "stacks")
     for cloud in load_resolved(IMAGES, p.stem)[1].stack.clouds.enabled()
 ]
+# a base image id of each cloud's form (AMI id, Compute Engine image name, Azure version)
+BASE_IDS = {
+    "aws": "ami-0123456789abcdef0",
+    "gcp": "ubuntu-2204-jammy-v20261101",
+    "azure": "22.04.202611010",
+}
 _VARIABLE = re.compile(r'^variable\s+"([A-Za-z0-9_]+)"\s*\{(.*?)^\}', re.M | re.S)
 
 
@@ -164,7 +171,9 @@ def test_packer_validate(stack: str, cloud: str, tmp_path: Path) -> None:
     if cloud == "local":
         runtime["local_base_dir"] = str(_local_base(tmp_path))
         runtime["local_output_dir"] = str(tmp_path / "output")
-    var_file, _, _, _ = write_var_files(resolved, cloud, tmp_path, **runtime)
+    # a build always gives Packer the base image by id (imagectl.building.base_image)
+    base = BaseImage(cloud=cloud, id=BASE_IDS.get(cloud, ""))
+    var_file, _, _, _ = write_var_files(resolved, cloud, tmp_path, base_image=base, **runtime)
     folder = stage_templates(IMAGES / cloud, tmp_path / "templates", binary)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
