@@ -93,9 +93,7 @@ def command(
 
     chosen = tuple(
         s
-        for s, on in zip(
-            SOURCES, (upstream, base_images, replicas, fleet, hosts_on), strict=True
-        )
+        for s, on in zip(SOURCES, (upstream, base_images, replicas, fleet, hosts_on), strict=True)
         if on
     )
     opts = DriftOptions(
