@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,8 @@ class _Family:
         self.kind = kind
         self.samples: list[tuple[dict[str, object], float]] = []
 
-    def add(self, labels: dict[str, object], value: float) -> None:
-        self.samples.append((labels, value))
+    def add(self, labels: Mapping[str, object], value: float) -> None:
+        self.samples.append((dict(labels), value))
 
     def render(self) -> list[str]:
         lines = [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
@@ -135,8 +136,8 @@ def render(receipt: Receipt) -> str:
     duration = _Family("validation_duration_seconds", "How long the validation ran.")
     duration.add(base, receipt.duration_s)
     totals = _Family("validation_checks", "Check results per outcome.")
-    for outcome in Outcome:
-        totals.add({**base, "outcome": outcome.value}, receipt.summary.get(outcome.value, 0))
+    for each in Outcome:
+        totals.add({**base, "outcome": each.value}, receipt.summary.get(each.value, 0))
 
     checks = _Family(
         "check",
