@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 from securesystemslib.signer import CryptoSigner
 
+from imagectl.promotion.revoke import revocation_statement
 from imagectl.provenance.attest import envelope_digest, sign_statement
 from imagectl.provenance.keys import trust_document
-from imagectl.provenance.revoke import revocation_statement
 from imagectl.provenance.statement import build_statement
 from tests.support import require_tool
 
