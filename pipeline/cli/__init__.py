@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "On a fleet node: refuse unless the booted image is attested.",
     ),
     "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
+    "doctor": ("imagectl.cli.doctor", "Check an account before a run: permissions, quota, ..."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
 }

@@ -107,6 +107,14 @@ def command(
     if dry:
         _show_dry_run(workspace(ctx), request, as_json)
         return
+    if request.spec.remote:  # the cheap part of `imagectl doctor`, before Packer starts
+        from imagectl.doctor.offline import preflight
+        from imagectl.doctor.run import real_cloud
+        from imagectl.stacks import load_resolved
+
+        ws = workspace(ctx)
+        preflight(load_resolved(ws.images, stack_name)[1], ws.compat_dir, cloud,
+                  real=real_cloud(cloud))  # fmt: skip
     out = console(stderr=True)
 
     def progress(event: PackerEvent) -> None:

@@ -50,6 +50,7 @@ from imagectl.validation.request import ValidationRequest
 from imagectl.validation.run import ValidationResult, ValidationRun
 from imagectl.validation.signals import interrupts_raise
 from imagectl.validation.toolkit import run_wheelhouse
+from imagectl.validators.receipt import Receipt
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class ImageValidationRequest:
     wheel: str | None = None
     sandbox: bool = False
     receipts_dir: Path | None = None  # a copy of every receipt that came back
+    # hosts validated together (collectives across them, in the cloud's placement); None:
+    # the stack's validation.nodes
+    nodes: int | None = None
 
 
 def validate_image(
@@ -101,12 +105,19 @@ def validate_image(
             hint="Pass --runner-cidr <this machine's public address>/32 (or set "
             "IMAGECTL_RUNNER_CIDR); behind NAT, the address the internet sees",
         )
+    if spec.remote:  # the cheap part of `imagectl doctor`, before any cloud call
+        from imagectl.doctor.offline import preflight
+        from imagectl.doctor.run import real_cloud
+
+        preflight(resolved, ws.compat_dir, spec.name, real=real_cloud(spec.name),
+                  runner_cidr=req.runner_cidr if over_ssh else None)  # fmt: skip
     provider = get_provider(spec, provider_options(resolved, spec))
     image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
     # every shape the stack validates on (the gate requires a receipt of each), or one
     shapes = [req.shape] if req.shape else list(settings.validation_shapes)
     profile = req.profile or resolved.stack.validation.profile
     expects = {shape: for_shape(ws.images, resolved, shape) for shape in shapes}
+    nodes = _nodes(req, resolved)
     # the GPU toolkit the hosts install for the run, made (and checked against its lock)
     # before any host is launched: a missing lock or changed bytes stop here
     toolkit = run_wheelhouse(resolved, profile, override)
@@ -123,7 +134,8 @@ def validate_image(
                     stack_digest=resolved.digest,
                     shape=shape,
                     expect=expect,
-                    hosts=req.hosts,
+                    hosts=nodes if nodes > 1 else req.hosts,
+                    nodes=nodes,
                     profile=profile,
                     ttl=dt.timedelta(hours=req.ttl_h),
                     locations=list(req.locations) or None,
@@ -178,6 +190,7 @@ def _run(
                 run = ValidationRun(
                     provider, request, reporter=reporter,
                     on_receipt=_recording(recorder, request.shape, req.receipts_dir),
+                    on_fabric=_recording_fabric(recorder, request.shape, req.receipts_dir),
                 )  # fmt: skip
                 results.append((request.shape, run.run()))
                 if results[-1][1].decision.verdict == BLOCKED:
@@ -236,6 +249,35 @@ def _recording(
     return record
 
 
+def _nodes(req: ImageValidationRequest, resolved: ResolvedStack) -> int:
+    """How many hosts are validated together: --nodes, else the stack's validation.nodes."""
+    nodes = req.nodes if req.nodes is not None else resolved.stack.validation.nodes
+    if nodes < 1:
+        raise UserError(
+            f"--nodes {nodes}: a run needs at least one node", hint="Pass --nodes 2 or more"
+        )
+    if nodes > 1 and req.hosts not in (1, nodes):
+        raise UserError(
+            f"--hosts {req.hosts} and --nodes {nodes} disagree: a multi-node run validates "
+            "its nodes, each alone and then together",
+            hint=f"Drop --hosts (the run launches {nodes} hosts), or pass --nodes 1",
+        )
+    return nodes
+
+
+def _recording_fabric(
+    recorder: CatalogRecorder, shape: str, receipts_dir: Path | None
+) -> Callable[[Receipt], None]:
+    def record(receipt: Receipt) -> None:
+        recorder.fabric(receipt, shape=shape)
+        if receipts_dir is not None:
+            receipts_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(receipts_dir / f"fabric-{shape}.json",
+                         receipt.model_dump_json(indent=2) + "\n")  # fmt: skip
+
+    return record
+
+
 def combined(results: list[tuple[str, ValidationResult]], shapes: list[str]) -> Decision:
     """The image's decision from its shapes' (reasons prefixed with the shape when there
     are several): a block on any shape blocks it, and only every shape validated
@@ -263,7 +305,8 @@ def _merged(results: list[tuple[str, ValidationResult]], decision: Decision) -> 
     shape, and the combined decision."""
     out: dict[str, Any] = {
         **decision.to_dict(), "rounds": 0, "bad_hosts": decision.bad_hosts, "hosts": [],
-        "launched": [], "terminated": [], "termination_errors": {},
+        "launched": [], "terminated": [], "termination_errors": {}, "fabric": {},
+        "placements": [],
     }  # fmt: skip
     for shape, result in results:
         part = result.to_dict()
@@ -272,6 +315,10 @@ def _merged(results: list[tuple[str, ValidationResult]], decision: Decision) -> 
         out["launched"] += part["launched"]
         out["terminated"] += part["terminated"]
         out["termination_errors"].update(part["termination_errors"])
+        if part.get("fabric"):
+            out["fabric"][shape] = part["fabric"]
+        if part.get("placement"):
+            out["placements"].append(part["placement"])
     return out
 
 

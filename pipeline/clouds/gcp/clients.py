@@ -122,30 +122,51 @@ class GcpClients:
         return self._make("DisksClient")
 
     @property
+    def regions(self) -> Any:
+        return self._make("RegionsClient")
+
+    @property
+    def reservations(self) -> Any:
+        return self._make("ReservationsClient")
+
+    @property
     def zones(self) -> Any:
         return self._make("ZonesClient")
 
+    @property
+    def resource_policies(self) -> Any:
+        return self._make("ResourcePoliciesClient")
+
     def wait(
-        self, operation: Any, *, zone: str | None = None, timeout_s: float | None = None
+        self,
+        operation: Any,
+        *,
+        zone: str | None = None,
+        region: str | None = None,
+        timeout_s: float | None = None,
     ) -> Any:
-        """Poll the operation until DONE; raise what its error stands for."""
+        """Poll the operation (zonal, regional or global) until DONE; raise what its
+        error stands for."""
         from google.cloud import compute_v1
 
         timeout_s = self.op_timeout_s if timeout_s is None else timeout_s
         name = operation.name
-        ops = self._make("ZoneOperationsClient" if zone else "GlobalOperationsClient")
+        kind = "Zone" if zone else "Region" if region else "Global"
+        ops = self._make(f"{kind}OperationsClient")
         deadline = time.monotonic() + timeout_s
         while True:
             kwargs: dict[str, Any] = {"project": self.project, "operation": name}
             if zone:
                 kwargs["zone"] = zone
+            elif region:
+                kwargs["region"] = region
             op = ops.get(**kwargs, retry=self.retry)
             if op.status == compute_v1.Operation.Status.DONE:
                 break
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"operation {name} not done after {timeout_s:.0f} s")
             time.sleep(self.poll_interval_s)
-        raise_for_operation(op, location=zone or "global")
+        raise_for_operation(op, location=zone or region or "global")
         return op
 
     def operation_error(self, name: str, *, zone: str | None = None) -> str | None:

@@ -1,0 +1,89 @@
+"""``imagectl doctor --stack S --cloud C``: is this account ready for the run? Checked
+before anything is spent: credentials, every permission of the run's roles, GPU quota and
+capacity for each validation shape, the resources the run writes to, the runner's
+address and placeholder ids. One line per finding with what to do."""
+
+from __future__ import annotations
+
+import click
+
+from imagectl.cli.common import (
+    cloud_option,
+    console,
+    emit_json,
+    json_option,
+    stack_option,
+    workspace,
+)
+from imagectl.cloud_names import REMOTE_CLOUDS
+from imagectl.doctor.needs import DEFAULT_ROLES, ROLES
+
+
+@click.command("doctor")
+@stack_option("The stack the run is for.", required=True)
+@cloud_option("The cloud to check.", required=True, choices=REMOTE_CLOUDS)
+@click.option(
+    "--role",
+    "roles",
+    type=click.Choice(ROLES),
+    multiple=True,
+    help="Roles this identity runs (images/permissions/<cloud>/<role>); default: build "
+    "and validate, what the build job does.",
+)
+@click.option(
+    "--hosts",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Instances of each validation shape the run launches (quota and capacity).",
+)
+@click.option(
+    "--runner-cidr",
+    envvar="IMAGECTL_RUNNER_CIDR",
+    help="The runner's public address (e.g. 203.0.113.7/32), required with the validate role.",
+)
+@json_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    stack: str,
+    cloud: str,
+    roles: tuple[str, ...],
+    hosts: int,
+    runner_cidr: str | None,
+    as_json: bool,
+) -> int:
+    """Check an account before a run. Exit 0 when nothing blocks, 1 on a blocker."""
+    from imagectl.doctor.findings import blockers
+    from imagectl.doctor.run import diagnose
+
+    found = diagnose(
+        workspace(ctx),
+        stack,
+        cloud,
+        roles=tuple(dict.fromkeys(roles or DEFAULT_ROLES)),
+        hosts=hosts,
+        runner_cidr=runner_cidr,
+    )
+    bad = blockers(found)
+    if as_json:
+        emit_json(
+            {
+                "stack": stack,
+                "cloud": cloud,
+                "ready": not bad,
+                "findings": [f.as_dict() for f in found],
+            }
+        )
+    else:
+        out = console()
+        for f in found:
+            out.print(f.line(), markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"{len(bad)} blocker(s): fix them before building"
+            if bad
+            else f"ready: {stack} on {cloud}",
+            markup=False,
+            highlight=False,
+        )
+    return 1 if bad else 0
