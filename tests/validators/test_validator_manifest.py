@@ -163,3 +163,16 @@ def test_the_writer_records_each_component_from_dpkg_and_modinfo(tmp_path: Path)
     assert (manifest.fabric_manager, manifest.container_toolkit) == ("580.95.05-1", "1.18.0-1")
     assert manifest.nccl_version in ("2.26.2-1+cuda12.8", "2.26.2")  # ncclGetVersion if present
     assert "cuda-toolkit-12-4" not in manifest.packages
+    # --output (how the role runs it: one command reads the image and writes the file):
+    # the same document, whole, 0644, no temporary file left beside it
+    out = tmp_path / "etc" / "manifest.json"
+    out.parent.mkdir()
+    argv = [a for a in done.args if a != "--nonce"]
+    again = subprocess.run([*argv, "--output", str(out)], capture_output=True, text=True,
+                           env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                           check=True)  # fmt: skip
+    assert again.stdout == ""
+    assert out.read_text() == done.stdout
+    assert out.stat().st_mode & 0o777 == 0o644 and [p.name for p in out.parent.iterdir()] == [
+        "manifest.json"
+    ]

@@ -24,6 +24,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 DPKG_FORMAT = (
     "${db:Status-Abbrev}\t${Package}\t${Version}\t${source:Package}\t${source:Version}"
@@ -180,10 +181,28 @@ def kernel_modules(kernel):
     return modules
 
 
+def emit(document, output):
+    """The document as JSON: on standard output, or into ``output`` whole or not at all
+    (a temporary file beside it, renamed; mode 0644), so that one command run both reads
+    the image and writes the file (each extra module run costs a booted build seconds)."""
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    if not output:
+        sys.stdout.write(text)
+        return
+    tmp = output + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, output)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", required=True, help="the pinned kernel release")
     ap.add_argument("--validator-venv", default="/opt/imagectl")
+    ap.add_argument("--output", default="", help="write the JSON here (default: stdout)")
     args = ap.parse_args()
     inventory = {
         "schema_version": 1,
@@ -193,7 +212,7 @@ def main():
         "python": python_packages(args.validator_venv),
         "kernel_modules": kernel_modules(args.kernel),
     }
-    print(json.dumps(inventory, indent=2, sort_keys=True))
+    emit(inventory, args.output)
 
 
 if __name__ == "__main__":

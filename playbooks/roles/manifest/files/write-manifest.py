@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 
 def run(argv):
@@ -105,6 +106,23 @@ def validator_toolkit(venv):
     return None
 
 
+def emit(document, output):
+    """The document as JSON: on standard output, or into ``output`` whole or not at all
+    (a temporary file beside it, renamed; mode 0644), so that one command run both reads
+    the image and writes the file (each extra module run costs a booted build seconds)."""
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    if not output:
+        sys.stdout.write(text)
+        return
+    tmp = output + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, output)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stack", required=True)
@@ -127,6 +145,7 @@ def main():
     ap.add_argument("--base-image-id", default="")
     ap.add_argument("--base-image-name", default="")
     ap.add_argument("--base-image-source", default="")
+    ap.add_argument("--output", default="", help="write the JSON here (default: stdout)")
     args = ap.parse_args()
     components = dict(c.split("=", 1) for c in args.component)
     packages = installed_packages(sorted(set(args.pattern) | set(components.values())))
@@ -162,7 +181,7 @@ def main():
         "nccl": nccl_version() or versions.get("nccl"),
         "validator_toolkit": validator_toolkit(args.validator_venv),
     }
-    print(json.dumps(manifest, indent=2, sort_keys=True))
+    emit(manifest, args.output)
 
 
 if __name__ == "__main__":
