@@ -15,6 +15,8 @@ azure.identity (CredentialUnavailableError); requests.exceptions (ConnectionErro
 
 from __future__ import annotations
 
+import re
+
 from imagectl.errors import CloudError
 
 CREDENTIALS = {
@@ -63,10 +65,24 @@ def _names(exc: BaseException) -> set[str]:
     return {f"{k.__module__}.{k.__qualname__}" for k in type(exc).__mro__}
 
 
+# The permission a refusal names (ARM's "perform action 'X'" / "perform action(s) 'X'",
+# AWS's "not authorized to perform: X", Compute's "Required 'X' permission"): kept when a
+# long message is shortened, since it is what the user must grant.
+NAMED_PERMISSION = re.compile(
+    r"perform action(?:\(s\))? '([^']+)'|not authorized to perform:? ([\w:-]+)|"
+    r"Required '([^']+)' permission"
+)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
-    return line if len(line) <= 300 else line[:297] + "..."
+    if len(line) <= 300:
+        return line
+    short = line[:297] + "..."
+    named = [next(g for g in m.groups() if g) for m in NAMED_PERMISSION.finditer(line)]
+    missing = [n for n in dict.fromkeys(named) if n not in short]
+    return short + (f" (permission: {', '.join(missing)})" if missing else "")
 
 
 def translate(exc: BaseException) -> CloudError | None:
