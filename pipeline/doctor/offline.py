@@ -9,6 +9,7 @@ from pathlib import Path
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, blockers
 from imagectl.errors import UserError
 from imagectl.stacks import ResolvedStack
+from imagectl.stacks.placeholders import placeholder_findings
 
 MY_ADDRESS = "curl -fsS https://checkip.amazonaws.com"
 # Addresses no cloud instance can reach the runner at: private (RFC 1918, RFC 4193),
@@ -36,8 +37,6 @@ def placeholders(
     """Documentation ids in the cloud's settings: blockers (the cloud would refuse them after
     a build was paid for), or, unless ``strict``, warnings in a stack that says it is an
     example (``example: true``, as ``imagectl lint`` judges it)."""
-    from imagectl.stacks.placeholders import placeholder_findings
-
     found = []
     for f in placeholder_findings(resolved.stack, compat_dir):
         if tuple(f.loc[:2]) != ("clouds", cloud):

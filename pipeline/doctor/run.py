@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+from imagectl.clouds.aws.clients import AwsClients
+from imagectl.clouds.azure.clients import AzureClients
+from imagectl.clouds.gcp.clients import GcpClients
+from imagectl.doctor import aws, azure, gcp
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
 from imagectl.errors import UserError
@@ -42,21 +46,12 @@ def diagnose(
     needs_runner = "validate" in roles
     found += runner(runner_cidr, required=needs_runner, real=True)
     if cloud == "aws":
-        from imagectl.clouds.aws.clients import AwsClients
-        from imagectl.doctor import aws
-
         clients = AwsClients(region=settings.build.region)
         found += aws.check(resolved, ws.images, roles, hosts=hosts, clients=clients)
     elif cloud == "gcp":
-        from imagectl.clouds.gcp.clients import GcpClients
-        from imagectl.doctor import gcp
-
         gclients = GcpClients(project=settings.build.project)
         found += gcp.check(resolved, ws.images, roles, hosts=hosts, clients=gclients)
     else:
-        from imagectl.clouds.azure.clients import AzureClients
-        from imagectl.doctor import azure
-
         aclients = AzureClients(subscription_id=settings.build.subscription_id, retry_total=1)
         found += azure.check(resolved, ws.images, roles, hosts=hosts, clients=aclients)
     return found

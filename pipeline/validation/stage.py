@@ -32,6 +32,8 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
 from imagectl.clouds.spec import CloudSpec
+from imagectl.doctor.offline import preflight
+from imagectl.doctor.run import real_cloud
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import Workspace
@@ -106,9 +108,6 @@ def validate_image(
             "IMAGECTL_RUNNER_CIDR); behind NAT, the address the internet sees",
         )
     if spec.remote:  # the cheap part of `imagectl doctor`, before any cloud call
-        from imagectl.doctor.offline import preflight
-        from imagectl.doctor.run import real_cloud
-
         preflight(resolved, ws.compat_dir, spec.name, real=real_cloud(spec.name),
                   runner_cidr=req.runner_cidr if over_ssh else None)  # fmt: skip
     provider = get_provider(spec, provider_options(resolved, spec))
