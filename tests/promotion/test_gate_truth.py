@@ -122,10 +122,12 @@ def _gate(world: Any, img: Any, required_shapes: list[str] | None) -> list[str]:
                           max_age_hours=24, required_shapes=required_shapes)  # fmt: skip
 
 
-def test_gate_refuses_an_image_validated_on_one_of_its_shapes(world) -> None:
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_gate_refuses_an_image_validated_on_one_of_its_shapes(request, db) -> None:
     """A stack naming an L4 and an A10G shape (inference-l4-a10g on AWS) is not promoted
     to A10G fleets after passing on L4 hosts only: every shape the stack validates on
-    needs its own passing receipt."""
+    needs its own passing receipt. On SQLite and on PostgreSQL."""
+    world = request.getfixturevalue("world" if db == "sqlite" else "world_pg")
     img = world.validated()  # one receipt, recorded under qemu-tcg
     assert _gate(world, img, ["qemu-tcg"]) == []
     reasons = _gate(world, img, ["qemu-tcg", "g5.xlarge"])
