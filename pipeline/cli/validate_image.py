@@ -180,6 +180,16 @@ def command(
         emit_json(payload)
     else:
         _render(payload)
+    leaked = payload.get("termination_errors") or {}
+    if leaked:  # an instance that may still run (and bill): never a clean exit
+        console(stderr=True).print(
+            f"error: {len(leaked)} instance(s) could not be terminated: "
+            + "; ".join(f"{i}: {e}" for i, e in leaked.items())
+            + ". Terminate them in the cloud's console, or run `imagectl reap` (their TTL "
+            "tag marks them for it).",
+            markup=False,
+        )
+        return 1
     return 0 if payload["state"] == ImageState.VALIDATED else 1
 
 

@@ -136,7 +136,8 @@ def test_validate_without_one_permission_fails_naming_it(
     assert permission in result.out + result.err, (result.out + result.err)[-2000:]
     if permission in CLEANUP[env_for.cloud]:
         # the verdict was reached; the instance it could not clean up is reported, named
-        # with the refused permission, under "termination errors"
+        # with the refused permission, under "termination errors", and the exit is not 0
         assert result.json().get("termination_errors"), result.out[-2000:]
+        assert result.code == 1 and "could not be terminated" in result.err, result.err
     else:
         assert result.code != 0, result.out[-2000:]
