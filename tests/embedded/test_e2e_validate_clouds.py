@@ -203,13 +203,14 @@ def _before(fake: FakeServer, method: str, path: str, hook: Callable[[], None]) 
 
 
 # -- the commands ----------------------------------------------------------------------------
-def _override(tmp_path: Path, cloud: str) -> Path:
+def _override(tmp_path: Path, cloud: str, toolkit: bool) -> Path:
     """Every host replays a healthy snapshot of the shape (the validator in the guest
     reads it); nothing about how to reach the host or as whom: that is production's.
 
-    The stack's GPU toolkit travels with the validation (the image carries none): the
-    override names a stand-in toolkit (tests/support.py ``fake_torch_wheel``, laid out like
-    torch 2.9.1+cu128) locked by the real lock code for the stack's Python and served by
+    With ``toolkit`` (one cloud: the install is the same code on each, and it costs a
+    TCG guest a pip run) the stack's GPU toolkit travels with the validation (the image
+    carries none): the override names a stand-in toolkit (tests/support.py
+    ``fake_torch_wheel``, laid out like torch 2.9.1+cu128) locked by the real lock code for the stack's Python and served by
     a PEP 503 index on disk, as a lab's mirror would be named. torch's own lock is not in
     the repository here (download.pytorch.org is unreachable from this machine); the
     controller makes the hashed wheelhouse from this lock, ships it, and the guest's
@@ -222,10 +223,12 @@ def _override(tmp_path: Path, cloud: str) -> Path:
         pythons=(target_python(resolved_stack()),), platforms=PLATFORMS,
     ))  # fmt: skip
     path = tmp_path / "override.yaml"
+    override: dict[str, Any] = {"slots": [{"validate_snapshot": snapshot}],
+                                "default_slot": {"validate_snapshot": snapshot}}  # fmt: skip
+    if toolkit:
+        override["toolkit"] = {"lock": str(lock), "index_url": url}
     with path.open("w") as fh:
-        YAML().dump({"slots": [{"validate_snapshot": snapshot}],
-                     "default_slot": {"validate_snapshot": snapshot},
-                     "toolkit": {"lock": str(lock), "index_url": url}}, fh)  # fmt: skip
+        YAML().dump(override, fh)
     return path
 
 
@@ -254,6 +257,7 @@ def _validate_and_promote(
     expected_user: str,
     keyid: str,
     tmp_path: Path,
+    toolkit: bool = False,
 ) -> None:
     from imagectl.catalog import repository as repo
     from imagectl.catalog.db import open_catalog
@@ -261,7 +265,7 @@ def _validate_and_promote(
     resolved = resolved_stack()
     code, result, err, took = _imagectl(
         "validate-image", image_id, "--cloud", cloud, "--stack", STACK,
-        "--runner-cidr", RUNNER, "--inventory-override", str(_override(tmp_path, cloud)),
+        "--runner-cidr", RUNNER, "--inventory-override", str(_override(tmp_path, cloud, toolkit)),
         "--ssh-key", str(probe.key), "--sandbox",
     )  # fmt: skip
     print(
@@ -288,11 +292,13 @@ def _validate_and_promote(
         body = run.body
         assert (body.image_id, body.stack_digest) == (image_id, resolved.digest)
         assert (run.verdict, body.mode, body.sandbox) == ("pass", "replay", True)
-        # the validator ran under the toolkit installed in the guest for the run
-        installed = body.host["toolkit_venv"]
-        assert installed["toolkit"]["version"] == "2.9.1+cu128", installed
-        assert installed["wheels"] == ["torch-2.9.1+cu128-py3-none-any.whl"], installed
-        assert result["toolkit_wheelhouse"], result
+        if toolkit:  # the validator ran under the toolkit installed in the guest for the run
+            installed = body.host["toolkit_venv"]
+            assert installed["toolkit"]["version"] == "2.9.1+cu128", installed
+            assert installed["wheels"] == ["torch-2.9.1+cu128-py3-none-any.whl"], installed
+            assert result["toolkit_wheelhouse"], result
+        else:  # a replay judges the toolkit its snapshot recorded: none is shipped
+            assert not body.host.get("toolkit_venv") and not result.get("toolkit_wheelhouse")
         assert run.host == launched["instance_id"]
         attestation = repo.latest_attestation(s, row)
         assert attestation is not None and attestation.keyid == keyid
@@ -360,7 +366,9 @@ def test_aws_validate_image_on_a_booted_instance_then_promote(
             return terminate(self)
 
         monkeypatch.setattr(InstanceResponse, "terminate_instances", terminate_instances)
-        _validate_and_promote("aws", candidate, guest_host, probe, "ubuntu", signer, tmp_path)
+        _validate_and_promote(
+            "aws", candidate, guest_host, probe, "ubuntu", signer, tmp_path, toolkit=True
+        )
     finally:
         moto_guests.detach()
 

@@ -25,7 +25,7 @@ from needs import require
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clouds")]
+pytestmark = pytest.mark.e2e
 
 
 def _env(state: Path) -> dict[str, str]:
@@ -98,6 +98,8 @@ def _history(state: Path, image_id: str) -> tuple[dict[str, Any], list[tuple[Any
     return {"row": data["row"], "receipts": data["receipts"]}, events
 
 
+# the groups of the two e2e workers (conftest.py), balanced by their measured lengths
+@pytest.mark.xdist_group("local")
 def test_validate_image_on_the_local_cloud_records_what_the_run_recorded(
     promoted_run: tuple[int, dict[str, Any], str], e2e_state: Path, tmp_path: Path
 ) -> None:
@@ -128,6 +130,7 @@ def test_validate_image_on_the_local_cloud_records_what_the_run_recorded(
     ]  # fmt: skip
 
 
+@pytest.mark.xdist_group("clouds")
 def test_ctrl_c_during_validation_terminates_the_local_instance(
     promoted_run: tuple[int, dict[str, Any], str], e2e_state: Path, tmp_path: Path
 ) -> None:
