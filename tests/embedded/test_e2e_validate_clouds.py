@@ -210,11 +210,12 @@ def _override(tmp_path: Path, cloud: str, toolkit: bool) -> Path:
     With ``toolkit`` (one cloud: the install is the same code on each, and it costs a
     TCG guest a pip run) the stack's GPU toolkit travels with the validation (the image
     carries none): the override names a stand-in toolkit (tests/support.py
-    ``fake_torch_wheel``, laid out like torch 2.9.1+cu128) locked by the real lock code for the stack's Python and served by
-    a PEP 503 index on disk, as a lab's mirror would be named. torch's own lock is not in
-    the repository here (download.pytorch.org is unreachable from this machine); the
-    controller makes the hashed wheelhouse from this lock, ships it, and the guest's
-    validator installs it into a venv for the run and removes it."""
+    ``fake_torch_wheel``, laid out like torch 2.9.1+cu128) locked by the real lock code
+    for the stack's Python and served by a PEP 503 index on disk, as a lab's mirror
+    would be named. torch's own lock is not in the repository here (download.pytorch.org
+    is unreachable from this machine); the controller makes the hashed wheelhouse from
+    this lock, ships it, and the guest's validator installs it into a venv for the run
+    and removes it."""
     snapshot = str(snapshot_on(cloud, HEALTHY, tmp_path))
     url = simple_index(tmp_path / "toolkit-index", [fake_torch_wheel(tmp_path / "toolkit")])
     lock = write_lock(LockSpec(
