@@ -634,10 +634,11 @@ def sbom_of(session: Session, image: Image | int) -> Sbom | None:
 
 def latest_receipts(session: Session, image: Image | int) -> list[ValidationRun]:
     """The newest receipt of every validation shape of ``image`` (what the gate judges
-    and an attestation signs)."""
-    newest: dict[str, ValidationRun] = {}
+    and an attestation signs), and of every shape's fabric receipt (host ``fabric``: a
+    multi-node run's, imagectl.validation.fabric.receipt) beside it."""
+    newest: dict[tuple[str, bool], ValidationRun] = {}
     for run in receipts(session, image):  # oldest first
-        newest[run.shape] = run
+        newest[(run.shape, run.host == "fabric")] = run
     return list(newest.values())
 
 

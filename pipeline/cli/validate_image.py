@@ -37,6 +37,13 @@ from imagectl.validation.progress import Reporter, RichReporter
     help="Instances to validate in parallel.",
 )
 @click.option(
+    "--nodes",
+    type=click.IntRange(1, 64),
+    help="Hosts validated together: launched in the cloud's placement (AWS cluster "
+    "placement group, GCP compact placement policy, Azure proximity placement group), each "
+    "validated alone, then collectives across them (default: the stack's validation.nodes).",
+)
+@click.option(
     "--profile",
     type=click.Choice(["boot", "quick", "full", "burn"]),
     help="Validator profile (default: the stack's validation.profile).",
@@ -122,6 +129,7 @@ def command(
     stack: str | None,
     shape: str | None,
     hosts: int,
+    nodes: int | None,
     profile: str | None,
     locations: tuple[str, ...],
     ttl_h: float,
@@ -157,6 +165,7 @@ def command(
         stack=stack,
         shape=shape,
         hosts=hosts,
+        nodes=nodes,
         profile=profile,
         locations=locations,
         ttl_h=ttl_h,
@@ -224,6 +233,10 @@ def _render(payload: dict[str, Any]) -> None:
     out.print(table)
     for bad in payload["bad_hosts"]:
         out.print(f"[yellow]bad host[/] {bad['host']}: {', '.join(bad['failed_checks'])}")
+    for shape, fabric in (payload.get("fabric") or {}).items():
+        for check_id, c in fabric["checks"].items():
+            measured = f" ({c['measured']})" if c["measured"] is not None else ""
+            out.print(f"fabric {shape}: {check_id} {c['outcome']}{measured}: {c['message']}")
     colour = {"validated": "green", "blocked": "red"}.get(payload["state"], "yellow")
     out.print(f"[bold {colour}]{payload['state']}[/]: {'; '.join(payload['reasons'])}")
     out.print(f"terminated: {', '.join(payload['terminated']) or 'none'}")

@@ -21,6 +21,7 @@ from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
 
 if TYPE_CHECKING:
+    from imagectl.clouds.placement import Placement
     from imagectl.clouds.spec import CloudSpec
     from imagectl.stacks.resolve import ResolvedStack
 
@@ -52,6 +53,9 @@ class Instance:
     tags: dict[str, str] = field(default_factory=dict)
     launched_at: dt.datetime | None = None
     ssh_port: int = 22  # where SSH answers at ``address`` (the local cloud forwards a port)
+    # the address the other hosts of the run reach it at (the cloud's private IP on the
+    # VPC / subnet: a multi-node run's hostfile); None where the cloud reports none
+    private_address: str | None = None
 
     def expires_at(self) -> dt.datetime | None:
         raw = self.tags.get(TAG_TTL)
@@ -131,7 +135,20 @@ class Provider(ABC):
         stack: str,
         ssh_public_key: str | None = None,
         allowed_cidr: str | None = None,
+        placement: Placement | None = None,
     ) -> Instance: ...
+
+    # -- placement (multi-node runs: imagectl.clouds.placement) -------------------------
+    def create_placement(
+        self, *, name: str, location: str, shape: str, count: int, tags: dict[str, str]
+    ) -> Placement | None:
+        """The cloud's placement for ``count`` hosts of ``shape`` near ``location`` (a
+        region or a zone), created now; None where the cloud has none."""
+        return None
+
+    def delete_placement(self, placement: Placement) -> None:
+        """Delete it (after its hosts are terminated); a missing one is already gone."""
+        return None
 
     @abstractmethod
     def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance: ...

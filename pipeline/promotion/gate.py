@@ -19,7 +19,11 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
   errored or missing), and a loaded profile's receipt has that coverage record;
 - it was made on the image, not replayed from a snapshot: a replay receipt passes only
   when it was made with the explicit ``--sandbox`` switch (the README's try-it paths),
-  which the receipt records; ``sandbox_receipts`` names them for the event log and status.
+  which the receipt records; ``sandbox_receipts`` names them for the event log and status;
+- where the stack validates on several nodes together (``validation.nodes`` > 1), every
+  validation shape has a fabric receipt (``imagectl validate-image --nodes N``: the
+  collectives across N nodes, imagectl.validation.fabric.receipt) of at least that many
+  nodes; like every receipt it must pass, be fresh and name this image and digest.
 
 The receipts are read as the validator's ``Receipt`` model (``ValidationRun.body``): a
 stored body that is not a valid receipt is corrupt, ``CorruptReceipt`` (bad input, exit 2).
@@ -36,6 +40,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, ValidationRun
 from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.validation.fabric.receipt import is_fabric, nodes_of
 from imagectl.validators.coverage import profile_strength
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import Action
@@ -143,6 +148,29 @@ def _shape_reasons(runs: list[ValidationRun], required: list[str] | None) -> lis
     return reasons
 
 
+def _nodes_reasons(runs: list[ValidationRun], required: list[str] | None, nodes: int) -> list[str]:
+    """The multi-node rule: a fabric receipt of >= ``nodes`` nodes for every shape."""
+    if nodes <= 1:
+        return []
+    shapes = required if required is not None else sorted({run.shape for run in runs})
+    fabric = {run.shape: run for run in runs if is_fabric(_body(run))}
+    reasons = []
+    for shape in shapes:
+        run = fabric.get(shape)
+        if run is None:
+            reasons.append(
+                f"no multi-node result for shape {shape}: the stack's validation.nodes is "
+                f"{nodes}; validate with `imagectl validate-image --nodes {nodes}` (collectives "
+                "across the nodes in the cloud's placement)"
+            )
+        elif nodes_of(_body(run)) < nodes:
+            reasons.append(
+                f"{run.where} ran across {nodes_of(_body(run))} node(s), the stack's "
+                f"validation.nodes is {nodes}"
+            )
+    return reasons
+
+
 def check_gate(
     session: Session,
     image: Image,
@@ -151,11 +179,13 @@ def check_gate(
     max_age_hours: float,
     required_profile: str = "boot",
     required_shapes: list[str] | None = None,
+    required_nodes: int = 1,
     now: dt.datetime | None = None,
 ) -> list[str]:
     """Reasons ``image`` may not be promoted; empty when it passes the gate.
     ``required_shapes``: the stack's validation shapes on the image's cloud (``None``:
-    whichever shapes have receipts, for callers without a stack)."""
+    whichever shapes have receipts, for callers without a stack); ``required_nodes``: the
+    stack's ``validation.nodes``."""
     now = now or dt.datetime.now(dt.timezone.utc)
     reasons: list[str] = []
     if image.state == ImageState.BLOCKED:
@@ -171,6 +201,7 @@ def check_gate(
     if not runs:
         reasons.append("no validation receipt in the catalog")
     reasons += _shape_reasons(runs, required_shapes)
+    reasons += _nodes_reasons(runs, required_shapes, required_nodes)
     for run in runs:
         where = run.where
         body = _body(run)

@@ -378,6 +378,7 @@ def gate_reasons(
         max_age_hours=model.validation.max_receipt_age_hours,
         required_profile=model.validation.profile,
         required_shapes=list(cloud_spec(img.cloud).settings(model).validation_shapes),
+        required_nodes=model.validation.nodes,
     )
     keys = trusted if trusted is not None else load_trust()
     return reasons + [f"attestation: {r}" for r in verify_image(s, img, keys).reasons]

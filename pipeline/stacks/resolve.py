@@ -120,8 +120,10 @@ class ResolvedStack:
 
 def stack_digest(stack: Stack) -> str:
     """sha256 over the canonical JSON of every pin (the description and the example flag
-    are not pins)."""
+    are not pins; validation.nodes only when it is not the default 1)."""
     body = stack.model_dump(mode="json", exclude={"description", "example"})
+    if body.get("validation", {}).get("nodes") == 1:  # the default: digests made before it
+        del body["validation"]["nodes"]
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -503,6 +503,14 @@ class Validation(Strict):
         description="torch + CUDA variant for the quick/full/burn smoke tests; required for "
         "those profiles on GPUs (TOOLKIT-MISSING)",
     )
+    nodes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="hosts validated together (imagectl validate-image --nodes): > 1 launches "
+        "them in the cloud's placement, runs collectives across them, and the gate requires a "
+        "passing fabric receipt; 1 (the default) is left out of the stack digest",
+    )
 
 
 class Retention(Strict):

@@ -12,7 +12,9 @@ from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.errors import UserError
 from imagectl.validation.decide import BLOCKED, VALIDATED, Decision
+from imagectl.validation.fabric.receipt import HOST as FABRIC_HOST
 from imagectl.validation.receipts import HostOutcome
+from imagectl.validators.receipt import Receipt
 
 STARTABLE = (ImageState.BUILT, ImageState.INCONCLUSIVE, ImageState.VALIDATING)
 
@@ -70,6 +72,13 @@ class CatalogRecorder:
             repo.record_receipt(
                 s, self.image_pk, shape=shape, host=outcome.host, receipt=outcome.receipt
             )
+
+    def fabric(self, receipt: Receipt, *, shape: str) -> None:
+        """A multi-node run's fabric receipt: a row of its own (host ``fabric``)."""
+        if self.image_pk is None:
+            return
+        with self.catalog.transaction() as s:
+            repo.record_receipt(s, self.image_pk, shape=shape, host=FABRIC_HOST, receipt=receipt)
 
     def finish(self, decision: Decision) -> str:
         target = (

@@ -45,6 +45,9 @@ class ValidationRequest:
     # the GPU toolkit's wheelhouse the hosts install for the run ("": none; see
     # imagectl.validation.toolkit)
     toolkit_wheelhouse: str = ""
+    # > 1: the hosts are launched in the cloud's placement and, once each passed on its own,
+    # validated together (imagectl.validation.fabric): ``hosts`` is the node count then
+    nodes: int = 1
 
 
 def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:

@@ -1,5 +1,8 @@
 """One validation run: launch N hosts from the candidate, validate them in parallel
 through Ansible, bind and decide, retry host problems on fresh hosts, always terminate.
+A multi-node run (``nodes`` > 1) launches them in the cloud's placement (deleted after
+they are terminated) and, once every host passed on its own, runs the collectives across
+them: the fabric receipt (``imagectl.validation.fabric``) decides with the hosts'.
 
 Termination is guaranteed three ways: ``finally`` here (with SIGINT/SIGTERM turned into
 exceptions for the run's duration, and held while cleaning up), and ``imagectl reap``
@@ -17,15 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.base import CapacityError, Instance, Provider, QuotaError
-from imagectl.clouds.common import NotReachable
+from imagectl.clouds.common import NotReachable, instance_tags
+from imagectl.clouds.placement import Placement
 from imagectl.fsutil import atomic_write_json
 from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
-from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, Decision, decide
+from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, VALIDATED, Decision, decide
+from imagectl.validation.fabric import nodes as fabric_nodes
 from imagectl.validation.fanout import FanoutResult, run_validate_playbook
 from imagectl.validation.progress import Reporter
 from imagectl.validation.receipts import HostOutcome, load_bound
 from imagectl.validation.request import ValidationRequest, host_vars
 from imagectl.validation.signals import deferred_interrupts, interrupts_raise
+from imagectl.validators.receipt import Receipt
 
 
 @dataclass
@@ -37,6 +43,8 @@ class ValidationResult:
     termination_errors: dict[str, str] = field(default_factory=dict)
     rounds: int = 0
     bad_hosts: list[dict[str, Any]] = field(default_factory=list)
+    fabric: Receipt | None = None  # a multi-node run's fabric receipt
+    placement: Placement | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,7 +67,21 @@ class ValidationResult:
             ],
             "terminated": self.terminated,
             "termination_errors": self.termination_errors,
+            "placement": self.placement.to_dict() if self.placement else None,
+            "fabric": _fabric_summary(self.fabric),
         }
+
+
+def _fabric_summary(receipt: Receipt | None) -> dict[str, Any] | None:
+    if receipt is None:
+        return None
+    return {
+        "verdict": receipt.verdict,
+        "checks": {c.id: {"outcome": c.outcome.value, "measured": c.measured,
+                          "message": c.message} for c in receipt.checks},
+        "nccl_env": receipt.host.get("nccl_env"),
+        "nodes": receipt.host.get("nodes"),
+    }  # fmt: skip
 
 
 # playbooks/validate.yml's first task: when it fails, the host never let the runner in
@@ -81,11 +103,13 @@ class ValidationRun:
         *,
         reporter: Reporter | None = None,
         on_receipt: Callable[[HostOutcome], None] | None = None,
+        on_fabric: Callable[[Receipt], None] | None = None,
     ) -> None:
         self.provider = provider
         self.req = request
         self.reporter = reporter or Reporter()
         self.on_receipt = on_receipt
+        self.on_fabric = on_fabric
         self.live: dict[int, Instance] = {}
         self.result = ValidationResult(Decision(INCONCLUSIVE, ["run did not finish"]), [])
         self._next_slot = 0
@@ -122,6 +146,7 @@ class ValidationRun:
                     stack=self.req.stack,
                     ssh_public_key=self.req.ssh_public_key,
                     allowed_cidr=self.req.allowed_cidr,
+                    **({"placement": self.result.placement} if self.result.placement else {}),
                 )
             except CapacityError as exc:
                 errors.append(exc)
@@ -129,6 +154,8 @@ class ValidationRun:
                 continue
             self.live[slot] = inst
             self.result.launched.append(inst)
+            if self.result.placement is not None:  # every node where the first one landed
+                locations[:] = [location]
             self.reporter.instance(slot, inst.instance_id, location, inst.state or "launched")
             return slot, inst
         raise NoCapacity(errors)
@@ -250,8 +277,41 @@ class ValidationRun:
                 for slot in sorted(self.live):
                     self._terminate(slot)
                 self._sweep()
+                self._delete_placement()
                 shutil.rmtree(self._workdir, ignore_errors=True)  # receipts, host vars
         return self.result
+
+    def _delete_placement(self) -> None:
+        placement = self.result.placement
+        if placement is None:
+            return
+        self.reporter.step(f"deleting the {placement.kind} {placement.name}")
+        try:
+            self.provider.delete_placement(placement)
+        except Exception as exc:  # reported; the instances are gone either way
+            self.result.termination_errors[placement.name] = f"{type(exc).__name__}: {exc}"
+
+    def _place(self, locations: list[str]) -> None:
+        """A multi-node run's placement, in the first location, before any launch."""
+        req = self.req
+        tags = instance_tags(stack=req.stack, image_id=req.image.image_id, ttl=req.ttl,
+                             launched_by=self.launched_by)  # fmt: skip
+        placement = fabric_nodes.create_placement(self.provider, req, locations[0], tags)
+        self.result.placement = placement
+        if placement is not None:
+            self.reporter.step(f"{placement.kind} {placement.name} created in {placement.location}")
+
+    def _fabric(self, decision: Decision) -> Decision:
+        """Every node passed alone: the collectives across them decide."""
+        self.reporter.step(f"collectives across {len(self.live)} nodes")
+        outcome = fabric_nodes.run_fabric(
+            self.live, self.req, self._workdir, self._expect_file, self.result.placement,
+            self.provider.cloud,
+        )  # fmt: skip
+        self.result.fabric = outcome.receipt
+        if self.on_fabric is not None:
+            self.on_fabric(outcome.receipt)
+        return fabric_nodes.fabric_decision(outcome, decision)
 
     def _sweep(self) -> None:
         """Terminate any instance of this run still alive (e.g. one whose launch call was
@@ -282,6 +342,8 @@ class ValidationRun:
                 f"validating {req.image.image_id} on {req.hosts} x {req.shape} "
                 f"(locations: {', '.join(locations)})"
             )
+            if req.nodes > 1:
+                self._place(locations)
             for _ in range(req.hosts):
                 self._launch_one(locations)
         except NoCapacity as exc:
@@ -332,6 +394,9 @@ class ValidationRun:
                     bad_hosts=self.result.bad_hosts,
                 )
                 break
+        if decision.verdict == VALIDATED and req.nodes > 1:
+            decision = self._fabric(decision)
+            self.result.bad_hosts.extend(decision.bad_hosts)
         if decision.verdict != INCONCLUSIVE or not decision.bad_hosts:
             decision = Decision(
                 decision.verdict,

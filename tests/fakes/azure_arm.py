@@ -61,6 +61,7 @@ def _now() -> str:
 VERSIONS = "microsoft.compute/galleries/images/versions"
 VMS = "microsoft.compute/virtualmachines"
 PIPS = "microsoft.network/publicipaddresses"
+PPGS = "microsoft.compute/proximityplacementgroups"
 # ARM answers a gallery version's target regions with the region's display name
 # ("West US 3"), whatever name the request used (``az account list-locations``:
 # ``name`` -> ``displayName``).
@@ -542,9 +543,12 @@ class FakeAzureArm(FakeServer):
         body = copy.deepcopy(req.body or {})
         rtype = self._type_of(rest)
         if rtype.lower() == "microsoft.compute/virtualmachines":
-            refused = self._vm_admission(body, rest) or _os_profile_refusal(body)
+            refused = (self._vm_admission(body, rest) or _os_profile_refusal(body)
+                       or self._ppg_refusal(body))  # fmt: skip
             if refused is not None:
                 return refused
+        if rtype.lower() == PPGS:
+            return self._put_ppg(req, key, rest, body)
         busy = self._busy(key)
         if busy is not None:
             return busy
@@ -610,6 +614,8 @@ class FakeAzureArm(FakeServer):
         key = self._key(req.path)
         if key not in self.resources:
             return 204, None, {}
+        if str(self.resources[key].get("type", "")).lower() == PPGS:
+            return self._delete_ppg(key)
         self.resources[key]["properties"]["provisioningState"] = "Deleting"
 
         def finish() -> None:
@@ -653,6 +659,50 @@ class FakeAzureArm(FakeServer):
                 props["ipAddress"] = f"198.51.100.{next(self._ids) % 250 + 4}"
         elif rtype == "microsoft.compute/galleries/images/versions":
             props.setdefault("publishingProfile", {}).setdefault("publishedDate", _now())
+
+    # proximity placement groups (Microsoft.Compute/proximityPlacementGroups, REST: Create
+    # Or Update / Delete answer at once, 200/201 and 200; "Proximity placement groups":
+    # a VM in a group is in the group's location; a group VMs reference is not deleted)
+    def _put_ppg(self, req: Request, key: str, rest: str, body: dict[str, Any]) -> Response:
+        props = body.get("properties") or {}
+        kind = props.get("proximityPlacementGroupType")
+        if kind not in ("Standard", "Ultra") or not body.get("location"):
+            return 400, arm_error("InvalidParameter", f"proximityPlacementGroupType {kind!r} "
+                                  "or location is not valid"), {}  # fmt: skip
+        created = key not in self.resources
+        name = rest.rsplit("/", 1)[-1]
+        res = self.resources.get(key) or {"id": self.rid(req.match["rg"], rest), "name": name,
+                                          "type": PPGS}  # fmt: skip
+        res.update({**body, "properties": {"proximityPlacementGroupType": kind}})
+        self.resources[key] = res
+        return (201 if created else 200), copy.deepcopy(res), {}
+
+    def _ppg_users(self, key: str) -> list[str]:
+        return [str(r.get("name")) for r in self.resources.values()
+                if str(r.get("type", "")).lower() == VMS
+                and self._key(str(((r.get("properties") or {}).get("proximityPlacementGroup")
+                                   or {}).get("id", ""))) == key]  # fmt: skip
+
+    def _ppg_refusal(self, body: dict[str, Any]) -> Response | None:
+        ref = ((body.get("properties") or {}).get("proximityPlacementGroup") or {}).get("id")
+        if not ref:
+            return None
+        group = self.resources.get(self._key(str(ref)))
+        if group is None:
+            return 404, arm_error("NotFound", f"Proximity placement group {ref} not found"), {}
+        if str(group.get("location", "")).lower() != str(body.get("location", "")).lower():
+            where = group.get("location")
+            msg = f"The VM must be in the proximity placement group's location {where}"
+            return 400, arm_error("InvalidParameter", msg), {}
+        return None
+
+    def _delete_ppg(self, key: str) -> Response:
+        users = self._ppg_users(key)
+        if users:
+            msg = f"The proximity placement group is referenced by VMs: {', '.join(users)}"
+            return 409, arm_error("OperationNotAllowed", msg), {}
+        self.resources.pop(key, None)
+        return 200, None, {}
 
     def _vm_admission(self, body: dict[str, Any], rest: str) -> Response | None:
         reserved = self._reserved(body)

@@ -126,6 +126,8 @@ class FakeGcpCompute(FakeServer):
         self._ids = itertools.count(1000)
         self._request_ids: dict[str, dict[str, Any]] = {}
         self.disks: dict[tuple[str, str], dict[str, Any]] = {}
+        # regional resource policies (compact placement), by (region, name)
+        self.resource_policies: dict[tuple[str, str], dict[str, Any]] = {}
         self._op_failures: list[list[Any]] = []
         # bearer token -> principal of a consumer outside the image project: its reads of
         # images are judged by the image's IAM policy (the project's own callers, with
@@ -354,6 +356,11 @@ class FakeGcpCompute(FakeServer):
         r("GET", BASE + "/global/firewalls", self._list_firewalls)
         r("GET", BASE + "/global/firewalls/(?P<name>[^/]+)", self._get_firewall)
         r("DELETE", BASE + "/global/firewalls/(?P<name>[^/]+)", self._delete_firewall)
+        r("GET", BASE + "/regions/(?P<region>[^/]+)/operations/(?P<op>[^/]+)", self._get_operation)
+        r("POST", BASE + "/regions/(?P<region>[^/]+)/resourcePolicies", self._insert_policy)
+        pol = BASE + "/regions/(?P<region>[^/]+)/resourcePolicies/(?P<name>[^/]+)"
+        r("GET", pol, self._get_policy)
+        r("DELETE", pol, self._delete_policy)
 
     def not_found(self, path: str) -> Any:
         return error_body(404, f"The resource '{path}' was not found", "notFound")
@@ -619,6 +626,9 @@ class FakeGcpCompute(FakeServer):
         refused = self._reservation_refusal(zone, body, target)
         if refused is not None:
             return 200, refused, {}
+        bad_policy = self._policy_refusal(zone, name, body)
+        if bad_policy is not None:
+            return bad_policy
         source = ""
         for disk in body.get("disks", []):
             source = disk.get("initializeParams", {}).get("sourceImage", "") or source
@@ -672,6 +682,95 @@ class FakeGcpCompute(FakeServer):
 
         return 200, self._operation("insert", target, finish, zone), {}
 
+    # compact placement policies (resourcePolicies, REST reference; "About compact
+    # placement policies"): regional; groupPlacementPolicy.collocation COLLOCATED or
+    # UNSPECIFIED_COLLOCATION, vmCount >= 1 VMs at most; an instance names policies of its
+    # own region; a policy a VM uses cannot be deleted
+    def _policy_link(self, region: str, name: str) -> str:
+        return self.link(f"regions/{region}/resourcePolicies/{name}")
+
+    def _insert_policy(self, req: Request) -> Response:
+        region, body = req.match["region"], dict(req.body or {})
+        name = str(body.get("name") or "")
+        if region not in {z.rsplit("-", 1)[0] for z in self.zones}:
+            return self._missing(f"regions/{region}")
+        if (region, name) in self.resource_policies:
+            return 409, error_body(409, f"resource policy {name} already exists",
+                                   "alreadyExists"), {}  # fmt: skip
+        group = body.get("groupPlacementPolicy")
+        if not isinstance(group, dict):
+            return 400, error_body(400, "Invalid value for field 'resource.groupPlacementPolicy'"
+                                   ": a placement policy needs it", "invalid"), {}  # fmt: skip
+        if group.get("collocation") not in ("COLLOCATED", "UNSPECIFIED_COLLOCATION"):
+            return _invalid(
+                f"Invalid value for field 'resource.groupPlacementPolicy"
+                f".collocation': {group.get('collocation')!r}"
+            )
+        count = group.get("vmCount")
+        if count is not None and int(count) < 1:
+            return 400, error_body(400, "Invalid value for field 'resource.groupPlacementPolicy"
+                                   f".vmCount': {count}", "invalid"), {}  # fmt: skip
+        link = self._policy_link(region, name)
+        policy = {**body, "kind": "compute#resourcePolicy", "id": str(next(self._ids)),
+                  "region": self.link(f"regions/{region}"), "status": "READY",
+                  "creationTimestamp": _now(), "selfLink": link}  # fmt: skip
+
+        def finish() -> None:
+            self.resource_policies[(region, name)] = policy
+
+        return 200, self._regional(self._operation("insert", link, finish), region), {}
+
+    def _regional(self, op: dict[str, Any], region: str) -> dict[str, Any]:
+        op["region"] = self.link(f"regions/{region}")
+        op["selfLink"] = self.link(f"regions/{region}/operations/{op['name']}")
+        return op
+
+    def _get_policy(self, req: Request) -> Response:
+        key = (req.match["region"], req.match["name"])
+        policy = self.resource_policies.get(key)
+        if policy is None:
+            return self._missing(f"regions/{key[0]}/resourcePolicies/{key[1]}")
+        return 200, policy, {}
+
+    def _users_of(self, link: str) -> list[str]:
+        return [n for (_z, n), inst in self.instances.items()
+                if any(link.endswith(p.split("/projects/", 1)[-1].lstrip("/"))
+                       for p in inst.get("resourcePolicies") or [])]  # fmt: skip
+
+    def _delete_policy(self, req: Request) -> Response:
+        key = (req.match["region"], req.match["name"])
+        policy = self.resource_policies.get(key)
+        if policy is None:
+            return self._missing(f"regions/{key[0]}/resourcePolicies/{key[1]}")
+        users = self._users_of(policy["selfLink"])
+        if users:
+            return 400, error_body(400, f"The resource_policy resource '{policy['selfLink']}' "
+                                   f"is already being used by '{users[0]}'",
+                                   "resourceInUseByAnotherResource"), {}  # fmt: skip
+
+        def finish() -> None:
+            self.resource_policies.pop(key, None)
+
+        op = self._operation("delete", policy["selfLink"], finish)
+        return 200, self._regional(op, key[0]), {}
+
+    def _policy_refusal(self, zone: str, name: str, body: dict[str, Any]) -> Response | None:
+        region = zone.rsplit("-", 1)[0]
+        for url in body.get("resourcePolicies") or []:
+            match = re.search(r"regions/([^/]+)/resourcePolicies/([^/]+)$", str(url))
+            if not match or (match.group(1), match.group(2)) not in self.resource_policies:
+                return self._missing(f"resourcePolicies {url}")
+            if match.group(1) != region:
+                return 400, error_body(400, f"Resource policy {url} is in region "
+                                       f"{match.group(1)}, not the instance's {region}",
+                                       "invalid"), {}  # fmt: skip
+            group = self.resource_policies[(match.group(1), match.group(2))].get(
+                "groupPlacementPolicy") or {}  # fmt: skip
+            users = self._users_of(self._policy_link(match.group(1), match.group(2)))
+            if group.get("vmCount") and len(users) >= int(group["vmCount"]):
+                return _invalid(f"Resource policy {url} holds {group['vmCount']} VMs: it is full")
+        return None
+
     # booting guests
     def _boot(self, zone: str, name: str) -> None:
         if self.guests is None:
@@ -696,6 +795,8 @@ class FakeGcpCompute(FakeServer):
             logins=_gcp_logins(inst.get("metadata") or {}, self.project_metadata),
             admits=admits if nat else (lambda peer: False),
             address=nat[0] if nat else None,
+            # the VPC: the instance's networkIP on the host's network between guests
+            private_address=(inst.get("networkInterfaces") or [{}])[0].get("networkIP"),
         )
 
     def _failing_op(self, target: str, zone: str, status: int, msg: str, code: str) -> Any:
@@ -761,6 +862,10 @@ TRUE = frozenset({"true", "1", "yes", "y", "on"})
 
 def _metadata(items: dict[str, Any]) -> dict[str, str]:
     return {str(i.get("key")): str(i.get("value", "")) for i in items.get("items") or []}
+
+
+def _invalid(message: str) -> Response:
+    return 400, error_body(400, message, "invalid"), {}
 
 
 def _gcp_logins(metadata: dict[str, Any], project: dict[str, str]) -> list[tuple[str, str]]:

@@ -36,6 +36,11 @@ installed ``service-2.json``.
   an advanced parameter to a standard parameter", Systems Manager User Guide, "Changing a
   standard parameter to an advanced parameter"): ``ValidationException``; without
   ``Tier`` an update keeps the parameter's tier.
+- Placement groups (``CreatePlacementGroup`` / ``DeletePlacementGroup`` /
+  ``DescribePlacementGroups``, which moto lacks): Strategy cluster | spread | partition,
+  a duplicate name is ``InvalidPlacementGroup.Duplicate``; ``RunInstances`` naming an
+  unknown ``Placement.GroupName`` is ``InvalidPlacementGroup.Unknown``; a group whose
+  instances are not all terminated cannot be deleted (``InvalidPlacementGroup.InUse``).
 - ``DescribeImages`` pages: ``BEHAVIOUR.images_page_size`` (or ``MaxResults``) images a
   page and a ``NextToken`` for the rest (EC2 API reference, "Pagination").
 - ``TerminateInstances``: the instance is ``shutting-down`` for
@@ -110,6 +115,12 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         ("Instances",),
     ),
+    ("ec2", "CreatePlacementGroup"): (
+        ("GroupName", "Strategy", "TagSpecifications", "DryRun"),
+        ("PlacementGroup",),
+    ),
+    ("ec2", "DeletePlacementGroup"): (("GroupName", "DryRun"), ()),
+    ("ec2", "DescribePlacementGroups"): (("GroupNames",), ("PlacementGroups",)),
     ("ec2", "CreateCapacityReservation"): (
         ("InstanceType", "InstancePlatform", "AvailabilityZone", "InstanceCount"),
         ("CapacityReservation",),
@@ -161,6 +172,9 @@ class Behaviour:
     shutting: dict[tuple[str, str, str], int] = field(default_factory=dict)
     copies: dict[str, dict[str, Any]] = field(default_factory=dict)  # how each copy was asked
     reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (account, region, name) -> the placement group, and instance id -> its group's key
+    placement_groups: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    placed: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     # (account, region) where block public access for AMIs is block-new-sharing
     blocked_public: set[tuple[str, str]] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -183,6 +197,8 @@ class Behaviour:
         self.copies.clear()
         self.reservations.clear()
         self.blocked_public.clear()
+        self.placement_groups.clear()
+        self.placed.clear()
 
 
 BEHAVIOUR = Behaviour()
@@ -471,6 +487,12 @@ def install() -> None:
         )
         if target:
             _take_reservation(self, target, zone)
+        group = self._get_param("Placement.GroupName")
+        key = (self.ec2_backend.account_id, self.ec2_backend.region_name, group)
+        if group and key not in BEHAVIOUR.placement_groups:
+            raise EC2ClientError(
+                "InvalidPlacementGroup.Unknown", f"The Placement Group '{group}' is unknown."
+            )
         if subnet_id and zone:
             subnet = self.ec2_backend.get_subnet(subnet_id)
             if subnet.availability_zone != zone:
@@ -479,7 +501,63 @@ def install() -> None:
                     f"Value ({zone}) for parameter availabilityZone is invalid. Subnet "
                     f"'{subnet_id}' is in the availability zone {subnet.availability_zone}",
                 )
-        return original_run(self)
+        before = {i.id for i in self.ec2_backend.all_instances()} if group else set()
+        result = original_run(self)
+        if group:
+            ids = {i.id for i in self.ec2_backend.all_instances()} - before
+            with BEHAVIOUR.lock:
+                BEHAVIOUR.placed.update({i: key for i in ids})
+        return result
+
+    # Placement groups (EC2 API reference: CreatePlacementGroup, DeletePlacementGroup,
+    # DescribePlacementGroups; "Placement groups": a group holding running instances
+    # cannot be deleted; Strategy cluster | spread | partition)
+    def create_placement_group(self: Any) -> ActionResult:
+        self.error_on_dryrun()
+        name, strategy = self._get_param("GroupName"), self._get_param("Strategy")
+        if strategy not in ("cluster", "spread", "partition"):
+            raise EC2ClientError("InvalidParameterValue", f"Invalid strategy: {strategy}")
+        key = (self.ec2_backend.account_id, self.ec2_backend.region_name, name)
+        if key in BEHAVIOUR.placement_groups:
+            raise EC2ClientError(
+                "InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists."
+            )
+        tags = [t for spec in self._get_param("TagSpecifications", []) or []
+                for t in spec.get("Tag", spec.get("Tags", [])) or []]  # fmt: skip
+        body = {"GroupName": name, "Strategy": strategy, "State": "available",
+                "GroupId": f"pg-{secrets.token_hex(8)[:17]}", "Tags": tags}  # fmt: skip
+        BEHAVIOUR.placement_groups[key] = body
+        return ActionResult({"PlacementGroup": dict(body)})
+
+    def delete_placement_group(self: Any) -> ActionResult:
+        self.error_on_dryrun()
+        name = self._get_param("GroupName")
+        key = (self.ec2_backend.account_id, self.ec2_backend.region_name, name)
+        if key not in BEHAVIOUR.placement_groups:
+            raise EC2ClientError(
+                "InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown."
+            )
+        members = [i for i, k in BEHAVIOUR.placed.items() if k == key]
+        live = [i.id for i in self.ec2_backend.get_multi_instances_by_id(members)
+                if i._state.name != "terminated"]  # fmt: skip
+        if live:
+            raise EC2ClientError(
+                "InvalidPlacementGroup.InUse",
+                f"There are instances in the placement group '{name}': {', '.join(live)}",
+            )
+        BEHAVIOUR.placement_groups.pop(key)
+        return ActionResult({})
+
+    def describe_placement_groups(self: Any) -> ActionResult:
+        prefix = (self.ec2_backend.account_id, self.ec2_backend.region_name)
+        names = self._get_param("GroupNames", []) or []
+        found = [dict(g) for k, g in BEHAVIOUR.placement_groups.items()
+                 if k[:2] == prefix and (not names or k[2] in names)]  # fmt: skip
+        return ActionResult({"PlacementGroups": found})
+
+    InstanceResponse.create_placement_group = create_placement_group  # type: ignore[attr-defined]
+    InstanceResponse.delete_placement_group = delete_placement_group  # type: ignore[attr-defined]
+    InstanceResponse.describe_placement_groups = describe_placement_groups  # type: ignore[attr-defined]
 
     def create_capacity_reservation(self: Any) -> ActionResult:
         self.error_on_dryrun()

@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws import network
+from imagectl.clouds.aws import placement as aws_placement
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
@@ -21,6 +22,7 @@ from imagectl.clouds.common import (
     parse_time,
     utcnow,
 )
+from imagectl.clouds.placement import Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
@@ -227,6 +229,7 @@ class AwsProvider(AwsPromotion, Provider):
         stack: str,
         ssh_public_key: str | None = None,
         allowed_cidr: str | None = None,
+        placement: Placement | None = None,
     ) -> Instance:
         from botocore.exceptions import ClientError
 
@@ -262,6 +265,8 @@ class AwsProvider(AwsPromotion, Provider):
         }
         if location != region:
             kwargs["Placement"] = {"AvailabilityZone": location}
+        if placement is not None:  # a cluster placement group (aws/placement.py)
+            kwargs.setdefault("Placement", {})["GroupName"] = placement.resource_id
         if self.subnet_id:
             kwargs["SubnetId"] = self.subnet_id
         if self.capacity_reservation_id:
@@ -301,7 +306,17 @@ class AwsProvider(AwsPromotion, Provider):
             address=raw.get("PublicIpAddress") or raw.get("PrivateIpAddress"),
             tags=tag_dict(raw.get("Tags")),
             launched_at=raw.get("LaunchTime"),
+            private_address=raw.get("PrivateIpAddress"),
         )
+
+    def create_placement(
+        self, *, name: str, location: str, shape: str, count: int, tags: dict[str, str]
+    ) -> Placement | None:
+        region = region_of(location)
+        return aws_placement.create(self.clients.ec2(region), name=name, region=region, tags=tags)
+
+    def delete_placement(self, placement: Placement) -> None:
+        aws_placement.delete(self.clients.ec2(placement.location), placement)
 
     def _describe(self, instance: Instance) -> Instance | None:
         from botocore.exceptions import ClientError

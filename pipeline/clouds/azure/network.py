@@ -145,6 +145,22 @@ def address(network: Any, rg: str, name: str) -> str | None:
     return None
 
 
+def private_address(network: Any, rg: str, name: str) -> str | None:
+    """The NIC's private IP on the subnet (where the run's other hosts reach it)."""
+    from azure.core.exceptions import HttpResponseError
+
+    try:
+        nic = network.network_interfaces.get(rg, f"{name}-nic")
+    except HttpResponseError as exc:
+        if is_not_found(exc):
+            return None
+        raise
+    for cfg in nic.ip_configurations or []:
+        if cfg.private_ip_address:
+            return str(cfg.private_ip_address)
+    return None
+
+
 def delete(network: Any, rg: str, name: str) -> None:
     """NIC, then public IP and NSG (the NIC holds both); missing ones are fine."""
     from azure.core.exceptions import HttpResponseError

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.azure import network as vnet
+from imagectl.clouds.azure import placement as azure_placement
 from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.definition import ensure_definition
 from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
@@ -18,6 +19,7 @@ from imagectl.clouds.azure.spec import SPEC, AzureOptions
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
+from imagectl.clouds.placement import Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
 
@@ -232,6 +234,7 @@ class AzureProvider(AzurePromotion, Provider):
         stack: str,
         ssh_public_key: str | None = None,
         allowed_cidr: str | None = None,
+        placement: Placement | None = None,
     ) -> Instance:
         from azure.core.exceptions import HttpResponseError
 
@@ -298,6 +301,8 @@ class AzureProvider(AzurePromotion, Provider):
                 security_type="TrustedLaunch",
                 uefi_settings=m.UefiSettings(secure_boot_enabled=True, v_tpm_enabled=True),
             )
+        if placement is not None and body.properties is not None:  # azure/placement.py
+            body.properties.proximity_placement_group = m.SubResource(id=placement.resource_id)
         if self.reservation_group and body.properties is not None:
             body.properties.capacity_reservation = m.CapacityReservationProfile(
                 capacity_reservation_group=m.SubResource(id=self.reservation_group)
@@ -329,7 +334,18 @@ class AzureProvider(AzurePromotion, Provider):
             address=vnet.address(net, self.rg, name),
             tags=tags,
             launched_at=utcnow(),
+            private_address=vnet.private_address(net, self.rg, name),
         )
+
+    def create_placement(
+        self, *, name: str, location: str, shape: str, count: int, tags: dict[str, str]
+    ) -> Placement | None:
+        return azure_placement.create(
+            self.clients.compute, self.rg, name=name, location=location, tags=tags
+        )
+
+    def delete_placement(self, placement: Placement) -> None:
+        azure_placement.delete(self.clients.compute, self.rg, placement)
 
     def _cleanup(self, name: str) -> None:
         from azure.core.exceptions import HttpResponseError

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, check_cidr, instance_tags, parse_time, utcnow
+from imagectl.clouds.gcp import placement as gcp_placement
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.clouds.gcp.spec import GLOBAL, SPEC, GcpOptions
+from imagectl.clouds.placement import Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import (
     TAG_DIGEST,
@@ -229,6 +231,7 @@ class GcpProvider(GcpPromotion, Provider):
         stack: str,
         ssh_public_key: str | None = None,
         allowed_cidr: str | None = None,
+        placement: Placement | None = None,
     ) -> Instance:
         from google.cloud import compute_v1
 
@@ -275,6 +278,8 @@ class GcpProvider(GcpPromotion, Provider):
             ),
             service_accounts=[],
         )
+        if placement is not None:  # a compact placement policy (gcp/placement.py)
+            resource.resource_policies = [placement.resource_id]
         if self.reservation:  # ReservationAffinity (Compute API reference)
             resource.reservation_affinity = compute_v1.ReservationAffinity(
                 consume_reservation_type="SPECIFIC_RESERVATION",
@@ -375,6 +380,17 @@ class GcpProvider(GcpPromotion, Provider):
             out.append(record)
         return out
 
+    def create_placement(
+        self, *, name: str, location: str, shape: str, count: int, tags: dict[str, str]
+    ) -> Placement | None:
+        return gcp_placement.create(
+            self.clients, self.project, name=name, location=location, count=count,
+            description=f"imagectl multi-node validation of {shape}",
+        )  # fmt: skip
+
+    def delete_placement(self, placement: Placement) -> None:
+        gcp_placement.delete(self.clients, self.project, placement)
+
     def _instance(self, raw: Any) -> Instance:
         zone = raw.zone.rsplit("/", 1)[-1]
         address = None
@@ -382,6 +398,7 @@ class GcpProvider(GcpPromotion, Provider):
             for ac in nic.access_configs:
                 address = address or ac.nat_i_p or None
             address = address or nic.network_i_p or None
+        private = next((nic.network_i_p for nic in raw.network_interfaces), None) or None
         tags = from_labels(dict(raw.labels))
         source = "" if TAG_IMAGE in tags else self._boot_image(raw)
         return Instance(
@@ -394,6 +411,7 @@ class GcpProvider(GcpPromotion, Provider):
             address=address,
             tags=tags,
             launched_at=parse_time(raw.creation_timestamp) if raw.creation_timestamp else None,
+            private_address=private,
         )
 
     def _boot_image(self, raw: Any) -> str:

@@ -58,6 +58,7 @@ from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.clouds.common import NotReachable
 from imagectl.clouds.local import vms
 from imagectl.clouds.local.spec import SPEC, LocalOptions
+from imagectl.clouds.placement import Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
@@ -429,6 +430,7 @@ class LocalProvider(Provider):
         stack: str,
         ssh_public_key: str | None = None,
         allowed_cidr: str | None = None,
+        placement: Placement | None = None,  # none here: create_placement gives None
     ) -> Instance:
         """Boot ``image`` (in its region) in QEMU; SSH is forwarded from 127.0.0.1 only,
         so ``allowed_cidr`` has nothing to admit beyond this machine."""
