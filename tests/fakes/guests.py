@@ -22,6 +22,13 @@ candidate: a qcow2 disk and the kernel and initrd it boots with) and, per instan
   QEMU is started, as a cloud reports an instance running before its SSH answers.
 - ``stop(instance_id)``: the VM, its forwarder and its overlay go; ``close()`` stops all
   (fixtures call it: no VM outlives a test).
+- the VPC between instances: ``boot(..., private_address=IP)`` gives the guest a second
+  NIC on a network only this host's guests share (QEMU's ``-netdev socket,mcast=``: a hub
+  on a multicast group of the loopback, one group per host), at PCI slot 16 (the guest
+  names it ``ens16``, as it names the first ``ens2``) with ``IP/24`` set by the kernel
+  command line's ``ip=`` (systemd-network-generator writes its .network file), the way a
+  cloud's DHCP gives an instance its private IP. Guests reach each other there (a
+  multi-node run's collectives), never through the forwarders.
 
 QEMU is started from one long-lived thread of the host, never from a request thread:
 ``Children`` gives each child a parent-death signal, which Linux sends when the *thread*
@@ -35,6 +42,7 @@ import concurrent.futures
 import contextlib
 import ipaddress
 import json
+import secrets
 import socket
 import subprocess
 import threading
@@ -50,6 +58,8 @@ from imagectl.embedded.procs import Children
 
 Admits = Callable[[str], bool]
 SSH_PORT = 22
+VPC_SLOT = 16  # the private NIC's PCI slot: the guest names it ens16 (the first is ens2)
+VPC_NIC = f"ens{VPC_SLOT}"
 
 
 @dataclass(frozen=True)
@@ -231,6 +241,10 @@ class GuestHost:
         self._next = 2  # 127.0.0.1 is the runner's own address
         self._lock = threading.RLock()
         self._children = Children(grace_s=3)
+        self._private: dict[str, str | None] = {}  # instance id -> its private address
+        # the guests' private network: one multicast group and port per host
+        self.vpc = (f"230.0.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}",
+                    _free_udp_port())  # fmt: skip
         # One thread starts every QEMU (see the module docstring: parent-death signal).
         self._starter = concurrent.futures.ThreadPoolExecutor(1, "guest-host")
         workdir.mkdir(parents=True, exist_ok=True)
@@ -262,22 +276,31 @@ class GuestHost:
         logins: Iterable[tuple[str, str]],
         admits: Admits,
         address: str | None = None,
+        private_address: str | None = None,
     ) -> str:
-        """Start ``instance_id``'s VM; return its public IP at once (SSH comes later)."""
+        """Start ``instance_id``'s VM; return its public IP at once (SSH comes later).
+        ``private_address``: its IP on the guests' private network (none: no such NIC)."""
         logins = [(u, k.strip()) for u, k in logins if u and k and k.strip()]
         with self._lock:
             if instance_id in self.guests:
                 return self.guests[instance_id].address
             address = address or self.reserve_address(instance_id)
             self._addresses[address] = instance_id
-        guest = self._starter.submit(self._start, instance_id, logins, admits, address).result()
+        guest = self._starter.submit(
+            self._start, instance_id, logins, admits, address, private_address
+        ).result()
         with self._lock:
             self.guests[instance_id] = guest
             self.history.append(instance_id)
         return address
 
     def _start(
-        self, instance_id: str, logins: list[tuple[str, str]], admits: Admits, address: str
+        self,
+        instance_id: str,
+        logins: list[tuple[str, str]],
+        admits: Admits,
+        address: str,
+        private_address: str | None = None,
     ) -> Guest:
         stem = self.workdir / _safe(instance_id)
         login_file = stem.with_suffix(".login")
@@ -285,6 +308,7 @@ class GuestHost:
         login_file.write_text("".join(f"{u} {k}\n" for u, k in logins), encoding="utf-8")
         overlay = stem.with_suffix(".qcow2")
         serial = stem.with_suffix(".serial.log")
+        self._private[instance_id] = private_address
         proc, ssh_port = self._launch(instance_id, overlay, login_file, serial)
         try:
             forwarder = _Forwarder(address, self.port, ssh_port, admits)
@@ -311,6 +335,15 @@ class GuestHost:
             serial_log=serial,
             name=f"imagectl-guest-{_safe(instance_id)}",
         )
+        private_address = self._private.get(instance_id)
+        if private_address:
+            spec.append += f" ip={private_address}:::255.255.255.0::{VPC_NIC}:none"
+            group, port = self.vpc
+            spec.extra_args += [
+                "-netdev", f"socket,id=vpc,mcast={group}:{port},localaddr=127.0.0.1",
+                "-device", f"virtio-net-pci,netdev=vpc,addr=0x{VPC_SLOT:x},"
+                f"mac={_mac(private_address)}",
+            ]  # fmt: skip
         with serial.with_suffix(".qemu.log").open("ab") as out:
             proc = self._children.popen(
                 spec.argv(), name=f"qemu {instance_id}", stdout=out, stderr=subprocess.STDOUT
@@ -375,6 +408,18 @@ class GuestHost:
         raise TimeoutError(
             f"{instance_id}: no SSH banner after {timeout:.0f} s\n{guest.serial_tail()}"
         )
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _mac(address: str) -> str:
+    """A locally administered MAC from the private IP (unique on the host's network)."""
+    a, b, c, d = (int(x) for x in address.split("."))
+    return f"52:54:{a:02x}:{b:02x}:{c:02x}:{d:02x}"
 
 
 def _free(address: str, port: int) -> bool:
