@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,6 @@ def _numbers(measured: Any) -> list[tuple[str, float]]:
 
 
 def _timestamp(iso: str) -> float | None:
-    from datetime import datetime
-
     try:
         return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
     except ValueError:

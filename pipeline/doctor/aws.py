@@ -10,9 +10,23 @@ import re
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.aws.clients import AwsClients
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
-from imagectl.doctor.needs import permissions, quota
+from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
+
+
+def _names(doc: Any) -> list[str]:
+    """An IAM policy's actions (each statement's Action: one or a list)."""
+    names: list[str] = []
+    for st in doc["Statement"]:
+        action = st["Action"]
+        names += [action] if isinstance(action, str) else list(action)
+    return names
+
+
+FORMAT = DocumentFormat("json", _names)
+ENDPOINT_ENV = ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 
 ASSUMED = re.compile(r"^arn:(?P<p>[^:]+):sts::(?P<acct>\d+):assumed-role/(?P<role>[^/]+)/")
 
@@ -50,7 +64,7 @@ def check(
     caller = principal_arn(str(who["Arn"]))
     out.append(Finding("credentials", OK, f"AWS account {who['Account']} as {caller}"))
 
-    needed = permissions(images, "aws", roles)
+    needed = permissions(images, "aws", roles, FORMAT)
     try:
         denied: list[str] = []
         names = [n.permission for n in needed]
@@ -235,3 +249,12 @@ def _capacity(ec2: Any, settings: Any, region: str, shape: str, hosts: int) -> l
             "availability is known only at launch; a reservation makes it certain)",
         )
     ]
+
+
+def diagnose(
+    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: Any
+) -> list[Finding]:
+    """The account checks with this cloud's clients, built from the stack's settings."""
+    return check(
+        resolved, images, roles, hosts=hosts, clients=AwsClients(region=settings.build.region)
+    )

@@ -10,9 +10,19 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.azure.clients import AzureClients
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
-from imagectl.doctor.needs import permissions, quota
+from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
+
+
+def _names(doc: Any) -> list[str]:
+    """A role definition's Actions and DataActions (the permissions API lists both)."""
+    return list(doc["Actions"]) + list(doc.get("DataActions", []))
+
+
+FORMAT = DocumentFormat("json", _names)
+ENDPOINT_ENV = ("IMAGECTL_AZURE_ENDPOINT",)
 
 PERMISSIONS_API = "2022-04-01"
 
@@ -95,7 +105,7 @@ def check(
             ),
         ]
     out.append(Finding("credentials", OK, f"Azure subscription {sub} answers"))
-    needed = permissions(images, "azure", roles)
+    needed = permissions(images, "azure", roles, FORMAT)
     missing = [n for n in needed if not _holds(n.permission, allowed, denied)]
     for n in missing:
         out.append(
@@ -183,3 +193,16 @@ def check(
             )
         )
     return out
+
+
+def diagnose(
+    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: Any
+) -> list[Finding]:
+    """The account checks with this cloud's clients, built from the stack's settings."""
+    return check(
+        resolved,
+        images,
+        roles,
+        hosts=hosts,
+        clients=AzureClients(subscription_id=settings.build.subscription_id, retry_total=1),
+    )

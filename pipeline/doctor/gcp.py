@@ -8,9 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
-from imagectl.doctor.needs import permissions, quota
+from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
+
+
+def _names(doc: Any) -> list[str]:
+    """A custom role's includedPermissions."""
+    return list(doc["includedPermissions"])
+
+
+FORMAT = DocumentFormat("yaml", _names)
+ENDPOINT_ENV = ("IMAGECTL_GCP_ENDPOINT",)
 
 RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
 
@@ -53,7 +63,7 @@ def check(
     assert settings is not None  # doctor.run checked the stack targets gcp
     project = settings.build.project
     out: list[Finding] = []
-    needed = permissions(images, "gcp", roles)
+    needed = permissions(images, "gcp", roles, FORMAT)
     try:
         held = set(test_permissions(clients, project, [n.permission for n in needed]))
     except Exception as exc:  # no credentials, no project, no network: one line, blocker
@@ -178,3 +188,12 @@ def check(
             )
         )
     return out
+
+
+def diagnose(
+    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: Any
+) -> list[Finding]:
+    """The account checks with this cloud's clients, built from the stack's settings."""
+    return check(
+        resolved, images, roles, hosts=hosts, clients=GcpClients(project=settings.build.project)
+    )

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ from imagectl.yamlfast import load_data
 ROLES = ("build", "validate", "promote", "readonly", "reap", "sign")
 # What the build workflow's job does with one identity: build, then validate.
 DEFAULT_ROLES = ("build", "validate")
-SUFFIX = {"aws": "json", "gcp": "yaml", "azure": "json"}
 
 
 @dataclass(frozen=True)
@@ -24,29 +24,31 @@ class Needed:
     document: str  # images/permissions/<cloud>/<role>.<ext>, each document naming it
 
 
-def document(images: Path, cloud: str, role: str) -> Path:
-    return images / "permissions" / cloud / f"{role}.{SUFFIX[cloud]}"
+@dataclass(frozen=True)
+class DocumentFormat:
+    """How one cloud writes its permission documents (its doctor module's ``FORMAT``)."""
+
+    suffix: str  # json | yaml
+    names: Callable[[Any], list[str]]  # the permissions a parsed document grants
 
 
-def permissions(images: Path, cloud: str, roles: tuple[str, ...]) -> list[Needed]:
+def document(images: Path, cloud: str, role: str, fmt: DocumentFormat) -> Path:
+    return images / "permissions" / cloud / f"{role}.{fmt.suffix}"
+
+
+def permissions(
+    images: Path, cloud: str, roles: tuple[str, ...], fmt: DocumentFormat
+) -> list[Needed]:
     """Every permission of the roles' documents (each once, with the first that names it);
     a role's ``sign`` entries are data actions on Azure, which the permissions API also lists."""
     seen: dict[str, Needed] = {}
     for role in roles:
-        path = document(images, cloud, role)
+        path = document(images, cloud, role, fmt)
         try:
-            doc: Any = load_data(path) if cloud == "gcp" else json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+            doc: Any = load_data(path) if fmt.suffix == "yaml" else json.loads(path.read_text())
+            names = fmt.names(doc)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UserError(f"{path}: cannot read the permission document ({exc})") from exc
-        if cloud == "gcp":
-            names = list(doc["includedPermissions"])
-        elif cloud == "azure":
-            names = list(doc["Actions"]) + list(doc.get("DataActions", []))
-        else:
-            names = []
-            for st in doc["Statement"]:
-                action = st["Action"]
-                names += [action] if isinstance(action, str) else list(action)
         rel = f"images/permissions/{cloud}/{path.name}"
         for name in names:
             earlier = seen.get(name)

@@ -2,28 +2,34 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 
-from imagectl.clouds.aws.clients import AwsClients
-from imagectl.clouds.azure.clients import AzureClients
-from imagectl.clouds.gcp.clients import GcpClients
-from imagectl.doctor import aws, azure, gcp
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
 from imagectl.errors import UserError
 from imagectl.paths import Workspace
 from imagectl.stacks import load_resolved
 
-ENDPOINTS = {
-    "aws": ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL"),
-    "gcp": ("IMAGECTL_GCP_ENDPOINT",),
-    "azure": ("IMAGECTL_AZURE_ENDPOINT",),
-}
+
+def cloud_checks(cloud: str) -> ModuleType | None:
+    """The cloud's account checks (``imagectl.doctor.<cloud>``: FORMAT, ENDPOINT_ENV,
+    diagnose), or None for a cloud with no account (the local one)."""
+    name = f"imagectl.doctor.{cloud}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:  # the module is there; something it imports is not
+            raise
+        return None
 
 
 def real_cloud(cloud: str) -> bool:
     """True unless an endpoint override points the cloud's SDK at an emulator."""
-    return not any(os.environ.get(name) for name in ENDPOINTS.get(cloud, ()))
+    checks = cloud_checks(cloud)
+    names: tuple[str, ...] = checks.ENDPOINT_ENV if checks is not None else ()
+    return not any(os.environ.get(name) for name in names)
 
 
 def diagnose(
@@ -45,13 +51,7 @@ def diagnose(
     found = placeholders(resolved, ws.compat_dir, cloud, strict=True)
     needs_runner = "validate" in roles
     found += runner(runner_cidr, required=needs_runner, real=True)
-    if cloud == "aws":
-        clients = AwsClients(region=settings.build.region)
-        found += aws.check(resolved, ws.images, roles, hosts=hosts, clients=clients)
-    elif cloud == "gcp":
-        gclients = GcpClients(project=settings.build.project)
-        found += gcp.check(resolved, ws.images, roles, hosts=hosts, clients=gclients)
-    else:
-        aclients = AzureClients(subscription_id=settings.build.subscription_id, retry_total=1)
-        found += azure.check(resolved, ws.images, roles, hosts=hosts, clients=aclients)
+    checks = cloud_checks(cloud)
+    if checks is not None:
+        found += checks.diagnose(resolved, ws.images, roles, hosts=hosts, settings=settings)
     return found

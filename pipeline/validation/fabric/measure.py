@@ -15,6 +15,9 @@ from imagectl.validation.fanout import playbook_path, run_validate_playbook
 from imagectl.validators.collectives.hostfile import DEFAULT_PORT
 from imagectl.validators.collectives.launch import free_port
 
+# Ansible's connection plugin that runs on the controller (the test mode), not a cloud
+ANSIBLE_LOCAL = "local"
+
 
 @dataclass(frozen=True)
 class Node:
@@ -26,7 +29,7 @@ class Node:
 
     @property
     def local(self) -> bool:
-        return self.host_vars.get("ansible_connection") == "local"
+        return self.host_vars.get("ansible_connection") == ANSIBLE_LOCAL
 
 
 def hostfile_text(addresses: list[str], port: int) -> str:
