@@ -98,6 +98,7 @@ def build_context(opts: Options) -> Context:
             # the counters read twice on a shape with fabric ports to watch; the NCCL run is
             # made by the check that needs it (Context.fabric_nccl)
             return capture_fabric(interval_s=2.0 if nics is not None else 0.0)
+
     if opts.kernel_log_file is not None:
         path = opts.kernel_log_file
         loader = lambda: read_file_log(path)  # noqa: E731
