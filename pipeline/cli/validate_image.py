@@ -21,6 +21,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
 
 
@@ -219,27 +220,30 @@ def _render(payload: dict[str, Any]) -> None:
 
     out = console()
     out.print()
-    table = Table(title=f"{payload['image_id']} on {payload['shape']}")
+    table = Table(title=cell(f"{payload['image_id']} on {payload['shape']}"))
     for col in ("host", "verdict", "worst action", "failed checks", "problem"):
         table.add_column(col)
     for h in payload["hosts"]:
-        table.add_row(
-            h["host"],
-            h["verdict"] or "-",
-            h["worst_action"] or "-",
-            ", ".join(h["failed_checks"]) or "-",
-            h["problem"] or "-",
+        table.add_row(  # a receipt is the host's words: printed literally
+            *cells(
+                h["host"],
+                h["verdict"] or "-",
+                h["worst_action"] or "-",
+                ", ".join(h["failed_checks"]) or "-",
+                h["problem"] or "-",
+            )
         )
     out.print(table)
     for bad in payload["bad_hosts"]:
-        out.print(f"[yellow]bad host[/] {bad['host']}: {', '.join(bad['failed_checks'])}")
+        out.print(f"[yellow]bad host[/] {markup(bad['host'])}: "
+                  f"{markup(', '.join(bad['failed_checks']))}")  # fmt: skip
     for shape, fabric in (payload.get("fabric") or {}).items():
         for check_id, c in fabric["checks"].items():
             measured = f" ({c['measured']})" if c["measured"] is not None else ""
-            out.print(f"fabric {shape}: {check_id} {c['outcome']}{measured}: {c['message']}")
+            out.print(cell(f"fabric {shape}: {check_id} {c['outcome']}{measured}: {c['message']}"))
     colour = {"validated": "green", "blocked": "red"}.get(payload["state"], "yellow")
-    out.print(f"[bold {colour}]{payload['state']}[/]: {'; '.join(payload['reasons'])}")
-    out.print(f"terminated: {', '.join(payload['terminated']) or 'none'}")
+    out.print(f"[bold {colour}]{payload['state']}[/]: {markup('; '.join(payload['reasons']))}")
+    out.print(cell(f"terminated: {', '.join(payload['terminated']) or 'none'}"))
     kind = payload.get("receipts")
     if kind == "sandbox replay":
         out.print(

@@ -14,6 +14,7 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
+from imagectl.safetext import cells, markup
 from imagectl.validators.results import CheckResult
 
 
@@ -62,13 +63,15 @@ class RichReporter(Reporter):
             table.add_column(col)
         for slot in sorted(self.rows):
             r = self.rows[slot]
-            table.add_row(
-                str(slot),
-                r.get("id", ""),
-                r.get("location", ""),
-                r.get("state", ""),
-                r.get("task", ""),
-                r.get("checks", ""),
+            table.add_row(  # cloud and host words, printed literally
+                *cells(
+                    str(slot),
+                    r.get("id", ""),
+                    r.get("location", ""),
+                    r.get("state", ""),
+                    r.get("task", ""),
+                    r.get("checks", ""),
+                )
             )
         return table
 
@@ -92,7 +95,7 @@ class RichReporter(Reporter):
     def step(self, message: str) -> None:
         super().step(message)
         elapsed = time.monotonic() - self.started
-        self.console.print(f"[dim]{elapsed:6.1f}s[/] {message}")
+        self.console.print(f"[dim]{elapsed:6.1f}s[/] {markup(message)}")
 
     def instance(self, slot: int, instance_id: str, location: str, state: str) -> None:
         super().instance(slot, instance_id, location, state)
@@ -121,4 +124,4 @@ class RichReporter(Reporter):
             self.rows[slot]["checks"] = text
             self._refresh()
         for check_id in failed:
-            self.console.print(f"       [red]✗[/] {host}: {check_id}")
+            self.console.print(f"       [red]✗[/] {markup(host)}: {markup(check_id)}")
