@@ -17,6 +17,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.errors import UserError
+from imagectl.safetext import cell
 
 
 @click.command("deprecate")
@@ -74,10 +75,10 @@ def command(
         return
     out = console()
     for line in outcome.deleted:
-        out.print(f"deleted {line}")
+        out.print(cell(f"deleted {line}"))
     for line in outcome.deprecated:
-        out.print(f"deprecated {line}")
+        out.print(cell(f"deprecated {line}"))
     for line in outcome.skipped:
-        out.print(f"kept {line}")
+        out.print(cell(f"kept {line}"))
     if not (outcome.deprecated or outcome.skipped or outcome.deleted):
         out.print("nothing to deprecate")

@@ -23,45 +23,52 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.errors import UserError
+from imagectl.safetext import cell, cells, markup
 
 
 def render(out: Any, result: Any) -> None:
     from rich.table import Table
 
     if result.state == "dry_run":
-        out.print(f"dry run: would promote {result.image_id} ({result.stack} on {result.cloud})")
+        out.print(cell(f"dry run: would promote {result.image_id} ({result.stack} on "
+                       f"{result.cloud})"))  # fmt: skip
         for region, prev in result.previous_pointers.items():
-            out.print(f"  {region}: latest {prev or '(none)'} -> {result.image_id} (after copy)")
+            out.print(cell(f"  {region}: latest {prev or '(none)'} -> {result.image_id} "
+                           "(after copy)"))  # fmt: skip
         if result.overridden:
-            out.print(f"  gate overridden by --force: {'; '.join(result.overridden)}")
+            out.print(cell(f"  gate overridden by --force: {'; '.join(result.overridden)}"))
         return
     if result.state == "already_promoted":
-        out.print(f"{result.image_id} is already promoted ({result.stack} on {result.cloud})")
+        out.print(cell(f"{result.image_id} is already promoted ({result.stack} on {result.cloud})"))
     else:
         table = Table(
-            title=f"promotion {result.promotion_id}: {result.image_id}", title_justify="left"
+            title=cell(f"promotion {result.promotion_id}: {result.image_id}"), title_justify="left"
         )
         for col in ("region", "state", "replica", "seconds", "error"):
             table.add_column(col)
         for r in result.regions.values():
-            table.add_row(
-                r.region,
-                r.state + (" (earlier run)" if r.resumed else ""),
-                r.replica_id or "-",
-                f"{r.seconds:.1f}",
-                r.error or "",
+            table.add_row(  # the cloud's words (ids, errors), printed literally
+                *cells(
+                    r.region,
+                    r.state + (" (earlier run)" if r.resumed else ""),
+                    r.replica_id or "-",
+                    f"{r.seconds:.1f}",
+                    r.error or "",
+                ),
                 style="red" if r.state == "failed" else "",
             )
         out.print(table)
     if result.forced:
-        out.print(f"[yellow]forced[/]: overrode {'; '.join(result.overridden) or 'nothing'}")
+        out.print(
+            f"[yellow]forced[/]: overrode {markup('; '.join(result.overridden) or 'nothing')}"
+        )
     for line in result.deprecated:
-        out.print(f"retention: deprecated {line}")
+        out.print(cell(f"retention: deprecated {line}"))
     for line in result.retention_skipped:
-        out.print(f"retention: kept {line}")
+        out.print(cell(f"retention: kept {line}"))
     if result.state == ImageState.PROMOTED:
         out.print(
-            f"[green]promoted[/] {result.image_id}: latest of {result.stack} on "
+            f"[green]promoted[/] {markup(result.image_id)}: latest of {markup(result.stack)} on "
             f"{result.cloud} flipped in {len(result.regions)} region(s) "
             f"in {result.seconds:.1f} s"
         )
@@ -71,10 +78,10 @@ def render(out: Any, result: Any) -> None:
         what = [f"{', '.join(failed)} failed"] if failed else []
         what += [f"{', '.join(skipped)} not attempted (not in --regions)"] if skipped else []
         out.print(
-            f"[red]{result.state}[/]: {'; '.join(what)}; the latest pointer is "
+            f"[red]{result.state}[/]: {markup('; '.join(what))}; the latest pointer is "
             "unchanged in every region."
         )
-        out.print(f"Fix the cause, then resume with: {result.resume_command}")
+        out.print(cell(f"Fix the cause, then resume with: {result.resume_command}"))
 
 
 @click.command("promote")

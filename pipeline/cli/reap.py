@@ -13,6 +13,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cloud_names import REMOTE_CLOUDS
+from imagectl.safetext import cell, markup
 
 
 @click.command("reap")
@@ -56,10 +57,12 @@ def command(
         if not unique:
             out.print("no expired imagectl instances")
         for r in unique:
-            out.print(
-                f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
-                f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}"
+            out.print(  # the cloud's words (ids, tags, errors), printed literally
+                cell(
+                    f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
+                    f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}"
+                )
             )
         for e in errors:
-            out.print(f"[red]error[/] {e}")
+            out.print(f"[red]error[/] {markup(e)}")
     return 1 if result.failed else 0

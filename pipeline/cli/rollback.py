@@ -15,6 +15,7 @@ from imagectl.cli.common import (
     wait_option,
     workspace,
 )
+from imagectl.safetext import cell, markup
 
 
 @click.command("rollback")
@@ -51,5 +52,5 @@ def command(
         return
     out = console()
     for region, (old, new) in sorted(result.moved.items()):
-        out.print(f"{region}: latest {old} -> {new}")
-    out.print(f"[yellow]rolled back[/]: {', '.join(result.rolled_back)}")
+        out.print(cell(f"{region}: latest {old} -> {new}"))
+    out.print(f"[yellow]rolled back[/]: {markup(', '.join(result.rolled_back))}")

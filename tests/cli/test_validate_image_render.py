@@ -44,3 +44,25 @@ def test_progress_lines_print_host_text_literally() -> None:
     text = record.export_text()
     assert HOSTILE in text and "\x1b]52" not in text
     assert "href" not in record.export_html()
+
+
+def test_promote_rollback_and_reap_views_print_cloud_text_literally() -> None:
+    """A region's error is the cloud's message; retention lines and resume commands carry
+    names an operator or a cloud chose."""
+    from types import SimpleNamespace
+
+    from imagectl.cli.promote import render
+
+    region = SimpleNamespace(region="r-[b]1", state="failed", resumed=False, replica_id=None,
+                             seconds=1.0, error=HOSTILE + ESC)  # fmt: skip
+    result = SimpleNamespace(
+        state="partially_promoted", image_id="ami-[i]1", stack="s", cloud="aws",
+        promotion_id=7, regions={"r-[b]1": region}, forced=True, overridden=[HOSTILE],
+        deprecated=[HOSTILE], retention_skipped=[], seconds=2.0,
+        resume_command=f"imagectl promote {HOSTILE}",
+    )  # fmt: skip
+    record = Console(record=True, width=400, file=io.StringIO())
+    render(record, result)
+    text = record.export_text()
+    assert text.count(HOSTILE) >= 4 and "r-[b]1" in text and "ami-[i]1" in text, text
+    assert "href" not in record.export_html() and "\x1b]52" not in text
