@@ -171,8 +171,13 @@ def test_the_writer_records_each_component_from_dpkg_and_modinfo(tmp_path: Path)
     again = subprocess.run([*argv, "--output", str(out)], capture_output=True, text=True,
                            env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
                            check=True)  # fmt: skip
-    assert again.stdout == ""
+    assert again.stdout == "changed\n"
     assert out.read_text() == done.stdout
+    # the same state again: the file is left alone and the role hears "unchanged"
+    third = subprocess.run([*argv, "--output", str(out)], capture_output=True, text=True,
+                           env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                           check=True)  # fmt: skip
+    assert third.stdout == "unchanged\n"
     assert out.stat().st_mode & 0o777 == 0o644 and [p.name for p in out.parent.iterdir()] == [
         "manifest.json"
     ]

@@ -114,6 +114,13 @@ def emit(document, output):
     if not output:
         sys.stdout.write(text)
         return
+    try:
+        with open(output, encoding="utf-8") as fh:
+            if fh.read() == text:  # nothing changed: say so (the role's changed_when)
+                print("unchanged")
+                return
+    except OSError:
+        pass
     tmp = output + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
@@ -121,6 +128,7 @@ def emit(document, output):
         os.fsync(fh.fileno())
     os.chmod(tmp, 0o644)
     os.replace(tmp, output)
+    print("changed")
 
 
 def main():
