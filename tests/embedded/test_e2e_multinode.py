@@ -50,7 +50,11 @@ from tests.fakes.gcp_compute import FakeGcpCompute
 from tests.fakes.guest_launch import make_key
 from tests.fakes.guests import VPC_NIC, GuestHost
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("clouds")]
+# Not in `make test` (-m e2e): run it with `pytest -m e2e_multinode tests/embedded`. Last
+# run (2026-11-26, 2 cores, TCG) it took ~20 min and ended inconclusive: both nodes'
+# collective.rendezvous failed ("the launcher exited before every rank finished"), so the
+# cross-node path over the guests' private network is not yet proven (issue 31 open).
+pytestmark = [pytest.mark.e2e_multinode, pytest.mark.xdist_group("clouds")]
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 STACK = "h100-training"
