@@ -48,7 +48,7 @@ typecheck: venv
 # Four workers on two cores (most tests wait on subprocesses, servers and emulators);
 # one module per worker, so a module-scoped fixture (the Debian root) runs once.
 unit: venv
-	$(BIN)/pytest -q -n 4 --dist loadfile -m "not e2e"
+	$(BIN)/pytest -q -n 4 --dist loadfile -m "not e2e and not e2e_multinode"
 
 # The local pipeline end to end in QEMU (TCG here): after the parallel suite, so the
 # emulated guests get the CPU (beside four workers their SSH timed out). Two workers, one
