@@ -96,3 +96,59 @@ def test_two_nodes_through_torchrun_c10d(tmp_path, monkeypatch):
             assert check.details["world_size"] == 2 and check.details["sizes"][0]["ok"]
     assert seen_ranks == {0, 1}
     assert sorted(p.name for p in scratch.iterdir()) == []  # no torchelastic_*, no run folder
+
+
+# What torchrun's agent printed in real failed runs (torch 2.13): a c10d warning line
+# from socket.cpp, a Python exception with the C++ frames torch appends after it.
+AGENT_UNREACHABLE = (
+    "[W1126 17:15:53.912756790 socket.cpp:764] [c10d] The client socket has failed to "
+    "connect to [::ffff:192.0.2.7]:55873 (errno: 113 - No route to host).\n"
+)
+AGENT_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/imagectl/lib/python3.11/site-packages/torch/distributed/run.py", line 7\n'
+    "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+    "network address. port: 29511, useIpv6: false, code: -99, name: EADDRNOTAVAIL, message: "
+    "cannot assign requested address\n"
+    "Exception raised from run at /__w/pytorch/pytorch/torch/csrc/distributed/c10d/"
+    "socket.cpp:820 (most recent call first):\n"
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7f in libc10.so)\n"
+    "frame #2: c10::DistNetworkError::DistNetworkError(c10::SourceLocation) + 0x72 (0x7f)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (AGENT_UNREACHABLE, "failed to connect to [::ffff:192.0.2.7]:55873 (errno: 113"),
+        (AGENT_TRACEBACK, "DistNetworkError: The server socket has failed to listen"),
+        ("W1126 agent started\nall fine\n", ""),
+    ],
+)
+def test_the_launchers_own_reason_is_its_last_error_line(text, said):
+    from imagectl.validators.collectives.launch import last_error_line
+
+    line = last_error_line(text)
+    assert (said in line) if said else line == ""
+    assert not line.startswith("frame #") and len(line) <= 300
+
+
+@pytest.mark.slow
+def test_a_rendezvous_that_cannot_complete_says_what_the_agent_said(tmp_path):
+    """A node whose rendezvous host is unreachable (TEST-NET-1, RFC 5737): the failure
+    carries torchrun's own reason, which the receipt had dropped (the two-guest run of
+    2026-11-26 ended with only "the launcher exited before every rank finished")."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("torch")
+    from imagectl.validators.collectives.launch import Plan, run_collectives
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"192.0.2.7 slots=1 port={free_port()}\n127.0.0.1 slots=1\n")
+    plan = Plan(
+        device="cpu", ops=["all_reduce"], sizes={"all_reduce": [4096]}, nranks=1,
+        start_timeout_s=15, nodes=parse_hostfile(str(hosts)), local_addr="127.0.0.1",
+    )  # fmt: skip
+    report = run_collectives(plan)
+    assert report.failure is not None and report.failure.kind == "rendezvous"
+    assert "192.0.2.7" in report.failure.message
+    assert "; agent: " in report.failure.message, report.stderr_tail

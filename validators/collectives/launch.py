@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -346,6 +347,24 @@ def _died_failure(
     return failure
 
 
+ERROR_WORDS = ("error", "exception", "failed", "refused", "timed out", "timeout")
+# a Python exception's own line ("torch.distributed.DistNetworkError: ..."), else any line
+# naming an error; C++ stack frames ("frame #2: c10::DistNetworkError...") are not reasons
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Timeout):")
+
+
+def last_error_line(text: str, limit: int = 300) -> str:
+    """The last line of a process's output that says why it failed (a launcher's own reason,
+    such as torchrun's rendezvous error), shortened; "" if none does."""
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("frame #")]
+    found = next((line for line in reversed(lines) if EXCEPTION_LINE.match(line)), "")
+    if not found:
+        words = (line for line in reversed(lines) if any(w in line.lower() for w in ERROR_WORDS))
+        found = next(words, "")
+    return found if len(found) <= limit else found[: limit - 1] + "…"
+
+
 def run_collectives(plan: Plan) -> RunReport:
     run_dir = tempfile.mkdtemp(prefix="imagectl-collectives-")
     registry.register_folder(run_dir)
@@ -411,6 +430,11 @@ def run_collectives(plan: Plan) -> RunReport:
             tail = fh.read()[-4000:].decode("utf-8", "replace")
         if failure is not None and tail.strip():
             tails[name] = tail
+    # the launcher's own reason where no rank gave one (torchrun's rendezvous error)
+    if failure is not None and failure.kind in ("died", "rendezvous") and not died:
+        said = [f"{n}: {line}" for n, t in tails.items() if (line := last_error_line(t))]
+        if said:
+            failure.message += "; " + "; ".join(said)
     shutil.rmtree(run_dir, ignore_errors=True)
     registry.release(folder=run_dir)
     for proc in children.values():

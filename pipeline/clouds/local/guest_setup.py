@@ -49,8 +49,11 @@ BLACKLIST = (
 )
 
 FILES: dict[str, str] = {
-    # QEMU user networking: DHCP on the virtio NIC; the resolver is slirp's.
-    "etc/systemd/network/80-imagectl-dhcp.network": (
+    # QEMU user networking: DHCP on the virtio NIC; the resolver is slirp's. The catch-all
+    # sorts last (99-): networkd applies the first file that matches a link, and a NIC that
+    # the kernel command line's ip= configures (systemd-network-generator's 90-<nic>.network,
+    # an emulated cloud's private network) must keep its static address.
+    "etc/systemd/network/99-imagectl-dhcp.network": (
         "[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n"
     ),
     "etc/resolv.conf": "nameserver 10.0.2.3\n",
