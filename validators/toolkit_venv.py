@@ -176,6 +176,9 @@ def toolkit_venv(tarball: Path) -> Iterator[Installed]:
                 "--find-links", str(wheels_dir), "--require-hashes",
                 "--requirement", str(wheels_dir / LOCK_NAME),
                 "--target", str(site), "--no-warn-script-location",
+                # a venv for one run: byte-compiling every module of torch (thousands, most
+                # never imported) cost more than unpacking it; Python compiles on import
+                "--no-compile",
             ],
             f"the toolkit from {tarball.name}",
         )  # fmt: skip

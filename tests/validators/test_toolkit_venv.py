@@ -83,3 +83,17 @@ def test_a_missing_wheelhouse_is_exit_2(cli: Any, tmp_path: Path) -> None:
     result = _validate(cli, tmp_path / "nowhere.tar")
     assert result.code == 2
     assert "does not exist" in result.err
+
+
+def test_the_toolkit_is_installed_without_byte_compiling_it(tmp_path: Path) -> None:
+    """A venv for one run: pip's default byte-compiles every module of the wheels (torch
+    has thousands, most never imported); under emulation that cost minutes per node. Python
+    compiles what a run imports, when it imports it."""
+    from imagectl.validators.toolkit_venv import toolkit_venv
+
+    with toolkit_venv(_wheelhouse(tmp_path)) as installed:
+        site = next(Path(installed.venv).glob("lib/python3*/site-packages"))
+        modules = list(site.glob("torch/**/*.py"))
+        assert modules, sorted(p.name for p in site.iterdir())  # the toolkit is there
+        assert list(site.rglob("*.pyc")) == []
+    assert not Path(installed.venv).exists()
