@@ -8,7 +8,9 @@ replays a healthy snapshot alone; then playbooks/fabric.yml runs ``imagectl coll
 on both "nodes" at once, at 127.0.0.1 and 127.0.0.2, and torch.distributed's gloo really
 runs the all_reduce across them (the override's ``fabric_device: cpu``). The fabric
 receipt goes into the catalog beside the nodes' receipts, and the gate requires it where
-the stack's ``validation.nodes`` is 2.
+the stack's ``validation.nodes`` is 2. The run holds exactly the validate permission
+document (images/permissions/<cloud>/validate.*, enforced as in
+tests/clouds/test_validate_reap_permissions.py), placement included.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.clouds.scenario import HEALTHY, write_override
+from tests.fakes import permissions as perm
 from tests.fakes.fixtures import CloudEnv
 
 pytest.importorskip("torch")
@@ -67,14 +70,18 @@ def _placement_calls(env: CloudEnv) -> list[str]:
 
 
 def test_two_nodes_in_the_clouds_placement_run_collectives_and_record_the_fabric(
-    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     image = cloud_env.seed_candidate()
-    result = cli(
-        "validate-image", image.image_id, "--cloud", cloud_env.cloud, "--stack",
-        "h100-training", "--inventory-override", str(_override(tmp_path, cloud_env.cloud)),
-        "--reach-timeout", "2", "--nodes", "2", "--json", "--receipts-dir", str(tmp_path / "r"),
-    )  # fmt: skip
+    validate = perm.load_document(cloud_env.cloud, "validate")
+    with perm.enforced(cloud_env.cloud, cloud_env.fake, monkeypatch, validate) as enforcer:
+        result = cli(
+            "validate-image", image.image_id, "--cloud", cloud_env.cloud, "--stack",
+            "h100-training", "--inventory-override", str(_override(tmp_path, cloud_env.cloud)),
+            "--reach-timeout", "2", "--nodes", "2", "--json", "--receipts-dir",
+            str(tmp_path / "r"), "--runner-cidr", "203.0.113.7/32",
+        )  # fmt: skip
+    assert enforcer.refused == [] and enforcer.unknown == [], (enforcer.refused, enforcer.unknown)
     data = result.json()
     assert data["state"] == "validated", (data["reasons"], data.get("fabric"))
     assert result.code == 0, result.err

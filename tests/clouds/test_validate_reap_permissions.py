@@ -1,7 +1,9 @@
 """validate-image and reap run under exactly the shipped permission documents
 (images/permissions/<cloud>/{validate,reap}.*), enforced by each emulator
-(tests/fakes/permissions.py): the full document passes, every entry of it is needed, and
-a document missing one permission fails the run naming that permission.
+(tests/fakes/permissions.py): the full document passes, every entry of it is needed by
+one of the runs it serves (validate: a single-node run and a multi-node one, which also
+creates, uses and deletes the run's placement), and a document missing one permission
+fails the run that needs it, naming that permission.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.clouds.scenario import HEALTHY, write_override
+from tests.clouds.scenario import HEALTHY, IMAGE_FAULT, write_override
 from tests.fakes import permissions as perm
 from tests.fakes.fixtures import CloudEnv
 
@@ -30,22 +32,33 @@ CLEANUP = {
         "Microsoft.Network/publicIPAddresses/delete",
     },
 }
+# Needed only by a multi-node run (--nodes N): its placement, created before the launches,
+# named by each, deleted after the terminations (imagectl.clouds.placement).
+PLACEMENT = {
+    "aws": {"ec2:CreatePlacementGroup", "ec2:DeletePlacementGroup"},
+    "gcp": {
+        "compute.regionOperations.get",
+        "compute.resourcePolicies.create",
+        "compute.resourcePolicies.delete",
+        "compute.resourcePolicies.use",
+    },
+    "azure": {
+        "Microsoft.Compute/proximityPlacementGroups/delete",
+        "Microsoft.Compute/proximityPlacementGroups/write",
+    },
+}
+# ...of which only the clean-up after the verdict
+PLACEMENT_CLEANUP = {
+    "aws": {"ec2:DeletePlacementGroup"},
+    "gcp": {"compute.resourcePolicies.delete"},
+    "azure": {"Microsoft.Compute/proximityPlacementGroups/delete"},
+}
 
 
 @contextlib.contextmanager
 def enforced(env: CloudEnv, monkeypatch: pytest.MonkeyPatch, doc: Any) -> Iterator[perm.Enforcer]:
-    if env.cloud == "aws":
-        with perm.aws_enforced(monkeypatch, None, doc) as enforcer:
-            yield enforcer
-        return
-    if env.cloud == "gcp":
-        enforcer = perm.enforce_gcp(env.fake, perm.granted("gcp", doc))
-    else:
-        enforcer = perm.enforce_arm(env.fake, doc["Actions"], doc["NotActions"])
-    try:
+    with perm.enforced(env.cloud, env.fake, monkeypatch, doc) as enforcer:
         yield enforcer
-    finally:
-        env.fake.authorize = None
 
 
 def _validate(cli: Any, env: CloudEnv, image: Any, tmp_path: Path) -> Any:
@@ -53,6 +66,17 @@ def _validate(cli: Any, env: CloudEnv, image: Any, tmp_path: Path) -> Any:
     return cli("validate-image", image.image_id, "--cloud", env.cloud, "--stack",
                "h100-training", "--inventory-override", str(override), "--reach-timeout", "2",
                "--hosts", "1", "--runner-cidr", RUNNER, "--json")  # fmt: skip
+
+
+def _validate_nodes(cli: Any, env: CloudEnv, image: Any, tmp_path: Path) -> Any:
+    """``--nodes 2``: both nodes in the cloud's placement. The image is faulty on both, so
+    the verdict (blocked) comes from the nodes alone, before any collectives: the same
+    cloud calls as a passing run (tests/clouds/test_multinode_validation.py, which runs
+    under this document too), without torch."""
+    override = write_override(tmp_path, [IMAGE_FAULT, IMAGE_FAULT], cloud=env.cloud)
+    return cli("validate-image", image.image_id, "--cloud", env.cloud, "--stack",
+               "h100-training", "--inventory-override", str(override), "--reach-timeout", "2",
+               "--nodes", "2", "--runner-cidr", RUNNER, "--json")  # fmt: skip
 
 
 def _expired(env: CloudEnv) -> str:
@@ -68,10 +92,6 @@ def _expired(env: CloudEnv) -> str:
     return str(inst.instance_id)
 
 
-def _unused(env: CloudEnv, doc: Any, enforcer: perm.Enforcer) -> list[str]:
-    return sorted(set(perm.granted(env.cloud, doc)) - enforcer.matched)
-
-
 def test_validate_and_reap_under_exactly_the_documents(
     cli: Any, cloud_env: CloudEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,7 +102,17 @@ def test_validate_and_reap_under_exactly_the_documents(
     assert result.code == 0, result.out[-2000:] + result.err[-2000:]
     assert result.json()["state"] == "validated"
     assert enforcer.refused == [] and enforcer.unknown == []
-    assert _unused(cloud_env, validate, enforcer) == []
+    # the placement's entries are the multi-node run's alone
+    assert perm.unused(cloud_env.cloud, validate, enforcer) == sorted(PLACEMENT[cloud_env.cloud])
+    second = cloud_env.seed_candidate()
+    with enforced(cloud_env, monkeypatch, validate) as nodes:
+        multi = _validate_nodes(cli, cloud_env, second, tmp_path)
+    data = multi.json()
+    assert data["state"] == "blocked" and data["termination_errors"] == {}, data
+    assert [p["kind"] for p in data["placements"]] and cloud_env.live_instances() == []
+    assert nodes.refused == [] and nodes.unknown == []
+    # least privilege over the union of the runs the document serves
+    assert perm.unused(cloud_env.cloud, validate, enforcer, nodes) == []
 
     expired = _expired(cloud_env)
     reap = perm.load_document(cloud_env.cloud, "reap")
@@ -93,7 +123,7 @@ def test_validate_and_reap_under_exactly_the_documents(
         (expired, "terminated")
     ]
     assert reaper.refused == [] and reaper.unknown == []
-    assert _unused(cloud_env, reap, reaper) == []
+    assert perm.unused(cloud_env.cloud, reap, reaper) == []
 
 
 def _cases(role: str) -> list[Any]:
@@ -130,11 +160,19 @@ def test_validate_without_one_permission_fails_naming_it(
 ) -> None:
     image = env_for.seed_candidate()
     doc = perm.without(env_for.cloud, perm.load_document(env_for.cloud, "validate"), permission)
+    run = _validate_nodes if permission in PLACEMENT[env_for.cloud] else _validate
     with enforced(env_for, monkeypatch, doc) as enforcer:
-        result = _validate(cli, env_for, image, tmp_path)
+        result = run(cli, env_for, image, tmp_path)
     assert permission in enforcer.refused
     assert permission in result.out + result.err, (result.out + result.err)[-2000:]
-    if permission in CLEANUP[env_for.cloud]:
+    if permission in PLACEMENT_CLEANUP[env_for.cloud]:
+        # the verdict was reached and the nodes terminated; the placement left behind is
+        # reported, named with the refused permission
+        data = result.json()
+        assert data["state"] == "blocked" and env_for.live_instances() == [], data
+        (error,) = data["termination_errors"].values()
+        assert permission in error and result.code == 1, data
+    elif permission in CLEANUP[env_for.cloud]:
         # the verdict was reached; the instance it could not clean up is reported, named
         # with the refused permission, under "termination errors", and the exit is not 0
         assert result.json().get("termination_errors"), result.out[-2000:]

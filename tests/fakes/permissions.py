@@ -162,6 +162,8 @@ def _instance_insert_extra(body: Any) -> tuple[str, ...]:
         out.append("compute.instances.setTags")
     if body.get("serviceAccounts"):
         out.append("compute.instances.setServiceAccount")
+    if body.get("resourcePolicies"):  # a compact placement policy (multi-node runs)
+        out.append("compute.resourcePolicies.use")
     return tuple(dict.fromkeys(out))
 
 
@@ -170,6 +172,8 @@ GCP_RULES: tuple[GcpRule, ...] = (
             REF + "globalOperations/get"),
     GcpRule("GET", "/zones/[^/]+/operations/[^/]+", ("compute.zoneOperations.get",),
             REF + "zoneOperations/get"),
+    GcpRule("GET", "/regions/[^/]+/operations/[^/]+", ("compute.regionOperations.get",),
+            REF + "regionOperations/get"),
     GcpRule("GET", "/zones", ("compute.zones.list",), REF + "zones/list"),
     GcpRule("GET", "/regions/[^/]+", ("compute.regions.get",), REF + "regions/get"),
     GcpRule("GET", "/global/images", ("compute.images.list",), REF + "images/list"),
@@ -201,6 +205,12 @@ GCP_RULES: tuple[GcpRule, ...] = (
     GcpRule("GET", "/zones/[^/]+/disks/[^/]+", ("compute.disks.get",), REF + "disks/get"),
     GcpRule("GET", "/zones/[^/]+/reservations/[^/]+", ("compute.reservations.get",),
             REF + "reservations/get"),
+    GcpRule("POST", "/regions/[^/]+/resourcePolicies", ("compute.resourcePolicies.create",),
+            REF + "resourcePolicies/insert"),
+    GcpRule("GET", "/regions/[^/]+/resourcePolicies/[^/]+", ("compute.resourcePolicies.get",),
+            REF + "resourcePolicies/get"),
+    GcpRule("DELETE", "/regions/[^/]+/resourcePolicies/[^/]+",
+            ("compute.resourcePolicies.delete",), REF + "resourcePolicies/delete"),
     GcpRule("POST", "/global/firewalls", ("compute.firewalls.create",
                                            "compute.networks.updatePolicy"), FIREWALL),
     GcpRule("GET", "/global/firewalls", ("compute.firewalls.list",), REF + "firewalls/list"),
@@ -404,6 +414,35 @@ def aws_enforced(
     for key, value in creds.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.setattr(access_control.IAMRequestBase, "check_action_permitted", check)
-    with enable_iam_authentication():
+    # restored on leaving (not at the test's end): a later block records on its own
+    access_control.IAMRequestBase.check_action_permitted = check  # type: ignore[method-assign]
+    try:
+        with enable_iam_authentication():
+            yield enforcer
+    finally:
+        access_control.IAMRequestBase.check_action_permitted = original  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def enforced(
+    cloud: str, fake: Any, monkeypatch: Any, doc: Any, endpoint: str | None = None
+) -> Iterator[Enforcer]:
+    """Every call of the block answered as ``cloud`` answers the holder of ``doc``: moto
+    (in process, or the server at ``endpoint``) for AWS, ``fake`` for Google Cloud and Azure."""
+    if cloud == "aws":
+        with aws_enforced(monkeypatch, endpoint, doc) as enforcer:
+            yield enforcer
+        return
+    if cloud == "gcp":
+        enforcer = enforce_gcp(fake, granted("gcp", doc))
+    else:
+        enforcer = enforce_arm(fake, doc["Actions"], doc.get("NotActions", ()))
+    try:
         yield enforcer
+    finally:
+        fake.authorize = None
+
+
+def unused(cloud: str, doc: Any, *runs: Enforcer) -> list[str]:
+    """The entries of ``doc`` that none of ``runs`` needed (least privilege: none)."""
+    return sorted(set(granted(cloud, doc)).difference(*(run.matched for run in runs)))
