@@ -384,6 +384,13 @@ def aws_refused(text: str) -> list[str]:
     return [m["action"] for m in AWS_DENIED.finditer(text)]
 
 
+def _json_denial(message: str, action: str) -> str:
+    """KMS's AccessDeniedException message ("User: ARN is not authorized to perform: ACTION
+    on resource: ... because no identity-based policy allows the ACTION action": IAM User
+    Guide, "Troubleshoot access denied error messages")."""
+    return f"{message} because no identity-based policy allows the {action} action"
+
+
 def _matches(pattern: str, action: str) -> bool:
     return fnmatch.fnmatch(action.lower(), pattern.lower())
 
@@ -394,7 +401,9 @@ def aws_enforced(
 ) -> Iterator[Enforcer]:
     """moto enforces ``doc`` on every request signed with the run's keys (put in the
     environment); what it granted and refused is recorded."""
+    import boto3
     from moto.core.authorization import enable_iam_authentication
+    from moto.core.exceptions import AccessDeniedError, JsonRESTError
     from moto.iam import access_control
 
     creds = aws_policy_user(endpoint, doc, f"{name}-{uuid.uuid4().hex[:8]}")
@@ -405,6 +414,15 @@ def aws_enforced(
         action = str(self._action)
         try:
             original(self, resource)
+        except AccessDeniedError as exc:
+            enforcer.refused.append(action)
+            if "X-Amz-Target" not in (self._headers or {}):
+                raise
+            # A JSON-protocol service (KMS) refuses in JSON, as AWS does: moto answers its
+            # query-protocol XML, which botocore cannot parse there (the message is lost)
+            raise JsonRESTError(
+                "AccessDeniedException", _json_denial(exc.message, action)
+            ) from None
         except Exception:
             enforcer.refused.append(action)
             raise
@@ -414,6 +432,9 @@ def aws_enforced(
     for key, value in creds.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    # boto3's default session keeps the credentials it first resolved (a client made
+    # before the block, e.g. the test's own seeding): it resolves them again, in and after
+    boto3.DEFAULT_SESSION = None
     # restored on leaving (not at the test's end): a later block records on its own
     access_control.IAMRequestBase.check_action_permitted = check  # type: ignore[method-assign]
     try:
@@ -421,6 +442,7 @@ def aws_enforced(
             yield enforcer
     finally:
         access_control.IAMRequestBase.check_action_permitted = original  # type: ignore[method-assign]
+        boto3.DEFAULT_SESSION = None
 
 
 @contextlib.contextmanager
