@@ -216,6 +216,17 @@ class FakeAzureArm(FakeServer):
                 self._replication_reads[(self._key(rid), region_key(region))] = 10**6
         return rid
 
+    def add_gallery(self, rg: str, gallery: str, *, location: str = "eastus") -> str:
+        """A gallery without image definitions (what `az sig create` leaves)."""
+        rest = f"Microsoft.Compute/galleries/{gallery}"
+        rid = self.rid(rg, rest)
+        with self.lock:
+            self.resources.setdefault(self._key(rid), {
+                "id": rid, "name": gallery, "type": "Microsoft.Compute/galleries",
+                "location": location, "properties": {"provisioningState": "Succeeded"},
+            })  # fmt: skip
+        return rid
+
     def _ensure_parents(self, rg: str, gallery: str, definition: str, location: str) -> None:
         for rest, rtype in (
             (f"Microsoft.Compute/galleries/{gallery}", "Microsoft.Compute/galleries"),
