@@ -3,7 +3,13 @@ real Packer amazon-ebs build, `imagectl validate-image` launches instances throu
 and validates them (test-mode inventory: this machine replays a snapshot), both as real
 subprocesses; the README's "Try the AWS path" steps followed literally against its
 sandbox server (`python -m imagectl.clouds.aws.sandbox`) through promote and rollback;
-and a run interrupted with SIGINT terminates its instances."""
+and a run interrupted with SIGINT terminates its instances.
+
+The build (Packer and imagectl around it) and `imagectl doctor` run as an IAM user holding
+exactly images/permissions/aws/build.json, which moto enforces (tests/fakes/permissions.py):
+nothing is refused, every entry is used by one of the runs or is the amazon-ebs builder's
+own (images/permissions/builders.yaml, Packer's documented policy), and a build without
+ec2:RunInstances fails with imagectl's error naming it."""
 
 from __future__ import annotations
 
@@ -19,7 +25,10 @@ from typing import Any
 
 import pytest
 
+from imagectl.yamlfast import load_data
 from tests.clouds.scenario import HEALTHY, write_override
+from tests.fakes import moto_doctor
+from tests.fakes import permissions as perm
 from tests.fakes.fixtures import resolved_stack
 from tests.support import require_tool
 
@@ -27,17 +36,22 @@ REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 
 
-def _env(endpoint: str) -> dict[str, str]:
+def _env(endpoint: str, *, enforced: bool = False) -> dict[str, str]:
+    """The commands' environment; ``enforced``: with the keys of the IAM user that
+    ``perm.aws_enforced`` put in this process's environment, not moto's defaults."""
     env = dict(os.environ)
     env.update(
         IMAGECTL_AWS_ENDPOINT_URL=endpoint,
         IMAGECTL_CLOUD_POLL_S="0.2",
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
         AWS_DEFAULT_REGION="us-east-1",
         PYTHONUNBUFFERED="1",
     )
+    if not enforced:
+        env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
     return env
+
+
+BUILD = [IMAGECTL, "build", "--stack", "h100-training", "--cloud", "aws", "--skip-provisioning"]
 
 
 def _live(endpoint: str) -> list[str]:
@@ -56,30 +70,36 @@ def _live(endpoint: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_build_then_validate_from_the_command_line(moto_server: str, tmp_path: Path) -> None:
+def test_build_then_validate_from_the_command_line(
+    moto_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any
+) -> None:
     require_tool("packer")
     from imagectl.clouds.aws.sandbox import seed_base_image
 
     seed_base_image(moto_server, resolved_stack())
     env = _env(moto_server)
-    build = subprocess.run(
-        [
-            IMAGECTL,
-            "build",
-            "--stack",
-            "h100-training",
-            "--cloud",
-            "aws",
-            "--skip-provisioning",
-            "--json",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    doc = perm.load_document("aws", "build")
+    with perm.aws_enforced(monkeypatch, moto_server, doc) as run:
+        build = subprocess.run(
+            [*BUILD, "--json"], cwd=REPO, env=_env(moto_server, enforced=True),
+            capture_output=True, text=True, timeout=400,
+        )  # fmt: skip
     assert build.returncode == 0, build.stderr[-2000:]
+    assert run.refused == [], run.refused
+    moto_doctor.install()
+    with perm.aws_enforced(monkeypatch, moto_server, doc) as doctor:
+        checked = cli("doctor", "--stack", "h100-training", "--cloud", "aws", "--role", "build")
+    assert [ln.split()[1] for ln in checked.out.splitlines() if ln.startswith("blocker")] == [
+        "placeholder"  # the shipped stack's example organization; every account check ran
+    ], checked.out
+    assert doctor.refused == [], doctor.refused
+    builder = set(
+        load_data(REPO / "images" / "permissions" / "builders.yaml")["aws"]["permissions"]
+    )
+    assert builder <= set(perm.granted("aws", doc))
+    # ec2:DescribeCapacityReservations: the doctor's, when the stack names a reservation
+    reservation = {"ec2:DescribeCapacityReservations"}
+    assert set(perm.unused("aws", doc, run, doctor)) - builder - reservation == set()
     built = json.loads(build.stdout)
     (image,) = built["images"]
     assert image["image_id"].startswith("ami-") and image["region"] == "us-east-1"
@@ -118,6 +138,27 @@ def test_build_then_validate_from_the_command_line(moto_server: str, tmp_path: P
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_build_without_run_instances_fails_naming_it(
+    moto_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packer's amazon-ebs launch refused (AWS: "is not authorized to perform:
+    ec2:RunInstances"): the build fails at once, and imagectl's error names it."""
+    require_tool("packer")
+    from imagectl.clouds.aws.sandbox import seed_base_image
+
+    seed_base_image(moto_server, resolved_stack())
+    doc = perm.without("aws", perm.load_document("aws", "build"), "ec2:RunInstances")
+    with perm.aws_enforced(monkeypatch, moto_server, doc) as run:
+        build = subprocess.run(
+            BUILD, cwd=REPO, env=_env(moto_server, enforced=True), capture_output=True,
+            text=True, timeout=400,
+        )  # fmt: skip
+    assert run.refused == ["ec2:RunInstances"]
+    error = build.stderr[build.stderr.rfind("error: ") :]
+    assert build.returncode != 0 and "ec2:RunInstances" in error, build.stderr[-3000:]
 
 
 def _free_port() -> int:

@@ -384,11 +384,33 @@ def aws_refused(text: str) -> list[str]:
     return [m["action"] for m in AWS_DENIED.finditer(text)]
 
 
-def _json_denial(message: str, action: str) -> str:
-    """KMS's AccessDeniedException message ("User: ARN is not authorized to perform: ACTION
+def _denial(message: str, action: str) -> str:
+    """AWS's words for an implicit deny ("User: ARN is not authorized to perform: ACTION
     on resource: ... because no identity-based policy allows the ACTION action": IAM User
     Guide, "Troubleshoot access denied error messages")."""
     return f"{message} because no identity-based policy allows the {action} action"
+
+
+def _ec2_denied(message: str) -> Exception:
+    """EC2's refusal: HTTP 403 ``UnauthorizedOperation`` in EC2's own error document
+    (``<Response><Errors><Error>``; EC2 API reference, "Error codes": "You are not
+    authorized to perform this operation"). moto answers IAM's ``<ErrorResponse>``, which
+    the Go SDK (Packer) cannot read: it retried RunInstances ten times, then lost the
+    message."""
+    from xml.sax.saxutils import escape
+
+    from werkzeug.exceptions import HTTPException
+
+    class Ec2Denied(HTTPException):
+        code = 403
+
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+        "<Code>UnauthorizedOperation</Code><Message>You are not authorized to perform this "
+        f"operation. {escape(message)}</Message></Error></Errors>"
+        f"<RequestID>{uuid.uuid4()}</RequestID></Response>"
+    )
+    return Ec2Denied(description=body)
 
 
 def _matches(pattern: str, action: str) -> bool:
@@ -416,13 +438,14 @@ def aws_enforced(
             original(self, resource)
         except AccessDeniedError as exc:
             enforcer.refused.append(action)
-            if "X-Amz-Target" not in (self._headers or {}):
-                raise
-            # A JSON-protocol service (KMS) refuses in JSON, as AWS does: moto answers its
-            # query-protocol XML, which botocore cannot parse there (the message is lost)
-            raise JsonRESTError(
-                "AccessDeniedException", _json_denial(exc.message, action)
-            ) from None
+            denial = _denial(exc.message, action)
+            if "X-Amz-Target" in (self._headers or {}):
+                # A JSON-protocol service (KMS, SSM) refuses in JSON, as AWS does: moto
+                # answers in query XML, which botocore cannot parse there (the message is lost)
+                raise JsonRESTError("AccessDeniedException", denial) from None
+            if getattr(self, "_service", "") == "ec2":
+                raise _ec2_denied(denial) from None
+            raise
         except Exception:
             enforcer.refused.append(action)
             raise
