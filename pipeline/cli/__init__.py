@@ -52,7 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "imagectl.cli.verify_node",
         "On a fleet node: refuse unless the booted image is attested.",
     ),
-    "reap": ("imagectl.cli.reap", "Terminate imagectl instances whose TTL expired."),
+    "reap": ("imagectl.cli.reap", "Terminate expired imagectl instances and placements."),
     "doctor": ("imagectl.cli.doctor", "Check an account before a run: permissions, quota, ..."),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),

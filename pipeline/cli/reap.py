@@ -1,4 +1,5 @@
-"""``imagectl reap``: terminate imagectl instances whose TTL expired."""
+"""``imagectl reap``: terminate imagectl instances whose TTL expired, and delete the
+multi-node placements they left."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ from imagectl.safetext import cell, markup
     dest="stacks",
     multiple=True,
 )
-@click.option("--dry-run", is_flag=True, help="List what would be terminated; change nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="List what would be terminated or deleted; change nothing."
+)
 @json_option
 @click.pass_context
 def command(
@@ -38,10 +41,13 @@ def command(
     dry_run: bool,
     as_json: bool,
 ) -> int:
-    """Terminate every instance tagged imagectl:managed whose imagectl:expires-at passed.
+    """Terminate every instance tagged imagectl:managed whose imagectl:expires-at passed,
+    and delete each multi-node placement imagectl made whose TTL passed and that holds no
+    instance (AWS cluster placement group, GCP compact placement policy, Azure proximity
+    placement group).
 
-    Exit 0 when everything expired was terminated (or nothing was), 1 when a
-    termination or a cloud listing failed.
+    Exit 0 when everything expired was terminated or deleted (or nothing was), 1 when a
+    termination, a deletion or a cloud listing failed.
     """
     from imagectl.clouds.reap import sweep
     from imagectl.stacks import stack_paths
@@ -49,18 +55,28 @@ def command(
     ws = workspace(ctx)
     names = list(stacks) or [p.stem for p in stack_paths(ws.stacks_dir)]
     result = sweep(ws.images, names, clouds or REMOTE_CLOUDS, dry_run=dry_run)
-    unique, errors = result.instances, result.errors
+    unique, placements, errors = result.instances, result.placements, result.errors
     if as_json:
-        emit_json({"dry_run": dry_run, "instances": unique, "errors": errors})
+        emit_json(
+            {"dry_run": dry_run, "instances": unique, "placements": placements, "errors": errors}
+        )
     else:
         out = console()
-        if not unique:
-            out.print("no expired imagectl instances")
+        if not unique and not placements:
+            out.print("no expired imagectl instances or placements")
         for r in unique:
             out.print(  # the cloud's words (ids, tags, errors), printed literally
                 cell(
                     f"{r['action']:16} {r['cloud']:5} {r['instance_id']} ({r['location']}, "
                     f"stack {r['stack']}, expired {r['expires_at']}) {r['error']}"
+                )
+            )
+        for r in placements:
+            out.print(
+                cell(
+                    f"{r['action']:16} {r['cloud']:5} placement {r['placement']} ({r['kind']}, "
+                    f"{r['location']}, stack {r['stack']}, expired {r['expires_at']}) "
+                    f"{r['error']}"
                 )
             )
         for e in errors:

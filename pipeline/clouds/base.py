@@ -21,7 +21,7 @@ from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
 
 if TYPE_CHECKING:
-    from imagectl.clouds.placement import Placement
+    from imagectl.clouds.placement import ManagedPlacement, Placement
     from imagectl.clouds.spec import CloudSpec
     from imagectl.stacks.resolve import ResolvedStack
 
@@ -149,6 +149,13 @@ class Provider(ABC):
     def delete_placement(self, placement: Placement) -> None:
         """Delete it (after its hosts are terminated); a missing one is already gone."""
         return None
+
+    def list_placements(self) -> list[ManagedPlacement]:
+        """Every placement carrying imagectl's managed marking, across the cloud's pages,
+        each with its marking read back as tags and the instances it holds now: what
+        ``imagectl reap`` sweeps after a runner died before ``delete_placement``. Empty
+        where the cloud has none."""
+        return []
 
     @abstractmethod
     def wait_reachable(self, instance: Instance, *, timeout_s: float) -> Instance: ...

@@ -16,12 +16,22 @@ Per cloud, what its documents say keeps GPU hosts close on the fabric:
   ``properties.proximityPlacementGroup.id``.
 
 The local cloud has none (one machine).
+
+A runner that dies between the creation and the deletion (``kill -9``, a lost CI machine)
+leaves the placement behind: each carries imagectl's managed and TTL marking (AWS and
+Azure: the tags of ``imagectl.tags``; Google Cloud: its description, a resource policy
+has no labels), ``Provider.list_placements`` lists the marked ones as ``ManagedPlacement``
+records and ``imagectl reap`` deletes those whose TTL passed and that hold no instance
+(``imagectl.clouds.reap``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import datetime as dt
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from imagectl.tags import TAG_TTL
 
 
 @dataclass(frozen=True)
@@ -34,3 +44,23 @@ class Placement:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class ManagedPlacement:
+    """A placement imagectl made, as the cloud lists it: its marking read back as tags
+    (``imagectl.tags`` keys) and the instances it holds now (ids or names; a placement
+    holding any is in use and is never deleted by the reaper)."""
+
+    placement: Placement
+    tags: dict[str, str] = field(default_factory=dict)
+    members: tuple[str, ...] = ()
+
+    def expires_at(self) -> dt.datetime | None:
+        """The TTL the run wrote; None where there is none or it is no time (never expired)."""
+        raw = self.tags.get(TAG_TTL)
+        try:
+            when = dt.datetime.fromisoformat(raw.replace("Z", "+00:00")) if raw else None
+        except ValueError:
+            return None
+        return when.replace(tzinfo=when.tzinfo or dt.timezone.utc) if when else None

@@ -1,20 +1,28 @@
-"""The reaper: terminate every imagectl-managed instance whose TTL has passed.
+"""The reaper: terminate every imagectl-managed instance whose TTL has passed, and delete
+the multi-node placements such runs left.
 
 For runners that died without cleaning up (``kill -9``, a lost CI machine). Only
 instances tagged ``imagectl:managed=true`` with an ``imagectl:expires-at`` in the past
-are touched; anything else is left alone.
+are touched; anything else is left alone. A placement (``imagectl.clouds.placement``)
+is deleted only when it carries imagectl's marking, its TTL passed and it holds no
+instance: every cloud refuses to delete one in use (AWS ``DeletePlacementGroup``:
+``InvalidPlacementGroup.InUse`` until its instances are terminated; Google Cloud
+``resourcePolicies.delete``: 400 while a VM uses the policy; Azure: a proximity placement
+group a VM references), so one still holding an instance, expired or not, is left for a
+later sweep, after its instances are gone.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.common import is_expired, utcnow
 from imagectl.clouds.options import provider_options
+from imagectl.clouds.placement import ManagedPlacement
 from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.stacks import load_resolved
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_STACK
@@ -64,15 +72,66 @@ def reap(
 
 
 @dataclass(frozen=True)
+class ReapedPlacement:
+    cloud: str
+    placement: ManagedPlacement
+    action: str  # deleted | would-delete | failed
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        exp = self.placement.expires_at()
+        placement, tags = self.placement.placement, self.placement.tags
+        return {
+            "cloud": self.cloud,
+            "placement": placement.name,
+            "kind": placement.kind,
+            "location": placement.location,
+            "stack": tags.get(TAG_STACK),
+            "launched_by": tags.get(TAG_LAUNCHED_BY),
+            "expires_at": exp.isoformat() if exp else None,
+            "action": self.action,
+            "error": self.error,
+        }
+
+
+def reap_placements(
+    provider: Provider, *, dry_run: bool = False, now: dt.datetime | None = None
+) -> list[ReapedPlacement]:
+    """imagectl's placements whose TTL passed and that hold no instance: deleted, or
+    listed with ``dry_run``. A deletion that fails is reported and the others go on."""
+    now = now or utcnow()
+    out = []
+    for managed in provider.list_placements():
+        expires = managed.expires_at()
+        if expires is None or expires > now or managed.members:
+            continue
+        if dry_run:
+            out.append(ReapedPlacement(provider.cloud, managed, "would-delete"))
+            continue
+        try:
+            provider.delete_placement(managed.placement)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            out.append(ReapedPlacement(provider.cloud, managed, "failed", error))
+            continue
+        out.append(ReapedPlacement(provider.cloud, managed, "deleted"))
+    return out
+
+
+@dataclass(frozen=True)
 class Sweep:
-    """``imagectl reap``'s result: every instance once, and each account that failed."""
+    """``imagectl reap``'s result: every instance and placement once, and each account
+    that failed."""
 
     instances: list[dict[str, Any]]
     errors: list[str]
+    placements: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return bool(self.errors) or any(r["action"] == "failed" for r in self.instances)
+        return bool(self.errors) or any(
+            r["action"] == "failed" for r in [*self.instances, *self.placements]
+        )
 
 
 def sweep(
@@ -82,6 +141,7 @@ def sweep(
     share it); a cloud that cannot be listed is an error of the sweep, not its end."""
     seen: set[tuple[str, str]] = set()
     results: list[dict[str, Any]] = []
+    placements: list[dict[str, Any]] = []
     errors: list[str] = []
     for name in stacks:
         _, resolved = load_resolved(images, name)
@@ -100,6 +160,14 @@ def sweep(
                 results.extend(r.to_dict() for r in reap(provider, dry_run=dry_run))
             except Exception as exc:
                 errors.append(f"{cloud} ({name}): {type(exc).__name__}: {exc}")
+                continue
+            # after the instances: a placement whose hosts were just terminated may be free
+            try:
+                reaped = reap_placements(provider, dry_run=dry_run)
+                placements.extend(r.to_dict() for r in reaped)
+            except Exception as exc:  # the instances' results stand
+                errors.append(f"{cloud} ({name}) placements: {type(exc).__name__}: {exc}")
     # The same instance can be listed through two stacks sharing an account: report once.
     unique = list({(r["cloud"], r["instance_id"]): r for r in results}.values())
-    return Sweep(instances=unique, errors=errors)
+    places = {(r["cloud"], r["location"], r["placement"]): r for r in placements}
+    return Sweep(instances=unique, errors=errors, placements=list(places.values()))

@@ -2,8 +2,9 @@
 (images/permissions/<cloud>/{validate,reap}.*), enforced by each emulator
 (tests/fakes/permissions.py): the full document passes, every entry of it is needed by
 one of the runs it serves (validate: a single-node run and a multi-node one, which also
-creates, uses and deletes the run's placement), and a document missing one permission
-fails the run that needs it, naming that permission.
+creates, uses and deletes the run's placement; reap: an expired instance and the expired
+placement a killed multi-node run left), and a document missing one permission fails the
+run that needs it, naming that permission.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from imagectl.clouds.common import instance_tags
+from imagectl.validation.fabric.nodes import placement_name
 from tests.clouds.scenario import HEALTHY, IMAGE_FAULT, write_override
 from tests.fakes import permissions as perm
 from tests.fakes.fixtures import CloudEnv
@@ -79,17 +82,23 @@ def _validate_nodes(cli: Any, env: CloudEnv, image: Any, tmp_path: Path) -> Any:
                "--nodes", "2", "--runner-cidr", RUNNER, "--json")  # fmt: skip
 
 
-def _expired(env: CloudEnv) -> str:
+def _expired(env: CloudEnv) -> tuple[str, str]:
+    """What a killed runner leaves: an expired instance, and the expired placement of a
+    multi-node run (no instance in it any more); their ids."""
     image = env.seed_candidate()
-    inst = env.provider().launch(
-        image,
-        "p5.48xlarge" if env.cloud == "aws" else "x",
-        location=env.locations()[0],
-        ttl=dt.timedelta(hours=-1),
-        launched_by="test",
-        stack="h100-training",
+    location = env.locations()[0]
+    shape = "p5.48xlarge" if env.cloud == "aws" else "x"
+    ttl = dt.timedelta(hours=-1)
+    provider = env.provider()
+    inst = provider.launch(image, shape, location=location, ttl=ttl, launched_by="test",
+                           stack="h100-training")  # fmt: skip
+    tags = instance_tags(stack="h100-training", image_id=image.image_id, ttl=ttl,
+                         launched_by="test")  # fmt: skip
+    placement = provider.create_placement(
+        name=placement_name("h100-training"), location=location, shape=shape, count=2, tags=tags
     )
-    return str(inst.instance_id)
+    assert placement is not None
+    return str(inst.instance_id), placement.name
 
 
 def test_validate_and_reap_under_exactly_the_documents(
@@ -114,13 +123,16 @@ def test_validate_and_reap_under_exactly_the_documents(
     # least privilege over the union of the runs the document serves
     assert perm.unused(cloud_env.cloud, validate, enforcer, nodes) == []
 
-    expired = _expired(cloud_env)
+    expired, placement = _expired(cloud_env)
     reap = perm.load_document(cloud_env.cloud, "reap")
     with enforced(cloud_env, monkeypatch, reap) as reaper:
         result = cli("reap", "--cloud", cloud_env.cloud, "--stack", "h100-training", "--json")
     assert result.code == 0, result.err
     assert [(r["instance_id"], r["action"]) for r in result.json()["instances"]] == [
         (expired, "terminated")
+    ]
+    assert [(r["placement"], r["action"]) for r in result.json()["placements"]] == [
+        (placement, "deleted")
     ]
     assert reaper.refused == [] and reaper.unknown == []
     assert perm.unused(cloud_env.cloud, reap, reaper) == []

@@ -474,6 +474,10 @@ class FakeAzureArm(FakeServer):
     def _view(self, key: str, req: Request) -> dict[str, Any]:
         res = self.resources[key]
         out = copy.deepcopy(res)
+        if res["type"].lower() == PPGS:
+            out["properties"]["virtualMachines"] = [
+                {"id": str(vm["id"])} for vm in self._ppg_members(key)
+            ]
         if res["type"].lower() == VERSIONS:
             replication = self._replication(key, res)
             out["properties"]["provisioningState"] = self._version_state(res, replication)
@@ -673,7 +677,9 @@ class FakeAzureArm(FakeServer):
 
     # proximity placement groups (Microsoft.Compute/proximityPlacementGroups, REST: Create
     # Or Update / Delete answer at once, 200/201 and 200; "Proximity placement groups":
-    # a VM in a group is in the group's location; a group VMs reference is not deleted)
+    # a VM in a group is in the group's location; a group VMs reference is not deleted;
+    # Get and List By Resource Group (paged, nextLink) answer the read-only
+    # properties.virtualMachines, the VMs in the group, by id)
     def _put_ppg(self, req: Request, key: str, rest: str, body: dict[str, Any]) -> Response:
         props = body.get("properties") or {}
         kind = props.get("proximityPlacementGroupType")
@@ -688,11 +694,14 @@ class FakeAzureArm(FakeServer):
         self.resources[key] = res
         return (201 if created else 200), copy.deepcopy(res), {}
 
-    def _ppg_users(self, key: str) -> list[str]:
-        return [str(r.get("name")) for r in self.resources.values()
+    def _ppg_members(self, key: str) -> list[dict[str, Any]]:
+        return [r for r in self.resources.values()
                 if str(r.get("type", "")).lower() == VMS
                 and self._key(str(((r.get("properties") or {}).get("proximityPlacementGroup")
                                    or {}).get("id", ""))) == key]  # fmt: skip
+
+    def _ppg_users(self, key: str) -> list[str]:
+        return [str(r.get("name")) for r in self._ppg_members(key)]
 
     def _ppg_refusal(self, body: dict[str, Any]) -> Response | None:
         ref = ((body.get("properties") or {}).get("proximityPlacementGroup") or {}).get("id")

@@ -358,6 +358,8 @@ class FakeGcpCompute(FakeServer):
         r("DELETE", BASE + "/global/firewalls/(?P<name>[^/]+)", self._delete_firewall)
         r("GET", BASE + "/regions/(?P<region>[^/]+)/operations/(?P<op>[^/]+)", self._get_operation)
         r("POST", BASE + "/regions/(?P<region>[^/]+)/resourcePolicies", self._insert_policy)
+        r("GET", BASE + "/regions/(?P<region>[^/]+)/resourcePolicies", self._list_policies)
+        r("GET", BASE + "/aggregated/resourcePolicies", self._aggregated_policies)
         pol = BASE + "/regions/(?P<region>[^/]+)/resourcePolicies/(?P<name>[^/]+)"
         r("GET", pol, self._get_policy)
         r("DELETE", pol, self._delete_policy)
@@ -731,6 +733,35 @@ class FakeGcpCompute(FakeServer):
         if policy is None:
             return self._missing(f"regions/{key[0]}/resourcePolicies/{key[1]}")
         return 200, policy, {}
+
+    def _list_policies(self, req: Request) -> Response:
+        """resourcePolicies.list: one region's policies, paged."""
+        region = req.match["region"]
+        items = [p for (r, _n), p in self.resource_policies.items() if r == region]
+        return _page(req, items, "compute#resourcePolicyList")
+
+    def _aggregated_policies(self, req: Request) -> Response:
+        """resourcePolicies.aggregatedList: every region's policies, paged across regions
+        (``maxResults`` / ``pageToken``) as Compute pages an aggregated list; ``items``
+        maps ``regions/R`` to ``{"resourcePolicies": [...]}``, and a region of the
+        project without any on this page to a ``warning`` of code
+        ``NO_RESULTS_ON_PAGE`` (Compute API reference, resourcePolicies.aggregatedList)."""
+        size = int(req.query.get("maxResults") or PAGE_SIZE)
+        start = int(req.query.get("pageToken") or 0)
+        every = sorted(self.resource_policies.items())
+        items: dict[str, Any] = {}
+        for (region, _name), policy in every[start : start + size]:
+            items.setdefault(f"regions/{region}", {"resourcePolicies": []})[
+                "resourcePolicies"].append(policy)  # fmt: skip
+        for region in sorted({z.rsplit("-", 1)[0] for z in self.zones}):
+            items.setdefault(f"regions/{region}", {"warning": {
+                "code": "NO_RESULTS_ON_PAGE", "message": "There are no results for scope "
+                f"'regions/{region}' on this page.",
+                "data": [{"key": "scope", "value": f"regions/{region}"}]}})  # fmt: skip
+        body: dict[str, Any] = {"kind": "compute#resourcePolicyAggregatedList", "items": items}
+        if start + size < len(every):
+            body["nextPageToken"] = str(start + size)
+        return 200, body, {}
 
     def _users_of(self, link: str) -> list[str]:
         return [n for (_z, n), inst in self.instances.items()

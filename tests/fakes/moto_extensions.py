@@ -39,8 +39,16 @@ installed ``service-2.json``.
 - Placement groups (``CreatePlacementGroup`` / ``DeletePlacementGroup`` /
   ``DescribePlacementGroups``, which moto lacks): Strategy cluster | spread | partition,
   a duplicate name is ``InvalidPlacementGroup.Duplicate``; ``RunInstances`` naming an
-  unknown ``Placement.GroupName`` is ``InvalidPlacementGroup.Unknown``; a group whose
-  instances are not all terminated cannot be deleted (``InvalidPlacementGroup.InUse``).
+  unknown ``Placement.GroupName`` is ``InvalidPlacementGroup.Unknown``, and an instance
+  launched in a group reports it in ``Placement.GroupName`` (moto leaves it empty); a
+  group whose instances are not all terminated cannot be deleted
+  (``InvalidPlacementGroup.InUse``). ``DescribePlacementGroups`` answers every group at
+  once (no paging in its API reference) and applies its documented ``Filters``
+  (``group-name``, ``group-arn``, ``state``, ``strategy``, ``spread-level``,
+  ``tag:<key>``, ``tag-key``); any other filter is ``InvalidParameterValue`` ("The filter
+  '...' is invalid"). ``BEHAVIOUR.placement_in_use_race`` names groups whose next delete
+  is refused ``InUse`` as if an instance had just been launched into them (the race
+  between a listing and a delete).
 - ``DescribeImages`` pages: ``BEHAVIOUR.images_page_size`` (or ``MaxResults``) images a
   page and a ``NextToken`` for the rest (EC2 API reference, "Pagination").
 - ``TerminateInstances``: the instance is ``shutting-down`` for
@@ -120,7 +128,7 @@ CONTRACT: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("PlacementGroup",),
     ),
     ("ec2", "DeletePlacementGroup"): (("GroupName", "DryRun"), ()),
-    ("ec2", "DescribePlacementGroups"): (("GroupNames",), ("PlacementGroups",)),
+    ("ec2", "DescribePlacementGroups"): (("GroupNames", "Filters"), ("PlacementGroups",)),
     ("ec2", "CreateCapacityReservation"): (
         ("InstanceType", "InstancePlatform", "AvailabilityZone", "InstanceCount"),
         ("CapacityReservation",),
@@ -175,6 +183,8 @@ class Behaviour:
     # (account, region, name) -> the placement group, and instance id -> its group's key
     placement_groups: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     placed: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    # group names whose next DeletePlacementGroup is refused InUse (a launch raced it)
+    placement_in_use_race: set[str] = field(default_factory=set)
     # (account, region) where block public access for AMIs is block-new-sharing
     blocked_public: set[tuple[str, str]] = field(default_factory=set)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -199,6 +209,7 @@ class Behaviour:
         self.blocked_public.clear()
         self.placement_groups.clear()
         self.placed.clear()
+        self.placement_in_use_race.clear()
 
 
 BEHAVIOUR = Behaviour()
@@ -507,6 +518,8 @@ def install() -> None:
             ids = {i.id for i in self.ec2_backend.all_instances()} - before
             with BEHAVIOUR.lock:
                 BEHAVIOUR.placed.update({i: key for i in ids})
+            for inst in self.ec2_backend.get_multi_instances_by_id(list(ids)):
+                inst.placement.group_name = group  # DescribeInstances' Placement.GroupName
         return result
 
     # Placement groups (EC2 API reference: CreatePlacementGroup, DeletePlacementGroup,
@@ -524,8 +537,10 @@ def install() -> None:
             )
         tags = [t for spec in self._get_param("TagSpecifications", []) or []
                 for t in spec.get("Tag", spec.get("Tags", [])) or []]  # fmt: skip
+        group_id = f"pg-{secrets.token_hex(9)[:17]}"
+        arn = f"arn:aws:ec2:{key[1]}:{key[0]}:placement-group/{name}"
         body = {"GroupName": name, "Strategy": strategy, "State": "available",
-                "GroupId": f"pg-{secrets.token_hex(8)[:17]}", "Tags": tags}  # fmt: skip
+                "GroupId": group_id, "GroupArn": arn, "Tags": tags}  # fmt: skip
         BEHAVIOUR.placement_groups[key] = body
         return ActionResult({"PlacementGroup": dict(body)})
 
@@ -540,6 +555,9 @@ def install() -> None:
         members = [i for i, k in BEHAVIOUR.placed.items() if k == key]
         live = [i.id for i in self.ec2_backend.get_multi_instances_by_id(members)
                 if i._state.name != "terminated"]  # fmt: skip
+        if name in BEHAVIOUR.placement_in_use_race:
+            BEHAVIOUR.placement_in_use_race.discard(name)
+            live = live or ["i-launched-meanwhile"]
         if live:
             raise EC2ClientError(
                 "InvalidPlacementGroup.InUse",
@@ -551,8 +569,10 @@ def install() -> None:
     def describe_placement_groups(self: Any) -> ActionResult:
         prefix = (self.ec2_backend.account_id, self.ec2_backend.region_name)
         names = self._get_param("GroupNames", []) or []
+        filters = _filters(self._get_param("Filters", []) or [])
         found = [dict(g) for k, g in BEHAVIOUR.placement_groups.items()
-                 if k[:2] == prefix and (not names or k[2] in names)]  # fmt: skip
+                 if k[:2] == prefix and (not names or k[2] in names)
+                 and all(_group_matches(g, f, values) for f, values in filters)]  # fmt: skip
         return ActionResult({"PlacementGroups": found})
 
     InstanceResponse.create_placement_group = create_placement_group  # type: ignore[attr-defined]
@@ -640,6 +660,40 @@ def install() -> None:
     SimpleSystemManagerResponse.put_parameter = put_parameter  # type: ignore[method-assign]
     SimpleSystemManagerResponse.get_parameter = get_parameter  # type: ignore[method-assign]
     AmisResponse._imagectl_extended = True  # type: ignore[attr-defined]
+
+
+PLACEMENT_GROUP_FILTERS = {
+    "group-name": "GroupName",
+    "group-arn": "GroupArn",
+    "state": "State",
+    "strategy": "Strategy",
+    "spread-level": "SpreadLevel",
+}
+
+
+def _filters(raw: list[Any]) -> list[tuple[str, list[str]]]:
+    """(name, values) of a request's ``Filters`` (moto's parsing gives ``Value`` or
+    ``Values`` as a list)."""
+    out = []
+    for f in raw:
+        values = f.get("Values", f.get("Value", [])) or []
+        out.append((str(f.get("Name")), [str(v) for v in values]))
+    return out
+
+
+def _group_matches(group: dict[str, Any], name: str, values: list[str]) -> bool:
+    """EC2's placement group filters (DescribePlacementGroups, Filters): a filter matches
+    when the group's value is one of the filter's values."""
+    from moto.ec2.exceptions import EC2ClientError
+
+    tags = {t.get("Key"): t.get("Value") for t in group.get("Tags") or []}
+    if name.startswith("tag:"):
+        return tags.get(name[4:]) in values
+    if name == "tag-key":
+        return any(k in values for k in tags)
+    if name not in PLACEMENT_GROUP_FILTERS:
+        raise EC2ClientError("InvalidParameterValue", f"The filter '{name}' is invalid")
+    return str(group.get(PLACEMENT_GROUP_FILTERS[name], "")) in values
 
 
 def _image_valid(put_response: Any) -> bool:

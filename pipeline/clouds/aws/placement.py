@@ -7,6 +7,14 @@ it in ``RunInstances`` ``Placement.GroupName``; ``DeletePlacementGroup`` fails w
 instances are in it (terminate them first). API reference: CreatePlacementGroup
 (``GroupName``, ``Strategy`` cluster | spread | partition, ``TagSpecifications`` with
 ``ResourceType`` placement-group).
+
+The run tags the group as it tags its instances (``imagectl:managed``,
+``imagectl:expires-at``...: ``TagSpecifications`` on create), so ``imagectl reap`` finds a
+group a dead runner left: ``DescribePlacementGroups`` with the filter
+``tag:imagectl:managed`` (its API reference lists ``tag:<key>`` among the filters, and no
+``MaxResults``/``NextToken``: it answers every group at once, unpaged). Which instances a
+group holds is not in that answer: ``DescribeInstances`` (paged) names each instance's
+``Placement.GroupName``.
 """
 
 from __future__ import annotations
@@ -14,10 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from imagectl.clouds.aws.errors import error_code
-from imagectl.clouds.aws.tags import tag_list
-from imagectl.clouds.placement import Placement
+from imagectl.clouds.aws.tags import tag_dict, tag_list
+from imagectl.clouds.placement import ManagedPlacement, Placement
+from imagectl.tags import TAG_MANAGED
 
 KIND = "cluster placement group"
+# the states in which an instance still holds its group (every one but terminated:
+# DeletePlacementGroup is refused until its instances are terminated)
+HOLDING = ["pending", "running", "shutting-down", "stopping", "stopped"]
 
 
 def create(ec2: Any, *, name: str, region: str, tags: dict[str, str]) -> Placement:
@@ -38,3 +50,31 @@ def delete(ec2: Any, placement: Placement) -> None:
         if error_code(exc) == "InvalidPlacementGroup.Unknown":
             return
         raise
+
+
+def list_managed(ec2: Any, region: str) -> list[ManagedPlacement]:
+    """The region's placement groups tagged ``imagectl:managed=true``, with their tags and
+    the instances (any state but terminated) each holds."""
+    groups = ec2.describe_placement_groups(
+        Filters=[{"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}]
+    )["PlacementGroups"]
+    if not groups:
+        return []
+    members: dict[str, list[str]] = {}
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[{"Name": "instance-state-name", "Values": HOLDING}]
+    )
+    for page in pages:
+        for reservation in page["Reservations"]:
+            for raw in reservation["Instances"]:
+                group = (raw.get("Placement") or {}).get("GroupName")
+                if group:
+                    members.setdefault(str(group), []).append(str(raw["InstanceId"]))
+    return [
+        ManagedPlacement(
+            Placement("aws", KIND, str(g["GroupName"]), region, str(g["GroupName"])),
+            tags=tag_dict(g.get("Tags")),
+            members=tuple(members.get(str(g["GroupName"]), ())),
+        )
+        for g in groups
+    ]

@@ -22,7 +22,7 @@ from imagectl.clouds.common import (
     parse_time,
     utcnow,
 )
-from imagectl.clouds.placement import Placement
+from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 
@@ -317,6 +317,13 @@ class AwsProvider(AwsPromotion, Provider):
 
     def delete_placement(self, placement: Placement) -> None:
         aws_placement.delete(self.clients.ec2(placement.location), placement)
+
+    def list_placements(self) -> list[ManagedPlacement]:
+        return [
+            found
+            for reg in self.regions
+            for found in aws_placement.list_managed(self.clients.ec2(reg), reg)
+        ]
 
     def _describe(self, instance: Instance) -> Instance | None:
         from botocore.exceptions import ClientError

@@ -19,7 +19,7 @@ from imagectl.clouds.azure.spec import SPEC, AzureOptions
 from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
-from imagectl.clouds.placement import Placement
+from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
 
@@ -346,6 +346,9 @@ class AzureProvider(AzurePromotion, Provider):
 
     def delete_placement(self, placement: Placement) -> None:
         azure_placement.delete(self.clients.compute, self.rg, placement)
+
+    def list_placements(self) -> list[ManagedPlacement]:
+        return azure_placement.list_managed(self.clients.compute, self.rg)
 
     def _cleanup(self, name: str) -> None:
         from azure.core.exceptions import HttpResponseError

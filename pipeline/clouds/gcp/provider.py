@@ -17,7 +17,7 @@ from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.clouds.gcp.spec import GLOBAL, SPEC, GcpOptions
-from imagectl.clouds.placement import Placement
+from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import (
     TAG_DIGEST,
@@ -385,11 +385,14 @@ class GcpProvider(GcpPromotion, Provider):
     ) -> Placement | None:
         return gcp_placement.create(
             self.clients, self.project, name=name, location=location, count=count,
-            description=f"imagectl multi-node validation of {shape}",
+            description=gcp_placement.description(shape, tags),
         )  # fmt: skip
 
     def delete_placement(self, placement: Placement) -> None:
         gcp_placement.delete(self.clients, self.project, placement)
+
+    def list_placements(self) -> list[ManagedPlacement]:
+        return gcp_placement.list_managed(self.clients, self.project)
 
     def _instance(self, raw: Any) -> Instance:
         zone = raw.zone.rsplit("/", 1)[-1]
