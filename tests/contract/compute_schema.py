@@ -61,8 +61,13 @@ def problems(body: Any, type_name: str, *, direction: str, path: str = "") -> li
         if direction == "response" and "input" in flags:
             found.append(f"{where}: input only, returned in a response")
         sub = field.message_type
-        if sub is None or sub.GetOptions().map_entry:
+        if sub is None:
             continue
+        if sub.GetOptions().map_entry:  # an aggregated list's items: scope -> scoped list
+            sub = sub.fields_by_name["value"].message_type
+            if sub is None or not isinstance(value, dict):
+                continue
+            value = list(value.values())
         items = value if isinstance(value, list) else [value]
         for item in items:
             found += problems(item, sub.name, direction=direction, path=f"{where} > ")

@@ -1,7 +1,7 @@
 """What the Azure provider sends to the ARM fake and what the fake answers for Compute
-resources (gallery image versions, virtual machines), checked against
-``azure-mgmt-compute``'s models of Azure's REST specs (``arm_schema.py``): a field the
-API does not have, or a read-only field sent, fails. (Network resources are answered in
+resources (gallery image versions, virtual machines, proximity placement groups), checked
+against ``azure-mgmt-compute``'s models of Azure's REST specs (``arm_schema.py``): a field
+the API does not have, or a read-only field sent, fails. (Network resources are answered in
 ``azure-mgmt-network``'s older model format; they are not checked here.)"""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from imagectl.clouds.common import instance_tags
 from tests.contract.arm_schema import problems
 from tests.fakes.fixtures import CloudEnv
 
@@ -22,6 +23,7 @@ def _models() -> dict[str, object]:
         "microsoft.compute/galleries/images/versions": models.GalleryImageVersion,
         "microsoft.compute/virtualmachines": models.VirtualMachine,
         "microsoft.compute/galleries/images": models.GalleryImage,
+        "microsoft.compute/proximityplacementgroups": models.ProximityPlacementGroup,
     }
 
 
@@ -32,6 +34,7 @@ def _request_models() -> list[tuple[str, object]]:
         (r"/galleries/[^/]+/images/[^/]+/versions/[^/]+$", models.GalleryImageVersion),
         (r"/virtualMachines/[^/]+$", models.VirtualMachine),
         (r"/galleries/[^/]+/images/[^/]+$", models.GalleryImage),
+        (r"/proximityPlacementGroups/[^/]+$", models.ProximityPlacementGroup),
     ]
 
 
@@ -59,6 +62,20 @@ def _exercise(fake) -> None:
     provider.wait_reachable(inst, timeout_s=30)
     provider.list_instances(managed_only=False)
     provider.terminate(inst)
+    # a multi-node run's placement, with a VM in it, and the reaper's listing (paged)
+    tags = instance_tags(stack="h100-training", image_id=image.image_id,
+                         ttl=dt.timedelta(hours=-1), launched_by="contract")  # fmt: skip
+    placements = [
+        provider.create_placement(name=f"imagectl-contract-{n}", location=env.locations()[0],
+                                  shape="Standard_ND96isr_H100_v5", count=2, tags=tags)
+        for n in range(3)
+    ]  # fmt: skip
+    placed = provider.launch(image, "Standard_ND96isr_H100_v5", location=env.locations()[0],
+                             ttl=dt.timedelta(hours=1), launched_by="contract",
+                             stack="h100-training", placement=placements[0])  # fmt: skip
+    assert len(provider.list_placements()) == 3
+    provider.terminate(placed)
+    provider.delete_placement(placements[0])
     # the build's gallery image definition, and a Trusted Launch VM in a reservation group
     build = env.resolved.stack.clouds.azure.build
     group = fake.add_capacity_reservation(

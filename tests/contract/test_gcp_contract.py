@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from imagectl.clouds.common import instance_tags
 from imagectl.stacks.schema import Sharing
 from tests.contract.compute_schema import problems
 from tests.fakes.fixtures import CloudEnv
@@ -23,6 +24,7 @@ REQUESTS = [
     ("POST", r"/setIamPolicy$", "GlobalSetPolicyRequest"),
     ("POST", r"/zones/[^/]+/instances$", "Instance"),
     ("POST", r"/global/firewalls$", "Firewall"),
+    ("POST", r"/regions/[^/]+/resourcePolicies$", "ResourcePolicy"),
 ]
 # "kind" of a response -> its message type
 KINDS = {
@@ -35,6 +37,8 @@ KINDS = {
     "compute#disk": "Disk",
     "compute#zoneList": "ZoneList",
     "compute#firewall": "Firewall",
+    "compute#resourcePolicy": "ResourcePolicy",
+    "compute#resourcePolicyAggregatedList": "ResourcePolicyAggregatedList",
 }
 
 
@@ -79,6 +83,15 @@ def _exercise(fake) -> None:
         stack="h100-training",
     )
     reserved.terminate(inst)
+    # a multi-node run's placement, and the reaper's listing of the ones left behind
+    tags = instance_tags(stack="h100-training", image_id=old.image_id,
+                         ttl=dt.timedelta(hours=-1), launched_by="contract")  # fmt: skip
+    for name in ("imagectl-contract-1", "imagectl-contract-2", "imagectl-contract-3"):
+        provider.create_placement(name=name, location=zone, shape="a3-highgpu-8g", count=2,
+                                  tags=tags)  # fmt: skip
+    placements = provider.list_placements()
+    assert len(placements) == 3
+    provider.delete_placement(placements[0].placement)
 
 
 def _with_reservation(env: CloudEnv, reservation: str, zone: str):
