@@ -6,7 +6,9 @@ them: the fabric receipt (``imagectl.validation.fabric``) decides with the hosts
 
 Termination is guaranteed three ways: ``finally`` here (with SIGINT/SIGTERM turned into
 exceptions for the run's duration, and held while cleaning up), and ``imagectl reap``
-for a runner killed with -9 (every instance carries ``imagectl:expires-at``).
+for a runner killed with -9 (every instance, and a multi-node run's placement, carries
+``imagectl:expires-at``; the reaper deletes an expired placement once it holds no
+instance).
 """
 
 from __future__ import annotations
