@@ -51,8 +51,9 @@ from tests.fakes.guest_launch import make_key
 from tests.fakes.guests import VPC_NIC, GuestHost
 
 # Not in `make test` (-m e2e): `make e2e-multinode` (and the nightly workflow). 2026-11-26,
-# 2 cores, TCG: passed in 9 min (11.5 beside a helper's tests). Its first run had failed: the guests' private NIC never got
-# its address (the image's catch-all DHCP file won over ip='s, see test_guest_setup.py).
+# 2 cores, TCG: passed in 9 min (11.5 beside a helper's tests). Its first run had failed:
+# the guests' private NIC never got its address (the image's catch-all DHCP file won over
+# ip='s, see test_guest_setup.py).
 pytestmark = [pytest.mark.e2e_multinode, pytest.mark.xdist_group("clouds")]
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
