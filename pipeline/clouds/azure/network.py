@@ -133,16 +133,7 @@ def address(network: Any, rg: str, name: str) -> str | None:
     except HttpResponseError as exc:
         if not is_not_found(exc):
             raise
-    try:
-        nic = network.network_interfaces.get(rg, f"{name}-nic")
-    except HttpResponseError as exc:
-        if is_not_found(exc):
-            return None
-        raise
-    for cfg in nic.ip_configurations or []:
-        if cfg.private_ip_address:
-            return str(cfg.private_ip_address)
-    return None
+    return private_address(network, rg, name)
 
 
 def private_address(network: Any, rg: str, name: str) -> str | None:
