@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: system venv tools run test lint typecheck unit e2e e2e-multinode bench bench-short clean
+.PHONY: system venv tools bytecode run test lint typecheck unit e2e e2e-multinode bench bench-short clean
 
 # System tools (packer, qemu, debootstrap, postgresql, ...): installs what is missing.
 system:
@@ -45,16 +45,23 @@ typecheck: venv
 	for f in pipeline/* validators images playbooks; do ln -s "$(CURDIR)/$$f" $(TYPECHECK)/imagectl/; done
 	cd $(TYPECHECK) && "$(CURDIR)/$(BIN)/mypy" --config-file "$(CURDIR)/pyproject.toml" -p imagectl
 
+# Where PYTHONDONTWRITEBYTECODE is set (this kind of machine sets it), Python caches no
+# bytecode, so each imagectl process a test starts compiled imagectl's own modules again
+# (~0.2 s of CPU each, hundreds of processes). Only the .py packages: the package data
+# (images/, playbooks/) ships into wheels and images as it is.
+bytecode: venv
+	$(BIN)/python -m compileall -q -j 0 pipeline validators tests
+
 # Four workers on two cores (most tests wait on subprocesses, servers and emulators);
 # one module per worker, so a module-scoped fixture (the Debian root) runs once.
-unit: venv
+unit: bytecode
 	$(BIN)/pytest -q -n 4 --dist loadfile -m "not e2e and not e2e_multinode"
 
 # The local pipeline end to end in QEMU (TCG here): after the parallel suite, so the
 # emulated guests get the CPU (beside four workers their SSH timed out). Two workers, one
 # guest each: the session's first run once (tests/embedded/conftest.py), then the "local"
 # group (builds, faults, interrupts) beside the "clouds" group (booted-guest validations).
-e2e: venv
+e2e: bytecode
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m e2e tests/embedded
 
 test: system tools lint typecheck unit e2e
@@ -62,7 +69,7 @@ test: system tools lint typecheck unit e2e
 # Two booted guests on a private network run validate-image --nodes 2 (gloo across the
 # guests): ~15 min under TCG, most of it installing CPU torch in each guest. Not in `make
 # test` (its 20-minute budget); the nightly workflow runs it.
-e2e-multinode: venv
+e2e-multinode: bytecode
 	$(BIN)/pytest -q -m e2e_multinode tests/embedded
 
 # Every benchmark in full mode: the README's figures. toolkit_install downloads the pinned

@@ -50,7 +50,9 @@ def _imagectl(state: Path, *args: str, timeout: float = 1200) -> tuple[int, dict
 def _second_state(e2e_state: Path, tmp_path: Path, image_id: str) -> Path:
     """A fresh state folder (empty catalog and registry) sharing the first one's caches:
     base image, the candidate of ``image_id``, validator wheels (hard links: nothing is
-    copied). Only that candidate: the other group's builds write beside it meanwhile."""
+    copied), and the accelerator probe's answer for this boot of this machine (else a
+    20 s KVM probe again). Only that candidate: the other group's builds write beside it
+    meanwhile."""
     other = tmp_path / "state"
     (other / "local" / "candidates").mkdir(parents=True)
     record = e2e_state / "registry" / "local-a" / "images" / f"{image_id.split(':')[-1]}.json"
@@ -63,6 +65,9 @@ def _second_state(e2e_state: Path, tmp_path: Path, image_id: str) -> Path:
     for name, src in sources.items():
         if src.exists():
             shutil.copytree(src, other / "local" / name, copy_function=os.link)
+    probed = e2e_state / "local" / "accel.json"  # imagectl.embedded.accel's cache
+    if probed.is_file():
+        shutil.copy2(probed, other / "local" / probed.name)
     return other
 
 
