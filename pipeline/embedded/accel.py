@@ -3,11 +3,13 @@
 ``/dev/kvm`` existing is not enough: on some hosts it is a paravirtual flavour on which
 a stock kernel hangs silently. The probe boots the base image's own kernel under KVM
 (no disk) and requires its first console line ("Linux version") within a time limit;
-anything else means TCG. The answer is cached per host boot and kernel file.
+anything else means TCG. The answer is cached per host boot and kernel (its content: the
+same kernel in another state folder's base is the same answer).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -34,6 +36,12 @@ def _boot_id() -> str:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return "unknown"
+
+
+def cache_key(kernel: Path) -> dict[str, str]:
+    """What the probe's answer depends on: this boot of this host, and the kernel booted."""
+    digest = hashlib.sha256(kernel.read_bytes()).hexdigest()
+    return {"boot_id": _boot_id(), "kernel_sha256": digest}
 
 
 def probe_kvm(kernel: Path, children: Children, workdir: Path, timeout: float) -> tuple[bool, str]:
@@ -78,7 +86,7 @@ def choose_accel(
     if requested == "kvm":
         return AccelChoice("kvm", "requested")
     cache = state_dir() / "local" / "accel.json"
-    key = {"boot_id": _boot_id(), "kernel": str(kernel), "size": kernel.stat().st_size}
+    key = cache_key(kernel)
     try:
         cached = json.loads(cache.read_text())
         if cached.get("key") == key:
