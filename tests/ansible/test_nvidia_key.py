@@ -86,8 +86,11 @@ def _run_key_tasks(tmp_path: Path, served: bytes, extra: dict[str, object]):
         "ansible_python_interpreter": sys.executable,
         **extra,
     }
+    downloads = tmp_path / "tmp"  # the role's tempfile lands here: this test's alone
+    downloads.mkdir()
     env = {
         **os.environ,
+        "TMPDIR": str(downloads),
         "ANSIBLE_ROLES_PATH": str(ROOT / "playbooks" / "roles"),
         "ANSIBLE_NOCOLOR": "1",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -106,7 +109,10 @@ def test_role_refuses_a_key_with_another_fingerprint(keys, tmp_path) -> None:
     assert proc.returncode != 0, out[-4000:]
     assert f"holds the key(s) {fprs[0]}, not the pinned fingerprint(s) EB693B30" in out
     assert not (tmp_path / "keyring.asc").exists(), "a refused key must never reach apt"
-    assert not list(Path("/tmp").glob("ansible.*.nvidia-key")), "the download is removed"
+    # the download was made in this run's temporary folder (the failed check names it),
+    # and is gone: not a glob of /tmp, where other tests' runs of the role come and go
+    assert f"{tmp_path / 'tmp'}/ansible." in out, out[-4000:]
+    assert not list((tmp_path / "tmp").glob("ansible.*.nvidia-key")), "the download is removed"
 
 
 def test_role_trusts_a_key_with_the_pinned_fingerprint(keys, tmp_path) -> None:
