@@ -18,8 +18,7 @@
 # the first boot makes a new one, systemd's machine-id(5) "first boot" semantics).
 set -eu
 
-users="root"
-[ -n "${SUDO_USER:-}" ] && users="$users $SUDO_USER"
+users="${SUDO_USER:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --user=*) users="$users ${1#--user=}"; shift ;;
