@@ -7,8 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, Outcome
 
@@ -18,7 +17,7 @@ DATA = Path(__file__).parent / "data"
 def _load(name: str) -> Any:
     path = DATA / name
     try:
-        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        return yamlfast.loads(path.read_text(encoding="utf-8"))
     except Exception as exc:
         raise UserError(f"{path}: cannot load validator data: {exc}") from exc
 

@@ -11,8 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.errors import UserError
 
 
@@ -36,7 +35,7 @@ def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
 def _table(path: Path, key: str, what: str) -> dict[str, Any]:
     """The ``key`` mapping of the YAML file ``path`` (the ``what``, for errors)."""
     try:
-        doc = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        doc = yamlfast.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read the {what} {path}: {exc.strerror}") from exc
     except Exception as exc:

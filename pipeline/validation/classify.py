@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.validators.results import CheckResult
 
 CLASSES_FILE = Path(__file__).with_name("check_classes.yaml")
@@ -14,7 +13,7 @@ CLASSES_FILE = Path(__file__).with_name("check_classes.yaml")
 
 @functools.lru_cache(maxsize=1)
 def _classes() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
-    data = YAML(typ="safe").load(CLASSES_FILE.read_text(encoding="utf-8"))
+    data = yamlfast.loads(CLASSES_FILE.read_text(encoding="utf-8"))
     image = tuple(e["prefix"] for e in data["image_level"])
     hardware = tuple(e["prefix"] for e in data["hardware"])
     return image, hardware, frozenset(data.get("image_level_actions", []))

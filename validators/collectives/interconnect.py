@@ -15,8 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.errors import UserError
 
 FILE = "data/interconnect_floors.yaml"
@@ -31,7 +30,7 @@ def load() -> dict[str, Any]:
     path = _path()
     try:
         with open(path, encoding="utf-8") as fh:
-            data = YAML(typ="safe").load(fh)
+            data = yamlfast.loads(fh.read())
     except Exception as exc:  # parse errors carry the line
         raise UserError(f"cannot read the interconnect floors: {exc}", where=path) from exc
     missing = [

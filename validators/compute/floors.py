@@ -11,8 +11,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.errors import UserError
 
 FLOORS_FILE = "data/floors.yaml"
@@ -27,7 +26,7 @@ def load_floors() -> dict[str, Any]:
     path = _source_path()
     try:
         with open(path, encoding="utf-8") as fh:
-            data = YAML(typ="safe").load(fh)
+            data = yamlfast.loads(fh.read())
     except Exception as exc:  # parse errors carry the line
         raise UserError(f"cannot read the floors table: {exc}", where=path) from exc
     problems = list(_unsourced(data, "floors"))

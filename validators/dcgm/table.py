@@ -9,8 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, Outcome
 
@@ -47,7 +46,7 @@ class Level:
 def _load(name: str) -> Any:
     path = DATA / name
     try:
-        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        return yamlfast.loads(path.read_text(encoding="utf-8"))
     except Exception as exc:
         raise UserError(f"cannot load the DCGM table: {exc}", where=str(path)) from exc
 

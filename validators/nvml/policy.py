@@ -9,8 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from imagectl import yamlfast
 from imagectl.errors import UserError
 from imagectl.validators.results import Action
 
@@ -99,7 +98,7 @@ def _rule(name: str, v: dict[str, Any]) -> ErrorRule:
 @lru_cache(maxsize=1)
 def nvml_policy() -> NvmlPolicy:
     try:
-        doc = YAML(typ="safe").load(DATA.read_text(encoding="utf-8"))
+        doc = yamlfast.loads(DATA.read_text(encoding="utf-8"))
         states = doc["nvlink_states"]
         fabric = doc["fabric_health"]
         return NvmlPolicy(
