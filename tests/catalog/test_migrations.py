@@ -159,3 +159,45 @@ def test_sqlite_engine_enforces_foreign_keys(tmp_path: Path) -> None:
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
     engine.dispose()
+
+
+def test_the_head_read_from_the_scripts_is_alembics() -> None:
+    from imagectl.catalog.db import known_head
+
+    assert known_head() == head_revision()
+
+
+def test_a_catalog_at_head_opens_without_alembic(catalog_url: str) -> None:
+    """The check that skips Alembic (known_head) reads the scripts, not Alembic: a
+    catalog at head opens in a fresh process without importing it, and one a revision
+    behind still migrates (through Alembic) in the same fresh process."""
+    import subprocess
+    import sys
+
+    from alembic import command
+
+    from imagectl.catalog.db import _alembic_config
+
+    script = (
+        "import sys\n"
+        "from imagectl.catalog.db import open_catalog\n"
+        f"open_catalog({catalog_url!r}).close()\n"
+        "print('alembic' in sys.modules)\n"
+    )
+
+    def fresh_open() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        )
+        return proc.stdout.strip()
+
+    assert fresh_open() == "True"  # a new catalog: created through Alembic
+    assert fresh_open() == "False"  # at head
+    engine = make_engine(catalog_url)
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0005")
+    assert "base_image" not in {c["name"] for c in inspect(engine).get_columns("builds")}
+    assert fresh_open() == "True"  # behind: upgraded
+    assert current_revision(engine) == head_revision()
+    assert "base_image" in {c["name"] for c in inspect(engine).get_columns("builds")}
+    engine.dispose()
