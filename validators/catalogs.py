@@ -7,9 +7,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl import yamlfast
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, Outcome
+from imagectl.yamlfast import loads as load_yaml
 
 DATA = Path(__file__).parent / "data"
 
@@ -17,7 +17,7 @@ DATA = Path(__file__).parent / "data"
 def _load(name: str) -> Any:
     path = DATA / name
     try:
-        return yamlfast.loads(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except Exception as exc:
         raise UserError(f"{path}: cannot load validator data: {exc}") from exc
 

@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl import yamlfast
 from imagectl.errors import UserError
+from imagectl.yamlfast import loads as load_yaml
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
 def _table(path: Path, key: str, what: str) -> dict[str, Any]:
     """The ``key`` mapping of the YAML file ``path`` (the ``what``, for errors)."""
     try:
-        doc = yamlfast.loads(path.read_text(encoding="utf-8"))
+        doc = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read the {what} {path}: {exc.strerror}") from exc
     except Exception as exc:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from imagectl import yamlfast
 from imagectl.validators.results import CheckResult
+from imagectl.yamlfast import loads as load_yaml
 
 CLASSES_FILE = Path(__file__).with_name("check_classes.yaml")
 
 
 @functools.lru_cache(maxsize=1)
 def _classes() -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
-    data = yamlfast.loads(CLASSES_FILE.read_text(encoding="utf-8"))
+    data = load_yaml(CLASSES_FILE.read_text(encoding="utf-8"))
     image = tuple(e["prefix"] for e in data["image_level"])
     hardware = tuple(e["prefix"] for e in data["hardware"])
     return image, hardware, frozenset(data.get("image_level_actions", []))

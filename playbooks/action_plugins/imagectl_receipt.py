@@ -16,6 +16,7 @@ wherever it is run from (the workspace, the installed package).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from typing import Any
@@ -51,10 +52,8 @@ class ActionModule(ActionBase):
             os.chmod(part, 0o600)
             os.replace(part, dest)
         except OSError as exc:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(part)
-            except OSError:
-                pass
             raise AnsibleActionFail(f"imagectl_receipt: cannot write {dest}: {exc}") from exc
         result.update(changed=True, dest=dest, size=len(text.encode("utf-8")))
         return result

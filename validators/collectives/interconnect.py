@@ -15,8 +15,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from imagectl import yamlfast
 from imagectl.errors import UserError
+from imagectl.yamlfast import loads as load_yaml
 
 FILE = "data/interconnect_floors.yaml"
 
@@ -30,7 +30,7 @@ def load() -> dict[str, Any]:
     path = _path()
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yamlfast.loads(fh.read())
+            data = load_yaml(fh.read())
     except Exception as exc:  # parse errors carry the line
         raise UserError(f"cannot read the interconnect floors: {exc}", where=path) from exc
     missing = [

@@ -11,8 +11,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from imagectl import yamlfast
 from imagectl.errors import UserError
+from imagectl.yamlfast import loads as load_yaml
 
 FLOORS_FILE = "data/floors.yaml"
 
@@ -26,7 +26,7 @@ def load_floors() -> dict[str, Any]:
     path = _source_path()
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yamlfast.loads(fh.read())
+            data = load_yaml(fh.read())
     except Exception as exc:  # parse errors carry the line
         raise UserError(f"cannot read the floors table: {exc}", where=path) from exc
     problems = list(_unsourced(data, "floors"))

@@ -9,9 +9,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl import yamlfast
 from imagectl.errors import UserError
 from imagectl.validators.results import Action, Outcome
+from imagectl.yamlfast import loads as load_yaml
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -46,7 +46,7 @@ class Level:
 def _load(name: str) -> Any:
     path = DATA / name
     try:
-        return yamlfast.loads(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except Exception as exc:
         raise UserError(f"cannot load the DCGM table: {exc}", where=str(path)) from exc
 

@@ -9,9 +9,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl import yamlfast
 from imagectl.errors import UserError
 from imagectl.validators.results import Action
+from imagectl.yamlfast import loads as load_yaml
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvml.yaml"
 
@@ -98,7 +98,7 @@ def _rule(name: str, v: dict[str, Any]) -> ErrorRule:
 @lru_cache(maxsize=1)
 def nvml_policy() -> NvmlPolicy:
     try:
-        doc = yamlfast.loads(DATA.read_text(encoding="utf-8"))
+        doc = load_yaml(DATA.read_text(encoding="utf-8"))
         states = doc["nvlink_states"]
         fabric = doc["fabric_health"]
         return NvmlPolicy(
