@@ -25,6 +25,7 @@ from typing import Any
 from imagectl.clouds.base import CapacityError, QuotaError
 from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.deadlines import CloudDeadline, Deadlines, deadlines, is_timeout
+from imagectl.clouds.gcp import compute_sdk
 
 ENV_ENDPOINT = "IMAGECTL_GCP_ENDPOINT"
 # Operation error codes (Compute Engine "Troubleshooting resource availability").
@@ -93,7 +94,7 @@ class GcpClients:
 
     def _make(self, name: str) -> Any:
         if name not in self._clients:
-            from google.cloud import compute_v1
+            compute_v1 = compute_sdk.compute_v1()
 
             kwargs: dict[str, Any] = {"transport": "rest"}
             if self.credentials is not None:
@@ -147,7 +148,7 @@ class GcpClients:
     ) -> Any:
         """Poll the operation (zonal, regional or global) until DONE; raise what its
         error stands for."""
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         timeout_s = self.op_timeout_s if timeout_s is None else timeout_s
         name = operation.name
@@ -172,7 +173,7 @@ class GcpClients:
     def operation_error(self, name: str, *, zone: str | None = None) -> str | None:
         """The error of a finished operation (``None`` while it runs or when it
         succeeded): an asynchronous insert's failure is only in its operation."""
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         ops = self._make("ZoneOperationsClient" if zone else "GlobalOperationsClient")
         kwargs: dict[str, Any] = {"project": self.project, "operation": name}

@@ -31,6 +31,7 @@ import json
 import re
 from typing import Any
 
+from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.tags import TAG_MANAGED
 
@@ -69,7 +70,7 @@ def region_of(location: str) -> str:
 
 def create(clients: Any, project: str, *, name: str, location: str, count: int,
            description: str) -> Placement:  # fmt: skip
-    from google.cloud import compute_v1
+    compute_v1 = compute_sdk.compute_v1()
 
     region = region_of(location)
     policy = compute_v1.ResourcePolicy(
@@ -102,7 +103,7 @@ def delete(clients: Any, project: str, placement: Placement) -> None:
 
 def _users(clients: Any, project: str) -> dict[tuple[str, str], list[str]]:
     """(region, policy name) -> the instances naming it, in any status."""
-    from google.cloud import compute_v1
+    compute_v1 = compute_sdk.compute_v1()
 
     request = compute_v1.AggregatedListInstancesRequest(project=project)
     users: dict[tuple[str, str], list[str]] = {}
@@ -118,7 +119,7 @@ def _users(clients: Any, project: str) -> dict[tuple[str, str], list[str]]:
 def list_managed(clients: Any, project: str) -> list[ManagedPlacement]:
     """Every region's policies marked by imagectl (resourcePolicies.aggregatedList, its
     pages followed by the client's pager), with the instances each holds."""
-    from google.cloud import compute_v1
+    compute_v1 = compute_sdk.compute_v1()
 
     request = compute_v1.AggregatedListResourcePoliciesRequest(project=project)
     marked: list[tuple[str, Any, dict[str, str]]] = []

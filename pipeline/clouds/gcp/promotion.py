@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, parse_time, utcnow
+from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.crashpoints import crash_point
 from imagectl.errors import CloudError, UserError
@@ -46,7 +47,7 @@ def request_id(name: str) -> str:
 
 
 def compute_v1_status(state: str, *, replacement: str = "") -> Any:
-    from google.cloud import compute_v1
+    compute_v1 = compute_sdk.compute_v1()
 
     status = compute_v1.DeprecationStatus(state=state)
     if replacement:
@@ -102,7 +103,7 @@ class GcpPromotion:
             return ReplicaStatus(region=region, state="pending", image_id=name)
 
     def _insert_promoted(self, source: str, name: str, *, token: str) -> Any:
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         raw = self._get_raw(source)
         if raw is None:
@@ -147,7 +148,7 @@ class GcpPromotion:
         self._grant(replica.image_id, members)
 
     def _grant(self, image: str, members: list[str]) -> None:
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         role = IMAGE_USER
         policy = self.clients.images.get_iam_policy(
@@ -234,7 +235,7 @@ class GcpPromotion:
         return str(dict(raw.labels).get(gcp_label_key(TAG_SOURCE_IMAGE), ""))
 
     def _join_family(self, raw: Any, family: str) -> None:
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         op = self.clients.images.patch(
             project=self.project,
@@ -274,7 +275,7 @@ class GcpPromotion:
         replacement: CloudImage | None = None,
         at: dt.datetime | None = None,
     ) -> None:
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         status = compute_v1.DeprecationStatus(state="DEPRECATED", deprecated=iso(at or utcnow()))
         if replacement is not None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, check_cidr, instance_tags, parse_time, utcnow
+from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.gcp import placement as gcp_placement
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
@@ -111,7 +112,7 @@ class GcpProvider(GcpPromotion, Provider):
         wanted = {
             k: v for k, v in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)) if v
         }
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         request = compute_v1.ListImagesRequest(project=self.project)
         if wanted:
@@ -167,7 +168,8 @@ class GcpProvider(GcpPromotion, Provider):
         time here, and a 412 (someone else changed the labels between our read and our
         write) reads the labels and fingerprint again and merges again."""
         from google.api_core.exceptions import PreconditionFailed
-        from google.cloud import compute_v1
+
+        compute_v1 = compute_sdk.compute_v1()
 
         wanted = {gcp_label_key(k): gcp_label_value(str(v)) for k, v in tags.items()}
         with self._label_lock(image.image_id):
@@ -233,7 +235,7 @@ class GcpProvider(GcpPromotion, Provider):
         allowed_cidr: str | None = None,
         placement: Placement | None = None,
     ) -> Instance:
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         check_cidr(allowed_cidr)
         zone = location
@@ -318,7 +320,7 @@ class GcpProvider(GcpPromotion, Provider):
         """A rule for this instance alone (its network tag) from the runner's CIDR alone.
         A Firewall has no labels: its description carries the marker and the TTL that
         ``reap_orphans`` reads when a killed run left the rule behind."""
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         firewall = compute_v1.Firewall(
             name=f"{name}-ssh"[:63],
@@ -479,7 +481,7 @@ class GcpProvider(GcpPromotion, Provider):
         self._close_ssh(instance.instance_id)
 
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
-        from google.cloud import compute_v1
+        compute_v1 = compute_sdk.compute_v1()
 
         request = compute_v1.AggregatedListInstancesRequest(project=self.project)
         if managed_only:
