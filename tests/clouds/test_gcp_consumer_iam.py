@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from google.api_core import exceptions as gexc
-from google.cloud import compute_v1
 from google.oauth2.credentials import Credentials
 
+from imagectl.clouds.gcp.compute_sdk import compute_v1
 from imagectl.clouds.gcp.labels import to_labels
 from imagectl.stacks.schema import Sharing
 from tests.fakes.fixtures import CloudEnv
@@ -22,7 +22,7 @@ CONSUMER = "group:ml-platform@example.com"
 
 
 def _consumer_latest(fake) -> str:
-    client = compute_v1.ImagesClient(
+    client = compute_v1().ImagesClient(
         credentials=Credentials(token="consumer-token"),
         client_options={"api_endpoint": fake.endpoint},
         transport="rest",

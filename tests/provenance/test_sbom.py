@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from cyclonedx.schema import SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
 from imagectl.errors import UserError
@@ -48,6 +46,11 @@ def _render(inv: Inventory) -> str:
 def test_the_sbom_is_valid_cyclonedx_and_lists_every_package_with_its_source(
     inventory: Inventory,
 ) -> None:
+    # imported here: jsonschema's import builds rfc3987-syntax's grammars (seconds), which
+    # every worker would pay while collecting
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
     assert len(inventory.dpkg) > 50 and inventory.python  # a real system, a real venv
     text = _render(inventory)
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
