@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packageurl import PackageURL
@@ -19,7 +20,7 @@ from packageurl import PackageURL
 from imagectl.errors import UserError
 from imagectl.provenance.inventory import Inventory, load_inventory, parse_inventory
 from imagectl.provenance.sbom import check_sbom, render_sbom
-from tests.support import require_tool
+from tests.support import require, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "playbooks" / "roles" / "manifest" / "files" / "write-inventory.py"
@@ -117,3 +118,49 @@ def test_a_corrupt_inventory_names_the_file_and_the_field(
     with pytest.raises(UserError, match=message) as err:
         load_inventory(path)
     assert str(path) in err.value.render()
+
+
+def _writer() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("write_inventory", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# deb822 (deb822(5)): stanzas separated by blank lines, a line of only blanks included;
+# continuation lines start with a blank (a "Package:" there is text, not a field); the
+# Package field need not come first.
+PACKAGES = (
+    "Package: bash\nVersion: 5.2.15-2+b7\nArchitecture: amd64\nSHA256: aa\n\n"
+    "Package: dash\nVersion: 0.5.12-2\nArchitecture: amd64\nSHA256: bb\n   \n"
+    "Version: 1.0\nPackage: tzdata\nArchitecture: all\nDescription: x\n Package: bash\n"
+    "SHA256: cc\n\n\n"
+    "Package: zsh\nVersion: 5.9-4\nDescription: y\n Package: dash\nSHA256: dd\n"
+    "\t\nPackage: bash\nVersion: 5.2.15-2\nArchitecture: amd64\nSHA256: ee\n"
+)
+
+
+@pytest.mark.parametrize("names", [{"bash"}, {"tzdata"}, {"dash", "tzdata"}, {"zsh"}, set(), {"nope"}])
+def test_picking_the_installed_stanzas_reads_what_reading_all_of_them_read(
+    names: set[str],
+) -> None:
+    writer = _writer()
+    every = [s for s in writer._stanzas(PACKAGES) if s[0] in names]
+    assert list(writer._stanzas_of(PACKAGES, names)) == every
+    if names == {"bash"}:
+        assert [s[3] for s in every] == ["aa", "ee"]  # not tzdata's or zsh's continuation
+
+
+def test_on_this_machines_own_package_indexes() -> None:
+    writer = _writer()
+    lists = sorted(Path("/var/lib/apt/lists").glob("*_Packages*"))
+    helper = Path(writer.APT_HELPER)
+    require(bool(lists) and helper.exists(), "no apt package indexes (apt-get update)")
+    text = subprocess.run([str(helper), "cat-file", str(lists[0])], capture_output=True,
+                          text=True, check=True, timeout=120).stdout  # fmt: skip
+    every = list(writer._stanzas(text))
+    names = {s[0] for s in every[::97]} | {"bash"}
+    assert list(writer._stanzas_of(text, names)) == [s for s in every if s[0] in names]

@@ -23,6 +23,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -48,6 +49,11 @@ OS_FIELDS = {
     "PRETTY_NAME": "pretty_name",
 }
 APT_HELPER = "/usr/lib/apt/apt-helper"
+# A Packages file is ~60,000 stanzas of which an image installs a few hundred: the
+# stanzas naming an installed package are picked out first (a split and one search each),
+# and only those parsed line by line (all of them took ~20 s in a booted build under TCG).
+PACKAGE_FIELD = re.compile(r"^Package:[ \t]*(\S+)", re.M)
+BLANK_LINE = re.compile(r"\n[ \t]+(?=\n)")  # a line of blanks separates stanzas too
 
 
 def run(argv):
@@ -121,6 +127,16 @@ def _stanzas(text):
                 fields[key] = value.strip()
 
 
+def _stanzas_of(text, names):
+    """``_stanzas(text)`` of the stanzas whose Package is one of ``names`` only."""
+    if BLANK_LINE.search(text):
+        text = BLANK_LINE.sub("\n", text)
+    for chunk in text.split("\n\n"):
+        found = PACKAGE_FIELD.search(chunk)
+        if found and found.group(1) in names:
+            yield from _stanzas(chunk)
+
+
 def apt_hashes(installed):
     """(name, version, arch) -> SHA256 of the .deb, from apt's package indexes, for the
     ``installed`` triples the indexes list with exactly one hash."""
@@ -128,13 +144,14 @@ def apt_hashes(installed):
     if code != 0 or not os.path.exists(APT_HELPER):
         return {}
     seen: dict[tuple[str, str, str], set[str]] = {}
+    names = {name for name, _, _ in installed}
     for index in out.split():
         if not os.path.exists(index):
             continue  # a target apt knows but never downloaded
         code, text = run([APT_HELPER, "cat-file", index])
         if code != 0:
             continue
-        for name, version, arch, sha256 in _stanzas(text):
+        for name, version, arch, sha256 in _stanzas_of(text, names):
             key = (name, version, arch)
             if key in installed and sha256:
                 seen.setdefault(key, set()).add(sha256.lower())
