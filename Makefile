@@ -59,12 +59,27 @@ unit: bytecode
 
 # The local pipeline end to end in QEMU (TCG here): after the parallel suite, so the
 # emulated guests get the CPU (beside four workers their SSH timed out). Two workers, one
-# guest each: the session's first run once (tests/embedded/conftest.py), then the "local"
+# guest each: the session's first run once (tests/embedded/conftest.py; `make test` makes
+# it beside the unit suite instead), then the "local"
 # group (builds, faults, interrupts) beside the "clouds" group (booted-guest validations).
 e2e: bytecode
 	$(BIN)/pytest -q -n 2 --dist loadgroup -m e2e tests/embedded
 
-test: system tools lint typecheck unit e2e
+# The unit suite with the e2e session's first run beside it (tests/embedded/first_run.py:
+# the cold debootstrap, chroot, Packer build, validation and promotion, ~5 min of mostly
+# one core, in a fresh state folder), then the e2e session on that state: the first run
+# takes the CPU the unit suite leaves, where on its own it kept one of the two e2e workers
+# waiting. Its waits are long (Packer's SSH 20 min, the guest's reach 900 s); the guests
+# with short ones boot in the e2e session, after the unit suite, as before.
+test: system tools lint typecheck bytecode
+	@state=$$(mktemp -d /tmp/imagectl-e2e-state.XXXXXX); run=make-test-$$$$; \
+	echo "e2e first run in $$state, beside the unit suite"; \
+	IMAGECTL_E2E_RUN_ID=$$run $(BIN)/python tests/embedded/first_run.py $$state & first=$$!; \
+	$(MAKE) --no-print-directory unit; unit=$$?; \
+	wait $$first; \
+	if [ $$unit -ne 0 ]; then exit $$unit; fi; \
+	IMAGECTL_E2E_STATE_DIR=$$state IMAGECTL_E2E_RUN_ID=$$run \
+	  $(MAKE) --no-print-directory e2e && rm -rf $$state
 
 # Two booted guests on a private network run validate-image --nodes 2 (gloo across the
 # guests): ~15 min under TCG, most of it installing CPU torch in each guest. Not in `make

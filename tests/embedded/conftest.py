@@ -5,6 +5,12 @@ session (a cold build, validation and promotion) happens once, under a lock, in 
 folder both workers share; then the tests that reuse its candidate run in two groups at
 once (``xdist_group``: "local" builds and faults, "clouds" the booted-guest validations),
 each guest on its own core.
+
+``make test`` makes that first run beside the unit suite instead (``first_run.py``: a
+cold run in a fresh state folder, recorded under an id), where it uses the CPU the unit
+suite leaves; the session then finds it through ``IMAGECTL_E2E_STATE_DIR`` and
+``IMAGECTL_E2E_RUN_ID`` and both workers start on the tests at once. On its own, the
+first run ran while the second worker waited on it for five minutes.
 """
 
 from __future__ import annotations
@@ -13,11 +19,10 @@ import contextlib
 import fcntl
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import first_run  # tests/embedded/first_run.py
 import pytest
 from needs import require_root, require_tool
 
@@ -60,33 +65,31 @@ def _locked(path: Path):  # type: ignore[no-untyped-def]
 
 def run_local(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict[str, Any], str]:
     """``imagectl run --stack local ARGS --json`` in ``state``: (exit, JSON, stderr)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IMAGECTL_")}
-    env.update(IMAGECTL_STATE_DIR=str(state), COLUMNS="160")
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "imagectl"), "--root", str(REPO), "run", *args,
-         "--json"],
-        capture_output=True, text=True, env=env, timeout=timeout, check=False,
-    )  # fmt: skip
-    try:
-        data = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        pytest.fail(f"no JSON from imagectl run (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return proc.returncode, data, proc.stderr
+    code, data, err = first_run.run_local(state, *args, timeout=timeout)
+    if data is None:
+        pytest.fail(f"no JSON from imagectl run (exit {code}):\n{err[-4000:]}")
+    return code, data, err
 
 
 @pytest.fixture(scope="session")
 def promoted_run(e2e_state: Path) -> tuple[int, dict[str, Any], str]:
     """The first ``imagectl run`` of the session (cold unless IMAGECTL_E2E_STATE_DIR
     keeps a state folder): its candidate is what the other e2e tests reuse. Under xdist
-    the first worker to take the lock runs it; the others read what it recorded."""
-    record = e2e_state / "promoted-run.json"
+    the first worker to take the lock runs it; the others read what it recorded. A run
+    ``first_run.py`` made before the session, recorded under ``IMAGECTL_E2E_RUN_ID``, is
+    that first run."""
+    record = e2e_state / first_run.RECORD
     with _locked(e2e_state / ".promoted-run.lock"):
-        session = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")  # the same in every worker
+        session = os.environ.get(first_run.RUN_ID_ENV) or os.environ.get(
+            "PYTEST_XDIST_TESTRUNUID", ""
+        )  # the same in every worker
         if session and record.is_file():
             done = json.loads(record.read_text())
             if done["session"] == session:
+                if done["data"] is None:
+                    pytest.fail(f"no JSON from imagectl run (exit {done['code']}):\n"
+                                f"{done['stderr'][-4000:]}")  # fmt: skip
                 return done["code"], done["data"], done["stderr"]
         code, data, err = run_local(e2e_state)
-        record.write_text(json.dumps({"session": session, "code": code, "data": data,
-                                      "stderr": err}))  # fmt: skip
+        first_run.write_record(record, session, code, data, err)
         return code, data, err

@@ -143,7 +143,9 @@ PACKAGES = (
 )
 
 
-@pytest.mark.parametrize("names", [{"bash"}, {"tzdata"}, {"dash", "tzdata"}, {"zsh"}, set(), {"nope"}])
+@pytest.mark.parametrize(
+    "names", [{"bash"}, {"tzdata"}, {"dash", "tzdata"}, {"zsh"}, set(), {"nope"}]
+)
 def test_picking_the_installed_stanzas_reads_what_reading_all_of_them_read(
     names: set[str],
 ) -> None:
