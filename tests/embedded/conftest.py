@@ -26,8 +26,6 @@ import first_run  # tests/embedded/first_run.py
 import pytest
 from needs import require_root, require_tool
 
-REPO = Path(__file__).resolve().parents[2]
-
 E2E_TOOLS = ("debootstrap", "qemu-system-x86_64", "qemu-img", "packer", "ansible-playbook",
              "mkfs.ext4", "debugfs", "ssh", "scp", "ssh-keygen")  # fmt: skip
 
@@ -63,12 +61,18 @@ def _locked(path: Path):  # type: ignore[no-untyped-def]
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def run_local(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict[str, Any], str]:
-    """``imagectl run --stack local ARGS --json`` in ``state``: (exit, JSON, stderr)."""
-    code, data, err = first_run.run_local(state, *args, timeout=timeout)
+def _printed_json(
+    code: int, data: dict[str, Any] | None, err: str
+) -> tuple[int, dict[str, Any], str]:
+    """A run of ``imagectl run --json`` that printed its JSON; else the test fails."""
     if data is None:
         pytest.fail(f"no JSON from imagectl run (exit {code}):\n{err[-4000:]}")
     return code, data, err
+
+
+def run_local(state: Path, *args: str, timeout: float = 2400) -> tuple[int, dict[str, Any], str]:
+    """``imagectl run --stack local ARGS --json`` in ``state``: (exit, JSON, stderr)."""
+    return _printed_json(*first_run.run_local(state, *args, timeout=timeout))
 
 
 @pytest.fixture(scope="session")
@@ -86,10 +90,7 @@ def promoted_run(e2e_state: Path) -> tuple[int, dict[str, Any], str]:
         if session and record.is_file():
             done = json.loads(record.read_text())
             if done["session"] == session:
-                if done["data"] is None:
-                    pytest.fail(f"no JSON from imagectl run (exit {done['code']}):\n"
-                                f"{done['stderr'][-4000:]}")  # fmt: skip
-                return done["code"], done["data"], done["stderr"]
+                return _printed_json(done["code"], done["data"], done["stderr"])
         code, data, err = run_local(e2e_state)
         first_run.write_record(record, session, code, data, err)
         return code, data, err
