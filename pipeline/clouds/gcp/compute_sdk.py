@@ -56,24 +56,27 @@ def _lean_package() -> types.ModuleType:
                 assert spec.loader is not None
                 spec.loader.exec_module(package)
 
+    def lean(name: str) -> Any:
+        """``name`` from the module the package's ``__init__`` takes it from (None when it
+        is not there)."""
+        if name.endswith("Client"):
+            module, attr = f"{NAME}.services.{_snake(name[: -len('Client')])}", name
+        elif name[:1].isupper():
+            module, attr = f"{NAME}.types.compute", name
+        else:  # a submodule (gapic_version, services, types): imported as one
+            module, attr = f"{NAME}.{name}", ""
+        try:
+            found = importlib.import_module(module)
+            return getattr(found, attr) if attr else found
+        except (ModuleNotFoundError, AttributeError):
+            return None
+
     def resolve(name: str) -> Any:
         if not loaded and not name.startswith("__"):
             with _lock:
-                if name in package.__dict__:
-                    return package.__dict__[name]
-                if name.endswith("Client"):
-                    where = f"{NAME}.services.{_snake(name[: -len('Client')])}"
-                elif name[:1].isupper():
-                    where = f"{NAME}.types.compute"
-                else:  # a submodule (gapic_version, services, types): imported as one
-                    try:
-                        return importlib.import_module(f"{NAME}.{name}")
-                    except ModuleNotFoundError:
-                        where = ""
-                try:
-                    value = getattr(importlib.import_module(where), name) if where else None
-                except (ModuleNotFoundError, AttributeError):
-                    value = None
+                value = package.__dict__.get(name)  # another thread's, while this one waited
+                if value is None:
+                    value = lean(name)
                 if value is not None:
                     setattr(package, name, value)
                     return value
