@@ -11,10 +11,20 @@
   ``read_timeout``, the RetryPolicy's ``timeout`` as the per-call total, and a per-call
   policy that turns a transport or retry timeout into ``CloudDeadline`` naming the
   endpoint.
+- Models read from several threads are set up before any thread reads them
+  (``warm_models``). azure-mgmt-compute's generated models build each class's field
+  table the first time an object of it is made; two threads doing that at once can make
+  one of them fail, and the SDK then silently keeps the raw JSON: a promotion's region
+  thread read ``replication_status`` as a ``dict`` ("Thread-unsafe lazy init in
+  ``Model.__new__`` causes silent deserialization corruption under concurrency",
+  Azure/azure-sdk-for-python#47426; fixed in the generator by microsoft/typespec#11236,
+  not yet in the azure-mgmt-compute we pin).
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -88,6 +98,45 @@ def _local_auth_policy(credential: Any) -> Any:
     return LocalHttpAuth(credential, SCOPE)
 
 
+# The gallery models a promotion's region threads (and azure-core's LRO poller threads)
+# deserialize at the same time: every model class reachable from these.
+THREADED_MODELS = ("GalleryImageVersion", "GalleryImage", "Gallery")
+
+
+def _model_classes(deserializer: Any, base: type) -> list[type]:
+    """The model classes inside a field's deserializer (partials of partials, lists)."""
+    if isinstance(deserializer, type):
+        return [deserializer] if issubclass(deserializer, base) else []
+    if isinstance(deserializer, functools.partial):
+        parts = [deserializer.func, *deserializer.args]
+    elif isinstance(deserializer, (list, tuple)):
+        parts = list(deserializer)
+    else:
+        return []
+    return [c for part in parts for c in _model_classes(part, base)]
+
+
+def warm_models(names: tuple[str, ...] = THREADED_MODELS) -> set[type]:
+    """Build the field table of every compute model class reachable from ``names`` (and
+    their subclasses) now, on one thread, so no later thread builds one (see the module
+    docstring). Returns the classes set up."""
+    from azure.mgmt.compute import models
+    from azure.mgmt.compute._utils.model_base import Model
+
+    seen: set[type] = set()
+    todo: list[Any] = [getattr(models, name) for name in names]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        cls.__new__(cls)  # the SDK's lazy set-up runs in __new__; no object is kept
+        todo.extend(cls.__subclasses__())
+        for field in cls._attr_to_rest_field.values():
+            todo.extend(_model_classes(field._type, Model))
+    return seen
+
+
 class AzureClients:
     def __init__(
         self,
@@ -115,6 +164,7 @@ class AzureClients:
         self.deadlines = deadlines()
         self._compute: Any = None
         self._network: Any = None
+        self._lock = threading.Lock()  # one client of each kind, whichever thread asks first
 
     def _kwargs(self) -> dict[str, Any]:
         per_call, per_retry = _deadline_policies(self.deadlines)
@@ -136,20 +186,23 @@ class AzureClients:
 
     @property
     def compute(self) -> Any:
-        if self._compute is None:
-            from azure.mgmt.compute import ComputeManagementClient
+        with self._lock:
+            if self._compute is None:
+                from azure.mgmt.compute import ComputeManagementClient
 
-            self._compute = ComputeManagementClient(
-                self.credential, self.subscription_id, **self._kwargs()
-            )
-        return self._compute
+                warm_models()
+                self._compute = ComputeManagementClient(
+                    self.credential, self.subscription_id, **self._kwargs()
+                )
+            return self._compute
 
     @property
     def network(self) -> Any:
-        if self._network is None:
-            from azure.mgmt.network import NetworkManagementClient
+        with self._lock:
+            if self._network is None:
+                from azure.mgmt.network import NetworkManagementClient
 
-            self._network = NetworkManagementClient(
-                self.credential, self.subscription_id, **self._kwargs()
-            )
-        return self._network
+                self._network = NetworkManagementClient(
+                    self.credential, self.subscription_id, **self._kwargs()
+                )
+            return self._network
