@@ -25,7 +25,7 @@ source "qemu" "candidate" {
     # booted roles nor leaves a build boot's receipt in the image (systemd.mask=, see
     # systemd(1) "Kernel Command Line")
     ["-append", "root=/dev/vda rw console=ttyS0 systemd.mask=imagectl-boot-validate.service"],
-    ["-cpu", "max"],
+    ["-cpu", var.local_cpu_model],
   ]
   communicator         = var.skip_provisioning ? "none" : "ssh"
   ssh_username         = var.ssh_username

@@ -32,6 +32,11 @@ variable "local_accelerator" {
   default     = "tcg"
   description = "tcg (works everywhere) or kvm."
 }
+variable "local_cpu_model" {
+  type        = string
+  default     = "qemu64"
+  description = "QEMU's -cpu: imagectl.clouds.local.qemu.cpu_model(accelerator) (host under kvm)."
+}
 variable "ssh_username" {
   type    = string
   default = "root"

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.local.qemu import cpu_model
 from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.embedded.base import BaseImage, ancestry
 from imagectl.embedded.procs import Children
@@ -196,7 +197,11 @@ def build_candidate(
                 workspace=ws,
                 build_id=build_id,
                 var_dir=folder,
-                overrides={"local_accelerator": accel, "ansible_tags": BOOTED_TAG},
+                overrides={
+                    "local_accelerator": accel,
+                    "local_cpu_model": cpu_model(accel),
+                    "ansible_tags": BOOTED_TAG,
+                },
                 env={
                     **(env or {}),
                     "ANSIBLE_PIPELINING": "True",

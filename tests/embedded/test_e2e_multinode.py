@@ -44,6 +44,7 @@ import pytest
 from ruamel.yaml import YAML
 from test_e2e_validate_clouds import guest_host, guest_image  # noqa: F401  (fixtures)
 
+from imagectl.clouds.local.qemu import TORCH_CPU
 from tests.clouds.scenario import HEALTHY, snapshot_on
 from tests.fakes.fixtures import CloudEnv, gcp_serving
 from tests.fakes.gcp_compute import FakeGcpCompute
@@ -101,6 +102,7 @@ def _cpu_toolkit(dest: Path) -> Path:
 
 @pytest.fixture
 def gcp_booting(monkeypatch: pytest.MonkeyPatch, guest_host: GuestHost) -> Iterator[FakeGcpCompute]:  # noqa: F811
+    guest_host.tcg_cpu = TORCH_CPU  # these guests run torch (see imagectl.clouds.local.qemu)
     with gcp_serving(monkeypatch, guest_host) as fake:
         yield fake
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.local.qemu import VmSpec, free_port
+from imagectl.clouds.local.qemu import TCG_CPU, VmSpec, free_port
 from imagectl.embedded import disk
 from imagectl.embedded.procs import Children
 
@@ -226,8 +226,10 @@ class GuestHost:
         memory_mib: int = 2048,
         cpus: int = 2,
         port: int = SSH_PORT,
+        tcg_cpu: str = TCG_CPU,
     ) -> None:
         self.image = image
+        self.tcg_cpu = tcg_cpu  # the guests' -cpu under TCG (TORCH_CPU where torch runs)
         self.workdir = workdir
         self.accel = accel
         self.memory_mib = memory_mib
@@ -334,6 +336,7 @@ class GuestHost:
             host_address="127.0.0.1",
             serial_log=serial,
             name=f"imagectl-guest-{_safe(instance_id)}",
+            tcg_cpu=self.tcg_cpu,
         )
         private_address = self._private.get(instance_id)
         if private_address:
