@@ -26,29 +26,82 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+STDIN = "standard input"
+_stdin: dict[str, Any] = {}  # the standard input's text and where its next document starts
+
+
 def read_json(path: Path, kind: str, hint: str) -> Any:
-    """The parsed JSON of ``path``, a ``kind`` document ("receipt", "snapshot", ...);
-    ``-`` is the standard input (how a controller hands a host its expectations)."""
+    """The parsed JSON of ``path``, a ``kind`` document ("receipt", "snapshot", ...).
+
+    ``-`` is the standard input, how a controller hands a host what it sends (the
+    expectations, a snapshot to replay: one module run instead of a file copy each). It
+    may hold several documents one after the other; each read takes the next, and the
+    last read must leave nothing but whitespace."""
+    if str(path) == "-":
+        return _next_stdin_document(kind, hint)
     try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read(MAX_BYTES + 1)
-        else:
-            with path.open("rb") as fh:
-                data = fh.read(MAX_BYTES + 1)
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise UserError(f"cannot read {kind} {path}: {exc.strerror}", hint=hint) from exc
+    return _parse(_text(data, kind, str(path), hint), kind, str(path), hint)
+
+
+def _text(data: bytes, kind: str, where: str, hint: str) -> str:
     if len(data) > MAX_BYTES:
         raise UserError(
-            f"not a {kind}: larger than {MAX_BYTES // (1024 * 1024)} MiB",
-            where=str(path),
-            hint=hint,
+            f"not a {kind}: larger than {MAX_BYTES // (1024 * 1024)} MiB", where=where, hint=hint
         )
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(
-            f"not a {kind}: the file is not UTF-8 text", where=str(path), hint=hint
+            f"not a {kind}: the file is not UTF-8 text", where=where, hint=hint
         ) from exc
+
+
+def _next_stdin_document(kind: str, hint: str) -> Any:
+    if "text" not in _stdin:
+        try:
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise UserError(f"cannot read {kind} from {STDIN}: {exc.strerror}", hint=hint) from exc
+        _stdin.update(text=_text(data, kind, STDIN, hint), at=0, count=0)
+    text, at = str(_stdin["text"]), int(_stdin["at"])
+    start = len(text) - len(text[at:].lstrip())
+    if start == len(text):
+        raise UserError(
+            f"no {kind} on {STDIN}: it held {_stdin['count']} document(s), and the {kind} "
+            "was to be the next",
+            where=STDIN,
+            hint=hint,
+        )
+    decoder = json.JSONDecoder(parse_int=_bounded_int)
+    try:
+        doc, end = decoder.raw_decode(text, start)
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        # the document alone, to name its line and error as a file's would be
+        _parse(text[start:], kind, STDIN, hint)
+        raise UserError(f"not a {kind}: {exc}", where=STDIN, hint=hint) from exc
+    _stdin.update(at=end, count=int(_stdin["count"]) + 1)
+    return doc
+
+
+def finish_stdin(hint: str) -> None:
+    """Refuse anything but whitespace after the documents read from standard input (a
+    controller that sent more than the command reads sent something wrong)."""
+    rest = str(_stdin.get("text", ""))[int(_stdin.get("at", 0)) :].strip()
+    if rest:
+        raise UserError(
+            f"{STDIN} holds more after its {_stdin['count']} document(s): "
+            f"{rest[:40]!r}{'...' if len(rest) > 40 else ''}",
+            where=STDIN,
+            hint=hint,
+        )
+
+
+def _parse(text: str, kind: str, where: str, hint: str) -> Any:
+    path = where
     try:
         return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:

@@ -28,7 +28,7 @@ from imagectl.validators.fabric.model import FABRIC_DOC, FabricSection
 from imagectl.validators.host.boot_history import read_folder
 from imagectl.validators.host.facts import LiveFacts, collect_all
 from imagectl.validators.host.kernel_log import read_host_log, relevant_only
-from imagectl.validators.jsonfile import read_json
+from imagectl.validators.jsonfile import STDIN, read_json
 from imagectl.validators.nvml import LiveNvml
 from imagectl.validators.nvml.capture import capture_nvml
 from imagectl.validators.nvml.errors import known_error_names
@@ -206,7 +206,7 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
         loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise UserError(
             f"not a valid snapshot: {loc}: {first['msg']}",
-            where=str(path),
+            where=STDIN if str(path) == "-" else str(path),
             hint="Snapshots follow imagectl/validators/schema/snapshot.schema.json",
         ) from exc
     return snap.model_dump(mode="json")

@@ -84,12 +84,14 @@ def command(
         )
     from imagectl.validators.collectives.node import run_node
     from imagectl.validators.expectations import resolve_expectations
+    from imagectl.validators.jsonfile import finish_stdin
 
     if not Path(nodes).is_file():
         raise UserError(f"cannot read the --nodes hostfile {nodes}: no such file")
     expect = resolve_expectations(
         images_dir=workspace(ctx).images, expect_file=expect_file, shape=shape
     )
+    finish_stdin("Send the expectations (--expect -) and nothing else")
     result = run_node(
         expect, nodes=nodes, address=address, profile=profile, device=device,
         ops=list(ops), max_bytes=max_bytes,

@@ -55,8 +55,9 @@ def _without_toolkit(args: list[str]) -> list[str]:
 @click.option(
     "--replay",
     "replay",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Run the checks against a snapshot instead of this host.",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Run the checks against a snapshot instead of this host; - for standard input "
+    "(with --expect - too, standard input holds the snapshot, then the expectations).",
 )
 @click.option(
     "--kernel-log",
@@ -174,6 +175,7 @@ def command(
             toolkit_wheelhouse, [*(["--root", root] if root else []), "validate", *again]
         )
     from imagectl.validators.expectations import require_expectations, resolve_expectations
+    from imagectl.validators.jsonfile import STDIN, finish_stdin
     from imagectl.validators.receipt import load_receipt, write_receipt
     from imagectl.validators.report import render_table, write_junit
     from imagectl.validators.session import Options, validate
@@ -203,6 +205,7 @@ def command(
             replay=snapshot,
         )
     require_expectations(expect, snapshot)
+    finish_stdin("Send the snapshot (--replay -), then the expectations (--expect -), nothing else")
     if sandbox and snapshot is None:
         raise UserError(
             "--sandbox marks a replayed snapshot as a try-it receipt; it needs --replay",
@@ -212,7 +215,7 @@ def command(
         profile=profile,
         expect=expect,
         snapshot=snapshot,
-        snapshot_path=str(replay) if replay else None,
+        snapshot_path=(STDIN if str(replay) == "-" else str(replay)) if replay else None,
         kernel_log_file=kernel_log,
         history_dir=history_dir,
         hygiene=hygiene,
