@@ -422,3 +422,31 @@ def test_an_image_validated_on_one_shape_is_not_promoted(
                    "h100-training", "--cloud", "aws", "--json")  # fmt: skip
     assert promoted.code == 1, promoted.out + promoted.err
     assert "no receipt for validation shape p4de.24xlarge" in promoted.out + promoted.err
+
+
+@pytest.mark.parametrize("cloud_env", ["aws"], indirect=True)
+def test_a_snapshot_reaches_the_validator_as_its_bytes(
+    cli: Any, cloud_env: CloudEnv, tmp_path: Path
+) -> None:
+    """validate.yml sends the snapshot on the validator's standard input through Ansible's
+    templating: what a host recorded (here a hostname written as template syntax, as a
+    hostile host could) reaches the validator as text, never evaluated."""
+    import json
+
+    marker = tmp_path / "evaluated"
+    hostile = (
+        "{{ lookup('ansible.builtin.pipe', 'touch " + str(marker) + "') }}"
+        "{% raw %}{{ 7 * 7 }}{% endraw %}\\n'\"$(id)"
+    )
+    snap = json.loads(HEALTHY.read_text())
+    snap["host"]["hostname"] = hostile
+    path = tmp_path / "hostile-hostname.json"
+    path.write_text(json.dumps(snap))
+    image = cloud_env.seed_candidate()
+    result = _validate(
+        cli, cloud_env, image, write_override(tmp_path, [path], cloud=cloud_env.cloud)
+    )
+    assert result.code == 0, result.out
+    (receipt,) = _receipts(cloud_env.cloud, image.image_id)
+    assert receipt["host"]["hostname"] == hostile
+    assert not marker.exists()
