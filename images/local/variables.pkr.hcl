@@ -34,7 +34,7 @@ variable "local_accelerator" {
 }
 variable "local_cpu_model" {
   type        = string
-  default     = "qemu64"
+  default     = "qemu64,+rdrand"
   description = "QEMU's -cpu: imagectl.clouds.local.qemu.cpu_model(accelerator) (host under kvm)."
 }
 variable "ssh_username" {

@@ -18,12 +18,12 @@ def _cpu(spec: VmSpec) -> tuple[str, str]:
 
 def test_tcg_guests_get_the_baseline_cpu_and_kvm_the_hosts() -> None:
     disk, kernel, initrd = Path("d.qcow2"), Path("vmlinuz"), Path("initrd.img")
-    assert _cpu(VmSpec(disk, kernel, initrd)) == ("tcg", "qemu64")
+    assert _cpu(VmSpec(disk, kernel, initrd)) == ("tcg", "qemu64,+rdrand")
     assert _cpu(VmSpec(disk, kernel, initrd, accel="kvm")) == ("kvm", "host")
     assert _cpu(VmSpec(disk, kernel, initrd, tcg_cpu=TORCH_CPU)) == ("tcg", "max")
     assert _cpu(VmSpec(disk, kernel, initrd, accel="kvm", tcg_cpu=TORCH_CPU)) == ("kvm", "host")
     # anything but kvm is emulation, as before
-    assert _cpu(VmSpec(disk, kernel, initrd, accel="hvf")) == ("tcg", "qemu64")
+    assert _cpu(VmSpec(disk, kernel, initrd, accel="hvf")) == ("tcg", "qemu64,+rdrand")
 
 
 def test_the_packer_build_takes_the_same_cpu() -> None:

@@ -30,7 +30,12 @@ KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 # 8.5-9.3 -> 6.3-6.8; boot to SSH unchanged within its noise (35-43). A guest that runs
 # torch keeps "max" (``TORCH_CPU``): torch builds have failed to start without AVX
 # (pytorch/pytorch#37577, #43300: SIGILL at import). Under KVM the guest gets the host's.
-TCG_CPU = "qemu64"
+# RDRAND stays on (TCG emulates it; "max" has it): the kernel seeds its CRNG from it at
+# once ("random: crng init done" at 0 s). Without it the seed comes from timer jitter,
+# which under TCG on a loaded host may never finish: a plain "qemu64" guest's
+# systemd-tmpfiles and journalctl spun in getrandom() until the test's 600 s ran out
+# (soft lockups in __x64_sys_getrandom, a CI run of this change); another finished at 12 s.
+TCG_CPU = "qemu64,+rdrand"
 TORCH_CPU = "max"
 
 
