@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,21 @@ def _bounded_int(text: str) -> int:
 
 
 STDIN = "standard input"
-_stdin: dict[str, Any] = {}  # the standard input's text and where its next document starts
+
+
+@dataclass
+class _Stdin:
+    """The standard input of this process, read once: its text, where its next document
+    starts and how many were read. Tied to the stream it was read from, so a command run
+    again in the same process (the tests' in-process CLI) reads its own input."""
+
+    stream: Any
+    text: str
+    at: int = 0
+    count: int = 0
+
+
+_stdin: _Stdin | None = None
 
 
 def read_json(path: Path, kind: str, hint: str) -> Any:
@@ -60,40 +75,46 @@ def _text(data: bytes, kind: str, where: str, hint: str) -> str:
         ) from exc
 
 
+def _current_stdin() -> _Stdin | None:
+    return _stdin if _stdin is not None and _stdin.stream is sys.stdin else None
+
+
 def _next_stdin_document(kind: str, hint: str) -> Any:
-    if "text" not in _stdin:
+    global _stdin
+    state = _current_stdin()
+    if state is None:
         try:
             data = sys.stdin.buffer.read(MAX_BYTES + 1)
         except OSError as exc:
             raise UserError(f"cannot read {kind} from {STDIN}: {exc.strerror}", hint=hint) from exc
-        _stdin.update(text=_text(data, kind, STDIN, hint), at=0, count=0)
-    text, at = str(_stdin["text"]), int(_stdin["at"])
-    start = len(text) - len(text[at:].lstrip())
-    if start == len(text):
+        state = _stdin = _Stdin(sys.stdin, _text(data, kind, STDIN, hint))
+    start = len(state.text) - len(state.text[state.at :].lstrip())
+    if start == len(state.text):
         raise UserError(
-            f"no {kind} on {STDIN}: it held {_stdin['count']} document(s), and the {kind} "
+            f"no {kind} on {STDIN}: it held {state.count} document(s), and the {kind} "
             "was to be the next",
             where=STDIN,
             hint=hint,
         )
     decoder = json.JSONDecoder(parse_int=_bounded_int)
     try:
-        doc, end = decoder.raw_decode(text, start)
+        doc, end = decoder.raw_decode(state.text, start)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
         # the document alone, to name its line and error as a file's would be
-        _parse(text[start:], kind, STDIN, hint)
+        _parse(state.text[start:], kind, STDIN, hint)
         raise UserError(f"not a {kind}: {exc}", where=STDIN, hint=hint) from exc
-    _stdin.update(at=end, count=int(_stdin["count"]) + 1)
+    state.at, state.count = end, state.count + 1
     return doc
 
 
 def finish_stdin(hint: str) -> None:
     """Refuse anything but whitespace after the documents read from standard input (a
     controller that sent more than the command reads sent something wrong)."""
-    rest = str(_stdin.get("text", ""))[int(_stdin.get("at", 0)) :].strip()
-    if rest:
+    state = _current_stdin()
+    rest = state.text[state.at :].strip() if state is not None else ""
+    if state is not None and rest:
         raise UserError(
-            f"{STDIN} holds more after its {_stdin['count']} document(s): "
+            f"{STDIN} holds more after its {state.count} document(s): "
             f"{rest[:40]!r}{'...' if len(rest) > 40 else ''}",
             where=STDIN,
             hint=hint,
@@ -101,22 +122,21 @@ def finish_stdin(hint: str) -> None:
 
 
 def _parse(text: str, kind: str, where: str, hint: str) -> Any:
-    path = where
     try:
         return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"line {exc.lineno}: not valid JSON ({exc.msg}); the {kind} is corrupt or truncated",
-            where=str(path),
+            where=where,
             hint=hint,
         ) from exc
     except RecursionError as exc:  # the C decoder stops at Python's recursion limit
         raise UserError(
             f"not a {kind}: JSON nested too deep; the {kind} is corrupt or forged",
-            where=str(path),
+            where=where,
             hint=hint,
         ) from exc
     except ValueError as exc:
         raise UserError(
-            f"not a {kind}: {exc}; the {kind} is corrupt or forged", where=str(path), hint=hint
+            f"not a {kind}: {exc}; the {kind} is corrupt or forged", where=where, hint=hint
         ) from exc

@@ -83,3 +83,16 @@ def test_one_document_for_expect_alone_still_refuses_extra_data() -> None:
             "--replay", str(SNAPS / "healthy" / "l4-1x.json")]  # fmt: skip
     code, _, err = _run(_expect() + " trailing", args)
     assert code == 2 and "holds more after its 1 document(s): 'trailing'" in err
+
+
+def test_a_second_in_process_run_reads_its_own_standard_input(cli: Any, monkeypatch) -> None:
+    """The documents read are tied to the stream they came from: the same process running
+    the command again (the in-process CLI) does not see the first run's input."""
+    import io
+
+    args = ARGS[1:]
+    for gpu_count, verdict in ((1, "pass"), (8, "fail")):
+        text = _snapshot() + _expect(gpu_count=gpu_count)
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        result = cli(*args)
+        assert json.loads(result.out)["verdict"] == verdict, result.err
