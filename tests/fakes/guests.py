@@ -43,6 +43,7 @@ import contextlib
 import ipaddress
 import json
 import secrets
+import shutil
 import socket
 import subprocess
 import threading
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.local import saved_boot
 from imagectl.clouds.local.qemu import TCG_CPU, VmSpec, free_port
 from imagectl.embedded import disk
 from imagectl.embedded.procs import Children
@@ -204,6 +206,10 @@ class Guest:
     proc: Any  # the VM's process (subprocess.Popen)
     forwarder: _Forwarder
     started: float = field(default_factory=time.monotonic)
+    # a saved boot's VM (imagectl.clouds.local.saved_boot): "save" or "restore", and what
+    # its hand-over thread ended with (None while it runs or when it worked)
+    saved_boot: str | None = None
+    handover_error: str | None = None
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -227,8 +233,13 @@ class GuestHost:
         cpus: int = 2,
         port: int = SSH_PORT,
         tcg_cpu: str = TCG_CPU,
+        saved_boots: bool = True,
     ) -> None:
         self.image = image
+        # guests start from the image's saved boot (imagectl.clouds.local.saved_boot, as
+        # the local cloud's instances do): the first saves it, the next restore it
+        self.saved_boots = saved_boots
+        self.handover_timeout_s = 600.0
         self.tcg_cpu = tcg_cpu  # the guests' -cpu under TCG (TORCH_CPU where torch runs)
         self.workdir = workdir
         self.accel = accel
@@ -311,19 +322,38 @@ class GuestHost:
         overlay = stem.with_suffix(".qcow2")
         serial = stem.with_suffix(".serial.log")
         self._private[instance_id] = private_address
-        proc, ssh_port = self._launch(instance_id, overlay, login_file, serial)
+        proc, ssh_port, handover = self._launch(instance_id, overlay, login_file, serial)
         try:
             forwarder = _Forwarder(address, self.port, ssh_port, admits)
         except OSError:
             self._halt(proc)
             raise
-        return Guest(instance_id, address, ssh_port, logins, overlay, serial, proc, forwarder)
+        guest = Guest(instance_id, address, ssh_port, logins, overlay, serial, proc, forwarder)
+        if handover is not None:
+            guest.saved_boot = handover.mode
+            threading.Thread(
+                target=self._hand_over, args=(guest, handover), daemon=True,
+                name=f"guest-handover-{instance_id}",
+            ).start()  # fmt: skip
+        return guest
+
+    def _hand_over(self, guest: Guest, handover: saved_boot.Handover) -> None:
+        """What the cloud's guest agent does at first boot (the logins), on a saved boot's
+        VM; its failure stays on the guest (the test's SSH never answers)."""
+        try:
+            saved_boot.hand_over(
+                handover, guest.logins, alive=guest.running, timeout_s=self.handover_timeout_s
+            )
+        except saved_boot.HandoverError as exc:
+            guest.handover_error = str(exc)
+            if handover.mode == "restore" and not guest.running():
+                saved_boot.discard(handover)
 
     def _launch(
         self, instance_id: str, overlay: Path, login_file: Path, serial: Path
-    ) -> tuple[Any, int]:
-        """Start the VM (on the starter thread): its process and its hostfwd port."""
-        disk.overlay(self._children, self.image.disk, overlay)
+    ) -> tuple[Any, int, saved_boot.Handover | None]:
+        """Start the VM (on the starter thread): its process, its hostfwd port and the
+        hand-over to run when it starts from (or makes) a saved boot."""
         spec = VmSpec(
             disk=overlay,
             kernel=self.image.kernel,
@@ -332,13 +362,21 @@ class GuestHost:
             memory_mib=self.memory_mib,
             cpus=self.cpus,
             ssh_port=free_port(),
-            logins=login_file,
             host_address="127.0.0.1",
             serial_log=serial,
             name=f"imagectl-guest-{_safe(instance_id)}",
             tcg_cpu=self.tcg_cpu,
         )
         private_address = self._private.get(instance_id)
+        backing, handover = self.image.disk, None
+        if self.saved_boots and not private_address:
+            backing, handover = saved_boot.prepare(
+                spec, image=self.image.disk, overlay=overlay,
+                sockets=saved_boot.socket_dir(overlay.with_suffix(".control")),
+            )  # fmt: skip
+        if handover is None:
+            spec.logins = login_file
+        disk.overlay(self._children, backing, spec.disk)
         if private_address:
             spec.append += f" ip={private_address}:::255.255.255.0::{VPC_NIC}:none"
             group, port = self.vpc
@@ -351,7 +389,7 @@ class GuestHost:
             proc = self._children.popen(
                 spec.argv(), name=f"qemu {instance_id}", stdout=out, stderr=subprocess.STDOUT
             )
-        return proc, spec.ssh_port
+        return proc, spec.ssh_port, handover
 
     def _halt(self, proc: Any) -> None:
         self._children.stop(proc, grace_s=1)
@@ -366,6 +404,7 @@ class GuestHost:
         self._halt(guest.proc)
         for path in (guest.overlay, guest.overlay.with_suffix(".login")):
             path.unlink(missing_ok=True)
+        shutil.rmtree(saved_boot.socket_dir(guest.overlay.with_suffix(".control")), True)
         with self._lock:
             if self._addresses.get(guest.address) == instance_id:
                 self._addresses.pop(guest.address)

@@ -19,6 +19,11 @@ FW_CFG_KEY_NAME = "opt/imagectl/authorized_keys"
 FW_CFG_LOGIN_NAME = "opt/imagectl/login"
 # The image a VM booted from, for `imagectl verify-node` (validators/host/metadata.py).
 FW_CFG_IMAGE_ID_NAME = "opt/imagectl/image_id"
+# Present: the host takes this boot's hand-over on the second serial port (ttyS1) and may
+# save the booted VM there (imagectl.clouds.local.saved_boot); see imagectl-handover.
+FW_CFG_HANDOVER_NAME = "opt/imagectl/handover"
+HANDOVER_READY = "imagectl-handover-ready"
+HANDOVER_DONE = "imagectl-handover-done"
 RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
 
 BLACKLIST = (
@@ -98,15 +103,17 @@ FILES: dict[str, str] = {
         "#  opt/imagectl/authorized_keys: a per-boot key for root\n"
         "#  opt/imagectl/login: 'USER KEY' lines; USER is created (home, sudo without a\n"
         "#  password, as cloud-init and the Azure and Google guest agents do)\n"
+        "# With a file argument: that file's 'USER KEY' lines (imagectl-handover's).\n"
         "# Keys go under /run (sshd's AuthorizedKeysFile), never into the image.\n"
         "set -u\n"
         "modprobe qemu_fw_cfg 2>/dev/null || true\n"
         "base=/sys/firmware/qemu_fw_cfg/by_name/opt/imagectl\n"
         "install -d -m 0755 /run/imagectl\n"
-        'if [ -r "$base/authorized_keys/raw" ]; then\n'
+        'if [ $# -eq 0 ] && [ -r "$base/authorized_keys/raw" ]; then\n'
         '  install -m 0600 "$base/authorized_keys/raw" /run/imagectl/authorized_keys.root\n'
         "fi\n"
-        '[ -r "$base/login/raw" ] || exit 0\n'
+        'logins="${1:-$base/login/raw}"\n'
+        '[ -r "$logins" ] || exit 0\n'
         "while read -r user key; do\n"
         '  case "$user" in ""|-*|*[!a-z0-9_.-]*) continue ;; esac\n'
         '  id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user" || continue\n'
@@ -118,7 +125,7 @@ FILES: dict[str, str] = {
         '  printf \'%s\\n\' "$key" >> "/run/imagectl/authorized_keys.$user"\n'
         '  chown "$user" "/run/imagectl/authorized_keys.$user"\n'
         '  chmod 0600 "/run/imagectl/authorized_keys.$user"\n'
-        'done < "$base/login/raw"\n'
+        'done < "$logins"\n'
     ),
     "etc/systemd/system/imagectl-fwcfg-key.service": (
         "[Unit]\n"
@@ -133,13 +140,73 @@ FILES: dict[str, str] = {
     ),
 }
 
-EXECUTABLE = {"usr/local/sbin/imagectl-fwcfg-key"}
+FILES.update(
+    {
+        "usr/local/sbin/imagectl-handover": (
+            "#!/bin/bash\n"
+            "# A saved boot's hand-over (the local and emulated clouds; the host side is\n"
+            "# imagectl.clouds.local.saved_boot). Only when QEMU hands in\n"
+            f"# {FW_CFG_HANDOVER_NAME}: once the boot has finished, this says\n"
+            f"# '{HANDOVER_READY}' on the second serial port (every second until\n"
+            "# the host answers) and reads the host's lines there:\n"
+            "#   clock SECONDS    the host's time (a restored VM's clock stood still)\n"
+            "#   login USER KEY   as imagectl-fwcfg-key's lines\n"
+            "#   end\n"
+            "# The host may save the VM while this waits: each instance restored from that\n"
+            "# state goes on from here with its own lines. Then: the clock is set, this\n"
+            "# instance gets its own SSH host key (not the saved boot's), the logins are\n"
+            f"# installed, and '{HANDOVER_DONE}' is said.\n"
+            "set -u\n"
+            "modprobe qemu_fw_cfg 2>/dev/null || true\n"
+            f"[ -r /sys/firmware/qemu_fw_cfg/by_name/{FW_CFG_HANDOVER_NAME}/raw ] || exit 0\n"
+            "systemctl is-system-running --wait >/dev/null 2>&1\n"
+            "port=/dev/ttyS1\n"
+            "stty -F $port raw -echo\n"
+            "exec 3<>$port\n"
+            "logins=/run/imagectl/handover-logins\n"
+            "install -d -m 0755 /run/imagectl\n"
+            "got=\n"
+            'until [ -n "$got" ]; do\n'
+            f"  printf '{HANDOVER_READY}\\n' >&3\n"
+            "  read -r -t 1 got <&3 || got=\n"
+            "done\n"
+            ": > $logins\n"
+            'line="$got"\n'
+            "while :; do\n"
+            '  case "$line" in\n'
+            '    "clock "*) date -u -s "@${line#clock }" >/dev/null ;;\n'
+            '    "login "*) printf \'%s\\n\' "${line#login }" >> $logins ;;\n'
+            "    end) break ;;\n"
+            "  esac\n"
+            "  read -r -t 30 line <&3 || exit 1\n"
+            "done\n"
+            "rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub\n"
+            "ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key\n"
+            "/usr/local/sbin/imagectl-fwcfg-key $logins\n"
+            "systemctl reload ssh.service\n"
+            f"printf '{HANDOVER_DONE}\\n' >&3\n"
+        ),
+        "etc/systemd/system/imagectl-handover.service": (
+            "[Unit]\n"
+            "Description=imagectl: hand-over of a saved boot (the local and emulated clouds)\n"
+            "After=ssh.service imagectl-fwcfg-key.service\n\n"
+            "[Service]\n"
+            "Type=simple\n"
+            "ExecStart=/usr/local/sbin/imagectl-handover\n\n"
+            "[Install]\n"
+            "WantedBy=multi-user.target\n"
+        ),
+    }
+)
+
+EXECUTABLE = {"usr/local/sbin/imagectl-fwcfg-key", "usr/local/sbin/imagectl-handover"}
 
 ENABLE = [
     "systemd-networkd.service",
     "ssh.service",
     "imagectl-ssh-hostkey.service",
     "imagectl-fwcfg-key.service",
+    "imagectl-handover.service",
 ]
 MASK = [
     # removes stale e2scrub LVM snapshots at boot: a VM's disk has no LVM (5.5 s of a

@@ -56,7 +56,7 @@ from typing import Any
 
 from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
 from imagectl.clouds.common import NotReachable
-from imagectl.clouds.local import vms
+from imagectl.clouds.local import saved_boot, vms
 from imagectl.clouds.local.spec import SPEC, LocalOptions
 from imagectl.clouds.placement import Placement
 from imagectl.errors import CloudError, UserError
@@ -166,6 +166,7 @@ class LocalProvider(Provider):
         self.login_user = o.login_user  # the spec's login_user: the key goes to root
         self.memory_mib = o.memory_mib
         self.cpus = o.cpus
+        self.saved_boots = o.saved_boots
         if o.poll_interval_s is not None:
             self.poll_interval_s = o.poll_interval_s
 
@@ -461,9 +462,12 @@ class LocalProvider(Provider):
             self.root / "instances" / instance_id, image_file=file, boot=boot,
             login_user=self.login_user, public_key=ssh_public_key,
             memory_mib=self.memory_mib, cpus=self.cpus, name=f"imagectl-{instance_id}",
-            image_id=image.image_id,
+            image_id=image.image_id, saved=self.saved_boots,
         )  # fmt: skip
         record.update(state="running", pid=vm.pid, started=vm.started, port=vm.port)
+        if vm.handover:  # the login goes with the hand-over (wait_reachable)
+            record["handover"] = vm.handover.to_json()
+            record["logins"] = [[self.login_user, ssh_public_key]] if ssh_public_key else []
         _write_json(self._instance_path(instance_id), record)
         return self._instance(record)
 
@@ -475,6 +479,8 @@ class LocalProvider(Provider):
             raise NotReachable(instance.instance_id, "the instance is gone (terminated)")
         folder = self.root / "instances" / instance.instance_id
         deadline = time.monotonic() + timeout_s
+        if raw.get("handover") and not raw.get("handed_over"):
+            self._hand_over(instance.instance_id, raw, folder, timeout_s)
         while True:
             if not vms.alive(raw.get("pid", 0), raw.get("started", "")):
                 tail = vms.serial_tail(folder) or vms.serial_tail(folder, "qemu.log")
@@ -489,12 +495,38 @@ class LocalProvider(Provider):
                 )
             time.sleep(max(self.poll_interval_s, 0.5))
 
+    def _hand_over(
+        self, instance_id: str, raw: dict[str, Any], folder: Path, timeout_s: float
+    ) -> None:
+        """A saved boot's VM: save it or resume it, then hand the login over
+        (``saved_boot.hand_over``); a state that failed to load is discarded."""
+        handover = saved_boot.Handover.from_json(raw["handover"])
+        pid, started = raw.get("pid", 0), raw.get("started", "")
+        try:
+            saved_boot.hand_over(
+                handover,
+                [(str(u), str(k)) for u, k in raw.get("logins") or []],
+                alive=lambda: vms.alive(pid, started),
+                timeout_s=timeout_s,
+            )
+        except saved_boot.HandoverError as exc:
+            if handover.mode == "restore" and not vms.alive(pid, started):
+                saved_boot.discard(handover)  # the next launch boots (and saves anew)
+            tail = vms.serial_tail(folder) or vms.serial_tail(folder, "qemu.log")
+            raise NotReachable(
+                instance_id, f"{exc} ({handover.mode} of {handover.folder}); serial: {tail}"
+            ) from exc
+        raw["handed_over"] = True
+        _write_json(self._instance_path(instance_id), raw)
+
     def terminate(self, instance: Instance) -> None:
         path = self._instance_path(instance.instance_id)
         raw = _read_json(path)
         if raw is not None and raw.get("pid"):
             vms.stop(int(raw["pid"]), str(raw.get("started", "")))
-        shutil.rmtree(self.root / "instances" / instance.instance_id, ignore_errors=True)
+        folder = self.root / "instances" / instance.instance_id
+        shutil.rmtree(saved_boot.socket_dir(folder), ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 
@@ -643,8 +675,10 @@ class LocalProvider(Provider):
             meta = _read_json(self._meta_path(image.region, hex_))
             if meta is None:
                 return
+            file = self.region_dir(image.region) / "images" / meta["file"]
             with contextlib.suppress(FileNotFoundError):
-                (self.region_dir(image.region) / "images" / meta["file"]).unlink()
+                file.unlink()
+            shutil.rmtree(saved_boot.boots_folder(file), ignore_errors=True)
             self._meta_path(image.region, hex_).unlink()
 
 

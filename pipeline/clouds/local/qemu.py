@@ -10,11 +10,13 @@ local cloud's instances with it; the emulated clouds' guests use it too.
 
 from __future__ import annotations
 
+import shlex
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from imagectl.clouds.local.guest_setup import (
+    FW_CFG_HANDOVER_NAME,
     FW_CFG_IMAGE_ID_NAME,
     FW_CFG_KEY_NAME,
     FW_CFG_LOGIN_NAME,
@@ -69,6 +71,12 @@ class VmSpec:
     name: str = "imagectl-vm"
     extra_args: list[str] = field(default_factory=list)
     tcg_cpu: str = TCG_CPU  # the -cpu under TCG (TORCH_CPU for a guest that runs torch)
+    # A saved boot's VM (imagectl.clouds.local.saved_boot): its QMP socket and the socket
+    # of its second serial port (the guest's hand-over), the hand-over flag, and the
+    # saved state it starts from (none: it boots).
+    control: tuple[Path, Path] | None = None
+    handover: bool = False
+    incoming: Path | None = None
 
     def argv(self) -> list[str]:
         engine = "kvm" if self.accel == "kvm" else "tcg"
@@ -97,4 +105,34 @@ class VmSpec:
             argv += ["-fw_cfg", f"name={FW_CFG_LOGIN_NAME},file={self.logins}"]
         if self.image_id and "," not in self.image_id:
             argv += ["-fw_cfg", f"name={FW_CFG_IMAGE_ID_NAME},string={self.image_id}"]
+        if self.control:
+            qmp, serial = self.control
+            argv += [
+                "-serial", f"unix:{serial},server=on,wait=off",
+                "-qmp", f"unix:{qmp},server=on,wait=off",
+            ]  # fmt: skip
+        if self.handover:
+            argv += ["-fw_cfg", f"name={FW_CFG_HANDOVER_NAME},string=1"]
+        if self.incoming:
+            argv += ["-incoming", f"exec:cat {shlex.quote(str(self.incoming))}"]
         return argv + self.extra_args
+
+    def shape(self) -> dict[str, object]:
+        """What a saved boot of this VM depends on: the command line less what is the
+        instance's own (its disk, port, logs, sockets, logins, saved state)."""
+        return {
+            "accel": self.accel,
+            "cpu": cpu_model("kvm" if self.accel == "kvm" else "tcg", self.tcg_cpu),
+            "cpus": self.cpus,
+            "memory_mib": self.memory_mib,
+            "kernel": _stat(self.kernel),
+            "initrd": _stat(self.initrd),
+            "append": self.append,
+            "image_id": self.image_id,
+            "extra_args": list(self.extra_args),
+        }
+
+
+def _stat(path: Path) -> list[object]:
+    st = path.stat()
+    return [str(path), st.st_size, st.st_mtime_ns]

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.clouds.local import saved_boot
 from imagectl.clouds.local.qemu import VmSpec, free_port
 from imagectl.errors import CloudError
 
@@ -41,6 +42,7 @@ class RunningVm:
     started: str  # /proc/<pid>/stat start time, in clock ticks since boot
     port: int
     folder: Path
+    handover: saved_boot.Handover | None = None  # a saved boot's VM: the host's part to do
 
 
 def _start_time(pid: int) -> str | None:
@@ -67,26 +69,36 @@ def start(
     cpus: int,
     name: str,
     image_id: str = "",
+    saved: bool = False,
 ) -> RunningVm:
-    """Boot the VM in the background; returns at once (the guest boots asynchronously)."""
+    """Start the VM in the background; returns at once (the guest boots asynchronously).
+    With ``saved``, from the image's saved boot of its shape or making it
+    (``imagectl.clouds.local.saved_boot``): then ``RunningVm.handover`` is to be run (the
+    logins come with it) before the guest is reachable."""
     folder.mkdir(parents=True, exist_ok=True)
     overlay = folder / "disk.qcow2"
+    spec = VmSpec(
+        disk=overlay, kernel=boot.kernel, initrd=boot.initrd, accel=boot.accel,
+        memory_mib=memory_mib, cpus=cpus, ssh_port=free_port(),
+        serial_log=folder / "serial.log", name=name, image_id=image_id,
+    )  # fmt: skip
+    backing, handover = image_file, None
+    if saved:
+        backing, handover = saved_boot.prepare(
+            spec, image=image_file, overlay=overlay, sockets=saved_boot.socket_dir(folder)
+        )
     done = subprocess.run(
-        ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(image_file),
-         str(overlay)],
+        ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(backing),
+         str(spec.disk)],
         capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     if done.returncode != 0:
-        raise CloudError(f"cannot create the instance disk {overlay}: {done.stderr.strip()}")
-    logins = None
-    if public_key:
-        logins = folder / "logins"
-        logins.write_text(f"{login_user} {public_key.strip()}\n")
-    spec = VmSpec(
-        disk=overlay, kernel=boot.kernel, initrd=boot.initrd, accel=boot.accel,
-        memory_mib=memory_mib, cpus=cpus, ssh_port=free_port(), logins=logins,
-        serial_log=folder / "serial.log", name=name, image_id=image_id,
-    )  # fmt: skip
+        if handover:
+            saved_boot.discard(handover)
+        raise CloudError(f"cannot create the instance disk {spec.disk}: {done.stderr.strip()}")
+    if public_key and handover is None:
+        spec.logins = folder / "logins"
+        spec.logins.write_text(f"{login_user} {public_key.strip()}\n")
     with open(folder / "qemu.log", "ab") as log:
         proc = subprocess.Popen(
             spec.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -100,7 +112,9 @@ def start(
         time.sleep(0.01)
     if not started:
         raise CloudError(f"qemu exited at once: {serial_tail(folder, 'qemu.log')}")
-    return RunningVm(pid=proc.pid, started=started, port=spec.ssh_port, folder=folder)
+    return RunningVm(
+        pid=proc.pid, started=started, port=spec.ssh_port, folder=folder, handover=handover
+    )
 
 
 def stop(pid: int, started: str, *, grace_s: float = 10.0) -> None:
