@@ -160,6 +160,11 @@ class LoginProbe:
             self.seen["logins"] = [u for u, _ in guest.logins]
             self.seen["login"] = _ran(ssh(self.key, user, guest.address))
             self.seen["sudo"] = _ran(ssh(self.key, user, guest.address, "sudo -n id -un"))
+            # restored from the first run's saved boot (the same image and shape), with
+            # the clock the hand-over set: the saved VM's stood still since it was saved
+            self.seen["saved_boot"] = (guest.saved_boot, guest.handover_error)
+            clock = _ran(ssh(self.key, user, guest.address, "date +%s"))
+            self.seen["clock_skew_s"] = abs(float(clock[1] or 0) - time.time())
             self.seen["other"] = _ran(ssh(self.key, other, guest.address))
             self.revoke()
             self.seen["revoked"] = _ran(ssh(self.key, user, guest.address))
@@ -174,6 +179,8 @@ class LoginProbe:
         assert seen["user"] == expected_user and seen["logins"] == [expected_user], seen
         assert seen["login"][:2] == (0, expected_user), seen["login"]
         assert seen["sudo"][:2] == (0, "root"), seen["sudo"]
+        assert seen["saved_boot"] == ("restore", None), seen
+        assert seen["clock_skew_s"] < 30, seen
         assert expected_user == OLD_USER or seen["other_user"] == OLD_USER, seen
         code, _, err = seen["other"]
         assert code == 255 and "Permission denied" in err, seen["other"]

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from needs import require
 
+from imagectl.clouds.local import saved_boot
+
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 pytestmark = pytest.mark.e2e
@@ -65,6 +67,14 @@ def _second_state(e2e_state: Path, tmp_path: Path, image_id: str) -> Path:
     for name, src in sources.items():
         if src.exists():
             shutil.copytree(src, other / "local" / name, copy_function=os.link)
+    # the first run's saved boot of the candidate (imagectl.clouds.local.saved_boot):
+    # beside the image in the registry, which the build imports as a hard link of the
+    # same file, so the instances here restore it instead of booting
+    image = record.with_suffix(".qcow2")
+    boots = saved_boot.boots_folder(image)
+    if boots.is_dir():
+        dest = other / "registry" / image.parent.parent.name / "images" / boots.name
+        shutil.copytree(boots, dest, copy_function=os.link)
     probed = e2e_state / "local" / "accel.json"  # imagectl.embedded.accel's cache
     if probed.is_file():
         shutil.copy2(probed, other / "local" / probed.name)

@@ -72,6 +72,9 @@ class GuestImage:
     disk: Path
     kernel: Path
     initrd: Path
+    # the local image the disk is (its registry record's id): the guests' fw_cfg names it
+    # as the local cloud's instances' does, so they share its saved boot (same shape)
+    image_id: str = ""
 
 
 def find_guest_image(state: Path) -> GuestImage | None:
@@ -97,14 +100,15 @@ def find_guest_image(state: Path) -> GuestImage | None:
     base = max(bases, key=lambda p: p.stat().st_mtime) if bases else None
     for disk_path in reversed(disks):
         try:
-            boot = json.loads(disk_path.with_suffix(".json").read_text()).get("boot") or {}
+            record = json.loads(disk_path.with_suffix(".json").read_text())
         except (OSError, ValueError):
-            boot = {}
+            record = {}
+        boot, image_id = record.get("boot") or {}, str(record.get("image_id") or "")
         kernel, initrd = Path(boot.get("kernel", "-")), Path(boot.get("initrd", "-"))
         if kernel.is_file() and initrd.is_file():
-            return GuestImage(disk_path, kernel, initrd)
+            return GuestImage(disk_path, kernel, initrd, image_id)
         if base is not None:
-            return GuestImage(disk_path, base / "vmlinuz", base / "initrd.img")
+            return GuestImage(disk_path, base / "vmlinuz", base / "initrd.img", image_id)
     return None
 
 
@@ -366,6 +370,7 @@ class GuestHost:
             serial_log=serial,
             name=f"imagectl-guest-{_safe(instance_id)}",
             tcg_cpu=self.tcg_cpu,
+            image_id=self.image.image_id,
         )
         private_address = self._private.get(instance_id)
         backing, handover = self.image.disk, None
@@ -389,6 +394,8 @@ class GuestHost:
             proc = self._children.popen(
                 spec.argv(), name=f"qemu {instance_id}", stdout=out, stderr=subprocess.STDOUT
             )
+        if handover:
+            saved_boot.own(handover, proc.pid)
         return proc, spec.ssh_port, handover
 
     def _halt(self, proc: Any) -> None:

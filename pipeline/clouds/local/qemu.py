@@ -10,6 +10,8 @@ local cloud's instances with it; the emulated clouds' guests use it too.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import shlex
 import socket
 from dataclasses import dataclass, field
@@ -125,14 +127,24 @@ class VmSpec:
             "cpu": cpu_model("kvm" if self.accel == "kvm" else "tcg", self.tcg_cpu),
             "cpus": self.cpus,
             "memory_mib": self.memory_mib,
-            "kernel": _stat(self.kernel),
-            "initrd": _stat(self.initrd),
+            "kernel": file_digest(self.kernel),
+            "initrd": file_digest(self.initrd),
             "append": self.append,
             "image_id": self.image_id,
             "extra_args": list(self.extra_args),
         }
 
 
-def _stat(path: Path) -> list[object]:
+def file_digest(path: Path) -> str:
+    """The file's SHA-256 (a kernel or initrd: a copy in another registry is the same)."""
     st = path.stat()
-    return [str(path), st.st_size, st.st_mtime_ns]
+    return _digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, _size: int, _mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -53,7 +53,7 @@ from imagectl.clouds.local.qemu import VmSpec
 from imagectl.clouds.local.qmp import Qmp, QmpError
 
 FORMAT = 1  # of the folder and the hand-over; a change makes new keys
-STALE_CLAIM_S = 30 * 60  # a claim this old without a state: its saver is gone
+STALE_CLAIM_S = 10 * 60  # a claim this old that names no VM: its saver is gone
 DEVICE = "virtio0"  # the -drive if=virtio disk, as QMP names it
 
 
@@ -98,11 +98,13 @@ def boots_folder(image: Path) -> Path:
 
 
 def key(spec: VmSpec, image: Path) -> str:
+    """The saved boot's name: the shape, QEMU's version and the image file's identity
+    (its inode: a hard link of it in another registry is the same image)."""
     st = image.stat()
     shape = {
         "format": FORMAT,
         "qemu": _qemu_version(),
-        "image": [str(image), st.st_size, st.st_mtime_ns],
+        "image": [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns],
         **spec.shape(),
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:20]
@@ -142,18 +144,41 @@ def prepare(
 
 
 def _claim(folder: Path) -> bool:
+    """Take the shape's folder to save into; a claim whose VM is gone (killed before its
+    save, or it never started) is taken over."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        if (
-            time.time() - folder.stat().st_mtime > STALE_CLAIM_S
-            and not (folder / "state").is_file()
-        ):
-            shutil.rmtree(folder, ignore_errors=True)
+    if folder.is_dir() and not (folder / "state").is_file() and _abandoned(folder):
+        shutil.rmtree(folder, ignore_errors=True)
     try:
         folder.mkdir()
     except OSError:
         return False
     return True
+
+
+def own(handover: Handover, pid: int) -> None:
+    """Name the VM that saves (``pid``, with its start time): once it is gone without a
+    state, the claim is abandoned."""
+    if handover.mode == "save":
+        (handover.folder / "owner").write_text(f"{pid} {_start_time(pid)}\n")
+
+
+def _abandoned(folder: Path) -> bool:
+    try:
+        pid, started = (folder / "owner").read_text().split()
+    except (OSError, ValueError):  # no VM named yet: abandoned once it is old
+        try:
+            return time.time() - folder.stat().st_mtime > STALE_CLAIM_S
+        except OSError:
+            return False
+    return _start_time(int(pid)) != started
+
+
+def _start_time(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "-"
 
 
 def discard(handover: Handover) -> None:
@@ -181,14 +206,18 @@ def hand_over(
         _await(lines, (HANDOVER_READY,), alive, deadline)
         if handover.mode == "save":
             _save(handover, max(deadline - time.monotonic(), 60.0))
-            lines.buffer = b""  # readies said before the save: not a request to resend
+        lines.drain()  # readies said before now: not requests to send again
         message = "\n".join([f"clock {time.time():.3f}", *login_lines, "end"]) + "\n"
-        conn.sendall(message.encode())
+        try:
+            conn.sendall(message.encode())
+        except OSError as exc:
+            raise HandoverError(f"the hand-over connection broke: {exc}") from exc
         while True:
             said = _await(lines, (HANDOVER_DONE, HANDOVER_READY), alive, deadline)
             if said == HANDOVER_DONE:
                 return
-            conn.sendall(message.encode())  # the guest lost a line: it asks again
+            with contextlib.suppress(OSError):  # the guest lost a line: it asks again
+                conn.sendall(message.encode())
     finally:
         with contextlib.suppress(OSError):
             conn.close()
@@ -196,6 +225,8 @@ def hand_over(
 
 def _resume(handover: Handover, alive: Callable[[], bool], deadline: float) -> None:
     """Wait for the state to load; the saved VM was paused, so this one starts paused."""
+    if not alive():
+        raise HandoverError("QEMU exited loading the saved state")
     try:
         with Qmp(handover.qmp, timeout_s=max(deadline - time.monotonic(), 1.0)) as qmp:
             while True:
@@ -252,6 +283,18 @@ class _Lines:
             self.buffer += data
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line.decode("utf-8", "replace").strip()
+
+    def drain(self) -> None:
+        """Forget what came so far (readies said before the host's lines went)."""
+        self.buffer = b""
+        self.sock.setblocking(False)
+        try:
+            while self.sock.recv(4096):
+                pass
+        except OSError:  # nothing more waiting (a broken connection shows at the next read)
+            pass
+        finally:
+            self.sock.settimeout(1.0)
 
 
 def _await(

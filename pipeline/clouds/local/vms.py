@@ -112,6 +112,8 @@ def start(
         time.sleep(0.01)
     if not started:
         raise CloudError(f"qemu exited at once: {serial_tail(folder, 'qemu.log')}")
+    if handover:
+        saved_boot.own(handover, proc.pid)
     return RunningVm(
         pid=proc.pid, started=started, port=spec.ssh_port, folder=folder, handover=handover
     )
