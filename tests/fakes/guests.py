@@ -12,9 +12,12 @@ candidate: a qcow2 disk and the kernel and initrd it boots with) and, per instan
   one in ``boot``.
 - ``boot(instance_id, logins=[(user, public_key)], admits=callable(peer_ip) -> bool,
   address=None) -> public_ip``: a fresh qcow2 overlay on the disk (the candidate is never
-  written), QEMU started with the logins handed to the guest through fw_cfg
-  (``opt/imagectl/login``: the image's ``imagectl-fwcfg-key`` unit creates each user and
-  installs its key, as a cloud's guest agent does from the cloud's own metadata), QEMU's
+  written), QEMU started from the image's saved boot (``imagectl.clouds.local.saved_boot``,
+  shared with the local cloud's instances of the image: the first VM of the shape saves
+  it) with the logins handed to the guest over its hand-over port by a thread of the
+  host (the image's ``imagectl-handover`` unit creates each user and installs its key, as
+  a cloud's guest agent does from the cloud's own metadata; a guest with a private NIC
+  boots instead, its logins through fw_cfg ``opt/imagectl/login``), QEMU's
   hostfwd for guest port 22 on ``127.0.0.1:<free port>``, and a TCP forwarder on
   ``public_ip:22``. For each connection the forwarder asks ``admits(peer_ip)`` against
   the cloud's *current* rules (a rule revoked later closes later connections) and

@@ -69,6 +69,7 @@ from imagectl.tags import TAG_DIGEST, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, T
 ENV_REGISTRY = "IMAGECTL_LOCAL_REGISTRY"
 ENV_LATENCY = "IMAGECTL_LOCAL_LATENCY"
 ENV_FAIL = "IMAGECTL_LOCAL_FAIL"
+ENV_SAVED_BOOTS = "IMAGECTL_LOCAL_SAVED_BOOTS"  # "0": every instance boots
 FAIL_MODES = ("copy", "replica")
 ID_PREFIX = "sha256:"
 
@@ -166,7 +167,11 @@ class LocalProvider(Provider):
         self.login_user = o.login_user  # the spec's login_user: the key goes to root
         self.memory_mib = o.memory_mib
         self.cpus = o.cpus
-        self.saved_boots = o.saved_boots
+        self.saved_boots = (
+            o.saved_boots
+            if o.saved_boots is not None
+            else os.environ.get(ENV_SAVED_BOOTS, "1").strip().lower() not in ("0", "false", "no")
+        )
         if o.poll_interval_s is not None:
             self.poll_interval_s = o.poll_interval_s
 
