@@ -39,10 +39,6 @@ class LocalOptions(ProviderOptions):
     # first launch of an image saves its finished boot, later ones restore it (~7 s of CPU
     # to a login where a TCG boot takes ~55); None: $IMAGECTL_LOCAL_SAVED_BOOTS, else on
     saved_boots: bool | None = None
-    # instances start from the image's saved boot (imagectl.clouds.local.saved_boot): the
-    # first launch of an image saves its finished boot, later ones restore it (~5 s of CPU
-    # where a TCG boot takes ~50); off: every instance boots
-    saved_boots: bool = True
 
     def polled(self, seconds: float) -> LocalOptions:
         return replace(self, poll_interval_s=seconds)
