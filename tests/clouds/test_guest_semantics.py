@@ -67,7 +67,7 @@ class _Banner:
 class BannerHost(GuestHost):
     def _launch(self, instance_id: str, overlay: Path, login_file: Path, serial: Path) -> Any:
         server = _Banner()
-        return server, server.port
+        return server, server.port, None  # a plain boot: no saved boot's hand-over
 
     def _halt(self, proc: Any) -> None:
         proc.stop()

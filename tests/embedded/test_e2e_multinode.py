@@ -103,6 +103,7 @@ def _cpu_toolkit(dest: Path) -> Path:
 @pytest.fixture
 def gcp_booting(monkeypatch: pytest.MonkeyPatch, guest_host: GuestHost) -> Iterator[FakeGcpCompute]:  # noqa: F811
     guest_host.tcg_cpu = TORCH_CPU  # these guests run torch (see imagectl.clouds.local.qemu)
+    guest_host.vpc = True  # their collectives cross the private network
     with gcp_serving(monkeypatch, guest_host) as fake:
         yield fake
 

@@ -106,7 +106,9 @@ def guest_image(request: pytest.FixtureRequest) -> GuestImage:
 
 @pytest.fixture
 def guest_host(guest_image: GuestImage, tmp_path: Path) -> Iterator[GuestHost]:
-    host = GuestHost(guest_image, tmp_path / "guests")
+    # one node per run here: no private network, so every guest (GCP's too, which
+    # gives each instance its networkIP) starts from the candidate's saved boot
+    host = GuestHost(guest_image, tmp_path / "guests", vpc=False)
     try:
         yield host
     finally:

@@ -31,7 +31,9 @@ candidate: a qcow2 disk and the kernel and initrd it boots with) and, per instan
   names it ``ens16``, as it names the first ``ens2``) with ``IP/24`` set by the kernel
   command line's ``ip=`` (systemd-network-generator writes its .network file), the way a
   cloud's DHCP gives an instance its private IP. Guests reach each other there (a
-  multi-node run's collectives), never through the forwarders.
+  multi-node run's collectives), never through the forwarders. ``GuestHost(vpc=False)``
+  leaves that network out (a test whose runs have one node): every guest then starts
+  from the saved boot.
 
 QEMU is started from one long-lived thread of the host, never from a request thread:
 ``Children`` gives each child a parent-death signal, which Linux sends when the *thread*
@@ -241,8 +243,12 @@ class GuestHost:
         port: int = SSH_PORT,
         tcg_cpu: str = TCG_CPU,
         saved_boots: bool = True,
+        vpc: bool = True,
     ) -> None:
         self.image = image
+        # the private network between guests (False: a guest gets no private NIC, so it
+        # starts from the saved boot; for tests whose runs need no second node)
+        self.vpc = vpc
         # guests start from the image's saved boot (imagectl.clouds.local.saved_boot, as
         # the local cloud's instances do): the first saves it, the next restore it
         self.saved_boots = saved_boots
@@ -263,7 +269,7 @@ class GuestHost:
         self._children = Children(grace_s=3)
         self._private: dict[str, str | None] = {}  # instance id -> its private address
         # the guests' private network: one multicast group and port per host
-        self.vpc = (f"230.0.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}",
+        self.vpc_group = (f"230.0.{secrets.randbelow(250) + 1}.{secrets.randbelow(250) + 1}",
                     _free_udp_port())  # fmt: skip
         # One thread starts every QEMU (see the module docstring: parent-death signal).
         self._starter = concurrent.futures.ThreadPoolExecutor(1, "guest-host")
@@ -328,7 +334,7 @@ class GuestHost:
         login_file.write_text("".join(f"{u} {k}\n" for u, k in logins), encoding="utf-8")
         overlay = stem.with_suffix(".qcow2")
         serial = stem.with_suffix(".serial.log")
-        self._private[instance_id] = private_address
+        self._private[instance_id] = private_address if self.vpc else None
         proc, ssh_port, handover = self._launch(instance_id, overlay, login_file, serial)
         try:
             forwarder = _Forwarder(address, self.port, ssh_port, admits)
@@ -387,7 +393,7 @@ class GuestHost:
         disk.overlay(self._children, backing, spec.disk)
         if private_address:
             spec.append += f" ip={private_address}:::255.255.255.0::{VPC_NIC}:none"
-            group, port = self.vpc
+            group, port = self.vpc_group
             spec.extra_args += [
                 "-netdev", f"socket,id=vpc,mcast={group}:{port},localaddr=127.0.0.1",
                 "-device", f"virtio-net-pci,netdev=vpc,addr=0x{VPC_SLOT:x},"

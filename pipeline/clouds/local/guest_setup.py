@@ -25,6 +25,8 @@ FW_CFG_HANDOVER_NAME = "opt/imagectl/handover"
 HANDOVER_READY = "imagectl-handover-ready"
 HANDOVER_DONE = "imagectl-handover-done"
 RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
+# Present when this boot generated the SSH host key (an image that carries one has none).
+HOSTKEY_MADE = "/run/imagectl/ssh-host-key-made-at-boot"
 
 BLACKLIST = (
     "kvm",
@@ -92,7 +94,9 @@ FILES: dict[str, str] = {
         "ConditionPathExists=!/etc/ssh/ssh_host_ed25519_key\n\n"
         "[Service]\n"
         "Type=oneshot\n"
-        "ExecStart=/usr/bin/ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key\n\n"
+        "ExecStart=/usr/bin/ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key\n"
+        # this boot made it (kept in /run: a saved boot's restored instances make their own)
+        f"ExecStartPost=/bin/sh -c 'mkdir -p /run/imagectl && : > {HOSTKEY_MADE}'\n\n"
         "[Install]\n"
         "RequiredBy=ssh.service\n"
     ),
@@ -154,8 +158,9 @@ FILES.update(
             "#   end\n"
             "# The host may save the VM while this waits: each instance restored from that\n"
             "# state goes on from here with its own lines. Then: the clock is set, this\n"
-            "# instance gets its own SSH host key (not the saved boot's), the logins are\n"
-            f"# installed, and '{HANDOVER_DONE}' is said.\n"
+            "# instance gets its own SSH host key when the boot made the one it has (not\n"
+            "# the saved boot's; a key the image carries stays, for the hygiene check to\n"
+            f"# see), the logins are installed, and '{HANDOVER_DONE}' is said.\n"
             "set -u\n"
             "modprobe qemu_fw_cfg 2>/dev/null || true\n"
             f"[ -r /sys/firmware/qemu_fw_cfg/by_name/{FW_CFG_HANDOVER_NAME}/raw ] || exit 0\n"
@@ -180,10 +185,12 @@ FILES.update(
             "  esac\n"
             "  read -r -t 30 line <&3 || exit 1\n"
             "done\n"
-            "rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub\n"
-            "ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key\n"
+            f"if [ -e {HOSTKEY_MADE} ]; then\n"
+            "  rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub\n"
+            "  ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key\n"
+            "  systemctl reload ssh.service\n"
+            "fi\n"
             "/usr/local/sbin/imagectl-fwcfg-key $logins\n"
-            "systemctl reload ssh.service\n"
             f"printf '{HANDOVER_DONE}\\n' >&3\n"
         ),
         "etc/systemd/system/imagectl-handover.service": (
