@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from states import second_state
 
 from imagectl.embedded.procs import alive, descendants
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("local")]
+pytestmark = pytest.mark.e2e
 
 
 def _cmdline(pid: int) -> str:
@@ -111,26 +112,36 @@ def _mounts_below(path: Path) -> list[str]:
     return [m.split()[1] for m in lines if len(m.split()) > 1 and m.split()[1].startswith(prefix)]
 
 
-def test_ctrl_c_during_the_chroot_provisioning_unmounts_and_stops_ansible(e2e_state: Path):
+# Each in a state folder of its own that shares the session's base (states.py): a build
+# the other group makes in the session's folder meanwhile is not this run's. The groups
+# of the two e2e workers (conftest.py), balanced by their measured lengths.
+@pytest.mark.xdist_group("local")
+def test_ctrl_c_during_the_chroot_provisioning_unmounts_and_stops_ansible(
+    e2e_state: Path, tmp_path: Path
+):
+    state = second_state(e2e_state, tmp_path)
+
     def mounted(_seen: set[int]) -> None:
-        assert _mounts_below(e2e_state), "the chroot had no mounts while ansible ran"
+        assert _mounts_below(state), "the chroot had no mounts while ansible ran"
 
     # ansible-playbook with the chroot inventory: the native provisioning pass
-    seen, _text, _made = _ctrl_c_rebuild_when(e2e_state, "chroot-inventory.ini", mounted)
+    seen, _text, _made = _ctrl_c_rebuild_when(state, "chroot-inventory.ini", mounted)
     assert _gone(seen) == set(), "ansible or its chroot processes survived Ctrl-C"
-    assert _mounts_below(e2e_state) == []  # /proc, /sys, /dev, /dev/pts all unmounted
-    assert list((e2e_state / "builds").glob("*/rootfs")) == []
+    assert _mounts_below(state) == []  # /proc, /sys, /dev, /dev/pts all unmounted
+    assert list((state / "builds").glob("*/rootfs")) == []
 
 
-def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path):
+@pytest.mark.xdist_group("clouds")
+def test_ctrl_c_during_the_packer_build_stops_packer_and_its_vm(e2e_state: Path, tmp_path: Path):
+    state = second_state(e2e_state, tmp_path)
+
     def vm_running(seen: set[int]) -> None:
         qemus = {p for p in seen if "qemu-system" in _cmdline(p)}
         assert qemus, "packer's VM was not among the run's processes"
 
-    seen, text, made = _ctrl_c_rebuild_when(e2e_state, "qemu-system-x86_64", vm_running)
+    seen, text, made = _ctrl_c_rebuild_when(state, "qemu-system-x86_64", vm_running)
     assert "interrupted" in text
     assert _gone(seen) == set(), "processes of the run survived Ctrl-C"
     # nothing that names the run's build folder is left, even outside its process tree
-    # (the state folder itself is named by the other group's guests, running meanwhile)
     assert made, "the run made no build folder"
     assert [p for folder in made for p in _processes_mentioning(str(folder))] == []

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,8 +21,7 @@ from typing import Any
 
 import pytest
 from needs import require
-
-from imagectl.clouds.local import saved_boot
+from states import second_state
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
@@ -47,38 +45,6 @@ def _imagectl(state: Path, *args: str, timeout: float = 1200) -> tuple[int, dict
         pytest.fail(f"no JSON from imagectl {args[0]} (exit {proc.returncode}):\n"
                     f"{proc.stderr[-3000:]}")  # fmt: skip
     return proc.returncode, data, proc.stderr
-
-
-def _second_state(e2e_state: Path, tmp_path: Path, image_id: str) -> Path:
-    """A fresh state folder (empty catalog and registry) sharing the first one's caches:
-    base image, the candidate of ``image_id``, validator wheels (hard links: nothing is
-    copied), and the accelerator probe's answer for this boot of this machine (else a
-    20 s KVM probe again). Only that candidate: the other group's builds write beside it
-    meanwhile."""
-    other = tmp_path / "state"
-    (other / "local" / "candidates").mkdir(parents=True)
-    record = e2e_state / "registry" / "local-a" / "images" / f"{image_id.split(':')[-1]}.json"
-    candidate = Path(json.loads(record.read_text())["source"]).parent
-    sources = {
-        "base": e2e_state / "local" / "base",
-        "wheelhouse": e2e_state / "local" / "wheelhouse",
-        f"candidates/{candidate.name}": candidate,
-    }
-    for name, src in sources.items():
-        if src.exists():
-            shutil.copytree(src, other / "local" / name, copy_function=os.link)
-    # the first run's saved boot of the candidate (imagectl.clouds.local.saved_boot):
-    # beside the image in the registry, which the build imports as a hard link of the
-    # same file, so the instances here restore it instead of booting
-    image = record.with_suffix(".qcow2")
-    boots = saved_boot.boots_folder(image)
-    if boots.is_dir():
-        dest = other / "registry" / image.parent.parent.name / "images" / boots.name
-        shutil.copytree(boots, dest, copy_function=os.link)
-    probed = e2e_state / "local" / "accel.json"  # imagectl.embedded.accel's cache
-    if probed.is_file():
-        shutil.copy2(probed, other / "local" / probed.name)
-    return other
 
 
 def _history(state: Path, image_id: str) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
@@ -114,13 +80,13 @@ def _history(state: Path, image_id: str) -> tuple[dict[str, Any], list[tuple[Any
 
 
 # the groups of the two e2e workers (conftest.py), balanced by their measured lengths
-@pytest.mark.xdist_group("local")
+@pytest.mark.xdist_group("clouds")
 def test_validate_image_on_the_local_cloud_records_what_the_run_recorded(
     promoted_run: tuple[int, dict[str, Any], str], e2e_state: Path, tmp_path: Path
 ) -> None:
     code, first, _ = promoted_run
     require(code == 0, "the promoted run failed; its candidate is needed here")
-    other = _second_state(e2e_state, tmp_path, first["image_id"])
+    other = second_state(e2e_state, tmp_path, first["image_id"])
 
     code, built, err = _imagectl(other, "build", "--stack", "local", "--cloud", "local",
                                  "--reuse")  # fmt: skip
@@ -154,7 +120,7 @@ def test_ctrl_c_during_validation_terminates_the_local_instance(
     image is left inconclusive."""
     code, first, _ = promoted_run
     require(code == 0, "the promoted run failed; its candidate is needed here")
-    other = _second_state(e2e_state, tmp_path, first["image_id"])
+    other = second_state(e2e_state, tmp_path, first["image_id"])
     code, built, err = _imagectl(other, "build", "--stack", "local", "--cloud", "local",
                                  "--reuse")  # fmt: skip
     assert code == 0, err[-3000:]
