@@ -71,13 +71,17 @@ e2e: bytecode
 # takes the CPU the unit suite leaves, where on its own it kept one of the two e2e workers
 # waiting. Its waits are long (Packer's SSH 20 min, the guest's reach 900 s); the guests
 # with short ones boot in the e2e session, after the unit suite, as before.
-test: system tools lint typecheck bytecode
+# mypy (30 s of one core) runs beside them too; its report comes after the unit suite's.
+test: system tools lint bytecode
 	@state=$$(mktemp -d /tmp/imagectl-e2e-state.XXXXXX); run=make-test-$$$$; \
-	echo "e2e first run in $$state, beside the unit suite"; \
+	echo "e2e first run in $$state, beside the unit suite and the type check"; \
 	IMAGECTL_E2E_RUN_ID=$$run $(BIN)/python tests/embedded/first_run.py $$state & first=$$!; \
+	$(MAKE) --no-print-directory typecheck > $$state.typecheck.log 2>&1 & types=$$!; \
 	$(MAKE) --no-print-directory unit; unit=$$?; \
+	wait $$types; typed=$$?; cat $$state.typecheck.log; rm -f $$state.typecheck.log; \
 	wait $$first; \
 	if [ $$unit -ne 0 ]; then exit $$unit; fi; \
+	if [ $$typed -ne 0 ]; then exit $$typed; fi; \
 	IMAGECTL_E2E_STATE_DIR=$$state IMAGECTL_E2E_RUN_ID=$$run \
 	  $(MAKE) --no-print-directory e2e && rm -rf $$state
 
