@@ -1,8 +1,8 @@
 """Saved boots: a local VM starts from the saved state of a finished boot instead of booting.
 
-Booting the local candidate under TCG costs about 50 s of CPU (systemd, then the image's
-boot check); starting from a saved state costs about 5 (measured on the local candidate,
-QEMU 7.2). The local cloud's instances and the emulated clouds' guests use it; a VM that
+Booting the local candidate under TCG costs about 55 s of CPU to a login (systemd, then
+the image's boot check); starting from a saved state about 7 (measured on the local
+candidate, QEMU 7.2, on a 2-core machine). The local cloud's instances and the emulated clouds' guests use it; a VM that
 cannot (a second NIC, a shape being saved by another VM) boots as before.
 
 Per image and *shape* (the QEMU command line less what is the instance's own:
@@ -21,8 +21,9 @@ image, ``<image>.boots/<key>/``:
 
 Either way the host then hands over on the guest's second serial port: the clock (a
 restored VM's clock stood still while saved) and the instance's logins, as a cloud's guest
-agent gets them from its metadata; the guest makes its own SSH host key, installs the
-logins and says it is done. ``hand_over`` is that host side; the caller's wait for SSH
+agent gets them from its metadata; the guest makes its own SSH host key (when the saved
+boot made the one it has: a key the image carries is left for the hygiene check), installs
+the logins and says it is done. ``hand_over`` is that host side; the caller's wait for SSH
 comes after it.
 
 A restored instance shares with the saved boot what a boot makes once: its journal, boot
