@@ -43,7 +43,7 @@ import pytest
 # gcp_fake, azure_fake, cloud_env. See tests/fakes/__init__.py.
 pytest_plugins = (
     ["tests.fakes.fixtures"] if (Path(__file__).parent / "fakes" / "fixtures.py").exists() else []
-)
+) + ["tests.xdist_groups"]  # --dist loadgroup's groups on pytest 9.2 (see the module)
 
 from tests.support import (  # noqa: E402  (after pytest_plugins by design)
     REPO,

@@ -1,8 +1,9 @@
 """The e2e session's two groups (tests/embedded/conftest.py) each run on one worker: the
 "local" group builds in the session's state folder, and two of its tests at once on two
 workers see each other's build (a Ctrl-C test found the other's chroot Ansible alive).
-pytest 9.2 with pytest-xdist 3.8 silently stopped grouping (pytest-dev/pytest-xdist#1386);
-this runs xdist as `make e2e` does on a sample and reads which worker ran what."""
+pytest 9.2 with pytest-xdist 3.8 silently stopped grouping (pytest-dev/pytest-xdist#1386;
+tests/xdist_groups.py puts the groups back): this runs xdist as `make e2e` does, with that
+plugin as tests/conftest.py loads it, on a sample and reads which worker ran what."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from tests.support import ROOT
 
 SAMPLE = """
 import os, time, pytest
@@ -29,9 +32,10 @@ def test_loadgroup_runs_each_group_on_one_worker(tmp_path: Path) -> None:
     out.mkdir()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup",
-         "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path)],
+         "-p", "no:cacheprovider", "-p", "tests.xdist_groups", "--rootdir", str(tmp_path),
+         "-c", "/dev/null", str(tmp_path)],
         capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "SAMPLE_OUT": str(out)},
+        env={"PATH": "/usr/bin:/bin", "SAMPLE_OUT": str(out), "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     workers: dict[str, set[str]] = defaultdict(set)

@@ -5,9 +5,9 @@ session (a cold build, validation and promotion) happens once, under a lock, in 
 folder both workers share; then the tests that reuse its candidate run in two groups at
 once (``xdist_group``: "local" the build and the fault in that shared folder, which must
 not run at once; "clouds" the booted-guest validations; the tests in state folders of
-their own (states.py) balance the two), each guest on its own core. The grouping needs
-pytest < 9.2 with pytest-xdist 3.8 (pytest-dev/pytest-xdist#1386: loadgroup silently
-stops grouping), which pyproject.toml pins and ``test_xdist_groups.py`` checks.
+their own (states.py) balance the two), each guest on its own core. On pytest 9.2 the
+grouping needs tests/xdist_groups.py (pytest-dev/pytest-xdist#1386: loadgroup silently
+stops grouping); ``tests/test_xdist_groups.py`` checks it.
 
 ``make test`` makes that first run beside the unit suite instead (``first_run.py``: a
 cold run in a fresh state folder, recorded under an id), where it uses the CPU the unit
