@@ -2,8 +2,9 @@
 
 Booting the local candidate under TCG costs about 55 s of CPU to a login (systemd, then
 the image's boot check); starting from a saved state about 7 (measured on the local
-candidate, QEMU 7.2, on a 2-core machine). The local cloud's instances and the emulated clouds' guests use it; a VM that
-cannot (a second NIC, a shape being saved by another VM) boots as before.
+candidate, QEMU 7.2, on a 2-core machine). The local cloud's instances and the emulated
+clouds' guests use it; a VM that cannot (a second NIC, a shape being saved by another VM)
+boots as before.
 
 Per image and *shape* (the QEMU command line less what is the instance's own:
 ``VmSpec.shape``, with QEMU's version and the image file's identity), a folder beside the
