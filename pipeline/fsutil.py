@@ -11,6 +11,7 @@ file (exit 2, no traceback).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -93,3 +94,12 @@ def open_lock_file(path: Path | str) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
+
+
+def sha256_file(path: Path | str) -> str:
+    """The hex SHA-256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -60,7 +60,7 @@ from imagectl.clouds.local import saved_boot, vms
 from imagectl.clouds.local.spec import SPEC, LocalOptions
 from imagectl.clouds.placement import Placement
 from imagectl.errors import CloudError, UserError
-from imagectl.fsutil import atomic_write
+from imagectl.fsutil import atomic_write, sha256_file
 from imagectl.paths import state_dir
 from imagectl.settings import parse_seconds
 from imagectl.stacks.schema import Sharing
@@ -88,12 +88,8 @@ def _hex(image_id: str) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """``sha256:<hex>`` of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return ID_PREFIX + h.hexdigest()
+    """``sha256:<hex>`` of a file."""
+    return ID_PREFIX + sha256_file(path)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -11,7 +11,6 @@ local cloud's instances with it; the emulated clouds' guests use it too.
 from __future__ import annotations
 
 import functools
-import hashlib
 import shlex
 import socket
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from imagectl.clouds.local.guest_setup import (
     FW_CFG_KEY_NAME,
     FW_CFG_LOGIN_NAME,
 )
+from imagectl.fsutil import sha256_file
 
 KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 
@@ -143,8 +143,4 @@ def file_digest(path: Path) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _digest(path: str, _size: int, _mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return sha256_file(path)  # once per file and version in a process

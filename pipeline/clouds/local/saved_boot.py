@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from imagectl.clouds.local import pids
 from imagectl.clouds.local.guest_setup import HANDOVER_DONE, HANDOVER_READY
 from imagectl.clouds.local.qemu import VmSpec
 from imagectl.clouds.local.qmp import Qmp, QmpError
@@ -162,7 +163,7 @@ def own(handover: Handover, pid: int) -> None:
     """Name the VM that saves (``pid``, with its start time): once it is gone without a
     state, the claim is abandoned."""
     if handover.mode == "save":
-        (handover.folder / "owner").write_text(f"{pid} {_start_time(pid)}\n")
+        (handover.folder / "owner").write_text(f"{pid} {pids.start_time(pid) or '-'}\n")
 
 
 def _abandoned(folder: Path) -> bool:
@@ -173,14 +174,7 @@ def _abandoned(folder: Path) -> bool:
             return time.time() - folder.stat().st_mtime > STALE_CLAIM_S
         except OSError:
             return False
-    return _start_time(int(pid)) != started
-
-
-def _start_time(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "-"
+    return not pids.alive(int(pid), started)
 
 
 def discard(handover: Handover) -> None:

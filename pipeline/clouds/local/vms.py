@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from imagectl.clouds.local import saved_boot
+from imagectl.clouds.local.pids import alive, start_time
 from imagectl.clouds.local.qemu import VmSpec, free_port
 from imagectl.errors import CloudError
 
@@ -43,19 +44,6 @@ class RunningVm:
     port: int
     folder: Path
     handover: saved_boot.Handover | None = None  # a saved boot's VM: the host's part to do
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces: fields count from after its ')'
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def alive(pid: int, started: str) -> bool:
-    return bool(pid) and _start_time(pid) == started
 
 
 def start(
@@ -106,7 +94,7 @@ def start(
         )  # fmt: skip
     started = None
     for _ in range(50):  # /proc/<pid>/stat exists as soon as fork returned
-        started = _start_time(proc.pid)
+        started = start_time(proc.pid)
         if started:
             break
         time.sleep(0.01)
