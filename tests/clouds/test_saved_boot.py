@@ -131,17 +131,20 @@ def _handover(tmp_path: Path, mode: str) -> saved_boot.Handover:
     )
 
 
+def _hand_over(h: saved_boot.Handover, vm: FakeVm, logins: list[tuple[str, str]]) -> None:
+    try:
+        saved_boot.hand_over(h, logins, alive=lambda: True, timeout_s=20)
+    finally:
+        vm.close()
+
+
 def test_the_saving_vm_is_paused_moved_to_its_own_disk_saved_then_handed_its_login(
     tmp_path: Path,
 ) -> None:
     h = _handover(tmp_path, "save")
     vm = FakeVm(h.qmp, h.serial)
-    try:
-        before = time.time()
-        saved_boot.hand_over(h, [("ubuntu", "ssh-ed25519 AAAA key\n")], alive=lambda: True,
-                             timeout_s=20)  # fmt: skip
-    finally:
-        vm.close()
+    before = time.time()
+    _hand_over(h, vm, [("ubuntu", "ssh-ed25519 AAAA key\n")])
     names = [c for c, _ in vm.commands if c not in ("qmp_capabilities", "query-migrate")]
     # paused before the disk moves and the state is taken; running again after
     assert names == ["stop", "blockdev-snapshot-sync", "migrate", "cont"], vm.commands
@@ -158,11 +161,7 @@ def test_the_saving_vm_is_paused_moved_to_its_own_disk_saved_then_handed_its_log
 def test_a_failed_save_lets_the_vm_go_on_and_leaves_no_saved_boot(tmp_path: Path) -> None:
     h = _handover(tmp_path, "save")
     vm = FakeVm(h.qmp, h.serial, migrate_fails=True)
-    try:
-        saved_boot.hand_over(h, [("azureuser", "ssh-ed25519 BBBB")], alive=lambda: True,
-                             timeout_s=20)  # fmt: skip
-    finally:
-        vm.close()
+    _hand_over(h, vm, [("azureuser", "ssh-ed25519 BBBB")])
     assert vm.commands[-1][0] == "cont" and vm.status == "running"
     assert not h.folder.exists()  # never restored from: the next VM saves anew
     assert vm.received[1:] == ["login azureuser ssh-ed25519 BBBB"]
@@ -173,11 +172,7 @@ def test_a_restored_vm_is_resumed_once_its_state_loaded_then_handed_its_login(
 ) -> None:
     h = _handover(tmp_path, "restore")
     vm = FakeVm(h.qmp, h.serial, incoming=True)
-    try:
-        saved_boot.hand_over(h, [("imagectl", "ssh-ed25519 CCCC")], alive=lambda: True,
-                             timeout_s=20)  # fmt: skip
-    finally:
-        vm.close()
+    _hand_over(h, vm, [("imagectl", "ssh-ed25519 CCCC")])
     names = [c for c, _ in vm.commands if c != "qmp_capabilities"]
     assert names[0] == "query-status" and names[-1] == "cont"  # no cont while loading
     assert set(names[:-1]) == {"query-status"}
@@ -187,10 +182,7 @@ def test_a_restored_vm_is_resumed_once_its_state_loaded_then_handed_its_login(
 def test_a_hand_over_the_guest_lost_is_sent_again(tmp_path: Path) -> None:
     h = _handover(tmp_path, "restore")
     vm = FakeVm(h.qmp, h.serial, incoming=True, lose_first=True)
-    try:
-        saved_boot.hand_over(h, [("u", "k")], alive=lambda: True, timeout_s=20)
-    finally:
-        vm.close()
+    _hand_over(h, vm, [("u", "k")])
     assert vm.handovers == 2 and vm.received[1:] == ["login u k"]
 
 
