@@ -12,13 +12,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from platformdirs import user_state_path
+from platformdirs import user_cache_path, user_state_path
 
 import imagectl.images
 from imagectl.errors import UserError
 
 ENV_ROOT = "IMAGECTL_ROOT"
 ENV_STATE = "IMAGECTL_STATE_DIR"
+ENV_CACHE = "IMAGECTL_CACHE_DIR"
 
 
 @dataclass(frozen=True)
@@ -78,16 +79,31 @@ def state_dir() -> Path:
     its mode). A path that is a file, or a folder that cannot be written, is exit 2."""
     override = os.environ.get(ENV_STATE)
     path = Path(override) if override else user_state_path("imagectl", appauthor=False)
+    return _own_folder(path, ENV_STATE)
+
+
+def cache_dir() -> Path:
+    """The user's cache directory (XDG): what this machine can make again from public
+    inputs and every state folder may share (the local base's debootstrap tree, the KVM
+    probe's answer for this boot). No secret, no record: deleting it costs time only.
+    Created like the state folder; the same errors."""
+    override = os.environ.get(ENV_CACHE)
+    path = Path(override) if override else user_cache_path("imagectl", appauthor=False)
+    return _own_folder(path, ENV_CACHE)
+
+
+def _own_folder(path: Path, env: str) -> Path:
+    what = "cache" if env == ENV_CACHE else "state"
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(
-            f"cannot use the state folder {path}: {exc.strerror or exc}",
-            hint=f"Point ${ENV_STATE} at a folder you can write (it is created when missing)",
+            f"cannot use the {what} folder {path}: {exc.strerror or exc}",
+            hint=f"Point ${env} at a folder you can write (it is created when missing)",
         ) from exc
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserError(
-            f"cannot use the state folder {path}: not writable",
-            hint=f"Point ${ENV_STATE} at a folder you can write (it is created when missing)",
+            f"cannot use the {what} folder {path}: not writable",
+            hint=f"Point ${env} at a folder you can write (it is created when missing)",
         )
     return path

@@ -75,10 +75,12 @@ def nvidia_repo(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own state dir (catalog, plan files): nothing leaks into ~."""
+    """Every test gets its own state and cache dirs (catalog, plan files, the local base's
+    debootstrap tree): nothing leaks into ~."""
     state = tmp_path / "state"
     state.mkdir()
     monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
+    monkeypatch.setenv("IMAGECTL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)

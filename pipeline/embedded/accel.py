@@ -4,7 +4,9 @@
 a stock kernel hangs silently. The probe boots the base image's own kernel under KVM
 (no disk) and requires its first console line ("Linux version") within a time limit;
 anything else means TCG. The answer is cached per host boot and kernel (its content: the
-same kernel in another state folder's base is the same answer).
+same kernel in another state folder's base is the same answer) in the user's cache
+folder (``imagectl.paths.cache_dir``), which every state folder shares: a probe that
+fails burns a core for its whole time limit.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from imagectl.embedded.procs import Children
-from imagectl.paths import state_dir
+from imagectl.paths import cache_dir, state_dir
 
 ACCELS = ("auto", "kvm", "tcg")
 PROBE_TIMEOUT_S = 20.0
@@ -85,7 +87,7 @@ def choose_accel(
         return AccelChoice("tcg", "requested")
     if requested == "kvm":
         return AccelChoice("kvm", "requested")
-    cache = state_dir() / "local" / "accel.json"
+    cache = cache_dir() / "local" / "accel.json"
     key = cache_key(kernel)
     try:
         cached = json.loads(cache.read_text())
@@ -95,12 +97,14 @@ def choose_accel(
     except (OSError, ValueError, KeyError):
         pass
     start = time.monotonic()
-    ok, why = probe_kvm(kernel, children, cache.parent, timeout)
+    ok, why = probe_kvm(kernel, children, state_dir() / "local", timeout)
     choice = AccelChoice(
         "kvm" if ok else "tcg",
         why if ok else f"TCG emulation: {why}",
         round(time.monotonic() - start, 1),
     )
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"key": key, "choice": asdict(choice)}, indent=2) + "\n")
+    part = cache.with_name(f".{cache.name}.{os.getpid()}")  # another run may read it now
+    part.write_text(json.dumps({"key": key, "choice": asdict(choice)}, indent=2) + "\n")
+    os.replace(part, cache)
     return choice

@@ -15,6 +15,13 @@ The result lives in ``<state dir>/local/base/<key>/`` where ``key`` hashes every
 that changes the base (release, mirror, kernel, package set, recipe version): a second
 run finds it and skips all of the above. The folder is built under a temporary name
 and renamed into place, so a cancelled build never leaves a half base behind.
+
+Step 1's tree (downloads and dpkg's unpacking: most of a base's minutes) is kept as
+``<cache dir>/local/debootstrap-<key>.tar`` (``imagectl.paths.cache_dir``), keyed by
+release, mirror and package set, so another state folder on this machine starts from it
+too. It holds no secret (the build key is made in step 2, per base). Since it becomes
+the image's root as root, it is used only while this user owns it and nobody else may
+write it; otherwise debootstrap runs again.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from imagectl.embedded.chroot import chroot_ready, remove_root
 from imagectl.embedded.disk import make_disk
 from imagectl.embedded.procs import Children
 from imagectl.errors import UserError
-from imagectl.paths import state_dir
+from imagectl.paths import cache_dir, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
 # Bump when the recipe changes in a way that changes the disk.
@@ -151,6 +158,33 @@ def base_root() -> Path:
     return state_dir() / "local" / "base"
 
 
+def debootstrap_tree(spec: BaseSpec) -> Path:
+    """Where the debootstrap tree of ``spec`` is kept for every state folder of this user
+    (used only when ``cached_tree`` finds it)."""
+    folder = cache_dir() / "local"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / f"debootstrap-{spec.debootstrap_key()}.tar"
+
+
+def cached_tree(spec: BaseSpec) -> Path | None:
+    """The kept debootstrap tree of ``spec`` when there is one to trust."""
+    tarball = debootstrap_tree(spec)
+    return tarball if _trusted(tarball) else None
+
+
+def _trusted(tarball: Path) -> bool:
+    """A cached tree this user made: owned by us, and neither it nor its folder writable
+    by anyone else (it is unpacked as root into the image's root)."""
+    try:
+        for path in (tarball, tarball.parent):
+            st = path.lstat()
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return False
+        return tarball.is_file() and not tarball.is_symlink()
+    except OSError:
+        return False
+
+
 def find_base(spec: BaseSpec) -> BaseImage | None:
     folder = base_root() / spec.key()
     needed = ("disk.qcow2", "rootfs.tar", "vmlinuz", "initrd.img", "id_ed25519", "base.json")
@@ -207,9 +241,9 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
     rootfs = work / "rootfs"
     log = work / "base.log"
     t0 = time.monotonic()
-    tarball = base_root() / f"debootstrap-{spec.debootstrap_key()}.tar"
-    if tarball.is_file():
-        note(f"debootstrap tree from {tarball.name}")
+    tarball = debootstrap_tree(spec)
+    if cached_tree(spec):
+        note(f"debootstrap tree from {tarball}")
         rootfs.mkdir()
         children.run(
             ["tar", "-C", str(rootfs), "--numeric-owner", "-xpf", str(tarball)], name="tar", log=log
@@ -230,14 +264,18 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
             timeout=1800,
         )
         # The debootstrap stage alone (downloads dominate) is kept: a recipe or kernel
-        # change starts from here.
-        partial = tarball.with_suffix(".partial")
-        children.run(
-            ["tar", "-C", str(rootfs), "--numeric-owner", "-cpf", str(partial), "."],
-            name="tar",
-            log=log,
-        )
-        os.replace(partial, tarball)
+        # change, or another state folder, starts from here.
+        partial = tarball.with_name(f".{tarball.name}.{os.getpid()}.partial")
+        try:
+            children.run(
+                ["tar", "-C", str(rootfs), "--numeric-owner", "-cpf", str(partial), "."],
+                name="tar",
+                log=log,
+            )
+            partial.chmod(0o644)
+            os.replace(partial, tarball)
+        finally:
+            partial.unlink(missing_ok=True)
     t_boot = time.monotonic() - t0
     _write_guest_files(rootfs, spec)
     with chroot_ready(rootfs):  # the guest's own resolv.conf is written below

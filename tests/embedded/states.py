@@ -13,9 +13,9 @@ from imagectl.clouds.local import saved_boot
 
 
 def second_state(e2e_state: Path, tmp_path: Path, image_id: str | None = None) -> Path:
-    """The base image, the validator wheels (hard links: nothing is copied) and the
-    accelerator probe's answer for this boot of this machine (else a 20 s KVM probe
-    again); with ``image_id``, that candidate too, and the first run's saved boot of it
+    """The base image and the validator wheels (hard links: nothing is copied; the
+    accelerator probe's answer is in the user's cache folder, which every state folder
+    shares); with ``image_id``, that candidate too, and the first run's saved boot of it
     (``imagectl.clouds.local.saved_boot``: beside the image in the registry, which a build
     there imports as a hard link of the same file, so instances restore it instead of
     booting). Only that candidate: the other group's builds write beside it meanwhile."""
@@ -37,7 +37,4 @@ def second_state(e2e_state: Path, tmp_path: Path, image_id: str | None = None) -
     for name, src in sources.items():
         if src.exists():
             shutil.copytree(src, other / "local" / name, copy_function=os.link)
-    probed = e2e_state / "local" / "accel.json"  # imagectl.embedded.accel's cache
-    if probed.is_file():
-        shutil.copy2(probed, other / "local" / probed.name)
     return other

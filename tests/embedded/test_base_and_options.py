@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
 
-from imagectl.embedded.base import BASE_PACKAGES, BaseSpec, find_base
+from imagectl.embedded.base import BASE_PACKAGES, BaseSpec, cached_tree, debootstrap_tree, find_base
 from imagectl.errors import UserError
 from imagectl.orchestrate.run import choose_regions
 from imagectl.stacks import load_resolved
@@ -52,6 +53,38 @@ def test_an_incomplete_base_folder_is_not_a_cache_hit(resolved, _isolated_state:
     (folder / "base.json").write_text("{}")
     found = find_base(spec)
     assert found is not None and found.cached and found.disk == folder / "disk.qcow2"
+
+
+def test_the_debootstrap_tree_is_shared_by_state_folders_when_it_can_be_trusted(
+    resolved, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The tree is unpacked as root into the image's root, so a kept one is used only
+    while this user owns it and nobody else can write it or its folder; it lives in the
+    cache folder, not the state folder, so a fresh state folder finds it."""
+    spec = BaseSpec.from_stack(resolved)
+    tree = debootstrap_tree(spec)
+    assert tree.parent == tmp_path / "cache" / "local"  # conftest's IMAGECTL_CACHE_DIR
+    assert cached_tree(spec) is None  # none kept yet
+    tree.write_bytes(b"tar")
+    tree.chmod(0o644)
+    assert cached_tree(spec) == tree
+    monkeypatch.setenv("IMAGECTL_STATE_DIR", str(tmp_path / "another-state"))
+    assert cached_tree(spec) == tree
+    tree.chmod(0o666)  # anyone may write it: another user's tree, in effect
+    assert cached_tree(spec) is None
+    tree.chmod(0o644)
+    tree.parent.chmod(0o777)  # anyone may replace it
+    assert cached_tree(spec) is None
+    tree.parent.chmod(0o700)
+    if os.geteuid() == 0:  # only root can give a file away
+        os.chown(tree, 4242, -1)  # another user's tree
+        assert cached_tree(spec) is None
+        os.chown(tree, 0, -1)
+        assert cached_tree(spec) == tree
+    tree.unlink()
+    tree.symlink_to(tmp_path / "elsewhere.tar")
+    (tmp_path / "elsewhere.tar").write_bytes(b"tar")
+    assert cached_tree(spec) is None  # a link may point anywhere
 
 
 def test_regions_are_the_first_n_of_the_stack(resolved):
