@@ -2,7 +2,7 @@
 validation over SSH, catalog records and promotion into the local registry.
 
 Marked ``e2e`` (``make test`` runs these after the parallel suite, alone on the
-machine: an emulated guest must not compete with four test workers for two cores). Needs
+machine: an emulated guest must not compete with the unit suite's workers for two cores). Needs
 root, debootstrap, qemu-system-x86_64, qemu-img, packer, ansible-playbook and the Debian
 archive; a missing tool skips, or fails under CI=true. The base
 image and the candidate are cached in one state folder for the whole module
