@@ -242,7 +242,7 @@ def _build(spec: BaseSpec, work: Path, children: Children, note: Note) -> None:
     log = work / "base.log"
     t0 = time.monotonic()
     tarball = debootstrap_tree(spec)
-    if cached_tree(spec):
+    if _trusted(tarball):
         note(f"debootstrap tree from {tarball}")
         rootfs.mkdir()
         children.run(
