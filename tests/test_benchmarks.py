@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = sorted((REPO / "benchmarks").glob("*.py"))
 FIGURE = re.compile(r"\d+\.\d+")
 # A guard against a hung benchmark (a rendezvous, a VM), not a speed limit: the short
-# modes take seconds, but this suite runs four workers on two cores.
+# modes take seconds, but this suite runs three workers on two cores.
 HANG_S = 600
 
 pytestmark = pytest.mark.slow
