@@ -45,7 +45,7 @@ from imagectl.paths import cache_dir, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 
 # Bump when the recipe changes in a way that changes the disk.
-RECIPE_VERSION = 5
+RECIPE_VERSION = 6
 
 # What the reference measured as the smallest set that boots, networks, serves SSH and
 # runs Ansible quickly (python3-apt: Ansible's apt module would install it, slowly).

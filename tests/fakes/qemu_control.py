@@ -10,12 +10,16 @@ served the way QEMU 7.2 and the image's ``imagectl-handover`` serve them:
   file must not exist; QEMU creates it), ``migrate`` (asynchronous: ``exec:CMD`` runs
   CMD through /bin/sh with the state on its standard input; ``query-migrate`` says
   ``active`` before ``completed``) and ``quit``.
-- the hand-over port (the guest's ttyS1, a chardev socket with ``wait=off``: what the
-  guest says while no host is connected is lost): while the VM runs, the guest says
+- the hand-over port (the guest's virtio-serial port, a chardev socket with ``wait=off``;
+  what the guest says while no host is connected is lost here, where the real port's
+  writes wait for the host: stricter): while the VM runs, the guest says
   ``imagectl-handover-ready`` every ``ready_every_s`` until it has read a hand-over
   ending in ``end``, then ``imagectl-handover-done``. A paused VM says and reads nothing.
 
 ``lose_first`` drops the first hand-over (as a line lost at the guest's read timeout).
+``mute_after_save`` is the stall seen on a 16550 UART (the guest's ttyS1, before the port
+was virtio-serial): once the VM was saved, the guest still reads and acts on its
+hand-over, but nothing it says reaches the host.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class FakeVm:
         incoming: bool = False,
         migrate_fails: bool = False,
         lose_first: bool = False,
+        mute_after_save: bool = False,
         ready_every_s: float = 0.05,
     ) -> None:
         self.status = "inmigrate" if incoming else "running"
@@ -49,6 +54,8 @@ class FakeVm:
         self.handovers = 0
         self.migrate_fails = migrate_fails
         self.lose_first = lose_first
+        self.mute_after_save = mute_after_save
+        self._saved = False
         self.ready_every_s = ready_every_s
         self.alive = True
         self._migration = "none"
@@ -129,6 +136,7 @@ class FakeVm:
                 target.write_bytes(b"QFI\xfb")
                 return {"return": {}}
             if name == "migrate":
+                self._saved = True
                 uri = args["uri"]
                 if not uri.startswith("exec:"):
                     return _error("GenericError", f"unknown migration protocol: {uri}")
@@ -167,7 +175,8 @@ class FakeVm:
             if self.status != "running":
                 time.sleep(0.01)
                 continue
-            if not said_ready or b"\n" not in buffer:
+            muted = self.mute_after_save and self._saved
+            if (not said_ready or b"\n" not in buffer) and not muted:
                 with contextlib.suppress(OSError):
                     conn.sendall(f"{HANDOVER_READY}\n".encode())
                 said_ready = True
@@ -186,6 +195,10 @@ class FakeVm:
                 if self.lose_first and self.handovers == 1:
                     continue  # lost: the guest asks again
                 self.received = message.decode().splitlines()
+                if muted:  # read and acted on, but its answer never leaves the port
+                    while self.alive:
+                        time.sleep(0.05)
+                    return
                 conn.sendall(f"{HANDOVER_DONE}\n".encode())
                 return
 

@@ -19,9 +19,14 @@ FW_CFG_KEY_NAME = "opt/imagectl/authorized_keys"
 FW_CFG_LOGIN_NAME = "opt/imagectl/login"
 # The image a VM booted from, for `imagectl verify-node` (validators/host/metadata.py).
 FW_CFG_IMAGE_ID_NAME = "opt/imagectl/image_id"
-# Present: the host takes this boot's hand-over on the second serial port (ttyS1) and may
-# save the booted VM there (imagectl.clouds.local.saved_boot); see imagectl-handover.
+# Present: the host takes this boot's hand-over on the virtio-serial port HANDOVER_PORT
+# and may save the booted VM there (imagectl.clouds.local.saved_boot); see
+# imagectl-handover. A virtio-serial port, as qemu-guest-agent's channel, not a second
+# 16550 UART: an emulated UART's transmitter can stall for good across a pause and save
+# (its THRE interrupt lost; Firecracker PR #5730, propolis issue #391), and here it did
+# (the guest's ttyS1 sent its "ready" and never its "done": a 10-minute hang).
 FW_CFG_HANDOVER_NAME = "opt/imagectl/handover"
+HANDOVER_PORT = "org.imagectl.handover"  # the guest's /dev/virtio-ports/<name>
 HANDOVER_READY = "imagectl-handover-ready"
 HANDOVER_DONE = "imagectl-handover-done"
 RUNTIME_KEYS = "/run/imagectl/authorized_keys.%u"
@@ -151,8 +156,8 @@ FILES.update(
             "# A saved boot's hand-over (the local and emulated clouds; the host side is\n"
             "# imagectl.clouds.local.saved_boot). Only when QEMU hands in\n"
             f"# {FW_CFG_HANDOVER_NAME}: once the boot has finished, this says\n"
-            f"# '{HANDOVER_READY}' on the second serial port (every second until\n"
-            "# the host answers) and reads the host's lines there:\n"
+            f"# '{HANDOVER_READY}' on the virtio-serial port {HANDOVER_PORT} (every\n"
+            "# second until the host answers) and reads the host's lines there:\n"
             "#   clock SECONDS    the host's time (a restored VM's clock stood still)\n"
             "#   login USER KEY   as imagectl-fwcfg-key's lines\n"
             "#   end\n"
@@ -165,9 +170,12 @@ FILES.update(
             "modprobe qemu_fw_cfg 2>/dev/null || true\n"
             f"[ -r /sys/firmware/qemu_fw_cfg/by_name/{FW_CFG_HANDOVER_NAME}/raw ] || exit 0\n"
             "systemctl is-system-running --wait >/dev/null 2>&1\n"
-            "port=/dev/ttyS1\n"
-            "stty -F $port raw -echo\n"
-            "exec 3<>$port\n"
+            f"port=/dev/virtio-ports/{HANDOVER_PORT}\n"
+            "# udev names the port (/dev/virtio-ports/NAME) once virtio_console is loaded\n"
+            "modprobe virtio_console 2>/dev/null || true\n"
+            'for _ in $(seq 100); do [ -e "$port" ] && break; sleep 0.1; done\n'
+            # writes wait until the host is connected; reads without a host end at once
+            'exec 3<>"$port" || exit 1\n'
             "logins=/run/imagectl/handover-logins\n"
             "install -d -m 0755 /run/imagectl\n"
             "got=\n"

@@ -21,6 +21,7 @@ from imagectl.clouds.local.guest_setup import (
     FW_CFG_IMAGE_ID_NAME,
     FW_CFG_KEY_NAME,
     FW_CFG_LOGIN_NAME,
+    HANDOVER_PORT,
 )
 from imagectl.fsutil import sha256_file
 
@@ -74,8 +75,8 @@ class VmSpec:
     extra_args: list[str] = field(default_factory=list)
     tcg_cpu: str = TCG_CPU  # the -cpu under TCG (TORCH_CPU for a guest that runs torch)
     # A saved boot's VM (imagectl.clouds.local.saved_boot): its QMP socket and the socket
-    # of its second serial port (the guest's hand-over), the hand-over flag, and the
-    # saved state it starts from (none: it boots).
+    # of its virtio-serial hand-over port, the hand-over flag, and the saved state it
+    # starts from (none: it boots).
     control: tuple[Path, Path] | None = None
     handover: bool = False
     incoming: Path | None = None
@@ -108,9 +109,11 @@ class VmSpec:
         if self.image_id and "," not in self.image_id:
             argv += ["-fw_cfg", f"name={FW_CFG_IMAGE_ID_NAME},string={self.image_id}"]
         if self.control:
-            qmp, serial = self.control
+            qmp, port = self.control
             argv += [
-                "-serial", f"unix:{serial},server=on,wait=off",
+                "-device", "virtio-serial-pci,id=vser0",
+                "-chardev", f"socket,id=handover,path={port},server=on,wait=off",
+                "-device", f"virtserialport,bus=vser0.0,chardev=handover,name={HANDOVER_PORT}",
                 "-qmp", f"unix:{qmp},server=on,wait=off",
             ]  # fmt: skip
         if self.handover:

@@ -20,7 +20,9 @@ image, ``<image>.boots/<key>/``:
 - every later VM of that shape starts from an overlay of ``disk.qcow2`` with ``-incoming``
   from ``state``, and goes on from where the saved VM waited.
 
-Either way the host then hands over on the guest's second serial port: the clock (a
+Either way the host then hands over on the guest's virtio-serial port (``HANDOVER_PORT``,
+the transport qemu-guest-agent uses; an emulated UART's transmitter can stall across the
+save, see ``guest_setup``): the clock (a
 restored VM's clock stood still while saved) and the instance's logins, as a cloud's guest
 agent gets them from its metadata; the guest makes its own SSH host key (when the saved
 boot made the one it has: a key the image carries is left for the hygiene check), installs
@@ -55,9 +57,13 @@ from imagectl.clouds.local.guest_setup import HANDOVER_DONE, HANDOVER_READY
 from imagectl.clouds.local.qemu import VmSpec
 from imagectl.clouds.local.qmp import Qmp, QmpError
 
-FORMAT = 1  # of the folder and the hand-over; a change makes new keys
+FORMAT = 2  # of the folder and the hand-over; a change makes new keys
 STALE_CLAIM_S = 10 * 60  # a claim this old that names no VM: its saver is gone
 DEVICE = "virtio0"  # the -drive if=virtio disk, as QMP names it
+# Once the hand-over is sent, the guest answers within this (it sets the clock, maybe makes
+# a host key, adds the logins: seconds under TCG) or asks again; silence is an error, not
+# a wait to the end of the reach timeout (a stalled port once cost 10 minutes).
+DONE_WITHIN_S = 60.0
 
 
 class HandoverError(RuntimeError):
@@ -188,10 +194,12 @@ def hand_over(
     *,
     alive: Callable[[], bool],
     timeout_s: float,
+    done_within_s: float = DONE_WITHIN_S,
 ) -> None:
     """The host's side (see the module docstring): after it, the instance's logins are
     installed and its SSH server has its own host key. ``HandoverError`` when the VM
-    stops, the guest never says it is ready, or the time runs out."""
+    stops, the guest never says it is ready, says nothing within ``done_within_s`` of
+    being sent the hand-over, or the time runs out."""
     deadline = time.monotonic() + timeout_s
     login_lines = [f"login {user} {key_.strip()}" for user, key_ in logins]
     if handover.mode == "restore":
@@ -209,7 +217,17 @@ def hand_over(
         except OSError as exc:
             raise HandoverError(f"the hand-over connection broke: {exc}") from exc
         while True:
-            said = _await(lines, (HANDOVER_DONE, HANDOVER_READY), alive, deadline)
+            answer_by = min(deadline, time.monotonic() + done_within_s)
+            try:
+                said = _await(lines, (HANDOVER_DONE, HANDOVER_READY), alive, answer_by)
+            except HandoverError as exc:
+                if answer_by < deadline and alive():
+                    raise HandoverError(
+                        f"the guest was sent its hand-over and said nothing for "
+                        f"{done_within_s:g} s (neither {HANDOVER_DONE} nor a new "
+                        f"{HANDOVER_READY}): its hand-over port stalled"
+                    ) from exc
+                raise
             if said == HANDOVER_DONE:
                 return
             with contextlib.suppress(OSError):  # the guest lost a line: it asks again
