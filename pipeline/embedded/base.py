@@ -21,7 +21,8 @@ Step 1's tree (downloads and dpkg's unpacking: most of a base's minutes) is kept
 release, mirror and package set, so another state folder on this machine starts from it
 too. It holds no secret (the build key is made in step 2, per base). Since it becomes
 the image's root as root, it is used only while this user owns it and nobody else may
-write it; otherwise debootstrap runs again.
+write it; otherwise debootstrap runs again. A build first removes what killed builds and
+the older layout left (``sweep_leftovers``).
 """
 
 from __future__ import annotations
@@ -185,6 +186,32 @@ def _trusted(tarball: Path) -> bool:
         return False
 
 
+def sweep_leftovers() -> list[Path]:
+    """Remove what earlier builds left behind and nothing reads, and return it: a
+    debootstrap tree's partial copy whose writer is gone (killed while writing, about
+    350 MB), and the tree a state folder kept before it moved to the cache folder."""
+    gone = []
+    for partial in (cache_dir() / "local").glob(".debootstrap-*.tar.*.partial"):
+        pid = partial.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not _running(int(pid)):
+            partial.unlink(missing_ok=True)
+            gone.append(partial)
+    for old in base_root().glob("debootstrap-*.tar"):
+        old.unlink(missing_ok=True)
+        gone.append(old)
+    return gone
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: not ours to judge
+        return True
+    return True
+
+
 def find_base(spec: BaseSpec) -> BaseImage | None:
     folder = base_root() / spec.key()
     needed = ("disk.qcow2", "rootfs.tar", "vmlinuz", "initrd.img", "id_ed25519", "base.json")
@@ -202,6 +229,8 @@ def ensure_base(
         note(f"cached base {found.folder.name}")
         return found
     _check_tools()
+    for path in sweep_leftovers():
+        note(f"removed {path} (left by an earlier build, read by none)")
     final = base_root() / spec.key()
     work = base_root() / f".{spec.key()}.build-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)

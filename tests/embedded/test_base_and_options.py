@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from imagectl.embedded.base import BASE_PACKAGES, BaseSpec, cached_tree, debootstrap_tree, find_base
+from imagectl.embedded.base import (
+    BASE_PACKAGES,
+    BaseSpec,
+    cached_tree,
+    debootstrap_tree,
+    find_base,
+    sweep_leftovers,
+)
 from imagectl.errors import UserError
 from imagectl.orchestrate.run import choose_regions
 from imagectl.stacks import load_resolved
@@ -85,6 +93,27 @@ def test_the_debootstrap_tree_is_shared_by_state_folders_when_it_can_be_trusted(
     tree.symlink_to(tmp_path / "elsewhere.tar")
     (tmp_path / "elsewhere.tar").write_bytes(b"tar")
     assert cached_tree(spec) is None  # a link may point anywhere
+
+
+def test_leftovers_of_killed_builds_and_the_old_layout_are_swept(resolved, _isolated_state: Path):
+    """A debootstrap killed while writing its tree leaves a pid-named partial copy, and
+    state folders from before the cache folder keep their own tree: both are removed; a
+    partial still being written (its writer alive) and the kept tree stay."""
+    spec = BaseSpec.from_stack(resolved)
+    tree = debootstrap_tree(spec)
+    tree.write_bytes(b"tar")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs
+    dead = tree.with_name(f".{tree.name}.{gone.pid}.partial")
+    writing = tree.with_name(f".{tree.name}.{os.getpid()}.partial")
+    old = _isolated_state / "local" / "base" / f"debootstrap-{spec.debootstrap_key()}.tar"
+    old.parent.mkdir(parents=True)
+    for path in (dead, writing, old):
+        path.write_bytes(b"part")
+    assert sorted(sweep_leftovers()) == sorted([dead, old])
+    assert not dead.exists() and not old.exists()
+    assert writing.exists() and tree.read_bytes() == b"tar"
+    assert sweep_leftovers() == []
 
 
 def test_regions_are_the_first_n_of_the_stack(resolved):
