@@ -189,8 +189,19 @@ def _trusted(tarball: Path) -> bool:
 def sweep_leftovers() -> list[Path]:
     """Remove what earlier builds left behind and nothing reads, and return it: a
     debootstrap tree's partial copy whose writer is gone (killed while writing, about
-    350 MB), and the tree a state folder kept before it moved to the cache folder."""
+    350 MB), a base build's work folder whose builder is gone (its chroot's mounts are
+    unmounted first; one that keeps a mount stays), and the tree a state folder kept
+    before it moved to the cache folder."""
     gone = []
+    for work in base_root().glob(".*.build-*"):
+        pid = work.name.rsplit("-", 1)[-1]
+        if work.is_dir() and pid.isdigit() and not _running(int(pid)):
+            try:
+                remove_root(work / "rootfs")
+            except RuntimeError:  # still mounted below: never delete through a bind
+                continue
+            shutil.rmtree(work, ignore_errors=True)
+            gone.append(work)
     for partial in (cache_dir() / "local").glob(".debootstrap-*.tar.*.partial"):
         pid = partial.name.rsplit(".", 2)[-2]
         if pid.isdigit() and not _running(int(pid)):

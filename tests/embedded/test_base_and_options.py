@@ -96,9 +96,10 @@ def test_the_debootstrap_tree_is_shared_by_state_folders_when_it_can_be_trusted(
 
 
 def test_leftovers_of_killed_builds_and_the_old_layout_are_swept(resolved, _isolated_state: Path):
-    """A debootstrap killed while writing its tree leaves a pid-named partial copy, and
-    state folders from before the cache folder keep their own tree: both are removed; a
-    partial still being written (its writer alive) and the kept tree stay."""
+    """A debootstrap killed while writing its tree leaves a pid-named partial copy, a
+    killed base build its work folder, and state folders from before the cache folder
+    keep their own tree: all are removed; a partial or a build whose process is alive,
+    and the kept tree, stay."""
     spec = BaseSpec.from_stack(resolved)
     tree = debootstrap_tree(spec)
     tree.write_bytes(b"tar")
@@ -110,9 +111,16 @@ def test_leftovers_of_killed_builds_and_the_old_layout_are_swept(resolved, _isol
     old.parent.mkdir(parents=True)
     for path in (dead, writing, old):
         path.write_bytes(b"part")
-    assert sorted(sweep_leftovers()) == sorted([dead, old])
-    assert not dead.exists() and not old.exists()
+    # a base build killed mid-way (its chroot's root inside), and one still building
+    killed = old.parent / f".{spec.key()}.build-{gone.pid}"
+    building = old.parent / f".{spec.key()}.build-{os.getpid()}"
+    for work in (killed, building):
+        (work / "rootfs" / "etc").mkdir(parents=True)
+        (work / "rootfs" / "etc" / "hostname").write_text("x\n")
+    assert sorted(sweep_leftovers()) == sorted([dead, old, killed])
+    assert not dead.exists() and not old.exists() and not killed.exists()
     assert writing.exists() and tree.read_bytes() == b"tar"
+    assert (building / "rootfs" / "etc" / "hostname").exists()
     assert sweep_leftovers() == []
 
 
