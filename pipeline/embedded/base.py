@@ -38,6 +38,7 @@ from pathlib import Path
 
 from imagectl.clouds.base_image import BaseImage as Ancestor
 from imagectl.clouds.local import guest_setup
+from imagectl.embedded import procs
 from imagectl.embedded.chroot import chroot_ready, remove_root
 from imagectl.embedded.disk import make_disk
 from imagectl.embedded.procs import Children
@@ -195,7 +196,7 @@ def sweep_leftovers() -> list[Path]:
     gone = []
     for work in base_root().glob(".*.build-*"):
         pid = work.name.rsplit("-", 1)[-1]
-        if work.is_dir() and pid.isdigit() and not _running(int(pid)):
+        if work.is_dir() and pid.isdigit() and not procs.alive(int(pid)):
             try:
                 remove_root(work / "rootfs")
             except RuntimeError:  # still mounted below: never delete through a bind
@@ -204,23 +205,13 @@ def sweep_leftovers() -> list[Path]:
             gone.append(work)
     for partial in (cache_dir() / "local").glob(".debootstrap-*.tar.*.partial"):
         pid = partial.name.rsplit(".", 2)[-2]
-        if pid.isdigit() and not _running(int(pid)):
+        if pid.isdigit() and not procs.alive(int(pid)):
             partial.unlink(missing_ok=True)
             gone.append(partial)
     for old in base_root().glob("debootstrap-*.tar"):
         old.unlink(missing_ok=True)
         gone.append(old)
     return gone
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: not ours to judge
-        return True
-    return True
 
 
 def find_base(spec: BaseSpec) -> BaseImage | None:
