@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -210,6 +211,22 @@ def test_a_guest_silent_after_its_hand_over_is_an_error_in_seconds_not_at_the_ti
         assert time.monotonic() - started < 15
         assert vm.received[1:] == ["login u k"]  # it was sent, once
         assert vm.handovers == 1
+    finally:
+        vm.close()
+
+
+def test_a_port_closed_after_the_hand_over_is_named_as_closed_not_as_silence(
+    tmp_path: Path,
+) -> None:
+    h = _handover(tmp_path, "save")
+    vm = FakeVm(h.qmp, h.serial, mute_after_save=True)
+    try:
+        threading.Timer(1.0, vm.die).start()  # the guest's end of the port goes away
+        started = time.monotonic()
+        with pytest.raises(saved_boot.HandoverError, match="closed its hand-over port"):
+            saved_boot.hand_over(h, [("u", "k")], alive=lambda: True, timeout_s=60,
+                                 done_within_s=30)  # fmt: skip
+        assert time.monotonic() - started < 15
     finally:
         vm.close()
 

@@ -221,7 +221,8 @@ def hand_over(
             try:
                 said = _await(lines, (HANDOVER_DONE, HANDOVER_READY), alive, answer_by)
             except HandoverError as exc:
-                if answer_by < deadline and alive():
+                # only silence is a stall (a closed port or a stopped VM says so itself)
+                if answer_by < deadline and time.monotonic() >= answer_by and alive():
                     raise HandoverError(
                         f"the guest was sent its hand-over and said nothing for "
                         f"{done_within_s:g} s (neither {HANDOVER_DONE} nor a new "
