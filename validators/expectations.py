@@ -203,6 +203,29 @@ def shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
     }
 
 
+def gpu_fields(images_dir: Path, sku: str, count: int) -> dict[str, Any]:
+    """``validate --gpu SKU --gpu-count N``: a host you already run, described by its GPUs
+    alone (no shape in the catalog). The GPU table gives the model's NVML names, memory and
+    architecture; what a shape adds (PCIe link, NVLink links, power limit, NICs) is not
+    known, so those checks judge only what NVML reports about itself. NVSwitch is expected
+    only where several GPUs share the board's switches."""
+    if count < 1:
+        raise UserError(
+            f"--gpu-count {count}: a host validated by its GPUs has at least one",
+            hint="Pass the number of GPUs the host has (nvidia-smi -L lists them)",
+        )
+    gpu = gpu_row(images_dir / "compat", sku)
+    hw = Hardware(
+        nvml_names=list(gpu.get("nvml_names") or ()),
+        arch=gpu.get("arch"),
+        memory_gib=gpu.get("memory_gib"),
+        nvswitch=bool(gpu.get("nvswitch")) and count > 1,
+        source=f"{gpu['sku']}: {gpu.get('source', '')} (--gpu: no shape, so no PCIe, NVLink, "
+        "power or NIC expectations)",
+    )
+    return {"gpu": gpu["sku"], "gpu_count": count, "gpus_expected": True, "hardware": hw}
+
+
 def from_file(path: Path) -> Expectations:
     data = read_json(
         path,
@@ -229,6 +252,7 @@ def resolve_expectations(
     expect_file: Path | None,
     shape: str | None,
     replay: dict[str, Any] | None = None,
+    gpu: tuple[str, int] | None = None,
 ) -> Expectations:
     """``--expect`` / the image's own expect.json / only the shape / nothing (``--stack``
     is the controller's: ``imagectl.stacks.expectations.from_stack``).
@@ -259,6 +283,8 @@ def resolve_expectations(
         return expect
     if shape:
         return Expectations(origin=f"shape:{shape}", **shape_fields(images_dir, shape))
+    if gpu is not None:
+        return Expectations(origin=f"gpu:{gpu[0]}x{gpu[1]}", **gpu_fields(images_dir, *gpu))
     return Expectations(origin="none")
 
 

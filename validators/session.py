@@ -24,6 +24,7 @@ from imagectl.validators.collectives import collective_checks
 from imagectl.validators.compute import smoke_checks
 from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.readiness import (
+    TOOLKIT_HOST,
     TOOLKIT_ID,
     gather,
     init_result,
@@ -62,6 +63,9 @@ class Options:
     baseline: Receipt | None = None
     max_regression_pct: float = 5.0
     sandbox: bool = False  # a try-it replay the gate may accept (recorded in the receipt)
+    # "host": the GPU work runs on the torch this host already has (validate --toolkit
+    # host), recorded as such; the pin is not applied (the image gate applies it)
+    toolkit: str = "pinned"
 
 
 def _now() -> str:
@@ -232,12 +236,28 @@ def readiness_part(
     else:
         tries = cuinit_tries(device, opts.profile)
         facts = gather(tries)
-    state.toolkit = (facts or {}).get("toolkit")
-    out = [toolkit_result(facts, ctx.expect.validator_toolkit, device)]
+    state.toolkit = _toolkit_record(facts, opts)
+    host = opts.toolkit == TOOLKIT_HOST
+    out = [toolkit_result(facts, ctx.expect.validator_toolkit, device, host=host)]
     if device == "cuda":
         out.append(init_result(facts, ctx.expect.gpu_count))
     ready = not any(r.failed for r in out)
     return out, ready
+
+
+def _toolkit_record(facts: dict[str, Any] | None, opts: Options) -> dict[str, Any] | None:
+    """The receipt's toolkit: what ran the GPU work, and where it came from (``source``:
+    ``host`` for --toolkit host, ``wheelhouse`` for --toolkit-wheelhouse, else ``image``)."""
+    toolkit = (facts or {}).get("toolkit")
+    if toolkit is None:
+        return None
+    if opts.toolkit == TOOLKIT_HOST:
+        source = TOOLKIT_HOST
+    elif toolkit_venv.current() is not None:
+        source = "wheelhouse"
+    else:
+        source = "image"
+    return {**toolkit, "source": source}
 
 
 def cuinit_tries(device: str, profile: str) -> int:

@@ -54,6 +54,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "reap": ("imagectl.cli.reap", "Terminate expired imagectl instances and placements."),
     "doctor": ("imagectl.cli.doctor", "Check an account before a run: permissions, quota, ..."),
+    "bundle": (
+        "imagectl.cli.bundle",
+        "Make an offline validator bundle for a host you already run.",
+    ),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
 }

@@ -53,6 +53,12 @@ def _without_toolkit(args: list[str]) -> list[str]:
 )
 @click.option("--shape", help="The machine shape (images/catalog/shapes.yaml).")
 @click.option(
+    "--gpu",
+    help="A host with no catalog shape: its GPU model (a SKU of images/compat/gpus.yaml, "
+    "e.g. H200-SXM-141GB); with --gpu-count.",
+)
+@click.option("--gpu-count", type=click.IntRange(min=1), help="How many GPUs the --gpu host has.")
+@click.option(
     "--replay",
     "replay",
     type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
@@ -122,6 +128,16 @@ def _without_toolkit(args: list[str]) -> list[str]:
     "installed offline with --require-hashes into a venv beside it, the run done under that "
     "venv's interpreter, the venv removed afterwards.",
 )
+@click.option(
+    "--toolkit",
+    "toolkit",
+    type=click.Choice(["pinned", "host"]),
+    default="pinned",
+    show_default=True,
+    help="host: run the GPU work on the torch this host already has (a host you already run); "
+    "its version and CUDA build go in the receipt, and the image gate refuses such a receipt "
+    "where the stack pins another toolkit. pinned: the stack's toolkit is required.",
+)
 @json_option
 @click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
@@ -144,6 +160,8 @@ def command(
     stack: str | None,
     expect_file: Path | None,
     shape: str | None,
+    gpu: str | None,
+    gpu_count: int | None,
     replay: Path | None,
     kernel_log: Path | None,
     history_dir: Path | None,
@@ -156,6 +174,7 @@ def command(
     max_regression_pct: float,
     sandbox: bool,
     toolkit_wheelhouse: Path | None,
+    toolkit: str,
     as_json: bool,
     show_all: bool,
     junit: Path | None,
@@ -166,6 +185,11 @@ def command(
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
+    if toolkit_wheelhouse is not None and toolkit == "host":
+        raise UserError(
+            f"{TOOLKIT_OPTION} installs the stack's toolkit; --toolkit host uses the host's own",
+            hint="Pass one of them",
+        )
     if toolkit_wheelhouse is not None:
         from imagectl.validators.toolkit_venv import run_with_toolkit
 
@@ -190,6 +214,17 @@ def command(
             f"--history {history_dir} is not a folder: pass the folder of previous boots' "
             "receipts (the boot unit keeps them in /var/lib/imagectl/boots)"
         )
+    if (gpu is None) != (gpu_count is None):
+        raise UserError(
+            "--gpu and --gpu-count go together: the GPU model and how many the host has",
+            hint="Pass both, e.g. --gpu H200-SXM-141GB --gpu-count 8",
+        )
+    if gpu is not None and (shape or stack or expect_file):
+        raise UserError(
+            "--gpu describes a host with no catalog shape; --shape, --stack and --expect "
+            "describe it already",
+            hint="Pass --gpu/--gpu-count or those, not both",
+        )
     snapshot = load_snapshot(replay) if replay is not None else None
     if stack and expect_file:
         raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
@@ -203,6 +238,7 @@ def command(
             expect_file=expect_file,
             shape=shape,
             replay=snapshot,
+            gpu=(gpu, gpu_count) if gpu is not None and gpu_count is not None else None,
         )
     require_expectations(expect, snapshot)
     finish_stdin("Send the snapshot (--replay -), then the expectations (--expect -), nothing else")
@@ -226,6 +262,7 @@ def command(
         baseline=load_receipt(baseline) if baseline is not None else None,
         max_regression_pct=max_regression_pct,
         sandbox=sandbox,
+        toolkit=toolkit,
     )
     receipt = validate(opts)
     if output is not None:

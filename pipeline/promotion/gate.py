@@ -20,6 +20,9 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
 - it was made on the image, not replayed from a snapshot: a replay receipt passes only
   when it was made with the explicit ``--sandbox`` switch (the README's try-it paths),
   which the receipt records; ``sandbox_receipts`` names them for the event log and status;
+- a receipt whose GPU work ran on the host's own toolkit (``validate --toolkit host``) is
+  refused where the stack pins another toolkit (``validation.toolkit``): it stands for that
+  host, not for the image;
 - where the stack validates on several nodes together (``validation.nodes`` > 1), every
   validation shape has a fabric receipt (``imagectl validate-image --nodes N``: the
   collectives across N nodes, imagectl.validation.fabric.receipt) of at least that many
@@ -41,6 +44,7 @@ from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, ValidationRun
 from imagectl.errors import EXIT_FAILED, UserError
 from imagectl.validation.fabric.receipt import is_fabric, nodes_of
+from imagectl.validators.compute.readiness import TOOLKIT_HOST, toolkit_matches
 from imagectl.validators.coverage import profile_strength
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import Action
@@ -128,6 +132,21 @@ def _mode_reasons(body: Receipt, where: str) -> list[str]:
     ]
 
 
+def _toolkit_reasons(body: Receipt, where: str, pinned: dict[str, str] | None) -> list[str]:
+    """A receipt made on the host's own toolkit passes only where it is the pinned one."""
+    tk = body.coverage.toolkit if body.coverage is not None else None
+    if pinned is None or not tk or tk.get("source") != TOOLKIT_HOST:
+        return []
+    if toolkit_matches(tk, pinned, str(body.coverage.device if body.coverage else "")):
+        return []
+    return [
+        f"{where} ran its GPU work on the host's own toolkit (validate --toolkit host: torch "
+        f"{tk.get('version')}, CUDA {tk.get('cuda') or 'none'}), not the stack's pinned torch "
+        f"{pinned['torch']} (CUDA {pinned['cuda']}): validate with the stack's toolkit "
+        "(imagectl validate-image ships it)"
+    ]
+
+
 def _shape_reasons(runs: list[ValidationRun], required: list[str] | None) -> list[str]:
     if required is None or not runs:
         return []
@@ -180,12 +199,14 @@ def check_gate(
     required_profile: str = "boot",
     required_shapes: list[str] | None = None,
     required_nodes: int = 1,
+    required_toolkit: dict[str, str] | None = None,
     now: dt.datetime | None = None,
 ) -> list[str]:
     """Reasons ``image`` may not be promoted; empty when it passes the gate.
     ``required_shapes``: the stack's validation shapes on the image's cloud (``None``:
     whichever shapes have receipts, for callers without a stack); ``required_nodes``: the
-    stack's ``validation.nodes``."""
+    stack's ``validation.nodes``; ``required_toolkit``: its ``validation.toolkit`` (torch,
+    cuda)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     reasons: list[str] = []
     if image.state == ImageState.BLOCKED:
@@ -223,6 +244,7 @@ def check_gate(
             reasons.append(f"{where} asks to {action}")
         reasons += _mode_reasons(body, where)
         reasons += _profile_reasons(body, where, required_profile)
+        reasons += _toolkit_reasons(body, where, required_toolkit)
         finished = body.finished
         age = now - finished
         if age > dt.timedelta(hours=max_age_hours):

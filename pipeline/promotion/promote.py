@@ -379,6 +379,11 @@ def gate_reasons(
         required_profile=model.validation.profile,
         required_shapes=list(cloud_spec(img.cloud).settings(model).validation_shapes),
         required_nodes=model.validation.nodes,
+        required_toolkit=(
+            model.validation.toolkit.model_dump(include={"torch", "cuda"})
+            if model.validation.toolkit is not None
+            else None
+        ),
     )
     keys = trusted if trusted is not None else load_trust()
     return reasons + [f"attestation: {r}" for r in verify_image(s, img, keys).reasons]

@@ -3,6 +3,8 @@
 - ``validator``: ``validators/requirements.lock``, imagectl's own dependencies
   (pyproject.toml ``[project].dependencies``) for every distribution Python an image can
   have (``imagectl.toolkit.DISTRO_PYTHON``), binary wheels for the image's platform.
+- ``installer``: ``validators/installer.lock``, the pip the validator bundle carries to
+  install itself on a host without pip (``imagectl bundle``; pure Python, one wheel).
 - ``toolkit``: ``images/compat/locks/torch-<release>-<variant>.lock`` for each
   ``validation.toolkit`` a stack pins, from that variant's index (images/compat/toolkits.yaml,
   or ``--index-url``).
@@ -32,6 +34,7 @@ from imagectl.supply.resolve import PYPI, resolve
 from imagectl.supply.targets import DISTRO_PYTHON, PLATFORMS
 
 COMMAND = "python -m imagectl.supply.lock"
+WHICH = ("validator", "installer", "toolkit", "all")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,10 @@ class LockSpec:
 
 def validator_lock_path(ws: Workspace | None = None) -> Path:
     return (ws or find_workspace()).root / "validators" / "requirements.lock"
+
+
+def installer_lock_path(ws: Workspace | None = None) -> Path:
+    return (ws or find_workspace()).root / "validators" / "installer.lock"
 
 
 def toolkit_lock_path(torch: str, variant: str, ws: Workspace | None = None) -> Path:
@@ -71,6 +78,17 @@ def validator_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
         title="the validator's dependencies (pyproject.toml [project].dependencies)",
         command=f"{COMMAND} validator",
         requirements=core_dependencies(ws.root / "pyproject.toml"),
+        index_url=index_url,
+    )
+
+
+def installer_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
+    """pip itself, for the bundle's offline install (``imagectl.supply.bundle``)."""
+    return LockSpec(
+        path=installer_lock_path(ws),
+        title="the installer the validator bundle carries (pip)",
+        command=f"{COMMAND} installer",
+        requirements=("pip",),
         index_url=index_url,
     )
 
@@ -127,7 +145,7 @@ def is_current(spec: LockSpec) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
-    parser.add_argument("which", nargs="?", choices=["validator", "toolkit", "all"], default="all")
+    parser.add_argument("which", nargs="?", choices=list(WHICH), default="all")
     parser.add_argument("--index-url", help="the package index (default: PyPI / the variant's)")
     parser.add_argument("--root", help="the imagectl checkout (default: found from here)")
     args = parser.parse_args(argv)
@@ -136,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         specs: list[LockSpec] = []
         if args.which in ("validator", "all"):
             specs.append(validator_spec(ws, args.index_url or PYPI))
+        if args.which in ("installer", "all"):
+            specs.append(installer_spec(ws, args.index_url or PYPI))
         if args.which in ("toolkit", "all"):
             specs += toolkit_specs(ws, args.index_url)
         for spec in specs:

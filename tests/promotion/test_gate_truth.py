@@ -18,7 +18,12 @@ COMPLETE = {"profile": "quick", "shape_kind": "nvswitch", "required": ["cuda.ini
             "ran": ["cuda.init"], "not_run": {}}  # fmt: skip
 
 
-def _reasons(world: Any, required_profile: str = "quick", **overrides: Any) -> list[str]:
+def _reasons(
+    world: Any,
+    required_profile: str = "quick",
+    required_toolkit: dict[str, str] | None = None,
+    **overrides: Any,
+) -> list[str]:
     img = world.validated(
         receipt_overrides={"profile": "quick", "coverage": dict(COMPLETE), **overrides}
     )
@@ -32,6 +37,7 @@ def _reasons(world: Any, required_profile: str = "quick", **overrides: Any) -> l
             stack_digest=world.stack.digest,
             max_age_hours=24,
             required_profile=required_profile,
+            required_toolkit=required_toolkit,
         )
 
 
@@ -176,3 +182,36 @@ def test_promote_applies_the_stacks_validation_shapes(world) -> None:
     text = "; ".join(refused.value.reasons)
     assert "no receipt for validation shape qemu-tcg" in text
     assert "is for shape g5.xlarge" in text
+
+
+PIN = {"torch": "2.9.1", "cuda": "12.8"}
+
+
+def _ran_on(source: str, version: str, cuda: str | None) -> dict[str, Any]:
+    toolkit = {"installed": True, "version": version, "cuda": cuda, "source": source}
+    return {**COMPLETE, "device": "cuda", "toolkit": toolkit}
+
+
+def test_a_receipt_on_the_hosts_own_toolkit_is_refused_where_the_stack_pins_another(world):
+    """``validate --toolkit host`` (a host you already run, issue 48): that receipt stands
+    for the host. Where the stack pins another toolkit the gate refuses it, naming both."""
+    host = _ran_on("host", "2.11.0+cu130", "13.0")
+    reasons = _reasons(world, required_toolkit=PIN, coverage=host)
+    assert any(
+        "host's own toolkit (validate --toolkit host: torch 2.11.0+cu130, CUDA 13.0)" in r
+        and "pinned torch 2.9.1 (CUDA 12.8)" in r
+        for r in reasons
+    ), reasons
+    # another CUDA build of the pinned release is another toolkit too
+    other_cuda = _ran_on("host", "2.9.1+cu126", "12.6")
+    assert _reasons(world, required_toolkit=PIN, coverage=other_cuda), "cu126 is not cu128"
+    # the host's toolkit that is the pinned one, or no pin at all: accepted
+    assert (
+        _reasons(world, required_toolkit=PIN, coverage=_ran_on("host", "2.9.1+cu128", "12.8")) == []
+    )
+    assert _reasons(world, coverage=host) == []
+    # the stack's own toolkit (shipped wheelhouse) is judged by the validator's pin check
+    assert (
+        _reasons(world, required_toolkit=PIN, coverage=_ran_on("wheelhouse", "2.9.1+cu128", "12.8"))
+        == []
+    )

@@ -31,6 +31,7 @@ from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 TOOLKIT_ID = "validator.toolkit"
+TOOLKIT_HOST = "host"  # validate --toolkit host: the host's own torch, recorded as such
 TOOLKIT_TITLE = "The validator's GPU toolkit (torch and its CUDA variant) is installed as pinned"
 _CUDA_LINE = re.compile(r"^cuda\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.M)
 
@@ -157,10 +158,23 @@ def _host_facts(facts: dict[str, Any]) -> dict[str, Any]:
     return {k: facts.get(k) for k in ("device_nodes", "nvidiactl", "uvm")}
 
 
+def toolkit_matches(tk: dict[str, Any], pinned: dict[str, str], device: str) -> bool:
+    """The recorded toolkit is the pinned one: torch's release, and on CUDA its variant."""
+    base = str(tk.get("version") or "").split("+")[0]
+    if base != pinned.get("torch"):
+        return False
+    return device != "cuda" or tk.get("cuda") == pinned.get("cuda")
+
+
 def toolkit_result(
-    facts: dict[str, Any], pinned: dict[str, str] | None, device: str
+    facts: dict[str, Any], pinned: dict[str, str] | None, device: str, *, host: bool = False
 ) -> CheckResult:
-    """``validator.toolkit``: the toolkit the profile needs is present, as pinned."""
+    """``validator.toolkit``: the toolkit the profile needs is present, as pinned.
+
+    ``host`` (``validate --toolkit host``): the host's own torch runs the GPU work. It must
+    still be there and, on CUDA, a CUDA build; the pin is not applied here but recorded
+    beside what ran, and the image gate refuses the receipt where the stack pins another
+    toolkit (``imagectl.promotion.gate``)."""
     tk = facts.get("toolkit") or {}
     common: dict[str, Any] = {
         "id": TOOLKIT_ID,
@@ -188,6 +202,21 @@ def toolkit_result(
             outcome=Outcome.ERROR,
             action=Action.BLOCK_IMAGE,
             message=f"torch {tk.get('version')} is a CPU-only build: it cannot run CUDA",
+        )
+    if host:
+        differs = pinned is not None and not toolkit_matches(tk, pinned, device)
+        return CheckResult(
+            **common,
+            severity=Severity.INFO,
+            outcome=Outcome.PASS,
+            message=f"the host's own toolkit (--toolkit host): torch {tk.get('version')} with "
+            f"CUDA {tk.get('cuda') or 'none (cpu)'}"
+            + (
+                f"; not the stack's pin (torch {pinned['torch']}, CUDA {pinned['cuda']}), so "
+                "this receipt stands for this host, not for the image"
+                if differs and pinned
+                else ""
+            ),
         )
     if pinned:
         base = str(tk.get("version") or "").split("+")[0]

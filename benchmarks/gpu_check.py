@@ -1,0 +1,265 @@
+"""The GPU check: prove the validator on a real GPU host, from the offline bundle.
+
+    python3 benchmarks/gpu_check.py --bundle FILE --out DIR --device cuda \
+        --gpu H200-SXM-141GB --gpu-count 1          # or --shape p5.48xlarge
+    python3 benchmarks/gpu_check.py --bundle FILE --out DIR --device cpu   # no GPU: end to end
+
+``make gpu-check`` makes the bundle for the interpreter first (that step needs the package
+index; on a host without network, make the bundle elsewhere and pass it). Run with the
+Python whose torch should do the GPU work (the host's own: ``--python``, default this one).
+Standard library only: imagectl itself exists on the host only inside the bundle's venv.
+
+Steps, each timed, every output under DIR (at most six files):
+
+1. unpack the bundle and install it offline into a fresh venv that also sees the host's
+   site-packages (``install.sh --host-site-packages``): the host's torch, no index;
+2. ``imagectl validate --profile quick --device D --toolkit host --json --junit``:
+   ``receipt.json`` and ``junit.xml`` (``--no-hygiene``: a host, not an image; the hygiene
+   checks judge image builds);
+3. the collectives over every local GPU (``imagectl.validators.collectives.local``; one GPU:
+   what a single rank can check): ``collectives.json``;
+4. ``imagectl snapshot --load-s N``: ``snapshot.json``, for the replay test data;
+5. ``figures.json`` and the printout: GEMM bf16 TFLOP/s and HBM copy GB/s, each against the
+   GPU's datasheet peak (``validators/data/peaks.yaml``) as a ratio, the collectives, the
+   receipt's verdict, and each step's wall time. ``gpu-check.log`` holds every step's output.
+
+Exit 0 when every step ran (whatever the verdict: the figures say it), 2 when a step could
+not run at all (the bundle refused, a command missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+PEAKS = HERE.parent / "validators" / "data" / "peaks.yaml"
+
+
+class StepFailed(Exception):
+    pass
+
+
+class Log:
+    def __init__(self, path: Path):
+        self.fh = path.open("w", encoding="utf-8")
+
+    def step(
+        self, name: str, cmd: list[str], **kw: Any
+    ) -> tuple[subprocess.CompletedProcess[str], float]:
+        self.fh.write(f"\n$ {' '.join(cmd)}\n")
+        self.fh.flush()
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+        wall = time.perf_counter() - t0
+        self.fh.write(proc.stdout[-20000:] if "json" not in name else proc.stdout[-2000:])
+        self.fh.write(proc.stderr[-20000:])
+        self.fh.write(f"[{name}: exit {proc.returncode}, {wall:.1f} s]\n")
+        self.fh.flush()
+        print(f"{name}: exit {proc.returncode} in {wall:.1f} s", flush=True)
+        return proc, wall
+
+
+def _peaks(gpu: str | None) -> dict[str, Any] | None:
+    """The SKU's row of peaks.yaml, read without a YAML library (one flow mapping a line)."""
+    if not gpu or not PEAKS.is_file():
+        return None
+    for line in PEAKS.read_text(encoding="utf-8").splitlines():
+        key, _, rest = line.strip().partition(":")
+        if key == gpu and rest.strip().startswith("{"):
+            fields: dict[str, Any] = {}
+            body = rest.strip()[1:-1]
+            head, _, source = body.partition("source:")
+            for part in head.split(","):
+                name, _, value = part.partition(":")
+                if value.strip():
+                    fields[name.strip()] = float(value)
+            fields["source"] = source.strip().strip('"')
+            return fields
+    return None
+
+
+def _check(receipt: dict[str, Any], check_id: str) -> dict[str, Any]:
+    return next((c for c in receipt.get("checks") or [] if c.get("id") == check_id), {})
+
+
+def figures(
+    receipt: dict[str, Any], collectives: dict[str, Any], gpu: str | None
+) -> dict[str, Any]:
+    gemm = _check(receipt, "cuda.gemm.bf16").get("measured")
+    hbm = _check(receipt, "cuda.hbm_bandwidth").get("measured")
+    peak = _peaks(gpu) or {}
+    out: dict[str, Any] = {
+        "gpu": gpu,
+        "verdict": receipt.get("verdict"),
+        "worst_action": receipt.get("worst_action"),
+        "summary": receipt.get("summary"),
+        "toolkit": (receipt.get("coverage") or {}).get("toolkit"),
+        "gemm_bf16_tflops": gemm,
+        "gemm_bf16_peak_tflops": peak.get("bf16_dense_tflops"),
+        "hbm_copy_gbps": hbm,
+        "hbm_peak_gbps": peak.get("hbm_gbps"),
+        "peak_source": peak.get("source"),
+        "not_passed": [
+            f"{c['id']} {c['outcome']}: {str(c.get('message'))[:160]}"
+            for c in receipt.get("checks") or []
+            if c.get("outcome") not in ("pass", "skip")
+        ],
+        "collectives": {
+            "ranks": collectives.get("ranks"),
+            "nccl": collectives.get("nccl"),
+            "backend": collectives.get("backend"),
+            "checks": {
+                c["id"]: {
+                    "outcome": c["outcome"],
+                    "busbw_gbps": c.get("measured"),
+                    "message": c.get("message"),
+                }
+                for c in collectives.get("checks") or []
+            },
+        },
+    }
+    if isinstance(gemm, (int, float)) and out["gemm_bf16_peak_tflops"]:
+        out["gemm_ratio"] = round(gemm / out["gemm_bf16_peak_tflops"], 3)
+    if isinstance(hbm, (int, float)) and out["hbm_peak_gbps"]:
+        out["hbm_ratio"] = round(hbm / out["hbm_peak_gbps"], 3)
+    return out
+
+
+def _json(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    log = Log(out / "gpu-check.log")
+    walls: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="imagectl-gpu-check-") as tmp:
+        work = Path(tmp)
+        with tarfile.open(args.bundle) as tar:
+            tops = {m.name.split("/")[0] for m in tar.getmembers()}
+            if len(tops) != 1 or any(
+                m.name.startswith("/") or ".." in m.name.split("/") for m in tar
+            ):
+                raise StepFailed(f"{args.bundle}: not an imagectl bundle (one top folder)")
+            tar.extractall(work)
+        folder = work / tops.pop()
+        venv = work / "venv"
+        proc, walls["install"] = log.step(
+            "install",
+            ["sh", str(folder / "install.sh"), "--python", args.python, "--prefix", str(venv),
+             "--host-site-packages"],
+            env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/unreachable"},
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise StepFailed(f"the bundle did not install: {proc.stderr.strip()[-600:]}")
+        imagectl = str(venv / "bin" / "imagectl")
+        target = (
+            ["--shape", args.shape]
+            if args.shape
+            else ["--gpu", args.gpu, "--gpu-count", str(args.gpu_count)]
+            if args.gpu
+            else []
+        )
+        proc, walls["validate"] = log.step(
+            "validate --json",
+            [imagectl, "validate", "--profile", args.profile, "--device", args.device,
+             "--toolkit", "host", "--no-hygiene", *target, "--json",
+             "--junit", str(out / "junit.xml"), "-o", str(out / "receipt.json")],
+        )  # fmt: skip
+        if proc.returncode not in (0, 1) or not (out / "receipt.json").is_file():
+            raise StepFailed(f"imagectl validate could not run: {proc.stderr.strip()[-600:]}")
+        receipt = _json((out / "receipt.json").read_text(encoding="utf-8"))
+        proc, walls["collectives"] = log.step(
+            "collectives json",
+            [str(venv / "bin" / "python"), "-m", "imagectl.validators.collectives.local",
+             "--device", args.device, "--profile", args.profile,
+             "-o", str(out / "collectives.json")],
+        )  # fmt: skip
+        collectives = _json(proc.stdout)
+        snap = [imagectl, "snapshot", "-o", str(out / "snapshot.json"), "--hygiene-root", str(work),
+                "--description", args.description]  # fmt: skip
+        if args.device == "cuda" and args.load_s:
+            snap += ["--load-s", str(args.load_s)]
+        proc, walls["snapshot"] = log.step("snapshot", snap)
+        if proc.returncode != 0:
+            raise StepFailed(f"imagectl snapshot failed: {proc.stderr.strip()[-600:]}")
+    result = figures(
+        receipt, collectives, args.gpu or (receipt.get("expectations") or {}).get("gpu")
+    )
+    result["device"] = args.device
+    result["wall_s"] = {k: round(v, 1) for k, v in walls.items()}
+    (out / "figures.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+def report(result: dict[str, Any]) -> None:
+    print(
+        f"verdict: {result['verdict']} (worst action {result['worst_action']}); {result['summary']}"
+    )
+    tk = result.get("toolkit") or {}
+    print(f"toolkit: torch {tk.get('version')} CUDA {tk.get('cuda')} ({tk.get('source')})")
+    for name, unit, ratio, peak in (
+        ("gemm_bf16_tflops", "TFLOP/s", "gemm_ratio", "gemm_bf16_peak_tflops"),
+        ("hbm_copy_gbps", "GB/s", "hbm_ratio", "hbm_peak_gbps"),
+    ):
+        value = result.get(name)
+        if result.get(ratio) is not None:
+            print(f"{name}: {value:.1f} {unit} = {result[ratio]:.3f} x peak {result[peak]:g}")
+        else:
+            print(f"{name}: {value} {unit} (no datasheet peak for this device)")
+    coll = result["collectives"]
+    print(f"collectives: {coll['ranks']} rank(s), backend {coll['backend']}, NCCL {coll['nccl']}")
+    for cid, c in coll["checks"].items():
+        print(f"  {cid}: {c['outcome']} {c['message']}")
+    for line in result["not_passed"]:
+        print(f"  not passed: {line}")
+    print(f"wall time per step (s): {result['wall_s']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bundle", type=Path, required=True, help="imagectl bundle's tarball")
+    parser.add_argument("--out", type=Path, required=True, help="folder for every output")
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--python", default=sys.executable, help="the Python with the host's torch")
+    parser.add_argument("--profile", choices=["quick", "full"], default="quick")
+    parser.add_argument("--gpu", help="GPU SKU (images/compat/gpus.yaml), with --gpu-count")
+    parser.add_argument("--gpu-count", type=int, default=1)
+    parser.add_argument("--shape", help="a catalog shape instead of --gpu")
+    parser.add_argument("--load-s", type=float, default=10.0, help="snapshot's load (cuda)")
+    parser.add_argument("--description", default="imagectl GPU check")
+    args = parser.parse_args(argv)
+    if args.device == "cpu" and not (args.shape or args.gpu):
+        args.shape = "qemu-tcg"  # the catalog's shape without GPUs
+    if args.device == "cuda" and not (args.shape or args.gpu):
+        parser.error("--device cuda needs --gpu SKU --gpu-count N or --shape SHAPE")
+    if shutil.which(args.python) is None and not Path(args.python).is_file():
+        parser.error(f"--python {args.python}: no such interpreter")
+    t0 = time.perf_counter()
+    try:
+        result = run(args)
+    except (StepFailed, tarfile.TarError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report(result)
+    print(f"gpu check: {time.perf_counter() - t0:.1f} s in all; outputs in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

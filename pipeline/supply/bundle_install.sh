@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the imagectl validator from this bundle, offline, into a new virtual environment:
+#   sh install.sh --prefix DIR [--python PYTHON] [--host-site-packages]
+# --python picks the interpreter (default python3); install.py (standard library only)
+# checks the Python, every file's sha256, and installs with no package index.
+set -eu
+here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
+python=python3
+n=$#
+while [ "$n" -gt 0 ]; do
+  arg=$1
+  shift
+  n=$((n - 1))
+  case $arg in
+    --python)
+      [ "$n" -gt 0 ] || { echo "error: --python needs an interpreter" >&2; exit 2; }
+      python=$1
+      shift
+      n=$((n - 1))
+      ;;
+    --python=*) python=${arg#--python=} ;;
+    *) set -- "$@" "$arg" ;;
+  esac
+done
+if ! command -v "$python" >/dev/null 2>&1; then
+  echo "error: no Python interpreter '$python' on this host: pass --python /path/to/python3" >&2
+  exit 2
+fi
+exec "$python" "$here/install.py" "$@"
