@@ -36,8 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CORE = ("click", "rich", "pydantic", "ruamel.yaml", "PyYAML", "platformdirs", "nvidia-ml-py",
-        "pytest-testinfra")  # fmt: skip
+CORE = ("click", "rich", "pydantic", "ruamel.yaml", "PyYAML", "platformdirs", "nvidia-ml-py")
 
 
 def du(path: Path) -> int:

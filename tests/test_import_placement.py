@@ -6,7 +6,7 @@ architecture says so (docs/architecture.md, "Imports"):
   ``imagectl --help`` and ``imagectl COMMAND --help`` load no SDK, database or NVML
   (``tests/cli/test_startup.py`` holds them to it);
 - for a heavy SDK that only some paths need (each listed below with why): the cloud SDKs,
-  torch, the KMS signers, ansible-runner, testinfra, jsonschema (the SBOM check) and
+  torch, the KMS signers, ansible-runner, jsonschema (the SBOM check) and
   Alembic (a catalog's migrations).
 
 Everything else imports at the top, where a reader (and the import-cycle test) sees it.
@@ -33,7 +33,6 @@ LAZY_SDKS = {
     "securesystemslib": "its signers import every installed cloud KMS SDK",
     "cryptography": "key files for the signers, with securesystemslib",
     "ansible_runner": "only the cloud validation fan-out",
-    "testinfra": "only the host facts a validator reads over testinfra",
     "jsonschema": "only the SBOM check: its import compiles rfc3987-syntax's lark grammar "
     "(1-4 s that every `imagectl build` paid at start)",
     "referencing": "jsonschema's schema registry, with jsonschema",

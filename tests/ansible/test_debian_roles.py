@@ -34,6 +34,7 @@ from imagectl.supply.validator import ensure_validator_wheelhouse
 from imagectl.supply.wheelhouse import ensure_wheelhouse
 from imagectl.toolkit import PLATFORMS
 from imagectl.validators.manifest import parse_manifest
+from tests.supply.test_lean_image import runners_among
 from tests.support import ROOT, fake_torch_wheel, require_root, require_tool, simple_index
 
 pytestmark = pytest.mark.slow
@@ -263,6 +264,17 @@ def test_the_inventory_is_dpkg_truth_and_is_fetched_back(
     assert len(json.loads(sbom)["components"]) == len(truth) + len(inv.python) + 1 + len(
         inv.kernel_modules
     )
+
+
+def test_the_image_carries_no_test_runner(provisioned: Provisioned, host: Any) -> None:
+    """The image's own list of installed Python packages (the validator venv, as its
+    inventory reports it) holds no test runner: nothing test-only ships to the fleet."""
+    inv = parse_inventory(
+        host.file("/etc/imagectl/inventory.json").content_string, "/etc/imagectl/inventory.json"
+    )
+    names = [p.name for p in inv.python]
+    assert "imagectl" in {n.lower() for n in names}
+    assert runners_among(names) == [], names
 
 
 def test_validator_toolkit_installed_offline_and_in_the_manifest(

@@ -1,5 +1,5 @@
-"""Image hygiene on a file tree (an unbooted image root), read through testinfra's local
-backend: baked keys, machine-id, credentials and history fail; a clean tree passes."""
+"""Image hygiene on a file tree (an unbooted image root), read with the validator's own
+live facts: baked keys, machine-id, credentials and history fail; a clean tree passes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The live path on this machine (no GPU): the real CLI, the real pynvml, testinfra's local
-backend, the real journal/dmesg. NVML unavailable fails the GPU checks with a clear action;
+"""The live path on this machine (no GPU): the real CLI, the real pynvml, the host's own
+tools and files, the real journal/dmesg. NVML unavailable fails the GPU checks with a clear action;
 software and hygiene checks still report."""
 
 from __future__ import annotations

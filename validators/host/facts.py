@@ -1,4 +1,7 @@
-"""Software facts of the host, gathered through testinfra's local backend.
+"""Software facts of the host, gathered by running the host's own tools and reading its files.
+
+No test framework is involved: a fleet image carries the validator, and nothing test-only
+(pytest, testinfra) is installed into it (``tests/supply/test_lean_image.py``).
 
 Each fact has one gatherer (``GATHERERS``). ``LiveFacts`` gathers on first use and caches;
 ``RecordedFacts`` answers from a snapshot's ``host`` section, so the checks read facts the
@@ -10,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -52,9 +57,6 @@ class FactMissing(LookupError):
 
 class LiveFacts:
     def __init__(self, *, root: str | Path = "/", extra_packages: tuple[str, ...] = ()):
-        import testinfra
-
-        self.host = testinfra.get_host("local://")
         self.root = Path(root)
         self.extra_packages = tuple(extra_packages)
         self._cache: dict[str, Any] = {}
@@ -69,15 +71,32 @@ class LiveFacts:
         return self.root / path.lstrip("/")
 
     def run(self, command: str) -> tuple[int, str]:
-        out = self.host.run(command)
-        return out.rc, out.stdout
+        """A shell command's exit status and standard output (its own stderr is kept out)."""
+        out = subprocess.run(
+            command,
+            shell=True,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+        return out.returncode, out.stdout.decode("utf-8", errors="replace")
 
     def read(self, path: Path) -> str | None:
-        f = self.host.file(str(path))
-        if not f.exists or not f.is_file:
+        """A regular file's text; None when it is absent or not a file."""
+        if not os.path.isfile(path):
             return None
-        text: str = f.content_string
-        return text
+        return Path(path).read_bytes().decode("utf-8", errors="replace")
+
+    @staticmethod
+    def is_dir(path: Path) -> bool:
+        return os.path.isdir(path)
+
+    @staticmethod
+    def mtime(path: Path) -> float | None:
+        try:
+            return float(int(os.stat(path).st_mtime))
+        except OSError:
+            return None
 
 
 class RecordedFacts:
@@ -278,7 +297,7 @@ def _boot(f: LiveFacts) -> dict[str, Any]:
 
 
 def _find(f: LiveFacts, dirs: list[Path], depth: int) -> list[dict[str, Any]]:
-    existing = [str(d) for d in dirs if f.host.file(str(d)).is_directory]
+    existing = [str(d) for d in dirs if f.is_dir(d)]
     if not existing:
         return []
     cmd = (
@@ -303,7 +322,7 @@ def _hygiene(f: LiveFacts) -> dict[str, Any]:
     root = f.root
     homes = [root / "root"]
     home_dir = root / "home"
-    if f.host.file(str(home_dir)).is_directory:
+    if f.is_dir(home_dir):
         _, out = f.run(f"ls -1 {shlex.quote(str(home_dir))}")
         homes += [home_dir / n for n in out.split()]
     files = _find(f, homes, 4)
@@ -336,13 +355,13 @@ def _hygiene(f: LiveFacts) -> dict[str, Any]:
         if re.search(r"/ssh_host_\w+_key$", e["path"])
     ]
     machine_id = f.read(f.under_root("/etc/machine-id"))
-    mid_file = f.host.file(str(f.under_root("/etc/machine-id")))
-    cloud_instance = f.host.file(str(f.under_root("/var/lib/cloud/instance")))
+    cloud_instance = f.mtime(f.under_root("/var/lib/cloud/instance"))
+    machine_id_mtime = f.mtime(f.under_root("/etc/machine-id"))
     first_boot = None
-    if cloud_instance.exists:
-        first_boot = float(cloud_instance.mtime.timestamp())
-    elif mid_file.exists and (machine_id or "").strip():
-        first_boot = float(mid_file.mtime.timestamp())
+    if cloud_instance is not None:
+        first_boot = cloud_instance
+    elif machine_id_mtime is not None and (machine_id or "").strip():
+        first_boot = machine_id_mtime
     return {
         "root": str(root),
         "booted_root": root == Path("/"),
