@@ -49,7 +49,7 @@ BUILD_RUN = {
         "Microsoft.Compute/galleries/images/versions/read",
         "Microsoft.Compute/galleries/images/versions/write",
         "Microsoft.Compute/galleries/images/write",
-        "Microsoft.Compute/locations/operations/read",
+        "Microsoft.Compute/locations/capsOperations/read",  # the gallery writes' polls
         "Microsoft.Compute/locations/publishers/artifacttypes/offers/skus/versions/read",
     },
 }

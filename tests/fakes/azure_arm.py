@@ -97,6 +97,40 @@ def _merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return base
 
 
+# Where ARM answers a long-running operation's status (its ``Azure-AsyncOperation`` /
+# ``Location`` URL), by the kind of resource written: Compute Gallery resources under
+# ``Microsoft.Compute/locations/{loc}/capsOperations``, managed disks and snapshots under
+# ``.../diskOperations``, other Compute resources (VMs) under ``.../operations``, network
+# resources under ``Microsoft.Network/locations/{loc}/operations``. Reading one is the
+# RBAC read of that operation type ("Azure resource provider operations":
+# Microsoft.Compute/locations/capsOperations/read "Gets the status of an asynchronous
+# Caps operation", locations/diskOperations/read, locations/operations/read;
+# Microsoft.Network/locations/operations/read; the built-in role "Compute Gallery
+# Artifacts Publisher" grants locations/capsOperations/read for its gallery writes).
+OPERATION_KINDS = ("capsOperations", "diskOperations", "operations")
+
+
+def operation_kind(resource_type: str) -> tuple[str, str]:
+    """(provider namespace, operations collection) of a resource type's operations."""
+    rtype = resource_type.lower()
+    if rtype.startswith("microsoft.compute/galleries"):
+        return "Microsoft.Compute", "capsOperations"
+    if rtype.startswith(("microsoft.compute/disks", "microsoft.compute/snapshots")):
+        return "Microsoft.Compute", "diskOperations"
+    if rtype.startswith("microsoft.network/"):
+        return "Microsoft.Network", "operations"
+    return "Microsoft.Compute", "operations"
+
+
+def operation_url(endpoint: str, subscription: str, rtype: str, location: str, op: str) -> str:
+    namespace, kind = operation_kind(rtype)
+    loc = region_key(location or "eastus")
+    return (
+        f"{endpoint}/subscriptions/{subscription}/providers/{namespace}/locations/{loc}/"
+        f"{kind}/{op}?api-version=2024-03-02"
+    )
+
+
 class FakeAzureArm(FakeServer):
     def __init__(
         self,
@@ -135,7 +169,10 @@ class FakeAzureArm(FakeServer):
         r = self.route
         r(
             "GET",
-            SUB + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/operations/(?P<op>[^/]+)",
+            SUB
+            + "/providers/(?P<ns>[^/]+)/locations/(?P<loc>[^/]+)/(?P<kind>"
+            + "|".join(OPERATION_KINDS)
+            + ")/(?P<op>[^/]+)",
             self._get_operation,
         )
         r(
@@ -386,11 +423,16 @@ class FakeAzureArm(FakeServer):
         op["status"] = "Failed" if op["error"] else "Succeeded"
         op["endTime"] = _now()
 
-    def _op_headers(self, op_id: str, location: str = "eastus") -> dict[str, str]:
-        url = (
-            f"{self.endpoint}/subscriptions/{self.subscription}/providers/Microsoft.Compute/"
-            f"locations/{location}/operations/{op_id}?api-version=2024-03-02"
-        )
+    def _op_headers(self, op_id: str) -> dict[str, str]:
+        """Where the operation is polled: under its resource provider and location, in the
+        collection of its kind (``operation_url``)."""
+        op = self.operations[op_id]
+        res = self.resources.get(op["target"]) or op.get("resource") or {}
+        url = operation_url(
+            self.endpoint, self.subscription, str(res.get("type", "")),
+            str(res.get("location") or "eastus"), op_id,
+        )  # fmt: skip
+        op["path"] = url.split("?", 1)[0][len(self.endpoint) :]
         return {"Azure-AsyncOperation": url, "Retry-After": "0"}
 
     def add_vm_image_version(
@@ -425,7 +467,9 @@ class FakeAzureArm(FakeServer):
 
     def _get_operation(self, req: Request) -> Response:
         op = self.operations.get(req.match["op"])
-        if op is None:
+        if op is None or str(op.get("path", "")).lower() != req.path.lower():
+            # an operation is answered only where it was announced: its provider, location
+            # and kind (a gallery write is not at locations/operations)
             return 404, arm_error("NotFound", "operation not found"), {}
         op["polls"] += 1
         if op["polls"] >= self.op_polls:
@@ -593,7 +637,10 @@ class FakeAzureArm(FakeServer):
                     self._boot(key)
 
         op_id = self._start_op(key, finish, failure)
-        return (201 if created else 200), copy.deepcopy(res), self._op_headers(op_id)
+        # Disks - Create Or Update answers 202 Accepted, not 201 (Compute REST API)
+        status = 202 if created and operation_kind(rtype)[1] == "diskOperations" else (
+            201 if created else 200)  # fmt: skip
+        return status, copy.deepcopy(res), self._op_headers(op_id)
 
     def _patch(self, req: Request) -> Response:
         key = self._key(req.path)
@@ -644,6 +691,7 @@ class FakeAzureArm(FakeServer):
                 self.guests.release_address(address)
 
         op_id = self._start_op(key, finish)
+        self.operations[op_id]["resource"] = copy.deepcopy(self.resources.get(key, {}))
         headers = self._op_headers(op_id)
         headers["Location"] = headers["Azure-AsyncOperation"]
         return 202, None, headers
