@@ -5,6 +5,10 @@
   when it is missing, fail it instead when ``CI=true``.
 - ``require(condition, reason)`` / ``require_root()`` / ``require_url(url)``: the same rule
   for any condition, for root rights, and for a reachable URL.
+- ``default_signals``: ``preexec_fn`` for a child a test will signal: the signals a
+  shell's background job or ``nohup`` starts ignored (SIGINT, SIGQUIT, SIGHUP) and SIGTERM
+  go back to their defaults in the child, so Ctrl-C reaches it however the suite was
+  started (``tests/test_signal_children.py`` holds every such test to it).
 - ``make_receipt(image_id, stack, digest, ...)``: a whole validation receipt (the
   validator's ``Receipt`` model, schema-valid), finished ``age_hours`` ago; ``fields``
   replace any top-level field.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +37,21 @@ def in_ci() -> bool:
 
 
 IN_CI = in_ci()
+
+
+# What a child a test signals must not inherit: a background job of a non-interactive shell
+# starts with SIGINT and SIGQUIT ignored (POSIX, "Shell Execution Environment"), nohup
+# ignores SIGHUP, and an ignored disposition survives exec (Python then installs no
+# KeyboardInterrupt handler).
+RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM)
+
+
+def default_signals() -> None:
+    """``subprocess.Popen(..., preexec_fn=default_signals)``: the child starts with the
+    default disposition of every signal in ``RESET_SIGNALS`` and none of them blocked."""
+    for sig in RESET_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, RESET_SIGNALS)
 
 
 def require(condition: bool, reason: str) -> None:

@@ -30,7 +30,7 @@ from tests.clouds.scenario import HEALTHY, write_override
 from tests.fakes import moto_doctor
 from tests.fakes import permissions as perm
 from tests.fakes.fixtures import resolved_stack
-from tests.support import require_tool
+from tests.support import default_signals, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
@@ -187,6 +187,7 @@ def _sandbox(port: int, override: Path, env: dict[str, str]) -> subprocess.Popen
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=default_signals,
     )
     assert proc.stdout is not None
     seen = []
@@ -340,6 +341,7 @@ def test_sigint_mid_run_terminates_the_instances(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=default_signals,
         )
         deadline = time.monotonic() + 120
         while not _live(moto_server):

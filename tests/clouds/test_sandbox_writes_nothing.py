@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import default_signals
+
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path("tests/snapshots/healthy/h100-sxm-8x.json")
 
@@ -49,6 +51,7 @@ def test_the_sandbox_writes_nothing_into_the_checkout(tmp_path: Path) -> None:
         [sys.executable, "-m", "imagectl.clouds.aws.sandbox", "--port", str(_free_port()),
          "--stack", "h100-training"],
         cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=default_signals,
     )  # fmt: skip
     assert proc.stdout is not None
     seen: list[str] = []

@@ -21,6 +21,7 @@ import pytest
 from states import second_state
 
 from imagectl.embedded.procs import alive, descendants
+from tests.support import default_signals
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
@@ -91,6 +92,7 @@ def _ctrl_c_rebuild_when(
         [imagectl, "--root", str(REPO), "run", "--stack", "local", "--rebuild"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(state),
         start_new_session=True,
+        preexec_fn=default_signals,
     )  # fmt: skip
     try:
         # The base may have to be built first (cold state): allow for it.

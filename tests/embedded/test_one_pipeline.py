@@ -23,6 +23,8 @@ import pytest
 from needs import require
 from states import second_state
 
+from tests.support import default_signals
+
 REPO = Path(__file__).resolve().parents[2]
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 pytestmark = pytest.mark.e2e
@@ -130,6 +132,7 @@ def test_ctrl_c_during_validation_terminates_the_local_instance(
          "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(other),
         start_new_session=True,
+        preexec_fn=default_signals,
     )  # fmt: skip
     instances = other / "registry" / "instances"
     try:

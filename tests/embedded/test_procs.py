@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from imagectl.embedded.procs import ChildFailed, Children, alive, descendants
+from tests.support import default_signals
 
 # A script that starts a process tree through Children (sleep + a shell with its own
 # child), prints the pids, then waits forever for a signal.
@@ -74,7 +75,11 @@ def test_run_reports_the_exit_status_and_output(tmp_path: Path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_the_owner_stops_the_whole_tree(sig: int):
     owner = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+        [sys.executable, "-c", SCRIPT],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+        preexec_fn=default_signals,
     )
     try:
         assert owner.stdout is not None
@@ -92,7 +97,12 @@ def test_a_signal_to_the_owner_stops_the_whole_tree(sig: int):
 
 def test_sigkill_of_the_owner_still_takes_children_down():
     """The parent-death signal covers the one case no handler can (kill -9)."""
-    owner = subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
+    )
     assert owner.stdout is not None
     first, _second = (int(x) for x in owner.stdout.readline().split())
     owner.kill()

@@ -14,6 +14,7 @@ import pytest
 from imagectl.validators.collectives import collective_checks
 from imagectl.validators.collectives.arithmetic import OPS, busbw_gbps
 from imagectl.validators.results import Action, Outcome
+from tests.support import default_signals
 
 torch = pytest.importorskip("torch") if os.environ.get("CI") != "true" else __import__("torch")
 
@@ -186,7 +187,7 @@ def test_killing_the_validator_leaves_no_rank_behind(tmp_path):
         "ranks=2, ops=['all_reduce'], sizes=[4096], op_timeout_s=600)"
     )
     env = dict(os.environ, TMPDIR=str(tmp_path), IMAGECTL_FAULT_RANK="0:hang,1:hang")
-    parent = subprocess.Popen([sys.executable, "-c", script], env=env)
+    parent = subprocess.Popen([sys.executable, "-c", script], env=env, preexec_fn=default_signals)
     pids: dict[int, int] = {}
     deadline = time.monotonic() + 120
     while len(pids) < 2 and time.monotonic() < deadline:

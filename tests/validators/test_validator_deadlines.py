@@ -27,6 +27,7 @@ from imagectl.validators.collectives.launch import Plan
 from imagectl.validators.collectives.profiles import sweep_for
 from imagectl.validators.results import Outcome
 from imagectl.validators.session import _guarded
+from tests.support import default_signals
 
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 
@@ -100,6 +101,7 @@ def _start_hung_validation(tmp_path: Path, marker: str) -> subprocess.Popen[byte
         [IMAGECTL, "validate", "--profile", "quick", "--shape", "qemu-tcg", "--no-hygiene",
          "--kernel-log", str(log), "--json"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_signals,
     )  # fmt: skip
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
