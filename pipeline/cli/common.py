@@ -110,6 +110,18 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
 
 
+def crash_traces() -> None:
+    """A crash inside a C library (a GPU driver's) prints the Python stack that reached it
+    on stderr instead of a bare "Segmentation fault" (where stderr is a real file)."""
+    import faulthandler
+    import io
+
+    try:
+        faulthandler.enable()
+    except (io.UnsupportedOperation, ValueError, AttributeError):
+        pass  # stderr captured in memory (a test's runner): nothing to write to
+
+
 def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console
+from imagectl.cli.common import console, crash_traces
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
 
@@ -75,6 +75,7 @@ def command(
     """
     from imagectl.validators.snapshot import capture
 
+    crash_traces()
     if history_dir is not None and not history_dir.is_dir():
         raise UserError(f"--history {history_dir}: no such folder", hint="Give the boots/ folder")
     default = Path("/var/lib/imagectl/boots")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.common import console, crash_traces, emit_json, json_option, workspace
 from imagectl.errors import UserError
 
 TOOLKIT_OPTION = "--toolkit-wheelhouse"
@@ -185,6 +185,7 @@ def command(
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
+    crash_traces()
     if toolkit_wheelhouse is not None and toolkit == "host":
         raise UserError(
             f"{TOOLKIT_OPTION} installs the stack's toolkit; --toolkit host uses the host's own",

@@ -43,12 +43,18 @@ def test_checks_only_make_calls_from_the_call_list() -> None:
     "name", ["healthy/h100-sxm-8x.json", "healthy/a100-sxm-80gb-8x.json", "healthy/l4-1x.json"]
 )
 def test_capture_of_a_replay_reproduces_the_snapshot(name: str) -> None:
-    """Capture walks the call list; on a replayed host it yields the same values back."""
+    """Capture walks the call list; on a replayed host it yields the same values back,
+    except a deprecated fallback (``Call.fallback_for``) that is no longer called where
+    the newer function answered (older snapshots recorded both)."""
     snap = _snap(name)
     captured = capture_nvml(ReplayNvml(snap["nvml"]))
     common = snap["nvml"].get("common", {})
+    fallbacks = {c.name: c.fallback_for for c in BY_NAME.values() if c.fallback_for}
     for i, device in enumerate(snap["nvml"]["devices"]):
         full = {**common, **device}
+        for old, new in fallbacks.items():
+            if full.get(new) != {"$error": "FUNCTION_NOT_FOUND"}:
+                full.pop(old, None)
         assert captured["devices"][i] == full
     assert captured["system"] == snap["nvml"]["system"]
 
@@ -102,3 +108,25 @@ def test_live_backend_resolves_versioned_names() -> None:
     assert callable(fn)
     with pytest.raises(AttributeError):
         live.nvmlDeviceGetNoSuchThing  # noqa: B018
+
+
+@pytest.mark.parametrize("name", ["nvmlDeviceGetSramEccErrorStatus", "nvmlDeviceGetGpuFabricInfoV"])
+def test_a_versioned_structure_without_its_version_is_refused_as_nvml_does(name: str) -> None:
+    """nvml.h: the caller sets ``version`` in a versioned structure, and NVML refuses one it
+    does not take with ARGUMENT_VERSION_MISMATCH (driver 580.159.04 on a real H200 did so
+    for nvmlDeviceGetSramEccErrorStatus, 2026-11-28). The replay refuses a structure whose
+    version is not the one nvml.h names, as strictly."""
+    from imagectl.validators.nvml.calls import new_struct
+
+    recorded = {
+        "nvmlDeviceGetSramEccErrorStatus": {"bThresholdExceeded": 0, "aggregateUncParity": 0},
+        "nvmlDeviceGetGpuFabricInfoV": {"state": 3, "status": 0, "cliqueId": 1, "healthMask": 0},
+    }
+    nvml = ReplayNvml({"system": {"nvmlDeviceGetCount": 1}, "devices": [recorded]})
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    bare = getattr(pynvml, BY_NAME[name].struct or "")()
+    bare.version = 0
+    with pytest.raises(pynvml.NVMLError_ArgumentVersionMismatch):
+        getattr(nvml, name)(handle, bare)
+    assert getattr(nvml, name)(handle, new_struct(name)) == pynvml.NVML_SUCCESS

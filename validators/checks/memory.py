@@ -17,8 +17,9 @@ from imagectl.validators.nvml.calls import (
     SRAM,
     UNCORRECTED,
     VOLATILE,
+    new_struct,
 )
-from imagectl.validators.nvml.errors import is_unsupported
+from imagectl.validators.nvml.errors import error_name, is_unsupported
 from imagectl.validators.results import Action
 
 PRE_AMPERE = {"Maxwell", "Pascal", "Volta", "Turing"}
@@ -102,13 +103,19 @@ _SRAM_RMA = (
 
 def _sram_status(ctx: Context, gpu: int) -> dict[str, int] | None:
     """NVML's SRAM error status, or None where the driver cannot give it (older drivers:
-    FUNCTION_NOT_FOUND; NOT_SUPPORTED; not root: NO_PERMISSION): the counts are then
-    judged alone, never as an RMA."""
-    status = pynvml.c_nvmlEccSramErrorStatus_v1_t()
+    FUNCTION_NOT_FOUND; NOT_SUPPORTED; not root: NO_PERMISSION; a structure version the
+    driver does not take: ARGUMENT_VERSION_MISMATCH): the counts are then judged alone,
+    never as an RMA."""
+    status = new_struct("nvmlDeviceGetSramEccErrorStatus")  # version set, as nvml.h asks
     try:
         ctx.nvml.nvmlDeviceGetSramEccErrorStatus(ctx.handles[gpu], status)
     except pynvml.NVMLError as exc:
         if is_unsupported(exc) or isinstance(exc, pynvml.NVMLError_NoPermission):
+            return None
+        # the binding's structure version is not one this driver takes (driver 580.159.04
+        # refused nvidia-ml-py 13.615.71's nvmlEccSramErrorStatus_v1 on a healthy H200,
+        # 2026-11-28): the call cannot be made, which says nothing about the GPU
+        if error_name(exc) == "ARGUMENT_VERSION_MISMATCH":
             return None
         raise
     return {name: int(getattr(status, name)) for name, _ in status._fields_ if name != "version"}

@@ -14,6 +14,7 @@ a function the driver lacks (``NVMLError_FunctionNotFound``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pynvml
 
@@ -59,6 +60,13 @@ class Call:
     # "value": returns a value; "fill": fills a structure passed in (fabric info);
     # "fields": nvmlDeviceGetFieldValues with field ids
     kind: str = "value"
+    # a versioned structure (nvml.h: ``version`` first): the pynvml constant the caller
+    # must set in it (sizeof | N << 24); NVML refuses any other with
+    # ARGUMENT_VERSION_MISMATCH (seen on driver 580.159.04 with the version left 0)
+    version: str | None = None
+    # only when the function named here is FUNCTION_NOT_FOUND (a deprecated fallback: on
+    # drivers that have the newer function the old one is never called)
+    fallback_for: str | None = None
     # alternative pynvml names for older/newer bindings and drivers, tried in order
     aliases: tuple[str, ...] = ()
 
@@ -96,8 +104,15 @@ DEVICE_CALLS: tuple[Call, ...] = (
     Call("nvmlDeviceGetTotalEccErrors", args=_ECC_TOTALS),
     Call("nvmlDeviceGetMemoryErrorCounter", args=_ECC_LOCATIONS),
     # SRAM error status with NVIDIA's RMA threshold flag (bThresholdExceeded), Ampere+
-    Call("nvmlDeviceGetSramEccErrorStatus", struct="c_nvmlEccSramErrorStatus_v1_t", kind="fill"),
+    Call(
+        "nvmlDeviceGetSramEccErrorStatus",
+        struct="c_nvmlEccSramErrorStatus_v1_t",
+        kind="fill",
+        version="nvmlEccSramErrorStatus_v1",
+    ),
     Call("nvmlDeviceGetRemappedRows"),
+    # banks by spare rows left (max, high, partial, low, none), Ampere+
+    Call("nvmlDeviceGetRowRemapperHistogram", struct="c_nvmlRowRemapperHistogramValues"),
     Call("nvmlDeviceGetRetiredPages", args=((RETIRE_SBE,), (RETIRE_DBE,))),
     Call("nvmlDeviceGetRetiredPagesPendingStatus"),
     Call(
@@ -129,12 +144,34 @@ DEVICE_CALLS: tuple[Call, ...] = (
     ),
     # two functions with two layouts (see fabric.py): v2 with healthMask, and the
     # deprecated v1 structure older drivers fill
-    Call("nvmlDeviceGetGpuFabricInfoV", struct="c_nvmlGpuFabricInfo_v2_t", kind="fill"),
-    Call("nvmlDeviceGetGpuFabricInfo", struct="c_nvmlGpuFabricInfo_t", kind="fill"),
+    Call(
+        "nvmlDeviceGetGpuFabricInfoV",
+        struct="c_nvmlGpuFabricInfo_v2_t",
+        kind="fill",
+        version="nvmlGpuFabricInfo_v2",
+    ),
+    Call(
+        "nvmlDeviceGetGpuFabricInfo",
+        struct="c_nvmlGpuFabricInfo_t",
+        kind="fill",
+        fallback_for="nvmlDeviceGetGpuFabricInfoV",
+    ),
     Call("nvmlDeviceGetFieldValues", args=((FIELD_RECOVERY_ACTION,),), kind="fields"),
 )
 
 BY_NAME: dict[str, Call] = {c.name: c for c in (*SYSTEM_CALLS, *DEVICE_CALLS)}
+
+
+def new_struct(name: str) -> Any:
+    """The structure the ``fill`` function ``name`` writes, its ``version`` set as nvml.h
+    asks of the caller (every live and replayed call of it is made through this)."""
+    call = BY_NAME[name]
+    struct = getattr(pynvml, call.struct or "")()
+    if call.version is not None:
+        struct.version = getattr(pynvml, call.version)
+    return struct
+
+
 ALIAS_TO_NAME: dict[str, str] = {a: c.name for c in BY_NAME.values() for a in c.aliases}
 
 # Session calls that read nothing (not recorded in a snapshot).

@@ -13,6 +13,7 @@ from imagectl.validators.nvml.calls import (
     SYSTEM_CALLS,
     Call,
     arg_key,
+    new_struct,
 )
 from imagectl.validators.nvml.errors import error_name
 
@@ -41,7 +42,7 @@ def _one(nvml: Any, call: Call, head: tuple[Any, ...], args: tuple[Any, ...]) ->
     fn = getattr(nvml, call.name)
     try:
         if call.kind == "fill":
-            info = getattr(pynvml, call.struct or "")()
+            info = new_struct(call.name)
             fn(*head, info)
             return to_jsonable(info)
         if call.kind == "fields":
@@ -95,6 +96,10 @@ def capture_nvml(nvml: Any) -> dict[str, Any]:
             entry: dict[str, Any] = {}
             links: set[int] = set()
             for call in DEVICE_CALLS:
+                if call.fallback_for and entry.get(call.fallback_for) != {
+                    "$error": "FUNCTION_NOT_FOUND"
+                }:
+                    continue  # the newer function answered (or failed otherwise)
                 state = _capture_call(nvml, call, (handle,), links)
                 if state == {"$error": "FUNCTION_NOT_FOUND"}:
                     continue  # absent means the same in replay: a function the driver lacks

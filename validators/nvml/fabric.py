@@ -14,6 +14,7 @@ from typing import Any
 
 import pynvml
 
+from imagectl.validators.nvml.calls import new_struct
 from imagectl.validators.nvml.errors import error_name
 
 STATES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
@@ -31,7 +32,7 @@ class FabricInfo:
 def read_fabric(nvml: Any, handle: Any) -> FabricInfo:
     """The v2 structure through ``...InfoV``; the v1 one where the driver lacks it."""
     try:
-        info = pynvml.c_nvmlGpuFabricInfo_v2_t()
+        info = new_struct("nvmlDeviceGetGpuFabricInfoV")  # its version set, as nvml.h asks
         nvml.nvmlDeviceGetGpuFabricInfoV(handle, info)
         return FabricInfo(
             STATES.get(int(info.state), str(int(info.state))),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.nvml.calls import ALIAS_TO_NAME, BY_NAME, arg_key
+from imagectl.validators.nvml.calls import ALIAS_TO_NAME, BY_NAME, Call, arg_key, new_struct
 from imagectl.validators.nvml.errors import make_error
 
 
@@ -56,13 +56,16 @@ def build_struct(struct_name: str, fields: dict[str, Any], target: Any = None) -
     return obj
 
 
-def _fill(struct_name: str, fields: dict[str, Any], target: Any) -> None:
+def _fill(spec: Call, fields: dict[str, Any], target: Any) -> None:
     """Write the function's own structure layout into the caller's buffer, as the C
-    library does: a versioned structure must carry the version the driver knows
-    (else ARGUMENT_VERSION_MISMATCH); a buffer of another layout is read shifted."""
+    library does: a versioned structure must carry the version nvml.h names for it
+    (``Call.version``; driver 580.159.04 answered a version left 0 with
+    ARGUMENT_VERSION_MISMATCH), else nothing is written; a buffer of another layout is
+    read shifted."""
     if not isinstance(target, ctypes.Structure):
         raise make_error("INVALID_ARGUMENT")
-    written = build_struct(struct_name, fields)
+    written = new_struct(spec.name)
+    build_struct(spec.struct or "", fields, written)
     names = [f[0] for f in written._fields_]
     if "version" in names and getattr(target, "version", None) != written.version:
         raise make_error("ARGUMENT_VERSION_MISMATCH")
@@ -143,7 +146,7 @@ class ReplayNvml:
             raise make_error(value["$error"])
         kind = spec.kind if spec else "value"
         if kind == "fill" and spec is not None:
-            _fill(spec.struct or "", value, rest[0] if rest else None)
+            _fill(spec, value, rest[0] if rest else None)
             return pynvml.NVML_SUCCESS
         if kind == "fields":
             return self._fields(value, rest[0])

@@ -1,0 +1,156 @@
+"""The published revocation list: signed as a whole, versioned, expiring.
+
+In the manner of TUF's timestamp and snapshot roles (see the trust-and-revocation
+reference): one DSSE envelope (payload type ``application/vnd.imagectl.revocations+json``)
+whose payload is ``{"_type": ".../revocations/v1", "version": N, "expires": T,
+"revocations": [revocation envelope, ...]}``. Dropping an entry breaks its signature;
+every verifier keeps the highest version it has seen and refuses a lower one
+(rollback) and one past ``expires`` (freeze). ``imagectl revoke`` publishes a new list
+beside the catalog (``<state>/attestations/revocations.json``); ``imagectl verify
+--export-revocations`` signs a fresh one (a higher version, a new expiry) for deploy
+jobs to place on nodes, where ``verify-node`` requires it.
+
+An image is revoked when any of three stores says so: the catalog's revocations, the
+published list, and the cloud's ``imagectl:revoked`` tag. ``verify`` and ``promote``
+ask all three (``revocation_reasons``), so no single store can un-revoke an image.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from imagectl.catalog import repository as repo
+from imagectl.catalog.models import Image
+from imagectl.clouds.base import Provider
+from imagectl.errors import UserError
+from imagectl.fsutil import atomic_write
+from imagectl.paths import state_dir
+from imagectl.tags import TAG_REVOKED
+from imagectl.validators.attestation import (
+    REVOCATION_LIST_TYPE,
+    REVOCATIONS_PAYLOAD_TYPE,
+    BadAttestationInput,
+    RevocationList,
+    _read_json,
+    load_seen,
+    open_revocation_list,
+    record_seen,
+)
+
+DEFAULT_VALID_HOURS = 7 * 24  # a list nobody renews for a week is refused (freeze)
+
+
+def list_file() -> Path:
+    return state_dir() / "attestations" / "revocations.json"
+
+
+def seen_file() -> Path:
+    return state_dir() / "attestations" / "revocations-seen.json"
+
+
+def _previous_version() -> int:
+    versions = [0]
+    for read in (lambda: load_seen(seen_file()), lambda: _payload_of(list_file())):
+        try:
+            doc = read()
+        except (BadAttestationInput, OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("version"), int):
+            versions.append(doc["version"])
+    return max(versions)
+
+
+def _payload_of(path: Path) -> Any:
+    if not path.exists():
+        return None
+    envelope = _read_json(path, "revocations file")
+    return json.loads(base64.b64decode(envelope["payload"]))  # our own, only for its version
+
+
+def sign_list(
+    session: Session, signer: Any, *, valid_hours: float = DEFAULT_VALID_HOURS,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """A new signed list of every recorded revocation: its version is higher than any
+    this state folder published or saw (and never below the Unix time, so a lost state
+    folder cannot restart the count below what nodes kept)."""
+    from securesystemslib.dsse import Envelope
+
+    from imagectl.provenance.attest import canonical
+
+    now = now or dt.datetime.now(dt.timezone.utc)
+    version = max(_previous_version() + 1, int(now.timestamp()))
+    body = {
+        "_type": REVOCATION_LIST_TYPE,
+        "version": version,
+        "expires": (now + dt.timedelta(hours=valid_hours)).isoformat(),
+        "revocations": [dict(r.envelope) for r in repo.revocations(session, None)],
+    }
+    env = Envelope(payload=canonical(body), payload_type=REVOCATIONS_PAYLOAD_TYPE, signatures={})
+    env.sign(signer)
+    doc: dict[str, Any] = env.to_dict()
+    return doc
+
+
+def publish_list(session: Session, signer: Any, keys: list[Any] | None = None,
+                 *, valid_hours: float = DEFAULT_VALID_HOURS) -> dict[str, Any]:  # fmt: skip
+    """Sign a new list and write it beside the catalog (the version kept as seen)."""
+    envelope = sign_list(session, signer, valid_hours=valid_hours)
+    atomic_write(list_file(), json.dumps(envelope, indent=2) + "\n")
+    if keys is not None:
+        found, _ = open_revocation_list(envelope, keys, "the new revocation list")
+        if found is not None:
+            record_seen(seen_file(), found, load_seen(seen_file()))
+    return envelope
+
+
+def published(keys: list[Any], path: Path | None = None) -> tuple[RevocationList | None, list[str]]:
+    """The published list (``path``, else the one beside the catalog) if it holds, and
+    the reasons it does not: signed otherwise, older than a version seen here, expired,
+    or missing after one was seen. No list ever published or seen: (None, [])."""
+    path = path or list_file()
+    where = f"the revocation list {path}"
+    try:
+        seen = load_seen(seen_file())
+    except BadAttestationInput as exc:
+        return None, [str(exc)]
+    if not path.exists() and not path.is_symlink():
+        if seen:
+            return None, [
+                f"{where} is missing, yet version {seen.get('version')} was seen here: a "
+                "list that disappears hides its revocations (publish one with `imagectl "
+                "verify --export-revocations`)"
+            ]
+        return None, []
+    try:
+        found, reasons = open_revocation_list(_read_json(path, "revocations file"), keys, where,
+                                              seen=seen)  # fmt: skip
+    except BadAttestationInput as exc:
+        return None, [str(exc)]
+    if found is not None:
+        try:
+            record_seen(seen_file(), found, seen)
+        except UserError as exc:
+            reasons.append(f"cannot keep the revocation list's version: {exc.message}")
+    return found, reasons
+
+
+def cloud_tag(provider: Provider | None, img: Image) -> tuple[str | None, list[str]]:
+    """The cloud's ``imagectl:revoked`` tag on ``img`` (its digest), or why the cloud
+    could not say (a reason: revocation is checked closed)."""
+    if provider is None:
+        return None, []
+    try:
+        found = provider.get_image(img.cloud_image_id, img.region)
+    except Exception as exc:  # the SDKs' own errors: a reason, never a traceback
+        return None, [
+            f"cannot read {img.cloud}'s {TAG_REVOKED} tag of {img.cloud_image_id}: "
+            f"{type(exc).__name__}: {str(exc)[:200]}"
+        ]
+    return (found.tags.get(TAG_REVOKED) if found is not None else None), []
