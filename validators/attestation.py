@@ -19,16 +19,24 @@ statement (``imagectl.provenance.statement``) and the node that reads it share t
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from imagectl.validators import identity
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://imagectl.dev/attestation/validation/v1"
 REVOCATION_TYPE = "https://imagectl.dev/attestation/revocation/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 MANIFEST_SUBJECT = "manifest:/etc/imagectl/manifest.json"
+REVOCATIONS_PAYLOAD_TYPE = "application/vnd.imagectl.revocations+json"
+REVOCATION_LIST_TYPE = "https://imagectl.dev/revocations/v1"
 ENVELOPE_SUBJECT = "attestation:"  # a revocation's subject: attestation:sha256-<hex>
 MAX_FILE_BYTES = 64 * 1024 * 1024  # an envelope carries receipts; nothing sane is larger
 
@@ -37,53 +45,172 @@ class BadAttestationInput(Exception):
     """A file is missing or not what it should be (the message names it)."""
 
 
-def _read_json(path: Path, what: str) -> Any:
+# Bounds for outside JSON (imagectl.boundedjson measures before parsing): a trust file is
+# a few keys; an envelope and its payload carry receipts; a revocation list carries one
+# envelope per revocation.
+LIMITS: dict[str, tuple[int, int]] = {  # what -> (bytes, nesting depth)
+    "trust file": (1 << 20, 8),
+    "attestation": (MAX_FILE_BYTES, 8),
+    "revocations file": (MAX_FILE_BYTES, 8),
+    "payload": (MAX_FILE_BYTES, 48),
+    "revocation list": (MAX_FILE_BYTES, 16),
+}
+
+
+def _bounded(data: bytes | str, what: str, where: str) -> Any:
+    from imagectl.boundedjson import parse_bounded
+    from imagectl.errors import UserError
+
+    max_bytes, max_depth = LIMITS.get(what, (MAX_FILE_BYTES, 16))
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise BadAttestationInput(
-                f"the {what} {path} is larger than {MAX_FILE_BYTES >> 20} MiB"
-            )
-        text = path.read_text()
-    except OSError as exc:
-        raise BadAttestationInput(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise BadAttestationInput(f"the {what} {path} is empty")
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise BadAttestationInput(f"the {what} {path} is not JSON: {exc}") from None
-
-
-def parse_trust(trust_file: Path) -> list[Any]:
-    """The keys of a trust file; missing, empty, foreign or keyless is bad input."""
-    from securesystemslib.signer import SSlibKey
-
-    doc = _read_json(trust_file, "trust file")
-    entries = doc.get("keys") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise BadAttestationInput(
-            f'the trust file {trust_file} is not a trust document ({{"keys": [...]}})'
+        return parse_bounded(
+            data, kind=what, where=where, hint="", max_bytes=max_bytes, max_depth=max_depth
         )
-    if not entries:
-        raise BadAttestationInput(f"the trust file {trust_file} lists no key: it trusts nobody")
-    try:
-        return [
-            SSlibKey.from_dict(k["keyid"], {f: v for f, v in k.items() if f != "keyid"})
-            for k in entries
-        ]
-    except Exception as exc:  # KeyError, TypeError, ValueError, securesystemslib's own
+    except UserError as exc:
         raise BadAttestationInput(
-            f"the trust file {trust_file} holds a key that is not a public key: "
-            f"{type(exc).__name__}: {exc}"
+            exc.message if exc.where is None else f"{where}: {exc.message}"
         ) from None
 
 
-def trusted_keys(trust_file: Path) -> list[Any]:
+def check_file(path: Path, what: str) -> Path:
+    """``path`` with its symlinks resolved, refused (``BadAttestationInput``) when others
+    may change it: the file, the folder that holds it, and (a symlink) the folder that
+    holds the link must belong to this user or root and be writable by neither group
+    nor others (a folder with the sticky bit, like /tmp, may be). A trust file others
+    can write is a trust anchor anyone can bend; the signing key gets the same check."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise BadAttestationInput(f"cannot read the {what} {path}: {_why(exc)}") from None
+    owners = {os.geteuid(), 0}
+    checks = [(target, "file"), (target.parent, "folder")]
+    if path.is_symlink() or target != path.absolute():
+        checks.append((path.absolute().parent, "folder of the link"))
+    for item, kind in checks:
+        try:
+            st = item.stat()
+        except OSError as exc:
+            raise BadAttestationInput(f"cannot read the {what} {path}: {_why(exc)}") from None
+        mode = stat.S_IMODE(st.st_mode)
+        sticky = kind != "file" and mode & stat.S_ISVTX
+        if st.st_uid not in owners or (mode & 0o022 and not sticky):
+            shown = f"{item} (the {kind}" + (f" of {path}" if item != path else "") + ")"
+            raise BadAttestationInput(
+                f"the {what} {path} is refused: {shown} is "
+                + (
+                    f"owned by uid {st.st_uid}, not this user or root"
+                    if st.st_uid not in owners
+                    else f"writable by others (mode {mode:04o})"
+                )
+                + "; whoever can change it decides what this check trusts "
+                "(chmod go-w, chown to this user or root)"
+            )
+    return target
+
+
+def _why(exc: BaseException) -> str:
+    return str(getattr(exc, "strerror", None) or exc)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    target = check_file(path, what)
+    try:
+        if target.stat().st_size > LIMITS.get(what, (MAX_FILE_BYTES, 0))[0]:
+            raise BadAttestationInput(
+                f"the {what} {path} is larger than {LIMITS.get(what, (MAX_FILE_BYTES, 0))[0]} bytes"
+            )
+        data = target.read_bytes()
+    except OSError as exc:
+        raise BadAttestationInput(f"cannot read the {what} {path}: {_why(exc)}") from None
+    if not data.strip():
+        raise BadAttestationInput(f"the {what} {path} is empty")
+    return _bounded(data, what, f"the {what} {path}")
+
+
+class TrustedKeys(list):  # type: ignore[type-arg]
+    """The keys of a trust file, and how many of them must sign (``threshold``)."""
+
+    threshold: int = 1
+
+
+def threshold_of(keys: list[Any]) -> int:
+    return int(getattr(keys, "threshold", 1))
+
+
+TRUST_FIELDS = {"keys", "threshold"}
+
+
+def parse_trust(trust_file: Path) -> TrustedKeys:
+    """The keys of a trust file and its threshold. Missing, empty, foreign or keyless is
+    bad input; so is a key whose ``keyid`` is not the one securesystemslib computes from
+    the key (``compute_default_keyid``: sha256 of the canonical JSON of keytype, scheme
+    and keyval), two entries with one key id, a threshold that is not a whole number
+    from 1 to the number of keys, and any field this check does not support."""
+    doc = _read_json(trust_file, "trust file")
+    return trust_from(doc, f"the trust file {trust_file}")
+
+
+def trust_from(doc: Any, where: str) -> TrustedKeys:
+    from securesystemslib.signer import SSlibKey
+    from securesystemslib.signer._utils import compute_default_keyid
+
+    entries = doc.get("keys") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise BadAttestationInput(f'{where} is not a trust document ({{"keys": [...]}})')
+    unknown = sorted(set(doc) - TRUST_FIELDS)
+    if unknown:
+        raise BadAttestationInput(
+            f"{where} asks for {', '.join(map(repr, unknown))}, which this check does not "
+            "support (a trust file has keys and an optional threshold): refused rather "
+            "than ignored"
+        )
+    if not entries:
+        raise BadAttestationInput(f"{where} lists no key: it trusts nobody")
+    keys = TrustedKeys()
+    for i, entry in enumerate(entries):
+        try:
+            fields = {f: v for f, v in entry.items() if f != "keyid"}
+            computed = compute_default_keyid(entry["keytype"], entry["scheme"], entry["keyval"])
+            key = SSlibKey.from_dict(str(entry["keyid"]), fields)
+        except Exception as exc:  # KeyError, TypeError, ValueError, securesystemslib's own
+            raise BadAttestationInput(
+                f"{where} holds a key (entry {i}) that is not a public key: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        if key.keyid != computed:
+            raise BadAttestationInput(
+                f"{where}: entry {i}'s keyid {str(key.keyid)[:16]}... is not its key's "
+                f"({computed[:16]}..., sha256 of the key's canonical JSON): a key id must "
+                "be computed from its key"
+            )
+        if any(k.keyid == key.keyid for k in keys):
+            raise BadAttestationInput(f"{where} lists key {key.keyid[:16]}... twice")
+        keys.append(key)
+    threshold = doc.get("threshold", 1)
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int)
+        or not (1 <= threshold <= len(keys))
+    ):
+        raise BadAttestationInput(
+            f"{where} asks for a threshold of {str(threshold)[:20]!r}: it must be a whole "
+            f"number from 1 to its {len(keys)} key(s)"
+        )
+    keys.threshold = threshold
+    return keys
+
+
+def trusted_keys(trust_file: Path) -> TrustedKeys:
     return parse_trust(trust_file)
 
 
-def statement_of(envelope: dict[str, Any], keys: list[Any], where: str) -> tuple[Any, list[str]]:
-    """(the statement, reasons) of a DSSE envelope: a bad signature is a reason."""
+def _signed_payload(
+    envelope: Any, keys: list[Any], where: str, payload_type: str
+) -> tuple[Any, list[str]]:
+    """(the parsed payload, reasons) of a DSSE envelope: its signatures are checked
+    first, by ``threshold_of(keys)`` distinct trusted keys, and only then is the payload
+    parsed (bounded). A bad signature or another payload type is a reason and nothing
+    is parsed; a document that is not an envelope is bad input."""
     from securesystemslib.dsse import Envelope
     from securesystemslib.exceptions import VerificationError
 
@@ -93,17 +220,29 @@ def statement_of(envelope: dict[str, Any], keys: list[Any], where: str) -> tuple
         raise BadAttestationInput(
             f"{where} is not a DSSE envelope ({type(exc).__name__})"
         ) from None
-    if env.payload_type != PAYLOAD_TYPE:
-        return None, [f"{where} carries '{env.payload_type}', not an in-toto statement"]
-    reasons = []
+    if env.payload_type != payload_type:
+        return None, [f"{where} carries {_shown(env.payload_type)!r}, not {payload_type}"]
+    threshold = threshold_of(keys)
     try:
-        env.verify(keys, 1)
-    except VerificationError:
-        reasons.append(f"{where} is not signed by a trusted key")
-    try:
-        statement = json.loads(env.payload)
-    except ValueError:
-        raise BadAttestationInput(f"{where}: the payload is not JSON") from None
+        env.verify(keys, threshold)
+    except (VerificationError, ValueError):
+        need = f"{threshold} distinct trusted keys" if threshold > 1 else "a trusted key"
+        return None, [f"{where} is not signed by {need}"]
+    return _bounded(env.payload, "payload", f"{where}'s payload"), []
+
+
+def _shown(value: Any) -> str:
+    from imagectl.safetext import one_line
+
+    return one_line(value)[:80]
+
+
+def statement_of(envelope: dict[str, Any], keys: list[Any], where: str) -> tuple[Any, list[str]]:
+    """(the statement, reasons) of a DSSE envelope: a bad signature is a reason (and the
+    payload is then not parsed: None)."""
+    statement, reasons = _signed_payload(envelope, keys, where, PAYLOAD_TYPE)
+    if statement is None:
+        return None, reasons
     if not isinstance(statement, dict):
         raise BadAttestationInput(f"{where}: the payload is not a statement object")
     if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
@@ -133,19 +272,48 @@ def image_subjects(statement: dict[str, Any]) -> list[str]:
     ]
 
 
+def _cloud_of(text: str) -> str | None:
+    raw = text.strip()
+    if raw.startswith(("ami-", "arn:aws")) or "/ami-" in raw:
+        return "aws"
+    if "projects/" in raw and "/global/images/" in raw:
+        return "gcp"
+    if raw.lower().startswith("/subscriptions/"):
+        return "azure"
+    if raw.startswith("sha256:"):
+        return "local"
+    return None
+
+
+def image_reason(
+    statement: dict[str, Any],
+    image_id: str,
+    cloud: str | None,
+    where: str,
+    *,
+    region: str | None = None,
+    whole: bool = True,
+    label: str | None = None,
+) -> str | None:
+    """None when a signed image subject is ``image_id`` (on ``cloud``; in ``region``
+    where given), compared whole (``imagectl.validators.identity.mismatch``); else the
+    reason, naming what differs."""
+    signed = image_subjects(statement)
+    clouds = [cloud] if cloud else [_cloud_of(image_id)]
+    if clouds == [None]:  # the caller did not say: each signed image's own cloud
+        clouds = list(dict.fromkeys(s.removeprefix("image:").partition("/")[0] for s in signed))
+    why = None
+    for c in clouds or ["?"]:
+        why = identity.first_mismatch(signed, identity.parse(str(c), image_id, region), whole=whole)
+        if why is None:
+            return None
+    shown = ", ".join(_shown(s) for s in signed) or "no image"
+    return f"{where} attests {shown}, not {label or _shown(image_id)} ({_shown(why)})"
+
+
 def names_image(statement: dict[str, Any], image_id: str, cloud: str | None = None) -> bool:
-    """Does a signed image subject name ``image_id`` (on ``cloud`` when given)? A cloud's
-    metadata may give a longer form than the catalog's id (Compute's
-    ``projects/P/global/images/NAME``, an ARM resource id): the last path part counts."""
-    want = image_id.strip().rstrip("/")
-    for name in image_subjects(statement):
-        where, _, signed = name.removeprefix("image:").partition("/")
-        signed = signed.partition("/")[2]
-        if cloud and where != cloud:
-            continue
-        if signed == want or want.rsplit("/", 1)[-1] == signed.rsplit("/", 1)[-1] != "":
-            return True
-    return False
+    """Does a signed image subject name ``image_id``, compared whole (``image_reason``)?"""
+    return image_reason(statement, image_id, cloud, "") is None
 
 
 def judged_whole(statement: dict[str, Any], where: str) -> list[str]:
@@ -183,47 +351,161 @@ def judged_whole(statement: dict[str, Any], where: str) -> list[str]:
     return reasons
 
 
-def revocations_of(doc: Any, keys: list[Any], where: str) -> list[dict[str, Any]]:
-    """The trusted revocation statements in a revocations document (``{"revocations":
-    [envelope, ...]}``); an envelope not signed by a trusted key is ignored (anyone may
-    write one), a document that is not one is bad input."""
-    from securesystemslib.dsse import Envelope
-    from securesystemslib.exceptions import VerificationError
-
-    entries = doc.get("revocations") if isinstance(doc, dict) else None
+def revocation_statements(entries: Any, keys: list[Any], where: str) -> list[dict[str, Any]]:
+    """The trusted revocation statements among ``entries`` (revocation envelopes): an
+    envelope not signed by a trusted key is ignored (anyone may write one; one trusted
+    key may revoke, as revoking only ever refuses more). Not a list, or an entry that is
+    not an envelope: bad input."""
     if not isinstance(entries, list):
-        raise BadAttestationInput(f"{where} is not a revocations document")
+        raise BadAttestationInput(f"{where} is not a list of revocations")
+    one = TrustedKeys(keys)  # threshold 1
     out = []
     for entry in entries:
         try:
-            env = Envelope.from_dict(json.loads(json.dumps(entry)))
-            env.verify(keys, 1)
-            statement = json.loads(env.payload)
-        except (VerificationError, ValueError):
-            continue
-        except Exception:
+            statement, reasons = _signed_payload(entry, one, where, PAYLOAD_TYPE)
+        except BadAttestationInput:
             raise BadAttestationInput(
                 f"{where} holds an entry that is not a DSSE envelope"
             ) from None
-        if isinstance(statement, dict) and statement.get("predicateType") == REVOCATION_TYPE:
+        if (
+            not reasons
+            and isinstance(statement, dict)
+            and statement.get("predicateType") == REVOCATION_TYPE
+        ):
             out.append(statement)
     return out
+
+
+def revocations_of(doc: Any, keys: list[Any], where: str) -> list[dict[str, Any]]:
+    """The trusted revocation statements of the catalog's own rows (``{"revocations":
+    [envelope, ...]}``); what comes from outside is a signed list
+    (``open_revocation_list``)."""
+    entries = doc.get("revocations") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise BadAttestationInput(f"{where} is not a revocations document")
+    return revocation_statements(entries, keys, where)
+
+
+@dataclass(frozen=True)
+class RevocationList:
+    """A signed revocation list that holds: its version, expiry and trusted entries."""
+
+    version: int
+    expires: dt.datetime
+    digest: str  # sha256-<hex> of the list's envelope
+    statements: list[dict[str, Any]]
+
+
+def _when(value: Any) -> dt.datetime | None:
+    try:
+        when = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else None
+
+
+def open_revocation_list(
+    doc: Any,
+    keys: list[Any],
+    where: str,
+    *,
+    seen: dict[str, Any] | None = None,
+    now: dt.datetime | None = None,
+) -> tuple[RevocationList | None, list[str]]:
+    """(the list, reasons it is refused) of a signed revocation list, in the manner of
+    TUF's timestamp and snapshot metadata: the whole list is one DSSE envelope signed by
+    ``threshold_of(keys)`` trusted keys (an entry dropped breaks it), with a ``version``
+    that only increases and an ``expires`` time. Refused: a list signed otherwise, one
+    whose version is lower than ``seen`` (the highest this verifier kept: rollback) or
+    equal to it with other contents, and one past its expiry (freeze)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    if isinstance(doc, dict) and "revocations" in doc and "payload" not in doc:
+        return None, [
+            f"{where} is an unsigned list of revocations (dropping an entry from it would "
+            "go unnoticed): only a signed, versioned list counts (`imagectl verify "
+            "--export-revocations`)"
+        ]
+    body, reasons = _signed_payload(doc, keys, where, REVOCATIONS_PAYLOAD_TYPE)
+    if body is None:
+        return None, reasons
+    if not isinstance(body, dict) or body.get("_type") != REVOCATION_LIST_TYPE:
+        return None, [f"{where} is not an imagectl revocation list"]
+    version, expires = body.get("version"), _when(body.get("expires"))
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        return None, [f"{where} has no version (a whole number from 1)"]
+    if expires is None:
+        return None, [f"{where} has no expiry (an ISO 8601 time with its zone)"]
+    digest = envelope_digest(doc)
+    reasons = []
+    if expires <= now:
+        reasons.append(
+            f"{where} (version {version}) expired at {expires.isoformat()}: a list nobody "
+            "renewed may hide newer revocations (freeze); publish a fresh one"
+        )
+    if seen:
+        kept = int(seen.get("version") or 0)
+        if version < kept:
+            reasons.append(
+                f"{where} is version {version}, older than version {kept} already seen "
+                "here (rollback): refused"
+            )
+        elif version == kept and seen.get("digest") not in (None, digest):
+            reasons.append(
+                f"{where} is version {version}, seen here before with other contents: refused"
+            )
+    if reasons:
+        return None, reasons
+    statements = revocation_statements(body.get("revocations"), keys, where)
+    return RevocationList(version, expires, digest, statements), []
+
+
+def load_seen(path: Path) -> dict[str, Any] | None:
+    """The highest revocation list version this verifier kept (None: none yet)."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    doc = _read_json(path, "revocation state")
+    if not isinstance(doc, dict) or not isinstance(doc.get("version"), int):
+        raise BadAttestationInput(
+            f"the revocation state {path} is not one (remove it only "
+            "if you know no newer list was seen)"
+        )
+    return doc
+
+
+def record_seen(path: Path, found: RevocationList, seen: dict[str, Any] | None) -> None:
+    """Keep ``found``'s version when it is higher than ``seen``'s."""
+    from imagectl.fsutil import atomic_write_json
+
+    if seen and int(seen.get("version") or 0) >= found.version:
+        return
+    atomic_write_json(
+        path, {"version": found.version, "digest": found.digest,
+               "expires": found.expires.isoformat()}, indent=2,
+    )  # fmt: skip
 
 
 def revoked_by(
     revocations: list[dict[str, Any]], statement: dict[str, Any], digest: str | None
 ) -> list[str]:
     """Reasons a trusted revocation names this attestation (its envelope digest) or one
-    of its image subjects."""
-    mine = set(image_subjects(statement))
+    of its images (compared by identity: a revocation naming an image by its short id
+    revokes it too)."""
+    mine = image_subjects(statement)
     reasons = []
     for revocation in revocations:
-        named = set(subjects(revocation))
-        if (digest and f"{ENVELOPE_SUBJECT}{digest}" in named) or mine & named:
+        named = list(subjects(revocation))
+        hit = bool(digest and f"{ENVELOPE_SUBJECT}{digest}" in named)
+        for name in named if not hit else []:
+            ref = identity.from_subject(name)
+            if ref is not None and identity.first_mismatch(mine, ref, whole=False) is None:
+                hit = True
+                break
+        if hit:
             predicate = revocation.get("predicate") or {}
             reasons.append(
-                f"revoked by {predicate.get('revoked_by', 'an operator')} at "
-                f"{predicate.get('revoked_at', '?')}: {predicate.get('reason', 'no reason')}"
+                f"revoked by {_shown(predicate.get('revoked_by', 'an operator'))} at "
+                f"{_shown(predicate.get('revoked_at', '?'))}: "
+                f"{_shown(predicate.get('reason', 'no reason'))}"
             )
     return reasons
 
@@ -240,10 +522,15 @@ def verify_node(
     *,
     image_id: str | None,
     cloud: str | None = None,
+    region: str | None = None,
     revocations_file: Path | None = None,
+    seen_file: Path | None = None,
+    now: dt.datetime | None = None,
 ) -> list[str]:
     """Reasons this node's image is not attested (empty: it is). ``image_id``: what the
-    instance metadata says this node booted from (None: it could not tell, a reason)."""
+    instance metadata says this node booted from (None: it could not tell, a reason).
+    The node requires an attestation, so a missing revocation list is a reason (fail
+    closed); a list that holds raises the version kept in ``seen_file``."""
     keys = trusted_keys(trust_file)
     envelope = _read_json(envelope_file, "attestation")
     if not isinstance(envelope, dict):
@@ -260,7 +547,7 @@ def verify_node(
     attested = subjects(statement).get(MANIFEST_SUBJECT)
     if attested != manifest:
         reasons.append(
-            f"the attestation is for manifest {str(attested)[:12]}, but this image's "
+            f"the attestation is for manifest {_shown(attested)[:12]}, but this image's "
             f"{manifest_file} is {manifest[:12]}: it attests another image"
         )
     if not image_id:
@@ -268,12 +555,32 @@ def verify_node(
             "the instance metadata does not say which image this node booted from, so the "
             "attestation cannot be matched to it"
         )
-    elif not names_image(statement, image_id, cloud):
-        signed = ", ".join(image_subjects(statement)) or "no image"
-        reasons.append(f"the attestation names {signed}, not this node's image {image_id}")
+    else:
+        why = image_reason(
+            statement, image_id, cloud, "the attestation", region=region,
+            label=f"this node's image {_shown(image_id)}",
+        )  # fmt: skip
+        if why:
+            reasons.append(why)
     reasons += judged_whole(statement, "the attestation")
-    if revocations_file is not None and revocations_file.exists():
-        doc = _read_json(revocations_file, "revocations file")
-        found = revocations_of(doc, keys, f"the revocations file {revocations_file}")
-        reasons += revoked_by(found, statement, envelope_digest(envelope))
+    if revocations_file is None or not (revocations_file.exists() or revocations_file.is_symlink()):
+        reasons.append(
+            f"no revocation list at {revocations_file}: this image requires an attestation, "
+            "so without the signed list of revocations it fails closed (place `imagectl "
+            "verify --export-revocations` there)"
+        )
+        return reasons
+    where = f"the revocation list {revocations_file}"
+    seen = load_seen(seen_file) if seen_file is not None else None
+    found, refused = open_revocation_list(
+        _read_json(revocations_file, "revocations file"), keys, where, seen=seen, now=now
+    )
+    if found is None:
+        return reasons + refused
+    reasons += revoked_by(found.statements, statement, envelope_digest(envelope))
+    if seen_file is not None:
+        try:
+            record_seen(seen_file, found, seen)
+        except Exception as exc:  # UserError from atomic_write: the node cannot keep it
+            reasons.append(f"cannot keep the revocation list's version in {seen_file}: {exc}")
     return reasons

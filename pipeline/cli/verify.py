@@ -10,10 +10,14 @@ a missing, empty or foreign trust file).
 Trusted keys: ``--trust FILE``, else ``$IMAGECTL_ATTESTATION_TRUST``, else the
 repository's pinned ``keys/attestation-trust.json``. ``--envelope FILE`` verifies
 offline, without a catalog (a deploy job: the envelope, the trust file and optionally
-``--revocations FILE``). ``--export-envelope`` prints the envelope of a valid
-attestation, ``--export-revocations`` every recorded revocation (deploy jobs place both
-on nodes for ``imagectl verify-node``); ``--export-trust`` prints the configured signer's
-public key as a trust file (to enroll in the repository's anchor, reviewed)."""
+``--revocations FILE``; ``--stack`` and ``--cloud`` scope it as they scope a catalog
+lookup, and the image is compared by its full identity, ``imagectl.validators.identity``).
+``--export-envelope`` prints the envelope of a valid attestation,
+``--export-revocations`` signs and prints a fresh revocation list (every recorded
+revocation, a higher version, an expiry ``--valid-hours`` ahead; deploy jobs place both
+on nodes for ``imagectl verify-node``, which requires the list); ``--export-trust``
+prints the configured signer's public key as a trust file (to enroll in the
+repository's anchor, reviewed)."""
 
 from __future__ import annotations
 
@@ -48,7 +52,16 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--revocations",
     type=_FILE,
-    help="With --envelope: revocations to honour (`--export-revocations` output).",
+    help="With --envelope: the signed revocation list to honour (`--export-revocations` "
+    "output); refused when older than one seen here, or expired.",
+)
+@click.option(
+    "--valid-hours",
+    type=click.FloatRange(min=0.01, max=24 * 366),
+    default=7 * 24,
+    show_default=True,
+    help="With --export-revocations: hours until the list expires (a list nobody renews "
+    "is refused after it: a freeze).",
 )
 @click.option("--export-trust", is_flag=True, help="Print the signer's public key as a trust file.")
 @click.option(
@@ -60,7 +73,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--export-revocations",
     is_flag=True,
-    help="Print every recorded revocation (JSON) for deploy jobs and nodes.",
+    help="Sign and print a fresh revocation list (JSON) for deploy jobs and nodes.",
 )
 @json_option
 def command(
@@ -70,6 +83,7 @@ def command(
     trust: Path | None,
     envelope: Path | None,
     revocations: Path | None,
+    valid_hours: float,
     export_trust: bool,
     export_envelope: bool,
     export_revocations: bool,
@@ -82,7 +96,7 @@ def command(
         click.echo(trust_document([load_signer()[1]]), nl=False)
         return EXIT_OK
     if export_revocations:
-        return _export_revocations(stack)
+        return _export_revocations(stack, valid_hours)
     if not image:
         raise UserError("name the IMAGE to verify", hint="See `imagectl verify --help`")
     if revocations and not envelope:
@@ -91,26 +105,26 @@ def command(
             hint="Without --envelope the catalog's revocations are used",
         )
     keys = load_trust(trust)
-    result = _offline(image, envelope, revocations, keys, cloud) if envelope else _catalog(
+    result = _offline(image, envelope, revocations, keys, cloud, stack) if envelope else _catalog(
         image, stack, cloud, keys)  # fmt: skip
     if export_envelope and result.valid:
         click.echo(json.dumps(result.envelope, indent=2))
     elif as_json:
         emit_json(result.to_dict())
     else:
-        from rich.markup import escape
+        from imagectl.safetext import markup, plain
 
         out = console()
         if result.valid:
             out.print(
-                f"[green]valid[/]: {escape(result.image)} is attested by {result.digest}, "
-                f"signed by key {str(result.keyid or '-')[:16]}"
+                f"[green]valid[/]: {markup(result.image)} is attested by {result.digest}, "
+                f"signed by key {markup(str(result.keyid or '-')[:16])}"
             )
         else:
             word = "revoked" if result.revoked else "not valid"
-            out.print(f"[red]{word}[/]: {escape(result.image)}")
+            out.print(f"[red]{word}[/]: {markup(result.image)}")
             for reason in result.reasons:
-                out.print(f"  - {reason}", soft_wrap=True, markup=False)
+                out.print(f"  - {plain(reason)}", soft_wrap=True, markup=False)
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
@@ -123,9 +137,22 @@ def _catalog(image: str, stack: str | None, cloud: str | None, keys: list[Any]) 
     try:
         with catalog.transaction() as s:
             img = resolve_image(s, image, stack=stack, cloud=cloud, allow_replica=True)
-            return verify_image(s, img, keys)
+            img_stack, img_cloud = img.stack, img.cloud
+        provider = _provider(img_stack, img_cloud)
+        with catalog.transaction() as s:
+            img = resolve_image(s, image, stack=stack, cloud=cloud, allow_replica=True)
+            return verify_image(s, img, keys, provider=provider)
     finally:
         catalog.close()
+
+
+def _provider(stack: str, cloud: str) -> Any:
+    """The image's cloud, asked for its ``imagectl:revoked`` tag (a stack or cloud that
+    cannot be opened: bad input, exit 2)."""
+    from imagectl.paths import find_workspace
+    from imagectl.promotion.context import load_stack_for, provider_for
+
+    return provider_for(load_stack_for(find_workspace(), stack), cloud)
 
 
 def _read(path: Path, what: str) -> Any:
@@ -138,7 +165,12 @@ def _read(path: Path, what: str) -> Any:
 
 
 def _offline(
-    image: str, envelope: Path, revocations: Path | None, keys: list[Any], cloud: str | None
+    image: str,
+    envelope: Path,
+    revocations: Path | None,
+    keys: list[Any],
+    cloud: str | None,
+    stack: str | None,
 ) -> Any:
     from imagectl.provenance.verify import verify_envelope
 
@@ -147,20 +179,37 @@ def _offline(
         _read(envelope, "attestation"),
         keys,
         cloud=cloud,
+        stack=stack,
         revocations=_read(revocations, "revocations file") if revocations else None,
         where=f"the attestation {envelope}",
     )
 
 
-def _export_revocations(stack: str | None) -> int:
+def _export_revocations(stack: str | None, valid_hours: float) -> int:
     from imagectl.catalog.db import open_catalog
-    from imagectl.provenance.verify import export_revocations
+    from imagectl.provenance.keys import load_signer, load_trust
+    from imagectl.provenance.revocations import publish_list
 
+    if stack:
+        raise UserError(
+            "--export-revocations signs one list of every stack's revocations (a list per "
+            "stack would let one stack's older list hide another's)",
+            hint="Leave --stack out",
+        )
+    signer, _public = load_signer()
     catalog = open_catalog()
     try:
         with catalog.transaction() as s:
-            doc = export_revocations(s, stack)
+            doc = publish_list(s, signer, _trust_or_none(load_trust), valid_hours=valid_hours)
     finally:
         catalog.close()
     click.echo(json.dumps(doc, indent=2))
     return EXIT_OK
+
+
+def _trust_or_none(load: Any) -> Any:
+    """The configured trust (to keep the new list's version as seen), None when none is."""
+    try:
+        return load(None)
+    except UserError:
+        return None

@@ -6,8 +6,10 @@ signed by a key of the image's trust file, names the image this instance booted 
 (the cloud's instance metadata: AWS IMDSv2 ``ami-id``, Google Cloud ``instance/image``,
 Azure IMDS ``storageProfile/imageReference`` id, the local cloud's QEMU fw_cfg
 ``opt/imagectl/image_id``) and this image's manifest, holds together (verdict pass and
-every receipt passed), and no trusted revocation beside it names it; exit 1 (the unit
-fails, the node is not ready) otherwise; exit 2 when a file is missing, empty or not
+every receipt passed), the signed revocation list beside it holds (no older version
+than the one this node kept in ``--revocations-state``, not expired; a missing list
+fails closed) and names it not; exit 1 (the unit fails, the node is not ready)
+otherwise; exit 2 when a file is missing, empty or not
 what it should be. Uses only the validator's own package (``validators.attestation``)."""
 
 from __future__ import annotations
@@ -50,8 +52,16 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     type=_FILE,
     default=Path("/etc/imagectl/attestation-revocations.json"),
     show_default=True,
-    help="Revocations placed by the deploy system (`imagectl verify --export-revocations`); "
-    "absent: none known.",
+    help="The signed revocation list placed by the deploy system (`imagectl verify "
+    "--export-revocations`); required: without it the node fails closed.",
+)
+@click.option(
+    "--revocations-state",
+    type=_FILE,
+    default=Path("/var/lib/imagectl/revocations-seen.json"),
+    show_default=True,
+    help="Where this node keeps the highest revocation list version it has seen (an older "
+    "list is refused).",
 )
 @click.option(
     "--image-id",
@@ -63,20 +73,21 @@ def command(
     trust: Path,
     manifest: Path,
     revocations: Path,
+    revocations_state: Path,
     image_id: str | None,
     as_json: bool,
 ) -> int:
     """Refuse (exit 1) unless this node's image carries a valid signed attestation."""
-    cloud = None
+    cloud = region = None
     if not image_id:
         from imagectl.validators.host.metadata import booted_image
 
         found = booted_image()
-        image_id, cloud = found.get("image_id"), found.get("cloud")
+        image_id, cloud, region = found.get("image_id"), found.get("cloud"), found.get("region")
     try:
         reasons = verify_node(
-            envelope, trust, manifest, image_id=image_id, cloud=cloud,
-            revocations_file=revocations,
+            envelope, trust, manifest, image_id=image_id, cloud=cloud, region=region,
+            revocations_file=revocations, seen_file=revocations_state,
         )  # fmt: skip
     except BadAttestationInput as exc:
         raise UserError(
@@ -91,10 +102,16 @@ def command(
              "image_id": image_id}
         )  # fmt: skip
     elif reasons:
+        from imagectl.safetext import plain
+
         out = console()
         out.print("[red]not attested[/]: this node's image fails its attestation")
         for reason in reasons:
-            out.print(f"  - {reason}", soft_wrap=True, markup=False)
+            out.print(f"  - {plain(reason)}", soft_wrap=True, markup=False)
     else:
-        console().print(f"attested: {envelope} holds for {manifest} ({image_id})", markup=False)
+        from imagectl.safetext import plain
+
+        console().print(
+            plain(f"attested: {envelope} holds for {manifest} ({image_id})"), markup=False
+        )
     return EXIT_OK if not reasons else EXIT_FAILED

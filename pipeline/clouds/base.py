@@ -114,6 +114,15 @@ class Provider(ABC):
     @abstractmethod
     def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
 
+    def image_identity(self, image: CloudImage) -> str:
+        """The image's full identity, as a signed statement names it and a verifier
+        compares it (``imagectl.validators.identity``): AWS adds the owning account,
+        Google Cloud the project and numeric id, Azure's id is its full resource id.
+        The local cloud's id is a content address: region and id."""
+        from imagectl.validators.identity import ImageRef
+
+        return ImageRef(self.cloud, image.image_id, image.region).text()
+
     @abstractmethod
     def set_tags(self, image: CloudImage, tags: dict[str, str]) -> None:
         """Add or replace ``tags`` (keys from ``imagectl.tags``) on the image, keeping

@@ -57,6 +57,7 @@ from imagectl.promotion.results import Progress, PromotionResult, RegionResult
 from imagectl.promotion.retention import apply_retention
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import load_signer, load_trust
+from imagectl.provenance.revocations import revoked_elsewhere
 from imagectl.provenance.verify import verify_image
 from imagectl.stacks.resolve import ResolvedStack, stack_digest
 from imagectl.stacks.schema import Stack
@@ -140,7 +141,14 @@ def promote(
 
     with catalog.transaction() as s:
         img = resolve_image(s, image, stack=model.name, cloud=cloud)
-        pk = img.id
+        pk, label = img.id, img.label
+        # the published list and the cloud's tag, beside the catalog's rows (the gate):
+        # no single store can un-revoke an image, and --force does not override them
+        elsewhere = revoked_elsewhere(
+            s, img, lambda: trusted if trusted is not None else load_trust(), provider
+        )
+    if elsewhere:
+        raise ImageBlocked(label, elsewhere)
     if dry_run:
         return _dry_run(catalog, pk, model, cloud, digest, targets, force, trusted)
 

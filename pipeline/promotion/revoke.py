@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,8 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.errors import UserError
 from imagectl.promotion.rollback import rollback
 from imagectl.provenance.attest import publish, sign_statement
-from imagectl.provenance.keys import load_signer
+from imagectl.provenance.keys import load_signer, load_trust
+from imagectl.provenance.revocations import publish_list
 from imagectl.tags import TAG_REVOKED, TAG_SOURCE_IMAGE
 from imagectl.validators.attestation import (
     ENVELOPE_SUBJECT,
@@ -50,8 +50,14 @@ class Revoked:
 
 
 def _payload(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The payload of the catalog's own attestation (bounded: it is JSON from a store)."""
+    from imagectl.boundedjson import parse_bounded
+
     try:
-        doc = json.loads(base64.b64decode(envelope["payload"]))
+        doc = parse_bounded(
+            base64.b64decode(envelope["payload"]), kind="attestation payload",
+            where="the catalog's attestation", hint="", max_bytes=64 << 20, max_depth=48,
+        )  # fmt: skip
     except Exception:
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -130,11 +136,19 @@ def revoke_image(
         tagged = [(m.region, m.cloud_image_id) for m in group]
         label = source.label
         attested = row.digest if row is not None else None
+        publish_list(s, signer, _trust())  # the signed list, a higher version
     if provider is not None:
         for region, image_id in tagged:
             cloud_image = CloudImage(cloud=cloud, region=region, image_id=image_id, name=image_id)
             provider.set_tags(cloud_image, {TAG_REVOKED: digest})
     return Revoked(label, digest, attested, reason, rolled_back)
+
+
+def _trust() -> list[Any] | None:
+    try:
+        return load_trust()
+    except UserError:
+        return None  # no trust configured here: the list is published, not checked
 
 
 def _block(s: Any, img: Any, reason: str, actor: str) -> None:

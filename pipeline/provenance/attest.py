@@ -95,6 +95,20 @@ def attest_image(catalog: Catalog, image_pk: int, provider: Provider | None = No
             for row in repo.list_images(s, stack=img.stack, cloud=img.cloud)
             if row.tags.get(TAG_SOURCE_IMAGE) == img.id and row.state in ATTESTABLE
         ]
+        where = [(img.region, img.cloud_image_id), *copies]
+        cloud = img.cloud
+    # the full identity of each (AWS: its account; GCP: project and numeric id), from the
+    # cloud, outside the transaction
+    identities = {
+        (region, image_id): provider.image_identity(
+            CloudImage(cloud=cloud, region=region, image_id=image_id, name=image_id)
+        )
+        for region, image_id in where
+    } if provider is not None else {}  # fmt: skip
+    with catalog.transaction() as s:
+        img = repo.get_image(s, image_pk)
+        assert img is not None
+        runs = repo.latest_receipts(s, img)
         statement = build_statement(
             cloud=img.cloud,
             region=img.region,
@@ -109,6 +123,7 @@ def attest_image(catalog: Catalog, image_pk: int, provider: Provider | None = No
             attested_at=dt.datetime.now(dt.timezone.utc).isoformat(),
             copies=copies,
             base_image=dict(img.build.base_image) if img.build and img.build.base_image else None,
+            identities=identities,
         )
         envelope = sign_statement(statement, signer)
         digest = envelope_digest(envelope)

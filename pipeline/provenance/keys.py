@@ -15,7 +15,10 @@ attest`` (and ``imagectl run``, the local demonstration, through ``ensure_local_
 creates it: nothing else makes a key, and no verifier ever does.
 
 Verifiers trust the keys of a trust file ``{"keys": [{"keyid", "keytype", "scheme",
-"keyval"}]}``: ``--trust FILE``, else ``$IMAGECTL_ATTESTATION_TRUST``, else the
+"keyval"}], "threshold": N}`` (``threshold``, default 1: how many distinct keys must
+sign; each ``keyid`` must be the one securesystemslib computes from its key, and
+unique; the file and its folder writable by nobody else, symlinks resolved and
+checked): ``--trust FILE``, else ``$IMAGECTL_ATTESTATION_TRUST``, else the
 repository's pinned anchor ``keys/attestation-trust.json`` (reviewed like code). A
 missing, empty or foreign trust file is bad input (exit 2), never an empty trust. The
 cloud SDKs load only when a KMS signer is used.
@@ -34,7 +37,12 @@ from typing import Any
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write, open_lock_file, private_dir
 from imagectl.paths import Workspace, find_workspace, state_dir
-from imagectl.validators.attestation import BadAttestationInput, parse_trust
+from imagectl.validators.attestation import (
+    BadAttestationInput,
+    _read_json,
+    parse_trust,
+    threshold_of,
+)
 
 ENV_SIGNER = "IMAGECTL_ATTESTATION_SIGNER"
 ENV_TRUST = "IMAGECTL_ATTESTATION_TRUST"
@@ -159,7 +167,10 @@ def _file_signer(path: Path) -> tuple[Any, Any]:
 
 
 def trust_document(keys: list[Any]) -> str:
-    return json.dumps({"keys": [{"keyid": k.keyid, **k.to_dict()} for k in keys]}, indent=2) + "\n"
+    doc: dict[str, Any] = {"keys": [{"keyid": k.keyid, **k.to_dict()} for k in keys]}
+    if threshold_of(keys) > 1:
+        doc["threshold"] = threshold_of(keys)
+    return json.dumps(doc, indent=2) + "\n"
 
 
 def trust_path(path: Path | None = None, workspace: Workspace | None = None) -> Path:
@@ -194,9 +205,9 @@ def image_trust(workspace: Workspace | None = None) -> dict[str, Any]:
     writes no trust file and cannot require an attestation); a foreign one is exit 2."""
     where = trust_path(None, workspace)
     try:
-        doc = json.loads(where.read_text())
-    except (OSError, ValueError):
-        doc = None
-    if isinstance(doc, dict) and doc.get("keys") == []:
+        doc = _read_json(where, "trust file")
+    except BadAttestationInput:
+        doc = None  # load_trust says why
+    if isinstance(doc, dict) and doc.get("keys") == [] and set(doc) == {"keys"}:
         return {}
     return json.loads(trust_document(load_trust(where)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
+from imagectl.safetext import one_line
 from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
     REVOCATION_LIST_TYPE,
@@ -80,20 +82,33 @@ def sign_list(
     """A new signed list of every recorded revocation: its version is higher than any
     this state folder published or saw (and never below the Unix time, so a lost state
     folder cannot restart the count below what nodes kept)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return list_envelope(
+        [dict(r.envelope) for r in repo.revocations(session, None)],
+        version=max(_previous_version() + 1, int(now.timestamp())),
+        expires=now + dt.timedelta(hours=valid_hours),
+        signers=[signer],
+    )
+
+
+def list_envelope(
+    entries: list[dict[str, Any]], *, version: int, expires: dt.datetime, signers: list[Any]
+) -> dict[str, Any]:
+    """The DSSE envelope of a revocation list of ``entries`` (revocation envelopes),
+    signed by each of ``signers``."""
     from securesystemslib.dsse import Envelope
 
     from imagectl.provenance.attest import canonical
 
-    now = now or dt.datetime.now(dt.timezone.utc)
-    version = max(_previous_version() + 1, int(now.timestamp()))
     body = {
         "_type": REVOCATION_LIST_TYPE,
         "version": version,
-        "expires": (now + dt.timedelta(hours=valid_hours)).isoformat(),
-        "revocations": [dict(r.envelope) for r in repo.revocations(session, None)],
+        "expires": expires.isoformat(),
+        "revocations": entries,
     }
     env = Envelope(payload=canonical(body), payload_type=REVOCATIONS_PAYLOAD_TYPE, signatures={})
-    env.sign(signer)
+    for signer in signers:
+        env.sign(signer)
     doc: dict[str, Any] = env.to_dict()
     return doc
 
@@ -154,3 +169,45 @@ def cloud_tag(provider: Provider | None, img: Image) -> tuple[str | None, list[s
             f"{type(exc).__name__}: {str(exc)[:200]}"
         ]
     return (found.tags.get(TAG_REVOKED) if found is not None else None), []
+
+
+def revoked_elsewhere(
+    session: Session, img: Image, keys: Callable[[], list[Any]], provider: Provider | None
+) -> list[str]:
+    """What the published list and the cloud's tag say of ``img`` (the catalog's own rows
+    are the caller's): a list entry naming the image or its attestation, the cloud's
+    ``imagectl:revoked`` tag, or why the list is refused (rolled back, expired, gone).
+    ``keys`` is called only when there is a list to check."""
+    reasons: list[str] = []
+    if list_file().exists() or list_file().is_symlink() or seen_file().exists():
+        listed, refused = published(keys())
+        reasons += refused
+        if listed is not None:
+            reasons += [
+                f"the published revocation list (version {listed.version}) revokes it: {why}"
+                for why in _named_by(session, img, listed.statements)
+            ]
+    tag, unreadable = cloud_tag(provider, img)
+    reasons += unreadable
+    if tag:
+        reasons.append(f"the cloud's {TAG_REVOKED} tag names revocation {one_line(tag)[:19]}")
+    return reasons
+
+
+def _named_by(session: Session, img: Image, statements: list[dict[str, Any]]) -> list[str]:
+    """``revoked_by`` for a catalog image: its attestation's digest, or its identity."""
+    from imagectl.validators.attestation import ENVELOPE_SUBJECT, subjects
+    from imagectl.validators.identity import first_mismatch, parse
+
+    own = repo.latest_attestation(session, img)
+    seen = parse(img.cloud, img.cloud_image_id if img.cloud in ("gcp", "azure")
+                 else f"{img.region}/{img.cloud_image_id}")  # fmt: skip
+    found = []
+    for statement in statements:
+        named = list(subjects(statement))
+        by_digest = own is not None and f"{ENVELOPE_SUBJECT}{own.digest}" in named
+        images = [n for n in named if n.startswith("image:")]
+        if by_digest or (images and first_mismatch(images, seen, whole=False) is None):
+            predicate = statement.get("predicate") or {}
+            found.append(one_line(predicate.get("reason", "no reason")))
+    return found

@@ -3,11 +3,14 @@
 Statement layout: https://github.com/in-toto/attestation/blob/main/spec/v1/statement.md.
 Subjects (``ResourceDescriptor``: a name and a digest set):
 
-- the cloud image, named ``image:<cloud>/<region>/<cloud image id>``, and one such
-  subject per region's copy once the promotion made them (the promotion signs the
-  statement again with its copies). Cloud image ids are assigned by the cloud and not
-  content addresses, so each digest is the sha256 of that name: it binds the statement
-  to exactly those images;
+- the cloud image, named by its full identity (``image:`` +
+  ``imagectl.validators.identity.ImageRef.text()``: AWS ``aws/<region>/<account>/<ami>``,
+  Google Cloud ``gcp/projects/<p>/global/images/<name>@<numeric id>``, Azure
+  ``azure/<the version's full resource id>``, the local cloud ``local/<region>/<id>``),
+  and one such subject per region's copy once the promotion made them (the promotion
+  signs the statement again with its copies). Cloud image ids are assigned by the cloud
+  and not content addresses, so each digest is the sha256 of that name: it binds the
+  statement to exactly those images;
 - the stack, named ``stack:<name>``, digest its stack digest (the pins it was built from);
 - the image manifest (``/etc/imagectl/manifest.json``), digest the sha256 of the copy the
   build fetched into its build folder (``Build.manifest_sha256``), never what a host
@@ -31,8 +34,12 @@ from imagectl.validators.attestation import (
 )
 
 
-def image_subject_name(cloud: str, region: str, cloud_image_id: str) -> str:
-    return f"image:{cloud}/{region}/{cloud_image_id}"
+def image_subject_name(
+    cloud: str, region: str, cloud_image_id: str, identity: str | None = None
+) -> str:
+    """``image:`` + the full identity the cloud gave (``Provider.image_identity``), else
+    the catalog's own ``<cloud>/<region>/<id>``."""
+    return f"image:{identity}" if identity else f"image:{cloud}/{region}/{cloud_image_id}"
 
 
 def build_statement(
@@ -50,12 +57,15 @@ def build_statement(
     attested_at: str,
     copies: list[tuple[str, str]] | None = None,
     base_image: dict[str, Any] | None = None,
+    identities: dict[tuple[str, str], str] | None = None,
 ) -> dict[str, Any]:
     """``copies``: (region, cloud image id) of each promoted copy; ``base_image``: the
-    build's base (``BaseImage.to_dict()``), None for builds recorded before it was."""
+    build's base (``BaseImage.to_dict()``), None for builds recorded before it was;
+    ``identities``: (region, cloud image id) -> the full identity the cloud gave."""
     copies = copies or []
-    names = [image_subject_name(cloud, region, cloud_image_id)]
-    names += [image_subject_name(cloud, r, i) for r, i in copies]
+    ids = identities or {}
+    names = [image_subject_name(cloud, region, cloud_image_id, ids.get((region, cloud_image_id)))]
+    names += [image_subject_name(cloud, r, i, ids.get((r, i))) for r, i in copies]
     subjects: list[dict[str, Any]] = [
         {"name": n, "digest": {"sha256": name_digest(n)}} for n in dict.fromkeys(names)
     ]

@@ -16,8 +16,6 @@ in-toto statement is corrupt (``CorruptAttestation``, exit 2).
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,16 +24,21 @@ from sqlalchemy.orm import Session
 from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Attestation, Image
+from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
+from imagectl.provenance import revocations as published_list
 from imagectl.provenance.attest import canonical, envelope_digest
-from imagectl.provenance.statement import image_subject_name
+from imagectl.safetext import one_line
+from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
     PREDICATE_TYPE,
     STATEMENT_TYPE,
     BadAttestationInput,
-    image_subjects,
+    image_reason,
     judged_whole,
-    names_image,
+    load_seen,
+    open_revocation_list,
+    record_seen,
     revocations_of,
     revoked_by,
     statement_of,
@@ -73,33 +76,44 @@ class Verification:
         }
 
 
-def _unverified_statement(envelope: dict[str, Any]) -> dict[str, Any]:
-    """The payload, only to find which envelope to judge (judged after, signature first)."""
-    try:
-        doc = json.loads(base64.b64decode(envelope["payload"]))
-    except Exception:
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def _find(session: Session, img: Image) -> Attestation | None:
+def _find(session: Session, img: Image, trusted: list[Any]) -> Attestation | None:
     """The newest attestation whose envelope names ``img``: its own, or (a copy) the one
-    the promotion signed naming it. Tags are not followed."""
-    name = image_subject_name(img.cloud, img.region, img.cloud_image_id)
+    the promotion signed naming it, judged only once its signature holds (a payload is
+    never read before). Tags are not followed."""
     own = repo.latest_attestation(session, img)
     if own is not None:
         return own
     for row in repo.stack_attestations(session, img.stack, img.cloud):
-        if name in image_subjects(_unverified_statement(row.envelope)):
+        try:
+            statement, reasons = statement_of(dict(row.envelope), trusted, "an attestation")
+        except BadAttestationInput:
+            continue
+        if statement is not None and not reasons and _names(statement, img) is None:
             return row
     return None
 
 
-def verify_image(session: Session, img: Image, trusted: list[Any]) -> Verification:
-    row = _find(session, img)
+def _names(statement: dict[str, Any], img: Image, where: str = "the statement") -> str | None:
+    """Why ``statement`` does not name the catalog's ``img`` (None: it does). The row is
+    this controller's own image (its account's, its project's), so the catalog's region
+    and id are compared with the signed identity's (``validators.identity``)."""
+    seen = img.cloud_image_id if img.cloud == "gcp" else f"{img.region}/{img.cloud_image_id}"
+    if img.cloud == "azure":
+        seen = img.cloud_image_id
+    return image_reason(statement, seen, img.cloud, where, whole=False)
+
+
+def verify_image(
+    session: Session, img: Image, trusted: list[Any], *, provider: Provider | None = None
+) -> Verification:
+    """The catalog's attestation of ``img`` judged whole; revoked when the catalog, the
+    published revocation list or (with ``provider``) the cloud's ``imagectl:revoked``
+    tag says so (``imagectl.provenance.revocations``)."""
+    row = _find(session, img, trusted)
     result = Verification(image=img.label, attested_image=img.label)
     if row is None:
         result.reasons.append(f"no attestation is recorded for {img.label}")
+        result.reasons += _stores(session, img, trusted, provider, None, None, result)
         return result
     source = row.image
     result.attested_image = source.label
@@ -111,19 +125,47 @@ def verify_image(session: Session, img: Image, trusted: list[Any]) -> Verificati
         result.reasons.append(f"{where}: the stored envelope does not match its digest")
     if statement is not None:
         result.reasons += _statement_reasons(session, img, source, statement, where)
+    result.reasons += _stores(session, img, trusted, provider, statement, row.digest, result)
+    if img.state == ImageState.BLOCKED.value and not result.revoked:
+        result.reasons.append(
+            f"{img.label} is blocked in the catalog ({one_line(img.blocked_reason or 'no reason')})"
+        )
+    return result
+
+
+def _stores(
+    session: Session,
+    img: Image,
+    trusted: list[Any],
+    provider: Provider | None,
+    statement: dict[str, Any] | None,
+    digest: str | None,
+    result: Verification,
+) -> list[str]:
+    """The three stores' word on revocation: the catalog's rows, the published signed
+    list (refused when rolled back, expired or gone), the cloud's tag (its digest)."""
+    reasons: list[str] = []
+    revoked: list[str] = []
+    if statement is not None:
         found = revocations_of(
             {"revocations": [dict(r.envelope) for r in repo.revocations(session, img.stack)]},
             trusted,
             "the catalog's revocations",
         )
-        revoked = revoked_by(found, statement, row.digest)
-        result.revoked = bool(revoked)
-        result.reasons += [f"{img.label} is {why}" for why in revoked]
-    if img.state == ImageState.BLOCKED.value and not result.revoked:
-        result.reasons.append(
-            f"{img.label} is blocked in the catalog ({img.blocked_reason or 'no reason'})"
-        )
-    return result
+        revoked += revoked_by(found, statement, digest)
+    listed, refused = published_list.published(trusted)
+    reasons += refused
+    if listed is not None and statement is not None:
+        revoked += [f"{why} (the published revocation list, version {listed.version})"
+                    for why in revoked_by(listed.statements, statement, digest)]  # fmt: skip
+    tag, unreadable = published_list.cloud_tag(provider, img)
+    reasons += unreadable
+    if tag or img.tags.get(TAG_REVOKED):
+        named = one_line(tag or img.tags.get(TAG_REVOKED))[:19]
+        store = "cloud's" if tag else "catalog's"
+        revoked.append(f"revoked (the {store} {TAG_REVOKED} tag names revocation {named})")
+    result.revoked = bool(revoked)
+    return reasons + [f"{img.label} is {why}" for why in dict.fromkeys(revoked)]
 
 
 def verify_envelope(
@@ -132,11 +174,14 @@ def verify_envelope(
     trusted: list[Any],
     *,
     cloud: str | None = None,
+    stack: str | None = None,
     revocations: Any = None,
     where: str = "the envelope",
 ) -> Verification:
-    """Offline: does ``envelope`` (signed by ``trusted``) attest ``image_id``, whole and
-    not revoked by a trusted revocation in ``revocations``? No catalog."""
+    """Offline: does ``envelope`` (signed by ``trusted``) attest ``image_id`` (its full
+    identity: ``validators.identity``), on ``cloud`` and of ``stack`` where given, whole
+    and not revoked by the signed list ``revocations`` (refused when older than one this
+    state folder saw, or expired)? No catalog."""
     result = Verification(image=image_id, attested_image=image_id)
     if not isinstance(envelope, dict):
         raise UserError(f"{where} is not a DSSE envelope")
@@ -144,22 +189,33 @@ def verify_envelope(
     statement = _open(envelope, where, trusted, result)
     if statement is None:
         return result
-    if not names_image(statement, image_id, cloud):
-        signed = ", ".join(image_subjects(statement)) or "no image"
-        result.reasons.append(f"{where} attests {signed}, not {image_id}")
+    why = image_reason(statement, image_id, cloud, where)
+    if why:
+        result.reasons.append(why)
     else:
         predicate = statement.get("predicate") or {}
         image = predicate.get("image") or {}
-        result.attested_image = str(image.get("id") or image_id)
+        result.attested_image = one_line(image.get("id") or image_id)
+    if stack and f"stack:{stack}" not in subjects(statement):
+        signed = [n.removeprefix("stack:") for n in subjects(statement) if n.startswith("stack:")]
+        result.reasons.append(
+            f"{where} attests stack {one_line(', '.join(signed) or 'none')}, not {stack}"
+        )
     result.reasons += judged_whole(statement, where)
     if revocations is not None:
         try:
-            found = revocations_of(revocations, trusted, "the revocations file")
+            seen = load_seen(published_list.seen_file())
+            found, refused = open_revocation_list(
+                revocations, trusted, "the revocation list", seen=seen
+            )
         except BadAttestationInput as exc:
             raise UserError(str(exc)) from None
-        revoked = revoked_by(found, statement, result.digest)
-        result.revoked = bool(revoked)
-        result.reasons += [f"{image_id} is {why}" for why in revoked]
+        result.reasons += refused
+        if found is not None:
+            record_seen(published_list.seen_file(), found, seen)
+            revoked = revoked_by(found.statements, statement, result.digest)
+            result.revoked = bool(revoked)
+            result.reasons += [f"{image_id} is {why}" for why in revoked]
     return result
 
 
@@ -184,10 +240,9 @@ def _statement_reasons(
     if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
         return []  # statement_of gave the reason
     reasons = []
-    name = image_subject_name(img.cloud, img.region, img.cloud_image_id)
-    if name not in image_subjects(statement):
-        images = ", ".join(image_subjects(statement)) or "no image"
-        reasons.append(f"{where} attests {images}, not {name}")
+    why = _names(statement, img, where)
+    if why:
+        reasons.append(why)
     if subjects(statement).get(f"stack:{img.stack}") != img.stack_digest:
         reasons.append(
             f"{where} does not attest stack {img.stack} at digest {img.stack_digest[:12]}"
@@ -202,8 +257,3 @@ def _statement_reasons(
                 "the one signed (changed after signing, or newer than the attestation)"
             )
     return reasons
-
-
-def export_revocations(session: Session, stack: str | None = None) -> dict[str, Any]:
-    """The recorded revocations as one document for deploy jobs and nodes."""
-    return {"revocations": [dict(r.envelope) for r in repo.revocations(session, stack)]}

@@ -9,13 +9,17 @@ writes, the node's own manifest (written by the manifest role's real
 metadata reports (``--image-id``, as ``validators.host.metadata`` reads it). Each attack
 must fail the unit: another build's envelope on this node, an envelope for another image
 id, a tampered envelope, another key's signature, a statement that says pass while one
-of its receipts failed, a revoked image (exit 1); an empty or foreign trust file and a
-missing envelope are bad input (exit 2).
+of its receipts failed, a revoked image, and a revocation list that is missing, older
+than one the node kept, expired, or unsigned as a whole (exit 1); an empty, foreign or
+bent trust file (a key id not computed from its key, one key id twice, a threshold it
+cannot meet, writable by others or a symlink to such a file) and a missing envelope are
+bad input (exit 2).
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import json
 import os
@@ -30,6 +34,7 @@ from securesystemslib.signer import CryptoSigner
 from imagectl.promotion.revoke import revocation_statement
 from imagectl.provenance.attest import envelope_digest, sign_statement
 from imagectl.provenance.keys import trust_document
+from imagectl.provenance.revocations import list_envelope
 from imagectl.provenance.statement import build_statement
 from tests.support import require_tool
 
@@ -93,13 +98,29 @@ def node(tmp_path: Path) -> dict[str, Path]:
     (etc / "attestation-trust.json").write_text(trust_document([SIGNER.public_key]))
     envelope = sign_statement(_statement(manifest.read_bytes()), SIGNER)
     (etc / "attestation.dsse.json").write_text(json.dumps(envelope))
+    _place_list(etc / "attestation-revocations.json", [], version=5)
     return {
         "etc": etc,
         "manifest": manifest,
         "envelope": etc / "attestation.dsse.json",
         "trust": etc / "attestation-trust.json",
         "revocations": etc / "attestation-revocations.json",
+        "seen": tmp_path / "state" / "revocations-seen.json",
     }
+
+
+def _place_list(
+    path: Path, entries: list, *, version: int, expires_in_h: float = 24.0,
+    signers: list | None = None,
+) -> dict:  # fmt: skip
+    """A signed revocation list as the controller publishes it (``list_envelope``)."""
+    doc = list_envelope(
+        entries, version=version,
+        expires=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=expires_in_h),
+        signers=signers or [SIGNER],
+    )  # fmt: skip
+    path.write_text(json.dumps(doc))
+    return doc
 
 
 def _statement(
@@ -135,6 +156,7 @@ def _pre_start(tmp_path: Path, node: dict[str, Path], image_id: str = AMI) -> li
         validator_attestation_file=str(node["envelope"]),
         validator_attestation_trust_file=str(node["trust"]),
         validator_attestation_revocations_file=str(node["revocations"]),
+        validator_revocations_state_file=str(node["seen"]),
         manifest_file=str(node["manifest"]),
     )
     (line,) = [ln for ln in lines if ln.startswith("ExecStartPre=") and "verify-node" in ln]
@@ -236,13 +258,53 @@ def test_a_revoked_image_fails_the_unit(tmp_path: Path, node: dict[str, Path]) -
         )  # fmt: skip
 
     # a revocation by a key the image does not trust is ignored (anyone can write one)
-    node["revocations"].write_text(
-        json.dumps({"revocations": [revocation(CryptoSigner.generate_ed25519())]})
-    )
+    _place_list(node["revocations"], [revocation(CryptoSigner.generate_ed25519())], version=6)
     assert _run(argv).returncode == 0
-    node["revocations"].write_text(json.dumps({"revocations": [revocation(SIGNER)]}))
+    trusted = _place_list(node["revocations"], [revocation(SIGNER)], version=7)
     revoked = _run(argv)
     assert revoked.returncode == 1 and "recalled: bad NCCL" in revoked.stdout, revoked.stdout
+    # refused for the revocation, not because signature checking refuses everything
+    assert "not signed by" not in revoked.stdout
+    assert json.loads(node["seen"].read_text())["version"] == 7  # the node kept it
+
+    # the same list unsigned as a whole (the old form): one entry could be dropped unseen
+    node["revocations"].write_text(json.dumps({"revocations": []}))
+    unsigned = _run(argv)
+    assert unsigned.returncode == 1 and "unsigned list" in _flat(unsigned.stdout)
+
+    # an entry dropped from the signed list: its signature no longer holds
+    body = json.loads(base64.b64decode(trusted["payload"]))
+    body["revocations"] = []
+    dropped = {**trusted, "payload": base64.b64encode(json.dumps(body).encode()).decode()}
+    node["revocations"].write_text(json.dumps(dropped))
+    r = _run(argv)
+    assert r.returncode == 1 and "not signed by a trusted key" in _flat(r.stdout), r.stdout
+
+    # an older list, genuinely signed, without the revocation (rollback)
+    _place_list(node["revocations"], [], version=6)
+    rollback = _run(argv)
+    assert rollback.returncode == 1 and "older than version 7" in _flat(rollback.stdout)
+    assert "rollback" in rollback.stdout
+
+    # a newer list past its expiry (freeze)
+    _place_list(node["revocations"], [], version=9, expires_in_h=-1)
+    frozen = _run(argv)
+    assert frozen.returncode == 1 and "expired" in frozen.stdout and "freeze" in frozen.stdout
+
+    # a list signed by a key the image does not trust
+    _place_list(node["revocations"], [], version=10, signers=[CryptoSigner.generate_ed25519()])
+    assert _run(argv).returncode == 1
+
+
+def test_a_node_without_the_revocation_list_fails_closed(
+    tmp_path: Path, node: dict[str, Path]
+) -> None:
+    argv = _pre_start(tmp_path, node)
+    assert _run(argv).returncode == 0
+    node["revocations"].unlink()
+    r = _run(argv)
+    assert r.returncode == 1 and "no revocation list" in _flat(r.stdout), r.stdout
+    assert "fails closed" in _flat(r.stdout)
 
 
 @pytest.mark.parametrize(

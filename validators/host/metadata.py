@@ -1,9 +1,10 @@
 """The image id from the cloud's instance metadata service (only on a cloud VM).
 
 Asked only when DMI names the cloud, with short timeouts, so a host elsewhere pays
-nothing. AWS: IMDSv2 ``ami-id``; Google Cloud: ``instance/image``; Azure: the image
-reference id (or publisher:offer:sku:version); the local cloud (a QEMU VM): the image
-id its launch hands in through QEMU's fw_cfg (``opt/imagectl/image_id``, read from
+nothing. AWS: IMDSv2 ``ami-id`` and ``placement/region`` (an AMI id is regional);
+Google Cloud: ``instance/image``; Azure: the image reference id (or
+publisher:offer:sku:version); the local cloud (a QEMU VM): the image id its launch
+hands in through QEMU's fw_cfg (``opt/imagectl/image_id``, read from
 ``/sys/firmware/qemu_fw_cfg``; ``imagectl.clouds.local.qemu``).
 """
 
@@ -37,7 +38,10 @@ def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
                 method="PUT",
             )
             ami = _get(f"{IMDS}/latest/meta-data/ami-id", {"X-aws-ec2-metadata-token": token})
-            return {"cloud": "aws", "image_id": ami.strip()}
+            region = _get(
+                f"{IMDS}/latest/meta-data/placement/region", {"X-aws-ec2-metadata-token": token}
+            )
+            return {"cloud": "aws", "image_id": ami.strip(), "region": region.strip()}
         if vendor.startswith("Google"):
             image = _get(
                 "http://metadata.google.internal/computeMetadata/v1/instance/image",

@@ -98,6 +98,20 @@ class AwsProvider(AwsPromotion, Provider):
             created_at=parse_time(raw.get("CreationDate")),
         )
 
+    def image_identity(self, image: CloudImage) -> str:
+        """``aws/<region>/<OwnerId>/<ami-id>``: an AMI id is regional; DescribeImages
+        names the account that owns it."""
+        from imagectl.validators.identity import ImageRef
+
+        raws = self.describe_images(image.region, ImageIds=[image.image_id])
+        owner = str(raws[0].get("OwnerId") or "") if raws else ""
+        if not owner:
+            raise CloudError(
+                f"AMI {image.image_id} is not in {image.region} (DescribeImages found no "
+                "owner): its full identity cannot be signed"
+            )
+        return ImageRef("aws", image.image_id, image.region, owner).text()
+
     def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, Any]]:
         """Every page of ``DescribeImages`` (``NextToken``) for a filtered query."""
         found: list[dict[str, Any]] = []

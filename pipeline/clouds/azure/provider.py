@@ -170,6 +170,19 @@ class AzureProvider(AzurePromotion, Provider):
             query=SPEC.base_image_query(settings),
         )
 
+    def image_identity(self, image: CloudImage) -> str:
+        """``azure/<the gallery image version's full resource id>``: a version number is
+        unique only within its image definition."""
+        from imagectl.validators.identity import parse
+
+        ref = parse("azure", image.image_id)
+        if ref.scope is None:
+            raise CloudError(
+                f"{image.image_id} is not a gallery image version's resource id: its full "
+                "identity cannot be signed"
+            )
+        return ref.text()
+
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         raw = self._get_raw(image_id)
         return self._image(raw) if raw is not None else None

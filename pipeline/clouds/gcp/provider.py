@@ -156,6 +156,19 @@ class GcpProvider(GcpPromotion, Provider):
             query=SPEC.base_image_query(settings),
         )
 
+    def image_identity(self, image: CloudImage) -> str:
+        """``gcp/projects/<project>/global/images/<name>@<numeric id>``: a name exists in
+        many projects, and a new image can take a deleted one's name; the id cannot."""
+        from imagectl.validators.identity import ImageRef
+
+        raw = self._get_raw(image.image_id)
+        if raw is None or not raw.id:
+            raise CloudError(
+                f"image {image.image_id} is not in project {self.project}: its full "
+                "identity cannot be signed"
+            )
+        return ImageRef("gcp", raw.name, None, self.project, str(raw.id)).text()
+
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         raw = self._get_raw(image_id)
         return self._image(raw) if raw is not None else None
