@@ -19,31 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.errors import UserError
 from imagectl.validators.jsonfile import read_json
+from imagectl.validators.nics import Nics
 from imagectl.validators.shapes import gpu_row, shape_rows
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
-
-
-class Nics(BaseModel):
-    """The shape's GPU fabric NICs (images/catalog/shapes.yaml ``nics``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    fabric: Literal["efa", "infiniband"]
-    count: int = Field(ge=0, description="NICs of this fabric the shape has")
-    nics_per_gpu: int = Field(
-        default=1, ge=0, description="at least this many share each GPU's PCIe switch"
-    )
-    gpudirect_rdma: bool = False
-    width: str | None = Field(default=None, description="InfiniBand port width, e.g. 4X")
-    speed: str | None = Field(default=None, description="InfiniBand port speed, e.g. NDR")
-    rate_gbps: float | None = Field(default=None, description="InfiniBand port rate")
-    gpu_nic_pairs: dict[str, str] = Field(
-        default_factory=dict,
-        description="GPU PCI address -> its NIC's, where the shape documents them (a guest "
-        "that hides the PCIe switches)",
-    )
-    source: str = ""
 
 
 class EfaPins(BaseModel):
@@ -81,7 +60,11 @@ class Hardware(BaseModel):
     power_limit_w: float | None = None
     temp_warn_c: float | None = None
     temp_max_c: float | None = None
-    nics: Nics | None = Field(default=None, description="the GPU fabric's NICs; null: none")
+    nics: Nics | None = Field(
+        default=None,
+        description="the GPU fabric's NICs (fabric none: the GPUs use none); null: not "
+        "described (an older expect.json, --gpu): the fabric checks say inconclusive",
+    )
     source: str = ""
 
 

@@ -1,8 +1,9 @@
 """All checks, registered in the order they run (import order below).
 
-One module per area: inventory, software conformance, memory, clocks and thermals, PCIe,
-NVLink and fabric, the GPU fabric's NICs (EFA, InfiniBand, NCCL's network, GPU-NIC
-topology), kernel log, NVML's recovery action, image hygiene.
+One module per area: inventory, software conformance, memory (and its spare rows), clocks
+and thermals, PCIe, NVLink and fabric, the GPU fabric's NICs (EFA, InfiniBand, every NIC's
+count, PCIe link, ACS and error counters, NCCL's network and rails, GPU-NIC topology),
+kernel log, NVML's recovery action, image hygiene.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ MODULES = (
     "inventory",
     "software",
     "memory",
+    "spare_rows",
     "thermal",
     "pcie",
     "nvlink",
     "fabric_efa",
     "fabric_ib",
+    "fabric_nic",
     "fabric_nccl",
     "topology",
     "kernel",

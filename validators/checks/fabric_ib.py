@@ -131,11 +131,20 @@ def counters(ctx: Context) -> Finding:
                     measured.setdefault(key, {})[rule.name] = (
                         {"count": total, "rise": rise, "over_s": fab.interval_s} if rise else total
                     )
+                top = rule.maximum
                 if rise is not None and rise > policy.rising_max:
                     failing.append(
                         f"{key} {rule.name} rose by {rise} in {fab.interval_s:g} s (now {after})"
                     )
                     sources.append(policy.rising_reason)
+                elif top is not None and max(total, after or 0) >= top:
+                    failing.append(
+                        f"{key} {rule.name} saturated at {max(total, after or 0)} (its "
+                        f"{rule.bits}-bit maximum is {top}: a rise can no longer be seen)"
+                    )
+                    sources.append(
+                        f"{policy.saturated.source}; imagectl policy: {policy.saturated.reason}"
+                    )
                 elif rule.fail_over is not None and total > rule.fail_over:
                     failing.append(f"{key} {rule.name} {total} > {rule.fail_over}")
                     sources.append(rule.source)
@@ -149,7 +158,7 @@ def counters(ctx: Context) -> Finding:
             + "; ".join(failing)
             + ": drain the host; check the cable, transceiver and switch port",
             measured=measured,
-            expected="no error counter rising; none over NVIDIA UFM's thresholds",
+            expected="no error counter rising or saturated; none over NVIDIA UFM's thresholds",
             source="; ".join(dict.fromkeys(sources)),
             details=details,
         )

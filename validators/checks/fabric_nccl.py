@@ -8,8 +8,22 @@ from __future__ import annotations
 
 from imagectl.validators.checks.base import LOADED_PROFILES, check
 from imagectl.validators.context import Context
-from imagectl.validators.fabric.applies import LABEL, not_applicable, section, shape_nics
-from imagectl.validators.fabric.parse import efa_devices, ib_devices, nccl_net, nccl_topology
+from imagectl.validators.fabric.applies import (
+    LABEL,
+    inconclusive,
+    not_applicable,
+    section,
+    shape_nics,
+)
+from imagectl.validators.fabric.parse import (
+    efa_devices,
+    ib_devices,
+    nccl_net,
+    nccl_settings,
+    nccl_topology,
+    port_rate,
+    sysfs_state,
+)
 from imagectl.validators.fabric.policy import fabric_policy
 from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.results import Action
@@ -184,6 +198,102 @@ def gdr(ctx: Context) -> Finding:
         f"gdr=1 on {len(flags)} NIC(s)",
         measured=len(flags),
         expected=len(flags),
+        source=source,
+        details=details,
+    )
+
+
+def healthy_rails(ctx: Context) -> list[str]:
+    """The host's NICs of the shape's fabric that NCCL can use: present with every port
+    ACTIVE (and LinkUp on InfiniBand). A NIC that is missing or down is the host's fault,
+    judged by the fabric's device and port checks, not counted against NCCL."""
+    nics = shape_nics(ctx)
+    fab = section(ctx)
+    policy = fabric_policy()
+    devs = efa_devices(fab) if nics is not None and nics.fabric == "efa" else ib_devices(fab)
+    out = []
+    for d in devs:
+        up = d.ports and all(sysfs_state(p.state)[0] == policy.state_active for p in d.ports)
+        if up and d in ib_devices(fab):
+            up = all(
+                sysfs_state(p.phys_state)[0] == policy.phys_linkup and port_rate(p.rate)
+                for p in d.ports
+            )
+        if up:
+            out.append(d.name)
+    return out
+
+
+@check(
+    "fabric.nccl.rails",
+    "NCCL opens every healthy rail the shape has (NCCL_IB_HCA and the like leave none unused)",
+    needs_nvml=False,
+    profiles=LOADED_PROFILES,
+    timeout_s=150.0,
+)
+def nccl_rails(ctx: Context) -> Finding:
+    if (why := not_applicable(ctx)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    run = ctx.fabric_nccl()
+    if run is None:
+        return skip("no NCCL run recorded (imagectl snapshot records one on a GPU host)")
+    if not uses_fabric(ctx, run.run.stdout):
+        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    rule = fabric_policy().nccl_rails
+    wanted_settings = list((rule.extra or {}).get("settings") or [])
+    logged = nccl_settings(run.run.stdout)
+    settings = {k: v for k, v in {**run.env, **logged}.items() if k in wanted_settings}
+    seen = nccl_net(run.run.stdout)
+    rails = healthy_rails(ctx)
+    if nics.fabric == "efa":
+        opened: int | None = seen.ofi_nics
+        names: list[str] = []
+        where = "aws-ofi-nccl's 'Selected provider is efa ... (found N nics)'"
+    else:
+        opened = len(seen.ib_devices) if seen.ib_devices else None
+        names = seen.ib_devices
+        where = "NCCL's 'NET/IB : Using [0]<hca>:1/IB ...'"
+    details = {
+        "nccl_opened": names or opened,
+        "healthy_rails": rails,
+        "settings": settings,
+        "attribution": "image",
+    }
+    if opened is None:
+        return inconclusive(
+            f"NCCL's log does not say how many NICs it opened (no {where} line)",
+            ["NCCL_DEBUG=INFO NET line"],
+            details=details,
+        )
+    expected = len(rails)
+    source = f"{rule.source}; {nics.source}"
+    if opened < expected:
+        unused = sorted(set(rails) - set(names)) if names else []
+        why = (
+            "; set by " + ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+            if settings
+            else ""
+        )
+        return bad(
+            rule.action,
+            f"NCCL opened {opened} of the host's {expected} healthy {LABEL[nics.fabric]} "
+            f"rails{why}"
+            + (f" (unused: {', '.join(unused)})" if unused else "")
+            + ": every job on this image runs at that fraction of the shape's network "
+            "bandwidth; remove the setting from the image",
+            measured=opened,
+            expected=expected,
+            unit="NICs",
+            source=f"{source}; imagectl policy: {rule.reason}",
+            details=details,
+        )
+    return ok(
+        f"NCCL opened {opened} of {expected} healthy rails",
+        measured=opened,
+        expected=expected,
+        unit="NICs",
         source=source,
         details=details,
     )

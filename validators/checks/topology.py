@@ -7,12 +7,18 @@ from __future__ import annotations
 from imagectl.validators.checks.base import LOADED_PROFILES, check
 from imagectl.validators.checks.fabric_nccl import uses_fabric
 from imagectl.validators.context import Context
-from imagectl.validators.expectations import Nics
-from imagectl.validators.fabric.applies import not_applicable, section, shape_nics
+from imagectl.validators.fabric.applies import (
+    SHAPES,
+    inconclusive,
+    not_applicable,
+    section,
+    shape_nics,
+)
 from imagectl.validators.fabric.model import FabricSection
-from imagectl.validators.fabric.parse import efa_devices, ib_devices, nccl_topology, pci_address
-from imagectl.validators.fabric.topology import gpus, nearest_nics
+from imagectl.validators.fabric.parse import fabric_devices, nccl_topology, pci_address
+from imagectl.validators.fabric.topology import gpus, nearest_nics, switch_of
 from imagectl.validators.findings import Finding, bad, ok, skip
+from imagectl.validators.nics import Nics
 from imagectl.validators.results import Action
 
 SYSFS = (
@@ -23,8 +29,7 @@ SYSFS = (
 
 def _fabric_nics(fab: FabricSection, nics: Nics) -> dict[str, str]:
     """PCI address -> device name of the shape's fabric NICs."""
-    devs = efa_devices(fab) if nics.fabric == "efa" else ib_devices(fab)
-    return {pci_address(d.pci): d.name for d in devs if d.pci}
+    return {pci_address(pci): name for name, pci in fabric_devices(fab, nics.fabric).items()}
 
 
 def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
@@ -33,8 +38,8 @@ def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
     by_addr = _fabric_nics(fab, nics)
     if nics.gpu_nic_pairs:
         return {
-            gpu: ([by_addr[nic]] if nic in by_addr else [f"(missing {nic})"])
-            for gpu, nic in nics.gpu_nic_pairs.items()
+            gpu: sorted(by_addr.get(nic, f"(missing {nic})") for nic in found)
+            for gpu, found in nics.pairs().items()
         }
     near = nearest_nics(fab, list(by_addr))
     return {pci_address(g): sorted(by_addr[a] for a in found) for g, found in near.items()}
@@ -44,13 +49,23 @@ def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
     "fabric.topology", "Each GPU's nearest fabric NIC(s) as the shape documents", needs_nvml=False
 )
 def topology(ctx: Context) -> Finding:
-    if (why := not_applicable(ctx)) is not None:
+    if (why := not_applicable(ctx, needs_software=False)) is not None:
         return why
     nics = shape_nics(ctx)
     assert nics is not None
     fab = section(ctx)
     if not gpus(fab):
         return skip("no GPU on the PCI bus was recorded")
+    no_switch = all(switch_of(g) is None for g in gpus(fab))
+    if not nics.gpu_nic_pairs and nics.nics_per_gpu and no_switch:
+        # the guest shows no PCIe switch above any GPU (each device in its own PCI domain)
+        # and the shape documents no pairing: which NIC is a GPU's is not known here
+        return inconclusive(
+            f"the guest shows no PCIe switch above any GPU and shape {ctx.expect.shape} "
+            f"documents no GPU-NIC pairing (nics.gpu_nic_pairs in {SHAPES}, from the "
+            "vendor's NCCL topology file)",
+            [f"{SHAPES} {ctx.expect.shape}: nics.gpu_nic_pairs"],
+        )
     near = expected_nearest(fab, nics)
     short = {
         g: found

@@ -11,6 +11,8 @@ from pathlib import Path
 from imagectl.validators.fabric.commands import run_command
 from imagectl.validators.fabric.model import (
     FabricSection,
+    NetDev,
+    PcieLink,
     PciFunction,
     RdmaDevice,
     RdmaPort,
@@ -37,9 +39,9 @@ def _int(path: Path) -> int | None:
         return None
 
 
-def _counters(port: Path) -> dict[str, int]:
+def _counters(port: Path, folder_name: str = "counters") -> dict[str, int]:
     out: dict[str, int] = {}
-    folder = port / "counters"
+    folder = port / folder_name
     if folder.is_dir():
         for f in sorted(folder.iterdir()):
             value = _int(f)
@@ -66,6 +68,9 @@ def _rdma(sys_root: Path) -> list[RdmaDevice]:
                     rate=_read(port / "rate"),
                     link_layer=_read(port / "link_layer"),
                     counters=_counters(port),
+                    hw_counters=_counters(port, "hw_counters")
+                    if (port / "hw_counters").is_dir()
+                    else None,
                 )
             )
         devices.append(
@@ -78,6 +83,71 @@ def _rdma(sys_root: Path) -> list[RdmaDevice]:
             )
         )
     return devices
+
+
+def _link(fn: Path) -> PcieLink:
+    return PcieLink(
+        current_speed=_read(fn / "current_link_speed"),
+        current_width=_read(fn / "current_link_width"),
+        max_speed=_read(fn / "max_link_speed"),
+        max_width=_read(fn / "max_link_width"),
+    )
+
+
+# PCIe ACS extended capability (PCI Express Base Specification, "ACS Extended Capability",
+# ID 0x000D): ACS Capability register at +4, ACS Control register at +6.
+_ACS_ID = 0x000D
+
+
+def acs_control(config: bytes) -> int | None:
+    """The ACS Control register from a function's configuration space (sysfs ``config``,
+    4096 bytes when read as root); None: no ACS capability (or only the 256-byte header)."""
+    offset, seen = 0x100, set()
+    while 0x100 <= offset <= len(config) - 8 and offset not in seen:
+        seen.add(offset)
+        header = int.from_bytes(config[offset : offset + 4], "little")
+        if header in (0, 0xFFFFFFFF):
+            return None
+        if header & 0xFFFF == _ACS_ID:
+            return int.from_bytes(config[offset + 6 : offset + 8], "little")
+        offset = (header >> 20) & 0xFFC
+    return None
+
+
+def _acs(sys_root: Path, bridges: set[str]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for bridge in sorted(bridges):
+        try:
+            config = (sys_root / "bus" / "pci" / "devices" / bridge / "config").read_bytes()
+        except OSError:
+            continue  # unreadable: absent from the record (unknown), never "no ACS"
+        out[bridge] = acs_control(config)
+    return out
+
+
+def _netdevs(sys_root: Path) -> list[NetDev]:
+    """Every interface with a PCI function (/sys/class/net/<name>/device)."""
+    out = []
+    base = sys_root / "class" / "net"
+    for dev in sorted(base.iterdir()) if base.is_dir() else []:
+        fn = dev / "device"
+        if not fn.exists():
+            continue  # virtual (lo, bridges, veth)
+        pci = fn.resolve().name
+        if not _PCI_ADDR.match(pci):
+            continue
+        driver = fn / "driver"
+        out.append(
+            NetDev(
+                name=dev.name,
+                driver=driver.resolve().name if driver.exists() else None,
+                pci=pci,
+                operstate=_read(dev / "operstate"),
+                speed_mbps=_int(dev / "speed"),
+                mtu=_int(dev / "mtu"),
+            )
+        )
+    return out
 
 
 def _pci(sys_root: Path, wanted: set[str]) -> list[PciFunction]:
@@ -97,6 +167,7 @@ def _pci(sys_root: Path, wanted: set[str]) -> list[PciFunction]:
                 vendor=vendor,
                 upstream=[p for p in parts if p != link.name],
                 numa_node=_int(link / "numa_node"),
+                link=_link(link) if link.name in wanted else None,
             )
         )
     return out
@@ -112,16 +183,22 @@ def capture_fabric(
         time.sleep(interval_s)
         for dev in rdma:
             for port in dev.ports:
-                port.counters_after = _counters(
-                    sys_root / "class" / "infiniband" / dev.name / "ports" / str(port.port)
-                )
+                folder = sys_root / "class" / "infiniband" / dev.name / "ports" / str(port.port)
+                port.counters_after = _counters(folder)
+                if port.hw_counters is not None:
+                    port.hw_counters_after = _counters(folder, "hw_counters")
+    netdevs = _netdevs(sys_root)
+    wanted = {d.pci for d in rdma if d.pci} | {n.pci for n in netdevs if n.pci}
+    pci = _pci(sys_root, wanted)
     section = FabricSection(
         interval_s=interval_s if rdma else 0.0,
         rdma=rdma,
-        pci=_pci(sys_root, {d.pci for d in rdma if d.pci}),
+        pci=pci,
         modules={m: (sys_root / "module" / m).is_dir() for m in MODULES},
         fi_info=run_command(["fi_info", "-p", "efa"]),
         fi_version=run_command(["fi_info", "--version"]),
+        netdevs=netdevs,
+        acs=_acs(sys_root, {b for f in pci for b in f.upstream}),
     )
     if nccl:
         section.nccl = probe()

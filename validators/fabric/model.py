@@ -31,6 +31,15 @@ class RdmaPort(BaseModel):
     counters_after: dict[str, int] | None = Field(
         default=None, description="counters/* read again interval_s later; null: read once"
     )
+    hw_counters: dict[str, int] | None = Field(
+        default=None,
+        description="hw_counters/* (the driver's own: EFA retrans_*, *_wr_err, "
+        "unresponsive_remote_events, ...; mlx5 out_of_buffer, rnr_nak_retry_err, ...); "
+        "null: not recorded (an older snapshot): unknown",
+    )
+    hw_counters_after: dict[str, int] | None = Field(
+        default=None, description="hw_counters/* read again interval_s later; null: read once"
+    )
 
 
 class RdmaDevice(BaseModel):
@@ -42,6 +51,17 @@ class RdmaDevice(BaseModel):
     pci: str | None = Field(default=None, description="its PCI function, e.g. 0000:10:1b.0")
     numa_node: int | None = None
     ports: list[RdmaPort] = Field(default_factory=list)
+
+
+class PcieLink(BaseModel):
+    """The function's PCIe link as sysfs prints it (current_link_speed, current_link_width,
+    max_link_speed, max_link_width); null: the file could not be read."""
+
+    model_config = ConfigDict(extra="forbid")
+    current_speed: str | None = Field(default=None, description="e.g. '32.0 GT/s PCIe'")
+    current_width: str | None = Field(default=None, description="e.g. '16'")
+    max_speed: str | None = None
+    max_width: str | None = None
 
 
 class PciFunction(BaseModel):
@@ -56,6 +76,21 @@ class PciFunction(BaseModel):
         description="the PCI bridges from the root port down to the function (its sysfs path)",
     )
     numa_node: int | None = None
+    link: PcieLink | None = Field(
+        default=None, description="its PCIe link (NICs); null: not recorded (older snapshot)"
+    )
+
+
+class NetDev(BaseModel):
+    """One /sys/class/net/<name> interface with a PCI function (gVNIC, ENA, mlx5 Ethernet)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    driver: str | None = Field(default=None, description="e.g. gve, ena, mlx5_core")
+    pci: str | None = None
+    operstate: str | None = Field(default=None, description="e.g. up, down")
+    speed_mbps: int | None = Field(default=None, description="/sys/class/net/<name>/speed")
+    mtu: int | None = None
 
 
 class NcclRun(BaseModel):
@@ -81,6 +116,18 @@ class FabricSection(BaseModel):
     fi_info: CommandRun | None = Field(default=None, description="fi_info -p efa")
     fi_version: CommandRun | None = Field(default=None, description="fi_info --version")
     nccl: NcclRun | None = Field(default=None, description="null: no NCCL run recorded")
+    netdevs: list[NetDev] | None = Field(
+        default=None,
+        description="every network interface with a PCI function, RDMA or not (gVNIC for "
+        "GPUDirect-TCPX/O included); null: not recorded (an older snapshot): unknown",
+    )
+    acs: dict[str, int | None] | None = Field(
+        default=None,
+        description="PCI bridge above a GPU or NIC -> its ACS Control register (PCIe ACS "
+        "extended capability, offset 6: bit 0 SrcValid, 1 TransBlk, 2 ReqRedir, 3 CmpltRedir, "
+        "4 UpstreamFwd, 5 EgressCtrl, 6 DirectTrans); null value: the bridge has no ACS "
+        "capability; null: not recorded (an older snapshot): unknown",
+    )
 
 
 FABRIC_DOC = (
@@ -88,6 +135,8 @@ FABRIC_DOC = (
     "state, phys_state, rate, link_layer, error counters read twice interval_s apart), GPU "
     "and NIC PCI functions with the bridges above them, loaded modules (nvidia_peermem, "
     "efa, ...), `fi_info -p efa` and `fi_info --version`, and a tiny NCCL run's "
-    "NCCL_DEBUG=INFO output and topology dump. Absent: not captured; replay then skips "
-    "the fabric checks."
+    "NCCL_DEBUG=INFO output and topology dump; since issue 43 also every network interface "
+    "(netdevs), each NIC's PCIe link, the ACS control bits of the bridges above GPUs and "
+    "NICs, and each RDMA port's hw_counters (read twice). Absent: not captured; replay then "
+    "skips the fabric checks. A part absent from an older snapshot is unknown, never healthy."
 )

@@ -8,7 +8,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from imagectl.validators.fabric.model import FabricSection, RdmaDevice
+from imagectl.validators.fabric.model import FabricSection, NetDev, RdmaDevice
 
 _STATE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
 _RATE = re.compile(r"^\s*([\d.]+)\s*Gb/sec\s*\((\d+X)\s+(\w+)\)")
@@ -40,6 +40,29 @@ def is_efa(dev: RdmaDevice) -> bool:
 def is_ib(dev: RdmaDevice) -> bool:
     """An InfiniBand HCA: a port whose link layer is InfiniBand (not an Ethernet VF)."""
     return dev.driver != "efa" and any(p.link_layer == "InfiniBand" for p in dev.ports)
+
+
+def is_roce(dev: RdmaDevice) -> bool:
+    """An RDMA NIC on Ethernet (RoCE: GCP's ConnectX-7 MRDMA functions); Azure's
+    accelerated-networking VF is one too, but no Azure shape has a RoCE fabric."""
+    return dev.driver != "efa" and any(p.link_layer == "Ethernet" for p in dev.ports)
+
+
+def roce_devices(section: FabricSection) -> list[RdmaDevice]:
+    return [d for d in section.rdma if is_roce(d)]
+
+
+def gvnic_devices(section: FabricSection) -> list[NetDev]:
+    """gVNIC interfaces (driver gve), the primary NIC included."""
+    return [n for n in section.netdevs or [] if n.driver == "gve"]
+
+
+def fabric_devices(section: FabricSection, fabric: str) -> dict[str, str | None]:
+    """Device name -> PCI function of the host's NICs of ``fabric``."""
+    if fabric == "gvnic":
+        return {n.name: n.pci for n in gvnic_devices(section)}
+    pick = {"efa": efa_devices, "infiniband": ib_devices, "roce": roce_devices}.get(fabric)
+    return {d.name: d.pci for d in pick(section)} if pick is not None else {}
 
 
 def efa_devices(section: FabricSection) -> list[RdmaDevice]:
@@ -126,6 +149,19 @@ def nccl_net(log: str) -> NcclNet:
             out.plugin_problems.append(m[1].strip())
         if "NCCL WARN" in line:
             out.warnings.append(line.split("NCCL WARN", 1)[1].strip())
+    return out
+
+
+_SETTING = re.compile(r"\b([A-Z][A-Z0-9_]+) set (?:by environment )?to (\S+?)\.?\s*$")
+
+
+def nccl_settings(log: str) -> dict[str, str]:
+    """The settings NCCL_DEBUG=INFO says it read ('NCCL_IB_HCA set by environment to
+    mlx5_ib0,...' from the environment or /etc/nccl.conf; 'NCCL_IB_HCA set to ...')."""
+    out: dict[str, str] = {}
+    for line in log.splitlines():
+        if m := _SETTING.search(line):
+            out.setdefault(m[1], m[2])
     return out
 
 

@@ -14,7 +14,7 @@ def gpus(section: FabricSection) -> list[PciFunction]:
     return [f for f in section.pci if f.vendor == NVIDIA and f.pci_class[:6] in GPU_CLASSES]
 
 
-def _switch_of(f: PciFunction) -> str | None:
+def switch_of(f: PciFunction) -> str | None:
     """The bridge the function hangs from, when it is below a PCIe switch (two or more
     bridges above it: root port, then the switch's ports); None at a root port."""
     return f.upstream[-2] if len(f.upstream) >= 2 else None
@@ -25,7 +25,7 @@ def nearest_nics(section: FabricSection, nic_addresses: list[str]) -> dict[str, 
     by_addr = {f.address: f for f in section.pci}
     out: dict[str, list[str]] = {}
     for gpu in gpus(section):
-        switch = _switch_of(gpu)
+        switch = switch_of(gpu)
         out[gpu.address] = sorted(
             a
             for a in nic_addresses
