@@ -130,3 +130,36 @@ def test_a_versioned_structure_without_its_version_is_refused_as_nvml_does(name:
     with pytest.raises(pynvml.NVMLError_ArgumentVersionMismatch):
         getattr(nvml, name)(handle, bare)
     assert getattr(nvml, name)(handle, new_struct(name)) == pynvml.NVML_SUCCESS
+
+
+def test_live_structure_calls_pass_a_pointer_as_nvml_h_declares(monkeypatch) -> None:
+    """nvml.h declares ``nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t,
+    nvmlGpuFabricInfoV_t *)``. The stand-in below is the C side of that declaration: it
+    reads the version through the pointer and writes the fields back, as libnvidia-ml does.
+    nvidia-ml-py's wrapper hands ctypes the structure itself (by value), which crashed a
+    real H200 host (driver 580.159.04, SIGSEGV in capture) and here cannot even be passed;
+    the live backend passes a pointer."""
+    import ctypes
+
+    from imagectl.validators.nvml.calls import new_struct
+
+    seen: list[int] = []
+
+    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+    def libnvidia_ml(handle: int | None, ptr: int | None) -> int:
+        info = ctypes.cast(ptr, ctypes.POINTER(pynvml.c_nvmlGpuFabricInfo_v2_t)).contents
+        seen.append(info.version)
+        if info.version != pynvml.nvmlGpuFabricInfo_v2:
+            return int(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        info.state, info.cliqueId, info.healthMask = 3, 7, 0
+        return int(pynvml.NVML_SUCCESS)
+
+    monkeypatch.setattr(pynvml, "_nvmlGetFunctionPointer", lambda name: libnvidia_ml)
+    with pytest.raises(ctypes.ArgumentError):  # nvidia-ml-py's own: the structure by value
+        pynvml.nvmlDeviceGetGpuFabricInfoV(None, new_struct("nvmlDeviceGetGpuFabricInfoV"))
+    info = new_struct("nvmlDeviceGetGpuFabricInfoV")
+    assert LiveNvml().nvmlDeviceGetGpuFabricInfoV(None, info) == pynvml.NVML_SUCCESS
+    assert (info.state, info.cliqueId) == (3, 7) and seen == [pynvml.nvmlGpuFabricInfo_v2]
+    fill_calls = [c.name for c in BY_NAME.values() if c.kind == "fill"]
+    for name in fill_calls:  # every structure-filling call goes the same way
+        assert LiveNvml().__getattr__(name).__qualname__ == "_by_reference.<locals>.fill", name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,8 @@ class LiveNvml:
     def _resolve(self, name: str) -> Callable[..., Any]:
         canonical = ALIAS_TO_NAME.get(name, name)
         call = BY_NAME.get(canonical)
+        if call is not None and call.kind == "fill":
+            return _by_reference(canonical)
         names = [canonical, *(call.aliases if call else ())]
         candidates = [getattr(pynvml, n) for n in names if hasattr(pynvml, n)]
         if not candidates:
@@ -57,3 +60,22 @@ class LiveNvml:
             raise last
 
         return with_fallback
+
+
+def _by_reference(name: str) -> Callable[..., Any]:
+    """A function that fills a caller's structure (``nvml.h``: ``nvmlX_t *``), called with
+    a pointer to it. nvidia-ml-py's own wrappers of these (13.615.71:
+    nvmlDeviceGetGpuFabricInfoV, nvmlDeviceGetGpuFabricInfo,
+    nvmlDeviceGetSramEccErrorStatus) hand ctypes the structure itself, which ctypes passes
+    by value: on a real H200 with driver 580.159.04 (2026-11-28) ...GpuFabricInfoV crashed
+    the process (SIGSEGV) and ...SramEccErrorStatus answered ARGUMENT_VERSION_MISMATCH for
+    every version, the driver reading a pointer that was never passed."""
+
+    def fill(handle: Any, struct: Any) -> int:
+        fn = pynvml._nvmlGetFunctionPointer(name)  # FUNCTION_NOT_FOUND where the driver lacks it
+        ret = fn(handle, ctypes.byref(struct))
+        pynvml._nvmlCheckReturn(ret)
+        return int(pynvml.NVML_SUCCESS)
+
+    fill.__name__ = name
+    return fill
