@@ -221,7 +221,7 @@ def _signed_payload(
             f"{where} is not a DSSE envelope ({type(exc).__name__})"
         ) from None
     if env.payload_type != payload_type:
-        return None, [f"{where} carries {_shown(env.payload_type)!r}, not {payload_type}"]
+        return None, [f"{where} carries {_shown(env.payload_type, 80)!r}, not {payload_type}"]
     threshold = threshold_of(keys)
     try:
         env.verify(keys, threshold)
@@ -231,10 +231,13 @@ def _signed_payload(
     return _bounded(env.payload, "payload", f"{where}'s payload"), []
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, limit: int = 400) -> str:
+    """``value`` inert (``imagectl.safetext``: no escape sequence or bidi control from a
+    statement reaches a terminal) on one line, at most ``limit`` characters."""
     from imagectl.safetext import one_line
 
-    return one_line(value)[:80]
+    text = one_line(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def statement_of(envelope: dict[str, Any], keys: list[Any], where: str) -> tuple[Any, list[str]]:

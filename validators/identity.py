@@ -61,7 +61,8 @@ class ImageRef:
             tail = f"@{self.number}" if self.number else ""
             return f"gcp/projects/{self.scope or ''}/global/images/{self.name or ''}{tail}"
         if self.cloud == "azure":
-            sub, rg, gallery, definition = (self.scope or "///").split("/")
+            parts = (self.scope or "").split("/")
+            sub, rg, gallery, definition = (parts + ["..."] * 4)[:4] if len(parts) != 4 else parts
             return (
                 f"azure//subscriptions/{sub}/resourceGroups/{rg}/providers/"
                 f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/"
@@ -93,7 +94,8 @@ def parse(cloud: str, text: str, region: str | None = None) -> ImageRef:
         name, _, number = raw.removeprefix("global/").rpartition("/")[2].partition("@")
         return ImageRef("gcp", name or None, None, None, number or None)
     if cloud == "azure":
-        arm = _AZURE_ID.match(raw)
+        at = raw.lower().find("/subscriptions/")  # a catalog form may lead with a region
+        arm = _AZURE_ID.match(raw[at:] if at > 0 else raw)
         if arm:
             scope = "/".join(p.lower() for p in (arm[1], arm[2], arm[3], arm[4]))
             return ImageRef("azure", arm[5], None, scope)
@@ -149,9 +151,10 @@ def mismatch(signed: ImageRef, seen: ImageRef, *, whole: bool = True) -> str | N
         return "the image is not named"
     if whole and cloud in ("gcp", "azure") and seen.scope is None:
         what = _WHAT["scope"][cloud]
+        form = ImageRef(cloud, seen.name, scope=".../.../.../...").text().partition("/")[2]
         return (
             f"{seen.name} names no {what}, and a bare name can name an image in any "
-            f"{what}: give the full identity ({ImageRef(cloud, seen.name, scope='...').text()})"
+            f"{what}: give the full identity ({form})"
         )
     for part in ("region", "scope", "name", "number"):
         want, have = getattr(seen, part), getattr(signed, part)

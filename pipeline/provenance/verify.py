@@ -100,7 +100,8 @@ def _names(statement: dict[str, Any], img: Image, where: str = "the statement") 
     seen = img.cloud_image_id if img.cloud == "gcp" else f"{img.region}/{img.cloud_image_id}"
     if img.cloud == "azure":
         seen = img.cloud_image_id
-    return image_reason(statement, seen, img.cloud, where, whole=False)
+    label = f"image:{img.cloud}/{img.region}/{img.cloud_image_id}"
+    return image_reason(statement, seen, img.cloud, where, whole=False, label=label)
 
 
 def verify_image(

@@ -86,7 +86,7 @@ class CloudEnv:
             (shape,) = getattr(self.resolved.stack.clouds, self.cloud).validation_shapes
             repo.record_receipt(s, row, shape=shape, host="h-1", receipt=receipt)
             repo.set_state(s, row, "validated", reason="test")
-        attest_image(self.catalog, row.id)  # signed as the validation stage signs
+        attest_image(self.catalog, row.id, self.provider())  # as the validation stage signs
         return row
 
 

@@ -156,7 +156,8 @@ def test_a_revoked_image_is_refused_everywhere(world, cli, monkeypatch, tmp_path
     # deploy jobs: the exported revocations make the offline check refuse it too
     revocations = tmp_path / "revocations.json"
     revocations.write_text(cli("verify", "--export-revocations").out)
-    assert len(json.loads(revocations.read_text())["revocations"]) == 1
+    published = json.loads(base64.b64decode(json.loads(revocations.read_text())["payload"]))
+    assert len(published["revocations"]) == 1 and published["version"] >= 1
     trust = env.env()["IMAGECTL_ATTESTATION_TRUST"]
     ok = cli("verify", second.cloud_image_id, "--envelope", str(envelope), "--trust", trust)
     assert ok.code == 0  # without the revocations the envelope alone still holds
