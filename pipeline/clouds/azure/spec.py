@@ -13,12 +13,31 @@ if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
 
 
+INT32_MAX = 2**31 - 1  # each part of a gallery image version is a 32-bit integer
+
+
 def gallery_image_version(build_id: str) -> str:
-    """Gallery image versions are MAJOR.MINOR.PATCH: ``20261122-042530-ab12`` -> 2026.1122.42530."""
+    """The build's gallery image version (MAJOR.MINOR.PATCH, each a 32-bit integer;
+    Gallery Image Versions - Create Or Update): unique per build, not per second.
+
+    ``20261122-042530-ab12cd`` -> ``2026.1122042530.11211469``: the year, then month, day
+    and time (at most 1231235959, sortable within the year), then the build id's random
+    suffix. Two stacks built in the same second get different versions. A build id of
+    another form (``--build-id``) is hashed into the minor and patch numbers."""
+    import hashlib
+
     parts = build_id.split("-")
-    if len(parts) >= 2 and len(parts[0]) == 8 and parts[0].isdigit() and parts[1].isdigit():
-        return f"{int(parts[0][:4])}.{int(parts[0][4:])}.{int(parts[1])}"
-    return "0.0.0"
+    date, time = [*parts, "", ""][:2]
+    suffix = "-".join(parts[2:])
+    if (
+        len(date) == 8 and date.isdigit() and len(time) == 6 and time.isdigit()
+        and suffix and all(c in "0123456789abcdef" for c in suffix) and len(suffix) <= 7
+    ):  # fmt: skip
+        return f"{int(date[:4])}.{int(date[4:] + time)}.{int(suffix, 16)}"
+    digest = hashlib.sha256(build_id.encode()).digest()
+    minor = int.from_bytes(digest[:4], "big") & INT32_MAX
+    patch = int.from_bytes(digest[4:8], "big") & INT32_MAX
+    return f"0.{minor}.{patch}"
 
 
 # The user a validation VM's key is given to: osProfile.adminUsername with the key in
