@@ -125,7 +125,9 @@ def publish_list(session: Session, signer: Any, keys: list[Any] | None = None,
     return envelope
 
 
-def published(keys: list[Any], path: Path | None = None) -> tuple[RevocationList | None, list[str]]:
+def published(
+    keys: list[Any], path: Path | None = None, *, now: dt.datetime | None = None
+) -> tuple[RevocationList | None, list[str]]:
     """The published list (``path``, else the one beside the catalog) if it holds, and
     the reasons it does not: signed otherwise, older than a version seen here, expired,
     or missing after one was seen. No list ever published or seen: (None, [])."""
@@ -144,8 +146,9 @@ def published(keys: list[Any], path: Path | None = None) -> tuple[RevocationList
             ]
         return None, []
     try:
-        found, reasons = open_revocation_list(_read_json(path, "revocations file"), keys, where,
-                                              seen=seen)  # fmt: skip
+        found, reasons = open_revocation_list(
+            _read_json(path, "revocations file"), keys, where, seen=seen, now=now
+        )
     except BadAttestationInput as exc:
         return None, [str(exc)]
     if found is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from imagectl.provenance.attest import sign_statement
-from imagectl.provenance.keys import load_signer
+from imagectl.provenance.keys import load_signer, load_trust
 from imagectl.provenance.statement import build_statement
 
 
@@ -180,3 +180,81 @@ def test_block_of_a_promoted_image_revokes_it(world, cli, monkeypatch) -> None:
             text("SELECT state FROM images WHERE cloud_image_id = :c"),
             {"c": second.cloud_image_id})}  # fmt: skip
     assert states == {"blocked"}
+
+
+def _revoked_then_erased_from_the_catalog(env, cli):
+    """A promoted image revoked, then every trace of it erased from the catalog (its
+    revocation row, its tag, its blocked state): what an adversary with catalog access
+    would do to promote a recalled image again."""
+    first, second = env.validated(), env.validated()
+    assert cli("promote", str(first.id), "--stack", "local").code == 0
+    assert cli("promote", str(second.id), "--stack", "local").code == 0
+    assert cli("revoke", str(second.id), "--reason", "recalled: bad NCCL").code == 0
+    with env.catalog.transaction() as s:
+        s.execute(text("DELETE FROM revocations"))
+        s.execute(text("UPDATE images SET tags = '{}', state = 'validated', "
+                       "blocked_reason = NULL WHERE id = :i"), {"i": second.id})  # fmt: skip
+    return second
+
+
+def test_no_single_store_can_un_revoke(world, cli, monkeypatch) -> None:
+    """The catalog erased: the published list and the cloud's tag still refuse it, in
+    verify and in promote (even forced); with the tag gone too, the list alone does."""
+    env = _env(world, monkeypatch)
+    second = _revoked_then_erased_from_the_catalog(env, cli)
+    v = cli("verify", str(second.id), "--json")
+    assert v.code == 1 and v.json()["revoked"] is True
+    reasons = " ".join(v.json()["reasons"])
+    assert "published revocation list" in reasons and "cloud's imagectl:revoked tag" in reasons
+    assert "not signed by" not in reasons  # refused for the revocation, not the signature
+    p = cli("promote", str(second.id), "--stack", "local", "--force", "--reason", "need it")
+    assert p.code == 1 and "revoked" in p.err and "recalled: bad NCCL" in " ".join(p.err.split())
+    # the cloud's tag removed as well: the signed list alone still refuses it
+    provider = env.provider()
+    for region in ("build", "local-a", "local-b", "local-c"):
+        image = provider.get_image(second.cloud_image_id, region)
+        if image is not None:
+            provider.set_tags(image, {"imagectl:revoked": ""})
+    p = cli("promote", str(second.id), "--stack", "local", "--force", "--reason", "need it")
+    assert p.code == 1 and "published revocation list" in " ".join(p.err.split()), p.err
+
+
+def test_the_published_list_cannot_be_rolled_back_frozen_or_dropped(
+    world, cli, monkeypatch, tmp_path: Path
+) -> None:
+    """An older genuine list (from before the revocation), an expired one, and no list
+    where one was seen: each refused by verify and promote."""
+    env = _env(world, monkeypatch)
+    state = Path(env.env()["IMAGECTL_STATE_DIR"])
+    published = state / "attestations" / "revocations.json"
+    first = env.validated()
+    assert cli("promote", str(first.id), "--stack", "local").code == 0
+    assert cli("verify", "--export-revocations").code == 0  # version N: no revocation yet
+    older = published.read_bytes()
+    second = _revoked_then_erased_from_the_catalog(env, cli)  # version N+1 names it
+    provider = env.provider()
+    for region in ("build", "local-a", "local-b", "local-c"):
+        image = provider.get_image(second.cloud_image_id, region)
+        if image is not None:
+            provider.set_tags(image, {"imagectl:revoked": ""})
+    published.write_bytes(older)  # rollback to the list from before the revocation
+    v = cli("verify", str(second.id), "--json")
+    assert v.code == 1 and "rollback" in " ".join(v.json()["reasons"])
+    p = cli("promote", str(second.id), "--stack", "local", "--force", "--reason", "x")
+    assert p.code == 1 and "rollback" in p.err
+    # a fresh list that has expired (freeze)
+    assert cli("verify", "--export-revocations", "--valid-hours", "0.01").code == 0
+    import datetime as dt
+
+    body = json.loads(base64.b64decode(json.loads(published.read_text())["payload"]))
+    assert dt.datetime.fromisoformat(body["expires"]) > dt.datetime.now(dt.timezone.utc)
+    from imagectl.provenance import revocations
+
+    found, refused = revocations.published(
+        load_trust(), now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    )
+    assert found is None and "expired" in " ".join(refused) and "freeze" in " ".join(refused)
+    # the list deleted where one was seen: gone is not "nothing revoked"
+    published.unlink()
+    v = cli("verify", str(second.id), "--json")
+    assert v.code == 1 and "is missing" in " ".join(v.json()["reasons"])
