@@ -118,7 +118,7 @@ def _compare_check(cur: CheckResult, base: CheckResult, limit: float) -> CheckRe
         "unit": "%",
         "measured": delta,
         "expected": -limit if higher else None,
-        "source": "imagectl validate --baseline",
+        "source": "imagectl validate --baseline FILE",
         "details": details,
     }
     if regressions:

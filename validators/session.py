@@ -297,7 +297,7 @@ def recorded_load(ctx: Context, record: dict[str, Any] | None) -> list[CheckResu
     if not record:
         return not_recorded(
             "replay: this snapshot records no samples under load "
-            "(capture with `imagectl snapshot --load-s N` on a GPU host)"
+            "(capture with `imagectl snapshot -o FILE --load-s N` on a GPU host)"
         )
     ctx.load_samples = {int(g["index"]): list(g.get("samples") or []) for g in record["gpus"]}
     return judge_recording(

@@ -105,7 +105,8 @@ def _unpack(tarball: Path, dest: Path) -> list[str]:
         raise UserError(
             f"cannot read the toolkit wheelhouse: {exc}",
             where=str(tarball),
-            hint="Pass the tarball imagectl validate-image ships (--toolkit-wheelhouse FILE)",
+            hint="Pass the tarball validate-image ships: "
+            "`imagectl validate --toolkit-wheelhouse FILE`",
         ) from None
     if LOCK_NAME not in names:
         raise UserError(
@@ -155,7 +156,8 @@ def toolkit_venv(tarball: Path) -> Iterator[Installed]:
     if not tarball.is_file():
         raise UserError(
             f"the toolkit wheelhouse {tarball} does not exist",
-            hint="Pass the tarball imagectl validate-image ships (--toolkit-wheelhouse FILE)",
+            hint="Pass the tarball validate-image ships: "
+            "`imagectl validate --toolkit-wheelhouse FILE`",
         )
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="imagectl-toolkit-", dir=tarball.parent))

@@ -63,7 +63,44 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# The top-level options that take a value. Typed after the command (`imagectl lint --root
+# DIR`), they are moved in front of it: a global option works in either position.
+GLOBAL_VALUE_OPTIONS = ("--root",)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``[cmd, ..., --root, DIR, ...]`` -> ``[--root, DIR, cmd, ...]`` (also ``--root=DIR``);
+    nothing after a ``--`` moves, and a value-less ``--root`` at the end stays for click to
+    refuse."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_VALUE_OPTIONS and rest:
+            if "=" in arg:
+                front.append(arg)
+            elif i + 1 < len(args):
+                front.extend(args[i : i + 2])
+                i += 1
+            else:
+                rest.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = hoist_global_options(args)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -87,7 +124,8 @@ class LazyGroup(click.Group):
     "--root",
     type=click.Path(file_okay=False),
     envvar="IMAGECTL_ROOT",
-    help="Workspace holding images/ and playbooks/ (default: found from the current folder).",
+    help="Workspace holding images/ and playbooks/ (default: found from the current folder). "
+    "Before or after the command.",
 )
 @click.pass_context
 def cli(ctx: click.Context, root: str | None) -> None:

@@ -203,7 +203,7 @@ def controller_extra_missing(exc: ModuleNotFoundError) -> UserError | None:
     return UserError(
         f"this command runs on the controller and needs {CONTROLLER_MODULES[top]}, which "
         "this install lacks: it has the validator alone (`imagectl validate` and "
-        "`imagectl snapshot` work here)",
+        "`imagectl snapshot -o FILE` work here)",
         hint="Install the controller with pip install 'imagectl[controller]' (or "
         "'imagectl[all]' for the cloud SDKs too)",
     )

@@ -5,6 +5,8 @@ address and placeholder ids. One line per finding with what to do."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from imagectl.cli.common import (
@@ -17,6 +19,25 @@ from imagectl.cli.common import (
 )
 from imagectl.cloud_names import REMOTE_CLOUDS
 from imagectl.doctor.needs import DEFAULT_ROLES, ROLES
+from imagectl.headline import could_not_run
+
+# The account checks a cloud runs, in order; each needs the credentials to work.
+ACCOUNT_CHECKS = ("credentials", "permissions", "quota", "capacity", "resources")
+
+
+def not_checked(found: list[Any], cloud: str) -> list[str]:
+    """The account checks that could not run: all after credentials that failed (a
+    cloud with an account only; the local cloud has none)."""
+    from imagectl.doctor.findings import BLOCKER
+    from imagectl.doctor.run import cloud_checks
+
+    if cloud_checks(cloud) is None:
+        return []
+    creds = [f for f in found if f.check == "credentials"]
+    if creds and all(f.status != BLOCKER for f in creds):
+        return []
+    ran = {f.check for f in found}
+    return [c for c in ACCOUNT_CHECKS[1:] if c not in ran]
 
 
 @click.command("doctor")
@@ -66,17 +87,26 @@ def command(
         runner_cidr=runner_cidr,
     )
     bad = blockers(found)
+    not_run = not_checked(found, cloud)
+    headline = could_not_run(len(ACCOUNT_CHECKS), not_run, "account checks")
+    if headline:
+        headline += " (they need the credentials, which failed)"
     if as_json:
         emit_json(
             {
                 "stack": stack,
                 "cloud": cloud,
                 "ready": not bad,
+                "complete": not not_run,
+                "headline": headline,
+                "not_checked": not_run,
                 "findings": [f.as_dict() for f in found],
             }
         )
     else:
         out = console()
+        if headline:  # first: the lines below are not the whole account
+            out.print(headline, markup=False, highlight=False, soft_wrap=True)
         for f in found:
             out.print(f.line(), markup=False, highlight=False, soft_wrap=True)
         out.print(

@@ -95,8 +95,8 @@ def _say_no_workspace(ws: Workspace) -> None:
     console(stderr=True).print(
         f"note: no workspace here (no images/stacks in {os.getcwd()} or a folder above it, "
         "no --root or IMAGECTL_ROOT): linting the stacks bundled with the installed "
-        f"imagectl {__version__} ({ws.images}), not yours. Run it from your checkout or "
-        "pass --root DIR.",
+        f"imagectl {__version__} ({ws.images}), not yours. Run it from your checkout, or "
+        "name it: `imagectl lint --root DIR` (--root goes before or after the command).",
         markup=False,
         highlight=False,
         soft_wrap=True,

@@ -14,6 +14,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cloud_names import REMOTE_CLOUDS
+from imagectl.headline import all_clear, could_not_run
 from imagectl.safetext import cell, markup
 
 
@@ -56,14 +57,25 @@ def command(
     names = list(stacks) or [p.stem for p in stack_paths(ws.stacks_dir)]
     result = sweep(ws.images, names, clouds or REMOTE_CLOUDS, dry_run=dry_run)
     unique, placements, errors = result.instances, result.placements, result.errors
+    headline = could_not_run(result.checks, result.not_run)
     if as_json:
         emit_json(
-            {"dry_run": dry_run, "instances": unique, "placements": placements, "errors": errors}
+            {
+                "dry_run": dry_run,
+                "complete": not result.not_run,
+                "checks": {"total": result.checks, "could_not_run": result.not_run},
+                "headline": headline,
+                "instances": unique,
+                "placements": placements,
+                "errors": errors,
+            }
         )
     else:
         out = console()
+        if headline:  # before anything that reads as an all-clear
+            out.print(f"[red]{markup(headline)}[/]", highlight=False, soft_wrap=True)
         if not unique and not placements:
-            out.print("no expired imagectl instances or placements")
+            out.print(all_clear("no expired imagectl instances or placements", result.not_run))
         for r in unique:
             out.print(  # the cloud's words (ids, tags, errors), printed literally
                 cell(

@@ -126,6 +126,10 @@ class Sweep:
     instances: list[dict[str, Any]]
     errors: list[str]
     placements: list[dict[str, Any]] = field(default_factory=list)
+    # each account/project/gallery is two checks: its instances, then its placements;
+    # ``not_run`` names those that could not be listed
+    checks: int = 0
+    not_run: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -143,6 +147,7 @@ def sweep(
     results: list[dict[str, Any]] = []
     placements: list[dict[str, Any]] = []
     errors: list[str] = []
+    not_run: list[str] = []
     for name in stacks:
         _, resolved = load_resolved(images, name)
         enabled = resolved.stack.clouds.enabled()
@@ -158,8 +163,9 @@ def sweep(
             try:
                 provider = get_provider(spec, options)
                 results.extend(r.to_dict() for r in reap(provider, dry_run=dry_run))
-            except Exception as exc:
+            except Exception as exc:  # neither its instances nor its placements were listed
                 errors.append(f"{cloud} ({name}): {type(exc).__name__}: {exc}")
+                not_run += [f"{cloud} ({name}) instances", f"{cloud} ({name}) placements"]
                 continue
             # after the instances: a placement whose hosts were just terminated may be free
             try:
@@ -167,7 +173,14 @@ def sweep(
                 placements.extend(r.to_dict() for r in reaped)
             except Exception as exc:  # the instances' results stand
                 errors.append(f"{cloud} ({name}) placements: {type(exc).__name__}: {exc}")
+                not_run.append(f"{cloud} ({name}) placements")
     # The same instance can be listed through two stacks sharing an account: report once.
     unique = list({(r["cloud"], r["instance_id"]): r for r in results}.values())
     places = {(r["cloud"], r["location"], r["placement"]): r for r in placements}
-    return Sweep(instances=unique, errors=errors, placements=list(places.values()))
+    return Sweep(
+        instances=unique,
+        errors=errors,
+        placements=list(places.values()),
+        checks=2 * len(seen),
+        not_run=not_run,
+    )

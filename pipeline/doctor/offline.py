@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, blockers
@@ -31,6 +32,13 @@ UNREACHABLE = tuple(
 )
 
 
+def placeholder_what(message: str) -> str:
+    """``'<value>' is <what>`` of a PLACEHOLDER finding's message, the value whole (an ARN's
+    own colons included)."""
+    match = re.match(r"^('.*' is .*?)(?:, not an id of yours|: this stack is an example)", message)
+    return match[1] if match else message
+
+
 def placeholders(
     resolved: ResolvedStack, compat_dir: Path, cloud: str, *, strict: bool
 ) -> list[Finding]:
@@ -43,7 +51,7 @@ def placeholders(
             continue
         field = ".".join(str(p) for p in f.loc)
         status = BLOCKER if (strict or not resolved.stack.example) else WARNING
-        what = f.message.split(":")[0].split(", not an id")[0]
+        what = placeholder_what(f.message)
         found.append(Finding("placeholder", status, f"{field}: {what}", f.fix.split(";")[0]))
     return found
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from imagectl.headline import could_not_run
+
 SOURCES = ("upstream", "base-images", "replicas", "fleet", "hosts")
 
 
@@ -135,6 +137,25 @@ class DriftReport:
         """Every check ran for every stack (no ``errors``)."""
         return not any(s.errors for s in self.stacks)
 
+    @property
+    def not_run(self) -> list[str]:
+        """Each (stack, source) check that could not run, in whole or for some cloud:
+        ``"fleet of h100-training (aws, gcp)"``."""
+        out = []
+        for s in self.stacks:
+            for source in self.sources:
+                errors = [e for e in s.errors if e.source == source]
+                if errors:
+                    clouds = sorted({e.cloud for e in errors if e.cloud})
+                    where = f" ({', '.join(clouds)})" if clouds else ""
+                    out.append(f"{source} of {s.stack}{where}")
+        return out
+
+    @property
+    def headline(self) -> str | None:
+        """``"2 of 10 checks could not run: ..."`` (stacks x sources), None when all ran."""
+        return could_not_run(len(self.stacks) * len(self.sources), self.not_run)
+
     def stack(self, name: str, path: str = "") -> StackDrift:
         for s in self.stacks:
             if s.stack == name:
@@ -147,6 +168,7 @@ class DriftReport:
         return {
             "drift": self.drifted,
             "complete": self.complete,
+            "headline": self.headline,
             "as_of": self.as_of,
             "sources": list(self.sources),
             "stacks": [s.as_dict(self.sources) for s in self.stacks],

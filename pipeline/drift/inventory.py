@@ -83,8 +83,8 @@ def guarded(cloud: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: A
     except Exception as exc:
         raise UserError(
             f"{cloud}: cannot {what}: {type(exc).__name__}: {exc}",
-            hint=f"Check the {cloud} credentials and endpoint (OIDC in CI), or leave out "
-            "--replicas / --fleet",
+            hint=f"Check the {cloud} credentials and endpoint (OIDC in CI); the checks that "
+            "ask no cloud run alone with `imagectl drift --upstream --hosts catalog`",
         ) from exc
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from imagectl.drift.findings import DriftReport, StackDrift
+from imagectl.headline import could_not_run
 from imagectl.safetext import cells, markup, md_cell
 
 MARKER = "<!-- imagectl-drift:stack={stack} -->"
@@ -27,8 +28,15 @@ def render_json(report: DriftReport) -> str:
 
 
 def render_table(report: DriftReport, console: Any) -> None:
+    if report.headline:  # first, before any stack's "no drift"
+        console.print(f"[red]{markup(report.headline)}[/]", highlight=False, soft_wrap=True)
     for s in report.stacks:
-        status = "[red]drift[/]" if s.drifted else "[green]no drift[/]"
+        if s.drifted:
+            status = "[red]drift[/]"
+        elif s.errors:
+            status = "[yellow]no drift found by the checks that ran[/]"
+        else:
+            status = "[green]no drift[/]"
         table = Table(title=f"{markup(s.stack)}: {status}", title_justify="left")
         for col in COLUMNS:
             table.add_column(col, overflow="fold")
@@ -80,6 +88,9 @@ def _cell(text: str | None) -> str:
 
 def render_stack_markdown(s: StackDrift, report: DriftReport) -> str:
     lines = [MARKER.format(stack=s.stack), f"## Drift: `{s.stack}`", ""]
+    failed = sorted({e.source for e in s.errors})
+    if failed:  # first: an issue body must not read as an all-clear
+        lines += [f"**{could_not_run(len(report.sources), failed)}.**", ""]
     lines.append(
         f"Checked {', '.join(report.sources)} as of {report.as_of}; stack file `{s.path}`."
     )

@@ -119,7 +119,7 @@ def flip_and_close(
             if row is None:  # each region's copy is recorded before any flip starts
                 raise UserError(
                     f"replica {replicas[region]} in {cloud}/{region} is not in the catalog",
-                    hint="Resume the promotion: imagectl promote IMAGE",
+                    hint="Resume the promotion: `imagectl promote IMAGE`",
                 )
             repo.set_pointer(
                 s,

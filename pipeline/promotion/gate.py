@@ -58,19 +58,54 @@ class GateRefused(UserError):
 
     exit_code = EXIT_FAILED
 
-    def __init__(self, label: str, reasons: list[str]):
+    def __init__(self, label: str, reasons: list[str], *, hint: str | None = None):
         self.reasons = reasons
         super().__init__(
             f"promotion of {label} refused: {'; '.join(reasons)}",
-            hint=(
-                "Validate the image again (`imagectl validate`), or override with "
-                "--force --reason '...' (recorded in the event log)"
+            hint=hint
+            or (
+                "Validate the image again on its cloud (`imagectl validate-image IMAGE "
+                "--cloud CLOUD`), or override the gate with `imagectl promote IMAGE --force "
+                "--reason '...'` (recorded in the event log)"
             ),
         )
 
 
 class ImageBlocked(GateRefused):
     """The image is blocked; only ``--force`` promotes it."""
+
+
+def refusal_hint(session: Session, image: Image, *, revoked: bool = False) -> str:
+    """What can help an image the gate refused, with its own ids: validating again cannot
+    unblock a blocked image, so its hint names a new build, the block's reason and who set
+    it; a revocation names only the new build (``--force`` does not override it)."""
+    ident, cloud, stack = image.cloud_image_id, image.cloud, image.stack
+    build = (
+        f"build a new candidate (`imagectl build --stack {stack} --cloud {cloud}`) and "
+        f"validate it (`imagectl validate-image IMAGE --cloud {cloud}`)"
+    )
+    if revoked:
+        return f"A revoked image is never promoted again: {build}"
+    if image.state != ImageState.BLOCKED:
+        return (
+            f"Validate it again (`imagectl validate-image {ident} --cloud {cloud}`), or "
+            f"override the gate with `imagectl promote {ident} --cloud {cloud} --force "
+            "--reason '...'` (recorded in the event log)"
+        )
+    who = _blocked_by(session, image)
+    return (
+        f"Validating it again does not lift a block: {build}. The block "
+        f"({image.blocked_reason or 'no reason recorded'}) was set by {who}; only a decision "
+        f"to ship it anyway lifts it: `imagectl promote {ident} --cloud {cloud} --force "
+        "--reason '...'`, recorded with who and why"
+    )
+
+
+def _blocked_by(session: Session, image: Image) -> str:
+    for event in repo.events(session, image=image, kind="image.state"):
+        if (event.details or {}).get("to") == ImageState.BLOCKED.value:
+            return f"{event.actor} at {event.at:%Y-%m-%d %H:%M} UTC"
+    return "an unrecorded actor"
 
 
 class CorruptReceipt(UserError):
@@ -153,8 +188,8 @@ def _shape_reasons(runs: list[ValidationRun], required: list[str] | None) -> lis
     have = {run.shape for run in runs}
     reasons = [
         f"no receipt for validation shape {shape}: the stack validates on "
-        f"{', '.join(required)}; validate it there too (`imagectl validate-image` without "
-        "--shape validates every shape)"
+        f"{', '.join(required)}; validate it there too (`imagectl validate-image IMAGE --cloud "
+        "CLOUD` without --shape validates every shape)"
         for shape in required
         if shape not in have
     ]
@@ -179,8 +214,8 @@ def _nodes_reasons(runs: list[ValidationRun], required: list[str] | None, nodes:
         if run is None:
             reasons.append(
                 f"no multi-node result for shape {shape}: the stack's validation.nodes is "
-                f"{nodes}; validate with `imagectl validate-image --nodes {nodes}` (collectives "
-                "across the nodes in the cloud's placement)"
+                f"{nodes}; validate with `imagectl validate-image IMAGE --cloud CLOUD --nodes "
+                f"{nodes}` (collectives across the nodes in the cloud's placement)"
             )
         elif nodes_of(_body(run)) < nodes:
             reasons.append(

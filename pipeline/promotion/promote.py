@@ -49,7 +49,13 @@ from imagectl.clouds.registry import cloud_spec
 from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.finish import close_partial, flip_and_close
-from imagectl.promotion.gate import GateRefused, ImageBlocked, check_gate, sandbox_receipts
+from imagectl.promotion.gate import (
+    GateRefused,
+    ImageBlocked,
+    check_gate,
+    refusal_hint,
+    sandbox_receipts,
+)
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.regions import RegionRun
 from imagectl.promotion.resolve import ImageRef, resolve_image
@@ -147,8 +153,9 @@ def promote(
         elsewhere = revoked_elsewhere(
             s, img, lambda: trusted if trusted is not None else load_trust(), provider
         )
+        revoked_hint = refusal_hint(s, img, revoked=True)
     if elsewhere:
-        raise ImageBlocked(label, elsewhere)
+        raise ImageBlocked(label, elsewhere, hint=revoked_hint)
     if dry_run:
         return _dry_run(catalog, pk, model, cloud, digest, targets, force, trusted)
 
@@ -319,7 +326,8 @@ def _begin(
             s, "promotion.gate", f"gate for {img.label}: {'; '.join(revoked)}", image=img,
             actor=actor, details={"passed": False, "reasons": revoked, "forced": force},
         )  # fmt: skip
-        return ImageBlocked(img.label, revoked)  # --force does not override a revocation
+        # --force does not override a revocation
+        return ImageBlocked(img.label, revoked, hint=refusal_hint(s, img, revoked=True))
     reasons = gate_reasons(s, img, model, digest, trusted)
     sandbox = sandbox_receipts(s, img)
     repo.log_event(
@@ -334,7 +342,7 @@ def _begin(
     )
     if reasons and not force:
         cls = ImageBlocked if img.state == ImageState.BLOCKED.value else GateRefused
-        return cls(img.label, reasons)
+        return cls(img.label, reasons, hint=refusal_hint(s, img))
     if force:
         result.forced, result.overridden = True, reasons
         repo.log_event(
@@ -412,12 +420,12 @@ def _dry_run(
         result = PromotionResult(model.name, cloud, img.cloud_image_id, img.id, "dry_run")
         revoked = revoked_reasons(s, img)
         if revoked:
-            raise ImageBlocked(img.label, revoked)
+            raise ImageBlocked(img.label, revoked, hint=refusal_hint(s, img, revoked=True))
         if img.state in (ImageState.VALIDATED, ImageState.BLOCKED):
             reasons = gate_reasons(s, img, model, digest, trusted)
             if reasons and not force:
                 cls = ImageBlocked if img.state == ImageState.BLOCKED else GateRefused
-                raise cls(img.label, reasons)
+                raise cls(img.label, reasons, hint=refusal_hint(s, img))
             result.overridden, result.forced = reasons, force
         for region in targets:
             ptr = repo.get_pointer(s, model.name, cloud, region)

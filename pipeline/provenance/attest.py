@@ -82,7 +82,8 @@ def attest_image(catalog: Catalog, image_pk: int, provider: Provider | None = No
         if img.state not in ATTESTABLE:
             raise UserError(
                 f"image {img.label} is '{img.state}': only a validated image is attested",
-                hint="Validate it first (`imagectl validate-image`)",
+                hint="Validate it first (`imagectl validate-image "
+                f"{img.cloud_image_id} --cloud {img.cloud}`)",
             )
         runs = repo.latest_receipts(s, img)
         if not runs or any(r.verdict != "pass" for r in runs):

@@ -196,7 +196,7 @@ def current_and_candidate(session: Session, stack: str, cloud: str | None) -> tu
     if not pointers:
         raise UserError(
             f"stack {stack} has no promoted image{' on ' + cloud if cloud else ''} to compare with",
-            hint="Name both images: imagectl diff IMAGE_A IMAGE_B",
+            hint="Name both images: `imagectl diff IMAGE_A IMAGE_B`",
         )
     current = pointers[0].image
     source_id = (current.tags or {}).get(TAG_SOURCE_IMAGE)
@@ -212,6 +212,7 @@ def current_and_candidate(session: Session, stack: str, cloud: str | None) -> tu
     if not candidates:
         raise UserError(
             f"stack {stack} has no candidate image newer than the promoted {current.label}",
-            hint="Build one first (imagectl build), or name both images",
+            hint=f"Build one first (`imagectl build --stack {stack} --cloud CLOUD`), or name both "
+            "images",
         )
     return current, candidates[0]

@@ -139,8 +139,8 @@ def test_gate_refuses_an_image_validated_on_one_of_its_shapes(request, db) -> No
     reasons = _gate(world, img, ["qemu-tcg", "g5.xlarge"])
     assert reasons == [
         "no receipt for validation shape g5.xlarge: the stack validates on qemu-tcg, "
-        "g5.xlarge; validate it there too (`imagectl validate-image` without --shape "
-        "validates every shape)"
+        "g5.xlarge; validate it there too (`imagectl validate-image IMAGE --cloud CLOUD` "
+        "without --shape validates every shape)"
     ]
 
 

@@ -18,6 +18,7 @@ from imagectl.promotion import (
     rollback,
 )
 from imagectl.promotion.gate import CorruptReceipt
+from tests.cli.hints import fill, parse
 
 REGIONS = ["local-a", "local-b", "local-c"]
 
@@ -147,6 +148,16 @@ def test_blocked_image_never_promotes_and_force_is_audited(world, monkeypatch) -
     with pytest.raises(ImageBlocked, match="blocked \\(NCCL hangs on 2 nodes\\)") as info:
         promote(world.catalog, world.provider(), world.stack, img.id)
     assert info.value.exit_code == 1
+    # what can help, never "validate again": a new build, the block's reason, who set it,
+    # and the override, each command runnable as written (tests/cli/test_hints.py)
+    hint = info.value.hint or ""
+    assert "imagectl validate`" not in hint
+    assert "`imagectl build --stack local --cloud local`" in hint
+    assert "NCCL hangs on 2 nodes" in hint and "set by bob at " in hint
+    commands = re.findall(r"`(imagectl [^`]+)`", hint)
+    assert len(commands) == 3
+    for command in commands:
+        parse(fill(command))
     with pytest.raises(UserError, match="needs --reason"):
         promote(world.catalog, world.provider(), world.stack, img.id, force=True)
     monkeypatch.setenv("IMAGECTL_ACTOR", "alice")

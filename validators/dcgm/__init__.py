@@ -55,7 +55,7 @@ def dcgm_checks(
         if recorded is None:
             return _skip(
                 "DCGM diagnostics not recorded in this snapshot "
-                "(capture with `imagectl snapshot --dcgm-level N`)"
+                "(capture with `imagectl snapshot -o FILE --dcgm-level N`)"
             )
         return judge(recorded, expect, t, profile)
     timeout = max(1.0, min(level.timeout_s, deadline_s - DEADLINE_MARGIN_S))
