@@ -196,10 +196,14 @@ def test_an_instance_image_is_read_from_its_boot_disk(gcp_fake) -> None:
                         boot=True,
                         auto_delete=True,
                         initialize_params=compute_v1.AttachedDiskInitializeParams(
-                            source_image=f"projects/{gcp_fake.project}/global/images/fleet-img"
+                            source_image=f"projects/{gcp_fake.project}/global/images/fleet-img",
+                            disk_type=f"zones/{zone}/diskTypes/pd-balanced",
                         ),
                     )
                 ],
+                # what the A3 series takes (the fake refuses the API defaults, as Compute does)
+                network_interfaces=[compute_v1.NetworkInterface(nic_type="GVNIC")],
+                scheduling=compute_v1.Scheduling(on_host_maintenance="TERMINATE"),
             ),
         )
     for op in list(gcp_fake.operations):

@@ -631,6 +631,9 @@ class FakeGcpCompute(FakeServer):
         bad_policy = self._policy_refusal(zone, name, body)
         if bad_policy is not None:
             return bad_policy
+        unsupported = machine_family_refusal(body)
+        if unsupported is not None:
+            return unsupported
         source = ""
         for disk in body.get("disks", []):
             source = disk.get("initializeParams", {}).get("sourceImage", "") or source
@@ -979,3 +982,57 @@ def firewall_admits(firewalls: list[dict[str, Any]], inst: dict[str, Any], peer:
         return False
     best = min(p for p, _ in matched)
     return not any(deny for p, deny in matched if p == best)
+
+
+# What Compute refuses for a GPU machine series, from its documents, independently of the
+# launch data imagectl ships (pipeline/clouds/gcp/machine_families.yaml): an instance the
+# API defaults would describe (VIRTIO_NET, a pd-standard boot disk, MIGRATE) is refused.
+# Sources: Compute Engine docs, "Accelerator-optimized machine family" (A4, A3, A2: "You
+# must set the VM host maintenance policy to TERMINATE"; A3 and A4 "use gVNIC"; "Supported
+# disk types" per series) and "GPU machine types" / "G2 machine series"; Compute API
+# reference, AttachedDiskInitializeParams.diskType ("If not specified, the default is
+# pd-standard"), NetworkInterface.nicType, Scheduling.onHostMaintenance ("The default
+# behavior is MIGRATE").
+FAKE_SERIES: dict[str, dict[str, Any]] = {
+    "a4-highgpu": {"gvnic": True, "boot": {"hyperdisk-balanced"}},
+    "a3-ultragpu": {"gvnic": True, "boot": {"hyperdisk-balanced"}},
+    "a3-megagpu": {"gvnic": True, "boot": {"pd-balanced", "pd-ssd", "hyperdisk-balanced"}},
+    "a3-highgpu": {"gvnic": True, "boot": {"pd-balanced", "pd-ssd", "hyperdisk-balanced"}},
+    "a3-edgegpu": {"gvnic": True, "boot": {"pd-balanced", "pd-ssd", "hyperdisk-balanced"}},
+    "a2-highgpu": {"gvnic": False, "boot": {"pd-standard", "pd-balanced", "pd-ssd"}},
+    "a2-megagpu": {"gvnic": False, "boot": {"pd-standard", "pd-balanced", "pd-ssd"}},
+    "a2-ultragpu": {"gvnic": False, "boot": {"pd-standard", "pd-balanced", "pd-ssd"}},
+    "g2-standard": {"gvnic": True, "boot": {"pd-balanced", "pd-ssd"}},
+}
+
+
+def machine_family_refusal(body: dict[str, Any]) -> Response | None:
+    """Compute's 400 for an instance its machine series cannot run as asked."""
+    machine = str(body.get("machineType", "")).rsplit("/", 1)[-1]
+    series = machine.rsplit("-", 1)[0]
+    rules = FAKE_SERIES.get(series)
+    if rules is None:
+        return None
+    field = "resource.scheduling.onHostMaintenance"
+    if (body.get("scheduling") or {}).get("onHostMaintenance", "MIGRATE") != "TERMINATE":
+        return _invalid(
+            f"Invalid value for field '{field}': 'MIGRATE'. Instances with guest "
+            f"accelerators do not support live migration ({machine})."
+        )
+    for i, nic in enumerate(body.get("networkInterfaces") or [{}]):
+        nic_type = nic.get("nicType") or "VIRTIO_NET"
+        if rules["gvnic"] and nic_type != "GVNIC":
+            return _invalid(
+                f"Invalid value for field 'resource.networkInterfaces[{i}].nicType': "
+                f"'{nic_type}'. Machine type {machine} requires gVNIC (GVNIC)."
+            )
+    for i, disk in enumerate(body.get("disks") or []):
+        if not disk.get("boot"):
+            continue
+        raw = (disk.get("initializeParams") or {}).get("diskType") or "pd-standard"
+        kind = str(raw).rsplit("/", 1)[-1]
+        if kind not in rules["boot"]:
+            return _invalid(f"Invalid value for field 'resource.disks[{i}].initializeParams."
+                            f"diskType': '{raw}'. {kind} disk type cannot be used by "
+                            f"{machine} machine type.")  # fmt: skip
+    return None

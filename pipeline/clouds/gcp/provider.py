@@ -15,6 +15,7 @@ from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.gcp import placement as gcp_placement
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.labels import from_labels, label_filter, to_labels
+from imagectl.clouds.gcp.launch import launch_settings
 from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.clouds.gcp.spec import GLOBAL, SPEC, GcpOptions
@@ -251,12 +252,15 @@ class GcpProvider(GcpPromotion, Provider):
         compute_v1 = compute_sdk.compute_v1()
 
         check_cidr(allowed_cidr)
+        # first: a series without launch data is bad input, before anything is created
+        series = launch_settings(shape)
         zone = location
         name = resource_name("imagectl", stack, secrets.token_hex(3))
         tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
         if allowed_cidr:
             self._open_ssh(name, allowed_cidr, tags[TAG_TTL])
-        nic = compute_v1.NetworkInterface(network=self.network)
+        # the series' NIC type (A3/A4/G2 take gVNIC only; the API default is VIRTIO_NET)
+        nic = compute_v1.NetworkInterface(network=self.network, nic_type=series.nic_type)
         if self.subnetwork:
             nic.subnetwork = self.subnetwork
         if allowed_cidr:  # the runner reaches it over the internet, from its address only
@@ -280,6 +284,9 @@ class GcpProvider(GcpPromotion, Provider):
                     initialize_params=compute_v1.AttachedDiskInitializeParams(
                         source_image=f"projects/{self.project}/global/images/{image.image_id}",
                         disk_size_gb=self.boot_disk_gb,
+                        # a type the series offers (the API default, pd-standard, is not
+                        # offered by A3, A4 or G2)
+                        disk_type=f"zones/{zone}/diskTypes/{series.boot_disk_type}",
                     ),
                 )
             ],
@@ -289,7 +296,7 @@ class GcpProvider(GcpPromotion, Provider):
             tags=compute_v1.Tags(items=[name]),
             # GPU machine types cannot live-migrate; no service account: no cloud role.
             scheduling=compute_v1.Scheduling(
-                on_host_maintenance="TERMINATE", automatic_restart=False
+                on_host_maintenance=series.on_host_maintenance, automatic_restart=False
             ),
             service_accounts=[],
         )
