@@ -1,8 +1,10 @@
 """Reading the validator's JSON documents (receipts, snapshots, expectations).
 
-Every way a file can be unreadable (missing, not UTF-8, not JSON, truncated) becomes one
-UserError naming the file, the line where JSON broke, and what to do: exit code 2 at the
-CLI, never a traceback.
+Every way a file can be unreadable (missing, not UTF-8, not JSON, truncated, larger or
+nested deeper than any real one) becomes one UserError naming the file, the line where
+JSON broke, and what to do: exit code 2 at the CLI, never a traceback. Size and nesting
+are measured before the document is parsed (``imagectl.boundedjson.depth_of``, the one
+bounded reader's measure).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagectl.boundedjson import depth_of
 from imagectl.errors import UserError
 
 # Bounds for hostile documents: the largest real snapshot is a few MB, and no number we
 # write has more than a few dozen digits (Python refuses past 4300 with a ValueError).
 MAX_BYTES = 64 * 1024 * 1024
 MAX_INT_DIGITS = 300
+MAX_DEPTH = 64  # a receipt or snapshot nests about ten levels
 
 
 def _bounded_int(text: str) -> int:
@@ -97,6 +101,7 @@ def _next_stdin_document(kind: str, hint: str) -> Any:
             hint=hint,
         )
     decoder = json.JSONDecoder(parse_int=_bounded_int)
+    _check_depth(state.text[start:].encode("utf-8", "surrogatepass"), kind, STDIN, hint)
     try:
         doc, end = decoder.raw_decode(state.text, start)
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
@@ -121,7 +126,19 @@ def finish_stdin(hint: str) -> None:
         )
 
 
+def _check_depth(data: bytes, kind: str, where: str, hint: str) -> None:
+    deepest = depth_of(data)
+    if deepest > MAX_DEPTH:
+        raise UserError(
+            f"not a {kind}: JSON nested too deep ({deepest} levels, at most {MAX_DEPTH}); "
+            f"the {kind} is corrupt or forged",
+            where=where,
+            hint=hint,
+        )
+
+
 def _parse(text: str, kind: str, where: str, hint: str) -> Any:
+    _check_depth(text.encode("utf-8", "surrogatepass"), kind, where, hint)
     try:
         return json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
