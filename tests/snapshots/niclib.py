@@ -4,6 +4,14 @@ four behind each GPU's PCIe switch) and a healthy ND H100 v5 (8 ConnectX-7 NDR H
 paired with one GPU as Azure/azhpc-images topology/ndv5-topo.xml documents, and the
 accelerated-networking Ethernet VF beside them).
 
+Since issue 43 each fabric also records what the shape-truth checks read: every network
+interface (``netdevs``), each NIC's PCIe link (sysfs ``current_link_*`` / ``max_link_*``),
+the ACS control bits of the bridges above GPUs and NICs, and each RDMA port's
+``hw_counters`` read twice; and three more bases: ND A100 v4 (8 HDR HCAs in four groups of
+two GPUs and two HCAs, every device in its own PCI domain, Azure/azhpc-images
+topology/ndv4-topo.xml), p5en.48xlarge (16 EFA, two behind each GPU's switch) and
+a3-megagpu-8g (8 gVNIC GPU NICs, one behind each GPU's switch, plus the primary gVNIC).
+
 Values are written as the sources print them: sysfs port files ('4: ACTIVE', '5: LinkUp',
 '400 Gb/sec (4X NDR)'), ``fi_info -p efa`` blocks, NCCL_DEBUG=INFO lines (formats from
 NCCL src/init.cc and aws-ofi-nccl 1.16's log lines), NCCL's topology dump.
@@ -30,6 +38,62 @@ IB_COUNTERS = (
 OFI_NCCL = "1.16.3"
 LIBFABRIC = "2.1.0amzn3.0"
 NCCL = "2.26.2+cuda12.8"
+
+
+# EFA hw_counters (Linux drivers/infiniband/hw/efa: efa_com_basic_stats, messages, rdma read
+# and write, network stats); mlx5 hw_counters (NVIDIA 'Understanding mlx5 Linux Counters')
+EFA_HW = (
+    "tx_bytes",
+    "tx_pkts",
+    "rx_bytes",
+    "rx_pkts",
+    "rx_drops",
+    "send_bytes",
+    "send_wrs",
+    "recv_bytes",
+    "recv_wrs",
+    "rdma_read_wrs",
+    "rdma_read_bytes",
+    "rdma_read_wr_err",
+    "rdma_read_resp_bytes",
+    "rdma_write_wrs",
+    "rdma_write_bytes",
+    "rdma_write_wr_err",
+    "rdma_write_recv_bytes",
+    "retrans_bytes",
+    "retrans_pkts",
+    "retrans_timeout_events",
+    "unresponsive_remote_events",
+    "impaired_remote_conn_events",
+    "lifespan",
+)
+MLX5_HW = (
+    "out_of_buffer",
+    "out_of_sequence",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "packet_seq_err",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "req_cqe_error",
+    "resp_cqe_error",
+    "req_remote_access_errors",
+    "resp_remote_access_errors",
+)
+
+
+def link(speed: str, width: int = 16) -> dict[str, Any]:
+    """A PCIe link at its maximum, as sysfs prints it."""
+    return {
+        "current_speed": speed,
+        "current_width": str(width),
+        "max_speed": speed,
+        "max_width": str(width),
+    }
+
+
+def _hw(names: tuple[str, ...]) -> dict[str, int]:
+    return {n: (1 if n == "lifespan" else 0) for n in names}
 
 
 def _port(rate: str, link_layer: str, counters: dict[str, int] | None) -> dict[str, Any]:
@@ -59,12 +123,12 @@ def _gpu_fn(address: str, upstream: list[str], numa: int) -> dict[str, Any]:
 # -- p5.48xlarge: EFA ---------------------------------------------------------------
 
 
-def efa_layout(buses: list[str]) -> list[dict[str, Any]]:
-    """Per GPU: its address, root port, switch, and its 4 EFA devices (name, address)."""
+def efa_layout(buses: list[str], per_gpu: int = 4) -> list[dict[str, Any]]:
+    """Per GPU: its address, root port, switch, and its EFA devices (name, address)."""
     out = []
     for i, bus in enumerate(buses):
         b = int(bus, 16)
-        efas = [(f"rdmap{b + 1 + k}s0", f"0000:{b + 1 + k:02x}:00.0") for k in range(4)]
+        efas = [(f"rdmap{b + 1 + k}s0", f"0000:{b + 1 + k:02x}:00.0") for k in range(per_gpu)]
         out.append(
             {
                 "gpu": f"0000:{b:02x}:00.0",
@@ -92,10 +156,10 @@ def fi_info_efa(names: list[str]) -> str:
     return "".join(blocks)
 
 
-def nccl_efa_log(nics: int, plugin: str = OFI_NCCL) -> str:
+def nccl_efa_log(nics: int, plugin: str = OFI_NCCL, settings: str = "") -> str:
     p = "p5-node:4242:4260 [0] NCCL INFO"
     return (
-        "p5-node:4242:4242 [0] NCCL INFO Bootstrap: Using enp71s0:10.1.2.3<0>\n"
+        settings + "p5-node:4242:4242 [0] NCCL INFO Bootstrap: Using enp71s0:10.1.2.3<0>\n"
         "p5-node:4242:4242 [0] NCCL INFO cudaDriverVersion 13000\n"
         f"NCCL version {NCCL}\n"
         f"{p} NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.\n"
@@ -140,20 +204,28 @@ def efa_topo_xml(layout: list[dict[str, Any]], gdr: int = 1) -> str:
     return "\n".join(lines) + "\n"
 
 
-def efa_fabric(buses: list[str]) -> dict[str, Any]:
-    layout = efa_layout(buses)
+def efa_fabric(
+    buses: list[str], per_gpu: int = 4, rate: str = "100 Gb/sec (4X EDR)"
+) -> dict[str, Any]:
+    layout = efa_layout(buses, per_gpu)
     rdma, pci = [], []
+    acs: dict[str, int | None] = {}
     for g in layout:
         pci.append(_gpu_fn(g["gpu"], [g["root"], g["switch"], g["down"]], g["numa"]))
+        acs.update({g["root"]: 0, g["switch"]: None, g["down"]: 0})
         for k, (name, addr) in enumerate(g["efas"]):
             down = f"{g['down'][:-4]}{k + 1:x}.0"
+            acs[down] = 0
+            port = _port(rate, "Unspecified", None)
+            port["hw_counters"] = _hw(EFA_HW)
+            port["hw_counters_after"] = _hw(EFA_HW)
             rdma.append(
                 {
                     "name": name,
                     "driver": "efa",
                     "pci": addr,
                     "numa_node": g["numa"],
-                    "ports": [_port("100 Gb/sec (4X EDR)", "Unspecified", None)],
+                    "ports": [port],
                 }
             )
             pci.append(
@@ -163,8 +235,18 @@ def efa_fabric(buses: list[str]) -> dict[str, Any]:
                     "vendor": "0x1d0f",
                     "upstream": [g["root"], g["switch"], down],
                     "numa_node": g["numa"],
+                    "link": link("32.0 GT/s PCIe"),
                 }
             )
+    # the primary ENA interface (not a GPU NIC) on the first root port
+    ena = {
+        "name": "enp71s0",
+        "driver": "ena",
+        "pci": "0000:47:00.0",
+        "operstate": "up",
+        "speed_mbps": 200000,
+        "mtu": 9001,
+    }
     names = [d["name"] for d in rdma]
     return {
         "interval_s": 2.0,
@@ -194,6 +276,8 @@ def efa_fabric(buses: list[str]) -> dict[str, Any]:
             "env": {},
             "topo_xml": efa_topo_xml(layout),
         },
+        "netdevs": [ena],
+        "acs": acs,
     }
 
 
@@ -213,7 +297,7 @@ ND_PAIRS = (
 TOPO_FILE = "/opt/microsoft/ndv5-topo.xml"
 
 
-def nccl_ib_log(hcas: list[str], network: str = "IB") -> str:
+def nccl_ib_log(hcas: list[str], network: str = "IB", settings: str = "") -> str:
     p = "nd-node:4242:4260 [0] NCCL INFO"
     using = " ".join(f"[{i}]{h}:1/IB" for i, h in enumerate(hcas))
     net = (
@@ -223,7 +307,8 @@ def nccl_ib_log(hcas: list[str], network: str = "IB") -> str:
     )
     return (
         f"nd-node:4242:4242 [0] NCCL INFO NCCL_TOPO_FILE set by environment to {TOPO_FILE}\n"
-        f"NCCL version {NCCL}\n"
+        + settings
+        + f"NCCL version {NCCL}\n"
         f"{p} NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.\n"
         f"{net}{p} Using network {network}\n"
         "imagectl-probe: ncclCommInitAll 0 8\n"
@@ -250,30 +335,65 @@ def ib_topo_xml(hcas: dict[str, str], gdr: int = 1) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _hca(i: int, hca: str, numa: int, rate: str) -> dict[str, Any]:
+    port = _port(rate, "InfiniBand", dict.fromkeys(IB_COUNTERS, 0))
+    port["hw_counters"] = _hw(MLX5_HW)
+    port["hw_counters_after"] = _hw(MLX5_HW)
+    return {
+        "name": f"mlx5_ib{i}",
+        "driver": "mlx5_core",
+        "pci": hca,
+        "numa_node": numa,
+        "ports": [port],
+    }
+
+
+def _hca_fn(hca: str, numa: int, speed: str) -> dict[str, Any]:
+    return {
+        "address": hca,
+        "pci_class": "0x020700",
+        "vendor": "0x15b3",
+        "upstream": [],
+        "numa_node": numa,
+        "link": link(speed),
+    }
+
+
+def _azure_netdevs(hcas: list[str]) -> list[dict[str, Any]]:
+    """IPoIB interfaces on the HCAs and the accelerated-networking VF (eth0 itself is
+    hv_netvsc on VMBus: no PCI function, so not listed)."""
+    out = [
+        {
+            "name": f"ib{i}",
+            "driver": "mlx5_core",
+            "pci": h,
+            "operstate": "up",
+            "speed_mbps": None,
+            "mtu": 2044,
+        }
+        for i, h in enumerate(hcas)
+    ]
+    out.append(
+        {
+            "name": "enP49076s1",
+            "driver": "mlx5_core",
+            "pci": "c2b4:00:02.0",
+            "operstate": "up",
+            "speed_mbps": 100000,
+            "mtu": 1500,
+        }
+    )
+    return out
+
+
 def ib_fabric() -> dict[str, Any]:
     zero = dict.fromkeys(IB_COUNTERS, 0)
     rdma, pci = [], []
     for i, (gpu, hca, _sw) in enumerate(ND_PAIRS):
         numa = 0 if i < 4 else 1
         pci.append(_gpu_fn(gpu, [], numa))
-        rdma.append(
-            {
-                "name": f"mlx5_ib{i}",
-                "driver": "mlx5_core",
-                "pci": hca,
-                "numa_node": numa,
-                "ports": [_port("400 Gb/sec (4X NDR)", "InfiniBand", zero)],
-            }
-        )
-        pci.append(
-            {
-                "address": hca,
-                "pci_class": "0x020700",
-                "vendor": "0x15b3",
-                "upstream": [],
-                "numa_node": numa,
-            }
-        )
+        rdma.append(_hca(i, hca, numa, "400 Gb/sec (4X NDR)"))
+        pci.append(_hca_fn(hca, numa, "32.0 GT/s PCIe"))
     rdma.append(  # accelerated networking: an Ethernet VF, not part of the GPU fabric
         {
             "name": "mlx5_an0",
@@ -308,8 +428,199 @@ def ib_fabric() -> dict[str, Any]:
             "env": {"NCCL_TOPO_FILE": TOPO_FILE},
             "topo_xml": ib_topo_xml(hcas),
         },
+        "netdevs": _azure_netdevs(list(hcas)),
+        "acs": {},  # no bridge above any GPU or HCA: each in its own PCI domain
+    }
+
+
+# -- Standard_ND96amsr_A100_v4: InfiniBand, two GPUs and two HCAs per virtual switch ------
+
+# Azure/azhpc-images topology/ndv4-topo.xml (commit 4a4565a0): per NUMA node one virtual
+# switch with (GPU, HCA, GPU, HCA)
+NDV4_GROUPS = (
+    (0, "ffff:ff:01.0", ("0003:00:00.0", "0004:00:00.0"), ("0103:00:00.0", "0104:00:00.0")),
+    (1, "ffff:ff:02.0", ("0001:00:00.0", "0002:00:00.0"), ("0101:00:00.0", "0102:00:00.0")),
+    (2, "ffff:ff:03.0", ("000d:00:00.0", "000e:00:00.0"), ("0107:00:00.0", "0108:00:00.0")),
+    (3, "ffff:ff:04.0", ("000b:00:00.0", "000c:00:00.0"), ("0105:00:00.0", "0106:00:00.0")),
+)
+NDV4_GPUS = [g for _n, _s, gs, _h in NDV4_GROUPS for g in gs]
+NDV4_HCAS = sorted(h for _n, _s, _g, hs in NDV4_GROUPS for h in hs)
+NDV4_TOPO_FILE = "/opt/microsoft/ndv4-topo.xml"
+
+
+def ndv4_hca_names() -> dict[str, str]:
+    """HCA address -> name: mlx5_ib0..7 in address order (0101 -> mlx5_ib0)."""
+    return {h: f"mlx5_ib{i}" for i, h in enumerate(NDV4_HCAS)}
+
+
+def ndv4_topo_xml(hcas: dict[str, str], gdr: int = 1) -> str:
+    lines = ['<system version="1">']
+    dev = 0
+    for numa, sw, gpus, groups in NDV4_GROUPS:
+        lines.append(f'  <cpu numaid="{numa}" arch="x86_64" vendor="AuthenticAMD">')
+        lines.append(f'    <pci busid="{sw}" class="0x060400" link_width="16">')
+        for gpu, hca in zip(gpus, groups, strict=True):
+            lines.append(
+                f'      <pci busid="{gpu}" class="0x030200" link_width="16">'
+                f'<gpu dev="{dev}" sm="80" rank="{dev}" gdr="1"/></pci>'
+            )
+            net = _net(hcas[hca], dev, 200000, gdr) if hca in hcas else ""
+            lines.append(f'      <pci busid="{hca}" class="0x020700" link_width="16">{net}</pci>')
+            dev += 1
+        lines.append("    </pci>")
+        lines.append("  </cpu>")
+    lines.append("</system>")
+    return "\n".join(lines) + "\n"
+
+
+def nccl_ndv4_log(hcas: list[str], settings: str = "") -> str:
+    return nccl_ib_log(hcas, settings=settings).replace(TOPO_FILE, NDV4_TOPO_FILE)
+
+
+def ndv4_fabric() -> dict[str, Any]:
+    zero = dict.fromkeys(IB_COUNTERS, 0)
+    names = ndv4_hca_names()
+    rdma, pci = [], []
+    for numa, _sw, gpus, hcas in NDV4_GROUPS:
+        for gpu in gpus:
+            pci.append(_gpu_fn(gpu, [], numa))
+        for hca in hcas:
+            rdma.append(_hca(int(names[hca][-1]), hca, numa, "200 Gb/sec (4X HDR)"))
+            pci.append(_hca_fn(hca, numa, "16.0 GT/s PCIe"))
+    rdma.sort(key=lambda d: d["name"])
+    rdma.append(
+        {
+            "name": "mlx5_an0",
+            "driver": "mlx5_core",
+            "pci": "c2b4:00:02.0",
+            "numa_node": 0,
+            "ports": [_port("100 Gb/sec (4X EDR)", "Ethernet", zero)],
+        }
+    )
+    return {
+        "interval_s": 2.0,
+        "rdma": rdma,
+        "pci": pci,
+        "modules": {
+            "nvidia_peermem": True,
+            "efa": False,
+            "ib_core": True,
+            "ib_uverbs": True,
+            "mlx5_core": True,
+            "mlx5_ib": True,
+            "nvidia": True,
+        },
+        "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": "fi_info not found on PATH"},
+        "fi_version": {"argv": ["fi_info", "--version"], "error": "fi_info not found on PATH"},
+        "nccl": {
+            "run": {
+                "argv": ["python3", "-c", "(probe)"],
+                "exit_code": 0,
+                "stdout": nccl_ndv4_log(sorted(names.values())),
+            },
+            "env": {"NCCL_TOPO_FILE": NDV4_TOPO_FILE},
+            "topo_xml": ndv4_topo_xml(names),
+        },
+        "netdevs": _azure_netdevs(NDV4_HCAS),
+        "acs": {},
+    }
+
+
+# -- a3-megagpu-8g: GPUDirect-TCPXO over 8 gVNIC GPU NICs ---------------------------------
+
+
+def gvnic_layout(buses: list[str]) -> list[dict[str, Any]]:
+    """Per GPU: its address, root port, switch, downstream ports and its gVNIC (eth1..8)."""
+    out = []
+    for i, bus in enumerate(buses):
+        b = int(bus, 16)
+        out.append(
+            {
+                "gpu": f"0000:{b:02x}:00.0",
+                "root": f"0000:{b - 4:02x}:00.0",
+                "switch": f"0000:{b - 3:02x}:00.0",
+                "down": f"0000:{b - 2:02x}:00.0",
+                "nic_down": f"0000:{b - 2:02x}:01.0",
+                "nic": (f"eth{i + 1}", f"0000:{b + 1:02x}:00.0"),
+                "numa": 0 if i < len(buses) // 2 else 1,
+            }
+        )
+    return out
+
+
+def gvnic_fabric(buses: list[str]) -> dict[str, Any]:
+    pci, acs, netdevs = [], {}, []
+    netdevs.append(
+        {
+            "name": "eth0",
+            "driver": "gve",
+            "pci": "0000:06:00.0",
+            "operstate": "up",
+            "speed_mbps": 200000,
+            "mtu": 8244,
+        }
+    )
+    for g in gvnic_layout(buses):
+        pci.append(_gpu_fn(g["gpu"], [g["root"], g["switch"], g["down"]], g["numa"]))
+        name, addr = g["nic"]
+        pci.append(
+            {
+                "address": addr,
+                "pci_class": "0x020000",
+                "vendor": "0x1ae0",
+                "upstream": [g["root"], g["switch"], g["nic_down"]],
+                "numa_node": g["numa"],
+                "link": link("16.0 GT/s PCIe"),
+            }
+        )
+        acs.update({g["root"]: 0, g["switch"]: None, g["down"]: 0, g["nic_down"]: 0})
+        netdevs.append(
+            {
+                "name": name,
+                "driver": "gve",
+                "pci": addr,
+                "operstate": "up",
+                "speed_mbps": 200000,
+                "mtu": 8244,
+            }
+        )
+    pci.append(
+        {
+            "address": "0000:06:00.0",
+            "pci_class": "0x020000",
+            "vendor": "0x1ae0",
+            "upstream": ["0000:00:04.0"],
+            "numa_node": 0,
+            "link": link("16.0 GT/s PCIe"),
+        }
+    )
+    return {
+        "interval_s": 2.0,
+        "rdma": [],
+        "pci": pci,
+        "modules": {
+            "nvidia_peermem": False,
+            "efa": False,
+            "ib_core": False,
+            "ib_uverbs": False,
+            "mlx5_core": False,
+            "mlx5_ib": False,
+            "nvidia": True,
+        },
+        "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": "fi_info not found on PATH"},
+        "fi_version": {"argv": ["fi_info", "--version"], "error": "fi_info not found on PATH"},
+        "netdevs": netdevs,
+        "acs": acs,
     }
 
 
 def fabric_for(kind: str, buses: list[str]) -> dict[str, Any]:
-    return efa_fabric(buses) if kind == "efa" else ib_fabric()
+    if kind == "efa":
+        return efa_fabric(buses)
+    if kind == "efa-p5en":
+        return efa_fabric(buses, per_gpu=2, rate="200 Gb/sec (4X HDR)")
+    if kind == "infiniband-ndv4":
+        return ndv4_fabric()
+    if kind == "gvnic":
+        return gvnic_fabric(buses)
+    return ib_fabric()

@@ -159,6 +159,71 @@ BASES: dict[str, dict[str, Any]] = {
         "domains": [0x1, 0x2, 0x3, 0x8, 0x9, 0xA, 0xB, 0xC],
         "fabric": "infiniband",
     },
+    # NDm A100 v4 with its NICs: 8 HDR HCAs; every GPU and HCA in its own PCI domain, two
+    # GPUs and two HCAs per virtual switch in Azure/azhpc-images topology/ndv4-topo.xml
+    "a100-ndv4-ib": {
+        "shape": "Standard_ND96amsr_A100_v4",
+        "cloud": "azure",
+        "name": "NVIDIA A100-SXM4-80GB",
+        "count": 8,
+        "mem_mib": 81920,
+        "arch": 7,
+        "pcie": (4, 16),
+        "links": 12,
+        "power_w": 400,
+        "slowdown": 92,
+        "shutdown": 95,
+        "gpu_max": 90,
+        "vbios": "92.00.45.00.06",
+        "inforom": "G506.0212.00.02",
+        "nvswitch": True,
+        "image": "/subscriptions/0000/images/a100-training-healthy",
+        "buses": ["00"] * 8,
+        "domains": [0x3, 0x4, 0x1, 0x2, 0xD, 0xE, 0xB, 0xC],
+        "fabric": "infiniband-ndv4",
+    },
+    # p5en.48xlarge with its NICs: 16 EFA (EFAv3), two behind each GPU's PCIe switch
+    "h200-p5en-efa": {
+        "shape": "p5en.48xlarge",
+        "name": "NVIDIA H200",
+        "count": 8,
+        "mem_mib": 143771,
+        "arch": 9,
+        "pcie": (5, 16),
+        "links": 18,
+        "power_w": 700,
+        "slowdown": 89,
+        "shutdown": 92,
+        "gpu_max": 87,
+        "vbios": "96.00.A5.00.01",
+        "inforom": "G525.0201.00.01",
+        "nvswitch": True,
+        "image": "ami-0h200p5enhealthy",
+        "buses": ["19", "3b", "4c", "5d", "9b", "bb", "cb", "db"],
+        "fabric": "efa-p5en",
+    },
+    # a3-megagpu-8g: GPUDirect-TCPXO over 8 gVNIC GPU NICs (one behind each GPU's switch)
+    # plus the primary gVNIC
+    "h100-a3mega-tcpxo": {
+        "shape": "a3-megagpu-8g",
+        "cloud": "gcp",
+        "name": "NVIDIA H100 80GB HBM3",
+        "count": 8,
+        "mem_mib": 81559,
+        "arch": 9,
+        "pcie": (5, 16),
+        "links": 18,
+        "power_w": 700,
+        "slowdown": 89,
+        "shutdown": 92,
+        "gpu_max": 87,
+        "vbios": "96.00.89.00.01",
+        "inforom": "G520.0200.00.05",
+        "nvswitch": True,
+        "image": "projects/imagectl/global/images/h100-training-healthy",
+        "buses": ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"],
+        "fabric": "gvnic",
+    },
 }
 
 
@@ -170,7 +235,7 @@ def expectations(base: str) -> dict[str, Any]:
 def _expectations(base: str) -> dict[str, Any]:
     b = BASES[base]
     e = from_stack(ROOT / "images", "h100-training", "p5.48xlarge")
-    if b.get("cloud") == "azure":  # the image for Azure: its kernel and fabric software
+    if b.get("cloud") in ("azure", "gcp"):  # that cloud's image: its kernel and fabric software
         e = from_stack(ROOT / "images", "h100-training", b["shape"])
     elif b["shape"] != "p5.48xlarge":
         e = e.model_copy(update=shape_fields(ROOT / "images", b["shape"]))
@@ -180,6 +245,9 @@ def _expectations(base: str) -> dict[str, Any]:
     e = e.model_copy(update={"origin": f"tests/snapshots/expect/{base}.json"})
     return e.model_dump(mode="json")
 
+
+# nvmlRowRemapperHistogramValues_t of a GPU whose banks all have every spare row
+HISTOGRAM = {"max": 2560, "high": 0, "partial": 0, "low": 0, "none": 0}
 
 # nvmlGpuFabricInfo_v2_t.healthMask of a healthy Hopper GPU: DEGRADED_BW, ROUTE_RECOVERY,
 # ROUTE_UNHEALTHY and ACCESS_TIMEOUT_RECOVERY FALSE (2), INCORRECT_CONFIGURATION NONE (1)
@@ -246,6 +314,8 @@ def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
         "nvmlDeviceGetTotalEccErrors": ecc_totals,
         "nvmlDeviceGetMemoryErrorCounter": ecc_loc,
         "nvmlDeviceGetRemappedRows": [0, 0, 0, 0],
+        # every bank with all its spare rows (nvmlRowRemapperHistogramValues_t), Ampere+
+        **({"nvmlDeviceGetRowRemapperHistogram": dict(HISTOGRAM)} if b["arch"] >= 7 else {}),
         "nvmlDeviceGetRetiredPages": {"$error": "NOT_SUPPORTED"},
         "nvmlDeviceGetRetiredPagesPendingStatus": {"$error": "NOT_SUPPORTED"},
         "nvmlDeviceGetCurrentClocksEventReasons": 0x1,  # idle

@@ -94,6 +94,9 @@ def test_library_covers_the_required_faults() -> None:
         "l4-1x",
         "h100-p5-efa",  # with its NICs: 32 EFA devices
         "h100-ndv5-ib",  # with its NICs: 8 NDR InfiniBand HCAs
+        "a100-ndv4-ib",  # 8 HDR HCAs, each device in its own PCI domain (ndv4-topo.xml)
+        "h200-p5en-efa",  # 16 EFA, two behind each GPU's switch
+        "h100-a3mega-tcpxo",  # 8 gVNIC GPU NICs for GPUDirect-TCPXO + the primary
     }
     ignorable = {c["fault"] for c in CASES.values() if c["fault"] and not c["expect_fail"]}
     assert {
