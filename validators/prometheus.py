@@ -44,13 +44,18 @@ DEFAULT_FILE = "/var/lib/node_exporter/textfile_collector/imagectl.prom"
 
 
 def escape_label(value: object) -> str:
-    """A label value as the text format writes it: ``\\`` ``"`` and line feed escaped."""
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the text format writes it: inert (``imagectl.safetext``: no
+    escape sequence, control character or bidi control from a host), on one line,
+    ``\\`` and ``"`` escaped."""
+    from imagectl.safetext import prom_label
+
+    return prom_label(value)
 
 
 def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    from imagectl.safetext import one_line
+
+    return one_line(text).replace("\\", "\\\\")
 
 
 def _number(value: float) -> str:

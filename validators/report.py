@@ -159,9 +159,20 @@ def junit_xml(receipt: Receipt) -> str:
 
 
 def junit_document(suites: list[ET.Element]) -> str:
-    """``<testsuites>`` around ``suites``, with the XML declaration."""
+    """``<testsuites>`` around ``suites``, with the XML declaration. Every text and
+    attribute passes ``imagectl.safetext.xml_text`` first: a host's message may hold
+    escape sequences or C0 controls, which XML 1.0 cannot carry (an invalid report)."""
+    from imagectl.safetext import xml_text
+
     root = ET.Element("testsuites")
     root.extend(suites)
+    for node in root.iter():
+        if node.text:
+            node.text = xml_text(node.text)
+        if node.tail:
+            node.tail = xml_text(node.tail)
+        for key, value in node.attrib.items():
+            node.attrib[key] = xml_text(value)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
