@@ -7,7 +7,7 @@ wheelhouse size, the installed size, the install time, and both against the vali
 venv without the toolkit.
 
     python benchmarks/toolkit_install.py --wheelhouse DIR [--stack h100-training]
-    python benchmarks/toolkit_install.py --download DIR   # fetch the wheels once (GBs)
+    python benchmarks/toolkit_install.py --download DIR   # fetch the locked wheels once (GBs)
     python benchmarks/toolkit_install.py --short          # CI: no network, seconds
 
 The CUDA build of torch is several GB from PyPI: fetch it once for a measurement, never in
@@ -135,7 +135,7 @@ def short_wheelhouse(resolved, tmp: Path, payload_mb: int) -> tuple[Path, float]
 
 def main() -> None:
     from imagectl.stacks import load_resolved
-    from imagectl.toolkit import download_command, download_env, toolkit_pin
+    from imagectl.toolkit import ensure_toolkit_wheelhouse, toolkit_pin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stack", default="h100-training")
@@ -158,10 +158,11 @@ def main() -> None:
             if wheelhouse is None:
                 raise SystemExit("give --wheelhouse DIR (or --download DIR to fetch the wheels "
                                  "once), or --short for the stand-in")  # fmt: skip
-            if args.download:
-                py = f"{sys.version_info.major}.{sys.version_info.minor}"
-                cmd = download_command(pin, wheelhouse, python=py)
-                subprocess.run(cmd, env=download_env(pin), check=True)
+            if args.download:  # the build's own hashed path (the toolkit's lock), unpacked
+                tarball = ensure_toolkit_wheelhouse(resolved, folder=Path(tmp) / "cache")
+                with tarfile.open(tarball) as tar:
+                    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                    tar.extractall(wheelhouse, **safe)
         venv = Path(tmp) / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         bare = du(venv)

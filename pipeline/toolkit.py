@@ -19,7 +19,6 @@ CI, or a local PEP 503 index in tests).
 from __future__ import annotations
 
 import os
-import sys
 import tarfile
 import zipfile
 from dataclasses import dataclass
@@ -79,22 +78,6 @@ def target_python(resolved: ResolvedStack) -> str:
     return DISTRO_PYTHON[key]
 
 
-def download_command(pin: ToolkitPin, dest: Path, *, python: str) -> list[str]:
-    """pip's argv for the pinned torch; run it with ``download_env(pin)``, which names the
-    index: its URL may carry credentials, and every user reads argv in /proc."""
-    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    return [
-        sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-        "--dest", str(dest), "--only-binary=:all:", "--python-version", python,
-        "--implementation", "cp", *platforms, "--platform", "any", pin.requirement,
-    ]  # fmt: skip
-
-
-def download_env(pin: ToolkitPin) -> dict[str, str]:
-    """The environment of ``download_command``: the index, and no extra one."""
-    return dict(os.environ, PIP_INDEX_URL=pin.index_url, PIP_EXTRA_INDEX_URL="")
-
-
 def wheel_cuda(wheel: Path | IO[bytes]) -> str | None:
     """The CUDA version a torch wheel was built for (its torch/version.py), None for cpu."""
     with zipfile.ZipFile(wheel) as zf:
@@ -117,6 +100,16 @@ def ensure_toolkit_wheelhouse(
         raise UserError("the stack pins no validation.toolkit: there is no toolkit to install")
     python = target_python(resolved)
     lock_path = lock or toolkit_lock_path(pin.torch, pin.variant)
+    if not lock_path.is_file():
+        raise UserError(
+            f"no lock file at {lock_path}: the toolkit {pin.requirement} ({pin.variant}) is "
+            "installed only from its lock (a sha256 per wheel), and the repository ships "
+            "none for it (a lock is made from the variant's own index, which a build must "
+            "not reach unpinned)",
+            where="validation.toolkit",
+            hint="Make it where the index is reachable: python -m imagectl.supply.lock "
+            "toolkit (deterministic), review the diff and commit it",
+        )
     entry = load(lock_path).entry("torch")
     if entry is None or entry.version.split("+")[0] != pin.torch:
         raise UserError(

@@ -107,8 +107,22 @@ def test_an_index_without_the_release_is_a_clear_error(h100, tmp_path, monkeypat
 
 
 def test_a_toolkit_without_a_lock_is_not_built(h100, tmp_path) -> None:
-    with pytest.raises(UserError, match=r"no lock file at .*torch-2.9.1-cu128.lock"):
+    with pytest.raises(UserError, match=r"no lock file at .*torch-2.9.1-cu128.lock") as raised:
         ensure_toolkit_wheelhouse(h100, folder=tmp_path, lock=tmp_path / "torch-2.9.1-cu128.lock")
+    assert "python -m imagectl.supply.lock toolkit" in str(raised.value)
+
+
+def test_the_repositorys_own_toolkit_lock_is_looked_for_and_named(h100, tmp_path) -> None:
+    """The repository ships no toolkit lock: the build says which file and how it is made
+    (issue 44 item 8; the README says the same)."""
+    from imagectl.supply.lock import toolkit_lock_path
+
+    path = toolkit_lock_path("2.9.1", "cu128")
+    if path.is_file():
+        pytest.skip("a toolkit lock is committed: the build uses it")
+    with pytest.raises(UserError, match="the repository ships none") as raised:
+        ensure_toolkit_wheelhouse(h100, folder=tmp_path)
+    assert str(path) in str(raised.value) and "python -m imagectl.supply.lock" in str(raised.value)
 
 
 def test_a_lock_of_another_release_is_refused(h100, tmp_path) -> None:
