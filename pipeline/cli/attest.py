@@ -35,6 +35,14 @@ from imagectl.errors import UserError
     help="Create the state folder's signing key (when no signer is configured and none "
     "exists) and print its public key as a trust file.",
 )
+@click.option(
+    "--save-trust",
+    is_flag=True,
+    help="With --new-key: also write the public key as the state folder's trust file "
+    "(keys/attestation-trust.json there) and record it in the state folder's settings "
+    "(settings.toml, attestation_trust), so verify and promote trust it in every shell "
+    "without $IMAGECTL_ATTESTATION_TRUST (--trust and that variable still come first).",
+)
 @json_option
 @click.pass_context
 def command(
@@ -43,6 +51,7 @@ def command(
     stack: str | None,
     cloud: str | None,
     new_key: bool,
+    save_trust: bool,
     as_json: bool,
 ) -> None:
     """Sign and record IMAGE's validation attestation (catalog id or cloud image id)."""
@@ -52,8 +61,16 @@ def command(
 
     if not os.environ.get(ENV_SIGNER, "").strip():
         ensure_local_key()  # the one command that makes a key
+    if save_trust and not new_key:
+        raise UserError(
+            "--save-trust goes with --new-key",
+            hint="Run `imagectl attest --new-key --save-trust`",
+        )
     if new_key:
-        click.echo(trust_document([load_signer()[1]]), nl=False)
+        document = trust_document([load_signer()[1]])
+        if save_trust:
+            _save_trust(document)
+        click.echo(document, nl=False)
         return
     if not image:
         raise UserError("name the IMAGE to attest", hint="Or --new-key to only create the key")
@@ -80,4 +97,22 @@ def command(
     console().print(
         f"attested: {attested.digest} signed by key {attested.keyid[:16]} ({attested.path})",
         markup=False,
+    )
+
+
+def _save_trust(document: str) -> None:
+    """The state folder's trust file, named in its settings (``imagectl.state_settings``)."""
+    from imagectl.fsutil import atomic_write, private_dir
+    from imagectl.paths import state_dir
+    from imagectl.state_settings import save_setting
+
+    keys = private_dir(state_dir() / "keys")
+    path = atomic_write(keys / "attestation-trust.json", document, mode=0o644)
+    settings = save_setting("attestation_trust", str(path))
+    console(stderr=True).print(
+        f"trusted in this state folder: {path} (attestation_trust in {settings}); verify "
+        "and promote use it unless --trust or $IMAGECTL_ATTESTATION_TRUST names another",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )

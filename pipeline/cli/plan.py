@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -76,14 +77,29 @@ def command(
     out_console = console()
     out_console.print(table)
     out_console.print(f"variable files written under {out_dir}", markup=False)
+    err = console(stderr=True)
+    for (cloud_name, error), stacks in _by_cause(rows, offline).items():
+        err.print(  # one paragraph per cloud and cause, not one per stack
+            f"{cloud_name}: base image not resolved for {', '.join(stacks)}: {error}",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+    if unresolved:
+        err.print(
+            "To see the matrix from the pins alone, asking no cloud: `imagectl plan --offline`",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        ctx.exit(2)
+
+
+def _by_cause(rows: list[Any], offline: bool) -> dict[tuple[str, str], list[str]]:
+    """(cloud, error) -> the stacks it left unresolved."""
+    causes: dict[tuple[str, str], list[str]] = {}
     for r in rows:
         if r.base_image_error and not offline:
-            console(stderr=True).print(
-                f"{r.stack} on {r.cloud}: base image not resolved: {r.base_image_error}",
-                markup=False, highlight=False,
-            )  # fmt: skip
-    if unresolved:
-        ctx.exit(2)
+            causes.setdefault((r.cloud, r.base_image_error), []).append(r.stack)
+    return causes
 
 
 def _base(doc: dict[str, object] | None) -> str:

@@ -29,6 +29,10 @@ import click
 
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, stack_option
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.headline import could_not_run
+
+# what an offline verify judges: the signature, what it names, and revocation
+OFFLINE_CHECKS = ("signature", "identity", "revocation")
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
@@ -107,14 +111,23 @@ def command(
     keys = load_trust(trust)
     result = _offline(image, envelope, revocations, keys, cloud, stack) if envelope else _catalog(
         image, stack, cloud, keys)  # fmt: skip
+    # offline without a revocation list, nobody asked whether the image was revoked
+    not_run = (
+        ["revocation (no --revocations FILE: whether the image was revoked is unknown)"]
+        if envelope and not revocations
+        else []
+    )
+    headline = could_not_run(len(OFFLINE_CHECKS), not_run)
     if export_envelope and result.valid:
         click.echo(json.dumps(result.envelope, indent=2))
     elif as_json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "complete": not not_run, "headline": headline})
     else:
         from imagectl.safetext import markup, plain
 
         out = console()
+        if headline:  # first, before "valid"
+            out.print(f"[yellow]{markup(headline)}[/]", soft_wrap=True)
         if result.valid:
             out.print(
                 f"[green]valid[/]: {markup(result.image)} is attested by {result.digest}, "

@@ -37,6 +37,7 @@ from typing import Any
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write, open_lock_file, private_dir
 from imagectl.paths import Workspace, find_workspace, state_dir
+from imagectl.state_settings import setting_path, settings_path
 from imagectl.validators.attestation import (
     BadAttestationInput,
     _read_json,
@@ -174,13 +175,18 @@ def trust_document(keys: list[Any]) -> str:
 
 
 def trust_path(path: Path | None = None, workspace: Workspace | None = None) -> Path:
-    """Which trust file applies: ``path``, ``$IMAGECTL_ATTESTATION_TRUST``, or the
-    workspace's pinned anchor (``keys/attestation-trust.json``)."""
+    """Which trust file applies, strongest first: ``path`` (``--trust``),
+    ``$IMAGECTL_ATTESTATION_TRUST``, the state folder's settings (``attestation_trust`` in
+    ``<state>/settings.toml``, ``imagectl.state_settings``), or the workspace's pinned
+    anchor (``keys/attestation-trust.json``)."""
     if path:
         return Path(path)
     raw = os.environ.get(ENV_TRUST, "").strip()
     if raw:
         return Path(raw)
+    saved = setting_path("attestation_trust")
+    if saved is not None:
+        return saved
     return (workspace or find_workspace()).root / TRUST_ANCHOR
 
 
@@ -191,12 +197,26 @@ def load_trust(path: Path | None = None, workspace: Workspace | None = None) -> 
     try:
         return parse_trust(where)
     except BadAttestationInput as exc:
-        raise UserError(
-            str(exc),
-            hint="Trust the keys pinned in the repository (keys/attestation-trust.json), "
-            f"or name a trust file with --trust or ${ENV_TRUST}; a signer's public key is "
-            "written by `imagectl verify --export-trust` where the signer is configured",
-        ) from None
+        raise UserError(str(exc), hint=trust_hint(where, workspace)) from None
+
+
+def trust_hint(where: Path, workspace: Workspace | None = None) -> str:
+    """What leads somewhere from a trust file that failed: never "trust the keys in" the
+    very file that failed (the shipped anchor lists no key until a signer is enrolled)."""
+    anchor = (workspace or find_workspace()).root / TRUST_ANCHOR
+    elsewhere = (
+        f"name a trust file that lists the signer's key: --trust FILE, ${ENV_TRUST}, or "
+        f"the state folder's attestation_trust setting ({settings_path()}); a signer's "
+        "public key is written by `imagectl verify --export-trust` where it is configured"
+    )
+    if where == anchor:
+        return (
+            f"The repository's anchor ({TRUST_ANCHOR}) lists no key until the production "
+            "signer is enrolled (keys/README.md). For this state folder's own key (the local "
+            "demonstration), trust it once: `imagectl attest --new-key --save-trust`; or "
+            + elsewhere
+        )
+    return elsewhere[0].upper() + elsewhere[1:]
 
 
 def image_trust(workspace: Workspace | None = None) -> dict[str, Any]:

@@ -187,6 +187,7 @@ def verify_envelope(
     if not isinstance(envelope, dict):
         raise UserError(f"{where} is not a DSSE envelope")
     result.digest, result.envelope = envelope_digest(envelope), dict(envelope)
+    result.keyid = signing_keyid(envelope, trusted)
     statement = _open(envelope, where, trusted, result)
     if statement is None:
         return result
@@ -218,6 +219,18 @@ def verify_envelope(
             result.revoked = bool(revoked)
             result.reasons += [f"{image_id} is {why}" for why in revoked]
     return result
+
+
+def signing_keyid(envelope: dict[str, Any], trusted: list[Any]) -> str | None:
+    """The key id an envelope's signature names: a trusted key's first (the one that
+    signed, once the signature holds), else the first named (an untrusted signer)."""
+    named = [
+        str(sig.get("keyid"))
+        for sig in envelope.get("signatures") or []
+        if isinstance(sig, dict) and sig.get("keyid")
+    ]
+    known = {getattr(k, "keyid", None) for k in trusted}
+    return next((k for k in named if k in known), named[0] if named else None)
 
 
 def _open(
