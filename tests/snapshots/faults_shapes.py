@@ -288,14 +288,31 @@ FAULTS: dict[str, Fault] = {
     "nccl-ib-hca-half-rails": Fault(
         (ND, ND4),
         ib_hca_env([f"mlx5_ib{i}" for i in range(4)]),
+        {"fabric.nccl.rails": "BLOCK_IMAGE", "fabric.topology.nccl": "BLOCK_IMAGE"},
+        source=f"{RAILS}: NCCL_IB_HCA=mlx5_ib0..3 baked into the image: 4 of 8 rails (and "
+        "NCCL's topology has no NIC for the GPUs of the other four)",
+        profile="quick",
+    ),
+    "nccl-ib-hca-env-only": Fault(
+        (ND,),
+        lambda s: s["fabric"]["nccl"]["env"].update(NCCL_IB_HCA="=mlx5_ib0,mlx5_ib1"),
         {"fabric.nccl.rails": "BLOCK_IMAGE"},
-        source=f"{RAILS}: NCCL_IB_HCA=mlx5_ib0..3 baked into the image: 4 of 8 rails",
+        source=f"{RAILS}: the probe ran with NCCL_IB_HCA naming 2 of the 8 HCAs (the setting "
+        "alone is judged, whatever else the log says)",
+        profile="quick",
+    ),
+    "nccl-ib-hca-excludes-none": Fault(
+        (ND,),
+        lambda s: s["fabric"]["nccl"]["env"].update(NCCL_IB_HCA="^mlx5_an0"),
+        {},
+        source=f"{RAILS}: NCCL_IB_HCA=^mlx5_an0 leaves out only the accelerated-networking "
+        "VF, every InfiniBand rail stays: not a fault",
         profile="quick",
     ),
     "nccl-efa-iface-half-rails": Fault(
         (P5EN,),
         efa_iface_env(8),
-        {"fabric.nccl.rails": "BLOCK_IMAGE"},
+        {"fabric.nccl.rails": "BLOCK_IMAGE", "fabric.topology.nccl": "BLOCK_IMAGE"},
         source=f"{RAILS}: FI_EFA_IFACE lists 8 of the 16 EFA devices: found 8 nics",
         profile="quick",
     ),

@@ -203,6 +203,21 @@ def gdr(ctx: Context) -> Finding:
     )
 
 
+def selected_by(value: str, names: list[str], *, exact: bool = False) -> list[str]:
+    """The NICs of ``names`` a NIC list selects: NCCL_IB_HCA's 'mlx5_0:1,mlx5_1' (prefixes;
+    '=' exact names; '^' excludes) or FI_EFA_IFACE's comma-separated device names."""
+    v = value.strip()
+    exclude = v.startswith("^")
+    v = v.lstrip("^")
+    exact = exact or v.startswith("=")
+    items = [i.split(":")[0].strip() for i in v.lstrip("=").split(",") if i.strip()]
+
+    def hit(name: str) -> bool:
+        return any(name == i if exact else name.startswith(i) for i in items)
+
+    return [n for n in names if hit(n) != exclude]
+
+
 def healthy_rails(ctx: Context) -> list[str]:
     """The host's NICs of the shape's fabric that NCCL can use: present with every port
     ACTIVE (and LinkUp on InfiniBand). A NIC that is missing or down is the host's fault,
@@ -247,16 +262,30 @@ def nccl_rails(ctx: Context) -> Finding:
     settings = {k: v for k, v in {**run.env, **logged}.items() if k in wanted_settings}
     seen = nccl_net(run.run.stdout)
     rails = healthy_rails(ctx)
-    if nics.fabric == "efa":
-        opened: int | None = seen.ofi_nics
-        names: list[str] = []
-        where = "aws-ofi-nccl's 'Selected provider is efa ... (found N nics)'"
-    else:
-        opened = len(seen.ib_devices) if seen.ib_devices else None
+    evidence: dict[str, int] = {}
+    names: list[str] = []
+    if nics.fabric == "efa" and seen.ofi_nics is not None:
+        evidence["aws-ofi-nccl found"] = seen.ofi_nics
+    if nics.fabric != "efa" and seen.ib_devices:
         names = seen.ib_devices
-        where = "NCCL's 'NET/IB : Using [0]<hca>:1/IB ...'"
+        evidence["NET/IB : Using"] = len(seen.ib_devices)
+    if run.topo_xml:
+        topo = nccl_topology(run.topo_xml)
+        listed = len([n for n in topo.gdr if n in rails]) if not topo.error else 0
+        if listed:  # none matching: its names are not the host's, so it says nothing here
+            evidence["NCCL's topology dump"] = listed
+    for var in ("NCCL_IB_HCA", "FI_EFA_IFACE"):
+        if var in settings:
+            evidence[var] = len(selected_by(settings[var], rails, exact=var == "FI_EFA_IFACE"))
+    opened: int | None = min(evidence.values()) if evidence else None
+    where = (
+        "aws-ofi-nccl's 'Selected provider is efa ... (found N nics)'"
+        if nics.fabric == "efa"
+        else "NCCL's 'NET/IB : Using [0]<hca>:1/IB ...'"
+    )
     details = {
         "nccl_opened": names or opened,
+        "evidence": evidence,
         "healthy_rails": rails,
         "settings": settings,
         "attribution": "image",
@@ -271,7 +300,7 @@ def nccl_rails(ctx: Context) -> Finding:
     source = f"{rule.source}; {nics.source}"
     if opened < expected:
         unused = sorted(set(rails) - set(names)) if names else []
-        why = (
+        set_by = (
             "; set by " + ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
             if settings
             else ""
@@ -279,7 +308,7 @@ def nccl_rails(ctx: Context) -> Finding:
         return bad(
             rule.action,
             f"NCCL opened {opened} of the host's {expected} healthy {LABEL[nics.fabric]} "
-            f"rails{why}"
+            f"rails{set_by}"
             + (f" (unused: {', '.join(unused)})" if unused else "")
             + ": every job on this image runs at that fraction of the shape's network "
             "bandwidth; remove the setting from the image",

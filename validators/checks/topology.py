@@ -5,7 +5,7 @@ guest hides the switches), and NCCL's own topology detection agrees (quick, full
 from __future__ import annotations
 
 from imagectl.validators.checks.base import LOADED_PROFILES, check
-from imagectl.validators.checks.fabric_nccl import uses_fabric
+from imagectl.validators.checks.fabric_nccl import healthy_rails, uses_fabric
 from imagectl.validators.context import Context
 from imagectl.validators.fabric.applies import (
     SHAPES,
@@ -29,7 +29,8 @@ SYSFS = (
 
 def _fabric_nics(fab: FabricSection, nics: Nics) -> dict[str, str]:
     """PCI address -> device name of the shape's fabric NICs."""
-    return {pci_address(pci): name for name, pci in fabric_devices(fab, nics.fabric).items()}
+    devices = fabric_devices(fab, nics.fabric).items()
+    return {pci_address(pci): name for name, pci in devices if pci}
 
 
 def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
@@ -115,9 +116,11 @@ def nccl_agrees(ctx: Context) -> Finding:
     if not uses_fabric(ctx, run.run.stdout):
         return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
     topo = nccl_topology(run.topo_xml)
-    # judged on the NICs NCCL lists: a port that is down is not NCCL's (fabric.ib.ports)
+    # judged on the host's healthy NICs (a port that is down is the host's: fabric.ib.ports),
+    # not on those NCCL lists: NCCL leaving out a healthy NIC is what this check must see
+    rails = set(healthy_rails(ctx))
     want = {
-        g: sorted(n for n in w if n in topo.gdr)
+        g: sorted(n for n in w if n in rails)
         for g, w in expected_nearest(section(ctx), nics).items()
     }
     differ = {
