@@ -34,7 +34,7 @@ from imagectl.validators.fabric.parse import (
     sysfs_state,
 )
 from imagectl.validators.fabric.policy import fabric_policy
-from imagectl.validators.findings import Finding, bad, ok, skip
+from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.results import Action
 
 _GTS = re.compile(r"^\s*([\d.]+)\s*GT/s")
@@ -311,14 +311,17 @@ def efa_counters(ctx: Context) -> Finding:
             "EFA hw_counters were read once: a rise cannot be judged",
             ["snapshot fabric.rdma[].ports[].hw_counters_after"],
         )
+    warned: list[str] = list((rule.extra or {}).get("rising_warns") or [])
     rising: dict[str, dict[str, Any]] = {}
+    noted: dict[str, dict[str, Any]] = {}
     totals: dict[str, dict[str, int]] = {}
     for name, port in ports:
         first, after = port.hw_counters or {}, port.hw_counters_after or {}
         key = f"{name}/{port.port}"
-        for counter in judged:
+        for counter in judged + warned:
             if counter in first and counter in after and after[counter] > first[counter]:
-                rising.setdefault(key, {})[counter] = {
+                into = rising if counter in judged else noted
+                into.setdefault(key, {})[counter] = {
                     "from": first[counter],
                     "to": after[counter],
                     "over_s": fab.interval_s,
@@ -339,6 +342,19 @@ def efa_counters(ctx: Context) -> Finding:
             measured=rising,
             expected=f"none of {', '.join(judged)} rising",
             source=f"{rule.source}; imagectl policy: {rule.reason}",
+            details=details,
+        )
+    if noted:
+        return warn(
+            "EFA counters rising on the idle host (SRD recovered; not an error): "
+            + "; ".join(
+                f"{k} {c} {v['from']} -> {v['to']}"
+                for k, cs in noted.items()
+                for c, v in cs.items()
+            ),
+            measured=noted,
+            expected=f"none of {', '.join(warned)} rising",
+            source=rule.source,
             details=details,
         )
     return ok(
