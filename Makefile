@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: system venv tools bytecode run test lint typecheck unit e2e e2e-multinode bench bench-short clean
+.PHONY: system venv tools bytecode run test lint typecheck unit e2e e2e-multinode bench bench-short gpu-check clean
 
 # System tools (packer, qemu, debootstrap, postgresql, ...): installs what is missing.
 system:
@@ -117,6 +117,22 @@ bench: venv
 # tests/test_benchmarks.py, so that a refactor cannot break a benchmark unnoticed.
 bench-short: venv
 	set -e; for f in benchmarks/*.py; do echo "== $$f --short"; $(BIN)/python $$f --short; done
+
+# The GPU check (benchmarks/gpu_check.py): the offline bundle for this Python (made here:
+# that step needs the package index), installed into a fresh venv that uses this
+# interpreter's torch, then validate --profile quick, the collectives over the local GPUs and
+# a snapshot; figures and files in GPU_CHECK_OUT. On a host without a GPU: DEVICE=cpu.
+# On a GPU host: GPU=<SKU> GPU_COUNT=<n> (images/compat/gpus.yaml), or SHAPE=<shape>.
+# A host without network: make the bundle elsewhere (imagectl bundle --python X.Y -o FILE),
+# copy it and this checkout over, then: python3 benchmarks/gpu_check.py --bundle FILE ...
+GPU_CHECK_PY ?= $(BIN)/python
+GPU_CHECK_OUT ?= build/gpu-check
+DEVICE ?= cuda
+gpu-check: venv
+	$(BIN)/imagectl bundle --python $$($(GPU_CHECK_PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])') -o build/bundle.tar.gz
+	$(GPU_CHECK_PY) benchmarks/gpu_check.py --bundle build/bundle.tar.gz --out $(GPU_CHECK_OUT) \
+		--device $(DEVICE) --python $(GPU_CHECK_PY) $(if $(GPU),--gpu $(GPU) --gpu-count $(or $(GPU_COUNT),1)) \
+		$(if $(SHAPE),--shape $(SHAPE))
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

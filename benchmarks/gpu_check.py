@@ -143,6 +143,28 @@ def _json(text: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _install_bundle(
+    args: argparse.Namespace, work: Path, log: Log, walls: dict[str, float]
+) -> tuple[str, list[str]]:
+    """Unpack the bundle and install it offline into a venv that sees the host's torch."""
+    with tarfile.open(args.bundle) as tar:
+        tops = {m.name.split("/")[0] for m in tar.getmembers()}
+        if len(tops) != 1 or any(m.name.startswith("/") or ".." in m.name.split("/") for m in tar):
+            raise StepFailed(f"{args.bundle}: not an imagectl bundle (one top folder)")
+        tar.extractall(work, filter="data")
+    folder = work / tops.pop()
+    venv = work / "venv"
+    proc, walls["install"] = log.step(
+        "install",
+        ["sh", str(folder / "install.sh"), "--python", args.python, "--prefix", str(venv),
+         "--host-site-packages"],
+        env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/unreachable"},
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise StepFailed(f"the bundle did not install: {proc.stderr.strip()[-600:]}")
+    return str(venv / "bin" / "python"), [str(venv / "bin" / "imagectl")]
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -150,24 +172,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     walls: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="imagectl-gpu-check-") as tmp:
         work = Path(tmp)
-        with tarfile.open(args.bundle) as tar:
-            tops = {m.name.split("/")[0] for m in tar.getmembers()}
-            if len(tops) != 1 or any(
-                m.name.startswith("/") or ".." in m.name.split("/") for m in tar
-            ):
-                raise StepFailed(f"{args.bundle}: not an imagectl bundle (one top folder)")
-            tar.extractall(work)
-        folder = work / tops.pop()
-        venv = work / "venv"
-        proc, walls["install"] = log.step(
-            "install",
-            ["sh", str(folder / "install.sh"), "--python", args.python, "--prefix", str(venv),
-             "--host-site-packages"],
-            env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/unreachable"},
-        )  # fmt: skip
-        if proc.returncode != 0:
-            raise StepFailed(f"the bundle did not install: {proc.stderr.strip()[-600:]}")
-        imagectl = str(venv / "bin" / "imagectl")
+        if args.bundle is None:  # --installed: the interpreter's own imagectl
+            python = args.python
+            imagectl_cmd = [python, "-m", "imagectl"]
+        else:
+            python, imagectl_cmd = _install_bundle(args, work, log, walls)
         target = (
             ["--shape", args.shape]
             if args.shape
@@ -177,7 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         proc, walls["validate"] = log.step(
             "validate --json",
-            [imagectl, "validate", "--profile", args.profile, "--device", args.device,
+            [*imagectl_cmd, "validate", "--profile", args.profile, "--device", args.device,
              "--toolkit", "host", "--no-hygiene", *target, "--json",
              "--junit", str(out / "junit.xml"), "-o", str(out / "receipt.json")],
         )  # fmt: skip
@@ -186,13 +195,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         receipt = _json((out / "receipt.json").read_text(encoding="utf-8"))
         proc, walls["collectives"] = log.step(
             "collectives json",
-            [str(venv / "bin" / "python"), "-m", "imagectl.validators.collectives.local",
+            [python, "-m", "imagectl.validators.collectives.local",
              "--device", args.device, "--profile", args.profile,
              "-o", str(out / "collectives.json")],
         )  # fmt: skip
         collectives = _json(proc.stdout)
-        snap = [imagectl, "snapshot", "-o", str(out / "snapshot.json"), "--hygiene-root", str(work),
-                "--description", args.description]  # fmt: skip
+        snap = [*imagectl_cmd, "snapshot", "-o", str(out / "snapshot.json"),
+                "--hygiene-root", str(work), "--description", args.description]  # fmt: skip
         if args.device == "cuda" and args.load_s:
             snap += ["--load-s", str(args.load_s)]
         proc, walls["snapshot"] = log.step("snapshot", snap)
@@ -233,8 +242,17 @@ def report(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bundle", type=Path, required=True, help="imagectl bundle's tarball")
-    parser.add_argument("--out", type=Path, required=True, help="folder for every output")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--bundle", type=Path, help="imagectl bundle's tarball")
+    source.add_argument(
+        "--installed", action="store_true", help="use --python's own imagectl (no bundle)"
+    )
+    source.add_argument(
+        "--short",
+        action="store_true",
+        help="make bench-short: --installed --device cpu into a temporary folder",
+    )
+    parser.add_argument("--out", type=Path, help="folder for every output (required but --short)")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--python", default=sys.executable, help="the Python with the host's torch")
     parser.add_argument("--profile", choices=["quick", "full"], default="quick")
@@ -244,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-s", type=float, default=10.0, help="snapshot's load (cuda)")
     parser.add_argument("--description", default="imagectl GPU check")
     args = parser.parse_args(argv)
+    if args.short:
+        args.device, args.installed = "cpu", True
+        if args.out is None:
+            args.out = Path(tempfile.mkdtemp(prefix="imagectl-gpu-check-short-"))
+    if args.out is None:
+        parser.error("--out DIR is required")
     if args.device == "cpu" and not (args.shape or args.gpu):
         args.shape = "qemu-tcg"  # the catalog's shape without GPUs
     if args.device == "cuda" and not (args.shape or args.gpu):

@@ -70,6 +70,12 @@ def load_manifest(here):
 def check_python(doc, version_info):
     want = str(doc.get("python"))
     have = "{}.{}".format(*version_info[:2])
+    if have != want and tuple(version_info[:2]) < (3, 10):
+        raise Refused(
+            f"this bundle is for Python {want}, but {sys.executable} is Python {have}, older "
+            "than any imagectl runs on (3.10 or newer). Run install.sh --python "
+            f"/path/to/python{want}"
+        )
     if have != want:
         raise Refused(
             f"this bundle is for Python {want}, but {sys.executable} is Python {have}: its wheels "

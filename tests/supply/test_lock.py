@@ -96,3 +96,17 @@ def test_committed_validator_lock_matches_pyproject() -> None:
             entry = pinned.get(entry.name) if entry else None
             assert entry is not None, f"{req.name} not locked for Python {python}"
             assert req.specifier.contains(entry.version, prereleases=True), (python, dep)
+
+
+def test_committed_installer_lock_pins_pip_for_every_target() -> None:
+    """validators/installer.lock: the pip the offline bundle carries (imagectl bundle), one
+    hashed wheel every target Python installs with. Regenerate with: python -m
+    imagectl.supply.lock installer."""
+    from imagectl.supply.lock import installer_spec
+
+    spec = installer_spec(find_workspace(ROOT))
+    lock = load(spec.path)
+    assert is_current(spec), "stale: run python -m imagectl.supply.lock installer and commit"
+    assert set(lock.pythons) == set(DISTRO_PYTHON.values())
+    assert [e.name for e in lock.entries] == ["pip"] and lock.entries[0].hashes
+    assert not lock.entries[0].pythons, "one pip for every target"
