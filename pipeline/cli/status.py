@@ -38,6 +38,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.headline import could_not_run
 
 
 def _state(img: dict[str, Any]) -> str:
@@ -47,9 +48,12 @@ def _state(img: dict[str, Any]) -> str:
     return f"{state}, revoked" if img.get("revoked") else state
 
 
-def _validation_shapes(ctx: click.Context, stack: str, cloud: str) -> list[str] | None:
+def _validation_shapes(
+    ctx: click.Context, stack: str, cloud: str, not_run: list[str] | None = None
+) -> list[str] | None:
     """The shapes the stack validates on ``cloud`` (None: no such stack file or cloud in
-    this workspace, e.g. a catalog shared with another checkout)."""
+    this workspace, e.g. a catalog shared with another checkout; the reason goes into
+    ``not_run``: which images lack a shape cannot be judged)."""
     from imagectl.clouds.registry import cloud_spec
     from imagectl.errors import UserError
     from imagectl.stacks.loader import find_stack, load_stack
@@ -57,7 +61,9 @@ def _validation_shapes(ctx: click.Context, stack: str, cloud: str) -> list[str] 
     try:
         model = load_stack(find_stack(workspace(ctx).stacks_dir, stack)).stack
         return list(cloud_spec(cloud).settings(model).validation_shapes)
-    except UserError:
+    except UserError as exc:
+        if not_run is not None:
+            not_run.append(f"the shapes of {stack} on {cloud} ({exc.message.rstrip('.')})")
         return None
 
 
@@ -69,7 +75,8 @@ def _annotate(img: dict[str, Any], required: list[str] | None) -> None:
 
 
 def _shapes_cell(img: dict[str, Any], required: list[str] | None) -> str:
-    """``g6.xlarge pass, g5.xlarge missing``: the stack's shapes first, then any other."""
+    """``g6.xlarge pass, g5.xlarge missing``: the stack's shapes first, then any other. A
+    copy shows its source's verdicts, saying so."""
     newest = {s["shape"]: s["verdict"] for s in img["shapes"]}
     order = list(required or []) + sorted(set(newest) - set(required or []))
     cells = []
@@ -77,7 +84,17 @@ def _shapes_cell(img: dict[str, Any], required: list[str] | None) -> str:
         verdict = newest.get(shape, "missing")
         extra = " (not in the stack)" if required is not None and shape not in required else ""
         cells.append(f"{shape} {verdict}{extra}")
-    return ", ".join(cells) or "-"
+    text = ", ".join(cells) or "-"
+    source = img.get("copy_of")
+    return f"{text} (of its source)" if source and cells else text
+
+
+def _image_cell(img: dict[str, Any]) -> str:
+    """The image id; a copy is named as one, with the image it copies."""
+    source = img.get("copy_of")
+    if not source:
+        return str(img["cloud_image_id"])
+    return f"{img['cloud_image_id']} (copy of {source['cloud_image_id']} in {source['region']})"
 
 
 def _short(iso: str | None) -> str:
@@ -122,7 +139,7 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
                 table.add_row(
                     *cells(
                         row["region"],
-                        row["image"]["cloud_image_id"],
+                        _image_cell(row["image"]),
                         _state(row["image"]),
                         _shapes_cell(row["image"], required),
                         _short(row["updated_at"]),
@@ -230,8 +247,9 @@ def command(
         stacks = catalog_status(catalog, stack=stack, cloud=cloud, events=n_events)
     finally:
         catalog.close()
+    not_run: list[str] = []
     for entry in stacks:
-        required = _validation_shapes(ctx, entry["stack"], entry["cloud"])
+        required = _validation_shapes(ctx, entry["stack"], entry["cloud"], not_run)
         entry["validation_shapes"] = required
         for img in [
             *(row["image"] for row in entry["current"]),
@@ -241,9 +259,17 @@ def command(
             *entry["partial"],
         ]:
             _annotate(img, required)
+    headline = could_not_run(len(stacks), not_run)
     if as_json:
-        emit_json({"database": catalog.url, "stacks": stacks})
+        emit_json(
+            {"database": catalog.url, "complete": not not_run, "headline": headline,
+             "stacks": stacks}
+        )  # fmt: skip
         return
+    if headline:  # first, before any table that reads as all-clear
+        from imagectl.safetext import markup
+
+        console().print(f"[yellow]{markup(headline)}[/]", soft_wrap=True)
     if not stacks:
         from imagectl.safetext import cell
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
@@ -117,7 +117,23 @@ def validated_by(img: Image) -> str | None:
     return "live"
 
 
+def source_of(img: Image) -> Image | None:
+    """The validated image a replica (a promotion's copy in another region) copies; None
+    for an image that is no copy, or whose source row is gone."""
+    ref = img.tags.get(rec.TAG_SOURCE)
+    session = object_session(img)
+    if ref is None or session is None:
+        return None
+    try:
+        return session.get(Image, int(ref))
+    except (TypeError, ValueError):
+        return None
+
+
 def _image(img: Image) -> dict[str, Any]:
+    # a copy was never validated itself: it carries its source's receipts, named as such
+    source = source_of(img)
+    judged = source or img
     return {
         "id": img.id,
         "cloud_image_id": img.cloud_image_id,
@@ -128,8 +144,11 @@ def _image(img: Image) -> dict[str, Any]:
         "created_at": _time(img.created_at),
         "state_changed_at": _time(img.state_changed_at),
         "tags": img.tags,
-        "validated_by": validated_by(img),
-        "shapes": shapes_of(img),
+        "copy_of": None
+        if source is None
+        else {"id": source.id, "cloud_image_id": source.cloud_image_id, "region": source.region},
+        "validated_by": validated_by(judged),
+        "shapes": shapes_of(judged),
         "revoked": img.tags.get(TAG_REVOKED),  # the signed revocation's digest (revoke)
     }
 
