@@ -69,7 +69,10 @@ class Nics(BaseModel):
         "documented: the guest shows none, gpu_nic_pairs gives the vendor's pairing",
     )
     host_nics: int = Field(
-        default=0, ge=0, description="NICs of the same driver that carry no GPU traffic"
+        default=0,
+        ge=0,
+        description="NICs beside them that carry no GPU traffic (the primary gVNIC on gVNIC "
+        "shapes, counted with the GPU NICs)",
     )
     gpudirect_rdma: bool = False
     width: str | None = Field(default=None, description="InfiniBand port width, e.g. 4X")
