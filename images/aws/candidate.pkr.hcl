@@ -38,6 +38,21 @@ source "amazon-ebs" "candidate" {
 
   communicator = var.skip_provisioning ? "none" : "ssh"
   ssh_username = var.ssh_username
+  # Packer's temporary security group admits SSH from the runner only (its default is
+  # the whole internet); without IMAGECTL_RUNNER_CIDR a loopback range: it admits nobody
+  temporary_security_group_source_cidrs = length(var.ssh_source_cidrs) > 0 ? var.ssh_source_cidrs : ["127.0.0.1/32"]
+
+  # plugins-only: begin
+  # IMDSv2 only, on the build instance and on every instance of the AMI (RegisterImage
+  # ImdsSupport=v2.0: EC2 User Guide, "Configure the AMI"; amazon plugin imds_support,
+  # metadata_options). Packer 1.6.6 knows neither; imagectl strips these lines for it.
+  imds_support = "v2.0"
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 1
+  }
+  # plugins-only: end
 
   custom_endpoint_ec2        = var.aws_endpoint_ec2
   skip_credential_validation = local.emulated

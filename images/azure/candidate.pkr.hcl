@@ -22,10 +22,17 @@ source "azure-arm" "candidate" {
     image_name          = var.azure_gallery_image_definition
     image_version       = var.azure_gallery_image_version
     replication_regions = [var.azure_location]
+    # plugins-only: begin
+    storage_account_type = var.azure_storage_account_type # the stack's, like every region
+    # plugins-only: end
   }
+  # the home region gets the stack's replica count, like every other region
+  shared_image_gallery_replica_count = var.azure_replica_count
   shared_gallery_image_version_exclude_from_latest = true
 
   azure_tags   = var.image_tags
   communicator = var.skip_provisioning ? "none" : "ssh"
   ssh_username = var.ssh_username
+  # the build VM's NSG admits SSH from the runner only (Packer's default: any address)
+  allowed_inbound_ip_addresses = length(var.ssh_source_cidrs) > 0 ? var.ssh_source_cidrs : ["127.0.0.1/32"]
 }

@@ -44,6 +44,14 @@ variable "azure_gallery_image_version" {
   type        = string
   description = "MAJOR.MINOR.PATCH derived from the build id."
 }
+variable "azure_replica_count" {
+  type        = number
+  description = "Replicas in the build (home) region: clouds.azure.gallery.replica_count, as every region."
+}
+variable "azure_storage_account_type" {
+  type        = string
+  description = "The home region replicas' storage: clouds.azure.gallery.storage_account_type."
+}
 
 # --- build knobs (defaults are production) ---
 variable "ssh_username" {

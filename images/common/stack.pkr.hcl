@@ -54,6 +54,11 @@ variable "manifest_file" {
   type        = string
   description = "Where Packer's manifest post-processor writes the artifacts."
 }
+variable "ssh_source_cidrs" {
+  type        = list(string)
+  default     = []
+  description = "The runner's address (IMAGECTL_RUNNER_CIDR): the only source the build instance's temporary SSH access admits. Empty: it admits nobody, never 0.0.0.0/0."
+}
 
 # --- the shared build block (build.pkr.hcl.tmpl), set per cloud by its CloudSpec ---
 variable "skip_provisioning" {

@@ -14,4 +14,15 @@ source "googlecompute" "candidate" {
   disk_size               = 60
   communicator            = var.skip_provisioning ? "none" : "ssh"
   ssh_username            = var.ssh_username
+  # the build VM: Shielded VM's vTPM and integrity monitoring, no serial port access, no
+  # project-wide SSH keys (Compute Engine, "Shielded VM"; metadata serial-port-enable,
+  # block-project-ssh-keys). Secure Boot stays off: the driver's DKMS-built modules are
+  # unsigned, and Secure Boot refuses to load them ("Install GPU drivers", Secure Boot).
+  enable_secure_boot          = false
+  enable_vtpm                 = true
+  enable_integrity_monitoring = true
+  metadata = {
+    serial-port-enable     = "FALSE"
+    block-project-ssh-keys = "TRUE"
+  }
 }

@@ -26,6 +26,8 @@ PLUGINS_FILE = "plugins.pkr.hcl"
 COMMON = "common"  # images/common/: the template files every cloud shares
 BUILD_TEMPLATE = "build.pkr.hcl.tmpl"
 SOURCE_MARK = "@SOURCE@"
+PLUGIN_ONLY_BEGIN = "# plugins-only: begin"
+PLUGIN_ONLY_END = "# plugins-only: end"
 
 
 def common_dir(source: Path) -> Path:
@@ -57,10 +59,33 @@ def stage_templates(source: Path, dest: Path, binary: PackerBinary) -> Path:
     for old in dest.glob("*.pkr.hcl"):
         old.unlink()
     for f in files:
-        if f.name != PLUGINS_FILE or binary.supports_plugin_blocks:
+        if binary.supports_plugin_blocks:
             shutil.copy2(f, dest / f.name)
+        elif f.name != PLUGINS_FILE:
+            (dest / f.name).write_text(
+                without_plugin_only(f.read_text(encoding="utf-8")), encoding="utf-8"
+            )
     (dest / "build.pkr.hcl").write_text(render_build(source), encoding="utf-8")
     return dest
+
+
+def without_plugin_only(text: str) -> str:
+    """``text`` without its plugin-only lines: settings the current plugins take and
+    Packer 1.6.6's built-in builders refuse ("Unsupported argument"), written between a
+    ``# plugins-only: begin`` and a ``# plugins-only: end`` line (the amazon plugin's
+    ``imds_support`` and ``metadata_options``; azure's destination ``storage_account_type``).
+    With 1.6.6 the build runs without them (images/README.md says what that leaves out)."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        mark = line.strip()
+        if mark == PLUGIN_ONLY_BEGIN:
+            skipping = True
+        elif mark == PLUGIN_ONLY_END:
+            skipping = False
+        elif not skipping:
+            out.append(line)
+    return "".join(out)
 
 
 def render_build(source: Path) -> str:

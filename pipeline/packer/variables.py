@@ -61,6 +61,15 @@ def image_name(r: ResolvedStack, build_id: str) -> str:
     return gcp_label_value(f"imagectl-{r.stack.name}-{suffix}").strip("-_").replace("_", "-")
 
 
+def runner_cidrs() -> list[str]:
+    """The runner's address(es) from ``IMAGECTL_RUNNER_CIDR`` (comma-separated), as the
+    validation stage takes it: the only source Packer's temporary SSH access admits."""
+    import os
+
+    raw = os.environ.get("IMAGECTL_RUNNER_CIDR", "")
+    return [c.strip() for c in raw.split(",") if c.strip()]
+
+
 def packer_vars(
     r: ResolvedStack,
     cloud: str,
@@ -97,6 +106,8 @@ def packer_vars(
         "ansible_vars_file": ansible_vars_file,
         "playbook_file": playbook_file,
         "manifest_file": manifest_file,
+        # the build instance's temporary SSH access admits the runner only
+        "ssh_source_cidrs": runner_cidrs(),
     }
     spec = cloud_spec(cloud)
     settings = spec.settings(s)

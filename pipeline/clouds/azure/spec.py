@@ -110,6 +110,9 @@ class AzureSpec(CloudSpec[AzureCloud]):
             "azure_gallery_name": settings.gallery.name,
             "azure_gallery_image_definition": settings.gallery.image_definition,
             "azure_gallery_image_version": gallery_image_version(build_id),
+            # the home region's replicas, as every other region's (gallery settings)
+            "azure_replica_count": settings.gallery.replica_count,
+            "azure_storage_account_type": settings.gallery.storage_account_type,
         }
 
     base_image_packer_var = "azure_image_version"
