@@ -212,6 +212,14 @@ def ib_counter(hca: str, name: str, first: int, after: int) -> Callable[[Snap], 
     return apply
 
 
+def port_down(hca: str) -> Callable[[Snap], None]:
+    def apply(s: Snap) -> None:
+        dev = next(d for d in _fabric(s)["rdma"] if d["name"] == hca)
+        dev["ports"][0].update(state="1: DOWN", phys_state="3: Disabled")
+
+    return apply
+
+
 def efa_hw(dev: str, **counters: tuple[int, int]) -> Callable[[Snap], None]:
     def apply(s: Snap) -> None:
         port = next(d for d in _fabric(s)["rdma"] if d["name"] == dev)["ports"][0]
@@ -359,6 +367,29 @@ FAULTS: dict[str, Fault] = {
         ib_counter("mlx5_ib6", "link_downed", 255, 255),
         {"fabric.ib.counters": "DRAIN"},
         source=f"{SATURATED}: link_downed at 255 in both reads",
+    ),
+    "ib-local-integrity-saturated": Fault(
+        (ND4,),
+        ib_counter("mlx5_ib1", "local_link_integrity_errors", 15, 15),
+        {"fabric.ib.counters": "DRAIN"},
+        source=f"{SATURATED}: LocalLinkIntegrityErrors is 4 bits: 15 in both reads",
+    ),
+    "ib-buffer-overruns-above-width": Fault(
+        (ND,),
+        ib_counter("mlx5_ib4", "excessive_buffer_overrun_errors", 80, 80),
+        {},
+        expect_warn=("fabric.ib.counters",),
+        source=f"{SATURATED}: 80 cannot come from the 4-bit counter (the driver read a wider "
+        "one): not saturated; under NVIDIA UFM's 100 and not rising, a warning",
+    ),
+    "ib-port-down-nccl-still-lists": Fault(
+        (ND,),
+        port_down("mlx5_ib3"),
+        {"fabric.ib.ports": "DRAIN"},
+        source="Linux sysfs-class-infiniband (state 1: DOWN): the port is the host's; NCCL's "
+        "log and topology from before it went down still list it, which is not the image's "
+        "fault (rails and topology judge the healthy NICs and those NCCL lists)",
+        profile="quick",
     ),
     # 7. EFA error counters
     "efa-retrans-timeouts-rising": Fault(

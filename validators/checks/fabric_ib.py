@@ -137,9 +137,9 @@ def counters(ctx: Context) -> Finding:
                         f"{key} {rule.name} rose by {rise} in {fab.interval_s:g} s (now {after})"
                     )
                     sources.append(policy.rising_reason)
-                elif top is not None and max(total, after or 0) >= top:
+                elif top is not None and top in (total, after):
                     failing.append(
-                        f"{key} {rule.name} saturated at {max(total, after or 0)} (its "
+                        f"{key} {rule.name} saturated at {top} (its "
                         f"{rule.bits}-bit maximum is {top}: a rise can no longer be seen)"
                     )
                     sources.append(

@@ -116,9 +116,10 @@ def nccl_agrees(ctx: Context) -> Finding:
     if not uses_fabric(ctx, run.run.stdout):
         return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
     topo = nccl_topology(run.topo_xml)
-    # judged on the host's healthy NICs (a port that is down is the host's: fabric.ib.ports),
-    # not on those NCCL lists: NCCL leaving out a healthy NIC is what this check must see
-    rails = set(healthy_rails(ctx))
+    # judged on the host's healthy NICs and those NCCL lists: a port that is down and that
+    # NCCL leaves out is the host's (fabric.ib.ports); a healthy NIC NCCL leaves out is what
+    # this check must see (its rails unused)
+    rails = set(healthy_rails(ctx)) | set(topo.gdr)
     want = {
         g: sorted(n for n in w if n in rails)
         for g, w in expected_nearest(section(ctx), nics).items()
