@@ -192,6 +192,16 @@ def test_snapshots_from_before_the_new_sections_still_replay(snapshot: str, expe
         assert "inconclusive" in checks["fabric.acs"].message
 
 
+def test_a_gvnic_snapshot_without_netdevs_is_unknown_not_drained() -> None:
+    snap = load_snapshot(SNAPSHOTS / "healthy/h100-a3mega-tcpxo.json")
+    snap["fabric"]["netdevs"] = None
+    receipt = _replay(snap, from_file(expect_file("h100-a3mega-tcpxo")))
+    assert receipt.verdict == "pass", [c for c in receipt.checks if c.failed]
+    checks = _by_id(receipt)
+    for cid in ("fabric.topology", "fabric.nics.count", "fabric.nic.pcie"):
+        assert checks[cid].details.get("missing") == ["snapshot fabric.netdevs"], cid
+
+
 def test_an_old_sick_snapshot_still_fails() -> None:
     snap = load_snapshot(OLD / "h100-p5-efa--efa-device-missing.json")
     receipt = _replay(snap, from_file(OLD / "expect-h100-p5-efa.json"))

@@ -57,6 +57,12 @@ def topology(ctx: Context) -> Finding:
     fab = section(ctx)
     if not gpus(fab):
         return skip("no GPU on the PCI bus was recorded")
+    if nics.fabric == "gvnic" and fab.netdevs is None:
+        return inconclusive(
+            "the snapshot records no network interfaces (fabric.netdevs: captured before "
+            "they were recorded): which gVNIC is each GPU's is unknown",
+            ["snapshot fabric.netdevs"],
+        )
     no_switch = all(switch_of(g) is None for g in gpus(fab))
     if not nics.gpu_nic_pairs and nics.nics_per_gpu and no_switch:
         # the guest shows no PCIe switch above any GPU (each device in its own PCI domain)
