@@ -110,7 +110,9 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(entry[0])
         cmd: click.Command = module.command
-        return cmd
+        from imagectl.cli.deadline import with_deadline
+
+        return with_deadline(cmd_name, cmd)  # reap, drift, doctor, promote, validate-image
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
