@@ -15,7 +15,10 @@ import pytest
 REAL = Path(__file__).resolve().parents[1] / "snapshots" / "real"
 SNAPSHOTS = sorted(p for p in REAL.glob("*.json") if not p.name.endswith(".figures.json"))
 # what each real host is (its GPU model and count): the host had no catalog shape
-HOSTS = {"h200-1x-2026-11-28.json": ("H200-SXM-141GB", 1)}
+HOSTS = {
+    "h200-1x-2026-11-28.json": ("H200-SXM-141GB", 1),
+    "h100-1x-2026-11-28.json": ("H100-SXM-80GB", 1),
+}
 
 
 def test_every_real_snapshot_is_described() -> None:
