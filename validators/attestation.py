@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from imagectl.boundedjson import parse_bounded
+from imagectl.errors import UserError
+from imagectl.fsutil import atomic_write_json
+from imagectl.safetext import one_line
 from imagectl.validators import identity
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -58,9 +62,6 @@ LIMITS: dict[str, tuple[int, int]] = {  # what -> (bytes, nesting depth)
 
 
 def _bounded(data: bytes | str, what: str, where: str) -> Any:
-    from imagectl.boundedjson import parse_bounded
-    from imagectl.errors import UserError
-
     max_bytes, max_depth = LIMITS.get(what, (MAX_FILE_BYTES, 16))
     try:
         return parse_bounded(
@@ -234,8 +235,6 @@ def _signed_payload(
 def _shown(value: Any, limit: int = 400) -> str:
     """``value`` inert (``imagectl.safetext``: no escape sequence or bidi control from a
     statement reaches a terminal) on one line, at most ``limit`` characters."""
-    from imagectl.safetext import one_line
-
     text = one_line(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -477,8 +476,6 @@ def load_seen(path: Path) -> dict[str, Any] | None:
 
 def record_seen(path: Path, found: RevocationList, seen: dict[str, Any] | None) -> None:
     """Keep ``found``'s version when it is higher than ``seen``'s."""
-    from imagectl.fsutil import atomic_write_json
-
     if seen and int(seen.get("version") or 0) >= found.version:
         return
     atomic_write_json(

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from imagectl.fsutil import atomic_write
-from imagectl.safetext import cell, markup
+from imagectl.safetext import cell, markup, xml_text
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import Action, CheckResult, Outcome
 
@@ -162,8 +162,6 @@ def junit_document(suites: list[ET.Element]) -> str:
     """``<testsuites>`` around ``suites``, with the XML declaration. Every text and
     attribute passes ``imagectl.safetext.xml_text`` first: a host's message may hold
     escape sequences or C0 controls, which XML 1.0 cannot carry (an invalid report)."""
-    from imagectl.safetext import xml_text
-
     root = ET.Element("testsuites")
     root.extend(suites)
     for node in root.iter():

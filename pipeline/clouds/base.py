@@ -19,6 +19,7 @@ from imagectl.clouds.base_image import BaseImage
 from imagectl.errors import UserError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
+from imagectl.validators.identity import ImageRef
 
 if TYPE_CHECKING:
     from imagectl.clouds.placement import ManagedPlacement, Placement
@@ -119,8 +120,6 @@ class Provider(ABC):
         compares it (``imagectl.validators.identity``): AWS adds the owning account,
         Google Cloud the project and numeric id, Azure's id is its full resource id.
         The local cloud's id is a content address: region and id."""
-        from imagectl.validators.identity import ImageRef
-
         return ImageRef(self.cloud, image.image_id, image.region).text()
 
     @abstractmethod

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.boundedjson import depth_of
 from imagectl.clouds.registry import spec_for_builder
 from imagectl.errors import UserError
 
@@ -47,14 +48,21 @@ def read_manifest(path: Path, variables: dict[str, Any] | None = None) -> list[A
     """The artifacts of the last run recorded in ``path``; ``variables`` = the var file."""
     v = variables or {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise UserError(
             f"Packer's manifest {path} does not exist; the build produced no artifact",
             hint="Look at packer.log in the same folder",
         ) from exc
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}: Packer's manifest is not JSON: {exc.msg}") from exc
+    if len(data) > 64 << 20 or depth_of(data) > 16:  # measured before parsing
+        raise UserError(f"{path}: Packer's manifest is larger or deeper than any it writes")
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", "?")
+        raise UserError(f"{path}:{line}: Packer's manifest is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: Packer's manifest is not a JSON object")
     last = doc.get("last_run_uuid", "")
     out: list[Artifact] = []
     for entry in doc.get("builds", []):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagectl.actor import current_actor
+from imagectl.boundedjson import parse_bounded
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
@@ -51,8 +52,6 @@ class Revoked:
 
 def _payload(envelope: dict[str, Any]) -> dict[str, Any]:
     """The payload of the catalog's own attestation (bounded: it is JSON from a store)."""
-    from imagectl.boundedjson import parse_bounded
-
     try:
         doc = parse_bounded(
             base64.b64decode(envelope["payload"]), kind="attestation payload",

@@ -32,9 +32,11 @@ from imagectl.clouds.base import Provider
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
+from imagectl.provenance.attest import canonical
 from imagectl.safetext import one_line
 from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
+    ENVELOPE_SUBJECT,
     REVOCATION_LIST_TYPE,
     REVOCATIONS_PAYLOAD_TYPE,
     BadAttestationInput,
@@ -43,7 +45,9 @@ from imagectl.validators.attestation import (
     load_seen,
     open_revocation_list,
     record_seen,
+    subjects,
 )
+from imagectl.validators.identity import first_mismatch, parse
 
 DEFAULT_VALID_HOURS = 7 * 24  # a list nobody renews for a week is refused (freeze)
 
@@ -97,8 +101,6 @@ def list_envelope(
     """The DSSE envelope of a revocation list of ``entries`` (revocation envelopes),
     signed by each of ``signers``."""
     from securesystemslib.dsse import Envelope
-
-    from imagectl.provenance.attest import canonical
 
     body = {
         "_type": REVOCATION_LIST_TYPE,
@@ -199,9 +201,6 @@ def revoked_elsewhere(
 
 def _named_by(session: Session, img: Image, statements: list[dict[str, Any]]) -> list[str]:
     """``revoked_by`` for a catalog image: its attestation's digest, or its identity."""
-    from imagectl.validators.attestation import ENVELOPE_SUBJECT, subjects
-    from imagectl.validators.identity import first_mismatch, parse
-
     own = repo.latest_attestation(session, img)
     seen = parse(img.cloud, img.cloud_image_id if img.cloud in ("gcp", "azure")
                  else f"{img.region}/{img.cloud_image_id}")  # fmt: skip

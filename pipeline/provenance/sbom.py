@@ -46,6 +46,7 @@ from typing import Any
 from packageurl import PackageURL
 
 from imagectl import __version__
+from imagectl.boundedjson import parse_bounded
 from imagectl.clouds.base_image import BaseImage
 from imagectl.errors import UserError
 from imagectl.provenance.inventory import DebPackage, Inventory, OsRelease
@@ -262,9 +263,17 @@ def check_sbom_document(doc: Any, *, where: str) -> None:
         raise UserError(f"{where} is not a valid CycloneDX {SPEC} document: {at}: {error.message}")
 
 
+def _parsed(text: str, where: str) -> Any:
+    """An SBOM's JSON, measured before parsing (``imagectl.boundedjson``)."""
+    return parse_bounded(
+        text, kind="SBOM", where=where, hint="Render the SBOM again from the build",
+        max_bytes=256 << 20, max_depth=32,
+    )  # fmt: skip
+
+
 def check_sbom(text: str, *, where: str) -> None:
     """``check_sbom_document`` of JSON text."""
-    check_sbom_document(json.loads(text), where=where)
+    check_sbom_document(_parsed(text, where), where=where)
 
 
 def sbom_digest(text: str) -> str:
@@ -272,4 +281,5 @@ def sbom_digest(text: str) -> str:
 
 
 def component_count(text: str) -> int:
-    return len(json.loads(text).get("components") or [])
+    doc = _parsed(text, "the SBOM")
+    return len(doc.get("components") or []) if isinstance(doc, dict) else 0

@@ -10,10 +10,11 @@ hands in through QEMU's fw_cfg (``opt/imagectl/image_id``, read from
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from imagectl.boundedjson import parse_bounded
 
 TIMEOUT_S = 0.5
 IMDS = "http://169.254.169.254"
@@ -54,7 +55,12 @@ def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
                 "?api-version=2021-02-01",
                 {"Metadata": "true"},
             )
-            ref = json.loads(raw)
+            ref = parse_bounded(
+                raw, kind="IMDS image reference", where="Azure IMDS", hint="",
+                max_bytes=1 << 16, max_depth=8,
+            )  # fmt: skip
+            if not isinstance(ref, dict):
+                raise ValueError("the image reference is not an object")
             image = ref.get("id") or ":".join(
                 str(ref.get(k, "")) for k in ("publisher", "offer", "sku", "version")
             )

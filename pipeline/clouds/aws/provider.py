@@ -25,6 +25,7 @@ from imagectl.clouds.common import (
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
+from imagectl.validators.identity import ImageRef
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -101,8 +102,6 @@ class AwsProvider(AwsPromotion, Provider):
     def image_identity(self, image: CloudImage) -> str:
         """``aws/<region>/<OwnerId>/<ami-id>``: an AMI id is regional; DescribeImages
         names the account that owns it."""
-        from imagectl.validators.identity import ImageRef
-
         raws = self.describe_images(image.region, ImageIds=[image.image_id])
         owner = str(raws[0].get("OwnerId") or "") if raws else ""
         if not owner:

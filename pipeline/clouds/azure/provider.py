@@ -22,6 +22,7 @@ from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
+from imagectl.validators.identity import parse
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -173,8 +174,6 @@ class AzureProvider(AzurePromotion, Provider):
     def image_identity(self, image: CloudImage) -> str:
         """``azure/<the gallery image version's full resource id>``: a version number is
         unique only within its image definition."""
-        from imagectl.validators.identity import parse
-
         ref = parse("azure", image.image_id)
         if ref.scope is None:
             raise CloudError(

@@ -3,6 +3,7 @@ location; replication is one region list on that version, so copies go one at a 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +25,6 @@ def gallery_image_version(build_id: str) -> str:
     and time (at most 1231235959, sortable within the year), then the build id's random
     suffix. Two stacks built in the same second get different versions. A build id of
     another form (``--build-id``) is hashed into the minor and patch numbers."""
-    import hashlib
-
     parts = build_id.split("-")
     date, time = [*parts, "", ""][:2]
     suffix = "-".join(parts[2:])

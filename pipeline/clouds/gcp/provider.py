@@ -31,6 +31,7 @@ from imagectl.tags import (
     gcp_label_key,
     gcp_label_value,
 )
+from imagectl.validators.identity import ImageRef
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -160,8 +161,6 @@ class GcpProvider(GcpPromotion, Provider):
     def image_identity(self, image: CloudImage) -> str:
         """``gcp/projects/<project>/global/images/<name>@<numeric id>``: a name exists in
         many projects, and a new image can take a deleted one's name; the id cannot."""
-        from imagectl.validators.identity import ImageRef
-
         raw = self._get_raw(image.image_id)
         if raw is None or not raw.id:
             raise CloudError(
