@@ -275,9 +275,15 @@ def test_the_live_reader_records_the_new_parts(tmp_path: Path) -> None:
     _write(net / "operstate", "up\n")
     _write(net / "speed", "200000\n")
     (net / "device").symlink_to(nic)
+    virtio = top / "0000:02:02.0" / "0000:05:00.0" / "virtio0"  # virtio-net sits below
+    virtio.mkdir(parents=True)
+    (sys_root / "class" / "net" / "ens5").mkdir(parents=True)
+    (sys_root / "class" / "net" / "ens5" / "device").symlink_to(virtio)
+    (sys_root / "class" / "net" / "lo").mkdir(parents=True)  # virtual: no device
     fab = capture_fabric(sys_root, interval_s=0)
     assert [(n.name, n.driver, n.pci, n.speed_mbps) for n in fab.netdevs or []] == [
-        ("eth1", "gve", "0000:04:00.0", 200000)
+        ("ens5", None, "0000:05:00.0", None),
+        ("eth1", "gve", "0000:04:00.0", 200000),
     ]
     nic_fn = next(f for f in fab.pci if f.address == "0000:04:00.0")
     assert nic_fn.link is not None and (nic_fn.link.current_width, nic_fn.link.max_width) == (

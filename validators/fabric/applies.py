@@ -75,6 +75,12 @@ def not_applicable(
         return skip("no shape given: which fabric the host has is unknown (pass --shape)")
     nics = shape_nics(ctx)
     shape = ctx.expect.shape or "?"
+    if nics is None and ctx.expect.shape is None:
+        return inconclusive(
+            "no shape given (a host described by its GPUs alone): its fabric NICs are "
+            f"unknown; pass --shape (one of {SHAPES})",
+            ["--shape"],
+        )
     if nics is None:
         return inconclusive(
             f"the expectations describe no NICs for shape {shape} (hardware.nics is null: an "

@@ -133,9 +133,11 @@ def _netdevs(sys_root: Path) -> list[NetDev]:
         fn = dev / "device"
         if not fn.exists():
             continue  # virtual (lo, bridges, veth)
-        pci = fn.resolve().name
-        if not _PCI_ADDR.match(pci):
+        # the PCI function it sits on (virtio-net: .../0000:00:03.0/virtio0)
+        found = [part for part in fn.resolve().parts if _PCI_ADDR.match(part)]
+        if not found:
             continue
+        pci = found[-1]
         driver = fn / "driver"
         out.append(
             NetDev(
