@@ -12,6 +12,7 @@ inputs (``reuse``) and may alter a copy to demonstrate a block (``inject_fault``
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from imagectl.building.base_image import (
     pinned_base_image,
     resolve_base_image,
 )
+from imagectl.building.stand_in import mark_stand_in, write_stand_in
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
 from imagectl.embedded.procs import Children
@@ -52,6 +54,7 @@ from imagectl.provenance.record import (
 )
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.supply.lock import validator_lock_path
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class BuildRequest:
     build_id: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
     skip_provisioning: bool = False
+    sbom_from_pins: bool = False  # with skip_provisioning: a stand-in SBOM (building.stand_in)
     timeout_s: float = 240 * 60.0
     # the local cloud (CloudSpec.builds_base_disk) only:
     reuse: bool = False  # a candidate of identical inputs is imported, not built again
@@ -182,6 +186,12 @@ def build_image(
             hint="Build a cloud candidate without them",
         )
     local_build.check_fault(request.inject_fault)
+    if request.sbom_from_pins and not request.skip_provisioning:
+        raise UserError(
+            "--sbom-from-pins goes with --skip-provisioning: a provisioned image reports its "
+            "own packages",
+            hint="Leave --sbom-from-pins out, or build with --skip-provisioning",
+        )
     check_override_names(request.overrides, ws.packer_dir(cloud), cloud)
     extra = build_records.endpoint_overrides(spec, request.overrides)
     build_records.prepare(resolved, spec)
@@ -208,7 +218,12 @@ def build_image(
     except BaseException as exc:
         build_records.failed(record, cancelled=_cancelled(exc))
         raise
-    return _finish(record, resolved, spec, result.artifacts, result.plan.folder, result)
+    stand_in = request.sbom_from_pins and result.plan.folder is not None
+    if stand_in:
+        write_stand_in(result.plan.folder, resolved, cloud, validator_lock_path(ws))
+    return _finish(
+        record, resolved, spec, result.artifacts, result.plan.folder, result, stand_in=stand_in
+    )
 
 
 def _cancelled(exc: BaseException) -> bool:
@@ -223,6 +238,8 @@ def _finish(
     artifacts: list[Artifact],
     folder: Path | None,
     result: BuildResult | None,
+    *,
+    stand_in: bool = False,
     **extra: Any,
 ) -> BuildOutcome:
     prepared = None
@@ -233,6 +250,8 @@ def _finish(
                 record.build.build_id, folder, resolved, spec.name,
                 BaseImage.from_dict(dict(base)) if base else None,
             )  # fmt: skip
+            if prepared is not None and stand_in:
+                prepared = dataclasses.replace(prepared, text=mark_stand_in(prepared.text))
         except UserError:
             if record.build.outcome != "succeeded":  # not a reused candidate's build
                 build_records.failed(record, cancelled=False)

@@ -63,6 +63,12 @@ if TYPE_CHECKING:
     help="No communicator and no Ansible (only for emulated clouds such as moto).",
 )
 @click.option(
+    "--sbom-from-pins",
+    is_flag=True,
+    help="With --skip-provisioning: record an SBOM of what the stack pins (the sandbox's "
+    "build, where nothing boots), marked as a stand-in in the SBOM itself.",
+)
+@click.option(
     "--reuse",
     is_flag=True,
     help="Local cloud: import the kept candidate of identical inputs instead of building.",
@@ -81,6 +87,7 @@ def command(
     timeout_min: float,
     overrides: tuple[str, ...],
     skip_provisioning: bool,
+    sbom_from_pins: bool,
     reuse: bool,
     inject_fault: str | None,
     accel: str,
@@ -99,6 +106,7 @@ def command(
         build_id=build_id,
         overrides=parse_overrides(overrides),
         skip_provisioning=skip_provisioning,
+        sbom_from_pins=sbom_from_pins,
         timeout_s=timeout_min * 60,
         reuse=reuse,
         inject_fault=inject_fault,

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from imagectl.building.stand_in import SOURCE_VALUE as SBOM_STAND_IN
 from imagectl.yamlfast import load_data
 from tests.clouds.scenario import HEALTHY, write_override
 from tests.fakes import moto_doctor
@@ -261,20 +262,27 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
             "IMAGECTL_CLOUD_POLL_S": "1",
         }
         # README step 2: a local signing key (`attest --new-key`, the one command that
-        # makes one) and a trust file naming it, for validate-image's signing and promote
-        trust = tmp_path / "attestation-trust.json"
-        trust.write_text(_readme_cli(env, "attest", "--new-key"))
-        env["IMAGECTL_ATTESTATION_TRUST"] = str(trust)
+        # makes one), trusted through the state folder's settings (`--save-trust`): no
+        # variable to export in every shell
+        _readme_cli(env, "attest", "--new-key", "--save-trust")
+        assert "IMAGECTL_ATTESTATION_TRUST" not in env
         promoted: list[dict[str, str]] = []  # per promotion: region -> replica
+        amis: list[str] = []
         for _ in range(2):
             built = json.loads(
                 _readme_cli(
                     env, "build", "--stack", "h100-training", "--cloud", "aws",
-                    "--skip-provisioning", "--json",
+                    "--skip-provisioning", "--sbom-from-pins", "--json",
                 )
             )  # fmt: skip
             (image,) = built["images"]
             ami = image["image_id"]
+            amis.append(ami)
+            assert built["sbom"], built  # the sandbox's build records an SBOM (a stand-in)
+            sbom = json.loads(Path(built["sbom"]).read_text())
+            assert {"name": "imagectl:inventory-source", "value": SBOM_STAND_IN} in sbom[
+                "metadata"
+            ]["properties"]
             _readme_cli(
                 env, "validate-image", ami, "--cloud", "aws", "--hosts", "2",
                 "--inventory-override", str(override), "--sandbox",
@@ -285,6 +293,12 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
             assert sorted(replicas) == sorted(regions) and replicas[home] == ami
             promoted.append(replicas)
             _readme_cli(env, "status")
+        # README: the two builds' SBOMs compared, and the replicas named as copies
+        compared = json.loads(_readme_cli(env, "diff", amis[0], amis[1], "--json"))
+        assert compared, compared
+        status = " ".join(_readme_cli(env, "status", "--stack", "h100-training").split())
+        assert f"(copy of {amis[1]} in {home})" in status
+        assert "p5.48xlarge missing" not in status
         rolled = json.loads(
             _readme_cli(env, "rollback", "--stack", "h100-training", "--cloud", "aws", "--json")
         )

@@ -1,12 +1,15 @@
 """A local AWS for trying imagectl without an account: a moto server, seeded.
 
-    python -m imagectl.clouds.aws.sandbox --port 5000 --stack h100-training
+    python -m imagectl.clouds.aws.sandbox --stack h100-training [--port P]
 
-starts moto's EC2/SSM server on 127.0.0.1:5000, registers the stack's Ubuntu base AMI
+starts moto's EC2/SSM server on 127.0.0.1 (on a free port it picks and prints, unless
+``--port`` names one; a port in use is exit 2 at once, naming it: 5000, the port moto
+documents, is macOS's AirPlay Receiver), registers the stack's Ubuntu base AMI
 (as Canonical's, hvm, EBS-backed, so the Packer template's production filter finds it),
 writes ``sandbox-replay.yaml`` (a test-mode inventory override: the "instances" are this
 machine replaying a healthy NVML snapshot) into the state folder (``sandbox/``; nothing
-into the checkout) and prints its path and the environment to export. It
+into the checkout) and prints its path and the environment to export, which it also
+writes to ``sandbox/sandbox.env`` for another shell to source. It
 runs until Ctrl-C. Needs the dev extra (``moto[server]``). Nothing here is used by the
 production code path; it only stands up the emulator the real clients then talk to.
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -231,9 +235,32 @@ def write_override(path: Path, snapshot: Path, hygiene_root: Path) -> None:
     )
 
 
+def bind_check(port: int) -> str | None:
+    """Why ``port`` on 127.0.0.1 cannot be served (None: it can). Checked before moto's
+    server thread starts: a server thread that cannot bind dies alone and the sandbox
+    would wait forever."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="Port on 127.0.0.1 (default: a free one, printed). A port in use is exit 2.",
+    )
     parser.add_argument("--stack", default="h100-training")
     parser.add_argument(
         "--override",
@@ -250,6 +277,16 @@ def main(argv: list[str] | None = None) -> int:
         "tests/snapshots/healthy/h100-sxm-8x.json).",
     )
     args = parser.parse_args(argv)
+    port = args.port or free_port()
+    busy = bind_check(port)
+    if busy:
+        print(
+            f"sandbox: port {port} on 127.0.0.1 cannot be used ({busy}): another program "
+            "listens there (on macOS, AirPlay Receiver takes 5000 and 7000). Leave --port "
+            "out and the sandbox picks a free port and prints it, or pass another --port.",
+            file=sys.stderr,
+        )
+        return 2
     workspace = find_workspace()
     override = args.override or state_dir() / "sandbox" / "sandbox-replay.yaml"
     snapshot = args.snapshot or workspace.root / "tests/snapshots/healthy/h100-sxm-8x.json"
@@ -259,20 +296,24 @@ def main(argv: list[str] | None = None) -> int:
 
     emulate_copy_image()
     _, resolved = load_resolved(workspace.images, args.stack)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    endpoint = f"http://127.0.0.1:{args.port}"
+    endpoint = f"http://127.0.0.1:{port}"
     base = seed_base_image(endpoint, resolved)
     override = override.resolve()
     override.parent.mkdir(parents=True, exist_ok=True)
     write_override(override, snapshot.resolve(), override.parent / "sandbox-empty-root")
-    print(f"moto server on {endpoint}; base AMI {base} seeded for {args.stack}", flush=True)
-    print(
+    print(f"moto server on {endpoint} (port {port}); base AMI {base} seeded for {args.stack}",
+          flush=True)  # fmt: skip
+    exports = (
         "export "
         + " ".join(f"{k}={v}" for k, v in FAKE_ENV.items())
-        + f" IMAGECTL_AWS_ENDPOINT_URL={endpoint} IMAGECTL_CLOUD_POLL_S=1",
-        flush=True,
+        + f" IMAGECTL_AWS_ENDPOINT_URL={endpoint} IMAGECTL_CLOUD_POLL_S=1"
     )
+    env_file = override.parent / "sandbox.env"
+    env_file.write_text(exports + "\n", encoding="utf-8")
+    print(exports, flush=True)
+    print(f"environment for another shell: . {env_file}", flush=True)
     print(f"inventory override: {override}", flush=True)
     stop = False
 
