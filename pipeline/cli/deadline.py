@@ -103,13 +103,13 @@ def _track_http() -> None:
 
 def _where() -> str:
     """The call in flight (main thread first), else the innermost imagectl frame."""
-    main = threading.main_thread().ident
+    main = threading.main_thread().ident or 0
     with _lock:
         calls = dict(_in_flight)
     if calls:
         call = calls.get(main) or next(iter(calls.values()))
         return f"waiting on {call}"
-    frame = sys._current_frames().get(main or 0)
+    frame = sys._current_frames().get(main)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if module.startswith("imagectl") and module != __name__:
