@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from imagectl.clouds.gcp.launch import DATA, launch_settings, series_of
-from imagectl.errors import UserError
 from imagectl.yamlfast import load_data
 from tests.fakes.fixtures import CloudEnv
 from tests.fakes.gcp_compute import FAKE_SERIES
@@ -84,12 +83,13 @@ def test_the_a3_launch_is_one_compute_would_refuse_without_the_data(gcp_fake: An
     assert requests.post(url, json=good, timeout=10).status_code == 200
 
 
-def test_an_unknown_series_is_bad_input_before_anything_is_created(gcp_fake: Any) -> None:
+def test_a_series_without_data_keeps_the_api_defaults_and_terminate(gcp_fake: Any) -> None:
     env = CloudEnv("gcp", gcp_fake)
-    with pytest.raises(UserError) as refused:
-        _launch(env, "z9-hugegpu-8g")
-    assert "machine_families.yaml" in str(refused.value) and "z9-hugegpu" in str(refused.value)
-    assert gcp_fake.calls("POST") == [] and gcp_fake.firewalls == {}
+    _launch(env, "n2-standard-8")
+    (sent,) = gcp_fake.calls("POST", "/instances$")
+    assert "nicType" not in sent.body["networkInterfaces"][0]
+    assert "diskType" not in sent.body["disks"][0]["initializeParams"]
+    assert sent.body["scheduling"]["onHostMaintenance"] == "TERMINATE"
 
 
 def test_every_validation_shape_of_the_stacks_has_launch_data_with_a_source() -> None:

@@ -69,11 +69,21 @@ def _assert_locked_down(env: CloudEnv, inst: Any) -> None:
         ][0]
         assert raw["MetadataOptions"]["HttpTokens"] == "required"
         assert "IamInstanceProfile" not in raw
-        group = raw["SecurityGroups"][0]["GroupId"]
+        # an EFA shape names its group on its interfaces (moto lists it there only)
+        groups = raw["SecurityGroups"] or raw["NetworkInterfaces"][0]["Groups"]
+        group = groups[0]["GroupId"]
         perms = ec2.describe_security_groups(GroupIds=[group])["SecurityGroups"][0]["IpPermissions"]
-        assert [(p["FromPort"], [r["CidrIp"] for r in p["IpRanges"]]) for p in perms] == [
-            (22, ["203.0.113.7/32"])
-        ]
+        # SSH from the runner only; an EFA shape's group also admits its own members
+        assert [
+            (p["FromPort"], [r["CidrIp"] for r in p["IpRanges"]])
+            for p in perms
+            if p["IpProtocol"] != "-1"
+        ] == [(22, ["203.0.113.7/32"])]
+        assert all(
+            [g["GroupId"] for g in p["UserIdGroupPairs"]] == [group] and not p["IpRanges"]
+            for p in perms
+            if p["IpProtocol"] == "-1"
+        )
     elif env.cloud == "gcp":
         fw = env.fake.firewalls[f"{inst.instance_id}-ssh"]
         assert fw["sourceRanges"] == ["203.0.113.7/32"]

@@ -637,7 +637,12 @@ def install() -> None:
             for inst in self.ec2_backend.all_instances():
                 if inst._state.name == "terminated":
                     continue
-                if any(getattr(g, "id", g) == group_id for g in inst.security_groups or []):
+                # the instance's groups and its interfaces' (an EFA launch names its groups
+                # per interface, which moto keeps on the interfaces only)
+                groups = list(inst.security_groups or []) + [
+                    g for nic in getattr(inst, "nics", {}).values() for g in nic.group_set or []
+                ]
+                if any(getattr(g, "id", g) == group_id for g in groups):
                     raise EC2ClientError(
                         "DependencyViolation", f"resource {group_id} has a dependent object"
                     )

@@ -70,3 +70,39 @@ def delete_group(ec2: Any, group_id: str) -> None:
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") not in LEFT_FOR_LATER:
             raise
+
+
+def admit_members(ec2: Any, group_id: str) -> None:
+    """All traffic from the group's own members: what EFA needs ("Get started with EFA and
+    NCCL", step 1: "allows all inbound and outbound traffic to and from the security group
+    itself"; outbound is the new group's default rule, all traffic to anywhere), and what
+    a multi-node run's hosts need to reach each other. SSH stays the runner's only."""
+    from botocore.exceptions import ClientError
+
+    try:
+        ec2.authorize_security_group_ingress(
+            GroupId=group_id,
+            IpPermissions=[{"IpProtocol": "-1", "UserIdGroupPairs": [
+                {"GroupId": group_id, "Description": "imagectl: the run's own hosts (EFA, NCCL)"}
+            ]}],
+        )  # fmt: skip
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "InvalidPermission.Duplicate":
+            raise
+
+
+def default_subnet(ec2: Any, zone: str | None) -> str:
+    """The default subnet of ``zone`` (any zone's when None): EFA interfaces are created in
+    a subnet named in the request (``NetworkInterfaces[].SubnetId``)."""
+    filters = [{"Name": "default-for-az", "Values": ["true"]}]
+    if zone:
+        filters.append({"Name": "availability-zone", "Values": [zone]})
+    found = ec2.describe_subnets(Filters=filters)["Subnets"]
+    if not found:
+        raise UserError(
+            f"{zone or 'this region'} has no default subnet to create the instance's EFA "
+            "interfaces in",
+            hint="Set the stack's clouds.aws.build.subnet_id to a subnet of your VPC in "
+            "the zone the validation runs in",
+        )
+    return str(found[0]["SubnetId"])

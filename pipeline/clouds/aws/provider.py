@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws import network
 from imagectl.clouds.aws import placement as aws_placement
 from imagectl.clouds.aws.clients import AwsClients
+from imagectl.clouds.aws.efa import efa_cards, efa_interfaces
 from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
 from imagectl.clouds.aws.spec import SPEC, AwsOptions, region_of
@@ -39,6 +41,15 @@ def _user_data(ssh_public_key: str | None) -> str:
     if ssh_public_key:
         lines += ["ssh_authorized_keys:", f"  - {ssh_public_key.strip()}"]
     return "\n".join(lines) + "\n"
+
+
+def _instance_groups(raw: dict[str, Any]) -> list[str]:
+    """The security groups an instance uses: its own list and its interfaces' (an EFA
+    launch names its group per interface, ``NetworkInterfaces[].Groups``)."""
+    groups = list(raw.get("SecurityGroups") or [])
+    for nic in raw.get("NetworkInterfaces") or []:
+        groups += list(nic.get("Groups") or [])
+    return list(dict.fromkeys(str(g["GroupId"]) for g in groups))
 
 
 class AwsProvider(AwsPromotion, Provider):
@@ -73,6 +84,9 @@ class AwsProvider(AwsPromotion, Provider):
         self.pointer_timeout_s = options.pointer_timeout_s
         # how long terminate waits for 'terminated' before leaving the group to the reaper
         self.terminate_wait_s = options.terminate_wait_s
+        # a multi-node run's one security group, by placement name (its hosts share it)
+        self._run_groups: dict[str, str] = {}
+        self._run_groups_lock = threading.Lock()
         # CopyImage: the KMS key of each target region; a time-based copy's duration
         self.kms_key_ids = dict(options.kms_key_ids or {})
         self.time_bound_copy_minutes = options.time_bound_copy_minutes
@@ -250,13 +264,11 @@ class AwsProvider(AwsPromotion, Provider):
         ec2 = self.clients.ec2(region)
         tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
         name = f"imagectl-{stack}-{int(time.time() * 1000) % 10**10}"
-        group_id = network.create_group(
-            ec2,
-            name=name,
-            vpc_id=network.vpc_of(ec2, self.subnet_id),
-            allowed_cidr=allowed_cidr,
-            tags={**tags, "Name": name},
-        )
+        cards = efa_cards(shape)  # EFA shapes: one EFA interface per network card (efa.yaml)
+        group_id = self._launch_group(
+            ec2, name=name, placement=placement, allowed_cidr=allowed_cidr, tags=tags,
+            members=bool(cards),
+        )  # fmt: skip
         kwargs: dict[str, Any] = {
             "ImageId": image.image_id,
             "InstanceType": shape,
@@ -280,7 +292,13 @@ class AwsProvider(AwsPromotion, Provider):
             kwargs["Placement"] = {"AvailabilityZone": location}
         if placement is not None:  # a cluster placement group (aws/placement.py)
             kwargs.setdefault("Placement", {})["GroupName"] = placement.resource_id
-        if self.subnet_id:
+        if cards:  # the interfaces carry the group and the subnet (EC2 API, RunInstances)
+            subnet = self.subnet_id or network.default_subnet(
+                ec2, location if location != region else None
+            )
+            del kwargs["SecurityGroupIds"]
+            kwargs["NetworkInterfaces"] = efa_interfaces(shape, group_id=group_id, subnet_id=subnet)
+        elif self.subnet_id:
             kwargs["SubnetId"] = self.subnet_id
         if self.capacity_reservation_id:
             kwargs["CapacityReservationSpecification"] = {
@@ -293,7 +311,8 @@ class AwsProvider(AwsPromotion, Provider):
         try:
             resp = ec2.run_instances(**kwargs)
         except ClientError as exc:
-            network.delete_group(ec2, group_id)
+            if placement is None:  # a run's shared group is its other hosts' too: left to them
+                network.delete_group(ec2, group_id)
             where = location
             if self.capacity_reservation_id:  # "no capacity" names the reservation tried
                 kind = "Capacity Block" if self.capacity_block else "capacity reservation"
@@ -306,6 +325,42 @@ class AwsProvider(AwsPromotion, Provider):
             raise translated from exc
         raw = resp["Instances"][0]
         return self._instance(raw, region)
+
+    def _launch_group(
+        self,
+        ec2: Any,
+        *,
+        name: str,
+        placement: Placement | None,
+        allowed_cidr: str | None,
+        tags: dict[str, str],
+        members: bool,
+    ) -> str:
+        """The instance's security group: SSH from the runner only. A multi-node run's hosts
+        share one group, made by its first launch, that also admits all traffic among its
+        members (the hosts reach each other; EFA requires it); an EFA shape's own group
+        admits its members too. Each group is tagged like the instance, so terminate (the
+        last host's) or reap deletes it."""
+        vpc_id = network.vpc_of(ec2, self.subnet_id)
+        if placement is None:
+            group_id = network.create_group(
+                ec2, name=name, vpc_id=vpc_id, allowed_cidr=allowed_cidr,
+                tags={**tags, "Name": name},
+            )  # fmt: skip
+            if members:
+                network.admit_members(ec2, group_id)
+            return group_id
+        with self._run_groups_lock:
+            group_id = self._run_groups.get(placement.name) or ""
+            if not group_id:
+                group_name = f"{placement.name}-hosts"
+                group_id = network.create_group(
+                    ec2, name=group_name, vpc_id=vpc_id, allowed_cidr=allowed_cidr,
+                    tags={**tags, "Name": group_name},
+                )  # fmt: skip
+                network.admit_members(ec2, group_id)
+                self._run_groups[placement.name] = group_id
+            return group_id
 
     def _instance(self, raw: dict[str, Any], region: str) -> Instance:
         zone = raw.get("Placement", {}).get("AvailabilityZone") or region
@@ -412,12 +467,13 @@ class AwsProvider(AwsPromotion, Provider):
             if error_code(exc).startswith("InvalidInstanceID"):
                 return []
             raise
-        return [
-            str(group["GroupId"])
+        found = [
+            group_id
             for reservation in resp["Reservations"]
             for raw in reservation["Instances"]
-            for group in raw.get("SecurityGroups", [])
+            for group_id in _instance_groups(raw)
         ]
+        return list(dict.fromkeys(found))
 
     def _wait_terminated(self, instance: Instance) -> bool:
         deadline = time.monotonic() + self.terminate_wait_s
@@ -430,7 +486,14 @@ class AwsProvider(AwsPromotion, Provider):
             time.sleep(self.poll_interval_s)
 
     def _delete_group_if_managed(self, ec2: Any, group_id: str) -> None:
-        groups = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+        from botocore.exceptions import ClientError
+
+        try:
+            groups = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+        except ClientError as exc:
+            if error_code(exc) == "InvalidGroup.NotFound":  # gone already (another host's)
+                return
+            raise
         if groups and tag_dict(groups[0].get("Tags")).get(TAG_MANAGED) == "true":
             network.delete_group(ec2, group_id)
 
@@ -442,7 +505,7 @@ class AwsProvider(AwsPromotion, Provider):
         for reg in self.regions:
             ec2 = self.clients.ec2(reg)
             used = {
-                str(group["GroupId"])
+                group_id
                 for page in ec2.get_paginator("describe_instances").paginate(
                     Filters=[
                         {"Name": "instance-state-name", "Values": [*LIVE_STATES, "shutting-down"]}
@@ -450,7 +513,7 @@ class AwsProvider(AwsPromotion, Provider):
                 )
                 for reservation in page["Reservations"]
                 for raw in reservation["Instances"]
-                for group in raw.get("SecurityGroups", [])
+                for group_id in _instance_groups(raw)
             }
             pages = ec2.get_paginator("describe_security_groups").paginate(
                 Filters=[{"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}]

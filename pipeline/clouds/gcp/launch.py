@@ -9,7 +9,6 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.errors import UserError
 from imagectl.yamlfast import load_data
 
 DATA = Path(__file__).with_name("machine_families.yaml")
@@ -39,17 +38,11 @@ def series_of(machine_type: str) -> str:
 
 
 def launch_settings(machine_type: str) -> SeriesLaunch:
-    """The launch settings of ``machine_type``'s series; a series imagectl has no data for
-    is a clear error naming the file (a guess would be a refused insert after spend)."""
+    """The launch settings of ``machine_type``'s series. A series without data here (a CPU
+    shape, an N1 with attached GPUs) keeps the API's NIC and disk defaults, with
+    TERMINATE (valid for every machine type); every stack's GPU validation shape has data
+    (tests/clouds/test_gcp_launch.py)."""
     found = _series().get(series_of(machine_type))
     if found is None:
-        known = ", ".join(sorted(_series()))
-        raise UserError(
-            f"no launch data for Compute Engine machine type {machine_type} (series "
-            f"{series_of(machine_type)}) in pipeline/clouds/gcp/machine_families.yaml "
-            f"(known: {known})",
-            hint="Add its series there (nic_type, boot_disk_types, on_host_maintenance, "
-            "source) from Compute Engine's machine family documentation, or validate on a "
-            "listed shape",
-        )
+        return SeriesLaunch(series_of(machine_type), "", "", "TERMINATE", "the API's defaults")
     return found

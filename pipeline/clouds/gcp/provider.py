@@ -251,15 +251,16 @@ class GcpProvider(GcpPromotion, Provider):
         compute_v1 = compute_sdk.compute_v1()
 
         check_cidr(allowed_cidr)
-        # first: a series without launch data is bad input, before anything is created
-        series = launch_settings(shape)
+        series = launch_settings(shape)  # NIC, boot disk type, maintenance of the series
         zone = location
         name = resource_name("imagectl", stack, secrets.token_hex(3))
         tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
         if allowed_cidr:
             self._open_ssh(name, allowed_cidr, tags[TAG_TTL])
         # the series' NIC type (A3/A4/G2 take gVNIC only; the API default is VIRTIO_NET)
-        nic = compute_v1.NetworkInterface(network=self.network, nic_type=series.nic_type)
+        nic = compute_v1.NetworkInterface(network=self.network)
+        if series.nic_type:
+            nic.nic_type = series.nic_type
         if self.subnetwork:
             nic.subnetwork = self.subnetwork
         if allowed_cidr:  # the runner reaches it over the internet, from its address only
@@ -285,7 +286,9 @@ class GcpProvider(GcpPromotion, Provider):
                         disk_size_gb=self.boot_disk_gb,
                         # a type the series offers (the API default, pd-standard, is not
                         # offered by A3, A4 or G2)
-                        disk_type=f"zones/{zone}/diskTypes/{series.boot_disk_type}",
+                        disk_type=f"zones/{zone}/diskTypes/{series.boot_disk_type}"
+                        if series.boot_disk_type
+                        else None,
                     ),
                 )
             ],
