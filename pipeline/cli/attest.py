@@ -22,11 +22,12 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.cli.completion import complete_images
 from imagectl.errors import UserError
 
 
 @click.command("attest")
-@click.argument("image", required=False)
+@click.argument("image", required=False, shell_complete=complete_images)
 @stack_option("Scope a cloud image id to this stack.")
 @cloud_option("Scope a cloud image id to this cloud.")
 @click.option(

@@ -9,10 +9,11 @@ from __future__ import annotations
 import click
 
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
+from imagectl.cli.completion import complete_images
 
 
 @click.command("block")
-@click.argument("image")
+@click.argument("image", shell_complete=complete_images)
 @click.option("--reason", required=True, help="Why (recorded and shown by the gate).")
 @cloud_option("Cloud, when the image id exists on several.")
 @json_option

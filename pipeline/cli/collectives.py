@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import emit_json, workspace
+from imagectl.cli.completion import complete_shapes
 from imagectl.cli.validate import TOOLKIT_OPTION, _KeepsArgs, _without_toolkit
 from imagectl.errors import UserError
 
@@ -30,7 +31,11 @@ from imagectl.errors import UserError
     type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
     help="Expectations from a JSON file, - for standard input (default: the image's).",
 )
-@click.option("--shape", help="The machine shape (images/catalog/shapes.yaml).")
+@click.option(
+    "--shape",
+    shell_complete=complete_shapes,
+    help="The machine shape (images/catalog/shapes.yaml).",
+)
 @click.option(
     "--profile",
     type=click.Choice(["quick", "full", "burn"]),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from imagectl.cli.completion import complete_stacks
 from imagectl.cloud_names import CLOUDS
 from imagectl.embedded import FAULTS
 from imagectl.errors import EXIT_BAD_INPUT, UserError
@@ -36,7 +37,12 @@ def stack_option(
 ) -> Callable[[F], F]:
     """``--stack NAME``: the one declaration every command uses (a name checked by
     ``stack_name``, exit 2 for a path or a bad name)."""
-    kwargs: dict[str, Any] = {"callback": stack_name, "required": required, "help": help}
+    kwargs: dict[str, Any] = {
+        "callback": stack_name,
+        "required": required,
+        "help": help,
+        "shell_complete": complete_stacks,
+    }
     if multiple:
         kwargs["multiple"] = True
     if default is not None:

@@ -9,6 +9,7 @@ import sys
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.cli.completion import complete_gpus
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.versions import NcclVersion
 
@@ -27,6 +28,7 @@ def command() -> None:
     "--gpu",
     "gpus",
     multiple=True,
+    shell_complete=complete_gpus,
     help="GPU (repeatable): a SKU (H100-SXM-80GB), its nvidia-smi name (NVIDIA H100 80GB "
     "HBM3) or NVIDIA's product name (H100 SXM; H100 judges every H100 SKU).",
 )

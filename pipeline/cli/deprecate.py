@@ -16,12 +16,13 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.cli.completion import complete_images
 from imagectl.errors import UserError
 from imagectl.safetext import cell
 
 
 @click.command("deprecate")
-@click.argument("image", required=False)
+@click.argument("image", required=False, shell_complete=complete_images)
 @stack_option("Apply the retention policy of this stack.")
 @cloud_option("Cloud (default: the image's or the stack's only cloud).")
 @click.option("--keep", type=click.IntRange(min=1), help="Override retention.keep_last.")

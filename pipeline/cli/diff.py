@@ -11,11 +11,12 @@ from __future__ import annotations
 import click
 
 from imagectl.cli.common import cloud_option, emit_json, json_option, stack_option
+from imagectl.cli.completion import complete_images
 from imagectl.errors import UserError
 
 
 @click.command("diff")
-@click.argument("images", nargs=-1)
+@click.argument("images", nargs=-1, shell_complete=complete_images)
 @stack_option("Without IMAGEs: the stack's newest candidate against its promoted image.")
 @cloud_option("The cloud (with --stack, or to scope cloud image ids).")
 @click.option(

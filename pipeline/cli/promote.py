@@ -22,6 +22,7 @@ from imagectl.cli.common import (
     wait_option,
     workspace,
 )
+from imagectl.cli.completion import complete_images
 from imagectl.errors import UserError
 from imagectl.safetext import cell, cells, markup
 
@@ -85,7 +86,7 @@ def render(out: Any, result: Any) -> None:
 
 
 @click.command("promote")
-@click.argument("image", required=False)
+@click.argument("image", required=False, shell_complete=complete_images)
 @stack_option("Stack (default: the image's).")
 @cloud_option("Cloud (default: the image's, or the stack's only cloud).")
 @click.option(

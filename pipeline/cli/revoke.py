@@ -12,10 +12,11 @@ from __future__ import annotations
 import click
 
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
+from imagectl.cli.completion import complete_images
 
 
 @click.command("revoke")
-@click.argument("image")
+@click.argument("image", shell_complete=complete_images)
 @click.option("--reason", required=True, help="Why (signed into the revocation).")
 @cloud_option("Cloud, when the image id exists on several.")
 @json_option

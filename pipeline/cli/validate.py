@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, crash_traces, emit_json, json_option, workspace
+from imagectl.cli.completion import complete_gpus, complete_shapes
 from imagectl.errors import UserError
 
 TOOLKIT_OPTION = "--toolkit-wheelhouse"
@@ -51,9 +52,14 @@ def _without_toolkit(args: list[str]) -> list[str]:
     help="Expectations from a JSON file, - for standard input (default: "
     "/etc/imagectl/expect.json if present).",
 )
-@click.option("--shape", help="The machine shape (images/catalog/shapes.yaml).")
+@click.option(
+    "--shape",
+    shell_complete=complete_shapes,
+    help="The machine shape (images/catalog/shapes.yaml).",
+)
 @click.option(
     "--gpu",
+    shell_complete=complete_gpus,
     help="A host with no catalog shape: its GPU model (a SKU of images/compat/gpus.yaml, "
     "e.g. H200-SXM-141GB); with --gpu-count.",
 )

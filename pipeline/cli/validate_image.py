@@ -21,15 +21,20 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.cli.completion import complete_images, complete_shapes
 from imagectl.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
 
 
 @click.command("validate-image")
-@click.argument("image_id")
+@click.argument("image_id", shell_complete=complete_images)
 @cloud_option("The cloud the image is in (local: a QEMU VM on this machine).", required=True)
 @stack_option("The image's stack (default: from the catalog).")
-@click.option("--shape", help="Machine shape (default: the stack's first validation shape).")
+@click.option(
+    "--shape",
+    shell_complete=complete_shapes,
+    help="Machine shape (default: the stack's first validation shape).",
+)
 @click.option(
     "--hosts",
     type=click.IntRange(1, 64),

@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, stack_option
+from imagectl.cli.completion import complete_images
 from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.headline import could_not_run
 
@@ -38,7 +39,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 
 
 @click.command("verify")
-@click.argument("image", required=False)
+@click.argument("image", required=False, shell_complete=complete_images)
 @stack_option("Scope a cloud image id to this stack.")
 @cloud_option("Scope a cloud image id to this cloud.")
 @click.option(
