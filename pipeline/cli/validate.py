@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, crash_traces, emit_json, json_option, workspace
-from imagectl.cli.completion import complete_gpus, complete_shapes
+from imagectl.cli.completion import complete_gpus, complete_shapes, complete_stacks
 from imagectl.errors import UserError
 
 TOOLKIT_OPTION = "--toolkit-wheelhouse"
@@ -44,7 +44,12 @@ def _without_toolkit(args: list[str]) -> list[str]:
     help="boot: no stress, <= 30 s; quick: + CUDA/collective smoke; "
     "full: sustained load; burn: long stress (opt-in).",
 )
-@click.option("--stack", "stack", help="Expectations from this stack's pins (images/stacks/).")
+@click.option(
+    "--stack",
+    "stack",
+    shell_complete=complete_stacks,
+    help="Expectations from this stack's pins (images/stacks/).",
+)
 @click.option(
     "--expect",
     "expect_file",
