@@ -25,8 +25,9 @@ and one healthy control per class:
    stop there (IBTA PortCounters; Linux sysfs PORT_PMA_ATTR widths): judged saturated,
    DRAIN, not "not rising" (a warning). The settled-count case stays a warning.
 7. EFA error counters rising while the idle host is watched (efa hw_counters:
-   retrans_timeout_events, impaired_remote_conn_events, rdma_*_wr_err): DRAIN. SRD's
-   recovered retransmits (retrans_pkts) are its normal work: a warning, not a failure.
+   retrans_pkts, retrans_timeout_events, unresponsive_remote_events,
+   impaired_remote_conn_events, rdma_*_wr_err): DRAIN; counts that do not rise are history
+   (pass); rx_drops rising warns.
 8. Spare rows: a bank with no reserved row left in NVML's row-remapper histogram cannot
    absorb its next uncorrectable error (GPU Memory Error Management, RMA Policy): DRAIN; a
    bank at "low" warns; "partial" passes.
@@ -408,18 +409,34 @@ FAULTS: dict[str, Fault] = {
         {"fabric.efa.counters": "DRAIN"},
         source=f"{EFA_HW}: impaired_remote_conn_events 0 -> 2, rdma_read_wr_err 1 -> 4",
     ),
-    "efa-retransmits-recovered": Fault(
-        (P5, P5EN),
+    "efa-retransmits-rising": Fault(
+        (P5,),
         lambda s: efa_hw(
             s["fabric"]["rdma"][3]["name"],
             retrans_pkts=(120, 161),
             retrans_bytes=(983040, 1318912),
+        )(s),
+        {"fabric.efa.counters": "DRAIN"},
+        source=f"{EFA_HW}: 41 packets retransmitted in 2 s while nothing used the EFA",
+    ),
+    "efa-counts-settled": Fault(
+        (P5, P5EN),
+        lambda s: efa_hw(
+            s["fabric"]["rdma"][3]["name"],
+            retrans_pkts=(120, 120),
             retrans_timeout_events=(2, 2),
+            rdma_read_wr_err=(1, 1),
         )(s),
         {},
+        source=f"{EFA_HW}: retransmits, two timeouts and a read error long ago, none while "
+        "watched: history, not a fault",
+    ),
+    "efa-rx-drops-rising": Fault(
+        (P5EN,),
+        lambda s: efa_hw(s["fabric"]["rdma"][7]["name"], rx_drops=(10, 14))(s),
+        {},
         expect_warn=("fabric.efa.counters",),
-        source=f"{EFA_HW}: SRD retransmitted and recovered (retrans_pkts rising: a warning, "
-        "not an error) and two timeouts long ago, none while watched: not a fault",
+        source=f"{EFA_HW}: rx_drops (local receive path) rising: a warning",
     ),
     # 8. spare rows
     "row-remap-bank-no-spare": Fault(

@@ -346,7 +346,7 @@ def efa_counters(ctx: Context) -> Finding:
         )
     if noted:
         return warn(
-            "EFA counters rising on the idle host (SRD recovered; not an error): "
+            "EFA receive drops rising on the idle host: "
             + "; ".join(
                 f"{k} {c} {v['from']} -> {v['to']}"
                 for k, cs in noted.items()
