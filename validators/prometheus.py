@@ -1,60 +1,68 @@
-"""A receipt as Prometheus text-format metrics, for the node exporter's textfile collector.
+"""A node's health as Prometheus fleet metrics, for the node exporter's textfile collector.
 
 The boot unit (``imagectl validate --prometheus FILE``) writes
-``/var/lib/node_exporter/textfile_collector/imagectl.prom``, so a fleet's existing
-monitoring sees what the validator saw. Written atomically (a temporary file in the same
-folder, then a rename: the collector never reads half a file, and reads only ``*.prom``).
-Every series carries ``image_id`` and ``stack``:
+``/var/lib/node_exporter/textfile_collector/imagectl.prom``; the passive watcher
+(``imagectl.validators.watch``, ``imagectl-watch.prom``) writes its own file beside it.
+Both are written atomically (a temporary file in the same folder, then a rename: the
+collector never reads half a file, and reads only ``*.prom``).
 
-- ``imagectl_validation_info{..., profile, stack_digest, validator_version, mode} 1``
-- ``imagectl_validation_passed`` 1 or 0 (the verdict)
-- ``imagectl_validation_worst_action{action}``: the rank of the receipt's worst action
-  (0 NONE, 1 RESTART_APP, 2 RESET_GPU, 3 REBOOT, 4 DRAIN, 5 ISOLATE_RMA, 6 BLOCK_IMAGE)
-- ``imagectl_validation_finished_timestamp_seconds``, ``imagectl_validation_duration_seconds``
-  (a value older than ``node_boot_time_seconds`` is a previous boot's: the unit removes the
-  file before it runs, so a validator that never finished leaves none)
-- ``imagectl_validation_checks{outcome}``: how many check results had each outcome
-- ``imagectl_check{check, gpu, outcome, action, severity}``: one series per check outcome
-  (the number of results, 1 unless a check reported several on one GPU; ``gpu`` is empty
-  for host checks)
-- ``imagectl_gpu_passed{gpu, uuid, name}`` and ``imagectl_gpu_worst_action{gpu, action}``
-- ``imagectl_gpu_health{gpu, check, field, unit}``: every number a per-GPU check measured
-  (temperature, power limit, ECC and remapped-row counters, PCIe replays, active NVLinks;
-  a true/false as 1/0; ``field`` names the counter of a measurement with several)
+Conventions (Prometheus "Metric and label naming"; dcgm-exporter; node-problem-detector):
 
-Label values are escaped as the exposition format requires (backslash, double quote, line
-feed); tests read the file back with prometheus_client's own parser.
+- Base units in the name (``_celsius``, ``_watts``, ``_seconds``), never a unit label.
+- One info metric, ``imagectl_node_info{image_id, stack, shape, cloud, region, profile,
+  stack_digest, validator_version} 1``; every other series carries no image or stack label
+  and is joined to it by instance:
+  ``imagectl_validation_passed * on(instance) group_left(image_id, shape) imagectl_node_info``.
+- The verdict and its time: ``imagectl_validation_passed`` (1/0),
+  ``imagectl_validation_timestamp_seconds``, ``imagectl_validation_duration_seconds``,
+  ``imagectl_validation_worst_action`` (a rank, no label: 0 NONE ... 6 BLOCK_IMAGE),
+  ``imagectl_validation_failed_checks`` (always present: 0 on a healthy node) and
+  ``imagectl_node_boot_timestamp_seconds`` (the boot the result is for).
+- Failing checks only, as ``imagectl_check_failed{check, gpu} 1`` (``gpu`` empty for a
+  host check), node-problem-detector's way rather than a 0/1 gauge per check: an 8-GPU
+  node runs about 230 check results at boot, so an always-present gauge per check and GPU
+  would be about 230 series per node (2.3 million for 10,000 nodes), while a healthy node
+  has none of these. The set changes only when the file is rewritten (once per boot), so
+  the series do not flap between scrapes, and ``imagectl_validation_failed_checks`` is the
+  always-present count that tells "no failure" from "no data".
+- Per GPU, labelled ``gpu`` as dcgm-exporter labels it (so a fleet joins them on
+  ``instance`` and ``gpu``): ``imagectl_gpu_passed``, ``imagectl_gpu_temperature_celsius``,
+  ``imagectl_gpu_power_limit_watts``.
+
+A healthy 8-GPU node writes 31 series here and 10 from the watcher (``SERIES_BUDGET``: 50, a test
+counts them from replayed 8-GPU snapshots). Label values go through the one sanitizer
+(``imagectl.safetext.prom_label``) and are escaped as the exposition format requires; tests
+read the files back with prometheus_client's own parser.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from imagectl.fsutil import atomic_write
+from imagectl.safetext import one_line, prom_label
 from imagectl.validators.receipt import Receipt
-from imagectl.validators.results import Outcome
 
 PREFIX = "imagectl_"
 DEFAULT_FILE = "/var/lib/node_exporter/textfile_collector/imagectl.prom"
+SERIES_BUDGET = 50  # per 8-GPU node, boot file and watcher file together (issue 47)
+INFO_LABELS = (
+    "image_id", "stack", "shape", "cloud", "region", "profile", "stack_digest",
+    "validator_version",
+)  # fmt: skip
 
 
 def escape_label(value: object) -> str:
     """A label value as the text format writes it: inert (``imagectl.safetext``: no
     escape sequence, control character or bidi control from a host), on one line,
     ``\\`` and ``"`` escaped."""
-    from imagectl.safetext import prom_label
-
     return prom_label(value)
 
 
 def _escape_help(text: str) -> str:
-    from imagectl.safetext import one_line
-
     return one_line(text).replace("\\", "\\\\")
 
 
@@ -66,7 +74,9 @@ def _number(value: float) -> str:
     return repr(float(value)) if not float(value).is_integer() else str(int(value))
 
 
-class _Family:
+class Family:
+    """One metric family: its HELP, TYPE and samples (label values made inert)."""
+
     def __init__(self, name: str, help_text: str, kind: str = "gauge"):
         self.name = PREFIX + name
         self.help = help_text
@@ -80,26 +90,15 @@ class _Family:
         lines = [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
         for labels, value in self.samples:
             inner = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items())
-            lines.append(f"{self.name}{{{inner}}} {_number(value)}")
+            lines.append(f"{self.name}{{{inner}}} {_number(value)}" if inner else
+                         f"{self.name} {_number(value)}")  # fmt: skip
         return lines
 
 
-def _numbers(measured: Any) -> list[tuple[str, float]]:
-    """(field, value) of every number in a measurement: a number or a bool itself
-    (field ""), or the numeric entries of a mapping (field = its key)."""
-    if isinstance(measured, bool):
-        return [("", 1.0 if measured else 0.0)]
-    if isinstance(measured, int | float):
-        return [("", float(measured))]
-    if isinstance(measured, dict):
-        out = []
-        for key, value in measured.items():
-            if isinstance(value, bool):
-                out.append((str(key), 1.0 if value else 0.0))
-            elif isinstance(value, int | float):
-                out.append((str(key), float(value)))
-        return out
-    return []
+def document(families: list[Family]) -> str:
+    """The families with samples, as one text-format document ending in a line feed."""
+    lines = [line for f in families if f.samples for line in f.render()]
+    return "\n".join(lines) + "\n"
 
 
 def _timestamp(iso: str) -> float | None:
@@ -109,82 +108,93 @@ def _timestamp(iso: str) -> float | None:
         return None
 
 
+def _region(receipt: Receipt) -> str:
+    return str(receipt.host.get("region") or "")
+
+
+def node_info(receipt: Receipt) -> dict[str, str]:
+    """The info metric's labels: what image this node runs, on what."""
+    expect = receipt.expectations or {}
+    return {
+        "image_id": receipt.image_id or "",
+        "stack": receipt.stack or "",
+        "shape": str(expect.get("shape") or ""),
+        "cloud": str(receipt.host.get("cloud") or expect.get("cloud") or ""),
+        "region": _region(receipt),
+        "profile": receipt.profile,
+        "stack_digest": receipt.stack_digest or "",
+        "validator_version": receipt.validator_version,
+    }
+
+
+def _measured(receipt: Receipt, check: str) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for c in receipt.checks:
+        value = c.measured
+        if c.id == check and c.gpu is not None and isinstance(value, int | float):
+            out[c.gpu] = float(value)  # a bool is never measured by these two checks
+    return out
+
+
 def render(receipt: Receipt) -> str:
     """The receipt as text-format metrics (one document, ending in a line feed)."""
-    base = {"image_id": receipt.image_id or "", "stack": receipt.stack or ""}
-    info = _Family("validation_info", "The validation run this file reports (always 1).")
-    info.add(
-        {
-            **base,
-            "profile": receipt.profile,
-            "stack_digest": receipt.stack_digest or "",
-            "validator_version": receipt.validator_version,
-            "mode": receipt.mode,
-        },
-        1,
-    )
-    passed = _Family("validation_passed", "1 when the validation verdict is pass, else 0.")
-    passed.add(base, 1 if receipt.verdict == "pass" else 0)
-    worst = _Family(
+    info = Family("node_info", "The image this node runs and what validated it (always 1).")
+    info.add(node_info(receipt), 1)
+    passed = Family("validation_passed", "1 when the validation verdict is pass, else 0.")
+    passed.add({}, 1 if receipt.verdict == "pass" else 0)
+    when = Family("validation_timestamp_seconds", "When the validation finished (Unix time).")
+    finished = _timestamp(receipt.finished_at)
+    if finished is not None:
+        when.add({}, finished)
+    duration = Family("validation_duration_seconds", "How long the validation ran.")
+    duration.add({}, receipt.duration_s)
+    worst = Family(
         "validation_worst_action",
         "Rank of the most drastic recovery action the failing checks ask for "
         "(0 NONE, 1 RESTART_APP, 2 RESET_GPU, 3 REBOOT, 4 DRAIN, 5 ISOLATE_RMA, 6 BLOCK_IMAGE).",
     )
-    worst.add({**base, "action": receipt.worst_action.value}, receipt.worst_action.rank)
-    finished = _Family(
-        "validation_finished_timestamp_seconds", "When the validation finished (Unix time)."
+    worst.add({}, receipt.worst_action.rank)
+    failed_count = Family(
+        "validation_failed_checks", "Check results that failed or errored (0: none)."
     )
-    when = _timestamp(receipt.finished_at)
-    if when is not None:
-        finished.add(base, when)
-    duration = _Family("validation_duration_seconds", "How long the validation ran.")
-    duration.add(base, receipt.duration_s)
-    totals = _Family("validation_checks", "Check results per outcome.")
-    for each in Outcome:
-        totals.add({**base, "outcome": each.value}, receipt.summary.get(each.value, 0))
-
-    checks = _Family(
-        "check",
-        "Check results by check, GPU (empty: the host), outcome and recovery action.",
+    failing = sorted(
+        {(c.id, "" if c.gpu is None else str(c.gpu)) for c in receipt.checks if c.failed}
     )
-    counted: Counter[tuple[str, str, str, str, str]] = Counter()
-    for c in receipt.checks:
-        gpu = "" if c.gpu is None else str(c.gpu)
-        counted[(c.id, gpu, c.outcome.value, c.action.value, c.severity.value)] += 1
-    for (check, gpu, outcome, action, severity), n in counted.items():
-        checks.add(
-            {**base, "check": check, "gpu": gpu, "outcome": outcome, "action": action,
-             "severity": severity},
-            n,
-        )  # fmt: skip
+    failed_count.add({}, sum(1 for c in receipt.checks if c.failed))
+    boot = Family("node_boot_timestamp_seconds", "When the boot this result is for began.")
+    booted = (receipt.host.get("boot") or {}).get("booted_at")
+    if isinstance(booted, int | float) and not isinstance(booted, bool):
+        boot.add({}, float(booted))
+    failed = Family(
+        "check_failed", "A failing check (present only while failing; gpu empty: the host)."
+    )
+    for check, gpu in failing:
+        failed.add({"check": check, "gpu": gpu}, 1)
 
-    gpu_passed = _Family("gpu_passed", "1 when every check of this GPU passed (or warned).")
-    gpu_worst = _Family("gpu_worst_action", "Rank of this GPU's most drastic recovery action.")
+    gpu_passed = Family("gpu_passed", "1 when every check of this GPU passed (or warned).")
     for g in receipt.gpus:
-        gpu_passed.add(
-            {**base, "gpu": g.index, "uuid": g.uuid or "", "name": g.name or ""},
-            0 if g.outcome == "fail" else 1,
-        )
-        gpu_worst.add({**base, "gpu": g.index, "action": g.worst_action.value}, g.worst_action.rank)
-
-    health = _Family(
-        "gpu_health",
-        "Every number a per-GPU check measured (a true/false as 1/0), by check and field.",
-    )
-    values: dict[tuple[str, str, str], tuple[str, float]] = {}
-    for c in receipt.checks:
-        if c.gpu is None:
-            continue
-        for field, value in _numbers(c.measured):
-            values[(str(c.gpu), c.id, field)] = (c.unit or "", value)
-    for (gpu, check, field), (unit, value) in values.items():
-        health.add({**base, "gpu": gpu, "check": check, "field": field, "unit": unit}, value)
-
-    families = [info, passed, worst, finished, duration, totals, checks, gpu_passed, gpu_worst]
-    lines = [line for f in [*families, health] if f.samples for line in f.render()]
-    return "\n".join(lines) + "\n"
+        gpu_passed.add({"gpu": g.index}, 0 if g.outcome == "fail" else 1)
+    temperature = Family("gpu_temperature_celsius", "GPU temperature at validation.")
+    for gpu, value in sorted(_measured(receipt, "gpu.temperature").items()):
+        temperature.add({"gpu": gpu}, value)
+    power = Family("gpu_power_limit_watts", "GPU enforced power limit at validation.")
+    for gpu, value in sorted(_measured(receipt, "gpu.power.limit").items()):
+        power.add({"gpu": gpu}, value)
+    return document(
+        [info, passed, when, duration, worst, failed_count, boot, failed, gpu_passed,
+         temperature, power]
+    )  # fmt: skip
 
 
 def write_prometheus(receipt: Receipt, path: Path | str) -> Path:
     """Write ``render(receipt)`` to ``path`` atomically (0644: the exporter reads it)."""
     return atomic_write(path, render(receipt), mode=0o644)
+
+
+def write_text(text: str, path: Path | str) -> Path:
+    return atomic_write(path, text, mode=0o644)
+
+
+def count_series(text: str) -> int:
+    """Sample lines in a text-format document (each is one series)."""
+    return sum(1 for line in text.splitlines() if line and not line.startswith("#"))

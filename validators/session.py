@@ -386,6 +386,7 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
         "gpus": len(ctx.gpus),
         "nvml_init_s": ctx.nvml_init_s,
         "cloud": (fact("cloud_image") or {}).get("cloud"),
+        "region": (fact("cloud_image") or {}).get("region"),  # the fleet metrics' info
         "manifest_sha256": fact("manifest_sha256"),
     }
     installed = toolkit_venv.current()

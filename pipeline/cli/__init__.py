@@ -60,6 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
+    "watch": ("imagectl.cli.watch", "On a fleet node: passive health (Xid, clocks, ECC)."),
 }
 
 

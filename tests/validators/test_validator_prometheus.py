@@ -5,9 +5,11 @@ exposition format is defined by.
 
 The unit is rendered by Ansible from the validator role and its ``ExecStartPre`` /
 ``ExecStart`` lines are run as systemd runs them (``%b`` the boot id), against a replayed
-host: every series carries the image id and the stack; one series per check outcome and
-per GPU health value; a GPU whose row remapping failed is, as NVIDIA's GPU Memory Error
-Management says, one to replace (``ISOLATE_RMA``), in the metrics as in the receipt."""
+host: one info series carries the image id, stack, shape and cloud, every other series is
+joined to it by instance (base units in names, no unit label; issue 47); failing checks
+only, as ``imagectl_check_failed``; a GPU whose row remapping failed is, as NVIDIA's GPU
+Memory Error Management says, one to replace (``ISOLATE_RMA``), in the metrics as in the
+receipt."""
 
 from __future__ import annotations
 
@@ -96,30 +98,29 @@ def test_a_healthy_node(tmp_path: Path) -> None:
     code, prom, receipt = _boot(tmp_path, HEALTHY)
     assert code == 0
     families = _samples(prom.read_text())
-    everything = [s for samples in families.values() for s in samples]
-    assert everything
-    for sample in everything:  # image id and stack on every series
-        assert sample.labels["image_id"] == receipt["image_id"] == "ami-0h100healthy0001"
-        assert sample.labels["stack"] == receipt["stack"] == "h100-training"
+    (info,) = families["imagectl_node_info"]
+    assert info.labels["image_id"] == receipt["image_id"] == "ami-0h100healthy0001"
+    assert info.labels["stack"] == receipt["stack"] == "h100-training"
+    assert (info.labels["shape"], info.labels["cloud"], info.value) == ("p5.48xlarge", "aws", 1)
+    everything = [
+        s for name, samples in families.items() for s in samples if name != "imagectl_node_info"
+    ]
+    for sample in everything:  # joined by instance: no image, stack or unit label anywhere else
+        assert not {"image_id", "stack", "unit"} & set(sample.labels), sample
+        assert set(sample.labels) <= {"gpu", "check"}, sample
     assert [s.value for s in families["imagectl_validation_passed"]] == [1.0]
-    (worst,) = families["imagectl_validation_worst_action"]
-    assert (worst.labels["action"], worst.value) == ("NONE", 0.0)
-    # one series per check outcome: every result counted once
-    checks = families["imagectl_check"]
-    assert sum(s.value for s in checks) == len(receipt["checks"])
-    keys = [(s.labels["check"], s.labels["gpu"], s.labels["outcome"]) for s in checks]
-    assert len(keys) == len(set(keys))
-    assert ("gpu.temperature", "3", "pass") in keys and ("kernel.xid", "", "pass") in keys
-    # per GPU health values, as the receipt measured them
-    health = {
-        (s.labels["gpu"], s.labels["check"], s.labels["field"]): s
-        for s in families["imagectl_gpu_health"]
-    }
+    assert [s.value for s in families["imagectl_validation_worst_action"]] == [0.0]
+    assert [s.value for s in families["imagectl_validation_failed_checks"]] == [0.0]
+    assert "imagectl_check_failed" not in families  # failing checks only: none here
+    (boot,) = families["imagectl_node_boot_timestamp_seconds"]
+    assert boot.value == receipt["host"]["boot"]["booted_at"]
+    (when,) = families["imagectl_validation_timestamp_seconds"]
+    assert when.value > boot.value
+    temps = {s.labels["gpu"]: s.value for s in families["imagectl_gpu_temperature_celsius"]}
     for c in receipt["checks"]:
         if c["id"] == "gpu.temperature":
-            sample = health[(str(c["gpu"]), "gpu.temperature", "")]
-            assert sample.value == c["measured"] and sample.labels["unit"] == "C"
-    assert health[("0", "gpu.nvlink.errors", "crc_flit")].value == 0
+            assert temps[str(c["gpu"])] == c["measured"]  # degrees Celsius, in the name
+    assert {s.value for s in families["imagectl_gpu_power_limit_watts"]} == {700.0}
     assert len(families["imagectl_gpu_passed"]) == 8
     assert all(s.value == 1 for s in families["imagectl_gpu_passed"])
     # the textfile collector reads *.prom only: nothing else is left in its folder
@@ -130,30 +131,19 @@ def test_a_healthy_node(tmp_path: Path) -> None:
 def test_a_gpu_whose_row_remapping_failed_is_one_to_replace(tmp_path: Path) -> None:
     code, prom, receipt = _boot(tmp_path, ROW_REMAP_FAILURE)
     assert code == 1
-    (bad,) = [
-        c["gpu"]
-        for c in receipt["checks"]
-        if c["id"] == "gpu.row_remap.failure" and c["outcome"] == "fail"
-    ]
+    failing = {(c["id"], "" if c["gpu"] is None else str(c["gpu"])) for c in receipt["checks"]
+               if c["outcome"] in ("fail", "error")}  # fmt: skip
+    (bad,) = [gpu for check, gpu in failing if check == "gpu.row_remap.failure"]
     families = _samples(prom.read_text())
     assert [s.value for s in families["imagectl_validation_passed"]] == [0.0]
-    (worst,) = families["imagectl_validation_worst_action"]
-    assert (worst.labels["action"], worst.value) == ("ISOLATE_RMA", 5.0)
-    failing = [
-        s
-        for s in families["imagectl_check"]
-        if s.labels["outcome"] == "fail" and s.labels["check"] == "gpu.row_remap.failure"
-    ]
-    assert [(s.labels["gpu"], s.labels["action"], s.value) for s in failing] == [
-        (str(bad), "ISOLATE_RMA", 1.0)
-    ]
+    assert [s.value for s in families["imagectl_validation_worst_action"]] == [5.0]  # ISOLATE_RMA
+    shown = {(s.labels["check"], s.labels["gpu"]) for s in families["imagectl_check_failed"]}
+    assert shown == failing and ("gpu.row_remap.failure", bad) in shown
+    assert all(s.value == 1 for s in families["imagectl_check_failed"])
+    (count,) = families["imagectl_validation_failed_checks"]
+    assert count.value == sum(1 for c in receipt["checks"] if c["outcome"] in ("fail", "error"))
     passed = {s.labels["gpu"]: s.value for s in families["imagectl_gpu_passed"]}
-    assert passed[str(bad)] == 0 and sum(passed.values()) == 7
-    health = {
-        (s.labels["gpu"], s.labels["check"]): s.value for s in families["imagectl_gpu_health"]
-    }
-    assert health[(str(bad), "gpu.row_remap.failure")] == 1  # NVML's failure flag, true
-    assert health[("0" if bad else "1", "gpu.row_remap.failure")] == 0
+    assert passed[bad] == 0 and sum(passed.values()) == 7
 
 
 @pytest.mark.parametrize(
@@ -167,8 +157,8 @@ def test_label_values_are_escaped(tmp_path: Path, image_id: str) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    samples = [s for f in parse(prom.read_text()) for s in f.samples]
-    assert samples and all(s.labels["image_id"] == image_id for s in samples)
+    (info,) = _samples(prom.read_text())["imagectl_node_info"]
+    assert info.labels["image_id"] == image_id
 
 
 def test_the_file_is_replaced_whole(tmp_path: Path) -> None:
