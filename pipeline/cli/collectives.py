@@ -65,6 +65,12 @@ from imagectl.errors import UserError
     type=click.Path(dir_okay=False, path_type=Path),
     help="The GPU toolkit's wheelhouse, installed for this run only (as validate's).",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON (what this command always prints: accepted like every command's).",
+)
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -77,6 +83,7 @@ def command(
     ops: tuple[str, ...],
     max_bytes: int | None,
     toolkit_wheelhouse: Path | None,
+    as_json: bool,
 ) -> int:
     """Run this node's ranks of the collectives across the hostfile's nodes; print JSON."""
     if toolkit_wheelhouse is not None:

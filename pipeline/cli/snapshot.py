@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, crash_traces
+from imagectl.cli.common import console, crash_traces, emit_json, json_option
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write_json
 
@@ -58,6 +58,7 @@ from imagectl.fsutil import atomic_write_json
     help="Skip the tiny NCCL run (NCCL_DEBUG=INFO, topology dump) that records which net "
     "plugin NCCL loads and the topology it detects.",
 )
+@json_option
 def command(
     output: Path,
     description: str,
@@ -67,6 +68,7 @@ def command(
     history_dir: Path | None,
     fabric_interval_s: float,
     no_nccl_probe: bool,
+    as_json: bool,
 ) -> int:
     """Capture every NVML value per GPU, this boot's kernel log and the software facts.
 
@@ -98,5 +100,18 @@ def command(
         dcgm_note = f", DCGM r{dcgm['level']}: " + (
             dcgm["error"] or ("timed out" if dcgm["timed_out"] else f"exit {dcgm['exit_code']}")
         )
+    if as_json:
+        emit_json(
+            {
+                "snapshot": str(output),
+                "gpus": n,
+                "nvml_error": err,
+                "dcgm": {k: dcgm.get(k) for k in ("level", "exit_code", "timed_out", "error")}
+                if dcgm
+                else None,
+                "description": snap.get("description"),
+            }
+        )
+        return 0
     console().print(f"snapshot: {output} ({n} GPU(s){', NVML: ' + err if err else ''}{dcgm_note})")
     return 0
