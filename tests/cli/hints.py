@@ -6,7 +6,8 @@ The texts are collected from the sources, so a new hint is covered the day it is
 - every string (and f-string) in ``pipeline/`` and ``validators/`` that is not a
   docstring: a command in backticks (`` `imagectl promote IMAGE` ``), or a whole string that
   is a command (the resume and rollback lines the promotion prints);
-- the fix texts of the data files (``images/compat/*.yaml`` ``fix:``).
+- the fix and hint texts of the data files (every ``fix:`` / ``hint:`` of the YAML under
+  ``images/``, ``pipeline/`` and ``validators/``).
 
 A hint text (``hint=``, ``fix=``, a ``*HINT*`` constant, a data file's ``fix:``) writes
 every command it names in backticks, so the reader (and this test) knows where it ends.
@@ -155,7 +156,7 @@ def python_texts() -> Iterator[Text]:
 def _fix_fields(data: object, where: str) -> Iterator[Text]:
     if isinstance(data, dict):
         for key, value in data.items():
-            if key == "fix" and isinstance(value, str):
+            if key in HINT_KEYWORDS and isinstance(value, str):
                 yield Text(where, value, True)
             else:
                 yield from _fix_fields(value, f"{where}.{key}")
@@ -165,9 +166,11 @@ def _fix_fields(data: object, where: str) -> Iterator[Text]:
 
 
 def data_texts() -> Iterator[Text]:
-    for path in sorted((REPO / "images" / "compat").glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        yield from _fix_fields(doc, path.relative_to(REPO).as_posix() + ":")
+    """The ``fix:`` / ``hint:`` fields of every data file the command line reads."""
+    for folder in ("images", *SOURCES):
+        for path in sorted((REPO / folder).rglob("*.yaml")):
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            yield from _fix_fields(doc, path.relative_to(REPO).as_posix() + ":")
 
 
 def all_texts() -> list[Text]:
