@@ -32,6 +32,12 @@ source "amazon-ebs" "candidate" {
     max_attempts  = var.aws_polling_max_attempts
   }
 
+  # the build region's copy is encrypted with the stack's key of that region, as every
+  # other region's (clouds.aws.kms_key_ids): an AMI on the AWS-managed aws/ebs key cannot
+  # be shared (EC2 User Guide, "Share an AMI with specific AWS accounts")
+  encrypt_boot = var.aws_kms_key_id != ""
+  kms_key_id   = var.aws_kms_key_id
+
   tags          = var.image_tags
   snapshot_tags = var.image_tags
   run_tags      = merge(var.image_tags, { Name = "imagectl-build-${var.build_id}" })

@@ -19,6 +19,11 @@ variable "aws_subnet_id" {
   type    = string
   default = ""
 }
+variable "aws_kms_key_id" {
+  type        = string
+  default     = ""
+  description = "clouds.aws.kms_key_ids of the build region: the AMI's snapshots are encrypted with it (empty: the account's default encryption)."
+}
 variable "aws_root_volume_gb" {
   type        = number
   description = "Root EBS volume of the candidate, GiB (the base AMI's 8 GiB cannot hold CUDA)."

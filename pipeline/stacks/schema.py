@@ -326,6 +326,29 @@ class AwsCloud(CloudCommon):
     # validation instances launch into this reservation (its zone only)
     validation_capacity: AwsCapacity | None = None
 
+    @model_validator(mode="after")
+    def _kms_keys_of_their_regions(self) -> AwsCloud:
+        """A key per target (or build) region, of that region: CopyImage's ``KmsKeyId``
+        "must exist in the destination Region", and KMS checks it only after the copy
+        has started (EC2 API reference, CopyImage), so a wrong one fails hours later."""
+        targets = [*self.regions, *([] if self.build.region in self.regions
+                                    else [self.build.region])]  # fmt: skip
+        for region, key in self.kms_key_ids.items():
+            if region not in targets:
+                raise ValueError(
+                    f"kms_key_ids.{region}: {region} is not a target region "
+                    f"({', '.join(targets)}): no copy is made there, so the key would never "
+                    "be used; remove it or add the region to regions"
+                )
+            key_region = key.split(":")[3]
+            if key_region != region:
+                raise ValueError(
+                    f"kms_key_ids.{region}: the key {key} is in {key_region}, not {region}: "
+                    "CopyImage's KmsKeyId must exist in the destination Region (EC2 API "
+                    f"reference, CopyImage); name a key of {region}"
+                )
+        return self
+
 
 class GcpBaseImage(_UnsetNotWritten):
     OPTIONAL: ClassVar[tuple[str, ...]] = ("image",)

@@ -90,3 +90,18 @@ def test_azure_home_region_gets_the_stacks_replicas() -> None:
 def test_stripping_keeps_everything_outside_the_marks() -> None:
     text = f"a\n  {PLUGIN_ONLY_BEGIN}\n  x = 1\n  {PLUGIN_ONLY_END}\nb\n"
     assert without_plugin_only(text) == "a\nb\n"
+
+
+def test_the_build_region_image_is_encrypted_with_its_stack_key() -> None:
+    resolved = load_resolved(IMAGES, "h100-training")[1]
+    aws = resolved.stack.clouds.aws
+    assert packer_vars(resolved, "aws")["aws_kms_key_id"] == ""  # no key: account default
+    key = f"arn:aws:kms:{aws.build.region}:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    keyed = resolved.stack.model_copy(
+        update={"clouds": resolved.stack.clouds.model_copy(update={
+            "aws": aws.model_copy(update={"kms_key_ids": {aws.build.region: key}})})})  # fmt: skip
+    assert packer_vars(resolved.__class__(**{**vars(resolved), "stack": keyed}),
+                       "aws")["aws_kms_key_id"] == key  # fmt: skip
+    text = _text("aws")
+    assert re.search(r'encrypt_boot\s*=\s*var\.aws_kms_key_id != ""', text)
+    assert re.search(r"kms_key_id\s*=\s*var\.aws_kms_key_id", text)

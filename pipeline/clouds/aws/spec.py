@@ -80,6 +80,8 @@ class AwsSpec(CloudSpec[AwsCloud]):
             "aws_instance_type": settings.build.instance_type,
             "aws_subnet_id": settings.build.subnet_id or "",
             "aws_root_volume_gb": settings.build.root_volume_gb,
+            # the build region's image is encrypted with its stack key too (kms_key_ids)
+            "aws_kms_key_id": settings.kms_key_ids.get(settings.build.region, ""),
         }
 
     base_image_packer_var = "aws_source_ami"
