@@ -312,3 +312,20 @@ def test_library_has_a_sick_case_and_a_control_per_class() -> None:
         assert sick and healthy, check_id
     assert cases["healthy/a100-ndv4-ib.json"]["verdict"] == "pass"
     assert cases["faults/a100-ndv4-ib--shape-healthy-quick.json"]["verdict"] == "pass"
+
+
+def test_the_cloud_side_efa_counts_agree_with_the_catalog() -> None:
+    """The AWS launch data (issue 42, pipeline/clouds/aws/efa.yaml) names network cards per
+    type; where it names a type the catalog knows, the counts are the same fact."""
+    from imagectl.yamlfast import loads
+
+    launch = ROOT / "pipeline" / "clouds" / "aws" / "efa.yaml"
+    if not launch.is_file():
+        pytest.skip("no AWS launch data")
+    types = (loads(launch.read_text(encoding="utf-8")) or {}).get("instance_types") or {}
+    shapes = _gpu_shapes()
+    both = sorted(set(types) & set(shapes))
+    assert both, "no instance type in both"
+    for name in both:
+        nics = shapes[name]["nics"]
+        assert nics["fabric"] == "efa" and nics["count"] == types[name]["network_cards"], name
