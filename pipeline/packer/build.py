@@ -9,18 +9,14 @@ folder for Packer < 1.7), ``packer.log`` and ``manifest.json``.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
-import hashlib
-import importlib.util
 import os
 import re
 import secrets
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +24,6 @@ from typing import Any
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
 from imagectl.errors import UserError
-from imagectl.fsutil import open_lock_file
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
 from imagectl.packer.command import build_command
 from imagectl.packer.machine_readable import PackerEvent
@@ -40,6 +35,7 @@ from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.provenance.inventory import IMAGE_FOLDER
 from imagectl.provenance.keys import image_trust
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.supply.own_wheel import build_validator_wheel
 from imagectl.supply.validator import ensure_validator_wheelhouse
 from imagectl.toolkit import baked, ensure_toolkit_wheelhouse, target_python
 
@@ -197,55 +193,6 @@ def plan_build(
         env=env,
         binary=packer,
     )
-
-
-@contextlib.contextmanager
-def _source_tree_lock(root: Path) -> Iterator[None]:
-    """One wheel build at a time per source tree: setuptools builds in ``<root>/build``,
-    and two concurrent builds there (parallel builds or test workers) collide.
-
-    The lock file lives in that ``build/`` folder (the tree's owner's, not a shared
-    /tmp where another user could plant a symbolic link), falling back to the state
-    folder when the tree is read-only; it is opened with ``O_NOFOLLOW``, 0600."""
-
-    folder = root.resolve() / "build"
-    try:
-        folder.mkdir(exist_ok=True)
-        probe = os.access(folder, os.W_OK)
-    except OSError:
-        probe = False
-    if not probe:
-        key = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:12]
-        folder = state_dir() / "locks" / f"wheel-{key}"
-        folder.mkdir(parents=True, exist_ok=True)
-    with open_lock_file(folder / ".imagectl-wheel.lock") as fd:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-def build_validator_wheel(ws: Workspace, dest: Path) -> str:
-    """``pip wheel --no-deps`` of the workspace: the validator the image carries."""
-    dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dest)]
-    if importlib.util.find_spec("setuptools") and importlib.util.find_spec("wheel"):
-        cmd.append("--no-build-isolation")  # seconds instead of half a minute
-    with _source_tree_lock(ws.root):
-        proc = subprocess.run(
-            [*cmd, str(ws.root)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    wheels = sorted(dest.glob("imagectl-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        raise UserError(
-            f"building the imagectl wheel for the validator role failed: {proc.stderr[-400:]}",
-            hint=f"Run: {sys.executable} -m pip wheel --no-deps {ws.root}",
-        )
-    return str(wheels[-1])
 
 
 def run_build(

@@ -39,6 +39,7 @@ from imagectl.errors import UserError
 from imagectl.paths import Workspace, cache_dir
 from imagectl.supply.lock import installer_lock_path, validator_lock_path
 from imagectl.supply.lockfile import load
+from imagectl.supply.own_wheel import build_validator_wheel
 from imagectl.supply.targets import PLATFORMS
 from imagectl.supply.wheelhouse import ensure_wheelhouse
 
@@ -122,8 +123,6 @@ def make_bundle(
     index_url: str | None = None,
 ) -> Bundle:
     """Write the bundle for ``python`` on ``platforms`` to ``out`` (atomically)."""
-    from imagectl.packer.build import build_validator_wheel
-
     platforms = tuple(platforms) or PLATFORMS
     lock_path = validator_lock_path(ws)
     lock = load(lock_path)

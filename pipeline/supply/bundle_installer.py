@@ -22,6 +22,7 @@ interpreter gets the message below instead of a SyntaxError.
 5. On any failure DIR is removed (it did not exist before): nothing half-installed.
 """
 
+import argparse
 import hashlib
 import json
 import os
@@ -181,8 +182,6 @@ def install(here, prefix, host_packages, doc):
 
 
 def main(argv):
-    import argparse
-
     parser = argparse.ArgumentParser(prog="install.sh", description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", required=True, help="the new venv's folder")
     parser.add_argument(
