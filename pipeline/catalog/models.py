@@ -7,6 +7,8 @@
   receipt itself: ``body`` reads it as ``imagectl.validators.receipt.Receipt``).
 - ``Promotion``: one attempt to move an image to the "latest" pointer of target regions.
 - ``Pointer``: the "latest" image per stack + cloud + region, and the one before it.
+- ``CanaryPointer``: the "canary" image beside it; ``RolloutDecision``: each decision
+  ``imagectl rollout`` made from the fleet's health, with its evidence.
 - ``Event``: the append-only log; rows are never updated or deleted (enforced below).
 - ``Lock``: named locks (promotion locks on SQLite; holder details on PostgreSQL).
 
@@ -250,6 +252,57 @@ class PointerFlip(Base):
 
     from_image: Mapped[Image | None] = relationship(foreign_keys=[from_image_id])
     to_image: Mapped[Image] = relationship(foreign_keys=[to_image_id])
+
+
+class CanaryPointer(Base):
+    """The "canary" image of a stack on a cloud in one region, beside "latest" (issue 47):
+    what the fraction of a fleet that takes a candidate first deploys from
+    (``imagectl promote --canary``); ``imagectl rollout`` advances latest to it or moves it
+    back to ``previous_image_id`` (none: the pointer is removed)."""
+
+    __tablename__ = "canary_pointers"
+    __table_args__ = (
+        UniqueConstraint("stack", "cloud", "region", name="uq_canary_pointers_stack_cloud_region"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stack: Mapped[str] = mapped_column(String(128))
+    cloud: Mapped[str] = mapped_column(String(32))
+    region: Mapped[str] = mapped_column(String(64))
+    image_id: Mapped[int] = mapped_column(ForeignKey("images.id"))
+    previous_image_id: Mapped[int | None] = mapped_column(ForeignKey("images.id"))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_by: Mapped[str] = mapped_column(String(128))
+
+    image: Mapped[Image] = relationship(foreign_keys=[image_id])
+    previous_image: Mapped[Image | None] = relationship(foreign_keys=[previous_image_id])
+
+
+class RolloutDecision(Base):
+    """One ``imagectl rollout`` decision for a stack's canary: advance, hold or roll back,
+    with the window, the Prometheus queries and the numbers per shape it was made on
+    (``evidence``), and what was done about it."""
+
+    __tablename__ = "rollout_decisions"
+    __table_args__ = (
+        CheckConstraint(_one_of("decision", ["advance", "hold", "rollback"]), name="decision"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stack: Mapped[str] = mapped_column(String(128), index=True)
+    cloud: Mapped[str] = mapped_column(String(32))
+    candidate_id: Mapped[int | None] = mapped_column(ForeignKey("images.id"))
+    baseline_id: Mapped[int | None] = mapped_column(ForeignKey("images.id"))
+    decision: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    window_s: Mapped[int] = mapped_column(Integer)
+    decided_at: Mapped[datetime] = mapped_column(default=utcnow)
+    actor: Mapped[str] = mapped_column(String(128))
+    applied: Mapped[str] = mapped_column(Text, default="")
+    evidence: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    candidate: Mapped[Image | None] = relationship(foreign_keys=[candidate_id])
+    baseline: Mapped[Image | None] = relationship(foreign_keys=[baseline_id])
 
 
 class Sbom(Base):

@@ -34,6 +34,8 @@ TABLES = {
     "attestations",
     "sboms",
     "revocations",
+    "canary_pointers",
+    "rollout_decisions",
 }
 
 
@@ -43,7 +45,7 @@ def test_open_migrates_an_empty_database_to_head(catalog_url: str) -> None:
     assert current_revision(engine) is None
     catalog = open_catalog(catalog_url)
     try:
-        assert current_revision(engine) == head_revision() == "0006"
+        assert current_revision(engine) == head_revision() == "0007"
         assert set(inspect(engine).get_table_names()) == TABLES
     finally:
         catalog.close()
@@ -101,10 +103,10 @@ def test_second_open_does_not_migrate_again(catalog_url: str) -> None:
     engine = make_engine(catalog_url)
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM alembic_version"))
-        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0006')"))
+        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0007')"))
     # Opening again finds head and leaves the schema alone (no "table exists" errors).
     open_catalog(catalog_url).close()
-    assert current_revision(engine) == "0006"
+    assert current_revision(engine) == "0007"
     engine.dispose()
 
 
@@ -114,7 +116,7 @@ def test_database_from_a_newer_imagectl_is_refused(catalog_url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
-    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0006'"):
+    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0007'"):
         open_catalog(catalog_url)
 
 
