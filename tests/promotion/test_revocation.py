@@ -258,3 +258,37 @@ def test_the_published_list_cannot_be_rolled_back_frozen_or_dropped(
     published.unlink()
     v = cli("verify", str(second.id), "--json")
     assert v.code == 1 and "is missing" in " ".join(v.json()["reasons"])
+
+
+def test_each_clouds_revoked_tag_and_the_list_outlive_the_catalog(
+    cloud, world, monkeypatch
+) -> None:
+    """On each cloud's emulator: revoked, then erased from the catalog; promote (even
+    forced) is refused by the cloud's imagectl:revoked tag and the published list, and by
+    the list alone once the tag is gone too."""
+    import pytest
+
+    from imagectl.promotion.gate import ImageBlocked
+    from imagectl.promotion.promote import promote
+    from imagectl.promotion.revoke import revoke_image
+
+    _env(world, monkeypatch)
+    row = cloud.seed()
+    provider = cloud.provider()
+    revoke_image(cloud.catalog, provider, row.id, reason="recalled: bad NCCL")
+    with cloud.catalog.transaction() as s:
+        s.execute(text("DELETE FROM revocations"))
+        s.execute(text("UPDATE images SET tags = '{}', state = 'validated', "
+                       "blocked_reason = NULL WHERE id = :i"), {"i": row.id})  # fmt: skip
+    with pytest.raises(ImageBlocked) as refused:
+        promote(cloud.catalog, provider, cloud.resolved, row.id, poll_s=0.01, force=True,
+                reason="need it")  # fmt: skip
+    why = " ".join(refused.value.reasons)
+    assert "imagectl:revoked tag" in why and "published revocation list" in why, why
+    image = provider.get_image(row.cloud_image_id, row.region)
+    provider.set_tags(image, {"imagectl:revoked": ""})
+    with pytest.raises(ImageBlocked) as refused:
+        promote(cloud.catalog, provider, cloud.resolved, row.id, poll_s=0.01, force=True,
+                reason="need it")  # fmt: skip
+    why = " ".join(refused.value.reasons)
+    assert "tag" not in why and "recalled: bad NCCL" in why, why
