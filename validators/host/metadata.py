@@ -61,7 +61,13 @@ def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
             )  # fmt: skip
             if not isinstance(ref, dict):
                 raise ValueError("the image reference is not an object")
-            image = ref.get("id") or ":".join(
+            image = ref.get("id") or ""
+            exact = ref.get("exactVersion")
+            if image and exact and "/versions/" not in image.lower():
+                # a VM made from a gallery image definition (its latest version): the
+                # version it booted is exactVersion (ARM ImageReference, read-only)
+                image = f"{image.rstrip('/')}/versions/{exact}"
+            image = image or ":".join(
                 str(ref.get(k, "")) for k in ("publisher", "offer", "sku", "version")
             )
             return {"cloud": "azure", "image_id": image}
