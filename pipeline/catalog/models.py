@@ -109,6 +109,11 @@ class Build(Base):
     # for it, and its record (BaseImage.to_dict()); None for builds before migration 0006
     base_image_id: Mapped[str | None] = mapped_column(String(512))
     base_image: Mapped[dict[str, Any] | None]
+    # the image's expectations per validation shape as the build resolved them, and the
+    # stack digest they came from (imagectl.stacks.expectations.BuildExpectations: what
+    # validate-image judges the image by); None for builds before migration 0008
+    expectations_digest: Mapped[str | None] = mapped_column(String(128))
+    expectations: Mapped[dict[str, Any] | None]
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
     # running | succeeded | failed | cancelled

@@ -6,11 +6,22 @@ writes it unchanged as the image's ``/etc/imagectl/expect.json`` (the boot unit'
 ``--expect``), and every validation run on the controller adds the machine shape to the
 same object (``for_shape``) and ships it to the host as ``--expect``. A GPU host never
 resolves a stack.
+
+``for_build`` is what a build records beside its manifest in the catalog
+(``builds.expectations``, with the stack digest they came from in
+``builds.expectations_digest``): the image's expectations on each validation shape of its
+cloud. ``imagectl validate-image`` judges the image by that record
+(``BuildExpectations.from_columns``), so a stack edited after the build does not change
+how an existing image is judged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from imagectl.errors import UserError
 from imagectl.stacks import load_resolved
@@ -102,3 +113,61 @@ def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectat
     """``imagectl validate --stack S [--shape SHAPE]`` on the controller."""
     loaded, resolved = load_resolved(images_dir, stack_name)
     return for_shape(images_dir, resolved, shape_of(loaded, resolved, shape))
+
+
+class BuildExpectations(BaseModel):
+    """What a build recorded about its image: the expectations on each validation shape of
+    its cloud, and the stack digest they were resolved from (the image's own)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stack_digest: str
+    shapes: dict[str, Expectations]
+
+    @property
+    def profile(self) -> str | None:
+        """The stack's validation.profile as the build recorded it (the same on every
+        shape)."""
+        return next((e.profile for e in self.shapes.values()), None)
+
+    def columns(self) -> tuple[str, dict[str, Any]]:
+        """(``builds.expectations_digest``, ``builds.expectations``): the catalog's JSON."""
+        return self.stack_digest, {
+            shape: e.model_dump(mode="json") for shape, e in self.shapes.items()
+        }
+
+    @classmethod
+    def from_columns(
+        cls, digest: str | None, shapes: Mapping[str, Any] | None, *, where: str
+    ) -> BuildExpectations | None:
+        """The record from the catalog's columns; None for a build recorded before builds
+        recorded expectations. A record that does not parse (edited by hand, a foreign
+        writer) is bad input naming the build (exit 2)."""
+        if digest is None and shapes is None:
+            return None
+        try:
+            return cls.model_validate({"stack_digest": digest, "shapes": dict(shapes or {})})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            at = ".".join(str(p) for p in first["loc"])
+            raise UserError(
+                f"the expectations this build recorded are not valid ({at}: {first['msg']})",
+                where=where,
+                hint="Build a new candidate: its build records them again",
+            ) from None
+
+
+def for_build(
+    images_dir: Path, resolved: ResolvedStack, shapes: Iterable[str], *, build_id: str
+) -> BuildExpectations:
+    """What a build of ``resolved`` records: the image's expectations on each of ``shapes``
+    (its cloud's validation shapes), resolved once, now."""
+    return BuildExpectations(
+        stack_digest=resolved.digest,
+        shapes={
+            shape: for_shape(images_dir, resolved, shape).model_copy(
+                update={"origin": f"build:{build_id}"}
+            )
+            for shape in shapes
+        },
+    )

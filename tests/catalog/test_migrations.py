@@ -45,7 +45,7 @@ def test_open_migrates_an_empty_database_to_head(catalog_url: str) -> None:
     assert current_revision(engine) is None
     catalog = open_catalog(catalog_url)
     try:
-        assert current_revision(engine) == head_revision() == "0007"
+        assert current_revision(engine) == head_revision() == "0008"
         assert set(inspect(engine).get_table_names()) == TABLES
     finally:
         catalog.close()
@@ -103,10 +103,10 @@ def test_second_open_does_not_migrate_again(catalog_url: str) -> None:
     engine = make_engine(catalog_url)
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM alembic_version"))
-        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0007')"))
+        conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0008')"))
     # Opening again finds head and leaves the schema alone (no "table exists" errors).
     open_catalog(catalog_url).close()
-    assert current_revision(engine) == "0007"
+    assert current_revision(engine) == "0008"
     engine.dispose()
 
 
@@ -116,7 +116,7 @@ def test_database_from_a_newer_imagectl_is_refused(catalog_url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
-    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0007'"):
+    with pytest.raises(CatalogUnavailable, match=r"schema revision '9999'.*newest known: '0008'"):
         open_catalog(catalog_url)
 
 
@@ -203,3 +203,31 @@ def test_a_catalog_at_head_opens_without_alembic(catalog_url: str) -> None:
     assert current_revision(engine) == head_revision()
     assert "base_image" in {c["name"] for c in inspect(engine).get_columns("builds")}
     engine.dispose()
+
+
+def test_builds_from_before_0008_have_no_expectations_record(catalog_url: str) -> None:
+    """Migration 0008 adds the build's expectations record; a build recorded before it
+    keeps its row and has none (validate-image then takes the old path, see
+    imagectl.validation.stage)."""
+    from alembic import command
+
+    from imagectl.catalog.db import _alembic_config
+
+    engine = make_engine(catalog_url)
+    migrate(engine)
+    with engine.begin() as conn:
+        command.downgrade(_alembic_config(conn), "0007")
+        assert "expectations" not in {c["name"] for c in inspect(conn).get_columns("builds")}
+        conn.execute(
+            text(
+                "INSERT INTO builds (build_id, stack, stack_digest, cloud, started_at, outcome)"
+                " VALUES ('old', 's', 'abc', 'aws', '2026-11-01 00:00:00', 'succeeded')"
+            )
+        )
+    migrate(engine)
+    with engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT expectations_digest, expectations FROM builds WHERE build_id = 'old'")
+        ).one()
+    engine.dispose()
+    assert tuple(row) == (None, None)
