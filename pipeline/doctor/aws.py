@@ -14,6 +14,7 @@ from imagectl.clouds.aws.clients import AwsClients
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
 from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
+from imagectl.tags import TAG_MANAGED
 
 
 def _names(doc: Any) -> list[str]:
@@ -41,10 +42,39 @@ def principal_arn(arn: str) -> str:
     return f"arn:{m['p']}:iam::{m['acct']}:role/{m['role']}" if m else arn
 
 
+def _failed(exc: BaseException) -> str:
+    """One line for any SDK, parse or network error (botocore's ClientError names its
+    code; a response botocore cannot parse, a connection error: the exception's first
+    line)."""
+    code = _code(exc) if hasattr(exc, "response") else type(exc).__name__
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{code}: {text}"[:300] if text and text != code else code
+
+
+def call_context(region: str) -> list[dict[str, Any]]:
+    """The condition keys imagectl's own calls carry, as ``ContextEntries`` for the
+    simulation: IAM evaluates a ``Condition`` only against the keys the caller supplies and
+    lists the others in ``MissingContextValues`` (IAM API reference, ContextEntry,
+    SimulatePrincipalPolicy). Every instance, security group and placement group imagectl
+    terminates or deletes carries its ``imagectl:managed=true`` tag, and tags what it
+    creates with it; it passes an instance profile's role to EC2 only; its KMS use is
+    EC2's, on its behalf (CopyImage / encrypted volumes)."""
+
+    def entry(key: str, value: str) -> dict[str, Any]:
+        return {"ContextKeyName": key, "ContextKeyValues": [value], "ContextKeyType": "string"}
+
+    return [
+        entry(f"aws:ResourceTag/{TAG_MANAGED}", "true"),
+        entry(f"aws:RequestTag/{TAG_MANAGED}", "true"),
+        entry("iam:PassedToService", "ec2.amazonaws.com"),
+        entry("kms:ViaService", f"ec2.{region}.amazonaws.com"),
+    ]
+
+
 def check(
     resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, clients: Any
 ) -> list[Finding]:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     settings = resolved.stack.clouds.aws
     assert settings is not None  # doctor.run checked the stack targets aws
@@ -52,65 +82,32 @@ def check(
     out: list[Finding] = []
     try:
         who = clients.client("sts").get_caller_identity()
-    except (ClientError, BotoCoreError) as exc:
+    except Exception as exc:  # refused, unparsable, unreachable: one finding, no traceback
         return [
             Finding(
                 "credentials",
                 BLOCKER,
-                f"AWS refused the credentials: {exc}",
+                f"STS GetCallerIdentity failed: {_failed(exc)}",
                 "configure credentials (OIDC role, AWS_PROFILE) for the account",
             )
         ]
     caller = principal_arn(str(who["Arn"]))
     out.append(Finding("credentials", OK, f"AWS account {who['Account']} as {caller}"))
-
-    needed = permissions(images, "aws", roles, FORMAT)
-    try:
-        denied: list[str] = []
-        names = [n.permission for n in needed]
-        for start in range(0, len(names), 100):  # at most 100 actions a call
-            pages = (
-                clients.client("iam")
-                .get_paginator("simulate_principal_policy")
-                .paginate(PolicySourceArn=caller, ActionNames=names[start : start + 100])
-            )
-            for page in pages:
-                denied += [
-                    r["EvalActionName"]
-                    for r in page["EvaluationResults"]
-                    if r["EvalDecision"] != "allowed"
-                ]
-    except ClientError as exc:
-        out.append(
-            Finding(
-                "permissions",
-                BLOCKER,
-                f"cannot simulate {caller}'s policies ({_code(exc)})",
-                "grant iam:SimulatePrincipalPolicy (images/permissions/aws/build.json)",
-            )
-        )
-    else:
-        where = {n.permission: n.document for n in needed}
-        for action in denied:
-            out.append(
-                Finding(
-                    "permissions",
-                    BLOCKER,
-                    f"{caller} may not {action}",
-                    f"add it from {where.get(action, 'the role document')}",
-                )
-            )
-        if not denied:
-            out.append(
-                Finding(
-                    "permissions", OK, f"all {len(names)} actions of {', '.join(roles)} allowed"
-                )
-            )
+    out += _simulate(clients, caller, images, roles, region)
 
     ec2 = clients.ec2(region)
     for shape in settings.validation_shapes:
         out += _quota(clients, region, shape, images, hosts)
-        out += _capacity(ec2, settings, region, shape, hosts)
+        out += _guarded(
+            "capacity",
+            "EC2 DescribeInstanceTypeOfferings/CapacityReservations",
+            lambda shape=shape: _capacity(ec2, settings, region, shape, hosts),
+        )
+    out += _guarded(
+        "resources",
+        "EC2 GetEbsEncryptionByDefault/GetEbsDefaultKmsKeyId",
+        lambda: _ebs_sharing(ec2, resolved, region),
+    )
 
     name = f"{settings.ssm_parameter_prefix}/{resolved.name}/latest"
     try:
@@ -133,6 +130,15 @@ def check(
                     "grant ssm:GetParameter",
                 )
             )
+    except Exception as exc:
+        out.append(
+            Finding(
+                "resources",
+                BLOCKER,
+                f"SSM GetParameter failed: {_failed(exc)}",
+                "check the endpoint and the network, then run doctor again",
+            )
+        )
     else:
         if param.get("DataType", "text") != "aws:ec2:image":
             out.append(
@@ -148,6 +154,125 @@ def check(
         else:
             out.append(Finding("resources", OK, f"SSM parameter {name} is an aws:ec2:image"))
     return out
+
+
+def _guarded(check_name: str, call: str, run: Any) -> list[Finding]:
+    """``run()``'s findings, or one blocker naming ``call`` when the SDK, the response's
+    parsing or the network fails."""
+    try:
+        return list(run())
+    except Exception as exc:
+        return [
+            Finding(
+                check_name,
+                BLOCKER,
+                f"{call} failed: {_failed(exc)}",
+                "check the permission named in images/permissions/aws/build.json, "
+                "the endpoint and the network, then run doctor again",
+            )
+        ]
+
+
+def _simulate(
+    clients: Any, caller: str, images: Path, roles: tuple[str, ...], region: str
+) -> list[Finding]:
+    """Each action of the roles' documents simulated for ``caller`` with the context the
+    real calls carry: a denial is a blocker naming the action and its document; an action
+    IAM cannot decide without a key imagectl's calls do not carry is said so, never
+    reported as a denial."""
+    needed = permissions(images, "aws", roles, FORMAT)
+    names = [n.permission for n in needed]
+    denied: list[str] = []
+    undecided: dict[str, list[str]] = {}
+    try:
+        for start in range(0, len(names), 100):  # at most 100 actions a call
+            pages = (
+                clients.client("iam")
+                .get_paginator("simulate_principal_policy")
+                .paginate(
+                    PolicySourceArn=caller,
+                    ActionNames=names[start : start + 100],
+                    ContextEntries=call_context(region),
+                )
+            )
+            for page in pages:
+                for r in page["EvaluationResults"]:
+                    if r["EvalDecision"] == "allowed":
+                        continue
+                    missing = list(r.get("MissingContextValues") or [])
+                    if missing and r["EvalDecision"] != "explicitDeny":
+                        undecided[r["EvalActionName"]] = missing
+                    else:
+                        denied.append(r["EvalActionName"])
+    except Exception as exc:
+        code = _code(exc) if hasattr(exc, "response") else ""
+        fix = (
+            "grant iam:SimulatePrincipalPolicy (images/permissions/aws/build.json)"
+            if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
+            else "check the endpoint and the network, then run doctor again"
+        )
+        return [
+            Finding(
+                "permissions",
+                BLOCKER,
+                f"cannot simulate {caller}'s policies: IAM SimulatePrincipalPolicy "
+                f"failed: {_failed(exc)}",
+                fix,
+            )
+        ]
+    where = {n.permission: n.document for n in needed}
+    out = [
+        Finding(
+            "permissions",
+            BLOCKER,
+            f"{caller} may not {action}",
+            f"add it from {where.get(action, 'the role document')}",
+        )
+        for action in denied
+    ]
+    out += [
+        Finding(
+            "permissions",
+            WARNING,
+            f"cannot decide whether {caller} may {action} without {', '.join(keys)} "
+            "(its policy's condition needs a key imagectl's calls do not carry)",
+            f"compare the condition with {where.get(action, 'the role document')}",
+        )
+        for action, keys in undecided.items()
+    ]
+    if not denied and not undecided:
+        out.append(
+            Finding("permissions", OK, f"all {len(names)} actions of {', '.join(roles)} allowed")
+        )
+    return out
+
+
+def _ebs_sharing(ec2: Any, resolved: ResolvedStack, region: str) -> list[Finding]:
+    """The account's default EBS encryption, read before any spend: with the AWS managed
+    key (``aws/ebs``) the build's AMI cannot be shared ("AMIs backed by snapshots encrypted
+    with the default AWS managed key cannot be shared": EC2 User Guide, "Share an AMI with
+    specific AWS accounts") unless the stack names its own key for the build region
+    (``clouds.aws.kms_key_ids``), which the build then encrypts with."""
+    settings = resolved.stack.clouds.aws
+    assert settings is not None
+    on = bool(ec2.get_ebs_encryption_by_default().get("EbsEncryptionByDefault"))
+    key = str(ec2.get_ebs_default_kms_key_id().get("KmsKeyId") or "")
+    shares = bool(settings.share.accounts or settings.share.organizations)
+    aws_managed = not key or key.endswith("alias/aws/ebs")
+    if on and aws_managed and shares and region not in settings.kms_key_ids:
+        return [
+            Finding(
+                "resources",
+                BLOCKER,
+                f"{region} encrypts new EBS volumes by default with the AWS managed key "
+                "(aws/ebs), and the stack shares its AMIs: an AMI on that key cannot be shared",
+                f"name a customer managed key of {region} in clouds.aws.kms_key_ids (and grant "
+                "the accounts you share with its use in the key policy), or set another default "
+                f"key: aws ec2 modify-ebs-default-kms-key-id --region {region} --kms-key-id <key>",
+            )
+        ]
+    state = f"on ({key or 'aws/ebs'})" if on else "off"
+    return [Finding("resources", OK, f"default EBS encryption in {region}: {state}")]
 
 
 def _quota(clients: Any, region: str, shape: str, images: Path, hosts: int) -> list[Finding]:
@@ -176,6 +301,15 @@ def _quota(clients: Any, region: str, shape: str, images: Path, hosts: int) -> l
                 WARNING,
                 f"cannot read quota {code} ({_code(exc)})",
                 "grant servicequotas:GetServiceQuota",
+            )
+        ]
+    except Exception as exc:  # unparsable answer, network: one finding naming the call
+        return [
+            Finding(
+                "quota",
+                WARNING,
+                f"Service Quotas GetServiceQuota {code} failed: {_failed(exc)}",
+                "check the endpoint and the network, then run doctor again",
             )
         ]
     label = f"{entry['quota_name']} ({code}) in {region}"

@@ -5,6 +5,10 @@
   statement of the principal's policies allows it, ``explicitDeny`` when one denies it),
   judged by moto's own policy evaluation (``moto.iam.access_control.IAMPolicy``: actions
   only, as everywhere in moto).
+- Its ``Condition`` elements, evaluated against the request's ``ContextEntries`` (moto's
+  own evaluation has none): a key the request does not supply fails the condition and is
+  listed in ``MissingContextValues``, as IAM does.
+- EC2 ``GetEbsDefaultKmsKeyId`` (``EBS_DEFAULT_KEYS``; the AWS managed key otherwise).
 - Service Quotas ``GetServiceQuota`` for EC2's On-Demand quotas (moto knows only
   ``vpc``): the values in ``EC2_QUOTAS`` (quota code -> vCPUs; the account default when a
   test sets nothing), per region.
@@ -14,10 +18,12 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from typing import Any
 
 EC2_QUOTAS: dict[str, float] = {}  # quota code -> value (vCPUs), set by tests
+EBS_DEFAULT_KEYS: dict[str, str] = {}  # region -> the account's default EBS key, set by tests
 DEFAULT_VCPUS = 384.0  # enough for two 192-vCPU instances
 NAMES = {
     "L-417A185B": "Running On-Demand P instances",
@@ -27,8 +33,13 @@ _installed = False
 
 
 def _documents(principal: Any) -> list[Any]:
+    from tests.fakes.permissions import SHIPPED
+
     docs = []
     for policy in list(getattr(principal, "managed_policies", {}).values()):
+        if policy.arn in SHIPPED:  # the document as shipped, its conditions kept
+            docs.append(SHIPPED[policy.arn])
+            continue
         version = next(v for v in policy.versions if v.is_default)
         docs.append(
             json.loads(version.document) if isinstance(version.document, str) else version.document
@@ -38,16 +49,80 @@ def _documents(principal: Any) -> list[Any]:
     return docs
 
 
-def decide(documents: list[Any], action: str) -> str:
-    from moto.iam.access_control import IAMPolicy, PermissionResult
+def _listed(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
 
-    allowed = False
+
+def _condition(condition: dict[str, Any], context: dict[str, list[str]]) -> tuple[bool, list[str]]:
+    """(whether the statement's condition holds, the keys it needs that ``context`` lacks),
+    as IAM evaluates it: every operator and every key must match; a key with no value in
+    the request fails the condition, and the simulation lists it in
+    ``MissingContextValues`` (IAM User Guide, "IAM JSON policy elements: Condition
+    operators"; IAM API reference, SimulatePrincipalPolicy). String operators only."""
+    holds, missing = True, []
+    for operator, pairs in (condition or {}).items():
+        for key, wanted in pairs.items():
+            values = context.get(key.lower())
+            if values is None:
+                holds = False
+                missing.append(key)
+                continue
+            wanted = _listed(wanted)
+            if operator == "StringEquals":
+                hit = any(v in wanted for v in values)
+            elif operator == "StringEqualsIgnoreCase":
+                hit = any(v.lower() in [w.lower() for w in wanted] for v in values)
+            elif operator == "StringLike":
+                hit = any(fnmatch.fnmatchcase(v, w) for v in values for w in wanted)
+            elif operator == "StringNotEquals":
+                hit = all(v not in wanted for v in values)
+            else:
+                raise NotImplementedError(
+                    f"condition operator {operator} (tests/fakes/moto_doctor)"
+                )
+            holds = holds and hit
+    return holds, missing
+
+
+def _action_matches(statement: dict[str, Any], action: str) -> bool:
+    def any_of(patterns: list[str]) -> bool:
+        return any(fnmatch.fnmatch(action.lower(), p.lower()) for p in patterns)
+
+    if "NotAction" in statement:
+        return not any_of(_listed(statement["NotAction"]))
+    return any_of(_listed(statement.get("Action")))
+
+
+def evaluate(
+    documents: list[Any], action: str, context: dict[str, list[str]] | None = None
+) -> tuple[str, list[str]]:
+    """(EvalDecision, MissingContextValues) of ``action`` for the principal holding
+    ``documents``, on the simulation's default resource ``*``: an explicit deny wins; a
+    statement allows when its action matches and its condition holds with ``context``."""
+    context = {k.lower(): v for k, v in (context or {}).items()}
+    allowed, missing = False, []
     for doc in documents:
-        result = IAMPolicy(json.dumps(doc)).is_action_permitted(action)
-        if result == PermissionResult.DENIED:
-            return "explicitDeny"
-        allowed = allowed or result == PermissionResult.PERMITTED
-    return "allowed" if allowed else "implicitDeny"
+        for st in _listed_statements(doc):
+            if not _action_matches(st, action):
+                continue
+            holds, lacking = _condition(st.get("Condition") or {}, context)
+            if st.get("Effect") == "Deny" and holds:
+                return "explicitDeny", []
+            if st.get("Effect") == "Allow":
+                allowed = allowed or holds
+                missing += lacking
+    if allowed:
+        return "allowed", []
+    return "implicitDeny", sorted(set(missing))
+
+
+def _listed_statements(doc: Any) -> list[dict[str, Any]]:
+    st = doc.get("Statement", [])
+    return [st] if isinstance(st, dict) else list(st)
+
+
+def decide(documents: list[Any], action: str) -> str:
+    return evaluate(documents, action)[0]
 
 
 def install() -> None:
@@ -65,10 +140,21 @@ def install() -> None:
         name = arn.rsplit("/", 1)[-1]
         principal = self.backend.get_user(name) if ":user/" in arn else self.backend.get_role(name)
         docs = _documents(principal)
-        results = [
-            {"EvalActionName": a, "EvalResourceName": "*", "EvalDecision": decide(docs, a)}
-            for a in actions
-        ]
+        context = {
+            str(e.get("ContextKeyName")): _listed(e.get("ContextKeyValues"))
+            for e in self._get_param("ContextEntries", []) or []
+        }
+        results = []
+        for a in actions:
+            decision, missing = evaluate(docs, a, context)
+            results.append(
+                {
+                    "EvalActionName": a,
+                    "EvalResourceName": "*",
+                    "EvalDecision": decision,
+                    "MissingContextValues": missing,
+                }
+            )
         return ActionResult({"EvaluationResults": results, "IsTruncated": False})
 
     IamResponse.simulate_principal_policy = simulate_principal_policy  # type: ignore[attr-defined]
@@ -92,3 +178,17 @@ def install() -> None:
         }
 
     ServiceQuotasBackend.get_service_quota = get_service_quota  # type: ignore[method-assign]
+
+    from moto.ec2.responses.settings import Settings
+
+    def get_ebs_default_kms_key_id(self: Any) -> Any:
+        """EC2 GetEbsDefaultKmsKeyId (moto has none): the account's default key per
+        Region, ``EBS_DEFAULT_KEYS``, else the AWS managed key's alias ARN, as EC2 answers
+        when no customer managed key was set."""
+        region = self.region
+        key = EBS_DEFAULT_KEYS.get(region) or (
+            f"arn:aws:kms:{region}:{self.current_account}:alias/aws/ebs"
+        )
+        return ActionResult({"KmsKeyId": key})
+
+    Settings.get_ebs_default_kms_key_id = get_ebs_default_kms_key_id  # type: ignore[attr-defined]

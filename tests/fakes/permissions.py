@@ -365,6 +365,12 @@ def moto_policy(doc: Any) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
+# policy ARN -> the document as shipped (Resource and Condition kept): what IAM's policy
+# simulation evaluates (tests/fakes/moto_doctor.py), while moto's request enforcement
+# gets ``moto_policy``
+SHIPPED: dict[str, Any] = {}
+
+
 def aws_policy_user(endpoint: str | None, doc: Any, name: str) -> dict[str, str]:
     """An IAM user holding exactly ``doc`` (as moto evaluates it); its credentials."""
     import boto3
@@ -372,6 +378,7 @@ def aws_policy_user(endpoint: str | None, doc: Any, name: str) -> dict[str, str]
     iam = boto3.client("iam", region_name="us-east-1", endpoint_url=endpoint)
     iam.create_user(UserName=name)
     arn = iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(moto_policy(doc)))
+    SHIPPED[arn["Policy"]["Arn"]] = json.loads(json.dumps(doc))
     iam.attach_user_policy(UserName=name, PolicyArn=arn["Policy"]["Arn"])
     key = iam.create_access_key(UserName=name)["AccessKey"]
     return {
