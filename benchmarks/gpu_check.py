@@ -20,7 +20,7 @@ Steps, each timed, every output under DIR (at most six files):
    what a single rank can check): ``collectives.json``;
 4. ``imagectl snapshot --load-s N``: ``snapshot.json``, for the replay test data;
 5. ``figures.json`` and the printout: GEMM bf16 TFLOP/s and HBM copy GB/s, each against the
-   GPU's datasheet peak (``validators/data/peaks.yaml``) as a ratio, the collectives, the
+   GPU's datasheet peak (``imagectl.validators.compute.peaks``) as a ratio, the collectives, the
    receipt's verdict, and each step's wall time. ``gpu-check.log`` holds every step's output.
 
 Exit 0 when every step ran (whatever the verdict: the figures say it), 2 when a step could
@@ -40,9 +40,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-HERE = Path(__file__).resolve().parent
-PEAKS = HERE.parent / "validators" / "data" / "peaks.yaml"
 
 
 class StepFailed(Exception):
@@ -69,46 +66,17 @@ class Log:
         return proc, wall
 
 
-def _peaks(gpu: str | None) -> dict[str, Any] | None:
-    """The SKU's row of peaks.yaml, read without a YAML library (one flow mapping a line)."""
-    if not gpu or not PEAKS.is_file():
-        return None
-    for line in PEAKS.read_text(encoding="utf-8").splitlines():
-        key, _, rest = line.strip().partition(":")
-        if key == gpu and rest.strip().startswith("{"):
-            fields: dict[str, Any] = {}
-            body = rest.strip()[1:-1]
-            head, _, source = body.partition("source:")
-            for part in head.split(","):
-                name, _, value = part.partition(":")
-                if value.strip():
-                    fields[name.strip()] = float(value)
-            fields["source"] = source.strip().strip('"')
-            return fields
-    return None
-
-
-def _check(receipt: dict[str, Any], check_id: str) -> dict[str, Any]:
-    return next((c for c in receipt.get("checks") or [] if c.get("id") == check_id), {})
-
-
 def figures(
-    receipt: dict[str, Any], collectives: dict[str, Any], gpu: str | None
+    receipt: dict[str, Any], collectives: dict[str, Any], peaks: dict[str, Any]
 ) -> dict[str, Any]:
-    gemm = _check(receipt, "cuda.gemm.bf16").get("measured")
-    hbm = _check(receipt, "cuda.hbm_bandwidth").get("measured")
-    peak = _peaks(gpu) or {}
-    out: dict[str, Any] = {
-        "gpu": gpu,
+    """The run's figures: ``peaks`` from imagectl.validators.compute.peaks (GEMM and HBM
+    against the datasheet), the verdict, what did not pass, the collectives."""
+    return {
+        **peaks,
         "verdict": receipt.get("verdict"),
         "worst_action": receipt.get("worst_action"),
         "summary": receipt.get("summary"),
         "toolkit": (receipt.get("coverage") or {}).get("toolkit"),
-        "gemm_bf16_tflops": gemm,
-        "gemm_bf16_peak_tflops": peak.get("bf16_dense_tflops"),
-        "hbm_copy_gbps": hbm,
-        "hbm_peak_gbps": peak.get("hbm_gbps"),
-        "peak_source": peak.get("source"),
         "not_passed": [
             f"{c['id']} {c['outcome']}: {str(c.get('message'))[:160]}"
             for c in receipt.get("checks") or []
@@ -128,11 +96,6 @@ def figures(
             },
         },
     }
-    if isinstance(gemm, (int, float)) and out["gemm_bf16_peak_tflops"]:
-        out["gemm_ratio"] = round(gemm / out["gemm_bf16_peak_tflops"], 3)
-    if isinstance(hbm, (int, float)) and out["hbm_peak_gbps"]:
-        out["hbm_ratio"] = round(hbm / out["hbm_peak_gbps"], 3)
-    return out
 
 
 def _json(text: str) -> dict[str, Any]:
@@ -193,6 +156,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if proc.returncode not in (0, 1) or not (out / "receipt.json").is_file():
             raise StepFailed(f"imagectl validate could not run: {proc.stderr.strip()[-600:]}")
         receipt = _json((out / "receipt.json").read_text(encoding="utf-8"))
+        proc, _ = log.step(
+            "peaks json",
+            [python, "-m", "imagectl.validators.compute.peaks", str(out / "receipt.json")],
+        )
+        peaks = _json(proc.stdout)
         proc, walls["collectives"] = log.step(
             "collectives json",
             [python, "-m", "imagectl.validators.collectives.local",
@@ -207,9 +175,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         proc, walls["snapshot"] = log.step("snapshot", snap)
         if proc.returncode != 0:
             raise StepFailed(f"imagectl snapshot failed: {proc.stderr.strip()[-600:]}")
-    result = figures(
-        receipt, collectives, args.gpu or (receipt.get("expectations") or {}).get("gpu")
-    )
+    result = figures(receipt, collectives, peaks)
     result["device"] = args.device
     result["wall_s"] = {k: round(v, 1) for k, v in walls.items()}
     (out / "figures.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -227,7 +193,9 @@ def report(result: dict[str, Any]) -> None:
         ("hbm_copy_gbps", "GB/s", "hbm_ratio", "hbm_peak_gbps"),
     ):
         value = result.get(name)
-        if result.get(ratio) is not None:
+        if value is None:
+            print(f"{name}: not measured")
+        elif result.get(ratio) is not None:
             print(f"{name}: {value:.1f} {unit} = {result[ratio]:.3f} x peak {result[peak]:g}")
         else:
             print(f"{name}: {value} {unit} (no datasheet peak for this device)")
