@@ -57,7 +57,8 @@ class Site:
 def files(cloud: str) -> list[Path]:
     found = sorted((ROOT / "pipeline" / "clouds" / cloud).glob("*.py"))
     found += [ROOT / "pipeline" / "doctor" / f"{cloud}.py", ROOT / "pipeline/clouds/reap.py"]
-    return [f for f in found if f.name != "sandbox.py"]  # sandbox: the emulator's own seeding
+    # sandbox*.py: the README sandbox's emulator (moto seeding), not imagectl's calls
+    return [f for f in found if not f.name.startswith("sandbox")]
 
 
 @functools.cache

@@ -365,12 +365,6 @@ def moto_policy(doc: Any) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-# policy ARN -> the document as shipped (Resource and Condition kept): what IAM's policy
-# simulation evaluates (tests/fakes/moto_doctor.py), while moto's request enforcement
-# gets ``moto_policy``
-SHIPPED: dict[str, Any] = {}
-
-
 def aws_policy_user(endpoint: str | None, doc: Any, name: str) -> dict[str, str]:
     """An IAM user holding exactly ``doc`` (as moto evaluates it); its credentials."""
     import boto3
@@ -378,6 +372,11 @@ def aws_policy_user(endpoint: str | None, doc: Any, name: str) -> dict[str, str]
     iam = boto3.client("iam", region_name="us-east-1", endpoint_url=endpoint)
     iam.create_user(UserName=name)
     arn = iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(moto_policy(doc)))
+    # the document as shipped (Resource and Condition kept) is what IAM's policy
+    # simulation evaluates (imagectl.clouds.aws.sandbox_doctor); moto's request checks
+    # get ``moto_policy``
+    from imagectl.clouds.aws.sandbox_doctor import SHIPPED
+
     SHIPPED[arn["Policy"]["Arn"]] = json.loads(json.dumps(doc))
     iam.attach_user_policy(UserName=name, PolicyArn=arn["Policy"]["Arn"])
     key = iam.create_access_key(UserName=name)["AccessKey"]

@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.aws import sandbox_doctor
 from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks import load_resolved
 
@@ -295,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     from moto.server import ThreadedMotoServer
 
     emulate_copy_image()
+    sandbox_doctor.install()  # IAM simulation, EC2 quotas, the default EBS key
     _, resolved = load_resolved(workspace.images, args.stack)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -305,9 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     write_override(override, snapshot.resolve(), override.parent / "sandbox-empty-root")
     print(f"moto server on {endpoint} (port {port}); base AMI {base} seeded for {args.stack}",
           flush=True)  # fmt: skip
+    # the other terminal runs as an identity holding exactly the shipped build and
+    # validate documents (what the build workflow's job holds), so `imagectl doctor`
+    # checks them as it would on an account
+    identity = sandbox_doctor.sandbox_identity(endpoint, workspace.images, ("build", "validate"))
     exports = (
         "export "
-        + " ".join(f"{k}={v}" for k, v in FAKE_ENV.items())
+        + " ".join(f"{k}={v}" for k, v in {**FAKE_ENV, **identity}.items())
         + f" IMAGECTL_AWS_ENDPOINT_URL={endpoint} IMAGECTL_CLOUD_POLL_S=1"
     )
     env_file = override.parent / "sandbox.env"
