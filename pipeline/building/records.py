@@ -1,7 +1,9 @@
 """The records around ``imagectl build``: the endpoint override, the catalog records and the
 ``imagectl:state=built`` tag.
 
-``start`` records the build (outcome running) before Packer runs; ``finish`` records the
+``start`` records the build (outcome running) before Packer runs, with the image's
+expectations on each validation shape of its cloud (``BuildExpectations``, resolved once,
+here: what ``imagectl validate-image`` judges the image by); ``finish`` records the
 outcome and, on success, one catalog image per artifact (state ``built``) and tags each
 artifact in its cloud, so ``find_images(state="built")`` finds it.
 """
@@ -20,6 +22,7 @@ from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
 from imagectl.clouds.spec import CloudSpec
 from imagectl.packer.manifest import Artifact
+from imagectl.stacks.expectations import BuildExpectations
 from imagectl.stacks.resolve import ResolvedStack
 
 
@@ -48,9 +51,11 @@ def start(
     spec: CloudSpec[Any],
     build_id: str,
     git_commit: str,
+    expectations: BuildExpectations,
     base_image: BaseImage | None = None,
 ) -> BuildRecord:
-    """The build recorded as running, with the base image it starts from."""
+    """The build recorded as running, with the base image it starts from and the image's
+    expectations."""
     catalog = open_catalog()
     with catalog.transaction() as s:
         build = repo.record_build(
@@ -58,12 +63,17 @@ def start(
             cloud=spec.name, git_commit=git_commit,
             base_image=base_image.to_dict() if base_image else None,
         )  # fmt: skip
+        build.expectations_digest, build.expectations = expectations.columns()
     return BuildRecord(catalog, build)
 
 
-def adopt(resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str) -> BuildRecord:
+def adopt(
+    resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str, expectations: BuildExpectations
+) -> BuildRecord:
     """The record of an earlier build whose artifact is used again (a reused local
-    candidate): found by its id, or recorded as succeeded when the catalog lost it."""
+    candidate, of the same inputs): found by its id, or recorded as succeeded when the
+    catalog lost it; a build recorded before builds recorded expectations gets them now
+    (the inputs, the stack digest among them, are the same)."""
     catalog = open_catalog()
     with catalog.transaction() as s:
         build = repo.find_build(s, build_id)
@@ -73,6 +83,8 @@ def adopt(resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str) -> Build
                 cloud=spec.name,
             )  # fmt: skip
             repo.finish_build(s, build, outcome="succeeded")
+        if build.expectations_digest is None and build.stack_digest == expectations.stack_digest:
+            build.expectations_digest, build.expectations = expectations.columns()
     return BuildRecord(catalog, build)
 
 

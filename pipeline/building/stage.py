@@ -53,6 +53,7 @@ from imagectl.provenance.record import (
     store_build_sbom,
 )
 from imagectl.stacks import load_resolved
+from imagectl.stacks.expectations import BuildExpectations, for_build
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.supply.lock import validator_lock_path
 
@@ -201,7 +202,14 @@ def build_image(
             return _build_local(ws, request, resolved, build_id, children, progress)
     # the base image by id, once: Packer gets the id, and the record names it
     base = resolve_base_image(resolved, spec)
-    record = build_records.start(resolved, spec, build_id, git_commit(ws.root), base)
+    record = build_records.start(
+        resolved,
+        spec,
+        build_id,
+        git_commit(ws.root),
+        _expectations(ws, resolved, spec, build_id),
+        base,
+    )
     try:
         result = run_build(
             resolved,
@@ -224,6 +232,15 @@ def build_image(
     return _finish(
         record, resolved, spec, result.artifacts, result.plan.folder, result, stand_in=stand_in
     )
+
+
+def _expectations(
+    ws: Workspace, resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str
+) -> BuildExpectations:
+    """The image's expectations on each validation shape of its cloud, resolved once, by
+    its build (the catalog's record of them is what validate-image judges it by)."""
+    shapes = spec.settings(resolved.stack).validation_shapes
+    return for_build(ws.images, resolved, shapes, build_id=build_id)
 
 
 def _cancelled(exc: BaseException) -> bool:
@@ -300,11 +317,15 @@ def _build_local(
             f"candidate of build {candidate.build_id} has the same inputs (pins, base, "
             "template, playbooks, sources); --rebuild builds anyway",
         )
-        record = build_records.adopt(resolved, spec, candidate.build_id)
+        record = build_records.adopt(
+            resolved, spec, candidate.build_id,
+            _expectations(ws, resolved, spec, candidate.build_id),
+        )  # fmt: skip
     else:
         record = build_records.start(
-            resolved, spec, build_id, git_commit(ws.root), local_base_image(resolved)
-        )
+            resolved, spec, build_id, git_commit(ws.root),
+            _expectations(ws, resolved, spec, build_id), local_base_image(resolved),
+        )  # fmt: skip
         try:
             candidate = local_build.build(
                 ws, resolved, prep, build_id=build_id, timeout_s=request.timeout_s,

@@ -187,7 +187,8 @@ def command(
     )
     reporter = Reporter() if as_json else RichReporter(console())
     with scratch:
-        payload = validate_image(workspace(ctx), req, reporter)
+        outcome = validate_image(workspace(ctx), req, reporter)
+        payload = outcome.to_dict()  # the JSON edge: --json, the table, the JUnit file
         if junit is not None:
             assert receipts_dir is not None
             _write_junit(junit, payload, receipts_dir)
@@ -195,7 +196,7 @@ def command(
         emit_json(payload)
     else:
         _render(payload)
-    leaked = payload.get("termination_errors") or {}
+    leaked = outcome.termination_errors
     if leaked:  # an instance that may still run (and bill): never a clean exit
         console(stderr=True).print(
             f"error: {len(leaked)} instance(s) could not be terminated: "
@@ -205,7 +206,7 @@ def command(
             markup=False,
         )
         return 1
-    return 0 if payload["state"] == ImageState.VALIDATED else 1
+    return 0 if outcome.state == ImageState.VALIDATED else 1
 
 
 def _write_junit(path: Path, payload: dict[str, Any], receipts_dir: Path) -> None:

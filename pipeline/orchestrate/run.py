@@ -233,7 +233,7 @@ def _pipeline(
         receipts = run_dir / "receipts"
         with progress.step("validate", "Validate: boot the candidate in QEMU, the image's "
                            "validator over SSH (playbooks/validate.yml)") as st:  # fmt: skip
-            payload = validate_image(
+            outcome = validate_image(
                 ws,
                 ImageValidationRequest(
                     image_id=image_id, spec=LOCAL, stack=resolved.name,
@@ -241,9 +241,9 @@ def _pipeline(
                 ),
                 StepReporter(st),
             )  # fmt: skip
-            st.note(f"{payload['state']}: {'; '.join(payload['reasons'])}")
-        result.validation = payload
-        state = payload["state"]
+            st.note(f"{outcome.state}: {'; '.join(outcome.reasons)}")
+        result.validation = outcome.to_dict()
+        state = outcome.state
         found = sorted(receipts.glob("*.json")) if receipts.is_dir() else []
         if found:
             receipt = load_receipt(found[0])
@@ -251,7 +251,7 @@ def _pipeline(
             result.verdict = receipt.verdict
             result.worst_action = receipt.worst_action.value
             result.failing_checks = failing_checks(receipt)
-        result.attestation = payload.get("attestation")
+        result.attestation = outcome.attestation
 
     if state == ImageState.BLOCKED:
         result.outcome = "blocked"

@@ -1,7 +1,20 @@
-"""The validation stage for a cloud candidate: find the image, check it was built from
-the stack as it resolves now, launch its hosts on the shape, run the validator on each,
+"""The validation stage for a cloud candidate: find the image, judge it by the
+expectations its build recorded, launch its hosts on the shape, run the validator on each,
 record every receipt and the decision in the catalog and the image's state tag, and sign
 the attestation of a validated image.
+
+Expectations once, at build: the build recorded the image's expectations on each
+validation shape of its cloud, with the stack digest they came from, in the catalog
+(``builds.expectations``; ``imagectl.stacks.expectations.BuildExpectations``). Validation
+ships exactly those to the hosts and never resolves them again, so a stack edited after
+the build does not change how the image is judged. The record's digest must be the one the
+image was built from (its catalog row and its ``imagectl:stack-digest`` tag). The stack
+file is still read for how to run the validation (login user, the cloud's options and
+locations, nodes, the run's GPU toolkit). An image whose build recorded no expectations
+(built before they were recorded, or not in this catalog: ``--stack``) takes the old
+path: its expectations are resolved from the stack now, and it is refused when the stack
+no longer resolves to the digest it was built from (so the old path can only judge it by
+the pins it was built from).
 
 ``imagectl validate-image`` parses its options into an ``ImageValidationRequest`` and
 calls ``validate_image``; so does ``imagectl run`` for the local cloud, whose instances are
@@ -40,18 +53,20 @@ from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import NoSigner
 from imagectl.stacks import load_resolved
-from imagectl.stacks.expectations import for_shape
+from imagectl.stacks.expectations import BuildExpectations, for_shape
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_DIGEST
 from imagectl.validation.decide import BLOCKED, INCONCLUSIVE, VALIDATED, Decision
 from imagectl.validation.inventory import InventoryOverride
+from imagectl.validation.outcome import ImageValidationOutcome, ShapeRun
 from imagectl.validation.progress import Reporter
 from imagectl.validation.receipts import HostOutcome
 from imagectl.validation.records import CatalogRecorder
 from imagectl.validation.request import ValidationRequest
-from imagectl.validation.run import ValidationResult, ValidationRun
+from imagectl.validation.run import ValidationRun
 from imagectl.validation.signals import interrupts_raise
 from imagectl.validation.toolkit import run_wheelhouse
+from imagectl.validators.expectations import Expectations
 from imagectl.validators.receipt import Receipt
 
 
@@ -81,20 +96,48 @@ class ImageValidationRequest:
     nodes: int | None = None
 
 
+@dataclass(frozen=True)
+class BuiltImage:
+    """What the catalog knows of the image: its stack, the digest it was built from, and
+    the expectations its build recorded (None: built before they were recorded)."""
+
+    stack: str
+    stack_digest: str
+    build_id: str | None
+    record: BuildExpectations | None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the image is judged by: its expectations per shape and their stack digest."""
+
+    expects: dict[str, Expectations]
+    digest: str
+    source: str  # ImageValidationOutcome.expectations_from
+
+
 def validate_image(
     ws: Workspace, req: ImageValidationRequest, reporter: Reporter
-) -> dict[str, Any]:
-    """Validate the candidate on its shape; the result (its ``state`` is validated,
-    blocked or inconclusive) as the command prints it. Instances are always terminated."""
+) -> ImageValidationOutcome:
+    """Validate the candidate on its shapes (``state``: validated, blocked or
+    inconclusive). Instances are always terminated."""
     # Local input first: a bad override file is exit 2 before any cloud call.
     override = InventoryOverride.load(req.inventory_override) if req.inventory_override else None
     spec = req.spec
-    stack = req.stack or _stack_of(spec.name, req.image_id)
+    built = _built(spec.name, req.image_id)
+    if built is not None and req.stack and req.stack != built.stack:
+        raise UserError(
+            f"image {req.image_id} was built from stack {built.stack}, not {req.stack}",
+            hint=f"Pass --stack {built.stack}, or leave --stack out",
+        )
+    stack = req.stack or (built.stack if built else None)
     if not stack:
         raise UserError(
             f"image {req.image_id} is not in the catalog, so its stack is unknown",
             hint="Pass --stack NAME (the stack it was built from)",
         )
+    # how to run the validation (cloud options, login user, nodes, toolkit); what the
+    # image is judged by comes from its build's record where there is one
     _, resolved = load_resolved(ws.images, stack)
     settings = spec.settings(resolved.stack)
     login_user = spec.login_user(settings)
@@ -111,11 +154,10 @@ def validate_image(
         preflight(resolved, ws.compat_dir, spec.name, real=real_cloud(spec.name),
                   runner_cidr=req.runner_cidr if over_ssh else None)  # fmt: skip
     provider = get_provider(spec, provider_options(resolved, spec))
-    image = _find_image(provider, req, spec.build_region(settings), resolved, stack)
-    # every shape the stack validates on (the gate requires a receipt of each), or one
-    shapes = [req.shape] if req.shape else list(settings.validation_shapes)
-    profile = req.profile or resolved.stack.validation.profile
-    expects = {shape: for_shape(ws.images, resolved, shape) for shape in shapes}
+    judged = _judgement(ws, req, built, resolved, list(settings.validation_shapes))
+    image = _find_image(provider, req, spec.build_region(settings), judged, stack, built)
+    record = built.record if built else None
+    profile = req.profile or (record and record.profile) or resolved.stack.validation.profile
     nodes = _nodes(req, resolved)
     # the GPU toolkit the hosts install for the run, made (and checked against its lock)
     # before any host is launched: a missing lock or changed bytes stop here
@@ -130,7 +172,7 @@ def validate_image(
                 ValidationRequest(
                     image=image,
                     stack=stack,
-                    stack_digest=resolved.digest,
+                    stack_digest=judged.digest,
                     shape=shape,
                     expect=expect,
                     hosts=nodes if nodes > 1 else req.hosts,
@@ -151,22 +193,66 @@ def validate_image(
                     sandbox=req.sandbox,
                     toolkit_wheelhouse=str(toolkit) if toolkit else "",
                 )
-                for shape, expect in expects.items()
+                for shape, expect in judged.expects.items()
             ]
-            return _run(provider, image, resolved, requests, reporter, override, req)
+            return _run(provider, image, judged, requests, reporter, override, req)
     finally:
         shutil.rmtree(keydir, ignore_errors=True)
+
+
+def _judgement(
+    ws: Workspace,
+    req: ImageValidationRequest,
+    built: BuiltImage | None,
+    resolved: ResolvedStack,
+    stack_shapes: list[str],
+) -> Judgement:
+    """The image's expectations on the shapes validated now (--shape, else every shape
+    its build recorded, else every shape the stack validates on): its build's record, or
+    (an image whose build recorded none) the stack resolved now."""
+    record = built.record if built else None
+    if built is None or record is None:
+        shapes = [req.shape] if req.shape else stack_shapes
+        why = "not in this catalog" if built is None else "its build recorded none"
+        return Judgement(
+            {shape: for_shape(ws.images, resolved, shape) for shape in shapes},
+            resolved.digest,
+            f"stack {resolved.name} as it resolves now ({why})",
+        )
+    where = f"build {built.build_id} of image {req.image_id}"
+    if record.stack_digest != built.stack_digest:
+        raise UserError(
+            f"the expectations {where} recorded came from stack digest "
+            f"{record.stack_digest[:12]}, but the image was built from "
+            f"{built.stack_digest[:12]}: its build record does not describe it",
+            where="catalog",
+            hint="Build a new candidate (its build records its expectations again)",
+        )
+    if req.shape and req.shape not in record.shapes:
+        raise UserError(
+            f"--shape {req.shape}: {where} recorded expectations for "
+            f"{', '.join(sorted(record.shapes)) or 'no shape'} only, and the image is judged "
+            "by what its build recorded",
+            hint=f"Pass --shape {sorted(record.shapes)[0]}" if record.shapes else
+            "Build a new candidate of a stack that names the shape",
+        )  # fmt: skip
+    shapes = [req.shape] if req.shape else list(record.shapes)
+    return Judgement(
+        {shape: record.shapes[shape] for shape in shapes},
+        record.stack_digest,
+        f"build {built.build_id}",
+    )
 
 
 def _run(
     provider: Provider,
     image: CloudImage,
-    resolved: ResolvedStack,
+    judged: Judgement,
     requests: list[ValidationRequest],
     reporter: Reporter,
     override: InventoryOverride | None,
     req: ImageValidationRequest,
-) -> dict[str, Any]:
+) -> ImageValidationOutcome:
     """One validation run per shape, in turn; the image's decision is theirs together:
     blocked when a shape blocks it (the shapes after it are not paid for), validated when
     every shape validated it, else inconclusive."""
@@ -176,11 +262,11 @@ def _run(
         region=image.region,
         image_id=image.image_id,
         stack=requests[0].stack,
-        digest=resolved.digest,
+        digest=judged.digest,
         tags=image.tags,
     )
     provider.tag_state(image, ImageState.VALIDATING)
-    results: list[tuple[str, ValidationResult]] = []
+    results: list[ShapeRun] = []
     try:
         with reporter:
             for request in requests:
@@ -191,8 +277,8 @@ def _run(
                     on_receipt=_recording(recorder, request.shape, req.receipts_dir),
                     on_fabric=_recording_fabric(recorder, request.shape, req.receipts_dir),
                 )  # fmt: skip
-                results.append((request.shape, run.run()))
-                if results[-1][1].decision.verdict == BLOCKED:
+                results.append(ShapeRun(request.shape, run.run()))
+                if results[-1].result.decision.verdict == BLOCKED:
                     break
     except KeyboardInterrupt:
         recorder.finish(Decision(INCONCLUSIVE, ["the run was interrupted"]))
@@ -204,17 +290,18 @@ def _run(
     attestation = None
     if state == ImageState.VALIDATED and recorder.image_pk is not None:
         attestation = _attest(recorder, provider)
-    return {
-        "image_id": image.image_id,
-        "cloud": provider.cloud,
-        "stack": requests[0].stack,
-        "shape": ", ".join(shape for shape, _ in results),
-        "state": state,
-        "receipts": receipt_kind(override, req.sandbox),
-        "toolkit_wheelhouse": requests[0].toolkit_wheelhouse or None,
-        "attestation": attestation,
-        **_merged(results, decision),
-    }
+    return ImageValidationOutcome(
+        image_id=image.image_id,
+        cloud=provider.cloud,
+        stack=requests[0].stack,
+        state=state,
+        decision=decision,
+        runs=tuple(results),
+        receipts=receipt_kind(override, req.sandbox),
+        expectations_from=judged.source,
+        toolkit_wheelhouse=requests[0].toolkit_wheelhouse or None,
+        attestation=attestation,
+    )
 
 
 def _attest(recorder: CatalogRecorder, provider: Provider) -> str | None:
@@ -277,7 +364,7 @@ def _recording_fabric(
     return record
 
 
-def combined(results: list[tuple[str, ValidationResult]], shapes: list[str]) -> Decision:
+def combined(results: list[ShapeRun], shapes: list[str]) -> Decision:
     """The image's decision from its shapes' (reasons prefixed with the shape when there
     are several): a block on any shape blocks it, and only every shape validated
     validates it."""
@@ -286,7 +373,7 @@ def combined(results: list[tuple[str, ValidationResult]], shapes: list[str]) -> 
     def named(shape: str, reasons: list[str]) -> list[str]:
         return [f"{shape}: {r}" for r in reasons] if several else list(reasons)
 
-    decisions = [(shape, result.decision) for shape, result in results]
+    decisions = [(r.shape, r.result.decision) for r in results]
     bad = [h for _, d in decisions for h in d.bad_hosts]
     blocked = [(s, d) for s, d in decisions if d.verdict == BLOCKED]
     if blocked:
@@ -299,37 +386,16 @@ def combined(results: list[tuple[str, ValidationResult]], shapes: list[str]) -> 
     return Decision(INCONCLUSIVE, reasons or ["not every shape was validated"], bad_hosts=bad)
 
 
-def _merged(results: list[tuple[str, ValidationResult]], decision: Decision) -> dict[str, Any]:
-    """The runs' results as one (``ValidationResult.to_dict``'s keys), each host with its
-    shape, and the combined decision."""
-    out: dict[str, Any] = {
-        **decision.to_dict(), "rounds": 0, "bad_hosts": decision.bad_hosts, "hosts": [],
-        "launched": [], "terminated": [], "termination_errors": {}, "fabric": {},
-        "placements": [],
-    }  # fmt: skip
-    for shape, result in results:
-        part = result.to_dict()
-        out["rounds"] += part["rounds"]
-        out["hosts"] += [{**h, "shape": shape} for h in part["hosts"]]
-        out["launched"] += part["launched"]
-        out["terminated"] += part["terminated"]
-        out["termination_errors"].update(part["termination_errors"])
-        if part.get("fabric"):
-            out["fabric"][shape] = part["fabric"]
-        if part.get("placement"):
-            out["placements"].append(part["placement"])
-    return out
-
-
 def _find_image(
     provider: Provider,
     req: ImageValidationRequest,
     region: str,
-    resolved: ResolvedStack,
+    judged: Judgement,
     stack: str,
+    built: BuiltImage | None,
 ) -> CloudImage:
-    """The candidate in its cloud (in its build region), built from the stack's current
-    pins."""
+    """The candidate in its cloud (in its build region), tagged with the digest it is
+    judged by: its build record's, or (no record) the stack's current pins."""
     image = provider.get_image(req.image_id, region)
     if image is None:
         raise UserError(
@@ -337,22 +403,42 @@ def _find_image(
             hint="Check the id with `imagectl status` or the cloud console",
         )
     tagged = image.tags.get(TAG_DIGEST)
-    if tagged and tagged not in (resolved.digest, provider.spec.tag_value(resolved.digest)):
+    if tagged and tagged not in (judged.digest, provider.spec.tag_value(judged.digest)):
+        if built is not None and built.record is not None:
+            raise UserError(
+                f"image {req.image_id} is tagged with stack digest {tagged[:12]}, but its "
+                f"build {built.build_id} recorded {judged.digest[:12]}: the tag was changed, "
+                "or the image is not this build's",
+                hint="Build a new candidate",
+            )
         raise UserError(
             f"image {req.image_id} was built from stack digest {tagged[:12]}, but "
-            f"{stack} now resolves to {resolved.short_digest}",
+            f"{stack} now resolves to {judged.digest[:12]} (its build recorded no "
+            "expectations to judge it by)",
             hint="Build a new candidate from the current stack",
         )
     return image
 
 
-def _stack_of(cloud: str, image_id: str) -> str | None:
-    """The stack the catalog records for this image, if the catalog knows it."""
+def _built(cloud: str, image_id: str) -> BuiltImage | None:
+    """What the catalog records for this image, if the catalog knows it."""
     catalog = open_catalog()
     with catalog.transaction() as s:
         for row in repo.list_images(s, cloud=cloud):
             if row.cloud_image_id == image_id:
-                return str(row.stack)
+                build = row.build
+                record = None
+                if build is not None:
+                    record = BuildExpectations.from_columns(
+                        build.expectations_digest, build.expectations,
+                        where=f"catalog build {build.build_id}",
+                    )  # fmt: skip
+                return BuiltImage(
+                    stack=str(row.stack),
+                    stack_digest=str(row.stack_digest),
+                    build_id=build.build_id if build is not None else None,
+                    record=record,
+                )
     return None
 
 

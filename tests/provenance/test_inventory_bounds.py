@@ -25,6 +25,7 @@ from imagectl.packer.manifest import Artifact
 from imagectl.provenance.inventory import MAX_PACKAGES, load_inventory
 from imagectl.provenance.record import prepare_build_sbom
 from imagectl.stacks import load_resolved
+from imagectl.stacks.expectations import for_build
 from tests.support import REPO
 
 PACKAGE = {"name": "p", "version": "1", "source": "p", "source_version": "1", "arch": "amd64"}
@@ -96,7 +97,9 @@ def test_a_deep_inventory_is_refused_before_the_build_records_an_image(
     folder = tmp_path / "build"
     (folder / "image").mkdir(parents=True)
     (folder / "image" / "inventory.json").write_bytes(HOSTILE["200,000 deep"][0])
-    record = build_records.start(resolved, spec, "20261122-042530-ab12cd", "0" * 40)
+    build_id = "20261122-042530-ab12cd"
+    expectations = for_build(REPO / "images", resolved, ["qemu-tcg"], build_id=build_id)
+    record = build_records.start(resolved, spec, build_id, "0" * 40, expectations)
     artifact = Artifact(cloud="local", builder_type="qemu", id="sha256:" + "a" * 64,
                         location="local-a")  # fmt: skip
     try:
