@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("imagectl.cli.status", "Show current, candidate and blocked images per stack."),
     "promote": ("imagectl.cli.promote", "Promote a validated image to every region (gated)."),
     "rollback": ("imagectl.cli.rollback", "Move latest pointers back to the previous image."),
+    "rollout": (
+        "imagectl.cli.rollout",
+        "Advance, hold or roll back a stack's canary from fleet health (Prometheus).",
+    ),
     "deprecate": ("imagectl.cli.deprecate", "Deprecate an image, or apply a stack's retention."),
     "block": ("imagectl.cli.block", "Block an image from promotion (revoke it once attested)."),
     "revoke": (

@@ -1,5 +1,8 @@
 """``imagectl promote IMAGE | --stack S``: gated, parallel promotion to every region.
 
+``--canary`` moves the stack's canary pointer instead of "latest" (the same gate; no
+copies: where the image already is; ``imagectl rollout`` decides the rest, issue 47).
+
 Exit codes: 0 promoted (or already promoted); 1 gate refused, image blocked, another
 promotion of the stack running, or partially promoted (the output says how to resume);
 2 bad input (unknown image or stack, corrupt receipt, region not in the stack).
@@ -96,6 +99,12 @@ def render(out: Any, result: Any) -> None:
     "the pointers flip once every target region is done).",
 )
 @click.option("--dry-run", is_flag=True, help="Check the gate and print the plan; change nothing.")
+@click.option(
+    "--canary",
+    is_flag=True,
+    help="Point the stack's canary pointer (beside latest) at the image where it already is, "
+    "after the same gate; `imagectl rollout` then advances or rolls it back from fleet health.",
+)
 @click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")
 @click.option("--reason", help="Why the gate is overridden (with --force).")
 @click.option(
@@ -115,6 +124,7 @@ def command(
     cloud: str | None,
     regions: str | None,
     dry_run: bool,
+    canary: bool,
     force: bool,
     reason: str | None,
     copy_timeout: int | None,
@@ -131,11 +141,28 @@ def command(
 
     if reason and not force:
         raise UserError("--reason goes with --force", hint="Add --force, or drop --reason")
+    if canary and (force or dry_run or regions or copy_timeout):
+        raise UserError(
+            "--canary takes no --force, --dry-run, --regions or --copy-timeout: a canary is "
+            "gated, and set where the image already is",
+            hint="Drop those options, or drop --canary to promote to latest",
+        )
     catalog = open_catalog()
     try:
         pk, stack_name, image_cloud = image_to_promote(catalog, image, stack, cloud)
         resolved = load_stack_for(workspace(ctx), stack_name)
         chosen = choose_cloud(resolved.stack, cloud or image_cloud)
+        if canary:
+            from imagectl.rollout.canary import set_canary
+
+            moved = set_canary(catalog, provider_for(resolved, chosen), resolved, pk)
+            if as_json:
+                emit_json(moved.to_dict())
+                return
+            for region, (before, after) in moved.moved.items():
+                console().print(cell(f"canary of {moved.stack} in {region}: {before or '(none)'}"
+                                     f" -> {after}"))  # fmt: skip
+            return
         wanted = [r.strip() for r in regions.split(",") if r.strip()] if regions else None
         targets = target_regions(resolved.stack, chosen, wanted)
         provider = provider_for(resolved, chosen)

@@ -8,6 +8,7 @@ Layout under the registry root (default ``<state dir>/registry``; ``root=`` or
                                                state, shared_with, deprecation)
     <root>/<region>/copies/<hex>-<token>.json  copy requests, keyed by image and token
     <root>/<region>/stacks/<stack>/latest      the stack's "latest" pointer (an image id)
+    <root>/<region>/stacks/<stack>/canary      its canary pointer beside it (issue 47)
     <root>/instances/<id>.json                 instances registered as running an image
 
 An image id is ``sha256:<hex>``, the sha256 of the disk file, so the same image has the
@@ -649,6 +650,24 @@ class LocalProvider(Provider):
         path = self._pointer_path(stack, region)
         atomic_write(path, image_id + "\n")
 
+    def _canary_path(self, stack: str, region: str) -> Path:
+        return self.region_dir(region) / "stacks" / stack / "canary"
+
+    def get_canary_pointer(self, stack: str, region: str) -> str | None:
+        try:
+            return self._canary_path(stack, region).read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def set_canary_pointer(self, stack: str, region: str, image_id: str | None) -> None:
+        path = self._canary_path(stack, region)
+        if image_id is None:
+            path.unlink(missing_ok=True)
+            return
+        if self.metadata(image_id, region) is None:
+            raise CloudError(f"cannot point {stack}'s canary in {region} at {image_id}: not there")
+        atomic_write(path, image_id + "\n")
+
     def deprecate(
         self,
         image: CloudImage,
@@ -666,11 +685,12 @@ class LocalProvider(Provider):
     def delete(self, image: CloudImage) -> None:
         hex_ = _hex(image.image_id)
         stacks = self.region_dir(image.region) / "stacks"
-        for latest in stacks.glob("*/latest") if stacks.is_dir() else []:
+        pointers = [*stacks.glob("*/latest"), *stacks.glob("*/canary")] if stacks.is_dir() else []
+        for latest in pointers:
             if latest.read_text().strip() == image.image_id:
                 raise CloudError(
-                    f"local image {image.image_id} is the latest of {latest.parent.name} in "
-                    f"{image.region}: not deleted"
+                    f"local image {image.image_id} is the {latest.name} of "
+                    f"{latest.parent.name} in {image.region}: not deleted"
                 )
         with self._region_lock(image.region):
             meta = _read_json(self._meta_path(image.region, hex_))

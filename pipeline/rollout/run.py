@@ -1,0 +1,204 @@
+"""``rollout()``: read the fleet, decide, record, act (``imagectl rollout --stack S``).
+
+1. The candidate is the image the stack's canary pointer names (``canary.py``); the
+   predecessor the one its "latest" pointers name. Nodes are matched to either by the
+   cloud image id in their ``imagectl_node_info`` (the source and every replica).
+2. The fleet's series over the window (``fleet.py``); Prometheus unreachable or failing:
+   **hold**.
+3. The decision rule (``decide.py``, thresholds in ``policy.yaml``).
+4. The decision is recorded first (``rollout_decisions``: window, queries, per-shape
+   numbers and tests; an ``rollout.decided`` event), then acted on unless ``dry_run``:
+   **advance** promotes the candidate through ``promote`` (the same gate, copies and
+   "latest" flip); **roll back** moves the canary pointer back and blocks the candidate
+   with the evidence as its reason; **hold** changes nothing. What was done is recorded
+   on the decision (``applied``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from imagectl.actor import current_actor
+from imagectl.catalog import repository as repo
+from imagectl.catalog.db import Catalog
+from imagectl.catalog.models import RolloutDecision
+from imagectl.clouds.base import Provider
+from imagectl.errors import UserError
+from imagectl.promotion import block_image, promote
+from imagectl.promotion import records as rec
+from imagectl.promotion.groups import group_rows
+from imagectl.rollout.canary import canary_back, canary_image
+from imagectl.rollout.decide import ADVANCE, HOLD, ROLLBACK, ShapeDecision, decide
+from imagectl.rollout.fleet import queries, read_nodes
+from imagectl.rollout.policy import Policy, load_policy
+from imagectl.rollout.prom import Prometheus, PrometheusUnavailable
+from imagectl.stacks.resolve import ResolvedStack
+
+DECIDED = "rollout.decided"
+EXIT = {ADVANCE: 0, ROLLBACK: 1, HOLD: 3}
+
+
+@dataclass
+class RolloutResult:
+    stack: str
+    cloud: str
+    decision: str
+    reason: str
+    window_s: int
+    at: float
+    candidate: str | None
+    baseline: list[str]
+    shapes: list[ShapeDecision] = field(default_factory=list)
+    queries: dict[str, str] = field(default_factory=dict)
+    applied: str = ""
+    decision_id: int | None = None
+    prometheus: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.decision]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "cloud": self.cloud,
+            "decision": self.decision,
+            "reason": self.reason,
+            "window_s": self.window_s,
+            "at": self.at,
+            "candidate": self.candidate,
+            "baseline": self.baseline,
+            "shapes": [s.to_dict() for s in self.shapes],
+            "queries": self.queries,
+            "prometheus": self.prometheus,
+            "applied": self.applied,
+            "decision_id": self.decision_id,
+        }
+
+
+def _ids(session: Any, image: Any) -> set[str]:
+    return {r.cloud_image_id for r in group_rows(session, image)}
+
+
+def rollout(
+    catalog: Catalog,
+    provider: Provider,
+    stack: ResolvedStack,
+    *,
+    prometheus: Prometheus,
+    window_s: int | None = None,
+    at: float | None = None,
+    actor: str | None = None,
+    dry_run: bool = False,
+    policy: Policy | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RolloutResult:
+    policy = policy or load_policy()
+    window = int(window_s if window_s is not None else policy.window_s.value)
+    at = time.time() if at is None else at
+    actor = actor or current_actor()
+    name, cloud = stack.stack.name, provider.cloud
+    with catalog.transaction() as s:
+        cand = canary_image(s, name, cloud)
+        if cand is None:
+            raise UserError(
+                f"stack {name} has no canary on {cloud}: nothing to roll out",
+                hint=f"Point the canary at a validated image: `imagectl promote IMAGE --stack "
+                f"{name} --cloud {cloud} --canary`",
+            )
+        cand_pk, cand_label, cand_ids = cand.id, cand.cloud_image_id, _ids(s, cand)
+        sources = set()
+        for ptr in repo.list_pointers(s, stack=name, cloud=cloud):
+            src = ptr.image.tags.get(rec.TAG_SOURCE)
+            sources.add(src if isinstance(src, int) else ptr.image_id)
+        base_ids: set[str] = set()
+        base_pk = None
+        for pk in sorted(sources):
+            img = repo.get_image(s, pk)
+            if img is not None and img.id != cand_pk:
+                base_ids |= _ids(s, img)
+                base_pk = img.id
+    result = RolloutResult(
+        name, cloud, HOLD, "", window, at, cand_label, sorted(base_ids),
+        queries=queries(name, window), prometheus=prometheus.url,
+    )  # fmt: skip
+    if not base_ids and sources:
+        result.reason = "the canary already is latest: nothing to decide"
+    else:
+        try:
+            nodes = read_nodes(prometheus, name, window, at)
+        except PrometheusUnavailable as exc:
+            result.reason = f"Prometheus unavailable, the fleet's health is unknown: {exc}"
+        else:
+            result.decision, result.reason, result.shapes = decide(
+                nodes, cand_ids, base_ids, policy
+            )
+    if dry_run:
+        result.applied = "dry run: recorded nothing, changed nothing"
+        return result
+    with catalog.transaction() as s:
+        row = RolloutDecision(
+            stack=name, cloud=cloud, candidate_id=cand_pk, baseline_id=base_pk,
+            decision=result.decision, reason=result.reason, window_s=window, actor=actor,
+            evidence=_evidence(result, policy),
+        )  # fmt: skip
+        s.add(row)
+        s.flush()
+        result.decision_id = row.id
+        repo.log_event(
+            s, DECIDED, f"rollout {row.id} of {cand_label}: {result.decision}: {result.reason}",
+            image=repo.image_row(s, cand_pk), actor=actor,
+            details={"decision_id": row.id, "decision": result.decision},
+        )  # fmt: skip
+    result.applied = _apply(catalog, provider, stack, result, cand_pk, actor, progress)
+    with catalog.transaction() as s:
+        stored = s.get(RolloutDecision, result.decision_id)
+        assert stored is not None
+        stored.applied = result.applied
+    return result
+
+
+def _apply(
+    catalog: Catalog,
+    provider: Provider,
+    stack: ResolvedStack,
+    result: RolloutResult,
+    cand_pk: int,
+    actor: str,
+    progress: Callable[[str], None] | None,
+) -> str:
+    if result.decision == HOLD:
+        return "nothing: hold"
+    if result.decision == ROLLBACK:
+        moved = canary_back(
+            catalog, provider, result.stack,
+            reason=f"rollout {result.decision_id}: roll back", actor=actor,
+        )  # fmt: skip
+        block_image(
+            catalog, cand_pk, cloud=result.cloud, actor=actor,
+            reason=f"rollout {result.decision_id} rolled the canary back: {result.reason}",
+        )  # fmt: skip
+        where = ", ".join(f"{r}: {b or 'removed'}" for r, (_a, b) in moved.items())
+        return f"canary pointer back ({where}); {result.candidate} blocked"
+    promoted = promote(
+        catalog, provider, stack, cand_pk, actor=actor,
+        progress=(lambda region, step, detail: progress(f"{region}: {step} {detail}"))
+        if progress else None,
+    )  # fmt: skip
+    return f"promote: {promoted.state}"
+
+
+def _evidence(result: RolloutResult, policy: Policy) -> dict[str, Any]:
+    return {
+        "at": result.at,
+        "window_s": result.window_s,
+        "prometheus": result.prometheus,
+        "queries": result.queries,
+        "candidate": result.candidate,
+        "baseline": result.baseline,
+        "policy": policy.model_dump(mode="json"),
+        "shapes": [s.to_dict() for s in result.shapes],
+    }

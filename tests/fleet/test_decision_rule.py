@@ -1,0 +1,135 @@
+"""The rollout's decision rule (issue 47 item 4) on numbers: the exact tests against values
+computed by hand (and by SciPy's documented examples), and every outcome of ``decide``
+(advance, hold for each missing minimum, roll back for a rate and for a proportion)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from imagectl.rollout.decide import ADVANCE, HOLD, ROLLBACK, decide
+from imagectl.rollout.fleet import Node
+from imagectl.rollout.policy import load_policy
+from imagectl.rollout.stats import binomial_upper_p, fisher_greater_p, poisson_rate_p
+
+POLICY = load_policy()
+NOW = 1_800_000_000.0
+
+
+def test_binomial_upper_tail_by_hand() -> None:
+    for n, p in ((10, 0.5), (7, 0.3), (30, 0.05)):
+        for k in range(n + 2):
+            direct = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+            assert binomial_upper_p(k, n, p) == pytest.approx(direct, rel=1e-9, abs=1e-15)
+
+
+def test_poisson_rates() -> None:
+    assert poisson_rate_p(10, 100.0, 0, 100.0) == pytest.approx(0.5**10)
+    assert poisson_rate_p(0, 100.0, 5, 100.0) == 1.0
+    assert poisson_rate_p(3, 100.0, 3, 100.0) > 0.5  # equal rates: nothing to see
+    assert poisson_rate_p(5, 0.0, 1, 10.0) == 1.0  # no exposure: no evidence
+
+
+def test_fisher_one_sided() -> None:
+    # the lady tasting tea: [[3, 1], [1, 3]], one-sided p = 17/70 (Fisher 1935)
+    assert fisher_greater_p(3, 4, 1, 4) == pytest.approx(17 / 70)
+    # [[6, 2], [1, 4]]: (C(7,6) C(6,2) + C(7,7) C(6,1)) / C(13,8) = 111/1287
+    assert fisher_greater_p(6, 8, 1, 5) == pytest.approx(111 / 1287)
+    assert fisher_greater_p(0, 10, 5, 10) == pytest.approx(1.0)
+
+
+def _nodes(image: str, n: int, *, hours: float = 48.0, xids: int = 0, failed: int = 0,
+           drain: int = 0, shape: str = "p5.48xlarge") -> list[Node]:  # fmt: skip
+    out = []
+    for i in range(n):
+        out.append(
+            Node(
+                instance=f"{image}-{shape}-{i}", image_id=image, shape=shape,
+                boot_failed=i < failed, drain=i < drain, booted_at=NOW - hours * 3600,
+                watched_at=NOW, xids={79: xids} if xids else {},
+            )
+        )  # fmt: skip
+    return out
+
+
+def test_a_healthy_canary_advances() -> None:
+    nodes = _nodes("new", 6) + _nodes("old", 20, xids=1)[:20]
+    decision, reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == ADVANCE, reason
+    (shape,) = shapes
+    assert shape.canary.nodes == 6 and shape.canary.node_hours == pytest.approx(288)
+    assert shape.baseline.events["gpu_lost"] == 20
+    assert not any(c.failed for c in shape.comparisons)
+
+
+def test_xid_79_at_several_times_the_rate_rolls_back() -> None:
+    nodes = _nodes("new", 8, xids=2) + _nodes("old", 8)
+    nodes[-1].xids = {79: 1}
+    decision, reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == ROLLBACK and "gpu_lost" in reason
+    (bad,) = [c for c in shapes[0].comparisons if c.failed]
+    assert bad.name == "gpu_lost" and bad.p_value < POLICY.alpha.value / POLICY.comparisons
+
+
+def test_a_small_rise_is_not_a_rollback() -> None:
+    """Significant on a huge fleet, yet under min_rate_ratio: practical significance."""
+    nodes = _nodes("new", 500, xids=3) + _nodes("old", 500, xids=2)
+    assert decide(nodes, {"new"}, {"old"}, POLICY)[0] == ADVANCE
+
+
+def test_boot_check_failures_roll_back_as_a_proportion() -> None:
+    nodes = _nodes("new", 10, failed=8) + _nodes("old", 10)
+    decision, reason, _ = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == ROLLBACK and "boot_check_failed" in reason
+    # 6 of 10 against none: p = C(14,4)/C(20,10) = 0.0054, not below 0.01/6 (Bonferroni)
+    nodes = _nodes("new", 10, failed=6) + _nodes("old", 10)
+    assert decide(nodes, {"new"}, {"old"}, POLICY)[0] == ADVANCE
+
+
+@pytest.mark.parametrize(
+    ("canary", "baseline", "words"),
+    [
+        (2, 10, "2 canary node(s), fewer than 5"),
+        (6, 3, "3 predecessor node(s), fewer than 5"),
+        (0, 10, "0 canary node(s)"),
+    ],
+)
+def test_too_little_data_holds(canary: int, baseline: int, words: str) -> None:
+    nodes = _nodes("new", canary, xids=5) + _nodes("old", baseline)
+    decision, reason, _ = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == HOLD and words in reason
+
+
+def test_too_few_node_hours_hold_even_with_events() -> None:
+    nodes = _nodes("new", 6, hours=2.0, xids=1) + _nodes("old", 6)
+    decision, reason, _ = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == HOLD and "node-hours" in reason
+
+
+def test_unwatched_nodes_add_no_exposure() -> None:
+    nodes = _nodes("new", 6) + _nodes("old", 6)
+    for n in nodes[:6]:
+        n.watched_at = None
+    decision, _reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == HOLD and shapes[0].canary.watched == 0
+
+
+def test_a_shape_without_canary_nodes_holds_the_whole_rollout() -> None:
+    nodes = _nodes("new", 6) + _nodes("old", 6) + _nodes("old", 6, shape="a3-highgpu-8g")
+    decision, reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == HOLD and "a3-highgpu-8g" in reason
+    assert {s.shape: s.decision for s in shapes} == {"p5.48xlarge": ADVANCE, "a3-highgpu-8g": HOLD}
+
+
+def test_no_nodes_at_all_hold() -> None:
+    assert decide([], {"new"}, {"old"}, POLICY)[0] == HOLD
+
+
+def test_every_threshold_has_a_reason() -> None:
+    data = POLICY.model_dump()
+    for key, value in data.items():
+        if isinstance(value, dict):
+            assert value["reason"].strip(), key
+    for cls in (*POLICY.xid_classes, *POLICY.node_classes):
+        assert cls.reason.strip()
