@@ -202,8 +202,7 @@ def revoked_elsewhere(
 def _named_by(session: Session, img: Image, statements: list[dict[str, Any]]) -> list[str]:
     """``revoked_by`` for a catalog image: its attestation's digest, or its identity."""
     own = repo.latest_attestation(session, img)
-    seen = parse(img.cloud, img.cloud_image_id if img.cloud in ("gcp", "azure")
-                 else f"{img.region}/{img.cloud_image_id}")  # fmt: skip
+    seen = parse(img.cloud, img.cloud_image_id, img.region)
     found = []
     for statement in statements:
         named = list(subjects(statement))

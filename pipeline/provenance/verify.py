@@ -97,11 +97,11 @@ def _names(statement: dict[str, Any], img: Image, where: str = "the statement") 
     """Why ``statement`` does not name the catalog's ``img`` (None: it does). The row is
     this controller's own image (its account's, its project's), so the catalog's region
     and id are compared with the signed identity's (``validators.identity``)."""
-    seen = img.cloud_image_id if img.cloud == "gcp" else f"{img.region}/{img.cloud_image_id}"
-    if img.cloud == "azure":
-        seen = img.cloud_image_id
     label = f"image:{img.cloud}/{img.region}/{img.cloud_image_id}"
-    return image_reason(statement, seen, img.cloud, where, whole=False, label=label)
+    return image_reason(
+        statement, img.cloud_image_id, img.cloud, where, region=img.region, whole=False,
+        label=label,
+    )  # fmt: skip
 
 
 def verify_image(
