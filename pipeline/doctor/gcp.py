@@ -29,11 +29,9 @@ def _text(exc: Exception) -> str:
     return str(getattr(exc, "message", "") or exc).splitlines()[0][:200]
 
 
-def test_permissions(clients: Any, project: str, names: list[str]) -> list[str]:
-    """The subset of ``names`` the caller holds on ``project`` (at most 100 a call)."""
+def _session(clients: Any) -> Any:
     from google.auth.transport.requests import AuthorizedSession
 
-    base = clients.endpoint or RESOURCE_MANAGER
     credentials = clients.credentials
     if credentials is None:
         import google.auth
@@ -41,7 +39,13 @@ def test_permissions(clients: Any, project: str, names: list[str]) -> list[str]:
         credentials, _ = google.auth.default(
             scopes=["https://www.googleapis.com/auth/cloud-platform"]
         )
-    session = AuthorizedSession(credentials)
+    return AuthorizedSession(credentials)
+
+
+def test_permissions(clients: Any, project: str, names: list[str]) -> list[str]:
+    """The subset of ``names`` the caller holds on ``project`` (at most 100 a call)."""
+    base = clients.endpoint or RESOURCE_MANAGER
+    session = _session(clients)
     held: list[str] = []
     for start in range(0, len(names), 100):
         resp = session.post(
@@ -52,6 +56,117 @@ def test_permissions(clients: Any, project: str, names: list[str]) -> list[str]:
         resp.raise_for_status()
         held += list(resp.json().get("permissions", []))
     return held
+
+
+OS_LOGIN = "constraints/compute.requireOsLogin"
+LOCATIONS = "constraints/gcp.resourceLocations"
+
+
+def effective_policy(clients: Any, project: str, constraint: str) -> dict[str, Any]:
+    """The project's effective organization policy for ``constraint`` (Resource Manager
+    v1 ``projects.getEffectiveOrgPolicy``; needs ``orgpolicy.policy.get``)."""
+    base = clients.endpoint or RESOURCE_MANAGER
+    resp = _session(clients).post(
+        f"{base}/v1/projects/{project}:getEffectiveOrgPolicy",
+        json={"constraint": constraint},
+        timeout=clients.deadlines.read_s,
+    )
+    resp.raise_for_status()
+    return dict(resp.json())
+
+
+def _org_policies(clients: Any, settings: Any, project: str) -> list[Finding]:
+    """The organization policies that decide whether a run can work at all, read before
+    any spend: ``compute.requireOsLogin`` (metadata ``ssh-keys``, the run's key, are then
+    ignored: "About OS Login") and ``gcp.resourceLocations`` (where resources may be
+    created: the build and validation zones, the image's storage locations)."""
+    out: list[Finding] = []
+    fix = "grant orgpolicy.policy.get (images/permissions/gcp/build.yaml)"
+    try:
+        os_login = effective_policy(clients, project, OS_LOGIN)
+        locations = effective_policy(clients, project, LOCATIONS)
+    except Exception as exc:
+        return [
+            Finding(
+                "resources",
+                WARNING,
+                f"cannot read {project}'s organization policies (Resource Manager "
+                f"getEffectiveOrgPolicy): {_text(exc)}",
+                fix,
+            )
+        ]
+    if (os_login.get("booleanPolicy") or {}).get("enforced"):
+        out.append(
+            Finding(
+                "resources",
+                BLOCKER,
+                f"the organization policy compute.requireOsLogin is enforced on {project}: "
+                "validation instances ignore metadata ssh-keys, so the run cannot log in",
+                "exempt the project (an organization policy override of "
+                "constraints/compute.requireOsLogin, not enforced), or validate in a project "
+                "where OS Login is not required",
+            )
+        )
+    else:
+        out.append(Finding("resources", OK, "OS Login is not required by organization policy"))
+    capacity = settings.validation_capacity
+    zones = {settings.build.zone, capacity.zone if capacity is not None else settings.build.zone}
+    wanted = sorted(zones | {z.rsplit("-", 1)[0] for z in zones} | set(settings.regions))
+    refused, undecided = _locations(locations.get("listPolicy") or {}, wanted)
+    if refused:
+        out.append(
+            Finding(
+                "resources",
+                BLOCKER,
+                f"the organization policy gcp.resourceLocations does not allow "
+                f"{', '.join(refused)} in {project}",
+                "choose allowed zones and storage locations in clouds.gcp, or ask for the "
+                "policy to allow them",
+            )
+        )
+    if undecided:
+        out.append(
+            Finding(
+                "resources",
+                WARNING,
+                f"cannot decide whether gcp.resourceLocations allows {', '.join(undecided)}: "
+                f"it allows value groups ({', '.join(undecided_groups(locations))}) doctor "
+                "does not expand",
+                "check them in the console (IAM & Admin > Organization policies)",
+            )
+        )
+    if not refused and not undecided:
+        out.append(Finding("resources", OK, f"{', '.join(wanted)} allowed by organization policy"))
+    return out
+
+
+def _plain(value: str) -> str:
+    """A location value without its kind prefix (``zones:us-central1-a``)."""
+    return value.split(":", 1)[1] if ":" in value and not value.startswith("in:") else value
+
+
+def undecided_groups(policy: dict[str, Any]) -> list[str]:
+    listed = (policy.get("listPolicy") or {}).get("allowedValues") or []
+    return [v for v in listed if str(v).startswith("in:")]
+
+
+def _locations(listed: dict[str, Any], wanted: list[str]) -> tuple[list[str], list[str]]:
+    """(refused, undecided) of ``wanted`` under a ``gcp.resourceLocations`` list policy:
+    ``allValues: DENY`` refuses all, a denied value refuses it, an allowed list admits only
+    what it names (a value group, ``in:...``, is not expanded: undecided)."""
+    if listed.get("allValues") == "DENY":
+        return wanted, []
+    denied = {_plain(str(v)) for v in listed.get("deniedValues") or []}
+    allowed = [str(v) for v in listed.get("allowedValues") or []]
+    refused = [w for w in wanted if w in denied]
+    if not allowed or listed.get("allValues") == "ALLOW":
+        return refused, []
+    plain = {_plain(v) for v in allowed if not v.startswith("in:")}
+    groups = [v for v in allowed if v.startswith("in:")]
+    rest = [w for w in wanted if w not in refused and w not in plain]
+    if groups:
+        return refused, rest
+    return refused + rest, []
 
 
 def check(
@@ -77,6 +192,7 @@ def check(
             )
         ]
     out.append(Finding("credentials", OK, f"Google Cloud project {project} answers"))
+    out += _org_policies(clients, settings, project)
     missing = [n for n in needed if n.permission not in held]
     for n in missing:
         out.append(

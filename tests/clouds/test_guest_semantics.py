@@ -203,8 +203,24 @@ def test_gcp_rule_for_another_address_refuses_the_runner(gcp: FakeGcpCompute, ho
     provider.terminate(inst)
 
 
-def test_gcp_os_login_ignores_metadata_keys(gcp: FakeGcpCompute, host: GuestHost):
+def test_gcp_os_login_of_the_project_is_turned_off_for_the_instance(
+    gcp: FakeGcpCompute, host: GuestHost
+):
+    """Project metadata enable-oslogin=TRUE would make the guest ignore metadata ssh-keys
+    ("About OS Login"); the validation instance's own enable-oslogin=FALSE overrides it,
+    so the run's key still reaches its login."""
     gcp.project_metadata["enable-oslogin"] = "TRUE"
+    provider, inst = _gcp_launch(gcp)
+    assert [u for u, _ in host.guests[f"{inst.region}/{inst.instance_id}"].logins]
+    provider.terminate(inst)
+
+
+def test_gcp_organization_requiring_os_login_ignores_metadata_keys(
+    gcp: FakeGcpCompute, host: GuestHost
+):
+    """constraints/compute.requireOsLogin wins over instance metadata: nobody can log in
+    with the run's key (doctor reports it before any spend: test_doctor_gcp_policies.py)."""
+    gcp.org_policies["constraints/compute.requireOsLogin"] = {"booleanPolicy": {"enforced": True}}
     provider, inst = _gcp_launch(gcp)
     assert host.guests[f"{inst.region}/{inst.instance_id}"].logins == []
     provider.terminate(inst)

@@ -190,7 +190,9 @@ def _sdk_call(cloud: str, node: ast.Call, own: set[str], aliases: dict[str, str]
             return aws_waiters()[literal]
         return method if method in aws_operations() else None
     if cloud == "gcp":
-        if last == "session" and method in HTTP_METHODS:
+        made = _last(receiver.func) if isinstance(receiver, ast.Call) else None
+        is_session = last == "session" or made in ("_session", "AuthorizedSession")
+        if is_session and method in HTTP_METHODS:  # Resource Manager over AuthorizedSession
             return f"session.{method}"
         group = aliases.get(last or "", last)
         if group in gcp_clients() and method in gcp_clients()[group]:

@@ -3,7 +3,8 @@ cloud documents them (routes added before the fakes' own):
 
 - Google Cloud: Resource Manager ``projects.testIamPermissions`` (``POST
   /v1/projects/P:testIamPermissions``: the subset of the asked permissions the caller
-  holds; no permission needed to ask), Compute ``regions.get`` (``quotas``: metric, limit,
+  holds; no permission needed to ask) and ``projects.getEffectiveOrgPolicy`` (the fake's
+  ``org_policies``; ``orgpolicy.policy.get``), Compute ``regions.get`` (``quotas``: metric, limit,
   usage) and ``reservations.get`` (``specificReservation.count`` / ``inUseCount``).
 - Azure: ``Permissions - List For Resource Group`` (``actions`` / ``notActions`` /
   ``dataActions``; 404 ``ResourceGroupNotFound`` for a group that does not exist) and
@@ -40,6 +41,8 @@ class GcpDoctorApis:
         self.quotas: dict[str, tuple[float, float]] = {}
         self.region = region
         fake.route("POST", r"/v1/projects/(?P<p>[^/:]+):testIamPermissions", self._test, first=True)
+        fake.route("POST", r"/v1/projects/(?P<p>[^/:]+):getEffectiveOrgPolicy", self._org_policy,
+                   first=True)  # fmt: skip
         fake.route("GET", BASE + "/regions/(?P<region>[^/]+)", self._region, first=True)
         fake.route(
             "GET",
@@ -59,6 +62,14 @@ class GcpDoctorApis:
         asked = list((req.body or {}).get("permissions", []))
         held = [p for p in asked if _holds(self.enforcer, p)]
         return 200, ({"permissions": held} if held else {}), {}
+
+    def _org_policy(self, req: Request) -> Response:
+        """Resource Manager v1 ``projects.getEffectiveOrgPolicy``: the merged policy of the
+        constraint (``fake.org_policies``); none set answers the constraint alone (its
+        default: a boolean constraint not enforced, a list constraint allowing all)."""
+        constraint = str((req.body or {}).get("constraint", ""))
+        policy = self.fake.org_policies.get(constraint) or {}
+        return 200, {"version": 1, "constraint": constraint, **policy}, {}
 
     def _region(self, req: Request) -> Response:
         name = req.match["region"]

@@ -108,6 +108,10 @@ class FakeGcpCompute(FakeServer):
         super().__init__()
         self.guests = guests
         self.project_metadata: dict[str, str] = {}
+        # constraint -> the project's effective organization policy (Resource Manager v1
+        # Policy JSON), e.g. "constraints/compute.requireOsLogin": {"booleanPolicy":
+        # {"enforced": True}}; read by the doctor (tests/fakes/doctor_apis.py)
+        self.org_policies: dict[str, dict[str, Any]] = {}
         self.project = project
         self.zones = list(zones)
         self.op_polls = op_polls
@@ -602,6 +606,10 @@ class FakeGcpCompute(FakeServer):
             )
         return 200, {"kind": "compute#instanceAggregatedList", "items": items}, {}
 
+    def _requires_os_login(self) -> bool:
+        policy = self.org_policies.get("constraints/compute.requireOsLogin") or {}
+        return bool((policy.get("booleanPolicy") or {}).get("enforced"))
+
     def _insert_instance(self, req: Request) -> Response:
         zone = req.match["zone"]
         body = dict(req.body or {})
@@ -826,7 +834,11 @@ class FakeGcpCompute(FakeServer):
 
         self.guests.boot(
             f"{zone}/{name}",
-            logins=_gcp_logins(inst.get("metadata") or {}, self.project_metadata),
+            logins=_gcp_logins(
+                inst.get("metadata") or {},
+                self.project_metadata,
+                require_os_login=self._requires_os_login(),
+            ),
             admits=admits if nat else (lambda peer: False),
             address=nat[0] if nat else None,
             # the VPC: the instance's networkIP on the host's network between guests
@@ -902,7 +914,9 @@ def _invalid(message: str) -> Response:
     return 400, error_body(400, message, "invalid"), {}
 
 
-def _gcp_logins(metadata: dict[str, Any], project: dict[str, str]) -> list[tuple[str, str]]:
+def _gcp_logins(
+    metadata: dict[str, Any], project: dict[str, str], *, require_os_login: bool = False
+) -> list[tuple[str, str]]:
     """The users and keys the guest environment creates from metadata ``ssh-keys``.
 
     "Manage SSH keys in metadata" / "Add SSH keys to VMs" (Compute Engine docs): each
@@ -916,7 +930,9 @@ def _gcp_logins(metadata: dict[str, Any], project: dict[str, str]) -> list[tuple
     key in project or instance metadata for root"."""
     own = _metadata(metadata)
     oslogin = own.get("enable-oslogin", project.get("enable-oslogin", ""))
-    if oslogin.strip().lower() in TRUE:
+    # the organization policy constraints/compute.requireOsLogin enables OS Login whatever
+    # the metadata says ("About OS Login": "enabled ... by the organization policy")
+    if require_os_login or oslogin.strip().lower() in TRUE:
         return []
     values = [own.get("ssh-keys", "")]
     if own.get("block-project-ssh-keys", "").strip().lower() not in TRUE:

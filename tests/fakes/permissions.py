@@ -227,10 +227,17 @@ GCP_RULES: tuple[GcpRule, ...] = (
 GCP_OPEN = re.compile(r"^/v[13]/projects/[^/:]+:testIamPermissions$")
 
 
+# Resource Manager v1 projects.getEffectiveOrgPolicy: "Authorization requires the
+# following IAM permission on the specified resource: orgpolicy.policy.get"
+GCP_ORG_POLICY = re.compile(r"^/v1/projects/[^/:]+:getEffectiveOrgPolicy$")
+
+
 def gcp_needs(method: str, path: str, body: Any) -> tuple[str, ...] | None:
     """The permissions a Compute request needs; None for a request no rule knows."""
     if GCP_OPEN.match(path):
         return ()
+    if method == "POST" and GCP_ORG_POLICY.match(path):
+        return ("orgpolicy.policy.get",)
     for rule in GCP_RULES:
         if rule.method == method and re.fullmatch(GCP_BASE + rule.path, path):
             return rule.permissions + (rule.extra(body) if rule.extra else ())

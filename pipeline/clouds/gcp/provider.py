@@ -269,6 +269,10 @@ class GcpProvider(GcpPromotion, Provider):
             ]
         metadata = [compute_v1.Items(key="block-project-ssh-keys", value="true")]
         if ssh_public_key:
+            # the run's key is metadata ssh-keys: OS Login, when the project enables it,
+            # ignores those ("About OS Login"), so the instance turns it off for itself (an
+            # organization's compute.requireOsLogin still wins: doctor says so before spend)
+            metadata.append(compute_v1.Items(key="enable-oslogin", value="FALSE"))
             metadata.append(
                 compute_v1.Items(
                     key="ssh-keys", value=f"{self.login_user}:{ssh_public_key.strip()}"
