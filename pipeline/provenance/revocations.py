@@ -41,6 +41,7 @@ from imagectl.validators.attestation import (
     REVOCATIONS_PAYLOAD_TYPE,
     BadAttestationInput,
     RevocationList,
+    _bounded,
     _read_json,
     load_seen,
     open_revocation_list,
@@ -65,7 +66,7 @@ def _previous_version() -> int:
     for read in (lambda: load_seen(seen_file()), lambda: _payload_of(list_file())):
         try:
             doc = read()
-        except (BadAttestationInput, OSError, ValueError):
+        except (BadAttestationInput, OSError, ValueError, UserError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("version"), int):
             versions.append(doc["version"])
@@ -76,7 +77,10 @@ def _payload_of(path: Path) -> Any:
     if not path.exists():
         return None
     envelope = _read_json(path, "revocations file")
-    return json.loads(base64.b64decode(envelope["payload"]))  # our own, only for its version
+    if not isinstance(envelope, dict):
+        return None
+    # only for its version (the next one must be higher), measured before parsing
+    return _bounded(base64.b64decode(str(envelope.get("payload", ""))), "payload", str(path))
 
 
 def sign_list(

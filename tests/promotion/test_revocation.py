@@ -292,3 +292,18 @@ def test_each_clouds_revoked_tag_and_the_list_outlive_the_catalog(
                 reason="need it")  # fmt: skip
     why = " ".join(refused.value.reasons)
     assert "tag" not in why and "recalled: bad NCCL" in why, why
+
+
+def test_a_corrupt_published_list_is_refused_and_replaced(world, cli, monkeypatch) -> None:
+    """The list beside the catalog nested 100,000 deep: verify refuses (one paragraph,
+    no traceback); a fresh export replaces it and verify holds again."""
+    env = _env(world, monkeypatch)
+    image = env.validated()
+    assert cli("verify", "--export-revocations").code == 0
+    published = Path(env.env()["IMAGECTL_STATE_DIR"]) / "attestations" / "revocations.json"
+    published.write_text("[" * 100_000 + "]" * 100_000)
+    r = cli("verify", str(image.id), "--json")
+    assert r.code == 1 and "nested" in " ".join(r.json()["reasons"]), r.out + r.err
+    assert cli("verify", "--export-revocations").code == 0
+    again = cli("verify", str(image.id))
+    assert again.code == 0, again.out + again.err
