@@ -208,3 +208,14 @@ def test_each_cloud_signs_the_full_identity_and_offline_verify_compares_it(
         "verify", good, "--envelope", str(envelope), "--trust", trust, "--cloud", other_cloud
     )
     assert wrong.code == 1
+
+
+def test_online_verify_honours_its_scoping_flags(world, cli, monkeypatch) -> None:
+    """The catalog's verify: an image of another stack or cloud than asked is refused."""
+    _env(world, monkeypatch)
+    image = world.validated()
+    assert cli("verify", str(image.id), "--stack", "local", "--cloud", "local").code == 0
+    other = cli("verify", str(image.id), "--stack", "h100-training")
+    assert other.code == 2 and "belongs to stack local, not h100-training" in other.err
+    elsewhere = cli("verify", image.cloud_image_id, "--cloud", "aws")
+    assert elsewhere.code == 2 and "unknown image" in elsewhere.err
