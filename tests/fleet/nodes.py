@@ -86,12 +86,17 @@ def with_xids(snap: dict[str, Any], times: list[float], code: int = 79) -> dict[
     return later
 
 
-def boot_file(snap: dict[str, Any]) -> str:
+def boot_file(snap: dict[str, Any], stack: str | None = None) -> str:
+    """The boot unit's file for the node; ``stack``: the stack the image was built from
+    (the snapshot's expectations name the stack it was recorded under)."""
     expect = resolve_expectations(
         images_dir=ROOT / "images", expect_file=None, shape=None, replay=snap, gpu=None
     )
     image_id = snap["host"]["cloud_image"]["image_id"]
-    return render(validate(Options(expect=expect, snapshot=snap, hygiene=False, image_id=image_id)))
+    receipt = validate(Options(expect=expect, snapshot=snap, hygiene=False, image_id=image_id))
+    if stack is not None:
+        receipt = receipt.model_copy(update={"stack": stack})
+    return render(receipt)
 
 
 def watch_file(snap: dict[str, Any], now: float) -> str:
