@@ -153,13 +153,14 @@ def deadline(command: str, seconds: float | None) -> Iterator[None]:
     watchdog = threading.Thread(target=hard_stop, name="imagectl-deadline", daemon=True)
     watchdog.start()
     previous: Any = None
+    earlier = 0.0
     if in_main:
 
         def on_alarm(_sig: int, _frame: Any) -> None:
             raise DeadlineExceeded(_message(command, seconds, _where()))
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        earlier = signal.setitimer(signal.ITIMER_REAL, seconds)[0]  # someone else's alarm
     try:
         yield
     except DeadlineExceeded as exc:
@@ -173,6 +174,9 @@ def deadline(command: str, seconds: float | None) -> Iterator[None]:
         if in_main:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            if earlier:  # give back what is left of an alarm set before this command
+                left = earlier - (time.monotonic() - started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
 
 
 def with_deadline(name: str, cmd: click.Command) -> click.Command:
