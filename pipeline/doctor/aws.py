@@ -42,7 +42,7 @@ def principal_arn(arn: str) -> str:
     return f"arn:{m['p']}:iam::{m['acct']}:role/{m['role']}" if m else arn
 
 
-def _failed(exc: BaseException) -> str:
+def _failed(exc: Exception) -> str:
     """One line for any SDK, parse or network error (botocore's ClientError names its
     code; a response botocore cannot parse, a connection error: the exception's first
     line)."""
