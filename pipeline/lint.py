@@ -98,6 +98,7 @@ def lint_stack(ws: Workspace, path: Path, *, as_of: dt.date | None = None) -> St
                 Problem(v.rule, v.severity, _where(loaded, loc), v.message, v.fix, v.source)
             )
     report.problems.extend(_shape_problems(ws, loaded))
+    report.problems.extend(_launch_problems(loaded))
     report.problems.extend(_cloud_name_problems(ws, loaded))
     report.problems.extend(_variable_problems(ws, loaded, resolved))
     return report
@@ -122,6 +123,33 @@ def _cloud_name_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
         Problem(f.rule, f.severity, _where(loaded, f.loc), f.message, f.fix, f.source)
         for f in found
     ]
+
+
+def _launch_problems(loaded: LoadedStack) -> list[Problem]:
+    """What a cloud refuses at launch and the stack decides before: an Azure size that
+    boots Generation 2 only, with a V1 image definition (pipeline/clouds/azure/vm_sizes.yaml)."""
+    from imagectl.clouds.azure.vm_sizes import gen2_only
+
+    azure = loaded.stack.clouds.azure
+    if azure is None or azure.gallery.hyper_v_generation == "V2":
+        return []
+    out = []
+    for size in azure.validation_shapes:
+        source = gen2_only(size)
+        if source:
+            out.append(
+                Problem(
+                    "AZURE-GEN2-ONLY",
+                    "error",
+                    _where(loaded, ("clouds", "azure", "gallery", "hyper_v_generation")),
+                    f"{size} boots Generation 2 VMs only, and the image definition is "
+                    "hyperVGeneration V1: Azure refuses the validation VM",
+                    "set clouds.azure.gallery.hyper_v_generation: V2 (a new definition: Azure "
+                    "cannot change an existing one's generation)",
+                    source,
+                )
+            )
+    return out
 
 
 def _shape_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
