@@ -103,7 +103,8 @@ def render(out: Any, result: Any) -> None:
     "--canary",
     is_flag=True,
     help="Point the stack's canary pointer (beside latest) at the image where it already is, "
-    "after the same gate; `imagectl rollout` then advances or rolls it back from fleet health.",
+    "after the same gate; `imagectl rollout --stack STACK` then advances or rolls it back "
+    "from fleet health.",
 )
 @click.option("--force", is_flag=True, help="Override the gate (needs --reason; recorded).")
 @click.option("--reason", help="Why the gate is overridden (with --force).")

@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.support import default_signals
+
 SCRAPE_S = 1
 
 
@@ -85,7 +87,7 @@ class PrometheusServer:
             self.proc = subprocess.Popen(
                 [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
                  f"--web.listen-address=127.0.0.1:{self.port}"],
-                stdout=log, stderr=subprocess.STDOUT,
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=default_signals,
             )  # fmt: skip
         self._wait(lambda: self._get("/-/ready") is not None, 30, "ready")
 
