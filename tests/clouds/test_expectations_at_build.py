@@ -1,0 +1,204 @@
+"""Expectations once, at build (issue 46 item 3): an image is judged by what its build
+recorded, not by the stack as it reads after the build.
+
+A real ``imagectl build --cloud aws --skip-provisioning`` (Debian's packer against a moto
+EC2 server, as in tests/packer/test_aws_moto_build.py) records the image's expectations
+per validation shape in the catalog. The stack file is then edited (the AWS kernel pin),
+and ``imagectl validate-image`` (test-mode hosts replaying a healthy snapshot of the
+image as built, with the old kernel) still judges the image by its build's record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.clouds.scenario import HEALTHY, write_override
+from tests.support import require_tool
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+STACK = "h100-training"
+OWNER = "099720109477"  # the stack's base_image.owner (Canonical)
+MOTO_ACCOUNT = "123456789012"
+
+
+def _register_base(endpoint: str, region: str, name: str) -> None:
+    """The base AMI the stack's owner and name filter find (moto keeps the caller as the
+    owner and drops hvm/ebs: set on its record, as tests/packer/test_aws_moto_build.py)."""
+    import boto3
+    from moto.ec2.models import ec2_backends
+
+    ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
+    resp = ec2.register_image(
+        Name=name,
+        Architecture="x86_64",
+        RootDeviceName="/dev/sda1",
+        VirtualizationType="hvm",
+        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
+    )
+    ami = ec2_backends[MOTO_ACCOUNT][region].amis[resp["ImageId"]]
+    ami.virtualization_type = "hvm"
+    ami.root_device_type = "ebs"
+    ami.architecture = "x86_64"
+    ami.owner_id = OWNER
+
+
+def _edit_kernel(root: Path, kernel: str) -> str:
+    """Pin another AWS kernel in the workspace's stack file; the old pin."""
+    path = root / "images" / "stacks" / f"{STACK}.yaml"
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    data = yaml.load(path.read_text())
+    old = str(data["clouds"]["aws"]["kernel"])
+    data["clouds"]["aws"]["kernel"] = kernel
+    with path.open("w") as fh:
+        yaml.dump(data, fh)
+    return old
+
+
+def _build_row(image_id: str) -> Any:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    with open_catalog().transaction() as s:
+        (row,) = [r for r in repo.list_images(s, cloud="aws") if r.cloud_image_id == image_id]
+        return row.build
+
+
+def _set_record(build_id: str, **columns: Any) -> None:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    with open_catalog().transaction() as s:
+        build = repo.find_build(s, build_id)
+        assert build is not None
+        for name, value in columns.items():
+            setattr(build, name, value)
+
+
+def _receipts(image_id: str) -> list[dict[str, Any]]:
+    from imagectl.catalog import repository as repo
+    from imagectl.catalog.db import open_catalog
+
+    with open_catalog().transaction() as s:
+        (row,) = [r for r in repo.list_images(s, cloud="aws") if r.cloud_image_id == image_id]
+        return [dict(run.receipt) for run in repo.receipts(s, row)]
+
+
+@pytest.fixture
+def built(cli: Any, moto_server: str, workspace_copy: Path) -> tuple[Path, str, Any]:
+    """(workspace, AMI id, its catalog build row) after a real build of the stack."""
+    require_tool("packer")
+    from imagectl.stacks import load_resolved
+
+    _, resolved = load_resolved(workspace_copy / "images", STACK)
+    aws = resolved.stack.clouds.aws
+    _register_base(moto_server, aws.build.region, aws.base_image.name.replace("*", "20261101"))
+    result = cli(
+        "--root", str(workspace_copy), "build", "--stack", STACK, "--cloud", "aws",
+        "--skip-provisioning", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    (image,) = result.json()["images"]
+    return workspace_copy, image["image_id"], _build_row(image["image_id"])
+
+
+def _validate(cli: Any, root: Path, image_id: str, tmp_path: Path, *extra: str) -> Any:
+    return cli(
+        "--root", str(root), "validate-image", image_id, "--cloud", "aws",
+        "--inventory-override", str(write_override(tmp_path, [HEALTHY])),
+        "--reach-timeout", "2", "--json", *extra,
+    )  # fmt: skip
+
+
+def test_an_image_is_judged_by_its_builds_record_after_the_stack_changed(
+    cli: Any, built: tuple[Path, str, Any], tmp_path: Path
+) -> None:
+    root, image_id, build = built
+    from imagectl.stacks import load_resolved
+    from imagectl.stacks.expectations import BuildExpectations, for_shape
+
+    # the build recorded the expectations of every validation shape of its cloud, with
+    # the digest the image was built from
+    record = BuildExpectations.from_columns(
+        build.expectations_digest, build.expectations, where="test"
+    )
+    assert record is not None
+    assert record.stack_digest == build.stack_digest
+    assert list(record.shapes) == ["p5.48xlarge"]
+    recorded = record.shapes["p5.48xlarge"]
+    assert recorded.origin == f"build:{build.build_id}"
+
+    old_kernel = _edit_kernel(root, "6.8.0-1040-aws")
+    _, now = load_resolved(root / "images", STACK)
+    assert now.digest != build.stack_digest  # the stack really changed...
+    assert for_shape(root / "images", now, "p5.48xlarge").kernel == "6.8.0-1040-aws"
+    assert recorded.kernel == old_kernel  # ...and with it what the stack would expect now
+
+    result = _validate(cli, root, image_id, tmp_path)
+    data = result.json()
+    assert result.code == 0, result.out + result.err
+    assert data["state"] == "validated", data["reasons"]
+    assert data["expectations_from"] == f"build {build.build_id}"
+    receipts = _receipts(image_id)
+    assert receipts
+    for receipt in receipts:  # the hosts got the build's record, not the edited stack
+        assert receipt["stack_digest"] == build.stack_digest
+        assert receipt["expectations"]["kernel"] == old_kernel
+        assert {k: receipt["expectations"][k] for k in ("driver", "nccl", "packages")} == {
+            "driver": recorded.driver,
+            "nccl": recorded.nccl,
+            "packages": recorded.packages,
+        }
+
+
+def test_an_image_without_a_record_takes_the_old_path(
+    cli: Any, built: tuple[Path, str, Any], tmp_path: Path
+) -> None:
+    """An image built before builds recorded expectations (migration 0008): its
+    expectations are resolved from the stack now, which is refused once the stack no
+    longer resolves to the digest it was built from (it would be judged by other pins)."""
+    root, image_id, build = built
+    _set_record(build.build_id, expectations=None, expectations_digest=None)
+    _edit_kernel(root, "6.8.0-1040-aws")
+    result = _validate(cli, root, image_id, tmp_path)
+    err = " ".join(result.err.split())
+    assert result.code == 2, result.out + result.err
+    assert f"built from stack digest {build.stack_digest[:12]}" in err
+    assert "its build recorded no expectations" in err
+    assert "Traceback" not in result.err
+
+    # with the stack as it was, the old path validates it and says what judged it
+    _edit_kernel(root, "6.8.0-1039-aws")
+    data = _validate(cli, root, image_id, tmp_path).json()
+    assert data["state"] == "validated", data["reasons"]
+    assert (
+        data["expectations_from"] == f"stack {STACK} as it resolves now (its build recorded none)"
+    )
+
+
+def test_a_record_that_cannot_judge_the_image_is_refused(
+    cli: Any, built: tuple[Path, str, Any], tmp_path: Path
+) -> None:
+    """A shape the build recorded nothing for, and a record whose digest is not the one
+    the image was built from (the record's digest is compared with the image's): exit 2,
+    one paragraph naming what to do, no host launched."""
+    root, image_id, build = built
+    result = _validate(cli, root, image_id, tmp_path, "--shape", "p4d.24xlarge")
+    err = " ".join(result.err.split())
+    assert result.code == 2, result.out + result.err
+    assert "recorded expectations for p5.48xlarge only" in err
+    assert "Pass --shape p5.48xlarge" in err
+
+    _set_record(build.build_id, expectations_digest="f" * 64)
+    result = _validate(cli, root, image_id, tmp_path)
+    err = " ".join(result.err.split())
+    assert result.code == 2, result.out + result.err
+    assert "came from stack digest ffffffffffff" in err
+    assert f"the image was built from {build.stack_digest[:12]}" in err
+    assert "Traceback" not in result.err
+    assert _receipts(image_id) == []
