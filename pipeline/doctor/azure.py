@@ -68,7 +68,7 @@ def _holds(action: str, allowed: list[str], denied: list[str]) -> bool:
 def check(
     resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, clients: Any
 ) -> list[Finding]:
-    from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+    from azure.core.exceptions import ResourceNotFoundError
 
     settings = resolved.stack.clouds.azure
     assert settings is not None  # doctor.run checked the stack targets azure
@@ -124,13 +124,13 @@ def check(
     location = settings.build.location
     try:
         usages = {u.name.value: u for u in clients.compute.usage.list(location)}
-    except HttpResponseError as exc:
+    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
         usages = None
         out.append(
             Finding(
                 "quota",
                 WARNING,
-                f"cannot read usage in {location}: {_text(exc)}",
+                f"cannot read usage in {location} (Compute Usage - List): {_text(exc)}",
                 "grant Microsoft.Compute/locations/usages/read",
             )
         )
@@ -183,12 +183,12 @@ def check(
                 f"{g.name} --location {location}",
             )
         )
-    except HttpResponseError as exc:
+    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
         out.append(
             Finding(
                 "resources",
                 BLOCKER,
-                f"cannot read gallery {g.name}: {_text(exc)}",
+                f"cannot read gallery {g.name} (Compute Galleries - Get): {_text(exc)}",
                 "grant Microsoft.Compute/galleries/read",
             )
         )

@@ -213,13 +213,13 @@ def check(
     region = zone.rsplit("-", 1)[0]
     try:
         quotas = {q.metric: q for q in clients.regions.get(project=project, region=region).quotas}
-    except gexc.GoogleAPICallError as exc:
+    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
         quotas = None
         out.append(
             Finding(
                 "quota",
                 WARNING,
-                f"cannot read {region}'s quotas: {_text(exc)}",
+                f"cannot read {region}'s quotas (Compute regions.get): {_text(exc)}",
                 "grant compute.regions.get",
             )
         )
@@ -269,6 +269,15 @@ def check(
                     "create) or remove clouds.gcp.validation_capacity",
                 )
             )
+        except Exception as exc:  # refused, unparsable, unreachable: one finding
+            out.append(
+                Finding(
+                    "capacity",
+                    BLOCKER,
+                    f"cannot read reservation {name} (Compute reservations.get): {_text(exc)}",
+                    "grant compute.reservations.get, check the endpoint and the network",
+                )
+            )
         else:
             props = res.specific_reservation
             free = int(props.count) - int(props.in_use_count)
@@ -294,12 +303,12 @@ def check(
                 f"image family {family} is free in {project} (the first promotion creates it)",
             )
         )
-    except gexc.GoogleAPICallError as exc:
+    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
         out.append(
             Finding(
                 "resources",
                 BLOCKER,
-                f"cannot read image family {family}: {_text(exc)}",
+                f"cannot read image family {family} (Compute images.getFromFamily): {_text(exc)}",
                 "grant compute.images.getFromFamily",
             )
         )
