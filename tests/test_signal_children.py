@@ -94,7 +94,7 @@ from tests.support import default_signals
 assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN, "not started as a background job"
 extra = {"preexec_fn": default_signals} if sys.argv[1] == "reset" else {}
 child = subprocess.Popen(
-    [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(4)"],
+    [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(2)"],
     stdout=subprocess.PIPE, text=True, **extra,
 )
 assert child.stdout.readline().strip() == "up"
