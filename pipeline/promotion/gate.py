@@ -12,6 +12,10 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
   not name or under another shape than the one its own expectations were made for;
 - every such receipt names this image id and the stack digest of the image, and that
   digest is the stack file's current digest (the pins did not change since the build);
+- where the image's build recorded its expectations (``builds.expectations``, issue 46:
+  what validate-image judges the image by), the record's stack digest is the one the
+  image was built from, and every host receipt was judged by exactly the expectations
+  the build recorded for its shape;
 - the receipt finished less than ``validation.max_receipt_age_hours`` ago, and not in the
   future beyond a small clock skew (``MAX_CLOCK_SKEW``: a negative age is no age);
 - its profile is at least the stack's ``validation.profile`` (boot < quick < full < burn);
@@ -43,6 +47,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, ValidationRun
 from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.stacks.expectations import BuildExpectations
 from imagectl.validation.fabric.receipt import is_fabric, nodes_of
 from imagectl.validators.compute.readiness import TOOLKIT_HOST, toolkit_matches
 from imagectl.validators.coverage import profile_strength
@@ -225,6 +230,40 @@ def _nodes_reasons(runs: list[ValidationRun], required: list[str] | None, nodes:
     return reasons
 
 
+def _record_reasons(image: Image, runs: list[ValidationRun]) -> list[str]:
+    """The build's expectations record (none: built before builds recorded it): made from
+    the digest the image was built from, and what every host receipt was judged by."""
+    build = image.build
+    if build is None:
+        return []
+    where = f"build {build.build_id}"
+    record = BuildExpectations.from_columns(
+        build.expectations_digest, build.expectations, where=f"catalog {where}"
+    )
+    if record is None:
+        return []
+    if record.stack_digest != image.stack_digest:
+        return [
+            f"{where} recorded expectations of stack digest {record.stack_digest[:12]}, "
+            f"but the image was built from {image.stack_digest[:12]}"
+        ]
+    reasons = []
+    for run in runs:
+        body = _body(run)
+        recorded = record.shapes.get(run.shape)
+        if is_fabric(body) or recorded is None:  # a shape it lacks: the shape rules say so
+            continue
+        want = recorded.model_dump(mode="json")
+        differ = sorted(k for k in {*want, *body.expectations}
+                        if want.get(k) != body.expectations.get(k))  # fmt: skip
+        if differ:
+            reasons.append(
+                f"{run.where} was judged by other expectations than {where} recorded for "
+                f"{run.shape} ({', '.join(differ)})"
+            )
+    return reasons
+
+
 def check_gate(
     session: Session,
     image: Image,
@@ -256,6 +295,7 @@ def check_gate(
     runs = repo.latest_receipts(session, image)
     if not runs:
         reasons.append("no validation receipt in the catalog")
+    reasons += _record_reasons(image, runs)
     reasons += _shape_reasons(runs, required_shapes)
     reasons += _nodes_reasons(runs, required_shapes, required_nodes)
     for run in runs:
