@@ -254,7 +254,8 @@ def _record_reasons(image: Image, runs: list[ValidationRun]) -> list[str]:
         if is_fabric(body) or recorded is None:  # a shape it lacks: the shape rules say so
             continue
         want = recorded.model_dump(mode="json")
-        differ = sorted(k for k in {*want, *body.expectations}
+        # origin says where they came from (the old path wrote "stack:<name>"), not what
+        differ = sorted(k for k in {*want, *body.expectations} - {"origin"}
                         if want.get(k) != body.expectations.get(k))  # fmt: skip
         if differ:
             reasons.append(

@@ -51,6 +51,12 @@ def test_receipts_judged_by_the_record_pass(world: Any) -> None:
     row = _validated(world, record.shapes[SHAPE].model_dump(mode="json"))
     _set(world, row, record)
     assert _gate(world, row) == []
+    # judged before the build's record was filled in (a reused candidate's older build):
+    # the same expectations, made by the stack then, differ in where they came from only
+    old = record.shapes[SHAPE].model_copy(update={"origin": "stack:local"})
+    row = _validated(world, old.model_dump(mode="json"))
+    _set(world, row, record)
+    assert _gate(world, row) == []
 
 
 def test_a_receipt_judged_by_other_expectations_is_refused(world: Any) -> None:
