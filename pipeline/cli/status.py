@@ -149,6 +149,20 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             out.print(table)
         else:
             out.print("  no region has a current image yet")
+        for row in entry.get("canary", []):
+            out.print(
+                cell(f"  canary in {row['region']}: {row['cloud_image_id']} "
+                     f"({row['image_state']}, since {_short(row['since'])})"),
+                soft_wrap=True,
+            )  # fmt: skip
+        for row in entry.get("rollouts", [])[:1]:
+            colour = {"advance": "green", "hold": "yellow", "rollback": "red"}[row["decision"]]
+            out.print(
+                f"  last rollout ({row['id']}, {_short(row['at'])}): "
+                f"[{colour}]{row['decision']}[/] "
+                + markup(f"{row['candidate'] or '?'}: {row['reason']}; applied: {row['applied']}"),
+                soft_wrap=True,
+            )
         if entry["candidates"]:
             table = Table(title="candidates", title_justify="left")
             for col in ("image", "region", "state", "shapes", "build", "created"):
@@ -245,6 +259,10 @@ def command(
     catalog = open_catalog()
     try:
         stacks = catalog_status(catalog, stack=stack, cloud=cloud, events=n_events)
+        from imagectl.rollout.query import rollout_status
+
+        for entry in stacks:  # the canary pointer and the latest rollout decisions (issue 47)
+            entry.update(rollout_status(catalog, entry["stack"], entry["cloud"]))
     finally:
         catalog.close()
     not_run: list[str] = []

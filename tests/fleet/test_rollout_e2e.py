@@ -153,6 +153,12 @@ def test_xid_79_at_several_times_the_rate_rolls_back_and_blocks(
 
     with pytest.raises(ImageBlocked):
         promote(world.catalog, world.provider(), world.stack, new.id)
+    # status shows the decision, and no canary any more
+    (entry,) = cli("status", "--stack", "local", "--json").json()["stacks"]
+    assert entry["canary"] == []
+    assert [(d["decision"], d["candidate"]) for d in entry["rollouts"]] == [
+        ("rollback", new.cloud_image_id)
+    ]
 
 
 def test_too_few_canary_nodes_hold(world, canary, cli, promserver, monkeypatch) -> None:
@@ -167,6 +173,10 @@ def test_too_few_canary_nodes_hold(world, canary, cli, promserver, monkeypatch) 
     assert world.provider().get_canary_pointer("local", "build") == new.cloud_image_id
     assert world.image(new.id).state == "validated"
     assert [d.decision for d in _decisions(world)] == ["hold"]
+    shown = cli("status", "--stack", "local")
+    assert f"canary in build: {new.cloud_image_id} (validated" in shown.out
+    assert "last rollout (1," in shown.out and "hold" in shown.out
+    assert "2 canary node(s), fewer than 5" in shown.out
 
 
 def test_prometheus_stopped_mid_window_holds(world, canary, cli, promserver, monkeypatch) -> None:
