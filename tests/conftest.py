@@ -12,6 +12,8 @@
 - ``_isolated_state`` (autouse): every test gets its own ``IMAGECTL_STATE_DIR`` and no
   ``IMAGECTL_DATABASE_URL`` / ``IMAGECTL_ACTOR`` from the caller's environment.
 - ``cli``: run ``imagectl ARGS`` in-process through the real entry point.
+- ``pytest_configure``: a suite started as a background job gets Python's SIGINT handler
+  back (a background job starts with SIGINT ignored; its children would inherit it).
 - ``workspace_copy``: a writable copy of images/ and playbooks/.
 - ``postgres_server`` (session): a real PostgreSQL server started from Debian's binaries in
   a temporary data folder on 127.0.0.1 and a free port, stopped at the end of the session.
@@ -51,6 +53,18 @@ from tests.support import (  # noqa: E402  (after pytest_plugins by design)
     require_tool,
     require_url,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started as a shell's background job (``make test &``) starts with SIGINT
+    ignored, and every child would inherit that: Python then installs no KeyboardInterrupt
+    handler and a Ctrl-C test's child sleeps on. Put Python's own handler back, as a
+    foreground start has it (each child a test signals also resets its dispositions:
+    ``tests.support.default_signals``, ``tests/test_signal_children.py``)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(name="require_tool")
