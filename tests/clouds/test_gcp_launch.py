@@ -102,3 +102,40 @@ def test_every_validation_shape_of_the_stacks_has_launch_data_with_a_source() ->
         if name in FAKE_SERIES:  # the shipped data asks for what the fake's documents admit
             assert entry["boot_disk_types"][0] in FAKE_SERIES[name]["boot"], name
             assert entry["nic_type"] == "GVNIC" or not FAKE_SERIES[name]["gvnic"], name
+
+
+def test_a_multi_node_run_shares_one_rule_admitting_its_hosts_to_each_other(gcp_fake: Any) -> None:
+    """The run's hosts reach each other (NCCL and its bootstrap) through one rule whose
+    source and target are the run's network tag; nothing from outside the run, and SSH
+    from the runner only; delete_placement removes it."""
+    from imagectl.clouds.common import instance_tags
+    from imagectl.validation.fabric.nodes import placement_name
+    from tests.fakes.gcp_compute import firewall_admits
+
+    env = CloudEnv("gcp", gcp_fake)
+    provider = env.provider()
+    image = env.seed_candidate()
+    zone = gcp_fake.zones[0]
+    tags = instance_tags(stack="h100-training", image_id=image.image_id,
+                         ttl=dt.timedelta(hours=1), launched_by="test")  # fmt: skip
+    placement = provider.create_placement(
+        name=placement_name("h100-training"), location=zone, shape="a3-highgpu-8g", count=2,
+        tags=tags,
+    )  # fmt: skip
+    nodes = [provider.launch(image, "a3-highgpu-8g", location=zone, ttl=dt.timedelta(hours=1),
+                             launched_by="test", stack="h100-training",
+                             ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr="203.0.113.7/32",
+                             placement=placement) for _ in range(2)]  # fmt: skip
+    (peers,) = [f for f in gcp_fake.firewalls.values() if f["name"].endswith("-peers")]
+    assert peers["sourceTags"] == [placement.name] == peers["targetTags"]
+    assert not peers.get("sourceRanges") and peers["allowed"] == [{"IPProtocol": "all"}]
+    for node in nodes:
+        raw = gcp_fake.instances[(zone, node.instance_id)]
+        assert placement.name in raw["tags"]["items"]
+        rules = list(gcp_fake.firewalls.values())
+        assert firewall_admits(rules, raw, "203.0.113.7")
+        assert not firewall_admits(rules, raw, "198.51.100.9")  # the run's rule admits no outsider
+    for node in nodes:
+        provider.terminate(node)
+    provider.delete_placement(placement)
+    assert [f for f in gcp_fake.firewalls.values() if f["name"].endswith("-peers")] == []

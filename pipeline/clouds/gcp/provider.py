@@ -70,6 +70,9 @@ class GcpProvider(GcpPromotion, Provider):
         self.boot_disk_gb = options.boot_disk_gb
         # the storage locations of a promoted image (the stack's clouds.gcp.regions)
         self.regions = list(options.regions or [])
+        # the multi-node runs whose peers rule this process made (_open_peers)
+        self._peers: set[str] = set()
+        self._peers_lock = threading.Lock()
         self.clients = GcpClients(
             project=options.project,
             endpoint=options.endpoint,
@@ -255,6 +258,8 @@ class GcpProvider(GcpPromotion, Provider):
         zone = location
         name = resource_name("imagectl", stack, secrets.token_hex(3))
         tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
+        if placement is not None:  # the run's hosts reach each other (NCCL, its bootstrap)
+            self._open_peers(placement.name, tags[TAG_TTL])
         if allowed_cidr:
             self._open_ssh(name, allowed_cidr, tags[TAG_TTL])
         # the series' NIC type (A3/A4/G2 take gVNIC only; the API default is VIRTIO_NET)
@@ -299,7 +304,8 @@ class GcpProvider(GcpPromotion, Provider):
             network_interfaces=[nic],
             labels=to_labels(tags),
             metadata=compute_v1.Metadata(items=metadata),
-            tags=compute_v1.Tags(items=[name]),
+            # its own tag (the runner's SSH rule) and, in a multi-node run, the run's
+            tags=compute_v1.Tags(items=[name, *([placement.name] if placement else [])]),
             # GPU machine types cannot live-migrate; no service account: no cloud role.
             scheduling=compute_v1.Scheduling(
                 on_host_maintenance=series.on_host_maintenance, automatic_restart=False
@@ -362,6 +368,48 @@ class GcpProvider(GcpPromotion, Provider):
         )
         self.clients.wait(op)
 
+    def _open_peers(self, run: str, expires_at: str) -> None:
+        """A multi-node run's one rule admitting all traffic among its hosts (source and
+        target: the run's network tag), made by its first launch; nothing from outside
+        the run. ``delete_placement`` removes it (also when reap sweeps the placement)."""
+        from google.api_core.exceptions import Conflict
+
+        compute_v1 = compute_sdk.compute_v1()
+        with self._peers_lock:
+            if run in self._peers:
+                return
+            firewall = compute_v1.Firewall(
+                name=f"{run}-peers"[:63],
+                network=self.network,
+                direction="INGRESS",
+                source_tags=[run],
+                target_tags=[run],
+                allowed=[compute_v1.Allowed(I_p_protocol="all")],
+                description=f"{FIREWALL_MARK}: the run's hosts to each other; "
+                f"{TAG_TTL}={expires_at}",
+            )
+            try:
+                op = self.clients.firewalls.insert(
+                    project=self.project, firewall_resource=firewall, retry=self.clients.retry
+                )
+                self.clients.wait(op)
+            except Conflict:  # made already (a resumed run): it admits the same
+                pass
+            self._peers.add(run)
+
+    def _close_peers(self, run: str) -> None:
+        from google.api_core.exceptions import NotFound
+
+        try:
+            op = self.clients.firewalls.delete(
+                project=self.project, firewall=f"{run}-peers"[:63], retry=self.clients.retry
+            )
+            self.clients.wait(op)
+        except NotFound:
+            pass
+        with self._peers_lock:
+            self._peers.discard(run)
+
     def _close_ssh(self, name: str) -> None:
         from google.api_core.exceptions import NotFound
 
@@ -418,6 +466,7 @@ class GcpProvider(GcpPromotion, Provider):
 
     def delete_placement(self, placement: Placement) -> None:
         gcp_placement.delete(self.clients, self.project, placement)
+        self._close_peers(placement.name)
 
     def list_placements(self) -> list[ManagedPlacement]:
         return gcp_placement.list_managed(self.clients, self.project)
