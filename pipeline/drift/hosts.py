@@ -87,8 +87,8 @@ def expected_for(
         cloud = resolved.stack.clouds.enabled().get(host.cloud or "")
         return HostFacts(
             label=f"stack {resolved.name} pins", image_id=host.image_id, stack=resolved.name,
-            stack_digest=resolved.digest, cloud=host.cloud, driver=pins["driver"],
-            fabric_manager=pins["fabric_manager"], nccl=pins["nccl"],
+            stack_digest=resolved.digest, cloud=host.cloud, driver=pins.driver,
+            fabric_manager=pins.fabric_manager, nccl=pins.nccl,
             kernel=cloud.kernel if cloud else None,
         )  # fmt: skip
     return None

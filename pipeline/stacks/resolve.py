@@ -9,10 +9,11 @@ and the digest that identifies the pin set everywhere later (tags, receipts, cat
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from imagectl.compat.data import CompatData, PackageSet
 from imagectl.compat.engine import Combination
@@ -28,6 +29,29 @@ class PinnedPackages:
     var: str  # the Ansible role variable that receives ``names``
     names: tuple[str, ...]
     pin: str  # as the stack writes it (packages.yaml's ``version`` says how it matches)
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The flat view of what the image must contain (tags, Packer and Ansible variables,
+    expectations, drift). ``to_dict`` is the JSON edge."""
+
+    stack: str
+    stack_digest: str
+    distro: str  # <distro>-<release>, e.g. ubuntu-22.04
+    driver: str | None
+    driver_branch: int | None
+    kernel_modules: Literal["open", "proprietary"] | None
+    fabric_manager: str | None  # == driver where the GPUs need it
+    imex: bool
+    cuda: str | None
+    nccl: str | None
+    dcgm: str | None
+    container_toolkit: str | None
+    validator_toolkit: dict[str, str] | None  # torch, cuda (X.Y), variant (cuXY)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -66,24 +90,24 @@ class ResolvedStack:
     def name(self) -> str:
         return self.stack.name
 
-    def pins(self) -> dict[str, Any]:
+    def pins(self) -> Pins:
         """The flat view of what the image must contain (receipts, manifests, tags)."""
         n = self.stack.nvidia
-        return {
-            "stack": self.stack.name,
-            "stack_digest": self.digest,
-            "distro": f"{self.stack.os.distro}-{self.stack.os.release}",
-            "driver": n.driver.version if n else None,
-            "driver_branch": self.driver_branch,
-            "kernel_modules": n.driver.kernel_modules if n else None,
-            "fabric_manager": self.fabric_manager,
-            "imex": self.imex,
-            "cuda": n.cuda if n else None,
-            "nccl": n.nccl if n else None,
-            "dcgm": n.dcgm if n else None,
-            "container_toolkit": n.container_toolkit if n else None,
-            "validator_toolkit": self.validator_toolkit,
-        }
+        return Pins(
+            stack=self.stack.name,
+            stack_digest=self.digest,
+            distro=f"{self.stack.os.distro}-{self.stack.os.release}",
+            driver=n.driver.version if n else None,
+            driver_branch=self.driver_branch,
+            kernel_modules=n.driver.kernel_modules if n else None,
+            fabric_manager=self.fabric_manager,
+            imex=self.imex,
+            cuda=n.cuda if n else None,
+            nccl=n.nccl if n else None,
+            dcgm=n.dcgm if n else None,
+            container_toolkit=n.container_toolkit if n else None,
+            validator_toolkit=self.validator_toolkit,
+        )
 
     @property
     def validator_toolkit(self) -> dict[str, str] | None:

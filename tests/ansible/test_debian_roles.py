@@ -227,7 +227,7 @@ def test_validator_installed_with_enabled_boot_unit(provisioned: Provisioned, ho
     # Written unchanged from the vars file: one producer (imagectl.stacks.expectations).
     assert expect == provisioned.avars["validator_expect"]
     pins = provisioned.resolved.pins()
-    assert expect["stack_digest"] == pins["stack_digest"]
+    assert expect["stack_digest"] == pins.stack_digest
     assert expect["driver"] is None and expect["cuda"] is None
     assert expect["kernel"] == provisioned.avars["base_kernel_version"]
     assert expect["packages"] == provisioned.avars["base_packages"]

@@ -131,9 +131,9 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
     pins = resolved.pins()
     assert tags["imagectl:stack"] == "h100-training"
     assert tags["imagectl:stack-digest"] == resolved.digest
-    assert tags["imagectl:driver"] == pins["driver"]
-    assert tags["imagectl:cuda"] == pins["cuda"]
-    assert tags["imagectl:nccl"] == pins["nccl"]
+    assert tags["imagectl:driver"] == pins.driver
+    assert tags["imagectl:cuda"] == pins.cuda
+    assert tags["imagectl:nccl"] == pins.nccl
     assert tags["imagectl:build-id"] == result.plan.build_id
     assert tags["imagectl:lifecycle"] == "candidate"
     assert len(tags["imagectl:git-commit"]) >= 7

@@ -53,12 +53,12 @@ def test_dry_run_prints_command_and_writes_var_files(
     _, resolved = load_resolved(ROOT / "images", "h100-training")
     assert set(written) == set(packer_vars(resolved, "aws"))
     assert written["aws_region"] == "us-east-1"
-    assert written["driver_version"] == resolved.pins()["driver"]
+    assert written["driver_version"] == resolved.pins().driver
     assert written["image_tags"]["imagectl:lifecycle"] == "candidate"
     assert written["image_tags"]["imagectl:build-id"] == "20261122-042530-ab12cd"
     ansible_file = Path(written["ansible_vars_file"])
     assert json.loads(ansible_file.read_text())["nccl_version"] == {
-        "__ansible_unsafe": resolved.pins()["nccl"]
+        "__ansible_unsafe": resolved.pins().nccl
     }
     assert '"aws_region": "us-east-1"' in out  # the variables are printed too
     assert not (tmp_path / "manifest.json").exists()
