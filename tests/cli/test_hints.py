@@ -4,6 +4,9 @@ real ``imagectl`` click command line, its options in the positions the text puts
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 import pytest
 
@@ -63,3 +66,33 @@ def test_the_parser_refuses_what_the_cli_refuses() -> None:
             parse(bad)
     parse(["--root", str(REPO), "lint"])
     parse(["compat", "check", "--driver", "580.95.05", "--cuda", "12.8.1"])
+
+
+def test_a_global_option_works_after_the_command_too() -> None:
+    """`imagectl lint --root DIR` was "No such option": --root is hoisted in front."""
+    from imagectl.cli import hoist_global_options
+
+    assert hoist_global_options(["lint", "--root", "D", "--json"]) == ["--root", "D", "lint",
+                                                                       "--json"]  # fmt: skip
+    assert hoist_global_options(["compat", "check", "--root=D"]) == ["--root=D", "compat", "check"]
+    assert hoist_global_options(["--root", "D", "lint"]) == ["--root", "D", "lint"]
+    # after --, an argument is an argument; a --root without its value is left to click
+    assert hoist_global_options(["x", "--", "--root", "D"]) == ["x", "--", "--root", "D"]
+    assert hoist_global_options(["lint", "--root"]) == ["lint", "--root"]
+    parse(["lint", "--root", str(REPO)])
+    parse(["compat", "check", "--driver", "580.95.05", "--cuda", "12.8.1", "--root", str(REPO)])
+
+
+def test_lint_outside_a_checkout_names_a_command_that_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("IMAGECTL_ROOT", raising=False)
+    outside = cli("lint")
+    note = " ".join(outside.err.split())
+    (named,) = re.findall(r"`(imagectl lint [^`]+)`", note)
+    parse(fill(named))
+    assert "before or after the command" in note
+    inside = cli("lint", "--root", str(REPO))  # as the note says, after the command
+    assert inside.code == 0, inside.err
+    assert "no workspace here" not in inside.err
