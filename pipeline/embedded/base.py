@@ -253,7 +253,7 @@ def _check_tools() -> None:
     if os.geteuid() != 0:
         raise UserError(
             "building the local base image needs root (debootstrap and chroot)",
-            hint="Run as root, e.g. sudo .venv/bin/imagectl run --stack local",
+            hint="Run as root, e.g. `sudo .venv/bin/imagectl run --stack local`",
         )
     for tool, package in (
         ("debootstrap", "debootstrap"),

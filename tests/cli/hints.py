@@ -76,7 +76,7 @@ FIELD_KINDS = {
 PLACEHOLDERS["PROFILE"] = "boot"
 
 COMMAND_NAMES = "|".join(sorted(map(re.escape, COMMANDS), key=len, reverse=True))
-MENTION = re.compile(rf"(?<![\w./-])imagectl(?:\s+--root(?:\s+|=)\S+)?\s+(?:{COMMAND_NAMES})\b")
+MENTION = re.compile(rf"(?<![\w.-])imagectl(?:\s+--root(?:\s+|=)\S+)?\s+(?:{COMMAND_NAMES})\b")
 LAUNCHER = re.compile(r"^(?:sudo\s+)?(?:\S*/)?imagectl\s")
 HINT_KEYWORDS = ("hint", "fix")
 
