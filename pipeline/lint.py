@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.compat.data import load_compat
 from imagectl.compat.engine import evaluate
 from imagectl.errors import StackError, UserError
@@ -128,8 +129,6 @@ def _cloud_name_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
 def _launch_problems(loaded: LoadedStack) -> list[Problem]:
     """What a cloud refuses at launch and the stack decides before: an Azure size that
     boots Generation 2 only, with a V1 image definition (pipeline/clouds/azure/vm_sizes.yaml)."""
-    from imagectl.clouds.azure.vm_sizes import gen2_only
-
     azure = loaded.stack.clouds.azure
     if azure is None or azure.gallery.hyper_v_generation == "V2":
         return []

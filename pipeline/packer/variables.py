@@ -9,6 +9,7 @@ or the shared ``images/common/stack.pkr.hcl``, and in a role's
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,6 @@ def image_name(r: ResolvedStack, build_id: str) -> str:
 def runner_cidrs() -> list[str]:
     """The runner's address(es) from ``IMAGECTL_RUNNER_CIDR`` (comma-separated), as the
     validation stage takes it: the only source Packer's temporary SSH access admits."""
-    import os
-
     raw = os.environ.get("IMAGECTL_RUNNER_CIDR", "")
     return [c.strip() for c in raw.split(",") if c.strip()]
 
