@@ -131,8 +131,8 @@ def preflight(
     bad = blockers(found)
     if bad:
         raise UserError(
-            f"{resolved.name} on {cloud} cannot run as configured (imagectl doctor --stack "
-            f"{resolved.name} --cloud {cloud} checks the account too): "
+            f"{resolved.name} on {cloud} cannot run as configured (`imagectl doctor --stack "
+            f"{resolved.name} --cloud {cloud}` checks the account too): "
             + "; ".join(f"{f.message} ({f.fix})" if f.fix else f.message for f in bad),
             hint="Fix the findings above, then run the command again; nothing was spent",
         )

@@ -82,7 +82,8 @@ def check_python(doc, version_info):
             f"this bundle is for Python {want}, but {sys.executable} is Python {have}: its wheels "
             f"(compiled ones such as pydantic-core) are built for CPython {want} only. Run "
             f"install.sh --python /path/to/python{want}, or make a bundle for this host with "
-            f"imagectl bundle --python {have} -o FILE on a machine that reaches the package index"
+            f"`imagectl bundle --python {have} -o FILE` on a machine that reaches the package "
+            "index"
         )
 
 
