@@ -253,14 +253,11 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
     override = tmp_path / "sandbox-replay.yaml"
     sandbox = _sandbox(port, override, base_env)
     try:
-        env = {  # README step 2, as exported there
-            **base_env,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "IMAGECTL_AWS_ENDPOINT_URL": endpoint,
-            "IMAGECTL_CLOUD_POLL_S": "1",
-        }
+        # README step 2: the other shell sources the sandbox's sandbox.env
+        exported = (override.parent / "sandbox.env").read_text().split()
+        assert exported[0] == "export"
+        env = {**base_env, **dict(item.split("=", 1) for item in exported[1:])}
+        assert env["IMAGECTL_AWS_ENDPOINT_URL"] == endpoint
         # README step 2: a local signing key (`attest --new-key`, the one command that
         # makes one), trusted through the state folder's settings (`--save-trust`): no
         # variable to export in every shell
