@@ -26,18 +26,25 @@ ACCOUNT_CHECKS = ("credentials", "permissions", "quota", "capacity", "resources"
 
 
 def not_checked(found: list[Any], cloud: str) -> list[str]:
-    """The account checks that could not run: all after credentials that failed (a
-    cloud with an account only; the local cloud has none)."""
+    """The account checks that could not run: every one after credentials that failed,
+    and each whose finding says it "cannot" read or ask what it needs (a cloud with an
+    account only; the local cloud has none)."""
     from imagectl.doctor.findings import BLOCKER
     from imagectl.doctor.run import cloud_checks
 
     if cloud_checks(cloud) is None:
         return []
     creds = [f for f in found if f.check == "credentials"]
-    if creds and all(f.status != BLOCKER for f in creds):
-        return []
-    ran = {f.check for f in found}
-    return [c for c in ACCOUNT_CHECKS[1:] if c not in ran]
+    if not creds or any(f.status == BLOCKER for f in creds):
+        ran = {f.check for f in found}
+        return [c for c in ACCOUNT_CHECKS[1:] if c not in ran]
+    out: list[str] = []
+    for f in found:
+        if f.check in ACCOUNT_CHECKS and f.message.startswith("cannot "):
+            what = f"{f.check} ({f.message[:100]})"
+            if what not in out:
+                out.append(what)
+    return out
 
 
 @click.command("doctor")
@@ -89,7 +96,7 @@ def command(
     bad = blockers(found)
     not_run = not_checked(found, cloud)
     headline = could_not_run(len(ACCOUNT_CHECKS), not_run, "account checks")
-    if headline:
+    if headline and not any("(" in n for n in not_run):
         headline += " (they need the credentials, which failed)"
     if as_json:
         emit_json(

@@ -190,3 +190,25 @@ def test_every_headlined_command_is_exercised_here() -> None:
             assert "could not run: revocation" in text
         else:
             assert f'cli("{name}"' in source, name
+
+
+def test_doctor_counts_a_check_that_cannot_read_what_it_needs() -> None:
+    from imagectl.cli.doctor import not_checked
+    from imagectl.doctor.findings import BLOCKER, OK, Finding
+
+    found = [
+        Finding("credentials", OK, "AWS account 111122223333 as arn:aws:iam::1:role/ci"),
+        Finding("permissions", BLOCKER, "cannot simulate arn's policies: AccessDenied", "grant"),
+        Finding("quota", OK, "P instances: 192 vCPUs, 192 needed"),
+    ]
+    assert not_checked(found, "aws") == [
+        "permissions (cannot simulate arn's policies: AccessDenied)"
+    ]
+    assert not_checked(found[:1] + found[2:], "aws") == []
+    assert not_checked([Finding("credentials", BLOCKER, "refused")], "aws") == [
+        "permissions",
+        "quota",
+        "capacity",
+        "resources",
+    ]
+    assert not_checked([], "local") == []  # no account to check
