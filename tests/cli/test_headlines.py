@@ -212,3 +212,14 @@ def test_doctor_counts_a_check_that_cannot_read_what_it_needs() -> None:
         "resources",
     ]
     assert not_checked([], "local") == []  # no account to check
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_plan_without_credentials_is_one_paragraph_per_cloud_naming_offline(cli) -> None:
+    result = cli("plan", "--cloud", "aws")
+    assert result.code == 2
+    paragraphs = [ln for ln in result.err.splitlines() if "base image not resolved" in ln]
+    assert len(paragraphs) == 1, result.err  # one cloud, one cause: not one per stack
+    assert re.match(r"aws: base image not resolved for [\w-]+, [\w-]+", paragraphs[0])
+    assert "`imagectl plan --offline`" in result.err
+    assert cli("plan", "--cloud", "aws", "--offline").code == 0
