@@ -96,6 +96,10 @@ def test_drift_says_first_which_checks_did_not_run(cli) -> None:
     assert "upstream of h100-training" in first
     # never a bare "no drift" for a stack whose checks did not all run
     assert not re.search(r"h100-training: no drift\s*$", result.out, re.M)
+    # the cloud's error no longer advises leaving out options that were never passed
+    flat = " ".join(result.out.split())
+    assert "leave out" not in flat
+    assert "`imagectl drift --upstream --hosts catalog`" in flat
     doc = json.loads(cli("drift", "--stack", "h100-training", "--fleet", "--json").out)
     assert doc["complete"] is False and doc["headline"].startswith("1 of 1 checks")
     markdown = cli("drift", "--stack", "h100-training", "--fleet", "--format", "markdown").out
