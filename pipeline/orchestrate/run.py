@@ -225,6 +225,7 @@ def _pipeline(
         )
 
     # 2. validate: launch (QEMU), reach, validator over SSH, decide, record, attest ------
+    reasons: list[str] = []
     if state in JUDGED:
         progress.skip("validate", "Validate", f"{image_id[:19]}… is {state} in the catalog")
     elif state == ImageState.BLOCKED:
@@ -243,7 +244,7 @@ def _pipeline(
             )  # fmt: skip
             st.note(f"{outcome.state}: {'; '.join(outcome.reasons)}")
         result.validation = outcome.to_dict()
-        state = outcome.state
+        state, reasons = outcome.state, outcome.reasons
         found = sorted(receipts.glob("*.json")) if receipts.is_dir() else []
         if found:
             receipt = load_receipt(found[0])
@@ -258,8 +259,7 @@ def _pipeline(
         result.blocked_reason = _blocked_reason(catalog, image_id, image["region"])
         return
     if state not in JUDGED:
-        reasons = "; ".join((result.validation or {}).get("reasons", [])) or state
-        raise UserError(f"validation ended {state}: {reasons}")
+        raise UserError(f"validation ended {state}: {'; '.join(reasons) or state}")
 
     # 3. the attestation verifies with this machine's trust ------------------------------
     with progress.step("attest", "Attest: verify the signed verdict") as st:
