@@ -86,3 +86,26 @@ def test_a_broken_catalog_completes_nothing(tmp_path: Path, monkeypatch) -> None
     bad.write_text("not a database")
     monkeypatch.setenv("IMAGECTL_DATABASE_URL", f"sqlite:///{bad}")
     assert _complete(["promote"], "") == []
+
+
+def test_the_installed_entry_point_completes_in_bash(tmp_path: Path) -> None:
+    """What the README's `eval "$(_IMAGECTL_COMPLETE=bash_source imagectl)"` runs."""
+    import os
+    import subprocess
+    import sys
+
+    imagectl = str(Path(sys.executable).parent / "imagectl")
+    env = {**os.environ, "COMP_WORDS": "imagectl validate --shape g6", "COMP_CWORD": "3",
+           "_IMAGECTL_COMPLETE": "bash_complete", "IMAGECTL_STATE_DIR": str(tmp_path)}  # fmt: skip
+    out = subprocess.run([imagectl], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split()) == [
+        "plain,g6.12xlarge",
+        "plain,g6.48xlarge",
+        "plain,g6.xlarge",
+    ]
+    script = subprocess.run(
+        [imagectl], env={**os.environ, "_IMAGECTL_COMPLETE": "bash_source"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "_imagectl_completion" in script.stdout
