@@ -95,8 +95,19 @@ def test_a_two_node_p5_run_shares_one_self_admitting_group_with_efa_interfaces(
     assert _admits_members(group)
     assert _ssh_from(group) == [RUNNER]  # SSH from the runner only, never 0.0.0.0/0
 
+    # several interfaces: EC2 assigns no public address; each running host gets an
+    # Elastic IP on its primary interface, released after its termination
+    ec2 = provider.clients.ec2(region)
+    for node in nodes:
+        ready = provider.wait_reachable(node, timeout_s=30)
+        (address,) = ec2.describe_addresses(
+            Filters=[{"Name": "tag:imagectl:instance", "Values": [node.instance_id]}]
+        )["Addresses"]
+        assert ready.address == address["PublicIp"]
+        assert {t["Key"]: t["Value"] for t in address["Tags"]}["imagectl:managed"] == "true"
     for node in nodes:
         provider.terminate(node)
+    assert ec2.describe_addresses()["Addresses"] == []
     left = provider.clients.ec2(region).describe_security_groups(
         Filters=[{"Name": "group-id", "Values": [group_id]}]
     )["SecurityGroups"]
@@ -136,3 +147,22 @@ def test_each_efa_shape_has_sourced_network_cards(shape: str) -> None:
 
     entry = load_data(DATA)["instance_types"][shape]
     assert entry["source"] and efa_cards(shape) == int(entry["network_cards"]) > 0
+
+
+def test_reap_releases_the_elastic_ip_a_killed_run_left(aws_moto: Any) -> None:
+    import boto3
+
+    from imagectl.clouds.reap import reap
+
+    env = CloudEnv("aws", aws_moto)
+    provider = env.provider()
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    expired = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)).isoformat()
+    ec2.allocate_address(Domain="vpc", TagSpecifications=[{"ResourceType": "elastic-ip", "Tags": [
+        {"Key": "imagectl:managed", "Value": "true"},
+        {"Key": "imagectl:expires-at", "Value": expired}]}])  # fmt: skip
+    ec2.allocate_address(Domain="vpc")  # not imagectl's: kept
+    done = [r for r in reap(provider, now=dt.datetime.now(dt.timezone.utc))
+            if r.instance.shape == "elastic-ip"]  # fmt: skip
+    assert [r.action for r in done] == ["deleted"]
+    assert len(ec2.describe_addresses()["Addresses"]) == 1

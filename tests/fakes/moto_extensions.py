@@ -64,6 +64,8 @@ installed ``service-2.json``.
   and fails ``ReservationCapacityExceeded`` when it has no instance left (EC2 API
   reference, "Error codes": "The requested reservation does not have sufficient
   compatible and available capacity for this request").
+- An instance launched with several network interfaces gets no public IPv4 address (EC2
+  User Guide, "Assign a public IPv4 address during instance launch").
 - ``DeleteSecurityGroup`` of a group that a not yet ``terminated`` instance uses is
   ``DependencyViolation`` ("resource sg-... has a dependent object", as EC2 answers).
 - Block public access for AMIs (moto has none of it): ``GetImageBlockPublicAccessState``
@@ -512,8 +514,16 @@ def install() -> None:
                     f"Value ({zone}) for parameter availabilityZone is invalid. Subnet "
                     f"'{subnet_id}' is in the availability zone {subnet.availability_zone}",
                 )
-        before = {i.id for i in self.ec2_backend.all_instances()} if group else set()
+        several = len(self._get_param("NetworkInterfaces", []) or []) > 1
+        before = {i.id for i in self.ec2_backend.all_instances()} if group or several else set()
         result = original_run(self)
+        if several:
+            # "You can't auto-assign a public IPv4 address if you specify more than one
+            # network interface" (EC2 User Guide): moto assigns one anyway
+            new = {i.id for i in self.ec2_backend.all_instances()} - before
+            for inst in self.ec2_backend.get_multi_instances_by_id(list(new)):
+                for nic in inst.nics.values():
+                    nic.public_ip = None
         if group:
             ids = {i.id for i in self.ec2_backend.all_instances()} - before
             with BEHAVIOUR.lock:

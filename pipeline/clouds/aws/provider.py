@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.aws import network
+from imagectl.clouds.aws import addresses, network
 from imagectl.clouds.aws import placement as aws_placement
 from imagectl.clouds.aws.clients import AwsClients
 from imagectl.clouds.aws.efa import efa_cards, efa_interfaces
@@ -84,6 +84,8 @@ class AwsProvider(AwsPromotion, Provider):
         self.pointer_timeout_s = options.pointer_timeout_s
         # how long terminate waits for 'terminated' before leaving the group to the reaper
         self.terminate_wait_s = options.terminate_wait_s
+        # EFA hosts with several interfaces that get an Elastic IP once running
+        self._public: set[str] = set()
         # a multi-node run's one security group, by placement name (its hosts share it)
         self._run_groups: dict[str, str] = {}
         self._run_groups_lock = threading.Lock()
@@ -324,6 +326,8 @@ class AwsProvider(AwsPromotion, Provider):
                 ) from exc
             raise translated from exc
         raw = resp["Instances"][0]
+        if cards > 1 and allowed_cidr:  # several interfaces: EC2 assigns no public address
+            self._public.add(str(raw["InstanceId"]))
         return self._instance(raw, region)
 
     def _launch_group(
@@ -430,6 +434,14 @@ class AwsProvider(AwsPromotion, Provider):
                     instance.instance_id, f"the instance is {current.state if current else 'gone'}"
                 )
             last = current
+            if current.state == "running" and current.instance_id in self._public:
+                # an EFA host with several interfaces: the runner reaches it at an Elastic
+                # IP on its primary interface (aws/addresses.py)
+                ec2 = self.clients.ec2(region_of(current.region))
+                raw = ec2.describe_instances(InstanceIds=[current.instance_id])
+                addresses.attach(ec2, raw["Reservations"][0]["Instances"][0])
+                self._public.discard(current.instance_id)
+                current = self._describe(instance) or current
             if current.state == "running" and self._reachability_passed(current):
                 return current
             if time.monotonic() >= deadline:
@@ -454,9 +466,12 @@ class AwsProvider(AwsPromotion, Provider):
         except ClientError as exc:
             if not error_code(exc).startswith("InvalidInstanceID"):
                 raise
-        if groups and self._wait_terminated(instance):
+        gone = self._wait_terminated(instance) if groups or efa_cards(instance.shape) > 1 else False
+        if groups and gone:
             for group_id in groups:
                 self._delete_group_if_managed(ec2, group_id)
+        if efa_cards(instance.shape) > 1 and gone:  # its Elastic IP, if one was attached
+            addresses.release_for(ec2, instance.instance_id)
 
     def _group_ids(self, ec2: Any, instance_id: str) -> list[str]:
         from botocore.exceptions import ClientError
@@ -535,6 +550,18 @@ class AwsProvider(AwsPromotion, Provider):
                     if not dry_run:
                         network.delete_group(ec2, record.instance_id)
                     out.append(record)
+            for address in addresses.orphans(ec2, now):  # a killed run's Elastic IPs
+                record = Instance(
+                    cloud="aws",
+                    region=reg,
+                    instance_id=str(address["AllocationId"]),
+                    shape="elastic-ip",
+                    image_id="",
+                    tags=tag_dict(address.get("Tags")),
+                )
+                if not dry_run:
+                    addresses.release(ec2, record.instance_id)
+                out.append(record)
         return out
 
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
