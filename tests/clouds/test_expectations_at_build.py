@@ -184,10 +184,16 @@ def test_an_image_without_a_record_takes_the_old_path(
 def test_a_record_that_cannot_judge_the_image_is_refused(
     cli: Any, built: tuple[Path, str, Any], tmp_path: Path
 ) -> None:
-    """A shape the build recorded nothing for, and a record whose digest is not the one
-    the image was built from (the record's digest is compared with the image's): exit 2,
-    one paragraph naming what to do, no host launched."""
+    """Another stack than the image's, a shape the build recorded nothing for, and a
+    record whose digest is not the one the image was built from (the record's digest is
+    compared with the image's): exit 2, one paragraph naming what to do, no host
+    launched."""
     root, image_id, build = built
+    result = _validate(cli, root, image_id, tmp_path, "--stack", "local")
+    err = " ".join(result.err.split())
+    assert result.code == 2, result.out + result.err
+    assert f"image {image_id} was built from stack {STACK}, not local" in err
+
     result = _validate(cli, root, image_id, tmp_path, "--shape", "p4d.24xlarge")
     err = " ".join(result.err.split())
     assert result.code == 2, result.out + result.err
