@@ -51,6 +51,15 @@ def _failed(exc: Exception) -> str:
     return f"{code}: {text}"[:300] if text and text != code else code
 
 
+CREATE_ACTIONS = (
+    "AllocateAddress",
+    "CopyImage",
+    "CreatePlacementGroup",
+    "CreateSecurityGroup",
+    "RunInstances",
+)
+
+
 def call_context(region: str) -> list[dict[str, Any]]:
     """The condition keys imagectl's own calls carry, as ``ContextEntries`` for the
     simulation: IAM evaluates a ``Condition`` only against the keys the caller supplies and
@@ -64,6 +73,14 @@ def call_context(region: str) -> list[dict[str, Any]]:
         return {"ContextKeyName": key, "ContextKeyValues": [value], "ContextKeyType": "string"}
 
     return [
+        # the tag-on-create calls that tag what they create (TagSpecifications): a
+        # CreateTags statement may be limited to them (EC2 User Guide, "Grant permission to
+        # tag Amazon EC2 resources during creation")
+        {
+            "ContextKeyName": "ec2:CreateAction",
+            "ContextKeyValues": list(CREATE_ACTIONS),
+            "ContextKeyType": "stringList",
+        },
         entry(f"aws:ResourceTag/{TAG_MANAGED}", "true"),
         entry(f"aws:RequestTag/{TAG_MANAGED}", "true"),
         entry("iam:PassedToService", "ec2.amazonaws.com"),

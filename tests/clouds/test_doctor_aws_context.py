@@ -125,3 +125,23 @@ def test_default_ebs_encryption_with_the_aws_managed_key_blocks_sharing_before_s
     )
     result = _doctor(cli, aws_account, monkeypatch, merged("aws"))
     assert result.code == 0, result.out
+
+
+def test_tag_on_create_conditions_are_decided_with_the_create_actions() -> None:
+    """A CreateTags statement limited to tag-on-create (``ec2:CreateAction``) is decided
+    with the create calls imagectl tags through (its ``TagSpecifications``)."""
+    docs = [
+        {
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateTags",
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+                }
+            ]
+        }
+    ]
+    assert moto_doctor.evaluate(docs, "ec2:CreateTags")[1] == ["ec2:CreateAction"]
+    context = {e["ContextKeyName"]: e["ContextKeyValues"] for e in call_context(REGION)}
+    assert moto_doctor.evaluate(docs, "ec2:CreateTags", context) == ("allowed", [])
