@@ -162,6 +162,8 @@ def validate_image(
     # the GPU toolkit the hosts install for the run, made (and checked against its lock)
     # before any host is launched: a missing lock or changed bytes stop here
     toolkit = run_wheelhouse(resolved, profile, override)
+    if toolkit is not None:
+        _same_toolkit(judged, resolved)
     # The run's own key: a 0700 folder (mkdtemp), removed however the run ends (SIGTERM
     # too: it is raised as an interrupt while the run holds the key).
     keydir = Path(tempfile.mkdtemp(prefix="imagectl-key-"))
@@ -242,6 +244,27 @@ def _judgement(
         record.stack_digest,
         f"build {built.build_id}",
     )
+
+
+def _same_toolkit(judged: Judgement, resolved: ResolvedStack) -> None:
+    """The toolkit the run ships comes from the stack's validation.toolkit and its lock;
+    the hosts judge it against the one the image's expectations name. Where the stack's
+    pin changed since the build, the run would judge the image by a toolkit it was never
+    meant to carry: exit 2 before any host is launched."""
+    now = resolved.validator_toolkit
+    for expect in judged.expects.values():
+        if expect.validator_toolkit != now:
+            raise UserError(
+                f"the stack's validation.toolkit is now {_toolkit_text(now)}, but the image "
+                f"is judged by {_toolkit_text(expect.validator_toolkit)} ({judged.source}), "
+                "and the run ships the stack's toolkit",
+                hint="Build a new candidate from the current stack, or restore the stack's "
+                "validation.toolkit pin to validate this image",
+            )
+
+
+def _toolkit_text(tk: dict[str, str] | None) -> str:
+    return f"torch {tk['torch']} ({tk['variant']})" if tk else "none"
 
 
 def _run(

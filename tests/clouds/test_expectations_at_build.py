@@ -208,3 +208,30 @@ def test_a_record_that_cannot_judge_the_image_is_refused(
     assert f"the image was built from {build.stack_digest[:12]}" in err
     assert "Traceback" not in result.err
     assert _receipts(image_id) == []
+
+
+def test_a_toolkit_pin_changed_since_the_build_stops_before_any_launch(
+    workspace_copy: Path,
+) -> None:
+    """The run ships the stack's toolkit (its lock), while the hosts judge the one the
+    build recorded: a changed validation.toolkit is exit 2, naming both."""
+    from imagectl.errors import UserError
+    from imagectl.stacks import load_resolved
+    from imagectl.stacks.expectations import for_build
+    from imagectl.validation.stage import Judgement, _same_toolkit
+
+    images = workspace_copy / "images"
+    _, then = load_resolved(images, STACK)
+    record = for_build(images, then, ["p5.48xlarge"], build_id="b-1")
+    judged = Judgement(dict(record.shapes), record.stack_digest, "build b-1")
+    _same_toolkit(judged, then)  # the same pin: fine
+
+    path = images / "stacks" / f"{STACK}.yaml"
+    path.write_text(path.read_text().replace('torch: "2.9.1"', 'torch: "2.8.0"'))
+    _, now = load_resolved(images, STACK)
+    assert now.validator_toolkit is not None and now.validator_toolkit["torch"] == "2.8.0"
+    with pytest.raises(UserError) as err:
+        _same_toolkit(judged, now)
+    text = err.value.render()
+    assert "validation.toolkit is now torch 2.8.0 (cu128)" in text
+    assert "judged by torch 2.9.1 (cu128) (build b-1)" in text
