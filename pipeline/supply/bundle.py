@@ -110,7 +110,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> Non
     info = tarfile.TarInfo(name)
     info.size = len(data)
     info.mode = mode
-    info.mtime = 0  # the same inputs give the same tarball
+    info.mtime = 0  # the members carry no build time (BUNDLE.json's "created" says when)
     tar.addfile(info, io.BytesIO(data))
 
 
@@ -152,8 +152,10 @@ def make_bundle(
         own = Path(build_validator_wheel(ws, Path(tmp)))
         own_data = own.read_bytes()
     pip_wheel = next(n for n in installer if n.endswith(".whl"))
+    # the lock pip installs from: the dependencies' pins and the imagectl wheel's own
+    lock_text = deps.pop("requirements.lock").decode() + _wheel_line(own.name, own_data)
     members: dict[str, bytes] = {
-        "requirements.lock": (deps.pop("requirements.lock").decode() + _wheel_line(own.name, own_data)).encode(),  # noqa: E501
+        "requirements.lock": lock_text.encode(),
         f"wheels/{own.name}": own_data,
         **{f"wheels/{n}": d for n, d in deps.items()},
         f"installer/{pip_wheel}": installer[pip_wheel],
