@@ -101,7 +101,11 @@ def _aws_launch(env: CloudEnv, owner: str, cidr: str = RUNNER) -> Any:
     provider = env.provider()
     region = resolved_stack().stack.clouds.aws.build.region
     image = provider.get_image(aws_candidate(owner), region)
-    return provider, launch(provider, image, region, KEY, cidr)
+    inst = launch(provider, image, region, KEY, cidr)
+    # p5.48xlarge launches with its EFA interfaces, and EC2 gives an instance with several
+    # interfaces no public address: it gets its Elastic IP once running, as the
+    # validation stage waits for it (wait_reachable)
+    return provider, provider.wait_reachable(inst, timeout_s=30)
 
 
 def test_aws_key_goes_to_the_default_user_of_the_ami_lineage(aws: CloudEnv, host: GuestHost):
@@ -133,7 +137,8 @@ def test_aws_security_group_decides_at_each_connection(aws: CloudEnv, host: Gues
     assert reach(host, inst.address).startswith(b"SSH-")
     ec2 = boto3.client("ec2", region_name=resolved_stack().stack.clouds.aws.build.region)
     (reservation,) = ec2.describe_instances(InstanceIds=[inst.instance_id])["Reservations"]
-    (group,) = reservation["Instances"][0]["SecurityGroups"]
+    raw = reservation["Instances"][0]
+    (group,) = raw["SecurityGroups"] or raw["NetworkInterfaces"][0]["Groups"]
     assert reservation["Instances"][0]["PublicIpAddress"] == inst.address
     ec2.revoke_security_group_ingress(
         GroupId=group["GroupId"],

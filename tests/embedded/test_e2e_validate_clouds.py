@@ -357,7 +357,10 @@ def test_aws_validate_image_on_a_booted_instance_then_promote(
         def revoke() -> None:
             (guest,) = guest_host.guests.values()
             (reservation,) = ec2.describe_instances(InstanceIds=[guest.instance_id])["Reservations"]
-            for group in reservation["Instances"][0]["SecurityGroups"]:
+            raw = reservation["Instances"][0]
+            # an EFA shape names its group on its interfaces (moto lists it there only)
+            groups = raw["SecurityGroups"] or raw["NetworkInterfaces"][0]["Groups"]
+            for group in groups:
                 ec2.revoke_security_group_ingress(
                     GroupId=group["GroupId"],
                     IpPermissions=[{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22,

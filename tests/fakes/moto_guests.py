@@ -32,7 +32,9 @@ never boot. What the emulator applies is EC2's, not imagectl's:
   instance that is not ``running`` admits nobody.
 - **Where.** The public IP moto assigns (default subnets map one) becomes the guest's
   ``127.0.0.N`` (``PublicIpAddress``); an instance without a public IP boots but no
-  one outside its VPC reaches it.
+  one outside its VPC reaches it, until an Elastic IP is associated with its primary
+  interface (AssociateAddress), which then becomes the guest's address. Its groups are
+  its own and its interfaces' (an EFA launch names them per interface).
 - TerminateInstances stops the guest (its ``shutting-down`` phase included: the OS is
   going away). Stop/Start are not emulated for guests.
 """
@@ -62,6 +64,7 @@ class Guests:
     host: GuestHost | None = None
     default_users: dict[str, str] = field(default_factory=dict)  # AMI id -> user (tests)
     instance_users: dict[str, str | None] = field(default_factory=dict)  # at launch
+    addresses: dict[str, str] = field(default_factory=dict)  # instance -> its guest's 127.0.0.N
     lock: threading.RLock = field(default_factory=threading.RLock)
 
 
@@ -73,6 +76,7 @@ def attach(host: GuestHost) -> None:
     GUESTS.host = host
     GUESTS.default_users.clear()
     GUESTS.instance_users.clear()
+    GUESTS.addresses.clear()
 
 
 def detach() -> None:
@@ -126,7 +130,13 @@ def _admits(backend: Any, instance_id: str) -> Any:
         instance = next((i for i in backend.all_instances() if i.id == instance_id), None)
         if instance is None or instance._state.name != "running":
             return False
-        for group in instance.security_groups or []:
+        if not (instance.nics and instance.nics[0].public_ip):  # no public address (yet)
+            return False
+        # the instance's groups and its interfaces' (an EFA launch names them per interface)
+        groups = list(instance.security_groups or []) + [
+            g for nic in instance.nics.values() for g in nic.group_set or []
+        ]
+        for group in groups:
             group_id = getattr(group, "id", group)
             current = backend.get_security_group_from_id(group_id)
             for rule in getattr(current, "ingress_rules", []) if current else []:
@@ -160,8 +170,9 @@ def _boot(response: Any, instances: list[Any]) -> None:
             GUESTS.instance_users[instance.id] = user
         logins = [(user, k) for k in keys] if user and user != "root" else []
         public = instance.nics[0].public_ip if instance.nics else None
-        admits = _admits(backend, instance.id) if public else (lambda peer: False)
-        address = host.boot(instance.id, logins=logins, admits=admits)
+        address = host.boot(instance.id, logins=logins, admits=_admits(backend, instance.id))
+        with GUESTS.lock:
+            GUESTS.addresses[instance.id] = address
         if public:
             instance.nics[0].public_ip = address
 
@@ -192,3 +203,25 @@ def install() -> None:
     InstanceResponse.run_instances = run_instances  # type: ignore[method-assign]
     InstanceResponse.terminate_instances = terminate_instances  # type: ignore[method-assign]
     InstanceResponse._imagectl_guests = True  # type: ignore[attr-defined]
+
+    from moto.ec2.responses.elastic_ip_addresses import ElasticIPAddresses
+
+    associate = ElasticIPAddresses.associate_address
+
+    def associate_address(self: Any) -> Any:
+        """An Elastic IP associated with a guest's primary interface makes the guest
+        reachable there (an instance with several interfaces has no other public
+        address): the address becomes the guest's 127.0.0.N."""
+        result = associate(self)
+        eni_id = self._get_param("NetworkInterfaceId")
+        if GUESTS.host is None or not eni_id:
+            return result
+        eni = self.ec2_backend.get_network_interface(eni_id)
+        instance = getattr(eni, "instance", None)
+        with GUESTS.lock:
+            address = GUESTS.addresses.get(getattr(instance, "id", ""))
+        if address and instance is not None and instance.nics.get(0) is eni:
+            eni.public_ip = address
+        return result
+
+    ElasticIPAddresses.associate_address = associate_address  # type: ignore[method-assign]
