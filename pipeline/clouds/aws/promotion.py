@@ -183,43 +183,44 @@ class AwsPromotion:
                 f"--region {region} (it takes up to 10 minutes)",
             )
 
-    def _parameter(self, stack: str) -> str:
-        return f"{self.ssm_prefix}/{stack}/latest"
+    def _parameter(self, stack: str, pointer: str = "latest") -> str:
+        return f"{self.ssm_prefix}/{stack}/{pointer}"
 
-    def get_pointer(self, stack: str, region: str) -> str | None:
+    def get_pointer(self, stack: str, region: str, pointer: str = "latest") -> str | None:
         from botocore.exceptions import ClientError
 
         try:
-            resp = self.clients.ssm(region).get_parameter(Name=self._parameter(stack))
+            resp = self.clients.ssm(region).get_parameter(Name=self._parameter(stack, pointer))
         except ClientError as exc:
             if error_code(exc) == "ParameterNotFound":
                 return None
             raise
         return str(resp["Parameter"]["Value"])
 
-    def set_pointer(self, stack: str, region: str, image_id: str) -> None:
+    def set_pointer(self, stack: str, region: str, image_id: str, pointer: str = "latest") -> None:
         """Write the ``aws:ec2:image`` parameter and read it back until it names
         ``image_id``: SSM validates such a value asynchronously and a 200 from
         ``PutParameter`` does not mean the parameter moved (SSM API reference,
         PutParameter, DataType). A value that never arrives is a ``CloudError``, so the
         catalog never records a flip the cloud did not make."""
         self.clients.ssm(region).put_parameter(
-            Name=self._parameter(stack),
+            Name=self._parameter(stack, pointer),
             Value=image_id,
             Type="String",
             DataType="aws:ec2:image",
             Overwrite=True,
             Tier=self.ssm_tier,
-            Description=f"imagectl: the promoted image of stack {stack}",
+            Description=f"imagectl: the {'promoted' if pointer == 'latest' else pointer} "
+            f"image of stack {stack}",
         )
         deadline = time.monotonic() + self.pointer_timeout_s
         while True:
-            current = self.get_pointer(stack, region)
+            current = self.get_pointer(stack, region, pointer)
             if current == image_id:
                 return
             if time.monotonic() >= deadline:
                 raise CloudError(
-                    f"the SSM parameter {self._parameter(stack)} in {region} still names "
+                    f"the SSM parameter {self._parameter(stack, pointer)} in {region} still names "
                     f"{current or 'nothing'}, not {image_id}, "
                     f"{self.pointer_timeout_s:g} s after it was written",
                     hint=(
@@ -229,6 +230,23 @@ class AwsPromotion:
                     ),
                 )
             time.sleep(self.poll_interval_s)
+
+    # The canary pointer (issue 47): a second aws:ec2:image parameter beside latest,
+    # /<prefix>/<stack>/canary, written and read back the same way.
+    def get_canary_pointer(self, stack: str, region: str) -> str | None:
+        return self.get_pointer(stack, region, "canary")
+
+    def set_canary_pointer(self, stack: str, region: str, image_id: str | None) -> None:
+        if image_id is not None:
+            self.set_pointer(stack, region, image_id, "canary")
+            return
+        from botocore.exceptions import ClientError
+
+        try:  # removed: canary nodes resolve latest again (their launch falls back to it)
+            self.clients.ssm(region).delete_parameter(Name=self._parameter(stack, "canary"))
+        except ClientError as exc:
+            if error_code(exc) != "ParameterNotFound":
+                raise
 
     def deprecate(
         self,
