@@ -175,11 +175,11 @@ def render(receipt: Receipt) -> str:
     for g in receipt.gpus:
         gpu_passed.add({"gpu": g.index}, 0 if g.outcome == "fail" else 1)
     temperature = Family("gpu_temperature_celsius", "GPU temperature at validation.")
-    for gpu, value in sorted(_measured(receipt, "gpu.temperature").items()):
-        temperature.add({"gpu": gpu}, value)
+    for index, value in sorted(_measured(receipt, "gpu.temperature").items()):
+        temperature.add({"gpu": index}, value)
     power = Family("gpu_power_limit_watts", "GPU enforced power limit at validation.")
-    for gpu, value in sorted(_measured(receipt, "gpu.power.limit").items()):
-        power.add({"gpu": gpu}, value)
+    for index, value in sorted(_measured(receipt, "gpu.power.limit").items()):
+        power.add({"gpu": index}, value)
     return document(
         [info, passed, when, duration, worst, failed_count, boot, failed, gpu_passed,
          temperature, power]

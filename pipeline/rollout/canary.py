@@ -146,16 +146,16 @@ def canary_back(
     for region, now_id, back_to in plan:
         provider.set_canary_pointer(stack, region, back_to)
         with catalog.transaction() as s:
-            row = _pointer(s, stack, provider.cloud, region)
-            if row is None:
+            current = _pointer(s, stack, provider.cloud, region)
+            if current is None:
                 continue
-            img = row.image
+            img = current.image
             if back_to is None:
-                s.delete(row)
+                s.delete(current)
             else:
-                assert row.previous_image_id is not None
-                row.image_id, row.previous_image_id = row.previous_image_id, None
-                row.updated_at, row.updated_by = _utcnow(), actor
+                assert current.previous_image_id is not None
+                current.image_id, current.previous_image_id = current.previous_image_id, None
+                current.updated_at, current.updated_by = _utcnow(), actor
             s.flush()
             repo.log_event(
                 s, CANARY_BACK,

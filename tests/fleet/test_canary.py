@@ -105,3 +105,21 @@ def test_clouds_without_a_canary_pointer_say_so(cloud: str) -> None:
     provider = cls.__new__(cls)  # the method refuses before it needs a client
     with pytest.raises(UserError, match=f"not implemented on the {cloud} cloud yet"):
         provider.set_canary_pointer("s", "r", "i")
+
+
+def test_a_canary_in_several_regions_goes_back_in_each(world) -> None:
+    """An image already copied (promoted) is in four regions: the canary points at each
+    region's copy, and moves back in each."""
+    img = world.validated()
+    provider = world.provider()
+    assert promote(world.catalog, provider, world.stack, img.id).exit_code == 0
+    moved = set_canary(world.catalog, provider, world.stack, img.id).moved
+    assert sorted(moved) == ["build", "local-a", "local-b", "local-c"]
+    for region in moved:
+        assert provider.get_canary_pointer("local", region) == img.cloud_image_id
+    back = canary_back(world.catalog, provider, "local", reason="test")
+    assert sorted(back) == sorted(moved) and all(to is None for _f, to in back.values())
+    for region in moved:
+        assert provider.get_canary_pointer("local", region) is None
+    with world.catalog.transaction() as s:
+        assert canary_image(s, "local", "local") is None
