@@ -169,13 +169,14 @@ class GcpPromotion:
             retry=self.clients.retry,
         )
 
-    def get_pointer(self, stack: str, region: str) -> str | None:
+    def get_pointer(self, stack: str, region: str, family: str | None = None) -> str | None:
         from google.api_core.exceptions import NotFound
 
         try:
             raw = self.clients.images.get_from_family(
-                project=self.project, family=self._family(stack), retry=self.clients.retry
-            )
+                project=self.project, family=family or self._family(stack),
+                retry=self.clients.retry,
+            )  # fmt: skip
         except NotFound:
             return None
         return str(raw.name)
@@ -184,13 +185,48 @@ class GcpPromotion:
         with self._pointer_lock:
             self._set_family_pointer(stack, image_id)
 
-    def _set_family_pointer(self, stack: str, image_id: str) -> None:
+    # The canary pointer (issue 47): a second family, ``<family>-canary``, since one family
+    # resolves to one image (getFromFamily: its newest non-deprecated member). The canary
+    # image itself (the validated source, in no family) joins it; going back deprecates
+    # the newer members, so the family resolves to the one before, or to nothing.
+    def _canary_family(self, stack: str) -> str:
+        return f"{self._family(stack)}-canary"[:63]
+
+    def get_canary_pointer(self, stack: str, region: str) -> str | None:
+        return self.get_pointer(stack, region, family=self._canary_family(stack))
+
+    def set_canary_pointer(self, stack: str, region: str, image_id: str | None) -> None:
+        with self._pointer_lock:
+            self._set_family_pointer(stack, image_id, family=self._canary_family(stack))
+
+    def _set_family_pointer(
+        self, stack: str, image_id: str | None, *, family: str | None = None
+    ) -> None:
         """Make the family resolve to ``image_id``'s promoted image: it joins the family
-        (once, for every region), members created after it are deprecated."""
-        family = self._family(stack)
+        (once, for every region), members created after it are deprecated. With
+        ``family`` (the canary's), the image itself joins, and must be in no other family
+        (a promoted member is latest's); ``image_id`` None deprecates every member."""
+        canary = family is not None
+        family = family or self._family(stack)
+        if image_id is None:
+            for other in self.clients.images.list(project=self.project, retry=self.clients.retry):
+                active = not other.deprecated or other.deprecated.state in ("", "ACTIVE")
+                if other.family == family and active:
+                    self._set_deprecation(other.name, compute_v1_status("DEPRECATED"))
+            return
         raw = self._get_raw(image_id)
         if raw is None:
             raise UserError(f"image {image_id} is not in project {self.project}")
+        if canary and raw.family not in ("", family):
+            raise CloudError(
+                f"image {raw.name} is in family {raw.family}: it cannot also be the canary "
+                f"(family {family}); one image has one family",
+                hint="Point the canary at the validated source image instead",
+            )
+        if raw.family != family and canary:
+            self._join_family(raw, family)
+            raw = self._get_raw(raw.name)
+            assert raw is not None
         if raw.family != family:
             name = self.member_name(family, image_id)
             if not self._source_of(raw):  # the source: its promoted image is the member
