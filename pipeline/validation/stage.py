@@ -215,7 +215,11 @@ def _judgement(
     record = built.record if built else None
     if built is None or record is None:
         shapes = [req.shape] if req.shape else stack_shapes
-        why = "not in this catalog" if built is None else "its build recorded none"
+        why = (
+            "not in this catalog" if built is None
+            else "its build recorded none" if built.build_id
+            else "no build of it in this catalog"
+        )  # fmt: skip
         return Judgement(
             {shape: for_shape(ws.images, resolved, shape) for shape in shapes},
             resolved.digest,
@@ -444,25 +448,21 @@ def _find_image(
 
 
 def _built(cloud: str, image_id: str) -> BuiltImage | None:
-    """What the catalog records for this image, if the catalog knows it."""
+    """What the catalog records for this image, if the catalog knows it (a row with its
+    build first: a row validation made for an image it did not know has none)."""
     catalog = open_catalog()
     with catalog.transaction() as s:
-        for row in repo.list_images(s, cloud=cloud):
-            if row.cloud_image_id == image_id:
-                build = row.build
-                record = None
-                if build is not None:
-                    record = BuildExpectations.from_columns(
-                        build.expectations_digest, build.expectations,
-                        where=f"catalog build {build.build_id}",
-                    )  # fmt: skip
-                return BuiltImage(
-                    stack=str(row.stack),
-                    stack_digest=str(row.stack_digest),
-                    build_id=build.build_id if build is not None else None,
-                    record=record,
-                )
-    return None
+        rows = [r for r in repo.list_images(s, cloud=cloud) if r.cloud_image_id == image_id]
+        if not rows:
+            return None
+        row = min(rows, key=lambda r: r.build is None)
+        build = row.build
+        if build is None:
+            return BuiltImage(str(row.stack), str(row.stack_digest), None, None)
+        record = BuildExpectations.from_columns(
+            build.expectations_digest, build.expectations, where=f"catalog build {build.build_id}"
+        )
+        return BuiltImage(str(row.stack), str(row.stack_digest), build.build_id, record)
 
 
 def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, str | None]:
