@@ -238,3 +238,33 @@ def test_a_toolkit_pin_changed_since_the_build_stops_before_any_launch(
     text = err.value.render()
     assert "validation.toolkit is now torch 2.8.0 (cu128)" in text
     assert "judged by torch 2.9.1 (cu128) (build b-1)" in text
+
+
+def test_a_reused_candidates_older_build_gets_its_record() -> None:
+    """The local cloud reuses a candidate of the same inputs (``build --reuse``, ``imagectl
+    run``): its build, recorded before builds recorded expectations, gets them then (same
+    inputs, same stack digest); a build of another digest is left alone."""
+    from imagectl.building import records as build_records
+    from imagectl.catalog import repository as repo
+    from imagectl.clouds.registry import cloud_spec
+    from imagectl.stacks import load_resolved
+    from imagectl.stacks.expectations import BuildExpectations, for_build
+
+    _, resolved = load_resolved(REPO / "images", "local")
+    spec = cloud_spec("local")
+    record = for_build(REPO / "images", resolved, ["qemu-tcg"], build_id="old")
+    older = build_records.adopt(resolved, spec, "old", record).catalog
+    with older.transaction() as s:  # as a build before migration 0008 left it
+        build = repo.find_build(s, "old")
+        assert build is not None
+        build.expectations_digest, build.expectations = None, None
+        repo.record_build(s, build_id="other", stack="local", stack_digest="0" * 64, cloud="local")
+
+    for build_id in ("old", "other"):
+        build_records.adopt(resolved, spec, build_id, record)
+    with older.transaction() as s:
+        old, other = repo.find_build(s, "old"), repo.find_build(s, "other")
+        assert old is not None and other is not None
+        got = BuildExpectations.from_columns(old.expectations_digest, old.expectations, where="t")
+        assert got == record
+        assert (other.expectations_digest, other.expectations) == (None, None)
