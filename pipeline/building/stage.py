@@ -68,7 +68,6 @@ class BuildRequest:
     build_id: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
     skip_provisioning: bool = False
-    sbom_from_pins: bool = False  # with skip_provisioning: a stand-in SBOM (building.stand_in)
     timeout_s: float = 240 * 60.0
     # the local cloud (CloudSpec.builds_base_disk) only:
     reuse: bool = False  # a candidate of identical inputs is imported, not built again
@@ -187,12 +186,6 @@ def build_image(
             hint="Build a cloud candidate without them",
         )
     local_build.check_fault(request.inject_fault)
-    if request.sbom_from_pins and not request.skip_provisioning:
-        raise UserError(
-            "--sbom-from-pins goes with --skip-provisioning: a provisioned image reports its "
-            "own packages",
-            hint="Leave --sbom-from-pins out, or build with --skip-provisioning",
-        )
     check_override_names(request.overrides, ws.packer_dir(cloud), cloud)
     extra = build_records.endpoint_overrides(spec, request.overrides)
     build_records.prepare(resolved, spec)
@@ -226,7 +219,8 @@ def build_image(
     except BaseException as exc:
         build_records.failed(record, cancelled=_cancelled(exc))
         raise
-    stand_in = request.sbom_from_pins and result.plan.folder is not None
+    # nothing provisioned (an emulated cloud): the SBOM is the pins', marked as a stand-in
+    stand_in = request.skip_provisioning and result.plan.folder is not None
     if stand_in:
         write_stand_in(result.plan.folder, resolved, cloud, validator_lock_path(ws))
     return _finish(

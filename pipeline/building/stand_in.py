@@ -1,9 +1,9 @@
 """A build that provisions nothing still gets an SBOM, marked as a stand-in.
 
-``imagectl build --skip-provisioning --sbom-from-pins`` (the sandbox's build: moto boots
-nothing, so no image ever reports its packages) writes the inventory the stack's pins
-promise into the build folder as ``image/inventory.json``, and the SBOM made from it says
-so in ``metadata.properties`` (``imagectl:inventory-source``). From the pins alone:
+``imagectl build --skip-provisioning`` (an emulated cloud's build, the sandbox's: moto
+boots nothing, so no image ever reports its packages) writes the inventory the stack's
+pins promise into the build folder as ``image/inventory.json``, and the SBOM made from it
+says so in ``metadata.properties`` (``imagectl:inventory-source``). From the pins alone:
 
 - the distribution (``os.distro``/``os.release``) and the cloud's pinned kernel, with its
   ``linux-image-<kernel>`` package;
@@ -14,8 +14,7 @@ so in ``metadata.properties`` (``imagectl:inventory-source``). From the pins alo
   ``validators/requirements.lock`` pins them, and imagectl itself.
 
 Two sandbox builds of different pins therefore differ in ``imagectl diff`` exactly where the
-pins differ. What a provisioned image reports always replaces this (the option needs
-``--skip-provisioning``).
+pins differ. A provisioned build never gets one: its image reports its own packages.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import imagectl.validators as validators_package
 from imagectl import __version__
 from imagectl.fsutil import atomic_write
 from imagectl.provenance.inventory import IMAGE_FOLDER, INVENTORY_FILE, parse_inventory
@@ -33,7 +33,7 @@ from imagectl.supply.lockfile import load as load_lock
 from imagectl.supply.targets import DISTRO_PYTHON
 
 SOURCE_PROPERTY = "imagectl:inventory-source"
-SOURCE_VALUE = "stand-in from the stack's pins (--sbom-from-pins): nothing was provisioned"
+SOURCE_VALUE = "stand-in from the stack's pins (--skip-provisioning): nothing was provisioned"
 # the NVIDIA driver's kernel modules (the manifest role reads the same names with modinfo)
 MODULES = ("nvidia", "nvidia-modeset", "nvidia-uvm", "nvidia-drm", "nvidia-peermem")
 
@@ -47,11 +47,8 @@ def pins_inventory(resolved: ResolvedStack, cloud: str, lock: Path) -> dict[str,
     if expect.kernel:
         debs[f"linux-image-{expect.kernel}"] = expect.kernel
     python = DISTRO_PYTHON.get(f"{stack.os.distro}-{stack.os.release}", "3.10")
-    py = [
-        {"name": e.name, "version": e.version}
-        for e in load_lock(lock).entries
-        if e.applies_to(python)
-    ]
+    locked = load_lock(lock).entries if lock.is_file() else ()
+    py = [{"name": e.name, "version": e.version} for e in locked if e.applies_to(python)]
     py.append({"name": "imagectl", "version": __version__})
     driver = expect.driver
     modules = (
@@ -79,9 +76,17 @@ def pins_inventory(resolved: ResolvedStack, cloud: str, lock: Path) -> dict[str,
     }
 
 
+def validator_lock(workspace_lock: Path) -> Path:
+    """The validator's lock: the workspace's, else the one installed with imagectl (a
+    workspace that is only images/, as the tests' copies are)."""
+    if workspace_lock.is_file():
+        return workspace_lock
+    return Path(validators_package.__file__).parent / workspace_lock.name
+
+
 def write_stand_in(folder: Path, resolved: ResolvedStack, cloud: str, lock: Path) -> Path:
     """``<build folder>/image/inventory.json`` from the pins (checked as any inventory)."""
-    text = json.dumps(pins_inventory(resolved, cloud, lock), indent=2) + "\n"
+    text = json.dumps(pins_inventory(resolved, cloud, validator_lock(lock)), indent=2) + "\n"
     path = folder / IMAGE_FOLDER / INVENTORY_FILE
     parse_inventory(text, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)

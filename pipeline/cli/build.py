@@ -60,13 +60,8 @@ if TYPE_CHECKING:
 @click.option(
     "--skip-provisioning",
     is_flag=True,
-    help="No communicator and no Ansible (only for emulated clouds such as moto).",
-)
-@click.option(
-    "--sbom-from-pins",
-    is_flag=True,
-    help="With --skip-provisioning: record an SBOM of what the stack pins (the sandbox's "
-    "build, where nothing boots), marked as a stand-in in the SBOM itself.",
+    help="No communicator and no Ansible (only for emulated clouds such as moto). The SBOM "
+    "is then a stand-in made from the stack's pins, and says so.",
 )
 @click.option(
     "--reuse",
@@ -87,7 +82,6 @@ def command(
     timeout_min: float,
     overrides: tuple[str, ...],
     skip_provisioning: bool,
-    sbom_from_pins: bool,
     reuse: bool,
     inject_fault: str | None,
     accel: str,
@@ -106,7 +100,6 @@ def command(
         build_id=build_id,
         overrides=parse_overrides(overrides),
         skip_provisioning=skip_provisioning,
-        sbom_from_pins=sbom_from_pins,
         timeout_s=timeout_min * 60,
         reuse=reuse,
         inject_fault=inject_fault,
@@ -149,7 +142,10 @@ def command(
     if outcome.manifest_file:
         con.print(f"  manifest: {outcome.manifest_file}", markup=False)
     if outcome.sbom:
-        con.print(f"  sbom: {outcome.sbom}", markup=False)
+        stand_in = " (a stand-in from the stack's pins: nothing was provisioned)"
+        con.print(
+            f"  sbom: {outcome.sbom}{stand_in if request.skip_provisioning else ''}", markup=False
+        )
 
 
 def _show_dry_run(ws: Workspace, request: BuildRequest, as_json: bool) -> None:

@@ -269,7 +269,7 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
             built = json.loads(
                 _readme_cli(
                     env, "build", "--stack", "h100-training", "--cloud", "aws",
-                    "--skip-provisioning", "--sbom-from-pins", "--json",
+                    "--skip-provisioning", "--json",
                 )
             )  # fmt: skip
             (image,) = built["images"]

@@ -1,5 +1,5 @@
-"""The sandbox's build records an SBOM (issue 45, item 4): ``--sbom-from-pins`` writes the
-inventory the stack's pins promise and the SBOM says it is a stand-in. The whole path
+"""The sandbox's build records an SBOM (issue 45, item 4): a ``--skip-provisioning`` build
+writes the inventory the stack's pins promise and the SBOM says it is a stand-in. The whole path
 (moto, Packer, diff, status) runs in ``tests/clouds/test_aws_moto_server_e2e.py``."""
 
 from __future__ import annotations
@@ -64,9 +64,3 @@ def test_two_pin_sets_differ_where_the_pins_differ() -> None:
     versions = {p["name"] for p in b["dpkg"] if same.get(p["name"], p["version"]) != p["version"]}
     assert changed or versions  # the stacks pin different things
     assert a["python"] == b["python"]  # the validator is the same
-
-
-def test_only_with_skip_provisioning(cli) -> None:
-    result = cli("build", "--stack", "h100-training", "--cloud", "aws", "--sbom-from-pins")
-    assert result.code == 2
-    assert "--skip-provisioning" in result.err
