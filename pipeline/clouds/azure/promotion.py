@@ -19,7 +19,7 @@ from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
 from imagectl.errors import CloudError, UserError
 from imagectl.stacks.schema import Sharing
-from imagectl.tags import TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
+from imagectl.tags import TAG_CANARY, TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
 
 # a gallery version in one of these states was validated: sharing may expose it
 SHAREABLE_STATES = frozenset(
@@ -257,6 +257,35 @@ class AzurePromotion:
                 target.name
             ):
                 self._update(raw.id, exclude_from_latest=True)
+
+    # The canary pointer (issue 47): the gallery version tagged imagectl:canary=true. A
+    # candidate version stays excludeFromLatest, so "latest" never resolves to it; the
+    # canary fleet names the tagged version explicitly (Azure Compute Gallery: a version
+    # excluded from latest is used by its full id).
+    def get_canary_pointer(self, stack: str, region: str) -> str | None:
+        tagged = [
+            raw for raw in self._list_raw()
+            if dict(raw.tags or {}).get(TAG_CANARY) == "true"
+            and any(self._same_region(r, region) for r in self._target_regions(raw))
+        ]  # fmt: skip
+        return str(max(tagged, key=lambda r: version_key(r.name)).id) if tagged else None
+
+    def set_canary_pointer(self, stack: str, region: str, image_id: str | None) -> None:
+        target = None
+        if image_id is not None:
+            target = self._get_raw(image_id)
+            if target is None:
+                raise UserError(f"gallery image version {image_id} does not exist")
+        with self.write_lock:
+            for raw in self._list_raw():
+                tags = dict(raw.tags or {})
+                wanted = target is not None and raw.id.lower() == target.id.lower()
+                here = any(self._same_region(r, region) for r in self._target_regions(raw))
+                if wanted and tags.get(TAG_CANARY) != "true":
+                    self._update(raw.id, tags={**tags, TAG_CANARY: "true"})
+                elif not wanted and here and TAG_CANARY in tags:
+                    tags.pop(TAG_CANARY)
+                    self._update(raw.id, tags=tags)
 
     def deprecate(
         self,
