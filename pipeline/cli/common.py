@@ -119,13 +119,13 @@ def console(stderr: bool = False) -> Any:
 def crash_traces() -> None:
     """A crash inside a C library (a GPU driver's) prints the Python stack that reached it
     on stderr instead of a bare "Segmentation fault" (where stderr is a real file)."""
+    import contextlib
     import faulthandler
     import io
 
-    try:
+    # stderr captured in memory (a test's runner): nothing to write to
+    with contextlib.suppress(io.UnsupportedOperation, ValueError, AttributeError):
         faulthandler.enable()
-    except (io.UnsupportedOperation, ValueError, AttributeError):
-        pass  # stderr captured in memory (a test's runner): nothing to write to
 
 
 def emit_json(payload: Any) -> None:
