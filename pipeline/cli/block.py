@@ -1,5 +1,6 @@
 """``imagectl block IMAGE --reason "..."``: the image can never be promoted without
-``--force``. A promoted image is revoked (``imagectl revoke``): rolled back first, a
+``--force``. A canary is moved back first (to the canary before it, or none). A promoted
+image is revoked (``imagectl revoke``): rolled back first, a
 signed revocation published, and not even ``--force`` promotes it again. Exit 0 when
 blocked (or already), 2 for an unknown image, a state that cannot be blocked, or a
 promoted image with no signer for its revocation."""
@@ -31,11 +32,17 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
             row = resolve_image(s, image, cloud=cloud)
             stack_name, cloud_name = row.stack, row.cloud
         provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
+        from imagectl.rollout.canary import withdraw_canary
+
+        canary = withdraw_canary(catalog, provider, row.id, reason=f"blocked: {reason}")
         img = block_image(catalog, image, reason=reason, cloud=cloud, provider=provider)
         label, state, why = img.label, img.state, img.blocked_reason
     finally:
         catalog.close()
     if as_json:
-        emit_json({"image": label, "state": state, "reason": why})
+        emit_json({"image": label, "state": state, "reason": why,
+                   "canary_back": {r: to for r, (_f, to) in canary.items()}})  # fmt: skip
         return
+    for region, (_was, to) in canary.items():
+        console().print(f"canary in {markup(region)} back to {markup(to or 'none (latest)')}")
     console().print(f"[red]blocked[/] {markup(label)}: {markup(why)}")

@@ -1,6 +1,7 @@
 """``imagectl revoke IMAGE --reason "..."``: publish a signed revocation of the image.
 
-A promoted image is rolled back first (every pointer back to the image before it), then
+A canary is moved back first (``imagectl promote --canary``; to the canary before it, or
+none). A promoted image is rolled back first (every pointer back to the image before it), then
 the image and its copies are blocked, and a revocation signed by
 ``$IMAGECTL_ATTESTATION_SIGNER`` is recorded beside the attestation: the catalog, a file
 beside it and the ``imagectl:revoked`` tag. ``verify`` and ``verify-node`` refuse the
@@ -36,6 +37,9 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
             img = resolve_image(s, image, cloud=cloud, allow_replica=True)
             pk, stack_name, cloud_name = img.id, img.stack, img.cloud
         provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
+        from imagectl.rollout.canary import withdraw_canary
+
+        canary = withdraw_canary(catalog, provider, pk, reason=f"revoked: {reason}")
         revoked = revoke_image(catalog, provider, pk, reason=reason)
     finally:
         catalog.close()
@@ -43,10 +47,13 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
         emit_json(
             {"image": revoked.image, "revocation": revoked.digest,
              "attestation": revoked.attestation, "reason": revoked.reason,
-             "rolled_back": revoked.rolled_back}
+             "rolled_back": revoked.rolled_back,
+             "canary_back": {r: to for r, (_f, to) in canary.items()}}
         )  # fmt: skip
         return
     out = console()
+    for region, (_was, to) in canary.items():
+        out.print(f"canary in {escape(region)} back to {escape(to or 'none (latest)')}")
     if revoked.rolled_back:
         out.print(f"rolled back first: {escape(', '.join(revoked.rolled_back))}")
     out.print(

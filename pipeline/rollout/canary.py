@@ -165,3 +165,21 @@ def canary_back(
             )  # fmt: skip
         moved[region] = (now_id, back_to)
     return moved
+
+
+def withdraw_canary(
+    catalog: Catalog, provider: Provider, image: int, *, reason: str, actor: str | None = None
+) -> dict[str, tuple[str | None, str | None]]:
+    """Before ``block`` or ``revoke``: when the stack's canary names ``image`` (or a copy
+    of it), move the canary pointer back first (``canary_back``), as a promoted image is
+    rolled back first. Returns what moved (nothing when the image is no canary)."""
+    with catalog.transaction() as s:
+        img = repo.image_row(s, image)
+        source = img.tags.get(rec.TAG_SOURCE) if img.tags else None
+        root = repo.image_row(s, source) if isinstance(source, int) else img
+        ids = {r.id for r in group_rows(s, root)}
+        stack = img.stack
+        named = [p for p in canary_pointers(s, stack, provider.cloud) if p.image_id in ids]
+    if not named:
+        return {}
+    return canary_back(catalog, provider, stack, reason=reason, actor=actor)

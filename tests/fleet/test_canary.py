@@ -130,3 +130,22 @@ def test_a_canary_in_several_regions_goes_back_in_each(world) -> None:
         assert provider.get_canary_pointer("local", region) is None
     with world.catalog.transaction() as s:
         assert canary_image(s, "local", "local") is None
+
+
+def test_block_and_revoke_move_a_canary_back_first(world, env, cli) -> None:
+    first, second = world.validated(), world.validated()
+    provider = world.provider()
+    set_canary(world.catalog, provider, world.stack, first.id)
+    set_canary(world.catalog, provider, world.stack, second.id)
+    r = cli("block", str(second.id), "--reason", "NCCL hangs", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["canary_back"] == {"build": first.cloud_image_id}
+    assert provider.get_canary_pointer("local", "build") == first.cloud_image_id
+    r = cli("revoke", str(first.id), "--reason", "recalled", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["canary_back"] == {"build": None}
+    assert provider.get_canary_pointer("local", "build") is None
+    # an image no canary names: nothing moves
+    third = world.validated()
+    r = cli("block", str(third.id), "--reason", "x")
+    assert r.code == 0 and "canary in" not in r.out
