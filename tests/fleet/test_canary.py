@@ -149,3 +149,17 @@ def test_block_and_revoke_move_a_canary_back_first(world, env, cli) -> None:
     third = world.validated()
     r = cli("block", str(third.id), "--reason", "x")
     assert r.code == 0 and "canary in" not in r.out
+
+
+def test_rollback_canary_moves_only_the_canary(world, env, cli) -> None:
+    old = world.validated()
+    assert promote(world.catalog, world.provider(), world.stack, old.id).exit_code == 0
+    new = world.validated()
+    set_canary(world.catalog, world.provider(), world.stack, new.id)
+    r = cli("rollback", "--stack", "local", "--canary", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["canary"] == {"build": {"from": new.cloud_image_id, "to": None}}
+    assert world.provider().get_pointer("local", "local-a") == old.cloud_image_id
+    assert world.image(new.id).state == "validated"  # not blocked: only moved back
+    again = cli("rollback", "--stack", "local", "--canary")
+    assert again.code == 2 and "has no canary" in again.err
