@@ -56,7 +56,7 @@ def command(
         try:
             moved = canary_back(
                 catalog, provider_for(resolved, chosen), stack,
-                reason=reason or "imagectl rollback --canary",
+                reason=reason or "rolled back by hand (rollback --canary)",
             )  # fmt: skip
         finally:
             catalog.close()
