@@ -87,6 +87,14 @@ class AzurePromotion:
             self._set_targets(image, raw, current).result()
             raw = self.wait_writable(image.image_id)
             listed = False
+        # every listed region (the home region Packer published first among them) holds
+        # the stack's replica count, like every region this promotion adds
+        resized = [t for t in current if t.regional_replica_count != self.replica_count]
+        for t in resized:
+            t.regional_replica_count = self.replica_count
+        if resized and listed:
+            self._set_targets(image, raw, current)  # started, not awaited
+            return self.replica_status(image, region)
         if not listed:
             from azure.mgmt.compute.models import TargetRegion
 
