@@ -30,18 +30,39 @@ INCONCLUSIVE = ImageState.INCONCLUSIVE.value
 
 
 @dataclass(frozen=True)
+class BadHost:
+    """A host whose checks failed where the image is not to blame (retried on a fresh
+    host, or named as the node at fault in a multi-node run)."""
+
+    host: str
+    instance_id: str
+    failed_checks: tuple[str, ...]
+    hardware: tuple[str, ...]  # the failures that are the hardware's
+    image_level: tuple[str, ...]  # the failures that would be the image's on every host
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "instance_id": self.instance_id,
+            "failed_checks": list(self.failed_checks),
+            "hardware": list(self.hardware),
+            "image_level": list(self.image_level),
+        }
+
+
+@dataclass(frozen=True)
 class Decision:
     verdict: str
     reasons: list[str] = field(default_factory=list)
     retry_hosts: list[str] = field(default_factory=list)
-    bad_hosts: list[dict[str, Any]] = field(default_factory=list)
+    bad_hosts: list[BadHost] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "reasons": self.reasons,
             "retry_hosts": self.retry_hosts,
-            "bad_hosts": self.bad_hosts,
+            "bad_hosts": [b.to_dict() for b in self.bad_hosts],
         }
 
 
@@ -74,15 +95,15 @@ def decide(outcomes: Sequence[HostOutcome]) -> Decision:
             return Decision(BLOCKED, _messages(failing, common))
     if failing:
         bad = [
-            {
-                "host": o.host,
-                "instance_id": o.instance_id,
-                "failed_checks": sorted({c.id for c in o.failed_checks}),
-                "hardware": sorted(o.hardware_failures),
-                "image_level": sorted(o.image_level_failures),
-            }
+            BadHost(
+                host=o.host,
+                instance_id=o.instance_id,
+                failed_checks=tuple(sorted({c.id for c in o.failed_checks})),
+                hardware=tuple(sorted(o.hardware_failures)),
+                image_level=tuple(sorted(o.image_level_failures)),
+            )
             for o in failing
         ]
-        reasons = [f"{b['host']}: {', '.join(b['failed_checks']) or 'verdict fail'}" for b in bad]
+        reasons = [f"{b.host}: {', '.join(b.failed_checks) or 'verdict fail'}" for b in bad]
         return Decision(HOST_PROBLEM, reasons, [o.host for o in failing], bad)
     return Decision(VALIDATED, [f"{len(outcomes)} host(s) passed"])

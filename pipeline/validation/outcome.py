@@ -69,7 +69,6 @@ class ImageValidationOutcome:
             "attestation": self.attestation,
             **self.decision.to_dict(),
             "rounds": 0,
-            "bad_hosts": self.decision.bad_hosts,
             "hosts": [],
             "launched": [],
             "terminated": [],

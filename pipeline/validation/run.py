@@ -26,7 +26,14 @@ from imagectl.clouds.common import NotReachable, instance_tags
 from imagectl.clouds.placement import Placement
 from imagectl.fsutil import atomic_write_json
 from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
-from imagectl.validation.decide import HOST_PROBLEM, INCONCLUSIVE, VALIDATED, Decision, decide
+from imagectl.validation.decide import (
+    HOST_PROBLEM,
+    INCONCLUSIVE,
+    VALIDATED,
+    BadHost,
+    Decision,
+    decide,
+)
 from imagectl.validation.fabric import nodes as fabric_nodes
 from imagectl.validation.fanout import FanoutResult, run_validate_playbook
 from imagectl.validation.progress import Reporter
@@ -44,7 +51,7 @@ class ValidationResult:
     terminated: list[str] = field(default_factory=list)
     termination_errors: dict[str, str] = field(default_factory=dict)
     rounds: int = 0
-    bad_hosts: list[dict[str, Any]] = field(default_factory=list)
+    bad_hosts: list[BadHost] = field(default_factory=list)
     fabric: Receipt | None = None  # a multi-node run's fabric receipt
     placement: Placement | None = None
 
@@ -52,7 +59,7 @@ class ValidationResult:
         return {
             **self.decision.to_dict(),
             "rounds": self.rounds,
-            "bad_hosts": self.bad_hosts,
+            "bad_hosts": [b.to_dict() for b in self.bad_hosts],
             "hosts": [
                 {
                     "host": o.host,

@@ -94,8 +94,8 @@ def test_a_hardware_fault_on_one_host_is_a_host_problem(receipts: dict[str, Path
     d = decide([_host(receipts, "healthy", "a"), _host(receipts, "hardware", "b")])
     assert d.verdict == HOST_PROBLEM
     assert d.retry_hosts == ["b"]
-    assert d.bad_hosts[0]["hardware"] == ["kernel.xid"]
-    assert d.bad_hosts[0]["image_level"] == []
+    assert d.bad_hosts[0].hardware == ("kernel.xid",)
+    assert d.bad_hosts[0].image_level == ()
 
 
 def test_a_hardware_fault_on_every_host_is_still_not_a_block(receipts: dict[str, Path]) -> None:

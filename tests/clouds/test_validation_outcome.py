@@ -62,3 +62,25 @@ def test_a_blocked_shape_blocks_the_image() -> None:
     assert combined(runs, ["p5.48xlarge", "p4d.24xlarge"]).verdict == BLOCKED
     runs = [_run("p5.48xlarge", VALIDATED, "a")]  # one of two shapes: not validated
     assert combined(runs, ["p5.48xlarge", "p4d.24xlarge"]).verdict == INCONCLUSIVE
+
+
+def test_a_node_at_fault_in_a_multi_node_run_is_a_typed_bad_host() -> None:
+    from imagectl.validation.decide import BadHost
+    from imagectl.validation.fabric.attribution import NODE, Attribution
+    from imagectl.validation.fabric.nodes import fabric_decision
+    from imagectl.validation.fabric.phase import FabricOutcome
+    from tests.support import make_receipt
+
+    outcome = FabricOutcome(
+        receipt=make_receipt("ami-1", "h100-training", "0" * 64),
+        attribution=Attribution(NODE, nodes=["10.0.0.2"], reasons=["slow in every pair"]),
+        together=None,
+    )
+    decision = fabric_decision(outcome, Decision(VALIDATED, ["2 host(s) passed"]))
+    assert decision.verdict == INCONCLUSIVE
+    check = ("fabric.attribution",)
+    assert decision.bad_hosts == [BadHost("10.0.0.2", "10.0.0.2", check, check, ())]
+    assert decision.to_dict()["bad_hosts"] == [
+        {"host": "10.0.0.2", "instance_id": "10.0.0.2", "failed_checks": list(check),
+         "hardware": list(check), "image_level": []}
+    ]  # fmt: skip

@@ -10,7 +10,7 @@ from typing import Any
 
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.placement import Placement
-from imagectl.validation.decide import INCONCLUSIVE, VALIDATED, Decision
+from imagectl.validation.decide import INCONCLUSIVE, VALIDATED, BadHost, Decision
 from imagectl.validation.fabric.attribution import FABRIC, NODE
 from imagectl.validation.fabric.measure import Node
 from imagectl.validation.fabric.phase import FabricOutcome, fabric_phase
@@ -74,12 +74,9 @@ def fabric_decision(outcome: FabricOutcome, hosts_passed: Decision) -> Decision:
     att = outcome.attribution
     why = "; ".join(att.reasons)
     if att.verdict == NODE:
-        check = ["fabric.attribution"]
-        bad = [
-            {"host": n, "instance_id": n, "failed_checks": check, "hardware": check,
-             "image_level": []}
-            for n in att.nodes
-        ]  # fmt: skip
+        check = ("fabric.attribution",)
+        bad = [BadHost(host=n, instance_id=n, failed_checks=check, hardware=check, image_level=())
+               for n in att.nodes]  # fmt: skip
         nodes = ", ".join(att.nodes)
         return Decision(INCONCLUSIVE, [f"across nodes: node(s) {nodes} at fault: {why}"],
                         bad_hosts=bad)  # fmt: skip
