@@ -13,8 +13,10 @@ rollout turns that into "hold", never into zero.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import os
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -70,7 +72,23 @@ class Prometheus:
     def query(self, promql: str, at: float) -> list[Sample]:
         """An instant query's vector at Unix time ``at``."""
         params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
-        request = urllib.request.Request(f"{self.url}/api/v1/query?{params}", headers=self.headers)
+        return parse_vector(self._get(f"/api/v1/query?{params}"), self.url)
+
+    def started_at(self) -> float:
+        """When the server started (``/api/v1/status/runtimeinfo``'s ``startTime``): a
+        server that started within a window has a gap in it (it was down before)."""
+        try:
+            doc: Any = json.loads(self._get("/api/v1/status/runtimeinfo"))
+            text = str(doc["data"]["startTime"])
+        except (ValueError, KeyError, TypeError):
+            raise PrometheusUnavailable(f"{self.url} did not say when it started") from None
+        try:
+            return _rfc3339(text)
+        except ValueError:
+            raise PrometheusUnavailable(f"{self.url} started at {text!r}?") from None
+
+    def _get(self, path: str) -> bytes:
+        request = urllib.request.Request(f"{self.url}{path}", headers=self.headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 body = response.read(MAX_BYTES + 1)
@@ -81,7 +99,17 @@ class Prometheus:
             raise PrometheusUnavailable(f"cannot reach {self.url}: {reason}") from None
         if len(body) > MAX_BYTES:
             raise PrometheusUnavailable(f"the answer from {self.url} is over {MAX_BYTES} bytes")
-        return parse_vector(body, self.url)
+        return bytes(body)
+
+
+def _rfc3339(text: str) -> float:
+    """Prometheus's Go time (``2026-11-28T04:35:43.813920523Z``) as Unix seconds."""
+    m = re.fullmatch(r"([0-9-]+T[0-9:]+)(?:\.([0-9]+))?(Z|[+-][0-9:]+)", text.strip())
+    if m is None:
+        raise ValueError(text)
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
+    stamp = dt.datetime.fromisoformat(m.group(1) + zone)
+    return stamp.timestamp() + (float("0." + m.group(2)) if m.group(2) else 0.0)
 
 
 def parse_vector(body: bytes, where: str) -> list[Sample]:

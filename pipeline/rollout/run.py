@@ -3,8 +3,8 @@
 1. The candidate is the image the stack's canary pointer names (``canary.py``); the
    predecessor the one its "latest" pointers name. Nodes are matched to either by the
    cloud image id in their ``imagectl_node_info`` (the source and every replica).
-2. The fleet's series over the window (``fleet.py``); Prometheus unreachable or failing:
-   **hold**.
+2. The fleet's series over the window (``fleet.py``); Prometheus unreachable or failing,
+   or started within the window (down part of it: a gap): **hold**.
 3. The decision rule (``decide.py``, thresholds in ``policy.yaml``).
 4. The decision is recorded first (``rollout_decisions``: window, queries, per-shape
    numbers and tests; an ``rollout.decided`` event), then acted on unless ``dry_run``:
@@ -129,13 +129,21 @@ def rollout(
         result.reason = "the canary already is latest: nothing to decide"
     else:
         try:
+            started = prometheus.started_at()
             nodes = read_nodes(prometheus, name, window, at)
         except PrometheusUnavailable as exc:
             result.reason = f"Prometheus unavailable, the fleet's health is unknown: {exc}"
         else:
-            result.decision, result.reason, result.shapes = decide(
-                nodes, cand_ids, base_ids, policy
-            )
+            if started > at - window:
+                result.reason = (
+                    f"Prometheus started {at - started:.0f} s ago, within the {window} s "
+                    "window: it was down before, so the window has a gap; hold until it has "
+                    "run a whole window"
+                )
+            else:
+                result.decision, result.reason, result.shapes = decide(
+                    nodes, cand_ids, base_ids, policy
+                )
     if dry_run:
         result.applied = "dry run: recorded nothing, changed nothing"
         return result

@@ -68,6 +68,7 @@ def _free_port() -> int:
 
 class PrometheusServer:
     def __init__(self, binary: str, folder: Path, targets: list[str]):
+        self.binary, self.folder, self.targets = binary, folder, targets
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "prometheus.yml"
         config.write_text(
@@ -80,6 +81,7 @@ class PrometheusServer:
                 }
             )
         )
+        self.started = time.time()
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = folder / "prometheus.log"

@@ -114,3 +114,15 @@ def test_unreachable_is_unavailable(server) -> None:
 def test_rollout_takes_no_url_or_secret_option(cli) -> None:
     r = cli("rollout", "--help")
     assert "--prometheus" not in r.out and "--token" not in r.out and "--url" not in r.out
+
+
+def test_when_the_server_started(server) -> None:
+    """``/api/v1/status/runtimeinfo``'s ``startTime`` (Go's RFC 3339 with nanoseconds):
+    a server that started within the window holds the rollout."""
+    doc = {"status": "success", "data": {"startTime": "2026-11-28T04:35:43.813920523Z"}}
+    server.reply = (200, json.dumps(doc).encode())
+    assert Prometheus(server.url, {}).started_at() == pytest.approx(1795840543.8139205)
+    assert server.seen[-1]["path"] == "/api/v1/status/runtimeinfo"
+    server.reply = (200, json.dumps({"status": "success", "data": {}}).encode())
+    with pytest.raises(PrometheusUnavailable, match="did not say when it started"):
+        Prometheus(server.url, {}).started_at()

@@ -8,7 +8,8 @@ candidate on the canary pointer. Four cases:
 - a canary whose nodes replay Xid 79 at several times the predecessor's rate is rolled
   back (canary pointer removed) and blocked, with the evidence;
 - a canary with too few nodes holds;
-- Prometheus stopped mid-window holds.
+- Prometheus stopped mid-window holds: stopped (unreachable), and stopped then started
+  again on the same storage (it started within the window: a gap).
 
 Every decision is in the catalog (``rollout_decisions``) with its queries and numbers,
 and in ``--json``. Each case takes a few seconds of scraping."""
@@ -85,9 +86,12 @@ def _fleet(
     return texts
 
 
-def _rollout(cli, server: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _rollout(cli, server: Any, monkeypatch: pytest.MonkeyPatch, window: str = "") -> Any:
+    """``imagectl rollout --json``; the window is the server's life so far but a second
+    (a server that started within the window holds: its window has a gap)."""
     monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", server.url)
-    return cli("rollout", "--stack", "local", "--cloud", "local", "--window", "1m", "--json")
+    window = window or f"{max(2, int(time.time() - server.started) - 1)}s"
+    return cli("rollout", "--stack", "local", "--cloud", "local", "--window", window, "--json")
 
 
 def _decisions(world) -> list[RolloutDecision]:
@@ -193,3 +197,24 @@ def test_prometheus_stopped_mid_window_holds(world, canary, cli, promserver, mon
     assert world.provider().get_canary_pointer("local", "build") == new.cloud_image_id
     (row,) = _decisions(world)
     assert row.decision == "hold" and row.applied == "nothing: hold"
+
+
+def test_prometheus_restarted_within_the_window_holds(
+    world, canary, cli, promserver, monkeypatch, tmp_path: Path
+) -> None:
+    """Down part of the window, then back on the same storage: the window has a gap."""
+    old, new = canary
+    server = promserver(_fleet(old, new, canary_nodes=6, canary_xids=0, old_xids=[0] * 6))
+    server.stop()
+    again = PrometheusServer(server.binary, server.folder, server.targets)
+    try:
+        again.wait_scraped(12, scrapes=3)
+        r = _rollout(cli, again, monkeypatch, window="1m")
+    finally:
+        again.stop()
+    assert r.code == 3, r.out + r.err
+    doc = r.json()
+    assert doc["decision"] == "hold" and "within the 60 s window" in doc["reason"]
+    assert world.provider().get_canary_pointer("local", "build") == new.cloud_image_id
+    # held before the fleet was read: no per-shape numbers
+    assert doc["shapes"] == []
