@@ -144,10 +144,12 @@ class ResolvedStack:
 
 def stack_digest(stack: Stack) -> str:
     """sha256 over the canonical JSON of every pin (the description and the example flag
-    are not pins; validation.nodes only when it is not the default 1)."""
+    are not pins; validation.nodes and validation.watcher only when not their defaults)."""
     body = stack.model_dump(mode="json", exclude={"description", "example"})
     if body.get("validation", {}).get("nodes") == 1:  # the default: digests made before it
         del body["validation"]["nodes"]
+    if body.get("validation", {}).get("watcher") is False:  # likewise (issue 47)
+        del body["validation"]["watcher"]
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -534,6 +534,12 @@ class Validation(Strict):
         "them in the cloud's placement, runs collectives across them, and the gate requires a "
         "passing fabric receipt; 1 (the default) is left out of the stack digest",
     )
+    watcher: bool = Field(
+        False,
+        description="enable the passive health watcher (imagectl-watch.service: journal Xid/"
+        "SXid, NVML clock events, row remaps, ECC as metrics) on nodes booted from the image; "
+        "installed always, off by default; false (the default) is left out of the stack digest",
+    )
 
 
 class Retention(Strict):
