@@ -74,7 +74,8 @@ NAMED_PERMISSION = re.compile(
 )
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The error's first line, at most ~300 characters, keeping any permission it names."""
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
     if len(line) <= 300:
@@ -95,16 +96,16 @@ def translate(exc: BaseException) -> CloudError | None:
         for name, (cloud, setting) in CREDENTIALS.items():
             if name in names:
                 return CloudError(
-                    f"no usable {cloud} credentials: {_first_line(current)}",
+                    f"no usable {cloud} credentials: {first_line(current)}",
                     hint=f"Set {setting}, then run the command again; nothing was changed",
                 )
         if names.intersection(UNREACHABLE):
             return CloudError(
-                f"cannot reach the cloud API: {_first_line(current)}", hint=ENDPOINT_HINT
+                f"cannot reach the cloud API: {first_line(current)}", hint=ENDPOINT_HINT
             )
         if names.intersection(REFUSED):
             return CloudError(
-                f"the cloud API refused the call: {_first_line(current)}",
+                f"the cloud API refused the call: {first_line(current)}",
                 hint="Check the account's permissions and the resource named",
             )
         current = current.__cause__ or current.__context__

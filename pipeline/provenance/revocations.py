@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Image
 from imagectl.clouds.base import Provider
+from imagectl.clouds.sdk_errors import first_line
 from imagectl.errors import UserError
 from imagectl.fsutil import atomic_write
 from imagectl.paths import state_dir
@@ -175,7 +176,7 @@ def cloud_tag(provider: Provider | None, img: Image) -> tuple[str | None, list[s
     except Exception as exc:  # the SDKs' own errors: a reason, never a traceback
         return None, [
             f"cannot read {img.cloud}'s {TAG_REVOKED} tag of {img.cloud_image_id}: "
-            f"{type(exc).__name__}: {str(exc)[:200]}"
+            f"{type(exc).__name__}: {first_line(exc)}"
         ]
     return (found.tags.get(TAG_REVOKED) if found is not None else None), []
 
