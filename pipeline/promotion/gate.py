@@ -80,11 +80,20 @@ class ImageBlocked(GateRefused):
     """The image is blocked; only ``--force`` promotes it."""
 
 
-def refusal_hint(session: Session, image: Image, *, revoked: bool = False) -> str:
+def refusal_hint(
+    session: Session, image: Image, *, revoked: bool = False, unreadable: bool = False
+) -> str:
     """What can help an image the gate refused, with its own ids: validating again cannot
     unblock a blocked image, so its hint names a new build, the block's reason and who set
-    it; a revocation names only the new build (``--force`` does not override it)."""
+    it; a revocation names only the new build (``--force`` does not override it); a
+    revocation store that could not be read, the access to fix and the same command."""
     ident, cloud, stack = image.cloud_image_id, image.cloud, image.stack
+    if unreadable:
+        return (
+            "A revocation store that cannot be read could be hiding a revocation, so "
+            "nothing is promoted until each answers: fix the access named above, then run "
+            f"`imagectl promote {ident} --cloud {cloud}` again"
+        )
     build = (
         f"build a new candidate (`imagectl build --stack {stack} --cloud {cloud}`) and "
         f"validate it (`imagectl validate-image IMAGE --cloud {cloud}`)"

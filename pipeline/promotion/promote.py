@@ -154,8 +154,11 @@ def promote(
             s, img, lambda: trusted if trusted is not None else load_trust(), provider
         )
         revoked_hint = refusal_hint(s, img, revoked=True)
+        unread_hint = refusal_hint(s, img, unreadable=True)
     if elsewhere:
-        raise ImageBlocked(label, elsewhere, hint=revoked_hint)
+        # a store that names a revocation, or one that could not be read (which might)
+        revoked = [r for r in elsewhere if "revokes it" in r or "names revocation" in r]
+        raise ImageBlocked(label, elsewhere, hint=revoked_hint if revoked else unread_hint)
     if dry_run:
         return _dry_run(catalog, pk, model, cloud, digest, targets, force, trusted)
 
