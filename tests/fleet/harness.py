@@ -111,7 +111,7 @@ class PrometheusServer:
                 raise AssertionError(f"prometheus not {what}: {self.log.read_text()[-2000:]}")
             time.sleep(0.1)
 
-    def wait_scraped(self, nodes: int, scrapes: int = 2, timeout_s: float = 30) -> None:
+    def wait_scraped(self, nodes: int, scrapes: int = 2, timeout_s: float = 90) -> None:
         """Until every node's info series has ``scrapes`` samples."""
 
         def done() -> bool:
