@@ -15,7 +15,9 @@ and writes them beside the boot file (``imagectl-watch.prom``), with the boot fi
 conventions (``validators/prometheus.py``):
 
 - ``imagectl_xid_events_total`` / ``imagectl_sxid_events_total``: incidents since boot
-  (counters that start again at a reboot), always present;
+  (counters that start again at a reboot), always present; an incident is what the boot
+  check judges: one per code and GPU, however many lines report it
+  (``host.kernel_log.parse_events``);
 - ``imagectl_xid_code_events_total{xid}``: per Xid code, only for codes seen this boot (the
   catalog has over a hundred codes; a healthy node has none);
 - ``imagectl_gpu_problem{gpu, reason} 1`` while a GPU has the problem, node-problem-detector's

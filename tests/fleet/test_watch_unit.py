@@ -100,3 +100,26 @@ def test_the_build_hands_the_stacks_choice_to_the_role(monkeypatch) -> None:
 
     compat = load_compat(REPO / "images" / "compat")
     assert ansible_vars(resolve(on, compat), "local")["validator_watch_enabled"] is True
+
+
+def test_a_look_costs_well_under_one_percent_of_a_core() -> None:
+    """1 % of one core at the default 60 s interval is 0.6 s of CPU per look; a look at a
+    replayed 8-GPU node with a 20,000-line journal takes tens of milliseconds
+    (``benchmarks/watcher_cpu.py`` measures the running service)."""
+    import time as _time
+
+    from imagectl.validators.session import Options, build_context
+    from imagectl.validators.watch import DEFAULT_INTERVAL_S, observe, render_watch
+    from tests.fleet.nodes import node_snapshot, with_xids
+
+    now = _time.time()
+    snap = with_xids(node_snapshot(image_id="i", booted_at=now - 86400),
+                     [now - 86400 + 3 * i for i in range(20_000)])  # fmt: skip
+    t0 = _time.process_time()
+    looks = 5
+    for _ in range(looks):
+        obs = observe(build_context(Options(snapshot=snap, hygiene=False)), now=now)
+        render_watch(obs)
+    per_look = (_time.process_time() - t0) / looks
+    assert sum(obs.xids.values()) == 8  # one incident per code and GPU, however many lines
+    assert per_look < 0.01 * DEFAULT_INTERVAL_S / 4, f"{per_look * 1000:.0f} ms per look"
