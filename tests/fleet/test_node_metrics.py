@@ -131,3 +131,15 @@ def test_the_command_line_defaults_are_the_watchers() -> None:
     assert (cli_watch.DEFAULT_FILE, cli_watch.DEFAULT_INTERVAL_S) == (
         watch.DEFAULT_FILE, watch.DEFAULT_INTERVAL_S,
     )  # fmt: skip
+
+
+def test_the_info_series_names_the_image_and_where_it_runs() -> None:
+    """Region comes from the instance metadata the validator reads (AWS IMDS
+    ``placement/region``; recorded in the snapshot's ``cloud_image`` fact)."""
+    now = time.time()
+    snap = node_snapshot(image_id="ami-0canary", booted_at=now - 60, region="eu-west-1")
+    (info,) = _families(boot_file(snap, stack="h100-training"))["imagectl_node_info"]
+    assert {k: info.labels[k] for k in ("image_id", "stack", "shape", "cloud", "region")} == {
+        "image_id": "ami-0canary", "stack": "h100-training", "shape": "p5.48xlarge",
+        "cloud": "aws", "region": "eu-west-1",
+    }  # fmt: skip
