@@ -74,7 +74,7 @@ def render_table(report: DriftReport, console: Any) -> None:
                 highlight=False,
             )
     n = sum(1 for s in report.stacks if s.drifted)
-    failed = sum(len(s.errors) for s in report.stacks)
+    failed = len(report.not_run)  # (stack, source) checks, as the first line counts them
     console.print(
         f"{len(report.stacks)} stacks checked ({', '.join(report.sources)}), {n} with drift"
         + (f"; incomplete: {failed} check(s) could not run" if failed else ""),
