@@ -73,10 +73,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 GLOBAL_VALUE_OPTIONS = ("--root",)
 
 
-def hoist_global_options(args: list[str]) -> list[str]:
+def hoist_global_options(args: list[str], value_options: frozenset[str] = frozenset()) -> list[str]:
     """``[cmd, ..., --root, DIR, ...]`` -> ``[--root, DIR, cmd, ...]`` (also ``--root=DIR``);
-    nothing after a ``--`` moves, and a value-less ``--root`` at the end stays for click to
-    refuse."""
+    nothing after a ``--`` moves, the value of a command's own option (``value_options``:
+    ``--reason --root`` keeps ``--root`` as the reason) stays, and a value-less ``--root``
+    at the end stays for click to refuse."""
     front: list[str] = []
     rest: list[str] = []
     i = 0
@@ -86,6 +87,10 @@ def hoist_global_options(args: list[str]) -> list[str]:
             rest.extend(args[i:])
             break
         name = arg.split("=", 1)[0]
+        if arg in value_options and i + 1 < len(args):
+            rest.extend(args[i : i + 2])  # an option of the command, and its value
+            i += 2
+            continue
         if name in GLOBAL_VALUE_OPTIONS and rest:
             if "=" in arg:
                 front.append(arg)
@@ -103,8 +108,28 @@ def hoist_global_options(args: list[str]) -> list[str]:
 class LazyGroup(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if ctx.parent is None:
-            args = hoist_global_options(args)
+            args = hoist_global_options(args, self._value_options(ctx, args))
         return super().parse_args(ctx, args)
+
+    def _value_options(self, ctx: click.Context, args: list[str]) -> frozenset[str]:
+        """The options that take a value on the command (and sub-command) ``args`` name."""
+        names: set[str] = set(GLOBAL_VALUE_OPTIONS)
+        cmd: click.Command | None = self
+        i = 0
+        while isinstance(cmd, click.Group) and i < len(args) and args[i] != "--":
+            token = args[i]
+            if token.startswith("-"):
+                i += 2 if token in names else 1
+                continue
+            try:
+                cmd = cmd.get_command(ctx, token)
+            except Exception:  # a command that cannot load is click's to report
+                break
+            for param in cmd.params if cmd is not None else ():
+                if isinstance(param, click.Option) and not param.is_flag and not param.count:
+                    names.update(param.opts)
+            i += 1
+        return frozenset(names - set(GLOBAL_VALUE_OPTIONS))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

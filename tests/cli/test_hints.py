@@ -96,3 +96,15 @@ def test_lint_outside_a_checkout_names_a_command_that_runs(
     inside = cli("lint", "--root", str(REPO))  # as the note says, after the command
     assert inside.code == 0, inside.err
     assert "no workspace here" not in inside.err
+
+
+def test_an_options_value_that_looks_like_root_stays_the_options() -> None:
+    """`--reason --root` gives the reason "--root": only a real --root moves."""
+    from imagectl.cli import cli, hoist_global_options
+
+    ctx = click.Context(cli)
+    args = ["block", "ami-0123", "--reason", "--root"]
+    assert hoist_global_options(args, cli._value_options(ctx, args)) == args
+    args = ["block", "ami-0123", "--reason", "why", "--root", str(REPO)]
+    assert hoist_global_options(args, cli._value_options(ctx, args))[:2] == ["--root", str(REPO)]
+    parse(args)
