@@ -34,6 +34,9 @@ from imagectl.headline import could_not_run
 
 # what an offline verify judges: the signature, what it names, and revocation
 OFFLINE_CHECKS = ("signature", "identity", "revocation")
+# from the catalog: the same, with revocation asked of the catalog, the published list and
+# the cloud's tag
+CATALOG_CHECKS = ("signature", "identity", "catalog", "published list", "cloud tag")
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
@@ -112,13 +115,14 @@ def command(
     keys = load_trust(trust)
     result = _offline(image, envelope, revocations, keys, cloud, stack) if envelope else _catalog(
         image, stack, cloud, keys)  # fmt: skip
-    # offline without a revocation list, nobody asked whether the image was revoked
+    # offline without a revocation list, nobody asked whether the image was revoked; from
+    # the catalog, a store that could not be read (the cloud's tag) is a check not run
     not_run = (
         ["revocation (no --revocations FILE: whether the image was revoked is unknown)"]
         if envelope and not revocations
-        else []
+        else [r for r in result.reasons if r.startswith("cannot read ")]
     )
-    headline = could_not_run(len(OFFLINE_CHECKS), not_run)
+    headline = could_not_run(len(OFFLINE_CHECKS if envelope else CATALOG_CHECKS), not_run)
     if export_envelope and result.valid:
         click.echo(json.dumps(result.envelope, indent=2))
     elif as_json:
