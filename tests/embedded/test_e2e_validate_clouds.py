@@ -244,7 +244,11 @@ def _override(tmp_path: Path, cloud: str, toolkit: bool) -> Path:
 
 def _imagectl(*args: str, timeout: float = 600) -> tuple[int, dict[str, Any], str, float]:
     env = dict(os.environ)
-    env.update(IMAGECTL_CLOUD_POLL_S="0.5", COLUMNS="160", PYTHONUNBUFFERED="1")
+    # The command's own deadline ends it before the test's timeout, naming the call it was
+    # waiting on (a bare TimeoutExpired showed nothing: the Azure test hung once, 600 s,
+    # beside the other e2e worker, 2026-11-28; alone it takes 31-39 s)
+    env.update(IMAGECTL_CLOUD_POLL_S="0.5", COLUMNS="160", PYTHONUNBUFFERED="1",
+               IMAGECTL_DEADLINE_S=str(int(timeout * 0.6)))  # fmt: skip
     started = time.monotonic()
     proc = subprocess.run(
         [IMAGECTL, "--root", str(REPO), *args, "--json"],
