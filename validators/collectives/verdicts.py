@@ -106,6 +106,12 @@ def _op_check(
         "source": "nccl-tests busbw arithmetic",
         "details": {"sizes": rows, "world_size": report.world_size, "ranks": rank_details(report)},
     }
+    if failure is not None and failure.op is None and failure.kind == "died":
+        # a rank died between collectives (before any rank entered the next one): the
+        # first op left without figures is the one the run could not do
+        undone = [o for o in report.plan.ops if not size_figures(report, o)]
+        if undone and undone[0] == op:
+            failure.op = op
     if failure is not None and failure.op == op:
         base["details"].update(
             failure=failure.kind, arrived=failure.arrived, missing=failure.missing
