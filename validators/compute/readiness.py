@@ -158,12 +158,20 @@ def _host_facts(facts: dict[str, Any]) -> dict[str, Any]:
     return {k: facts.get(k) for k in ("device_nodes", "nvidiactl", "uvm")}
 
 
-def toolkit_matches(tk: dict[str, Any], pinned: dict[str, str], device: str) -> bool:
-    """The recorded toolkit is the pinned one: torch's release, and on CUDA its variant."""
+def toolkit_differences(tk: dict[str, Any], pinned: dict[str, str], device: str) -> list[str]:
+    """How the recorded toolkit differs from the pin: torch's release, and on CUDA its
+    variant (empty: it is the pinned one)."""
     base = str(tk.get("version") or "").split("+")[0]
+    wrong = []
     if base != pinned.get("torch"):
-        return False
-    return device != "cuda" or tk.get("cuda") == pinned.get("cuda")
+        wrong.append(f"torch {tk.get('version')} (pinned {pinned.get('torch')})")
+    if device == "cuda" and tk.get("cuda") != pinned.get("cuda"):
+        wrong.append(f"CUDA variant {tk.get('cuda')} (pinned {pinned.get('cuda')})")
+    return wrong
+
+
+def toolkit_matches(tk: dict[str, Any], pinned: dict[str, str], device: str) -> bool:
+    return not toolkit_differences(tk, pinned, device)
 
 
 def toolkit_result(
@@ -219,12 +227,7 @@ def toolkit_result(
             ),
         )
     if pinned:
-        base = str(tk.get("version") or "").split("+")[0]
-        wrong = []
-        if base != pinned.get("torch"):
-            wrong.append(f"torch {tk.get('version')} (pinned {pinned.get('torch')})")
-        if device == "cuda" and tk.get("cuda") != pinned.get("cuda"):
-            wrong.append(f"CUDA variant {tk.get('cuda')} (pinned {pinned.get('cuda')})")
+        wrong = toolkit_differences(tk, pinned, device)
         if wrong:
             return CheckResult(
                 **common,
