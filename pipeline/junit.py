@@ -8,7 +8,7 @@
   test case per host (a host without a receipt is an ``error`` naming its problem), then
   every host's receipt as its own suite (``imagectl.validate.<host>``), check by check.
 
-Files are written whole or not at all (``imagectl.fsutil.atomic_write``).
+Files are written whole or not at all (``imagectl.core.fsutil.atomic_write``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from imagectl.fsutil import atomic_write
+from imagectl.core.fsutil import atomic_write
 from imagectl.lint import StackReport
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.report import junit_document, junit_suite

@@ -13,7 +13,7 @@ from typing import Any
 from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.compat.data import load_compat
 from imagectl.compat.engine import evaluate
-from imagectl.errors import StackError, UserError
+from imagectl.core.errors import StackError, UserError
 from imagectl.packer.templates import template_files
 from imagectl.packer.variables import ansible_vars, packer_vars
 from imagectl.paths import Workspace

@@ -15,7 +15,7 @@ from pathlib import Path
 from platformdirs import user_cache_path, user_state_path
 
 import imagectl.images
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 ENV_ROOT = "IMAGECTL_ROOT"
 ENV_STATE = "IMAGECTL_STATE_DIR"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 
 def parse_seconds(name: str, raw: str, *, minimum: float = 0.0) -> float:

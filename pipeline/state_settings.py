@@ -24,8 +24,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write
 from imagectl.paths import ENV_STATE, state_dir
 
 FILE = "settings.toml"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from imagectl.compat.data import load_compat
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.supply.lock import toolkit_lock_path

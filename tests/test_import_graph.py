@@ -108,7 +108,7 @@ def test_a_function_level_import_cycle_is_found() -> None:
     files = {
         "imagectl.stacks.plan": "from imagectl.packer.build import x\n",
         "imagectl.packer.build": "def f():\n    from imagectl.stacks.plan import y\n",
-        "imagectl.catalog.db": "import imagectl.errors\n",
+        "imagectl.catalog.db": "import imagectl.core.errors\n",
     }
     assert cycles(import_graph(files)) == [["packer", "stacks"]]
 
@@ -186,12 +186,12 @@ def test_a_module_cycle_inside_a_package_is_found() -> None:
 # and the bundled data.
 VALIDATOR_MAY_IMPORT = {
     "imagectl",
-    "imagectl.boundedjson",  # the one bounded JSON reader (imports json, re, errors)
-    "imagectl.errors",
-    "imagectl.fsutil",
-    "imagectl.safetext",
-    "imagectl.versions",
-    "imagectl.yamlfast",  # libyaml's loader for the data catalogs (imports yaml, errors)
+    "imagectl.core.boundedjson",  # the one bounded JSON reader (imports json, re, errors)
+    "imagectl.core.errors",
+    "imagectl.core.fsutil",
+    "imagectl.core.safetext",
+    "imagectl.core.versions",
+    "imagectl.core.yamlfast",  # libyaml's loader for the data catalogs (imports yaml, errors)
     "imagectl.images",
 }
 

@@ -1,4 +1,4 @@
-"""The data files read through imagectl.yamlfast (libyaml, YAML 1.1) read the same as
+"""The data files read through imagectl.core.yamlfast (libyaml, YAML 1.1) read the same as
 through ruamel's safe loader (YAML 1.2), which read them before: the two disagree on
 ``yes``/``no``/``on``/``off`` (booleans in 1.1 only), ``0777`` (octal in 1.1), ``1:20``
 (sexagesimal in 1.1) and ``1_000``. A catalog entry written with one of these would
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from imagectl import yamlfast
-from imagectl.errors import UserError
+from imagectl.core import yamlfast
+from imagectl.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 READ_FAST = sorted(

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagectl.boundedjson import parse_bounded
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write_json
-from imagectl.safetext import one_line
+from imagectl.core.boundedjson import parse_bounded
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write_json
+from imagectl.core.safetext import one_line
 from imagectl.validators import identity
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -49,7 +49,7 @@ class BadAttestationInput(Exception):
     """A file is missing or not what it should be (the message names it)."""
 
 
-# Bounds for outside JSON (imagectl.boundedjson measures before parsing): a trust file is
+# Bounds for outside JSON (imagectl.core.boundedjson measures before parsing): a trust file is
 # a few keys; an envelope and its payload carry receipts; a revocation list carries one
 # envelope per revocation.
 LIMITS: dict[str, tuple[int, int]] = {  # what -> (bytes, nesting depth)
@@ -233,7 +233,7 @@ def _signed_payload(
 
 
 def _shown(value: Any, limit: int = 400) -> str:
-    """``value`` inert (``imagectl.safetext``: no escape sequence or bidi control from a
+    """``value`` inert (``imagectl.core.safetext``: no escape sequence or bidi control from a
     statement reaches a terminal) on one line, at most ``limit`` characters."""
     text = one_line(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

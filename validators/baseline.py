@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import CheckResult, Outcome, Severity
 

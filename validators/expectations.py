@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.jsonfile import read_json
 from imagectl.validators.nics import Nics
 from imagectl.validators.shapes import gpu_row, shape_rows

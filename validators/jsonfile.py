@@ -3,7 +3,7 @@
 Every way a file can be unreadable (missing, not UTF-8, not JSON, truncated, larger or
 nested deeper than any real one) becomes one UserError naming the file, the line where
 JSON broke, and what to do: exit code 2 at the CLI, never a traceback. Size and nesting
-are measured before the document is parsed (``imagectl.boundedjson.depth_of``, the one
+are measured before the document is parsed (``imagectl.core.boundedjson.depth_of``, the one
 bounded reader's measure).
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagectl.boundedjson import depth_of
-from imagectl.errors import UserError
+from imagectl.core.boundedjson import depth_of
+from imagectl.core.errors import UserError
 
 # Bounds for hostile documents: the largest real snapshot is a few MB, and no number we
 # write has more than a few dozen digits (Python refuses past 4300 with a ValueError).

@@ -31,7 +31,7 @@ Conventions (Prometheus "Metric and label naming"; dcgm-exporter; node-problem-d
 
 A healthy 8-GPU node writes 31 series here and 10 from the watcher (``SERIES_BUDGET``: 50, a test
 counts them from replayed 8-GPU snapshots). Label values go through the one sanitizer
-(``imagectl.safetext.prom_label``) and are escaped as the exposition format requires; tests
+(``imagectl.core.safetext.prom_label``) and are escaped as the exposition format requires; tests
 read the files back with prometheus_client's own parser.
 """
 
@@ -42,8 +42,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
-from imagectl.fsutil import atomic_write
-from imagectl.safetext import one_line, prom_label
+from imagectl.core.fsutil import atomic_write
+from imagectl.core.safetext import one_line, prom_label
 from imagectl.validators.receipt import Receipt
 
 PREFIX = "imagectl_"
@@ -56,7 +56,7 @@ INFO_LABELS = (
 
 
 def escape_label(value: object) -> str:
-    """A label value as the text format writes it: inert (``imagectl.safetext``: no
+    """A label value as the text format writes it: inert (``imagectl.core.safetext``: no
     escape sequence, control character or bidi control from a host), on one line,
     ``\\`` and ``"`` escaped."""
     return prom_label(value)

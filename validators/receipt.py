@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write
 from imagectl.validators.coverage import Coverage
 from imagectl.validators.jsonfile import read_json
 from imagectl.validators.results import Action, CheckResult, Outcome

@@ -9,8 +9,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from imagectl.fsutil import atomic_write
-from imagectl.safetext import cell, markup, xml_text
+from imagectl.core.fsutil import atomic_write
+from imagectl.core.safetext import cell, markup, xml_text
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.results import Action, CheckResult, Outcome
 
@@ -125,7 +125,7 @@ def render_table(receipt: Receipt, *, console: Any, show_passed: bool = True) ->
     shown = [c for c in receipt.checks if id(c) not in hidden_ids]
     for c, gpus, total_s in _grouped(shown, show_passed):
         unit = f" {c.unit}" if c.unit and c.measured is not None else ""
-        cells = {  # what the host wrote is shown literally (imagectl.safetext)
+        cells = {  # what the host wrote is shown literally (imagectl.core.safetext)
             "check": cell(c.id),
             "gpu": cell(gpus),
             "outcome": Text(c.outcome.value, style=_STYLE[c.outcome]),
@@ -160,7 +160,7 @@ def junit_xml(receipt: Receipt) -> str:
 
 def junit_document(suites: list[ET.Element]) -> str:
     """``<testsuites>`` around ``suites``, with the XML declaration. Every text and
-    attribute passes ``imagectl.safetext.xml_text`` first: a host's message may hold
+    attribute passes ``imagectl.core.safetext.xml_text`` first: a host's message may hold
     escape sequences or C0 controls, which XML 1.0 cannot carry (an invalid report)."""
     root = ET.Element("testsuites")
     root.extend(suites)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl import __version__
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators import budgets, procs, toolkit_venv
 from imagectl.validators.baseline import compare_to_baseline
 from imagectl.validators.checks import specs_for

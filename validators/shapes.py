@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
-from imagectl.yamlfast import loads as load_yaml
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import loads as load_yaml
 
 
 @dataclass(frozen=True)

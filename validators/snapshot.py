@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from imagectl import __version__
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.compute.load import record_load
 from imagectl.validators.compute.readiness import gather
 from imagectl.validators.dcgm import record_diag

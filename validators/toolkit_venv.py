@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 ENV = "IMAGECTL_TOOLKIT_RUN"  # set in the child: what the parent installed (JSON)
 LOCK_NAME = "requirements.lock"  # the wheelhouse's lock (imagectl.supply.wheelhouse)

@@ -22,13 +22,13 @@ from rich.console import Console
 
 from imagectl.clouds.local.provider import LocalProvider
 from imagectl.clouds.local.vms import BootFiles
+from imagectl.core.errors import UserError
 from imagectl.embedded import faults
 from imagectl.embedded.accel import AccelChoice, choose_accel
 from imagectl.embedded.base import BaseImage, BaseSpec, ensure_base
 from imagectl.embedded.candidate import Candidate, build_candidate, find_cached, inputs_key
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress
-from imagectl.errors import UserError
 from imagectl.packer.manifest import Artifact
 from imagectl.paths import Workspace, state_dir
 from imagectl.stacks.resolve import ResolvedStack

@@ -19,7 +19,7 @@ from imagectl.clouds.registry import cloud_spec
 from imagectl.clouds.sdk_errors import translate
 from imagectl.clouds.spec import CloudSpec
 from imagectl.compat.data import load_compat
-from imagectl.errors import CloudError, UserError
+from imagectl.core.errors import CloudError, UserError
 from imagectl.packer.variables import write_var_files
 from imagectl.paths import Workspace
 from imagectl.stacks.loader import find_stack, load_stack, stack_paths

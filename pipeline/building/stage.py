@@ -29,9 +29,9 @@ from imagectl.building.base_image import (
 from imagectl.building.stand_in import mark_stand_in, write_stand_in
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
+from imagectl.core.errors import UserError
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress
-from imagectl.errors import UserError
 from imagectl.lint import declared_packer_vars
 from imagectl.packer.binary import PackerBinary, find_packer
 from imagectl.packer.build import (

@@ -25,7 +25,7 @@ from typing import Any
 
 import imagectl.validators as validators_package
 from imagectl import __version__
-from imagectl.fsutil import atomic_write
+from imagectl.core.fsutil import atomic_write
 from imagectl.provenance.inventory import IMAGE_FOLDER, INVENTORY_FILE, parse_inventory
 from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack

@@ -32,7 +32,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 import imagectl.catalog.migrations as migrations
-from imagectl.errors import MissingDependency, UserError
+from imagectl.core.errors import MissingDependency, UserError
 from imagectl.paths import state_dir
 from imagectl.redact import redact_url, scrub
 

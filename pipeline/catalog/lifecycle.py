@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 
 class ImageState(str, Enum):

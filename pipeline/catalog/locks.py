@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from imagectl.actor import current_actor
 from imagectl.catalog.models import Event, Lock, utcnow
-from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.core.errors import EXIT_FAILED, UserError
 
 log = logging.getLogger("imagectl.catalog.locks")
 

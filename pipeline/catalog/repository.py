@@ -67,7 +67,7 @@ from imagectl.catalog.models import (
     ValidationRun,
     utcnow,
 )
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.receipt import Receipt
 
 BUILD_OUTCOMES = ("running", "succeeded", "failed", "cancelled")

@@ -23,7 +23,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 
 @click.command("attest")
@@ -103,7 +103,7 @@ def command(
 
 def _save_trust(document: str) -> None:
     """The state folder's trust file, named in its settings (``imagectl.state_settings``)."""
-    from imagectl.fsutil import atomic_write, private_dir
+    from imagectl.core.fsutil import atomic_write, private_dir
     from imagectl.paths import state_dir
     from imagectl.state_settings import save_setting
 

@@ -22,9 +22,9 @@ from imagectl.cli.completion import complete_images
 def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_json: bool) -> None:
     """Block IMAGE (catalog id or cloud id) from promotion."""
     from imagectl.catalog.db import open_catalog
+    from imagectl.core.safetext import markup
     from imagectl.promotion import block_image, resolve_image
     from imagectl.promotion.context import load_stack_for, provider_for
-    from imagectl.safetext import markup
 
     catalog = open_catalog()
     try:

@@ -14,7 +14,7 @@ import click
 from imagectl.cli.common import emit_json, workspace
 from imagectl.cli.completion import complete_shapes
 from imagectl.cli.validate import TOOLKIT_OPTION, _KeepsArgs, _without_toolkit
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 
 @click.command("collectives", cls=_KeepsArgs)

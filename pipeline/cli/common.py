@@ -11,8 +11,8 @@ import click
 
 from imagectl.cli.completion import complete_stacks
 from imagectl.cloud_names import CLOUDS
+from imagectl.core.errors import EXIT_BAD_INPUT, UserError
 from imagectl.embedded import FAULTS
-from imagectl.errors import EXIT_BAD_INPUT, UserError
 
 if TYPE_CHECKING:  # the registry module stays light: --help imports nothing more
     from imagectl.paths import Workspace
@@ -142,7 +142,7 @@ def workspace(ctx: click.Context) -> Workspace:
 def _print_error(message: str) -> None:
     from rich.text import Text
 
-    from imagectl.safetext import plain
+    from imagectl.core.safetext import plain
 
     text = Text("error: ", style="bold red")
     text.append(plain(message))  # may quote what a host or an operator wrote

@@ -10,8 +10,8 @@ import click
 
 from imagectl.cli.common import console, emit_json, json_option, workspace
 from imagectl.cli.completion import complete_gpus
-from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
-from imagectl.versions import NcclVersion
+from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.core.versions import NcclVersion
 
 
 @click.group("compat")

@@ -60,8 +60,8 @@ def stack_values(ctx: click.Context) -> list[tuple[str, str | None]]:
 
 
 def shape_values(ctx: click.Context) -> list[tuple[str, str | None]]:
+    from imagectl.core.yamlfast import load_data
     from imagectl.paths import find_workspace
-    from imagectl.yamlfast import load_data
 
     ws = find_workspace(_root(ctx))
     shapes = load_data(ws.images / "catalog" / "shapes.yaml")["shapes"]
@@ -72,8 +72,8 @@ def shape_values(ctx: click.Context) -> list[tuple[str, str | None]]:
 
 
 def gpu_values(ctx: click.Context) -> list[tuple[str, str | None]]:
+    from imagectl.core.yamlfast import load_data
     from imagectl.paths import find_workspace
-    from imagectl.yamlfast import load_data
 
     ws = find_workspace(_root(ctx))
     gpus = load_data(ws.compat_dir / "gpus.yaml")["gpus"]

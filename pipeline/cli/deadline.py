@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.core.errors import EXIT_FAILED, UserError
 
 ENV = "IMAGECTL_DEADLINE_S"
 DEFAULTS: dict[str, float] = {  # seconds

@@ -17,8 +17,8 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
-from imagectl.errors import UserError
-from imagectl.safetext import cell
+from imagectl.core.errors import UserError
+from imagectl.core.safetext import cell
 
 
 @click.command("deprecate")

@@ -12,7 +12,7 @@ import click
 
 from imagectl.cli.common import cloud_option, emit_json, json_option, stack_option
 from imagectl.cli.completion import complete_images
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 
 @click.command("diff")

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, json_option, stack_option, workspace
-from imagectl.errors import EXIT_FAILED, EXIT_OK
+from imagectl.core.errors import EXIT_FAILED, EXIT_OK
 
 SOURCES = ("upstream", "base-images", "replicas", "fleet", "hosts")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
-from imagectl.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from imagectl.core.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
     from imagectl.paths import Workspace

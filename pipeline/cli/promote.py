@@ -26,8 +26,8 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
-from imagectl.errors import UserError
-from imagectl.safetext import cell, cells, markup
+from imagectl.core.errors import UserError
+from imagectl.core.safetext import cell, cells, markup
 
 
 def render(out: Any, result: Any) -> None:

@@ -14,8 +14,8 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cloud_names import REMOTE_CLOUDS
+from imagectl.core.safetext import cell, markup
 from imagectl.headline import all_clear, could_not_run
-from imagectl.safetext import cell, markup
 
 
 @click.command("reap")

@@ -39,7 +39,7 @@ def diff(a: Path, b: Path, as_json: bool) -> int:
     """What changed from receipt A to receipt B. Exit 1 if anything changed."""
     from rich.table import Table
 
-    from imagectl.safetext import cell, cells
+    from imagectl.core.safetext import cell, cells
     from imagectl.validators.receipt import load_receipt
     from imagectl.validators.report import diff_receipts
 

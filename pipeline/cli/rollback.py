@@ -17,7 +17,7 @@ from imagectl.cli.common import (
     wait_option,
     workspace,
 )
-from imagectl.safetext import cell, markup
+from imagectl.core.safetext import cell, markup
 
 
 @click.command("rollback")
@@ -50,7 +50,7 @@ def command(
     chosen = choose_cloud(resolved.stack, cloud)
     catalog = open_catalog()
     if canary:
-        from imagectl.errors import UserError
+        from imagectl.core.errors import UserError
         from imagectl.rollout.canary import canary_back
 
         try:

@@ -23,8 +23,8 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-from imagectl.errors import UserError
-from imagectl.safetext import cell
+from imagectl.core.errors import UserError
+from imagectl.core.safetext import cell
 
 _DURATION = re.compile(r"^(\d+)([smhd]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, crash_traces, emit_json, json_option
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write_json
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write_json
 
 
 @click.command("snapshot")

@@ -55,7 +55,7 @@ def _validation_shapes(
     this workspace, e.g. a catalog shared with another checkout; the reason goes into
     ``not_run``: which images lack a shape cannot be judged)."""
     from imagectl.clouds.registry import cloud_spec
-    from imagectl.errors import UserError
+    from imagectl.core.errors import UserError
     from imagectl.stacks.loader import find_stack, load_stack
 
     try:
@@ -109,7 +109,7 @@ def _more(out: Any, hidden: int, what: str) -> None:
 def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     from rich.table import Table
 
-    from imagectl.safetext import cell, cells, markup
+    from imagectl.core.safetext import cell, cells, markup
 
     out = console()
     out.print(f"[dim]catalog: {markup(database)}[/]")
@@ -285,11 +285,11 @@ def command(
         )  # fmt: skip
         return
     if headline:  # first, before any table that reads as all-clear
-        from imagectl.safetext import markup
+        from imagectl.core.safetext import markup
 
         console().print(f"[yellow]{markup(headline)}[/]", soft_wrap=True)
     if not stacks:
-        from imagectl.safetext import cell
+        from imagectl.core.safetext import cell
 
         scope = " ".join(f for f in (f"for stack {stack}" if stack else "",
                                      f"on cloud {cloud}" if cloud else "") if f)  # fmt: skip

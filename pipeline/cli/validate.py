@@ -8,7 +8,7 @@ import click
 
 from imagectl.cli.common import console, crash_traces, emit_json, json_option, workspace
 from imagectl.cli.completion import complete_gpus, complete_shapes, complete_stacks
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 TOOLKIT_OPTION = "--toolkit-wheelhouse"
 

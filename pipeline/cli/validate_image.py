@@ -22,7 +22,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images, complete_shapes
-from imagectl.safetext import cell, cells, markup
+from imagectl.core.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
 
 

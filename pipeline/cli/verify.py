@@ -29,7 +29,7 @@ import click
 
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, stack_option
 from imagectl.cli.completion import complete_images
-from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.headline import could_not_run
 
 # what an offline verify judges: the signature, what it names, and revocation
@@ -128,7 +128,7 @@ def command(
     elif as_json:
         emit_json({**result.to_dict(), "complete": not not_run, "headline": headline})
     else:
-        from imagectl.safetext import markup, plain
+        from imagectl.core.safetext import markup, plain
 
         out = console()
         if headline:  # first, before "valid"

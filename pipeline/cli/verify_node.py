@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, emit_json, json_option
-from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.validators.attestation import BadAttestationInput, verify_node
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
@@ -102,14 +102,14 @@ def command(
              "image_id": image_id}
         )  # fmt: skip
     elif reasons:
-        from imagectl.safetext import plain
+        from imagectl.core.safetext import plain
 
         out = console()
         out.print("[red]not attested[/]: this node's image fails its attestation")
         for reason in reasons:
             out.print(f"  - {plain(reason)}", soft_wrap=True, markup=False)
     else:
-        from imagectl.safetext import plain
+        from imagectl.core.safetext import plain
 
         console().print(
             plain(f"attested: {envelope} holds for {manifest} ({image_id})"), markup=False

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from imagectl.clouds.base_image import BaseImage
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_STATE, TAG_TTL
 from imagectl.validators.identity import ImageRef

@@ -9,7 +9,7 @@ import datetime as dt
 import os
 
 from imagectl.clouds.base import Instance
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.tags import TAG_IMAGE, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_TTL
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from imagectl.errors import CloudError
+from imagectl.core.errors import CloudError
 from imagectl.redact import redact_url
 from imagectl.settings import env_seconds
 

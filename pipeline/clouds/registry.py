@@ -17,7 +17,7 @@ from imagectl.clouds.base import Provider
 from imagectl.clouds.gcp.spec import SPEC as GCP
 from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 SPECS: dict[str, CloudSpec[Any]] = {s.name: s for s in (AWS, GCP, AZURE, LOCAL)}
 assert tuple(SPECS) == CLOUDS, "imagectl.cloud_names and the specs differ"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from imagectl.errors import CloudError
+from imagectl.core.errors import CloudError
 
 CREDENTIALS = {
     "botocore.exceptions.NoCredentialsError": ("AWS", "AWS_PROFILE or AWS_ACCESS_KEY_ID"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.stacks.schema import CloudCommon, Stack
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from imagectl.compat.combination import Combination, Violation, violation
 from imagectl.compat.data import CompatData, Rule, ToolkitVariant
-from imagectl.versions import Dotted, NcclVersion, driver_branch
+from imagectl.core.versions import Dotted, NcclVersion, driver_branch
 
 Evaluator = Callable[[Combination, CompatData, Rule], Iterator[Violation]]
 EVALUATORS: dict[str, Evaluator] = {}

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.compat.gpu_names import GpuNames, build_names
-from imagectl.errors import UserError
-from imagectl.versions import Dotted
-from imagectl.yamlfast import load_data
+from imagectl.core.errors import UserError
+from imagectl.core.versions import Dotted
+from imagectl.core.yamlfast import load_data
 
 
 @dataclass(frozen=True)

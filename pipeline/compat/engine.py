@@ -12,7 +12,7 @@ from __future__ import annotations
 from imagectl.compat.checks import EVALUATORS
 from imagectl.compat.combination import Combination, Violation
 from imagectl.compat.data import CompatData
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 __all__ = ["Combination", "Violation", "evaluate"]
 

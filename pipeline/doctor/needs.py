@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
-from imagectl.yamlfast import load_data
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import load_data
 
 ROLES = ("build", "validate", "promote", "readonly", "reap", "sign")
 # What the build workflow's job does with one identity: build, then validate.

@@ -7,8 +7,8 @@ import ipaddress
 import re
 from pathlib import Path
 
+from imagectl.core.errors import UserError
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, blockers
-from imagectl.errors import UserError
 from imagectl.stacks import ResolvedStack
 from imagectl.stacks.placeholders import placeholder_findings
 

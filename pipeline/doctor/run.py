@@ -6,9 +6,9 @@ import importlib
 import os
 from types import ModuleType
 
+from imagectl.core.errors import UserError
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
-from imagectl.errors import UserError
 from imagectl.paths import Workspace
 from imagectl.stacks import load_resolved
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 
+from imagectl.core.versions import debian_version_key
 from imagectl.drift.findings import Finding, PinChange, StackDrift
 from imagectl.drift.indexes import load_index
 from imagectl.drift.sources import debian_folders
 from imagectl.stacks.schema import Stack
-from imagectl.versions import debian_version_key
 
 _KERNEL = re.compile(r"^(?P<abi>\d+\.\d+\.\d+-\d+)-(?P<flavour>[a-z0-9-]+)$")
 

@@ -16,8 +16,8 @@ import contextlib
 from collections.abc import Iterable, Iterator
 
 from imagectl.clouds.sdk_errors import CREDENTIALS, REFUSED, UNREACHABLE
+from imagectl.core.errors import UserError
 from imagectl.drift.findings import CheckError, DriftReport
-from imagectl.errors import UserError
 
 _UNREACHABLE = {
     *UNREACHABLE,

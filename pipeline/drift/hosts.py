@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from imagectl.core.errors import UserError
 from imagectl.drift import inventory
 from imagectl.drift.findings import DriftReport, Finding
 from imagectl.drift.receipts import HostFacts, manifest_facts, receipt_facts
-from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.validators.catalogs import xid_catalog
 from imagectl.validators.host.boot_history import previous_boot

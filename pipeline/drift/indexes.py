@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from imagectl.core.errors import UserError
 from imagectl.drift.http_cache import FetchFailed, NotFound, fetch
-from imagectl.errors import UserError
 
 INDEX_NAMES = ("Packages.gz", "Packages.xz", "Packages")
 

@@ -25,7 +25,7 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import cloud_spec, get_provider
 from imagectl.clouds.spec import ProviderOptions
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_SOURCE_IMAGE
 

@@ -13,8 +13,8 @@ import datetime as dt
 
 from imagectl.compat.data import CompatData
 from imagectl.compat.engine import Combination, evaluate
+from imagectl.core.errors import UserError
 from imagectl.drift.findings import PinChange
-from imagectl.errors import UserError
 from imagectl.stacks.resolve import ResolvedStack
 
 UNKNOWN = "UNKNOWN-TO-COMPAT-DATA"

@@ -24,10 +24,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.versions import upstream_version
 from imagectl.validators.manifest import parse_manifest
 from imagectl.validators.receipt import Receipt
-from imagectl.versions import upstream_version
 
 CHECKS = {
     "driver": "sw.driver.version",

@@ -11,9 +11,9 @@ from typing import Any
 
 from rich.table import Table
 
+from imagectl.core.safetext import cells, markup, md_cell
 from imagectl.drift.findings import DriftReport, StackDrift
 from imagectl.headline import could_not_run
-from imagectl.safetext import cells, markup, md_cell
 
 MARKER = "<!-- imagectl-drift:stack={stack} -->"
 COLUMNS = ("source", "kind", "subject", "where", "current", "available", "detail")
@@ -110,7 +110,7 @@ def render_stack_markdown(s: StackDrift, report: DriftReport) -> str:
         lines.append("| " + " | ".join(COLUMNS) + " |")
         lines.append("|" + "---|" * len(COLUMNS))
         for f in s.findings:
-            row = (  # what a host or an index wrote: inert code spans (imagectl.safetext)
+            row = (  # what a host or an index wrote: inert code spans (imagectl.core.safetext)
                 _cell(f.source),
                 f"`{f.kind}`",
                 *(md_cell(c or "-") for c in (f.subject, _where(f), f.current, f.available)),

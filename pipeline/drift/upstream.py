@@ -24,11 +24,11 @@ import datetime as dt
 import re
 
 from imagectl.compat.data import CompatData
+from imagectl.core.versions import Dotted, NcclVersion, debian_version_key, upstream_version
 from imagectl.drift.findings import Finding, PinChange, StackDrift
 from imagectl.drift.indexes import PackageIndex, load_index
 from imagectl.drift.sources import nvidia_repo_folder
 from imagectl.stacks.resolve import ResolvedStack
-from imagectl.versions import Dotted, NcclVersion, debian_version_key, upstream_version
 
 _DRIVER_PKG = re.compile(r"^(?:nvidia-driver|nvidia-open|cuda-drivers)-(\d+)(?:-server|-open)?$")
 _PINNING_PKG = re.compile(r"^nvidia-driver-pinning-(\d+\.\d+(?:\.\d+)?)$")

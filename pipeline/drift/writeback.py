@@ -14,8 +14,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from imagectl.core.errors import UserError
 from imagectl.drift.findings import PinChange
-from imagectl.errors import UserError
 from imagectl.stacks.loader import load_stack
 
 

@@ -38,11 +38,11 @@ from pathlib import Path
 
 from imagectl.clouds.base_image import BaseImage as Ancestor
 from imagectl.clouds.local import guest_setup
+from imagectl.core.errors import UserError
 from imagectl.embedded import procs
 from imagectl.embedded.chroot import chroot_ready, remove_root
 from imagectl.embedded.disk import make_disk
 from imagectl.embedded.procs import Children
-from imagectl.errors import UserError
 from imagectl.paths import cache_dir, state_dir
 from imagectl.stacks.resolve import ResolvedStack
 

@@ -30,12 +30,12 @@ from typing import Any
 
 from imagectl.clouds.local.qemu import cpu_model
 from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.core.errors import UserError
 from imagectl.embedded.base import BaseImage, ancestry
 from imagectl.embedded.procs import Children
 from imagectl.embedded.progress import Progress, Step
 from imagectl.embedded.provision import BOOTED_TAG, provision, provisioned_dir
 from imagectl.embedded.wheelhouse import ensure_wheelhouse
-from imagectl.errors import UserError
 from imagectl.packer.build import BuildPlan, run_build
 from imagectl.packer.templates import common_dir
 from imagectl.paths import Workspace, state_dir

@@ -20,9 +20,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from imagectl.core.errors import UserError
 from imagectl.embedded import FAULTS, disk
 from imagectl.embedded.procs import ChildFailed, Children
-from imagectl.errors import UserError
 
 DPKG_STATUS = "/var/lib/dpkg/status"
 

@@ -35,9 +35,9 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.embedded.procs import Terminated
 from imagectl.embedded.progress import Progress, Step
-from imagectl.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.packer.build import new_build_id
 from imagectl.paths import Workspace, state_dir
 from imagectl.promotion import promote

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 ENV_PACKER = "IMAGECTL_PACKER"
 MIN_VERSION = (1, 6, 6)

@@ -23,7 +23,7 @@ from typing import Any
 
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
 from imagectl.packer.command import build_command
 from imagectl.packer.machine_readable import PackerEvent

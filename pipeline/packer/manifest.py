@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.boundedjson import depth_of
 from imagectl.clouds.registry import spec_for_builder
-from imagectl.errors import UserError
+from imagectl.core.boundedjson import depth_of
+from imagectl.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.core.errors import EXIT_FAILED, UserError
 from imagectl.packer.machine_readable import PackerEvent, parse_line
 
 EventCallback = Callable[[PackerEvent], None]

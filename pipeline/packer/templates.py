@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 from imagectl.clouds.registry import cloud_spec
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.binary import PackerBinary
 
 PLUGINS_FILE = "plugins.pkr.hcl"

@@ -16,8 +16,8 @@ from typing import Any
 
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.registry import cloud_spec
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write_json
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write_json
 from imagectl.paths import find_workspace
 from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack

@@ -19,7 +19,7 @@ from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
 from imagectl.catalog.models import Image
 from imagectl.clouds.base import Provider
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion.resolve import ImageRef, resolve_image
 from imagectl.promotion.revoke import revoke_image
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from imagectl.clouds.base import Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import cloud_spec, get_provider
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import Workspace
 from imagectl.stacks import load_resolved
 from imagectl.stacks.resolve import ResolvedStack

@@ -9,7 +9,7 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
-from imagectl.safetext import cell, cells
+from imagectl.core.safetext import cell, cells
 
 
 class RegionProgress:

@@ -12,8 +12,8 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image
+from imagectl.core.errors import CloudError, UserError
 from imagectl.crashpoints import crash_point
-from imagectl.errors import CloudError, UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.groups import group_rows, resume_command
 from imagectl.promotion.regions import RegionRun

@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session
 from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, ValidationRun
-from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.core.errors import EXIT_FAILED, UserError
 from imagectl.stacks.expectations import BuildExpectations
 from imagectl.validation.fabric.receipt import is_fabric, nodes_of
 from imagectl.validators.compute.readiness import TOOLKIT_HOST, toolkit_matches

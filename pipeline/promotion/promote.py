@@ -46,7 +46,7 @@ from imagectl.catalog.locks import promotion_lock
 from imagectl.catalog.models import Image, Promotion
 from imagectl.clouds.base import Provider
 from imagectl.clouds.registry import cloud_spec
-from imagectl.errors import EXIT_BAD_INPUT, CloudError, UserError
+from imagectl.core.errors import EXIT_BAD_INPUT, CloudError, UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.finish import close_partial, flip_and_close
 from imagectl.promotion.gate import (

@@ -12,7 +12,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import CANDIDATE_STATES, ImageState
 from imagectl.catalog.models import Image, Promotion, ValidationRun
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion import records as rec
 from imagectl.promotion.groups import resume_command
 from imagectl.promotion.rollback import open_flip

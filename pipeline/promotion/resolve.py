@@ -13,7 +13,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion import records as rec
 
 # what a caller may name an image by

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from imagectl.errors import EXIT_FAILED, EXIT_OK
+from imagectl.core.errors import EXIT_FAILED, EXIT_OK
 
 Progress = Callable[[str, str, str], None]  # (region, step, detail)
 

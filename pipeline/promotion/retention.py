@@ -29,7 +29,7 @@ from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, Pointer, Promotion
 from imagectl.clouds.base import Instance, Provider
-from imagectl.errors import EXIT_FAILED, UserError
+from imagectl.core.errors import EXIT_FAILED, UserError
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.records import TAG_SOURCE
 from imagectl.promotion.resolve import ImageRef, resolve_image

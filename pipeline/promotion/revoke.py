@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from imagectl.actor import current_actor
-from imagectl.boundedjson import parse_bounded
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
 from imagectl.clouds.base import CloudImage, Provider
-from imagectl.errors import UserError
+from imagectl.core.boundedjson import parse_bounded
+from imagectl.core.errors import UserError
 from imagectl.promotion.rollback import rollback
 from imagectl.provenance.attest import publish, sign_statement
 from imagectl.provenance.keys import load_signer, load_trust

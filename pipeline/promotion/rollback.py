@@ -23,7 +23,7 @@ from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.locks import promotion_lock
 from imagectl.catalog.models import Image, PointerFlip, Promotion
 from imagectl.clouds.base import Provider
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion.finish import set_group_state
 from imagectl.promotion.groups import group_rows
 

@@ -25,8 +25,8 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.base import CloudImage, Provider
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write
 from imagectl.paths import state_dir
 from imagectl.provenance.keys import load_signer
 from imagectl.provenance.statement import build_statement

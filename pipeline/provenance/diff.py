@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.safetext import md_cell, plain
 from imagectl.provenance.inventory import Inventory, parse_inventory
-from imagectl.safetext import md_cell, plain
 from imagectl.tags import TAG_SOURCE_IMAGE
 
 SECTIONS = ("base", "pinned", "packages", "python")
@@ -153,7 +153,7 @@ def render_text(d: ImageDiff) -> str:
 
 def render_markdown(d: ImageDiff) -> str:
     """A pull-request comment. What the images reported (names, versions) and their labels
-    are inert code spans (``imagectl.safetext.md_cell``): no heading, link, image, HTML,
+    are inert code spans (``imagectl.core.safetext.md_cell``): no heading, link, image, HTML,
     mention or reference can come from a host."""
     out = [f"### imagectl diff\n\n{md_cell(d.before)} → {md_cell(d.after)}: {_summary(d)}\n"]
     for section in SECTIONS:

@@ -5,7 +5,7 @@ back to the build folder as ``image/inventory.json`` with the image manifest bes
 
 Parsed once here (a corrupt file is exit 2 naming it); the SBOM and ``imagectl diff`` read
 the model. What the image reported is bounded before anything is recorded: the document's
-size and depth (``imagectl.boundedjson``), the number of packages and modules, every
+size and depth (``imagectl.core.boundedjson``), the number of packages and modules, every
 string's length (CycloneDX's 1,024 for a version), and each package named once (a
 component's SBOM reference is its name)."""
 
@@ -25,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from imagectl.boundedjson import parse_bounded
-from imagectl.errors import UserError
+from imagectl.core.boundedjson import parse_bounded
+from imagectl.core.errors import UserError
 
 INVENTORY_FILE = "inventory.json"
 IMAGE_FOLDER = "image"  # below the build folder: what the image itself reported

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write, open_lock_file, private_dir
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write, open_lock_file, private_dir
 from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.state_settings import setting_path, settings_path
 from imagectl.validators.attestation import (

@@ -16,13 +16,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.boundedjson import parse_bounded
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.models import Build
 from imagectl.clouds.base_image import BaseImage
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write
+from imagectl.core.boundedjson import parse_bounded
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write
 from imagectl.provenance.inventory import (
     IMAGE_FOLDER,
     INVENTORY_FILE,

@@ -30,11 +30,11 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Image
 from imagectl.clouds.base import Provider
 from imagectl.clouds.sdk_errors import first_line
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write
+from imagectl.core.safetext import one_line
 from imagectl.paths import state_dir
 from imagectl.provenance.attest import canonical
-from imagectl.safetext import one_line
 from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
     ENVELOPE_SUBJECT,

@@ -46,9 +46,9 @@ from typing import Any
 from packageurl import PackageURL
 
 from imagectl import __version__
-from imagectl.boundedjson import parse_bounded
 from imagectl.clouds.base_image import BaseImage
-from imagectl.errors import UserError
+from imagectl.core.boundedjson import parse_bounded
+from imagectl.core.errors import UserError
 from imagectl.provenance.inventory import DebPackage, Inventory, OsRelease
 
 SPEC = "1.6"
@@ -264,7 +264,7 @@ def check_sbom_document(doc: Any, *, where: str) -> None:
 
 
 def _parsed(text: str, where: str) -> Any:
-    """An SBOM's JSON, measured before parsing (``imagectl.boundedjson``)."""
+    """An SBOM's JSON, measured before parsing (``imagectl.core.boundedjson``)."""
     return parse_bounded(
         text, kind="SBOM", where=where, hint="Render the SBOM again from the build",
         max_bytes=256 << 20, max_depth=32,

@@ -25,10 +25,10 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Attestation, Image
 from imagectl.clouds.base import Provider
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.safetext import one_line
 from imagectl.provenance import revocations as published_list
 from imagectl.provenance.attest import canonical, envelope_digest
-from imagectl.safetext import one_line
 from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
     PREDICATE_TYPE,

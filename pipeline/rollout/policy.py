@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 
 POLICY_FILE = Path(__file__).with_name("policy.yaml")
 

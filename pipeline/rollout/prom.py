@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 URL_ENV = "IMAGECTL_PROMETHEUS_URL"
 TOKEN_ENV = "IMAGECTL_PROMETHEUS_TOKEN"

@@ -26,7 +26,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.models import RolloutDecision
 from imagectl.clouds.base import Provider
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion import block_image, promote
 from imagectl.promotion import records as rec
 from imagectl.promotion.groups import group_rows

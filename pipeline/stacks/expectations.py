@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.stacks import load_resolved
 from imagectl.stacks.loader import LoadedStack
 from imagectl.stacks.resolve import ResolvedStack

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from imagectl.errors import StackError, UserError
+from imagectl.core.errors import StackError, UserError
 from imagectl.stacks.schema import STACK_NAME, Stack
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

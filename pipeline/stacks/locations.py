@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import load_data
 from imagectl.stacks.findings import Finding
 from imagectl.stacks.schema import Stack
-from imagectl.yamlfast import load_data
 
 RULE = "LOCATION-UNKNOWN"
 

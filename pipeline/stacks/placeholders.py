@@ -12,10 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import load_data
 from imagectl.stacks.findings import Finding
 from imagectl.stacks.schema import Stack
-from imagectl.yamlfast import load_data
 
 RULE = "PLACEHOLDER"
 

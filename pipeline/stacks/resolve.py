@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from imagectl.compat.data import CompatData, PackageSet
 from imagectl.compat.engine import Combination
+from imagectl.core.versions import Dotted
 from imagectl.stacks.schema import Stack
-from imagectl.versions import Dotted
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from pydantic import (
 )
 
 from imagectl.cloud_names import CLOUDS
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.versions import Dotted, NcclVersion, driver_branch
 from imagectl.stacks.patterns import (
     AmiId,
     AmiNameFilter,
@@ -53,7 +54,6 @@ from imagectl.stacks.patterns import (
     SsmPrefix,
     Version,
 )
-from imagectl.versions import Dotted, NcclVersion, driver_branch
 
 STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 _AWS_ACCOUNT = re.compile(r"^\d{12}$")

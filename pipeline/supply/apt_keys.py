@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.errors import UserError
-from imagectl.yamlfast import load_data
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import load_data
 
 _FPR = re.compile(r"^[0-9A-F]{40}([0-9A-F]{24})?$")  # v4 (SHA-1) or v6 (SHA-256)
 

@@ -35,7 +35,7 @@ from importlib import resources
 from pathlib import Path
 
 from imagectl import __version__
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import Workspace, cache_dir
 from imagectl.supply.lock import installer_lock_path, validator_lock_path
 from imagectl.supply.lockfile import load

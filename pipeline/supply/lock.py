@@ -26,7 +26,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from imagectl.compat.data import load_compat
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import Workspace, find_workspace
 from imagectl.stacks import load_resolved, stack_paths
 from imagectl.supply.lockfile import Lock, inputs_digest, load, merge

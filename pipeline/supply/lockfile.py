@@ -25,7 +25,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 HEADER = "# imagectl lock"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from imagectl.errors import UserError
-from imagectl.fsutil import open_lock_file
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import open_lock_file
 from imagectl.paths import Workspace, state_dir
 
 

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.redact import scrub
 
 PYPI = "https://pypi.org/simple"

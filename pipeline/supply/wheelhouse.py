@@ -27,7 +27,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.redact import redact_url, scrub
 from imagectl.supply.lockfile import Lock, load
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from imagectl.core.yamlfast import loads as load_yaml
 from imagectl.validators.results import CheckResult
-from imagectl.yamlfast import loads as load_yaml
 
 CLASSES_FILE = Path(__file__).with_name("check_classes.yaml")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import imagectl.playbooks
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import find_workspace
 
 GROUP = "validate_hosts"

@@ -38,7 +38,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 # Ansible's connection plugin that runs on the controller itself (not the local cloud)
 ANSIBLE_LOCAL = "local"

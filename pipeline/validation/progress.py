@@ -14,7 +14,7 @@ from typing import Any
 from rich.live import Live
 from rich.table import Table
 
-from imagectl.safetext import cells, markup
+from imagectl.core.safetext import cells, markup
 from imagectl.validators.results import CheckResult
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validation.classify import is_image_level
 from imagectl.validators.receipt import Receipt, load_receipt
 from imagectl.validators.results import CheckResult

@@ -10,7 +10,7 @@ from __future__ import annotations
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validation.decide import BLOCKED, VALIDATED, Decision
 from imagectl.validation.fabric.receipt import HOST as FABRIC_HOST
 from imagectl.validation.receipts import HostOutcome

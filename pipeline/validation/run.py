@@ -24,7 +24,7 @@ from typing import Any
 from imagectl.clouds.base import CapacityError, Instance, Provider, QuotaError
 from imagectl.clouds.common import NotReachable, instance_tags
 from imagectl.clouds.placement import Placement
-from imagectl.fsutil import atomic_write_json
+from imagectl.core.fsutil import atomic_write_json
 from imagectl.tags import TAG_LAUNCHED_BY, gcp_label_value
 from imagectl.validation.decide import (
     HOST_PROBLEM,

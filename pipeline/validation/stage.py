@@ -45,10 +45,10 @@ from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
 from imagectl.clouds.spec import CloudSpec
+from imagectl.core.errors import UserError
+from imagectl.core.fsutil import atomic_write
 from imagectl.doctor.offline import preflight
 from imagectl.doctor.run import real_cloud
-from imagectl.errors import UserError
-from imagectl.fsutil import atomic_write
 from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import NoSigner

@@ -17,7 +17,7 @@ from imagectl.catalog.lifecycle import (
     check_transition,
 )
 from imagectl.catalog.models import Image
-from imagectl.errors import EXIT_BAD_INPUT, UserError
+from imagectl.core.errors import EXIT_BAD_INPUT, UserError
 
 S = ImageState
 LEGAL = [(a, b) for a, targets in TRANSITIONS.items() for b in sorted(targets)]

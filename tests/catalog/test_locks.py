@@ -16,7 +16,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.locks import PromotionLocked, advisory_key, lock_name, promotion_lock
 from imagectl.catalog.models import Lock, utcnow
-from imagectl.errors import EXIT_FAILED
+from imagectl.core.errors import EXIT_FAILED
 
 # The workers live in a plain module next to this file; the children import it by name.
 sys.path.insert(0, str(Path(__file__).parent))

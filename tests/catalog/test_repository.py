@@ -12,7 +12,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import IllegalTransition
 from imagectl.catalog.models import AppendOnlyViolation, Event, Pointer, Promotion, ValidationRun
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.receipt import Receipt
 from tests.support import make_receipt
 

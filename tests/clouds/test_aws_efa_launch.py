@@ -143,7 +143,7 @@ def test_a_shape_without_efa_keeps_the_plain_launch(aws_moto: Any) -> None:
 @pytest.mark.parametrize("shape", ["p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"])
 def test_each_efa_shape_has_sourced_network_cards(shape: str) -> None:
     from imagectl.clouds.aws.efa import DATA
-    from imagectl.yamlfast import load_data
+    from imagectl.core.yamlfast import load_data
 
     entry = load_data(DATA)["instance_types"][shape]
     assert entry["source"] and efa_cards(shape) == int(entry["network_cards"]) > 0

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from imagectl.building.stand_in import SOURCE_VALUE as SBOM_STAND_IN
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 from tests.clouds.scenario import HEALTHY, write_override
 from tests.fakes import moto_doctor
 from tests.fakes import permissions as perm

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]

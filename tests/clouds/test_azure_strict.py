@@ -111,7 +111,7 @@ def test_direct_sharing_needs_a_groups_gallery_with_only_validated_versions(azur
     import pytest
     from azure.core.exceptions import HttpResponseError
 
-    from imagectl.errors import CloudError
+    from imagectl.core.errors import CloudError
     from imagectl.stacks.schema import Sharing
 
     env = CloudEnv("azure", azure_fake)

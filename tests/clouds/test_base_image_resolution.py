@@ -24,7 +24,7 @@ import pytest
 from imagectl.building.base_image import resolve_base_image
 from imagectl.clouds.base_image import PINNED, RESOLVED
 from imagectl.clouds.registry import cloud_spec
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from tests.fakes.fixtures import CloudEnv, resolved_stack
 
 pytest_plugins = ["tests.fakes.fixtures"]

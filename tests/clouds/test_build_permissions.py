@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 from tests.fakes import permissions as perm
 from tests.fakes.doctor_apis import ArmDoctorApis, GcpDoctorApis
 from tests.fakes.fixtures import resolved_stack

@@ -115,7 +115,7 @@ def test_a_call_to_an_endpoint_that_never_answers_fails_within_its_deadline(
 
 def test_a_deadline_that_is_not_a_number_is_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
     from imagectl.clouds.deadlines import deadlines
-    from imagectl.errors import UserError
+    from imagectl.core.errors import UserError
 
     monkeypatch.setenv("IMAGECTL_CLOUD_CALL_DEADLINE_S", "soon")
     with pytest.raises(UserError, match="IMAGECTL_CLOUD_CALL_DEADLINE_S"):

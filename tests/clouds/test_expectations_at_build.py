@@ -218,7 +218,7 @@ def test_a_toolkit_pin_changed_since_the_build_stops_before_any_launch(
 ) -> None:
     """The run ships the stack's toolkit (its lock), while the hosts judge the one the
     build recorded: a changed validation.toolkit is exit 2, naming both."""
-    from imagectl.errors import UserError
+    from imagectl.core.errors import UserError
     from imagectl.stacks import load_resolved
     from imagectl.stacks.expectations import for_build
     from imagectl.validation.stage import Judgement, _same_toolkit

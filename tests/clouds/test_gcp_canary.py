@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from imagectl.errors import CloudError
+from imagectl.core.errors import CloudError
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from imagectl.clouds.gcp.launch import DATA, launch_settings, series_of
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 from tests.fakes.fixtures import CloudEnv
 from tests.fakes.gcp_compute import FAKE_SERIES
 

@@ -13,7 +13,7 @@ from imagectl.clouds.aws.provider import region_of
 from imagectl.clouds.base import Instance
 from imagectl.clouds.common import instance_tags, is_expired
 from imagectl.clouds.gcp.labels import from_labels, to_labels
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.tags import TAG_TTL
 from imagectl.validation.inventory import InventoryOverride
 

@@ -338,7 +338,7 @@ def test_reaper_reports_an_instance_once_however_many_stacks_list_it(
 def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> None:
     import datetime as dt
 
-    from imagectl.errors import UserError
+    from imagectl.core.errors import UserError
 
     image = cloud_env.seed_candidate()
     with pytest.raises(UserError, match="whole internet"):

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
 from imagectl.supply.lock import LockSpec, toolkit_requirement, write_lock

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from imagectl.compat.data import load_compat
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = ["compat", "check", "--driver", "580.95.05", "--cuda", "12.8.1", "--json"]

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
+from imagectl.core.versions import debian_version_key
 from imagectl.drift.receipts import upstream
-from imagectl.versions import debian_version_key
 from tests.support import require_tool
 
 CHARS = "0123456789abz.+~"

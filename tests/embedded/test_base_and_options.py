@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from imagectl.core.errors import UserError
 from imagectl.embedded.base import (
     BASE_PACKAGES,
     BaseSpec,
@@ -17,7 +18,6 @@ from imagectl.embedded.base import (
     find_base,
     sweep_leftovers,
 )
-from imagectl.errors import UserError
 from imagectl.orchestrate.run import choose_regions
 from imagectl.stacks import load_resolved
 

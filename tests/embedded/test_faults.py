@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from needs import require_tool
 
+from imagectl.core.errors import UserError
 from imagectl.embedded import disk, faults
 from imagectl.embedded.procs import Children
-from imagectl.errors import UserError
 
 STATUS = """Package: jq
 Status: hold ok installed

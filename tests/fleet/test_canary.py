@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion import GateRefused, promote
 from imagectl.rollout.canary import canary_back, canary_image, set_canary
 
@@ -82,7 +82,7 @@ def test_back_to_the_previous_canary_or_removed(world) -> None:
 
 
 def test_an_image_a_canary_names_is_not_deleted(world) -> None:
-    from imagectl.errors import CloudError
+    from imagectl.core.errors import CloudError
 
     img = world.validated()
     provider = world.provider()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.rollout.prom import Prometheus, PrometheusUnavailable
 
 OK = {"status": "success", "data": {"resultType": "vector", "result": [

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from imagectl.compat.data import load_compat
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.variables import ansible_unsafe, write_var_files
 from imagectl.stacks import load_stack, resolve
 from tests.support import REPO

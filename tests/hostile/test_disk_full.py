@@ -91,7 +91,7 @@ def test_snapshot_and_plan(full_disk: Path, hostile) -> None:
 def test_local_registry_copy(full_disk: Path, tmp_path: Path) -> None:
     from imagectl.clouds.local.provider import LocalProvider
     from imagectl.clouds.local.spec import LocalOptions
-    from imagectl.errors import UserError
+    from imagectl.core.errors import UserError
 
     disk = tmp_path / "image.qcow2"
     disk.write_bytes(os.urandom(256 * 1024))  # larger than the whole small disk

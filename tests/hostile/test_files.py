@@ -21,7 +21,7 @@ from tests.support import REPO, require_tool
 
 def test_the_wheel_lock_follows_no_symlink(tmp_path: Path) -> None:
     """A link planted where the wheel-build lock goes must not truncate its target."""
-    from imagectl.errors import UserError
+    from imagectl.core.errors import UserError
     from imagectl.packer.build import build_validator_wheel
     from imagectl.paths import Workspace
 

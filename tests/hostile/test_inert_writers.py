@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from securesystemslib.signer import CryptoSigner
 
+from imagectl.core.safetext import md_cell
 from imagectl.lint import Problem, StackReport
 from imagectl.provenance.attest import sign_statement
 from imagectl.provenance.keys import trust_document
 from imagectl.provenance.statement import build_statement
-from imagectl.safetext import md_cell
 from tests.support import make_receipt
 
 HOSTILE = [
@@ -143,7 +143,7 @@ def test_terminal_verify_and_verify_node_are_inert(tmp_path: Path, cli, monkeypa
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_every_hostile_string_is_covered_by_the_one_sanitizer(value: str) -> None:
-    from imagectl.safetext import plain, prom_label, xml_text
+    from imagectl.core.safetext import plain, prom_label, xml_text
 
     for out in (plain(value), xml_text(value), prom_label(value)):
         _clean(out)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.machine_readable import parse_line
 from imagectl.packer.manifest import read_manifest
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.binary import find_packer, parse_version
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.packer.runner import PackerCancelled, PackerFailed, PackerTimeout, run

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from imagectl.clouds.base_image import BaseImage
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.binary import PLUGINS_VERSION, PackerBinary, find_packer
 from imagectl.packer.command import validate_command
 from imagectl.packer.templates import (

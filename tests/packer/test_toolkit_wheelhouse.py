@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.variables import ansible_vars
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved

@@ -12,7 +12,7 @@ import pytest
 
 from imagectl.catalog import repository as repo
 from imagectl.clouds.base import CloudImage
-from imagectl.errors import CloudError
+from imagectl.core.errors import CloudError
 from imagectl.promotion import promote
 from tests.fakes import moto_extensions
 

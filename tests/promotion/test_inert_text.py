@@ -1,7 +1,7 @@
 """What an operator or a host wrote is shown literally: rich markup in a block reason or
 a receipt's message (``[/]`` crashed the view, ``[link=...]`` rendered a live link) and
 terminal control sequences (an OSC 52 clipboard write, BEL, erase-line) are inert in
-``block``, ``status`` and ``receipt show`` (``imagectl.safetext``)."""
+``block``, ``status`` and ``receipt show`` (``imagectl.core.safetext``)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from imagectl.catalog import repository as repo
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.promotion import (
     GateRefused,
     ImageBlocked,

@@ -20,7 +20,7 @@ from imagectl.building.stage import _finish
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.models import Build, Image, Sbom
 from imagectl.clouds.registry import cloud_spec
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.packer.manifest import Artifact
 from imagectl.provenance.inventory import MAX_PACKAGES, load_inventory
 from imagectl.provenance.record import prepare_build_sbom

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from packageurl import PackageURL
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.provenance.inventory import Inventory, load_inventory, parse_inventory
 from imagectl.provenance.sbom import check_sbom, render_sbom
 from tests.support import require, require_tool

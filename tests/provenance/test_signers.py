@@ -20,7 +20,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import CryptoSigner
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.provenance.attest import sign_statement
 from imagectl.provenance.keys import NoSigner, load_signer, load_trust, trust_path
 from imagectl.provenance.statement import build_statement

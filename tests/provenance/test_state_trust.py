@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from securesystemslib.signer import CryptoSigner
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import find_workspace
 from imagectl.provenance.attest import sign_statement
 from imagectl.provenance.keys import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from imagectl.compat.data import load_compat
-from imagectl.errors import StackError
+from imagectl.core.errors import StackError
 from imagectl.stacks import load_stack, resolve, stack_paths
 
 REPO = Path(__file__).resolve().parents[2]

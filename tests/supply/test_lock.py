@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.paths import find_workspace
 from imagectl.supply.lock import LockSpec, is_current, make_lock, validator_spec, write_lock
 from imagectl.supply.lockfile import LockEntry, load, parse

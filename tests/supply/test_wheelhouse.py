@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.supply.lock import LockSpec, write_lock
 from imagectl.supply.lockfile import load
 from imagectl.supply.wheelhouse import ensure_wheelhouse, tarball_wheels, verify_tarball

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.baseline import compare_to_baseline
 from imagectl.validators.receipt import GpuSummary, Receipt
 from imagectl.validators.results import CheckResult, Outcome, Severity

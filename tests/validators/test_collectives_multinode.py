@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.collectives import collective_checks
 from imagectl.validators.collectives.hostfile import DEFAULT_PORT, parse_hostfile
 from imagectl.validators.collectives.launch import free_port

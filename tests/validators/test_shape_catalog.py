@@ -317,7 +317,7 @@ def test_library_has_a_sick_case_and_a_control_per_class() -> None:
 def test_the_cloud_side_efa_counts_agree_with_the_catalog() -> None:
     """The AWS launch data (issue 42, pipeline/clouds/aws/efa.yaml) names network cards per
     type; where it names a type the catalog knows, the counts are the same fact."""
-    from imagectl.yamlfast import loads
+    from imagectl.core.yamlfast import loads
 
     launch = ROOT / "pipeline" / "clouds" / "aws" / "efa.yaml"
     if not launch.is_file():

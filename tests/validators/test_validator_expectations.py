@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from validator_support import ROOT
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.stacks.expectations import from_stack
 from imagectl.validators.expectations import (
     Expectations,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from validator_support import SNAPSHOTS, expect_file
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.catalogs import _check_hands, thresholds, xid_catalog
 from imagectl.validators.expectations import from_file
 from imagectl.validators.host.sxid_source import build

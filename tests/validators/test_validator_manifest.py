@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from validator_support import ROOT
 
+from imagectl.core.errors import UserError
 from imagectl.drift.receipts import manifest_facts
-from imagectl.errors import UserError
 from imagectl.validators.checks import specs_for
 from imagectl.validators.expectations import from_file
 from imagectl.validators.manifest import parse_manifest

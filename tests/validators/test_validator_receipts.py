@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from validator_support import SNAPSHOTS, Run, expect_file, imagectl_in_process
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.receipt import SCHEMA_FILE, load_receipt
 from imagectl.validators.schemas import SCHEMA_DIR, generators, render
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pynvml
 
+from imagectl.core.versions import Dotted, upstream_version
 from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok, skip
@@ -22,7 +23,6 @@ from imagectl.validators.nvml.fabric import FabricInfo, read_fabric
 from imagectl.validators.nvml.mig import MigLinks, links_off_by_mig
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.results import Action
-from imagectl.versions import Dotted, upstream_version
 
 STACK = "the stack's pins (images/stacks/)"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 DEFAULT_PORT = 29400
 

@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.collectives import _resolve_device, collective_checks
 from imagectl.validators.collectives.arithmetic import size_sweep
 from imagectl.validators.collectives.hostfile import parse_hostfile

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.collectives.arithmetic import size_sweep
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30

@@ -11,8 +11,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from imagectl.errors import UserError
-from imagectl.yamlfast import loads as load_yaml
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import loads as load_yaml
 
 FLOORS_FILE = "data/floors.yaml"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 MiB = 1 << 20
 

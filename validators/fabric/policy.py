@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.validators.catalogs import _load
 from imagectl.validators.results import Action
 

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 RELEVANT = re.compile(r"NVRM|nvidia|Xid|SXid|nvswitch|fallen off the bus|NVLink", re.I)
 

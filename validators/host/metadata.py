@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from imagectl.boundedjson import parse_bounded
+from imagectl.core.boundedjson import parse_bounded
 
 TIMEOUT_S = 0.5
 IMDS = "http://169.254.169.254"

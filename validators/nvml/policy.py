@@ -9,9 +9,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
+from imagectl.core.yamlfast import loads as load_yaml
 from imagectl.validators.results import Action
-from imagectl.yamlfast import loads as load_yaml
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvml.yaml"
 

@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 
 DATA = Path(__file__).with_name("efa.yaml")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.common import check_cidr
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 
 def vpc_of(ec2: Any, subnet_id: str | None) -> str:

@@ -16,7 +16,7 @@ from imagectl.clouds.aws.errors import error_code
 from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
-from imagectl.errors import CloudError
+from imagectl.core.errors import CloudError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import (
     TAG_DEPRECATED_AT,

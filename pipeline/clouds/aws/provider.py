@@ -25,7 +25,7 @@ from imagectl.clouds.common import (
     utcnow,
 )
 from imagectl.clouds.placement import ManagedPlacement, Placement
-from imagectl.errors import CloudError, UserError
+from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from imagectl.validators.identity import ImageRef
 

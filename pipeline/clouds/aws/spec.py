@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.aws.clients import ENV_ENDPOINT
 from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 from imagectl.stacks.schema import AwsCloud
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 SECURITY_FEATURE = "SecurityType"
 STANDARD = "Standard"

@@ -17,7 +17,7 @@ from imagectl.clouds.azure.errors import is_not_found
 from imagectl.clouds.azure.resources import REPLICATION, version_key
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
-from imagectl.errors import CloudError, UserError
+from imagectl.core.errors import CloudError, UserError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_CANARY, TAG_DEPRECATED_AT, TAG_REPLACEMENT, TAG_STATE
 

@@ -20,7 +20,7 @@ from imagectl.clouds.base import CloudImage, Instance, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, instance_tags, utcnow
 from imagectl.clouds.placement import ManagedPlacement, Placement
-from imagectl.errors import CloudError, UserError
+from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
 from imagectl.validators.identity import parse
 

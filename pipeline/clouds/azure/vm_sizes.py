@@ -7,7 +7,7 @@ import fnmatch
 import functools
 from pathlib import Path
 
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 
 DATA = Path(__file__).with_name("vm_sizes.yaml")
 

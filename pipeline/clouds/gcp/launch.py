@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from imagectl.yamlfast import load_data
+from imagectl.core.yamlfast import load_data
 
 DATA = Path(__file__).with_name("machine_families.yaml")
 

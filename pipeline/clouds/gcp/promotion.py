@@ -32,8 +32,8 @@ from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, parse_time, utcnow
 from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.gcp.resources import image_state, resource_name
+from imagectl.core.errors import CloudError, UserError
 from imagectl.crashpoints import crash_point
-from imagectl.errors import CloudError, UserError
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_SOURCE_IMAGE, TAG_STACK, gcp_label_key, gcp_label_value
 

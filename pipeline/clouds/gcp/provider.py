@@ -20,7 +20,7 @@ from imagectl.clouds.gcp.promotion import GcpPromotion
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.clouds.gcp.spec import GLOBAL, SPEC, GcpOptions
 from imagectl.clouds.placement import ManagedPlacement, Placement
-from imagectl.errors import CloudError, UserError
+from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import (
     TAG_DIGEST,
     TAG_IMAGE,

@@ -60,8 +60,8 @@ from imagectl.clouds.common import NotReachable
 from imagectl.clouds.local import saved_boot, vms
 from imagectl.clouds.local.spec import SPEC, LocalOptions
 from imagectl.clouds.placement import Placement
-from imagectl.errors import CloudError, UserError
-from imagectl.fsutil import atomic_write, sha256_file
+from imagectl.core.errors import CloudError, UserError
+from imagectl.core.fsutil import atomic_write, sha256_file
 from imagectl.paths import state_dir
 from imagectl.settings import parse_seconds
 from imagectl.stacks.schema import Sharing

@@ -23,7 +23,7 @@ from imagectl.clouds.local.guest_setup import (
     FW_CFG_LOGIN_NAME,
     HANDOVER_PORT,
 )
-from imagectl.fsutil import sha256_file
+from imagectl.core.fsutil import sha256_file
 
 KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0"
 

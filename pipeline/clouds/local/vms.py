@@ -25,7 +25,7 @@ from pathlib import Path
 from imagectl.clouds.local import saved_boot
 from imagectl.clouds.local.pids import alive, start_time
 from imagectl.clouds.local.qemu import VmSpec, free_port
-from imagectl.errors import CloudError
+from imagectl.core.errors import CloudError
 
 
 @dataclass(frozen=True)

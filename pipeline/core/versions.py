@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import total_ordering
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 _DOTTED = re.compile(r"^\d+(\.\d+)*$")
 _NCCL = re.compile(r"^(?P<version>\d+\.\d+\.\d+)-(?P<rev>\d+)\+cuda(?P<cuda>\d+\.\d+)$")

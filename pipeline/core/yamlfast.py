@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 TMP_SUFFIX = ".tmp"
 

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from imagectl.errors import UserError
+from imagectl.core.errors import UserError
 
 MAX_INT_DIGITS = 300  # no number imagectl writes has more than a few dozen digits
 _TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)  # a string; a bracket
