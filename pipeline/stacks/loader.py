@@ -128,9 +128,10 @@ def _screen(text: str, path: Path) -> None:
             )
 
 
-def read_yaml(path: Path) -> yaml.MappingNode:
-    """Compose the file (libyaml when present): a node tree that keeps every line."""
-    text = _read_text(path)
+def read_yaml(path: Path, text: str | None = None) -> yaml.MappingNode:
+    """Compose the file (libyaml when present): a node tree that keeps every line.
+    ``text``: the file's text when the caller read it already."""
+    text = _read_text(path) if text is None else text
     try:
         _screen(text, path)
         node = yaml.compose(text, Loader=_Loader)
@@ -284,8 +285,39 @@ def _describe(err: Any, path: Path, raw: yaml.MappingNode) -> str:
     return f"{path}:{line}: {dotted}: {msg}"
 
 
+# Each stack file is parsed once per process: a parse (compose, screen, validate) is kept
+# by the file's path and exact text, so every later load of the same text returns the same
+# (frozen) LoadedStack, and a file edited since is parsed again. Only a successful parse is
+# kept; a bad file is refused again each time.
+_PARSED: dict[tuple[str, str], LoadedStack] = {}
+_MAX_PARSED = 256
+_parses = 0
+
+
+def parse_count() -> int:
+    """How many stack files this process has parsed (a load served from the cache is not
+    one): the "stack parsed once per process" tests count with it."""
+    return _parses
+
+
 def load_stack(path: Path) -> LoadedStack:
-    raw = read_yaml(path)
+    """The stack file at ``path``, parsed and validated (once per process per text)."""
+    global _parses
+    text = _read_text(path)
+    key = (str(path), text)
+    cached = _PARSED.get(key)
+    if cached is not None:
+        return cached
+    loaded = _parse(path, text)
+    _parses += 1
+    if len(_PARSED) >= _MAX_PARSED:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[key] = loaded
+    return loaded
+
+
+def _parse(path: Path, text: str) -> LoadedStack:
+    raw = read_yaml(path, text)
     try:
         stack = Stack.model_validate(to_plain(raw))
     except ValidationError as exc:
