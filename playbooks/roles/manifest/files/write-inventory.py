@@ -20,12 +20,17 @@ Standard library only: it runs on the image (Ubuntu 22.04's Python 3.10 and newe
 """
 
 import argparse
+import functools
 import glob
-import json
 import os
 import re
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the role installs it beside
+import manifest_io
+from manifest_io import emit
+
+run = functools.partial(manifest_io.run, missing_ok=True)  # no kmod: no modules to list
 
 DPKG_FORMAT = (
     "${db:Status-Abbrev}\t${Package}\t${Version}\t${source:Package}\t${source:Version}"
@@ -54,14 +59,6 @@ APT_HELPER = "/usr/lib/apt/apt-helper"
 # and only those parsed line by line (all of them took ~20 s in a booted build under TCG).
 PACKAGE_FIELD = re.compile(r"^Package:[ \t]*(\S+)", re.M)
 BLANK_LINE = re.compile(r"\n[ \t]+(?=\n)")  # a line of blanks separates stanzas too
-
-
-def run(argv):
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except FileNotFoundError:  # no kmod: no modules to list
-        return 127, ""
-    return proc.returncode, proc.stdout
 
 
 def dpkg_packages():
@@ -196,31 +193,6 @@ def kernel_modules(kernel):
         if info:
             modules.append({"name": name, **info})
     return modules
-
-
-def emit(document, output):
-    """The document as JSON: on standard output, or into ``output`` whole or not at all
-    (a temporary file beside it, renamed; mode 0644), so that one command run both reads
-    the image and writes the file (each extra module run costs a booted build seconds)."""
-    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-    if not output:
-        sys.stdout.write(text)
-        return
-    try:
-        with open(output, encoding="utf-8") as fh:
-            if fh.read() == text:  # nothing changed: say so (the role's changed_when)
-                print("unchanged")
-                return
-    except OSError:
-        pass
-    tmp = output + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, output)
-    print("changed")
 
 
 def main():

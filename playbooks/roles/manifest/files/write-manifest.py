@@ -7,16 +7,12 @@ Standard library only: it runs on the image, before imagectl's own venv exists.
 import argparse
 import ctypes
 import glob
-import json
 import os
 import re
-import subprocess
 import sys
 
-
-def run(argv):
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stdout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the role installs it beside
+from manifest_io import emit, run
 
 
 def installed_packages(patterns):
@@ -104,31 +100,6 @@ def validator_toolkit(venv):
             pass
         return {"torch": version, "cuda": cuda}
     return None
-
-
-def emit(document, output):
-    """The document as JSON: on standard output, or into ``output`` whole or not at all
-    (a temporary file beside it, renamed; mode 0644), so that one command run both reads
-    the image and writes the file (each extra module run costs a booted build seconds)."""
-    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-    if not output:
-        sys.stdout.write(text)
-        return
-    try:
-        with open(output, encoding="utf-8") as fh:
-            if fh.read() == text:  # nothing changed: say so (the role's changed_when)
-                print("unchanged")
-                return
-    except OSError:
-        pass
-    tmp = output + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, output)
-    print("changed")
 
 
 def main():
