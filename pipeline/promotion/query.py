@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,42 +29,66 @@ def current_pointers(catalog: Catalog, stack: str, cloud: str) -> dict[str, str]
         }
 
 
+@dataclass(frozen=True)
+class PromotionEvent:
+    """One promotion, rollback, retention, pointer or image event of the event log."""
+
+    at: str  # ISO 8601
+    actor: str
+    kind: str
+    message: str
+    image_id: int | None
+    details: dict[str, object] | None
+
+
 def promotion_events(
     catalog: Catalog, stack: str, cloud: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[PromotionEvent]:
     """Every promotion, rollback, retention and pointer event of a stack, oldest first."""
     prefixes = ("promotion.", "pointer.", "rollback.", "retention.", "image.")
     with catalog.transaction() as s:
         rows = [e for e in repo.events(s, stack=stack, cloud=cloud) if e.kind.startswith(prefixes)]
         return [
-            {
-                "at": e.at.isoformat(),
-                "actor": e.actor,
-                "kind": e.kind,
-                "message": e.message,
-                "image_id": e.image_id,
-                "details": e.details,
-            }
+            PromotionEvent(
+                at=e.at.isoformat(),
+                actor=e.actor,
+                kind=e.kind,
+                message=e.message,
+                image_id=e.image_id,
+                details=e.details,
+            )
             for e in reversed(rows)
         ]
 
 
-def unfinished_flip(session: Session, stack: str, cloud: str) -> dict[str, Any] | None:
-    """The pointer flip of ``stack`` on ``cloud`` that started and did not finish, as
-    plain data for ``status``: which regions moved, which did not, how to finish it."""
+@dataclass(frozen=True)
+class UnfinishedFlip:
+    """A pointer flip that started and did not finish: which regions moved, which did
+    not, how to finish or undo it."""
+
+    promotion: int
+    image: str
+    done: list[str]
+    pending: list[str]
+    finish: str  # the command that finishes it
+    undo: str  # the command that undoes it
+
+
+def unfinished_flip(session: Session, stack: str, cloud: str) -> UnfinishedFlip | None:
+    """The pointer flip of ``stack`` on ``cloud`` that started and did not finish."""
     found = open_flip(session, stack, cloud)
     if found is None:
         return None
     promo, flips = found
     regions = list(promo.target_regions)
-    return {
-        "promotion": promo.id,
-        "image": promo.image.cloud_image_id,
-        "done": [f.region for f in flips if f.state == "done"],
-        "pending": [f.region for f in flips if f.state == "pending"],
-        "finish": resume_command(promo.image, cloud, regions, regions),
-        "undo": f"imagectl rollback --stack {stack} --cloud {cloud}",
-    }
+    return UnfinishedFlip(
+        promotion=promo.id,
+        image=promo.image.cloud_image_id,
+        done=[f.region for f in flips if f.state == "done"],
+        pending=[f.region for f in flips if f.state == "pending"],
+        finish=resume_command(promo.image, cloud, regions, regions),
+        undo=f"imagectl rollback --stack {stack} --cloud {cloud}",
+    )
 
 
 def _time(value: datetime | None) -> str | None:
@@ -86,20 +111,35 @@ def _newest_by_shape(img: Image) -> dict[str, ValidationRun]:
     return newest
 
 
-def shapes_of(img: Image) -> list[dict[str, Any]]:
-    """Per validation shape, the newest receipt's verdict: which shapes the image passed
-    (``passed``: verdict pass), failed, and on which host, with which profile, when."""
+@dataclass(frozen=True)
+class ShapeVerdict:
+    """The newest receipt of one validation shape: its verdict (``passed``: pass), host,
+    profile, how it was made and when it came."""
+
+    shape: str
+    verdict: str
+    passed: bool
+    worst_action: str
+    host: str
+    profile: str
+    mode: str
+    received_at: str | None
+
+
+def shapes_of(img: Image) -> list[ShapeVerdict]:
+    """Per validation shape, the newest receipt's verdict: which shapes the image passed,
+    failed, and on which host, with which profile, when."""
     return [
-        {
-            "shape": shape,
-            "verdict": run.verdict,
-            "passed": run.verdict == "pass",
-            "worst_action": run.worst_action,
-            "host": run.host,
-            "profile": run.profile,
-            "mode": _mode(run),
-            "received_at": _time(run.received_at),
-        }
+        ShapeVerdict(
+            shape=shape,
+            verdict=run.verdict,
+            passed=run.verdict == "pass",
+            worst_action=run.worst_action,
+            host=run.host,
+            profile=run.profile,
+            mode=_mode(run),
+            received_at=_time(run.received_at),
+        )
         for shape, run in sorted(_newest_by_shape(img).items())
     ]
 
@@ -148,7 +188,7 @@ def _image(img: Image) -> dict[str, Any]:
         if source is None
         else {"id": source.id, "cloud_image_id": source.cloud_image_id, "region": source.region},
         "validated_by": validated_by(judged),
-        "shapes": shapes_of(judged),
+        "shapes": [asdict(v) for v in shapes_of(judged)],
         "revoked": img.tags.get(TAG_REVOKED),  # the signed revocation's digest (revoke)
     }
 
@@ -228,7 +268,9 @@ def catalog_status(
                 {
                     "stack": st,
                     "cloud": cl,
-                    "unfinished_flip": unfinished_flip(s, st, cl),
+                    "unfinished_flip": asdict(flip)
+                    if (flip := unfinished_flip(s, st, cl))
+                    else None,
                     "current": current,
                     "candidates": candidates,
                     "blocked": blocked,

@@ -210,7 +210,7 @@ def to_plain(node: yaml.Node) -> Any:
     return node.value
 
 
-def locate(node: Any, loc: tuple[str | int, ...] | list[str | int]) -> int:
+def locate(node: yaml.Node, loc: tuple[str | int, ...] | list[str | int]) -> int:
     """1-based line of the deepest existing node along ``loc``."""
     line = node.start_mark.line + 1
     for key in loc:

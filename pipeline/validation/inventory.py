@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -57,16 +56,17 @@ class ToolkitSource:
 
 @dataclass(frozen=True)
 class InventoryOverride:
-    all: dict[str, Any] = field(default_factory=dict)
-    slots: list[dict[str, Any]] = field(default_factory=list)
-    default_slot: dict[str, Any] = field(default_factory=dict)
+    # Ansible host variables as the file gives them (opaque: Ansible reads them)
+    all: dict[str, object] = field(default_factory=dict)
+    slots: list[dict[str, object]] = field(default_factory=list)
+    default_slot: dict[str, object] = field(default_factory=dict)
     toolkit: ToolkitSource | None = None
 
     @property
     def local(self) -> bool:
         return self.all.get("ansible_connection") == ANSIBLE_LOCAL
 
-    def for_slot(self, slot: int) -> dict[str, Any]:
+    def for_slot(self, slot: int) -> dict[str, object]:
         extra = self.slots[slot] if slot < len(self.slots) else self.default_slot
         return {**self.all, **(extra or {})}
 
@@ -100,22 +100,52 @@ class InventoryOverride:
             )
         base = path.parent
 
-        def resolve(d: dict[str, Any]) -> dict[str, Any]:
-            out = dict(d or {})
+        def resolve(d: object) -> dict[str, object]:
+            out = _mapping(d, path)
             snap = out.get("validate_snapshot")
-            if snap and not Path(snap).is_absolute() and (base / snap).exists():
+            if (
+                isinstance(snap, str)
+                and snap
+                and not Path(snap).is_absolute()
+                and ((base / snap).exists())
+            ):
                 out["validate_snapshot"] = str((base / snap).resolve())
             return out
 
         return cls(
-            all=dict(data.get("all") or {}),
-            slots=[resolve(s) for s in data.get("slots") or []],
+            all=_mapping(data.get("all"), path),
+            slots=[resolve(s) for s in _list(data.get("slots"), path)],
             default_slot=resolve(data.get("default_slot") or {}),
             toolkit=_toolkit_source(data.get("toolkit"), path),
         )
 
 
-def _toolkit_source(doc: Any, path: Path) -> ToolkitSource | None:
+def _mapping(value: object, path: Path) -> dict[str, object]:
+    """A mapping of host variables (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(
+            f"host variables must be a mapping, not {type(value).__name__}",
+            where=str(path),
+            hint="Write all:, each item of slots: and default_slot: as NAME: VALUE lines",
+        )
+    return {str(k): v for k, v in value.items()}
+
+
+def _list(value: object, path: Path) -> list[object]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UserError(
+            "slots must be a list (one mapping of host variables per slot)",
+            where=str(path),
+            hint="Write slots: as a list of mappings",
+        )
+    return list(value)
+
+
+def _toolkit_source(doc: object, path: Path) -> ToolkitSource | None:
     if doc is None:
         return None
     hint = "Write toolkit: {lock: FILE, index_url: URL}: FILE a lock made by python -m "

@@ -8,12 +8,11 @@ import datetime as dt
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from imagectl.clouds.base import CloudImage, Instance
-from imagectl.stacks.expectations import Expectations
 from imagectl.validation.inventory import ANSIBLE_LOCAL, InventoryOverride
 from imagectl.validation.toolkit import ships_to
+from imagectl.validators.expectations import Expectations
 
 
 @dataclass
@@ -50,10 +49,13 @@ class ValidationRequest:
     nodes: int = 1
 
 
-def host_vars(inst: Instance, slot: int, req: ValidationRequest, workdir: Path) -> dict[str, Any]:
-    override = req.override.for_slot(slot) if req.override else {}
+def host_vars(
+    inst: Instance, slot: int, req: ValidationRequest, workdir: Path
+) -> dict[str, object]:
+    """One host's Ansible inventory variables (the inventory file is their JSON edge)."""
+    override: dict[str, object] = req.override.for_slot(slot) if req.override else {}
     if override.get("ansible_connection") == ANSIBLE_LOCAL:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "ansible_python_interpreter": sys.executable,
             "validate_imagectl": str(Path(sys.executable).parent / "imagectl"),
             # Hosts share this machine: one work folder per host.

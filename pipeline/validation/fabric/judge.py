@@ -10,7 +10,6 @@ died or hung, or a node that sent nothing fail the run whatever the bandwidth.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from imagectl.validators.collectives.interconnect import BusbwVerdict, Interconnect, judge_busbw
 
@@ -21,14 +20,39 @@ class NodeRun:
 
     node: str  # the instance id
     address: str
-    result: dict[str, Any] | None = None
+    result: dict[str, object] | None = None  # the node's ``imagectl collectives`` JSON
     problem: str | None = None
 
-    def check(self, check_id: str) -> dict[str, Any] | None:
-        for c in (self.result or {}).get("checks") or []:
-            if c.get("id") == check_id:
-                return dict(c)
+    def check(self, check_id: str) -> NodeCheck | None:
+        """The node's result of one check (None: it sent none)."""
+        checks = (self.result or {}).get("checks")
+        for c in checks if isinstance(checks, list) else []:
+            if isinstance(c, dict) and c.get("id") == check_id:
+                return NodeCheck.of(c)
         return None
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    """The fields of one check result (``validators.results.CheckResult``'s JSON) that
+    judging a run reads."""
+
+    id: str
+    outcome: str | None
+    message: str
+    measured: float | None
+    details: dict[str, object]
+
+    @classmethod
+    def of(cls, c: dict[str, object]) -> NodeCheck:
+        measured, details = c.get("measured"), c.get("details")
+        return cls(
+            id=str(c.get("id")),
+            outcome=str(c["outcome"]) if c.get("outcome") is not None else None,
+            message=str(c.get("message") or ""),
+            measured=float(measured) if isinstance(measured, (int, float, str)) else None,
+            details=dict(details) if isinstance(details, dict) else {},
+        )
 
 
 @dataclass(frozen=True)
@@ -42,9 +66,9 @@ class RunVerdict:
     floor: BusbwVerdict | None
     reasons: list[str] = field(default_factory=list)
     named_nodes: list[str] = field(default_factory=list)
-    per_node: dict[str, Any] = field(default_factory=dict)
+    per_node: dict[str, dict[str, object]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "nodes": list(self.nodes),
             "ok": self.ok,
@@ -62,7 +86,7 @@ def judge_run(runs: list[NodeRun], ic: Interconnect, op: str = "all_reduce") -> 
     nodes = tuple(r.node for r in runs)
     reasons: list[str] = []
     named: list[str] = []
-    per_node: dict[str, Any] = {}
+    per_node: dict[str, dict[str, object]] = {}
     busbws: list[float] = []
     slowest: dict[int, float] = {}  # bytes -> the slowest node's busbw at that size
     device = "cpu"
@@ -72,26 +96,29 @@ def judge_run(runs: list[NodeRun], ic: Interconnect, op: str = "all_reduce") -> 
             named.append(run.node)
             continue
         device = str(run.result.get("device") or device)
-        rdzv = run.check("collective.rendezvous") or {}
-        coll = run.check(f"collective.{op}") or {}
+        rdzv = run.check("collective.rendezvous")
+        coll = run.check(f"collective.{op}")
         per_node[run.node] = {
             "address": run.address,
-            "rendezvous": rdzv.get("outcome"),
-            op: coll.get("outcome"),
-            "busbw_gbps": coll.get("measured"),
+            "rendezvous": rdzv.outcome if rdzv else None,
+            op: coll.outcome if coll else None,
+            "busbw_gbps": coll.measured if coll else None,
             "nccl_env": run.result.get("nccl_env"),
             "interface": run.result.get("interface"),
         }
         for check in (rdzv, coll):
-            if check and check.get("outcome") in ("fail", "error"):
-                reasons.append(f"{run.node}: {check.get('id')}: {check.get('message', '')}".strip())
-                if check is rdzv or (check.get("details") or {}).get("failure") == "died":
+            if check is not None and check.outcome in ("fail", "error"):
+                reasons.append(f"{run.node}: {check.id}: {check.message}".strip())
+                if check is rdzv or check.details.get("failure") == "died":
                     named.append(run.node)
-        if not coll:
+        if coll is None:
             reasons.append(f"{run.node}: no collective.{op} result")
-        elif coll.get("measured") is not None:
-            busbws.append(float(coll["measured"]))
-            for size in (coll.get("details") or {}).get("sizes") or []:
+        elif coll.measured is not None:
+            busbws.append(float(coll.measured))
+            sizes_measured = coll.details.get("sizes")
+            for size in sizes_measured if isinstance(sizes_measured, list) else []:
+                if not isinstance(size, dict):
+                    continue
                 got = float(size.get("busbw_gbps") or 0.0)
                 key = int(size.get("bytes") or 0)
                 slowest[key] = min(got, slowest.get(key, got))

@@ -8,7 +8,6 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from imagectl.validation.fabric.judge import NodeRun
 from imagectl.validation.fanout import playbook_path, run_validate_playbook
@@ -25,7 +24,7 @@ class Node:
 
     node: str
     address: str
-    host_vars: dict[str, Any]
+    host_vars: dict[str, object]
 
     @property
     def local(self) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Any
 
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.placement import Placement
@@ -38,7 +37,7 @@ def nodes_of(live: dict[int, Instance], req: ValidationRequest, workdir: Path) -
     ``fabric_device`` and ``fabric_max_bytes`` in the override replace the run's)."""
     out = []
     for slot, inst in sorted(live.items()):
-        hv: dict[str, Any] = host_vars(inst, slot, req, workdir)
+        hv = host_vars(inst, slot, req, workdir)
         hv.setdefault("fabric_toolkit_wheelhouse", req.toolkit_wheelhouse)
         hv.setdefault("fabric_device", "auto")
         hv.setdefault("fabric_max_bytes", 0)

@@ -84,7 +84,9 @@ def fabric_phase(
     env = nccl_env_for(fabric)
     if together is not None:  # what the ranks really ran with (the interface added)
         for info in together.per_node.values():
-            env = dict(info.get("nccl_env") or env)
+            ran = info.get("nccl_env")
+            if isinstance(ran, dict) and ran:
+                env = {str(k): str(v) for k, v in ran.items()}
             break
     receipt = fabric_receipt(
         image_id=image_id, stack=stack, stack_digest=stack_digest, shape=shape, cloud=cloud,

@@ -113,7 +113,7 @@ def fabric_receipt(
         stack=stack,
         stack_digest=stack_digest,
         validator_version=__version__,
-        profile=profile,  # type: ignore[arg-type]
+        profile=profile,
         started_at=started.isoformat(),
         finished_at=finished.isoformat(),
         duration_s=round((finished - started).total_seconds(), 3),
@@ -141,6 +141,6 @@ def fabric_receipt(
             not_run={c.id: c.message for c in checks if c.outcome == Outcome.ERROR},
         ),
         summary=summarise(checks),
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         worst_action=worst,
     )
