@@ -30,7 +30,7 @@ from imagectl.packer.machine_readable import PackerEvent
 from imagectl.packer.manifest import Artifact, read_manifest
 from imagectl.packer.runner import PackerRun, run
 from imagectl.packer.templates import stage_templates
-from imagectl.packer.variables import write_var_files
+from imagectl.packer.variables import PackerRuntime, write_var_files
 from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.provenance.inventory import IMAGE_FOLDER
 from imagectl.provenance.keys import image_trust
@@ -153,22 +153,20 @@ def plan_build(
     folder = (var_dir or state_dir() / "builds" / bid).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     manifest_file = folder / "manifest.json"
-    pvars_path, avars_path, pvars, avars = write_var_files(
-        resolved,
-        cloud,
-        folder,
+    runtime = PackerRuntime(
         build_id=bid,
         git_commit=git_commit(ws.root),
         playbook_file=str((ws.playbooks / "site.yml").resolve()),
         manifest_file=str(manifest_file),
+        cloud_vars=spec.runtime_packer_vars(resolved, folder, local_base_dir),
         validator_wheel=validator_wheel,
         validator_wheelhouse=validator_wheelhouse,
         validator_toolkit_wheelhouse=validator_toolkit_wheelhouse,
-        attestation_trust=image_trust(ws),
         manifest_nonce=secrets.token_hex(16),
         manifest_fetch_dir=str(folder / IMAGE_FOLDER),
-        base_image=base_image,
-        **spec.runtime_packer_vars(resolved, folder, local_base_dir),
+    )
+    pvars_path, avars_path, pvars, avars = write_var_files(
+        resolved, cloud, folder, runtime, attestation_trust=image_trust(ws), base_image=base_image
     )
     packer = binary or PackerBinary(path="packer", version=PLUGINS_VERSION)
     template_dir = stage_templates(source, folder / "templates", packer)

@@ -9,8 +9,11 @@ or the shared ``images/common/stack.pkr.hcl``, and in a role's
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,31 @@ RUNTIME_PACKER_VARS = (
 )
 
 CANDIDATE = "candidate"
+
+
+@dataclass(frozen=True)
+class PackerRuntime:
+    """What a build fills in at run time, not from the stack: Packer's runtime variables
+    (``RUNTIME_PACKER_VARS``), the cloud's own variables that depend on the build's folder
+    (``CloudSpec.runtime_packer_vars``: the local disk paths) and the Ansible variables
+    the build hands the roles (the validator's wheels, the manifest's fetch folder and
+    nonce). A plan leaves them empty."""
+
+    build_id: str = ""
+    git_commit: str = ""
+    ansible_vars_file: str = ""  # "": the Ansible file written beside the Packer one
+    playbook_file: str = ""
+    manifest_file: str = ""
+    cloud_vars: Mapping[str, str] = field(default_factory=dict)
+    validator_wheel: str = ""
+    validator_wheelhouse: str = ""
+    validator_toolkit_wheelhouse: str = ""
+    manifest_fetch_dir: str = ""
+    manifest_nonce: str = ""
+
+    def packer_runtime(self) -> dict[str, str]:
+        """``RUNTIME_PACKER_VARS`` by name (the Packer var file's runtime part)."""
+        return {name: str(getattr(self, name)) for name in RUNTIME_PACKER_VARS}
 
 
 def artifact_tags(
@@ -72,39 +100,32 @@ def runner_cidrs() -> list[str]:
 def packer_vars(
     r: ResolvedStack,
     cloud: str,
+    runtime: PackerRuntime | None = None,
     *,
-    build_id: str = "",
-    git_commit: str = "",
-    ansible_vars_file: str = "",
-    playbook_file: str = "",
-    manifest_file: str = "",
     base_image_id: str = "",
-    **cloud_runtime: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Every Packer variable of ``images/<cloud>/`` that a stack (and a build) sets.
 
     ``base_image_id`` is the base image the build starts from (the stack's pin, or what
     ``imagectl.building.base_image`` resolved): the cloud's ``base_image_packer_var``.
     A plan made offline leaves it empty; a build always fills it.
 
-    ``cloud_runtime`` fills in the cloud's variables that depend on the build's folder
-    (``CloudSpec.runtime_packer_vars``: the local disk paths); each must be one of the
-    cloud's own variables."""
+    ``runtime.cloud_vars`` fills in the cloud's variables that depend on the build's
+    folder (``CloudSpec.runtime_packer_vars``: the local disk paths); each must be one of
+    the cloud's own variables."""
     s = r.stack
     pins = r.pins()
-    common: dict[str, Any] = {
+    rt = runtime or PackerRuntime()
+    build_id = rt.build_id
+    common: dict[str, object] = {
         "stack_name": s.name,
         "stack_digest": r.digest,
         "driver_version": pins.driver or "none",
         "cuda_version": pins.cuda or "none",
         "nccl_version": pins.nccl or "none",
         "image_name": image_name(r, build_id),
-        "image_tags": artifact_tags(r, cloud, build_id=build_id, git_commit=git_commit),
-        "build_id": build_id,
-        "git_commit": git_commit,
-        "ansible_vars_file": ansible_vars_file,
-        "playbook_file": playbook_file,
-        "manifest_file": manifest_file,
+        "image_tags": artifact_tags(r, cloud, build_id=build_id, git_commit=rt.git_commit),
+        **rt.packer_runtime(),
         # the build instance's temporary SSH access admits the runner only
         "ssh_source_cidrs": runner_cidrs(),
     }
@@ -118,7 +139,7 @@ def packer_vars(
         manifest_strip_path=spec.manifest_strip_path,
         deprovision_command=spec.deprovision_command,
     )
-    for name, value in cloud_runtime.items():
+    for name, value in rt.cloud_vars.items():
         if name not in common or name in RUNTIME_PACKER_VARS:
             raise TypeError(f"{name} is not a runtime Packer variable of {cloud}")
         common[name] = value
@@ -236,37 +257,34 @@ def write_var_files(
     r: ResolvedStack,
     cloud: str,
     folder: Path,
+    runtime: PackerRuntime | None = None,
     *,
     attestation_trust: dict[str, Any] | None = None,
     base_image: BaseImage | None = None,
-    **runtime: str,
-) -> tuple[Path, Path, dict[str, Any], dict[str, Any]]:
-    """Write both files for ``cloud``; ``runtime`` = packer_vars' keyword arguments,
-    ``attestation_trust`` the keys the image trusts to sign its attestation.
+) -> tuple[Path, Path, dict[str, object], dict[str, Any]]:
+    """Write both files for ``cloud``: what the build fills in (``runtime``; none: a
+    plan's), ``attestation_trust`` the keys the image trusts to sign its attestation.
 
     The Packer var file points at the Ansible file (``ansible_vars_file``) unless the
-    caller passes one. Returns (packer path, ansible path, packer vars, ansible vars).
+    runtime names one. Returns (packer path, ansible path, packer vars, ansible vars).
     """
     pvars_path, avars_path = var_file_paths(folder, r.stack.name, cloud)
-    validator_wheel = runtime.pop("validator_wheel", "")
-    wheelhouse = runtime.pop("validator_wheelhouse", "")
-    toolkit = runtime.pop("validator_toolkit_wheelhouse", "")
-    fetch_dir = runtime.pop("manifest_fetch_dir", "")
-    nonce = runtime.pop("manifest_nonce", "")
+    rt = runtime or PackerRuntime()
     avars = ansible_vars(
         r,
         cloud,
-        validator_wheel=validator_wheel,
-        validator_wheelhouse=wheelhouse,
-        validator_toolkit_wheelhouse=toolkit,
+        validator_wheel=rt.validator_wheel,
+        validator_wheelhouse=rt.validator_wheelhouse,
+        validator_toolkit_wheelhouse=rt.validator_toolkit_wheelhouse,
         validator_attestation_trust=attestation_trust,
-        manifest_fetch_dir=fetch_dir,
-        build_id=str(runtime.get("build_id", "")),
-        manifest_nonce=nonce,
+        manifest_fetch_dir=rt.manifest_fetch_dir,
+        build_id=rt.build_id,
+        manifest_nonce=rt.manifest_nonce,
         base_image=base_image.to_dict() if base_image else None,
     )
-    runtime.setdefault("ansible_vars_file", str(avars_path))
-    pvars = packer_vars(r, cloud, base_image_id=base_image.id if base_image else "", **runtime)
+    if not rt.ansible_vars_file:
+        rt = dataclasses.replace(rt, ansible_vars_file=str(avars_path))
+    pvars = packer_vars(r, cloud, rt, base_image_id=base_image.id if base_image else "")
     atomic_write_json(avars_path, ansible_unsafe(avars), indent=2, sort_keys=True)
     atomic_write_json(pvars_path, pvars, indent=2, sort_keys=True)
     return pvars_path, avars_path, pvars, avars

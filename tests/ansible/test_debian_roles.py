@@ -23,7 +23,7 @@ import rootfs as rootfs_mod  # tests/ansible/rootfs.py
 from playbook_run import PlaybookRun, run_site
 
 from imagectl.packer.build import build_validator_wheel
-from imagectl.packer.variables import write_var_files
+from imagectl.packer.variables import PackerRuntime, write_var_files
 from imagectl.paths import find_workspace
 from imagectl.provenance.inventory import parse_inventory
 from imagectl.provenance.sbom import render_sbom
@@ -90,7 +90,7 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provisione
     # What every build hands the role: validators/requirements.lock's wheels (Debian 12: 3.11)
     wheelhouse = ensure_validator_wheelhouse("3.11", folder=tmp / "wheelhouse")
     _, avars_file, _, avars = write_var_files(
-        resolved, "local", tmp / "vars", validator_wheel=wheel
+        resolved, "local", tmp / "vars", PackerRuntime(validator_wheel=wheel)
     )
     toolkit = _toolkit_wheelhouse(tmp)
     try:

@@ -28,7 +28,7 @@ from imagectl.packer.templates import (
     stage_templates,
     template_files,
 )
-from imagectl.packer.variables import packer_vars, write_var_files
+from imagectl.packer.variables import PackerRuntime, packer_vars, write_var_files
 from imagectl.stacks import load_resolved, stack_paths
 from tests.support import ROOT, require_tool
 
@@ -162,18 +162,19 @@ def test_packer_validate(stack: str, cloud: str, tmp_path: Path) -> None:
     require_tool("ansible-playbook")  # the ansible provisioner checks for it
     binary = find_packer()
     _, resolved = load_resolved(IMAGES, stack)
-    runtime = {
-        "build_id": "20261122-042530-ab12cd",
-        "git_commit": "0" * 40,
-        "playbook_file": str(ROOT / "playbooks" / "site.yml"),
-        "manifest_file": str(tmp_path / "manifest.json"),
-    }
-    if cloud == "local":
-        runtime["local_base_dir"] = str(_local_base(tmp_path))
-        runtime["local_output_dir"] = str(tmp_path / "output")
+    # what a build fills in; the local cloud's disk paths too
+    local = {"local_base_dir": str(_local_base(tmp_path)),
+             "local_output_dir": str(tmp_path / "output")} if cloud == "local" else {}  # fmt: skip
+    runtime = PackerRuntime(
+        build_id="20261122-042530-ab12cd",
+        git_commit="0" * 40,
+        playbook_file=str(ROOT / "playbooks" / "site.yml"),
+        manifest_file=str(tmp_path / "manifest.json"),
+        cloud_vars=local,
+    )
     # a build always gives Packer the base image by id (imagectl.building.base_image)
     base = BaseImage(cloud=cloud, id=BASE_IDS.get(cloud, ""))
-    var_file, _, _, _ = write_var_files(resolved, cloud, tmp_path, base_image=base, **runtime)
+    var_file, _, _, _ = write_var_files(resolved, cloud, tmp_path, runtime, base_image=base)
     folder = stage_templates(IMAGES / cloud, tmp_path / "templates", binary)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(
@@ -195,7 +196,7 @@ def test_validate_fails_without_a_required_variable(tmp_path: Path) -> None:
     binary = find_packer()
     _, resolved = load_resolved(IMAGES, "h100-training")
     var_file, _, _pvars, _ = write_var_files(
-        resolved, "aws", tmp_path, playbook_file=str(ROOT / "playbooks" / "site.yml")
+        resolved, "aws", tmp_path, PackerRuntime(playbook_file=str(ROOT / "playbooks" / "site.yml"))
     )
     text = var_file.read_text().replace('"aws_region"', '"aws_regionx"')
     var_file.write_text(text)
