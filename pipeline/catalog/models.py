@@ -37,7 +37,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.mutable import MutableDict, MutableList
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    Session,
+    mapped_column,
+    relationship,
+)
 from sqlalchemy.types import TypeDecorator
 
 from imagectl.catalog.lifecycle import ImageState
@@ -213,13 +219,10 @@ class Promotion(Base):
     image: Mapped[Image] = relationship()
 
 
-class Pointer(Base):
-    """The "latest" image of a stack on a cloud in one region, and the previous one."""
-
-    __tablename__ = "pointers"
-    __table_args__ = (
-        UniqueConstraint("stack", "cloud", "region", name="uq_pointers_stack_cloud_region"),
-    )
+class _RegionPointer:
+    """The columns of a pointer (``Pointer``'s "latest", ``CanaryPointer``'s "canary"): the
+    image of a stack on a cloud in one region, and the one before it (the tables' columns
+    are the same; each table names its own unique constraint)."""
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     stack: Mapped[str] = mapped_column(String(128))
@@ -230,8 +233,17 @@ class Pointer(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_by: Mapped[str] = mapped_column(String(128))
 
-    image: Mapped[Image] = relationship(foreign_keys=[image_id])
-    previous_image: Mapped[Image | None] = relationship(foreign_keys=[previous_image_id])
+
+class Pointer(_RegionPointer, Base):
+    """The "latest" image of a stack on a cloud in one region, and the previous one."""
+
+    __tablename__ = "pointers"
+    __table_args__ = (
+        UniqueConstraint("stack", "cloud", "region", name="uq_pointers_stack_cloud_region"),
+    )
+
+    image: Mapped[Image] = relationship(foreign_keys="Pointer.image_id")
+    previous_image: Mapped[Image | None] = relationship(foreign_keys="Pointer.previous_image_id")
 
 
 class PointerFlip(Base):
@@ -259,7 +271,7 @@ class PointerFlip(Base):
     to_image: Mapped[Image] = relationship(foreign_keys=[to_image_id])
 
 
-class CanaryPointer(Base):
+class CanaryPointer(_RegionPointer, Base):
     """The "canary" image of a stack on a cloud in one region, beside "latest" (issue 47):
     what the fraction of a fleet that takes a candidate first deploys from
     (``imagectl promote --canary``); ``imagectl rollout`` advances latest to it or moves it
@@ -270,17 +282,10 @@ class CanaryPointer(Base):
         UniqueConstraint("stack", "cloud", "region", name="uq_canary_pointers_stack_cloud_region"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    stack: Mapped[str] = mapped_column(String(128))
-    cloud: Mapped[str] = mapped_column(String(32))
-    region: Mapped[str] = mapped_column(String(64))
-    image_id: Mapped[int] = mapped_column(ForeignKey("images.id"))
-    previous_image_id: Mapped[int | None] = mapped_column(ForeignKey("images.id"))
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_by: Mapped[str] = mapped_column(String(128))
-
-    image: Mapped[Image] = relationship(foreign_keys=[image_id])
-    previous_image: Mapped[Image | None] = relationship(foreign_keys=[previous_image_id])
+    image: Mapped[Image] = relationship(foreign_keys="CanaryPointer.image_id")
+    previous_image: Mapped[Image | None] = relationship(
+        foreign_keys="CanaryPointer.previous_image_id"
+    )
 
 
 class RolloutDecision(Base):
