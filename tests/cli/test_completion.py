@@ -4,7 +4,6 @@ on every command that takes them."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import click
@@ -13,7 +12,8 @@ from click.shell_completion import ShellComplete
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
-from imagectl.cli import COMMANDS, cli
+from imagectl.cli import cli
+from tests.cli.commands import every_command
 
 COMPLETED = {"stack": "complete", "shape": "complete", "gpu": "complete", "gpus": "complete"}
 IMAGE_ARGS = ("image", "image_id", "images")
@@ -24,20 +24,9 @@ def _complete(args: list[str], incomplete: str) -> list[str]:
     return [item.value for item in shell.get_completions(args, incomplete)]
 
 
-def _commands() -> list[tuple[str, click.Command]]:
-    out = []
-    for name, (module, _) in sorted(COMMANDS.items()):
-        cmd = importlib.import_module(module).command
-        if isinstance(cmd, click.Group):
-            out += [(f"{name} {sub}", c) for sub, c in sorted(cmd.commands.items())]
-        else:
-            out.append((name, cmd))
-    return out
-
-
 def test_every_stack_shape_gpu_option_and_image_argument_completes() -> None:
     missing, seen = [], 0
-    for name, cmd in _commands():
+    for name, cmd in every_command():
         for param in cmd.params:
             wanted = (isinstance(param, click.Option) and param.name in COMPLETED) or (
                 isinstance(param, click.Argument) and param.name in IMAGE_ARGS

@@ -4,13 +4,12 @@ sub-command of the registry takes it; ``snapshot`` (the last without one besides
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
 import click
 
-from imagectl.cli import COMMANDS
+from tests.cli.commands import every_command
 
 # commands whose output is not a result; each with why
 NOT_A_RESULT = {
@@ -19,19 +18,8 @@ NOT_A_RESULT = {
 }
 
 
-def _commands() -> list[tuple[str, click.Command]]:
-    out = []
-    for name, (module, _) in sorted(COMMANDS.items()):
-        cmd = importlib.import_module(module).command
-        if isinstance(cmd, click.Group):
-            out += [(f"{name} {sub}", c) for sub, c in sorted(cmd.commands.items())]
-        else:
-            out.append((name, cmd))
-    return out
-
-
 def test_every_command_takes_json() -> None:
-    commands = _commands()
+    commands = every_command()
     assert len(commands) > 25
     missing = [
         name
