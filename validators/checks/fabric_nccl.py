@@ -15,6 +15,7 @@ from imagectl.validators.fabric.applies import (
     section,
     shape_nics,
 )
+from imagectl.validators.fabric.model import NcclRun
 from imagectl.validators.fabric.parse import (
     efa_devices,
     ib_devices,
@@ -26,6 +27,7 @@ from imagectl.validators.fabric.parse import (
 )
 from imagectl.validators.fabric.policy import fabric_policy
 from imagectl.validators.findings import Finding, bad, ok, skip
+from imagectl.validators.nics import Nics
 from imagectl.validators.results import Action
 
 NCCL_TOPO = (
@@ -55,6 +57,29 @@ def uses_fabric(ctx: Context, log: str) -> bool:
     return nccl_net(log).network in names
 
 
+def nccl_evidence(
+    ctx: Context, *, topology: bool = False, on_fabric: bool = True, gdr: bool = False
+) -> tuple[Nics, NcclRun] | Finding:
+    """The shape's NICs and NCCL's run, for a check of what NCCL does on the fabric; or the
+    finding that says why the check has nothing to judge: the check does not apply, the
+    shape has no GPUDirect RDMA (``gdr``), no run (or, with ``topology``, no topology dump)
+    was recorded, or NCCL did not use the fabric's network (``on_fabric``)."""
+    if (why := not_applicable(ctx)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    if gdr and not nics.gpudirect_rdma:
+        return skip(f"shape {ctx.expect.shape} has no GPUDirect RDMA")
+    run = ctx.fabric_nccl()
+    if topology and (run is None or not run.topo_xml):
+        return skip("no NCCL topology dump recorded")
+    if run is None:
+        return skip("no NCCL run recorded (imagectl snapshot records one on a GPU host)")
+    if on_fabric and not uses_fabric(ctx, run.run.stdout):
+        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    return nics, run
+
+
 @check(
     "fabric.nccl.net",
     "NCCL uses the fabric's network (aws-ofi-nccl on EFA, IB on InfiniBand), not sockets",
@@ -63,13 +88,9 @@ def uses_fabric(ctx: Context, log: str) -> bool:
     timeout_s=150.0,
 )
 def nccl_network(ctx: Context) -> Finding:
-    if (why := not_applicable(ctx)) is not None:
-        return why
-    nics = shape_nics(ctx)
-    assert nics is not None
-    run = ctx.fabric_nccl()
-    if run is None:
-        return skip("no NCCL run recorded (imagectl snapshot records one on a GPU host)")
+    if isinstance(found := nccl_evidence(ctx, on_fabric=False), Finding):
+        return found
+    nics, run = found
     rule = fabric_policy().nccl_net[nics.fabric]
     seen = nccl_net(run.run.stdout)
     details = {
@@ -155,17 +176,10 @@ def nccl_network(ctx: Context) -> Finding:
     timeout_s=150.0,
 )
 def gdr(ctx: Context) -> Finding:
-    if (why := not_applicable(ctx)) is not None:
-        return why
-    nics = shape_nics(ctx)
-    assert nics is not None
-    if not nics.gpudirect_rdma:
-        return skip(f"shape {ctx.expect.shape} has no GPUDirect RDMA")
-    run = ctx.fabric_nccl()
-    if run is None or not run.topo_xml:
-        return skip("no NCCL topology dump recorded")
-    if not uses_fabric(ctx, run.run.stdout):
-        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    if isinstance(found := nccl_evidence(ctx, topology=True, gdr=True), Finding):
+        return found
+    nics, run = found
+    assert run.topo_xml is not None
     topo = nccl_topology(run.topo_xml)
     fab = section(ctx)
     names = set(fabric_nics(ctx))
@@ -247,15 +261,9 @@ def healthy_rails(ctx: Context) -> list[str]:
     timeout_s=150.0,
 )
 def nccl_rails(ctx: Context) -> Finding:
-    if (why := not_applicable(ctx)) is not None:
-        return why
-    nics = shape_nics(ctx)
-    assert nics is not None
-    run = ctx.fabric_nccl()
-    if run is None:
-        return skip("no NCCL run recorded (imagectl snapshot records one on a GPU host)")
-    if not uses_fabric(ctx, run.run.stdout):
-        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    if isinstance(found := nccl_evidence(ctx), Finding):
+        return found
+    nics, run = found
     rule = fabric_policy().nccl_rails
     wanted_settings = list((rule.extra or {}).get("settings") or [])
     logged = nccl_settings(run.run.stdout)

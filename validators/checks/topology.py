@@ -5,7 +5,7 @@ guest hides the switches), and NCCL's own topology detection agrees (quick, full
 from __future__ import annotations
 
 from imagectl.validators.checks.base import LOADED_PROFILES, check
-from imagectl.validators.checks.fabric_nccl import healthy_rails, uses_fabric
+from imagectl.validators.checks.fabric_nccl import healthy_rails, nccl_evidence
 from imagectl.validators.context import Context
 from imagectl.validators.fabric.applies import (
     SHAPES,
@@ -112,15 +112,10 @@ def topology(ctx: Context) -> Finding:
     timeout_s=150.0,
 )
 def nccl_agrees(ctx: Context) -> Finding:
-    if (why := not_applicable(ctx)) is not None:
-        return why
-    nics = shape_nics(ctx)
-    assert nics is not None
-    run = ctx.fabric_nccl()
-    if run is None or not run.topo_xml:
-        return skip("no NCCL topology dump recorded")
-    if not uses_fabric(ctx, run.run.stdout):
-        return skip("NCCL does not use the fabric's network (fabric.nccl.net says why)")
+    if isinstance(found := nccl_evidence(ctx, topology=True), Finding):
+        return found
+    nics, run = found
+    assert run.topo_xml is not None
     topo = nccl_topology(run.topo_xml)
     # judged on the host's healthy NICs and those NCCL lists: a port that is down and that
     # NCCL leaves out is the host's (fabric.ib.ports); a healthy NIC NCCL leaves out is what
