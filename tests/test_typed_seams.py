@@ -27,7 +27,6 @@ PACKAGES = ("building", "validation", "promotion", "orchestrate", "stacks")
 
 # The JSON edges: what each turns into plain data, and where that goes.
 SERIALIZERS = {
-    "building/stage.py:BuildOutcome.to_dict",  # build --json
     "building/stand_in.py:pins_inventory",  # the stand-in inventory document (an SBOM's input)
     "validation/decide.py:BadHost.to_dict",  # validate-image --json
     "validation/decide.py:Decision.to_dict",  # validate-image --json

@@ -14,9 +14,8 @@ that the stage records a build before a long Packer run and adopts a reused one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -44,12 +43,41 @@ class LocalPrep:
     progress: Progress
 
 
-@dataclass
+@dataclass(frozen=True)
+class LocalBuildDetails:
+    """What the local build adds to its outcome: the base disk, the accelerator, the
+    candidate's disk and whether it was reused."""
+
+    candidate_reused: bool
+    base_key: str
+    base_folder: str
+    base_cached: bool
+    accel: str
+    accel_reason: str
+    disk: str
+
+    def base(self) -> dict[str, object]:
+        return {"key": self.base_key, "folder": self.base_folder, "cached": self.base_cached}
+
+    def accelerator(self) -> dict[str, object]:
+        return {"name": self.accel, "reason": self.accel_reason}
+
+    def to_dict(self) -> dict[str, object]:
+        """``imagectl build --json``'s local part."""
+        return {
+            "candidate_reused": self.candidate_reused,
+            "base": self.base(),
+            "accel": self.accelerator(),
+            "disk": self.disk,
+        }
+
+
+@dataclass(frozen=True)
 class Published:
     artifact: Artifact
     disk: Path
+    details: LocalBuildDetails
     fault: dict[str, str] | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def quiet_progress() -> Progress:
@@ -135,14 +163,13 @@ def publish(
         cloud="local", builder_type="qemu", id=image.image_id, location=region,
         name=image.name, tags={TAG_BUILD: candidate.build_id},
     )  # fmt: skip
-    details = {
-        "candidate_reused": candidate.reused,
-        "base": {
-            "key": prep.base.folder.name,
-            "folder": str(prep.base.folder),
-            "cached": prep.base.cached,
-        },
-        "accel": {"name": prep.accel.name, "reason": prep.accel.reason},
-        "disk": str(disk),
-    }
-    return Published(artifact=artifact, disk=disk, fault=fault, details=details)
+    details = LocalBuildDetails(
+        candidate_reused=candidate.reused,
+        base_key=prep.base.folder.name,
+        base_folder=str(prep.base.folder),
+        base_cached=prep.base.cached,
+        accel=prep.accel.name,
+        accel_reason=prep.accel.reason,
+        disk=str(disk),
+    )
+    return Published(artifact=artifact, disk=disk, details=details, fault=fault)

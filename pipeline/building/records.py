@@ -1,5 +1,6 @@
 """The records around ``imagectl build``: the endpoint override, the catalog records and the
-``imagectl:state=built`` tag.
+``imagectl:state=built`` tag, and ``BuiltImage``: an image a build made, as the catalog
+records it (what building returns, and what validation reads back).
 
 ``start`` records the build (outcome running) before Packer runs, with the image's
 expectations on each validation shape of its cloud (``BuildExpectations``, resolved once,
@@ -16,7 +17,7 @@ from typing import Any
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.catalog.models import Build
+from imagectl.catalog.models import Build, Image
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
@@ -24,6 +25,50 @@ from imagectl.clouds.spec import CloudSpec
 from imagectl.packer.manifest import Artifact
 from imagectl.stacks.expectations import BuildExpectations
 from imagectl.stacks.resolve import ResolvedStack
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    """An image a build made, as the catalog records it: where it is, its state, the stack
+    and digest it was built from, and the expectations its build recorded (``None``: built
+    before builds recorded them, or no build of it in this catalog)."""
+
+    cloud: str
+    image_id: str
+    region: str
+    state: ImageState
+    stack: str
+    stack_digest: str
+    build_id: str | None
+    expectations: BuildExpectations | None
+
+    @classmethod
+    def of_row(cls, row: Image) -> BuiltImage:
+        """The catalog's row (and its build's), read once: a build's expectations that do
+        not parse are bad input naming the build (exit 2)."""
+        build = row.build
+        record = (
+            BuildExpectations.from_columns(
+                build.expectations_digest, build.expectations,
+                where=f"catalog build {build.build_id}",
+            )
+            if build is not None
+            else None
+        )  # fmt: skip
+        return cls(
+            cloud=row.cloud,
+            image_id=row.cloud_image_id,
+            region=row.region,
+            state=ImageState(row.state),
+            stack=row.stack,
+            stack_digest=row.stack_digest,
+            build_id=build.build_id if build is not None else None,
+            expectations=record,
+        )
+
+    def to_dict(self) -> dict[str, str]:
+        """``imagectl build --json``'s entry of the image."""
+        return {"image_id": self.image_id, "region": self.region, "state": self.state.value}
 
 
 def endpoint_overrides(spec: CloudSpec[Any], overrides: dict[str, str]) -> dict[str, str]:
@@ -96,7 +141,9 @@ def failed(record: BuildRecord, *, cancelled: bool) -> None:
 
 def finish(
     record: BuildRecord, resolved: ResolvedStack, spec: CloudSpec[Any], artifacts: list[Artifact]
-) -> list[dict[str, str]]:
+) -> list[BuiltImage]:
+    """The build recorded as succeeded, one catalog image per artifact (a reused one keeps
+    its row and state), each new one tagged ``built`` in its cloud."""
     catalog, build = record.catalog, record.build
     images = []
     built = []
@@ -114,7 +161,7 @@ def finish(
                     s, build=build, cloud_image_id=a.id, region=a.location, tags=a.tags
                 )
                 built.append(a)
-            images.append({"image_id": a.id, "region": a.location, "state": str(row.state)})
+            images.append(BuiltImage.of_row(row))
     provider = get_provider(spec, provider_options(resolved, spec))
     for a in built:
         image = provider.get_image(a.id, a.location)

@@ -26,6 +26,8 @@ from imagectl.building.base_image import (
     pinned_base_image,
     resolve_base_image,
 )
+from imagectl.building.local import LocalBuildDetails
+from imagectl.building.records import BuiltImage
 from imagectl.building.stand_in import mark_stand_in, write_stand_in
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.spec import CloudSpec
@@ -85,13 +87,14 @@ class BuildOutcome:
     manifest_file: Path | None
     duration_s: float
     artifacts: list[Artifact]
-    images: list[dict[str, str]]
+    images: list[BuiltImage]
     sbom: str | None = None  # the image's CycloneDX SBOM beside the build record
     reused: bool = False
     fault: dict[str, str] | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    local: LocalBuildDetails | None = None  # the local cloud's base, accelerator and disk
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        """``imagectl build --json``."""
         return {
             "build_id": self.build_id,
             "stack": self.stack,
@@ -100,11 +103,11 @@ class BuildOutcome:
             "manifest": str(self.manifest_file) if self.manifest_file else None,
             "duration_s": round(self.duration_s, 1),
             "artifacts": [a.to_dict() for a in self.artifacts],
-            "images": self.images,
+            "images": [i.to_dict() for i in self.images],
             "sbom": self.sbom,
             "reused": self.reused,
             "fault": self.fault,
-            **self.details,
+            **(self.local.to_dict() if self.local else {}),
         }
 
 
@@ -251,7 +254,9 @@ def _finish(
     result: BuildResult | None,
     *,
     stand_in: bool = False,
-    **extra: Any,
+    reused: bool = False,
+    fault: dict[str, str] | None = None,
+    local: LocalBuildDetails | None = None,
 ) -> BuildOutcome:
     prepared = None
     if folder is not None:  # what the image reported, refused (exit 2) before any record
@@ -283,7 +288,9 @@ def _finish(
         artifacts=artifacts,
         images=images,
         sbom=str(sbom) if sbom else None,
-        **extra,
+        reused=reused,
+        fault=fault,
+        local=local,
     )
 
 
@@ -335,5 +342,5 @@ def _build_local(
     return _finish(
         record, resolved, spec, [published.artifact],
         folder if folder.name else None, None,
-        reused=candidate.reused, fault=published.fault, details=published.details,
+        reused=candidate.reused, fault=published.fault, local=published.details,
     )  # fmt: skip

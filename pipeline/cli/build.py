@@ -29,7 +29,7 @@ from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import Workspace
 
 if TYPE_CHECKING:
-    from imagectl.building import BuildRequest
+    from imagectl.building.stage import BuildRequest
 
 
 @click.command("build")
@@ -89,8 +89,7 @@ def command(
 ) -> None:
     """Build a candidate image of STACK for CLOUD with Packer."""
     # The stage records into the catalog (SQLAlchemy): loaded here so `--help` stays light.
-    from imagectl.building import BuildRequest, build_image
-    from imagectl.building.stage import parse_overrides
+    from imagectl.building.stage import BuildRequest, build_image, parse_overrides
     from imagectl.clouds.registry import cloud_spec
 
     request = BuildRequest(
@@ -134,7 +133,7 @@ def command(
     reused = " (reused: a candidate of identical inputs)" if outcome.reused else ""
     con.print(f"build {outcome.build_id}: {len(outcome.artifacts)} artifact(s){reused}")
     for a, image in zip(outcome.artifacts, outcome.images, strict=True):
-        con.print(f"  {a.cloud} {a.location} {a.id} ({image['state']})", markup=False)
+        con.print(f"  {a.cloud} {a.location} {a.id} ({image.state})", markup=False)
     if outcome.fault:
         con.print(
             f"  injected fault: {outcome.fault['name']}: {outcome.fault['detail']}", markup=False
@@ -149,7 +148,7 @@ def command(
 
 
 def _show_dry_run(ws: Workspace, request: BuildRequest, as_json: bool) -> None:
-    from imagectl.building import dry_run
+    from imagectl.building.stage import dry_run
 
     shown = dry_run(ws, request)
     plan = shown.plan

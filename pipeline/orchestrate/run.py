@@ -4,7 +4,7 @@ A short orchestration of the stage functions every cloud uses, on the local clou
 (``imagectl.clouds.local``: a registry whose regions are folders, instances that are
 QEMU VMs):
 
-1. build      ``imagectl.building.build_image`` (what ``imagectl build --cloud local``
+1. build      ``imagectl.building.stage.build_image`` (what ``imagectl build --cloud local``
               runs): the Debian base (debootstrap, cached), site.yml natively in a chroot,
               Packer's qemu builder for the ``booted`` roles, the candidate imported into
               the first region and recorded ``built``; a candidate of identical inputs is
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from imagectl.building import BuildRequest, build_image
+from imagectl.building.stage import BuildRequest, build_image
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
@@ -84,8 +84,8 @@ class RunResult:
     image_file: str | None = None
     build_id: str | None = None
     candidate_reused: bool = False
-    base: dict[str, Any] = field(default_factory=dict)
-    accel: dict[str, Any] = field(default_factory=dict)
+    base: dict[str, object] = field(default_factory=dict)
+    accel: dict[str, object] = field(default_factory=dict)
     fault: dict[str, str] | None = None
     verdict: str | None = None
     worst_action: str | None = None
@@ -208,16 +208,17 @@ def _pipeline(
         progress=progress,
     )  # fmt: skip
     (image,) = built.images
-    image_id = image["image_id"]
+    image_id = image.image_id
     result.build_id = built.build_id
     result.candidate_reused = built.reused
-    result.base = dict(built.details.get("base", {}))
-    result.accel = dict(built.details.get("accel", {}))
+    if built.local is not None:
+        result.base = built.local.base()
+        result.accel = built.local.accelerator()
+        result.image_file = built.local.disk
     result.fault = built.fault
     result.sbom = built.sbom
     result.image_id = image_id
-    result.image_file = str(built.details.get("disk") or "")
-    state = image["state"]
+    state: str = image.state
     if state in RETIRED:
         raise UserError(
             f"image {image_id} is '{state}' in the catalog and cannot be promoted again",
@@ -256,7 +257,7 @@ def _pipeline(
 
     if state == ImageState.BLOCKED:
         result.outcome = "blocked"
-        result.blocked_reason = _blocked_reason(catalog, image_id, image["region"])
+        result.blocked_reason = _blocked_reason(catalog, image_id, image.region)
         return
     if state not in JUDGED:
         raise UserError(f"validation ended {state}: {'; '.join(reasons) or state}")
@@ -264,7 +265,7 @@ def _pipeline(
     # 3. the attestation verifies with this machine's trust ------------------------------
     with progress.step("attest", "Attest: verify the signed verdict") as st:
         with catalog.transaction() as s:
-            row = repo.find_image(s, CLOUD, image["region"], image_id)
+            row = repo.find_image(s, CLOUD, image.region, image_id)
             assert row is not None  # the build stage recorded it
             image_pk = row.id
             check = verify_image(s, row, trusted)

@@ -42,8 +42,17 @@ def network_for(resolved: ResolvedStack, cloud: str | None) -> Network:
     )
 
 
-def image_expectations(resolved: ResolvedStack, cloud: str | None) -> Expectations:
-    """What the stack's image for ``cloud`` must contain (no machine shape yet).
+def image_expectations(
+    resolved: ResolvedStack,
+    cloud: str | None,
+    *,
+    shape: Mapping[str, object] | None = None,
+    origin: str | None = None,
+) -> Expectations:
+    """What the stack's image for ``cloud`` must contain: without ``shape``, on no machine
+    shape yet (the image's ``expect.json``); with it (``shape_fields``: the shape's GPUs,
+    hardware and cloud), on that shape, made in one step (the driver version's one hop
+    from the pins into expectations, docs/architecture.md).
 
     ``packages``: every NVIDIA package the roles install (images/compat/packages.yaml) at
     the stack's pin, plus the stack's own packages (``clouds.local.packages``); ``held``:
@@ -57,26 +66,27 @@ def image_expectations(resolved: ResolvedStack, cloud: str | None) -> Expectatio
     packages = c.extra_packages if c is not None else {}
     packages.update(resolved.pinned_packages())
     held = sorted({*packages, *([f"linux-image-{kernel}"] if kernel else [])})
-    return Expectations(
-        origin=f"image:{stack.name}",
-        stack=stack.name,
-        stack_digest=resolved.digest,
-        cloud=cloud,
-        gpus_expected=stack.nvidia is not None,
-        driver=pins.driver,
-        cuda=pins.cuda,
-        nccl=pins.nccl,
-        fabric_manager=pins.fabric_manager,
-        kernel_modules=pins.kernel_modules,
-        kernel=kernel,
-        dcgm=pins.dcgm,
-        container_toolkit=pins.container_toolkit,
-        validator_toolkit=pins.validator_toolkit,
-        profile=stack.validation.profile,
-        packages=packages,
-        held=held,
-        network=network_for(resolved, cloud),
-    )
+    pinned: dict[str, object] = {
+        "origin": origin or f"image:{stack.name}",
+        "stack": stack.name,
+        "stack_digest": resolved.digest,
+        "cloud": cloud,
+        "gpus_expected": stack.nvidia is not None,
+        "driver": pins.driver,
+        "cuda": pins.cuda,
+        "nccl": pins.nccl,
+        "fabric_manager": pins.fabric_manager,
+        "kernel_modules": pins.kernel_modules,
+        "kernel": kernel,
+        "dcgm": pins.dcgm,
+        "container_toolkit": pins.container_toolkit,
+        "validator_toolkit": pins.validator_toolkit,
+        "profile": stack.validation.profile,
+        "packages": packages,
+        "held": held,
+        "network": network_for(resolved, cloud),
+    }
+    return Expectations.model_validate({**pinned, **(shape or {})})
 
 
 def shape_of(loaded: LoadedStack, resolved: ResolvedStack, shape: str | None) -> str:
@@ -99,14 +109,17 @@ def for_shape(
 ) -> Expectations:
     """The image's expectations on one machine shape (its GPUs, hardware and cloud)."""
     fields = shape_fields(images_dir, shape)
-    base = image_expectations(resolved, fields.get("cloud"))
-    return base.model_copy(
-        update={
-            **fields,
-            "origin": f"stack:{resolved.stack.name}",
-            **({"image_id": image_id} if image_id else {}),
-        }
+    return image_expectations(
+        resolved,
+        _cloud_of(fields),
+        shape={**fields, **({"image_id": image_id} if image_id else {})},
+        origin=f"stack:{resolved.stack.name}",
     )
+
+
+def _cloud_of(fields: Mapping[str, object]) -> str | None:
+    cloud = fields.get("cloud")
+    return str(cloud) if cloud else None
 
 
 def from_stack(images_dir: Path, stack_name: str, shape: str | None) -> Expectations:
@@ -161,13 +174,12 @@ def for_build(
     images_dir: Path, resolved: ResolvedStack, shapes: Iterable[str], *, build_id: str
 ) -> BuildExpectations:
     """What a build of ``resolved`` records: the image's expectations on each of ``shapes``
-    (its cloud's validation shapes), resolved once, now."""
-    return BuildExpectations(
-        stack_digest=resolved.digest,
-        shapes={
-            shape: for_shape(images_dir, resolved, shape).model_copy(
-                update={"origin": f"build:{build_id}"}
-            )
-            for shape in shapes
-        },
-    )
+    (its cloud's validation shapes), resolved once, now (each made in one step by
+    ``image_expectations``, kept as it is)."""
+    made = {}
+    for shape in shapes:
+        fields = shape_fields(images_dir, shape)
+        made[shape] = image_expectations(
+            resolved, _cloud_of(fields), shape=fields, origin=f"build:{build_id}"
+        )
+    return BuildExpectations(stack_digest=resolved.digest, shapes=made)

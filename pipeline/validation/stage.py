@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.actor import current_actor
+from imagectl.building.records import BuiltImage
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
@@ -53,7 +54,7 @@ from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import NoSigner
 from imagectl.stacks import load_resolved
-from imagectl.stacks.expectations import BuildExpectations, for_shape
+from imagectl.stacks.expectations import for_shape
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.tags import TAG_DIGEST
 from imagectl.validation.decide import BLOCKED, INCONCLUSIVE, VALIDATED, Decision
@@ -94,17 +95,6 @@ class ImageValidationRequest:
     # hosts validated together (collectives across them, in the cloud's placement); None:
     # the stack's validation.nodes
     nodes: int | None = None
-
-
-@dataclass(frozen=True)
-class BuiltImage:
-    """What the catalog knows of the image: its stack, the digest it was built from, and
-    the expectations its build recorded (None: built before they were recorded)."""
-
-    stack: str
-    stack_digest: str
-    build_id: str | None
-    record: BuildExpectations | None
 
 
 @dataclass(frozen=True)
@@ -156,7 +146,7 @@ def validate_image(
     provider = get_provider(spec, provider_options(resolved, spec))
     judged = _judgement(ws, req, built, resolved, list(settings.validation_shapes))
     image = _find_image(provider, req, spec.build_region(settings), judged, stack, built)
-    record = built.record if built else None
+    record = built.expectations if built else None
     profile = req.profile or (record and record.profile) or resolved.stack.validation.profile
     nodes = _nodes(req, resolved)
     # the GPU toolkit the hosts install for the run, made (and checked against its lock)
@@ -212,7 +202,7 @@ def _judgement(
     """The image's expectations on the shapes validated now (--shape, else every shape
     its build recorded, else every shape the stack validates on): its build's record, or
     (an image whose build recorded none) the stack resolved now."""
-    record = built.record if built else None
+    record = built.expectations if built else None
     if built is None or record is None:
         shapes = [req.shape] if req.shape else stack_shapes
         why = (
@@ -431,7 +421,7 @@ def _find_image(
         )
     tagged = image.tags.get(TAG_DIGEST)
     if tagged and tagged not in (judged.digest, provider.spec.tag_value(judged.digest)):
-        if built is not None and built.record is not None:
+        if built is not None and built.expectations is not None:
             raise UserError(
                 f"image {req.image_id} is tagged with stack digest {tagged[:12]}, but its "
                 f"build {built.build_id} recorded {judged.digest[:12]}: the tag was changed, "
@@ -455,14 +445,7 @@ def _built(cloud: str, image_id: str) -> BuiltImage | None:
         rows = [r for r in repo.list_images(s, cloud=cloud) if r.cloud_image_id == image_id]
         if not rows:
             return None
-        row = min(rows, key=lambda r: r.build is None)
-        build = row.build
-        if build is None:
-            return BuiltImage(str(row.stack), str(row.stack_digest), None, None)
-        record = BuildExpectations.from_columns(
-            build.expectations_digest, build.expectations, where=f"catalog build {build.build_id}"
-        )
-        return BuiltImage(str(row.stack), str(row.stack_digest), build.build_id, record)
+        return BuiltImage.of_row(min(rows, key=lambda r: r.build is None))
 
 
 def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, str | None]:
