@@ -49,7 +49,7 @@ class StackReport:
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "stack": self.stack,
             "path": self.path,

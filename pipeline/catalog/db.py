@@ -139,7 +139,7 @@ def make_engine(url: str) -> Engine:
             "support",
             hint=f"Set ${ENV_DATABASE_URL} to sqlite:///... or postgresql+psycopg://...",
         )
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     if backend == "sqlite":
         db = parsed.database
         if db and db != ":memory:":
@@ -227,7 +227,7 @@ def known_head() -> str | None:
     for path in sorted((Path(migrations.__file__).parent / "versions").glob("*.py")):
         if path.name == "__init__.py":
             continue
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             target = node.targets[0] if isinstance(node, ast.Assign) else None
             if isinstance(node, ast.AnnAssign):

@@ -45,9 +45,9 @@ transaction ends (the session factory does not expire on commit).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
@@ -104,7 +104,7 @@ def log_event(
     cloud: str | None = None,
     image: Image | None = None,
     actor: str | None = None,
-    details: dict[str, Any] | None = None,
+    details: dict[str, object] | None = None,
 ) -> Event:
     """Append one event. ``stack``/``cloud`` default to the image's."""
     if image is not None:
@@ -133,11 +133,11 @@ def record_build(
     stack_digest: str,
     cloud: str,
     git_commit: str | None = None,
-    packer_manifest: dict[str, Any] | None = None,
+    packer_manifest: dict[str, object] | None = None,
     artifact_id: str | None = None,
     started_at: datetime | None = None,
     actor: str | None = None,
-    base_image: dict[str, Any] | None = None,
+    base_image: dict[str, object] | None = None,
 ) -> Build:
     """Record a build that has started (outcome 'running'); ``base_image`` is the base it
     starts from (``BaseImage.to_dict()``)."""
@@ -173,7 +173,7 @@ def finish_build(
     *,
     outcome: str,
     finished_at: datetime | None = None,
-    packer_manifest: dict[str, Any] | None = None,
+    packer_manifest: dict[str, object] | None = None,
     artifact_id: str | None = None,
     actor: str | None = None,
 ) -> Build:
@@ -207,7 +207,7 @@ def record_image(
     cloud: str | None = None,
     stack: str | None = None,
     stack_digest: str | None = None,
-    tags: dict[str, Any] | None = None,
+    tags: Mapping[str, object] | None = None,
     state: str | ImageState = ImageState.BUILT,
     created_at: datetime | None = None,
     actor: str | None = None,
@@ -259,7 +259,7 @@ def set_state(
     actor: str | None = None,
     force: bool = False,
     blocked_reason: str | None = None,
-    details: dict[str, Any] | None = None,
+    details: dict[str, object] | None = None,
 ) -> Image:
     """Move ``image`` to ``new_state`` if the lifecycle allows it; write an event.
 
@@ -608,8 +608,8 @@ def record_sbom(
     build_pk: int,
     *,
     digest: str,
-    document: dict[str, Any],
-    inventory: dict[str, Any],
+    document: dict[str, object],
+    inventory: dict[str, object],
     held: list[str],
 ) -> Sbom:
     """Store (or replace) a build's SBOM and the inventory it was rendered from."""
@@ -643,7 +643,7 @@ def latest_receipts(session: Session, image: Image | int) -> list[ValidationRun]
 
 
 def record_attestation(
-    session: Session, image: Image | int, *, digest: str, keyid: str, envelope: dict[str, Any]
+    session: Session, image: Image | int, *, digest: str, keyid: str, envelope: dict[str, object]
 ) -> Attestation:
     """Store a signed attestation of ``image`` (``imagectl.provenance.attest``)."""
     row = Attestation(
@@ -683,7 +683,7 @@ def record_revocation(
     attestation: str | None,
     reason: str,
     keyid: str,
-    envelope: dict[str, Any],
+    envelope: dict[str, object],
 ) -> Revocation:
     """Store a signed revocation of ``image`` (``imagectl.promotion.revoke``)."""
     row = Revocation(

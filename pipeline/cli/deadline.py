@@ -24,11 +24,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from imagectl.core.errors import EXIT_FAILED, UserError
+
+if TYPE_CHECKING:
+    from urllib3.connectionpool import HTTPConnectionPool
 
 ENV = "IMAGECTL_DEADLINE_S"
 DEFAULTS: dict[str, float] = {  # seconds
@@ -60,7 +64,7 @@ _lock = threading.Lock()
 _patched = False
 
 
-def _describe(method: str, url: str, pool: Any, body: Any) -> str:
+def _describe(method: str, url: str, pool: HTTPConnectionPool, body: object) -> str:
     host = f"{getattr(pool, 'scheme', 'http')}://{getattr(pool, 'host', '?')}"
     if getattr(pool, "port", None):
         host += f":{pool.port}"
@@ -156,7 +160,7 @@ def deadline(command: str, seconds: float | None) -> Iterator[None]:
     earlier = 0.0
     if in_main:
 
-        def on_alarm(_sig: int, _frame: Any) -> None:
+        def on_alarm(_sig: int, _frame: FrameType | None) -> None:
             raise DeadlineExceeded(_message(command, seconds, _where()))
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
@@ -195,11 +199,11 @@ def with_deadline(name: str, cmd: click.Command) -> click.Command:
             f"${ENV}; 0: none). Past it the command stops, naming the call it waited on.",
         )
     )
-    callback: Callable[..., Any] | None = cmd.callback
+    callback: Callable[..., object] | None = cmd.callback
     assert callback is not None
 
     @functools.wraps(callback)
-    def bounded(*args: Any, deadline: float | None = None, **kwargs: Any) -> Any:
+    def bounded(*args: object, deadline: float | None = None, **kwargs: object) -> object:
         if deadline is None:
             raw = os.environ.get(ENV, "").strip()
             try:

@@ -22,8 +22,9 @@ repository's anchor, reviewed)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -31,6 +32,12 @@ from imagectl.cli.common import cloud_option, console, emit_json, json_option, s
 from imagectl.cli.completion import complete_images
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.headline import could_not_run
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key
+
+    from imagectl.clouds.base import Provider
+    from imagectl.provenance.verify import Verification
 
 # what an offline verify judges: the signature, what it names, and revocation
 OFFLINE_CHECKS = ("signature", "identity", "revocation")
@@ -146,7 +153,7 @@ def command(
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
-def _catalog(image: str, stack: str | None, cloud: str | None, keys: list[Any]) -> Any:
+def _catalog(image: str, stack: str | None, cloud: str | None, keys: list[Key]) -> Verification:
     from imagectl.catalog.db import open_catalog
     from imagectl.promotion import resolve_image
     from imagectl.provenance.verify import verify_image
@@ -164,7 +171,7 @@ def _catalog(image: str, stack: str | None, cloud: str | None, keys: list[Any]) 
         catalog.close()
 
 
-def _provider(stack: str, cloud: str) -> Any:
+def _provider(stack: str, cloud: str) -> Provider:
     """The image's cloud, asked for its ``imagectl:revoked`` tag (a stack or cloud that
     cannot be opened: bad input, exit 2)."""
     from imagectl.paths import find_workspace
@@ -173,7 +180,7 @@ def _provider(stack: str, cloud: str) -> Any:
     return provider_for(load_stack_for(find_workspace(), stack), cloud)
 
 
-def _read(path: Path, what: str) -> Any:
+def _read(path: Path, what: str) -> object:
     from imagectl.validators.attestation import BadAttestationInput, _read_json
 
     try:
@@ -186,10 +193,10 @@ def _offline(
     image: str,
     envelope: Path,
     revocations: Path | None,
-    keys: list[Any],
+    keys: list[Key],
     cloud: str | None,
     stack: str | None,
-) -> Any:
+) -> Verification:
     from imagectl.provenance.verify import verify_envelope
 
     return verify_envelope(
@@ -225,7 +232,7 @@ def _export_revocations(stack: str | None, valid_hours: float) -> int:
     return EXIT_OK
 
 
-def _trust_or_none(load: Any) -> Any:
+def _trust_or_none(load: Callable[[Path | None], list[Key]]) -> list[Key] | None:
     """The configured trust (to keep the new list's version as seen), None when none is."""
     try:
         return load(None)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
 
 PINNED = "pinned"  # the stack names the id
 RESOLVED = "resolved"  # the cloud answered the stack's query
@@ -34,7 +33,7 @@ class BaseImage:
     source: str = RESOLVED  # pinned | resolved
     query: str = ""  # the stack's query, as the cloud was asked it
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "cloud": self.cloud,
             "id": self.id,
@@ -45,13 +44,13 @@ class BaseImage:
         }
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> BaseImage:
+    def from_dict(cls, doc: dict[str, object]) -> BaseImage:
         created = doc.get("created_at")
         return cls(
             cloud=str(doc["cloud"]),
             id=str(doc["id"]),
             name=str(doc.get("name") or ""),
-            created_at=dt.datetime.fromisoformat(created) if created else None,
+            created_at=dt.datetime.fromisoformat(str(created)) if created else None,
             source=str(doc.get("source") or RESOLVED),
             query=str(doc.get("query") or ""),
         )

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from imagectl.tags import TAG_TTL
 
@@ -42,7 +41,7 @@ class Placement:
     location: str  # the region (AWS: the group's zone is chosen by the first launch)
     resource_id: str  # the group name / policy URL / ARM id the launch names
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

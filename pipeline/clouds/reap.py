@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from imagectl.clouds.base import Instance, Provider
 from imagectl.clouds.common import is_expired, utcnow
@@ -35,7 +34,7 @@ class Reaped:
     action: str  # terminated | would-terminate | failed | deleted | would-delete
     error: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         exp = self.instance.expires_at()
         return {
             "cloud": self.cloud,
@@ -78,7 +77,7 @@ class ReapedPlacement:
     action: str  # deleted | would-delete | failed
     error: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         exp = self.placement.expires_at()
         placement, tags = self.placement.placement, self.placement.tags
         return {
@@ -123,9 +122,9 @@ class Sweep:
     """``imagectl reap``'s result: every instance and placement once, and each account
     that failed."""
 
-    instances: list[dict[str, Any]]
+    instances: list[dict[str, object]]
     errors: list[str]
-    placements: list[dict[str, Any]] = field(default_factory=list)
+    placements: list[dict[str, object]] = field(default_factory=list)
     # each account/project/gallery is two checks: its instances, then its placements;
     # ``not_run`` names those that could not be listed
     checks: int = 0
@@ -144,8 +143,8 @@ def sweep(
     """Reap every account/project/gallery the stacks name (each once, however many stacks
     share it); a cloud that cannot be listed is an error of the sweep, not its end."""
     seen: set[tuple[str, str]] = set()
-    results: list[dict[str, Any]] = []
-    placements: list[dict[str, Any]] = []
+    results: list[dict[str, object]] = []
+    placements: list[dict[str, object]] = []
     errors: list[str] = []
     not_run: list[str] = []
     for name in stacks:

@@ -37,7 +37,7 @@ class Violation:
     source: str
     field: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
     @property
@@ -45,7 +45,7 @@ class Violation:
         return self.severity == "error"
 
 
-class _Facts(dict[str, Any]):
+class _Facts(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 

@@ -46,8 +46,10 @@ def _check_cloud(resolved: ResolvedStack, cloud: str, settings: Any, drift: Stac
     field = spec.base_image_pin_field()
     proposed = {"pin": field, "proposed": newest.id}
     created = newest.created_at.isoformat() if newest.created_at else None
-    extra = {"proposed_pin": proposed, "name": newest.name, "created_at": created,
-             "query": newest.query, "pinned": pin is not None}  # fmt: skip
+    extra: dict[str, object] = {
+        "proposed_pin": proposed, "name": newest.name, "created_at": created,
+        "query": newest.query, "pinned": pin is not None,
+    }  # fmt: skip
     subject = f"base image ({spec.base_image_query(settings)})"
     if current is None:
         drift.findings.append(Finding(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from imagectl.headline import could_not_run
 
@@ -29,13 +28,13 @@ class Finding:
     severity: str = "drift"  # drift | warning | info (info never changes the exit code)
     cloud: str | None = None
     region: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def is_drift(self) -> bool:
         return self.severity in ("drift", "warning")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -53,7 +52,7 @@ class PinChange:
     def dotted(self) -> str:
         return ".".join(self.path)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "pin": self.dotted,
             "current": self.current,
@@ -75,7 +74,7 @@ class CheckError:
     message: str
     cloud: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -87,7 +86,7 @@ class StackDrift:
     path: str
     findings: list[Finding] = field(default_factory=list)
     proposals: list[PinChange] = field(default_factory=list)
-    checked: list[dict[str, Any]] = field(default_factory=list)  # what upstream looked at
+    checked: list[dict[str, object]] = field(default_factory=list)  # what upstream looked at
     written: bool = False
     errors: list[CheckError] = field(default_factory=list)  # checks that could not run
 
@@ -95,7 +94,7 @@ class StackDrift:
     def drifted(self) -> bool:
         return any(f.is_drift for f in self.findings)
 
-    def check_status(self, source: str) -> dict[str, Any]:
+    def check_status(self, source: str) -> dict[str, object]:
         """One source's outcome for this stack: ``error`` when it could not run (for every
         cloud or in part: its findings are still listed), else ``drift`` or ``no drift``."""
         found = [f for f in self.findings if f.source == source]
@@ -108,7 +107,7 @@ class StackDrift:
             status = "no drift"
         return {"status": status, "findings": len(found), "errors": len(errors)}
 
-    def as_dict(self, sources: tuple[str, ...] = ()) -> dict[str, Any]:
+    def as_dict(self, sources: tuple[str, ...] = ()) -> dict[str, object]:
         return {
             "stack": self.stack,
             "path": self.path,
@@ -164,7 +163,7 @@ class DriftReport:
         self.stacks.append(entry)
         return entry
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "drift": self.drifted,
             "complete": self.complete,

@@ -131,10 +131,10 @@ def built_base_image(stack: str, cloud: str) -> str | None:
     return None
 
 
-def catalog_receipts(stack: str) -> list[tuple[str, dict[str, Any]]]:
+def catalog_receipts(stack: str) -> list[tuple[str, dict[str, object]]]:
     """(label, receipt) of every receipt stored for the stack's promoted images."""
     catalog = open_catalog()
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, dict[str, object]]] = []
     with catalog.transaction() as s:
         for img in repo.list_images(s, stack=stack, state=list(PROMOTED)):
             for run in repo.receipts(s, img):

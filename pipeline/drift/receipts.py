@@ -89,7 +89,7 @@ def receipt_facts(receipt: Receipt, label: str) -> HostFacts:
     )
 
 
-def manifest_facts(doc: dict[str, Any], label: str) -> HostFacts:
+def manifest_facts(doc: dict[str, object], label: str) -> HostFacts:
     try:
         manifest = parse_manifest(doc)
     except ValueError as exc:

@@ -55,7 +55,7 @@ class Candidate:
     path: Path
     build_id: str
     reused: bool
-    manifest: dict[str, Any]
+    manifest: dict[str, object]
     build_folder: Path | None = None
 
 
@@ -109,7 +109,7 @@ def find_cached(key: str) -> Candidate | None:
     return Candidate(path=disk, build_id=meta["build_id"], reused=True, manifest=meta)
 
 
-def _keep(key: str, disk: Path, build_id: str, manifest: dict[str, Any]) -> Path:
+def _keep(key: str, disk: Path, build_id: str, manifest: dict[str, object]) -> Path:
     folder = _cache_dir(key)
     if folder.exists():
         shutil.rmtree(folder)
@@ -172,7 +172,7 @@ def build_candidate(
             provision(
                 base=base,
                 build_folder=plan.folder,
-                playbook=Path(plan.packer_vars["playbook_file"]),
+                playbook=Path(str(plan.packer_vars["playbook_file"])),
                 ansible_vars_file=plan.ansible_vars_file,
                 ansible_config=Path(plan.env["ANSIBLE_CONFIG"]),
                 kernel=local.kernel,

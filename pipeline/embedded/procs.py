@@ -85,7 +85,7 @@ class Children:
 
     def __init__(self, grace_s: float = 8.0):
         self.grace_s = grace_s
-        self._procs: list[tuple[str, subprocess.Popen[Any]]] = []
+        self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._lock = threading.Lock()
         self._old_handlers: dict[int, Any] = {}
 
@@ -120,12 +120,12 @@ class Children:
         argv: Sequence[str],
         *,
         name: str,
-        stdout: IO[Any] | int | None = subprocess.DEVNULL,
-        stderr: IO[Any] | int | None = subprocess.STDOUT,
-        stdin: IO[Any] | int | None = subprocess.DEVNULL,
+        stdout: IO[bytes] | IO[str] | int | None = subprocess.DEVNULL,
+        stderr: IO[bytes] | IO[str] | int | None = subprocess.STDOUT,
+        stdin: IO[bytes] | IO[str] | int | None = subprocess.DEVNULL,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
-    ) -> subprocess.Popen[Any]:
+    ) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
             list(argv),
             stdout=stdout,
@@ -226,7 +226,7 @@ class Children:
         with self._lock:
             return [p.pid for _, p in self._procs if p.poll() is None]
 
-    def stop(self, proc: subprocess.Popen[Any], grace_s: float | None = None) -> None:
+    def stop(self, proc: subprocess.Popen[bytes], grace_s: float | None = None) -> None:
         grace = self.grace_s if grace_s is None else grace_s
         if proc.poll() is None:
             _signal_group(proc.pid, signal.SIGTERM)
@@ -246,7 +246,7 @@ class Children:
         for _, proc in reversed(procs):
             self.stop(proc)
 
-    def _forget(self, proc: subprocess.Popen[Any]) -> None:
+    def _forget(self, proc: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._procs = [(n, p) for n, p in self._procs if p is not proc]
 

@@ -53,8 +53,8 @@ class BuildPlan:
     template_dir: Path
     manifest_file: Path
     command: list[str]
-    packer_vars: dict[str, Any]
-    ansible_vars: dict[str, Any]
+    packer_vars: dict[str, object]
+    ansible_vars: dict[str, object]
     env: dict[str, str] = field(default_factory=dict)
     binary: PackerBinary | None = None
 
@@ -70,7 +70,7 @@ class BuildResult:
     artifacts: list[Artifact]
     run: PackerRun
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "build_id": self.plan.build_id,
             "stack": self.plan.stack,

@@ -18,7 +18,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
@@ -34,6 +34,9 @@ from imagectl.tags import TAG_ATTESTATION, TAG_SOURCE_IMAGE
 from imagectl.validators.attestation import PAYLOAD_TYPE
 from imagectl.validators.attestation import envelope_digest as envelope_digest
 
+if TYPE_CHECKING:
+    from securesystemslib.signer import Signer
+
 ATTESTABLE = (
     ImageState.VALIDATED,
     ImageState.PROMOTING,
@@ -47,23 +50,30 @@ class Attested:
     digest: str  # sha256-<hex> of the envelope
     keyid: str
     path: Path  # the envelope's file beside the catalog
-    envelope: dict[str, Any]
+    envelope: dict[str, object]
 
 
-def canonical(doc: Any) -> bytes:
+def member(doc: dict[str, object], name: str) -> dict[str, object]:
+    """``doc[name]`` where it is an object; ``{}`` where it is missing, empty or another
+    kind of value (a statement's own checks say what is wrong with it)."""
+    value = doc.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def canonical(doc: object) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def sign_statement(statement: dict[str, Any], signer: Any) -> dict[str, Any]:
+def sign_statement(statement: dict[str, object], signer: Signer) -> dict[str, object]:
     from securesystemslib.dsse import Envelope
 
     env = Envelope(payload=canonical(statement), payload_type=PAYLOAD_TYPE, signatures={})
     env.sign(signer)
-    doc: dict[str, Any] = env.to_dict()
+    doc: dict[str, object] = env.to_dict()
     return doc
 
 
-def publish(kind: str, digest: str, envelope: dict[str, Any]) -> Path:
+def publish(kind: str, digest: str, envelope: dict[str, object]) -> Path:
     """The envelope's file beside the catalog (``attestations/<digest>.<kind>.json``)."""
     return atomic_write(
         state_dir() / "attestations" / f"{digest}.{kind}.json",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -112,7 +111,7 @@ def diff_inventories(
     return ImageDiff(before=before, after=after, changes=changes)
 
 
-def base_change(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[Change]:
+def base_change(a: dict[str, object] | None, b: dict[str, object] | None) -> list[Change]:
     """The base image's id before and after (``BaseImage.to_dict()`` of each build; a
     build recorded before bases were has none, shown as unknown)."""
     old = str(a["id"]) if a else None

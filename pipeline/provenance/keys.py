@@ -32,7 +32,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write, open_lock_file, private_dir
@@ -44,6 +44,10 @@ from imagectl.validators.attestation import (
     parse_trust,
     threshold_of,
 )
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key, Signer
+
 
 ENV_SIGNER = "IMAGECTL_ATTESTATION_SIGNER"
 ENV_TRUST = "IMAGECTL_ATTESTATION_TRUST"
@@ -110,7 +114,7 @@ def ensure_local_key() -> Path:
     return key
 
 
-def load_signer() -> tuple[Any, Any]:
+def load_signer() -> tuple[Signer, Key]:
     """(securesystemslib Signer, its public SSlibKey) for the configured signer URI."""
     from securesystemslib.signer import Signer
 
@@ -143,7 +147,7 @@ def load_signer() -> tuple[Any, Any]:
         ) from None
 
 
-def _file_signer(path: Path) -> tuple[Any, Any]:
+def _file_signer(path: Path) -> tuple[Signer, Key]:
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
     from securesystemslib.signer import CryptoSigner
 
@@ -167,8 +171,8 @@ def _file_signer(path: Path) -> tuple[Any, Any]:
     return signer, signer.public_key
 
 
-def trust_document(keys: list[Any]) -> str:
-    doc: dict[str, Any] = {"keys": [{"keyid": k.keyid, **k.to_dict()} for k in keys]}
+def trust_document(keys: list[Key]) -> str:
+    doc: dict[str, object] = {"keys": [{"keyid": k.keyid, **k.to_dict()} for k in keys]}
     if threshold_of(keys) > 1:
         doc["threshold"] = threshold_of(keys)
     return json.dumps(doc, indent=2) + "\n"
@@ -190,7 +194,7 @@ def trust_path(path: Path | None = None, workspace: Workspace | None = None) -> 
     return (workspace or find_workspace()).root / TRUST_ANCHOR
 
 
-def load_trust(path: Path | None = None, workspace: Workspace | None = None) -> list[Any]:
+def load_trust(path: Path | None = None, workspace: Workspace | None = None) -> list[Key]:
     """The public keys a verifier trusts (see the module docstring); a missing, empty or
     foreign file is bad input (exit 2). Never a key of its own making."""
     where = trust_path(path, workspace)
@@ -219,7 +223,7 @@ def trust_hint(where: Path, workspace: Workspace | None = None) -> str:
     return elsewhere[0].upper() + elsewhere[1:]
 
 
-def image_trust(workspace: Workspace | None = None) -> dict[str, Any]:
+def image_trust(workspace: Workspace | None = None) -> dict[str, object]:
     """The trust document a build writes into the image: the pinned keys (or the
     configured trust file). An anchor that lists no key yet gives ``{}`` (the image
     writes no trust file and cannot require an attestation); a foreign one is exit 2."""

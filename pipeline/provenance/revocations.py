@@ -22,7 +22,7 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -34,7 +34,7 @@ from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write
 from imagectl.core.safetext import one_line
 from imagectl.paths import state_dir
-from imagectl.provenance.attest import canonical
+from imagectl.provenance.attest import canonical, member
 from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
     ENVELOPE_SUBJECT,
@@ -50,6 +50,9 @@ from imagectl.validators.attestation import (
     subjects,
 )
 from imagectl.validators.identity import first_mismatch, parse
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key, Signer
 
 DEFAULT_VALID_HOURS = 7 * 24  # a list nobody renews for a week is refused (freeze)
 
@@ -74,7 +77,7 @@ def _previous_version() -> int:
     return max(versions)
 
 
-def _payload_of(path: Path) -> Any:
+def _payload_of(path: Path) -> object:
     if not path.exists():
         return None
     envelope = _read_json(path, "revocations file")
@@ -85,9 +88,9 @@ def _payload_of(path: Path) -> Any:
 
 
 def sign_list(
-    session: Session, signer: Any, *, valid_hours: float = DEFAULT_VALID_HOURS,
+    session: Session, signer: Signer, *, valid_hours: float = DEFAULT_VALID_HOURS,
     now: dt.datetime | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, object]:  # fmt: skip
     """A new signed list of every recorded revocation: its version is higher than any
     this state folder published or saw (and never below the Unix time, so a lost state
     folder cannot restart the count below what nodes kept)."""
@@ -101,8 +104,12 @@ def sign_list(
 
 
 def list_envelope(
-    entries: list[dict[str, Any]], *, version: int, expires: dt.datetime, signers: list[Any]
-) -> dict[str, Any]:
+    entries: list[dict[str, object]],
+    *,
+    version: int,
+    expires: dt.datetime,
+    signers: list[Signer],
+) -> dict[str, object]:
     """The DSSE envelope of a revocation list of ``entries`` (revocation envelopes),
     signed by each of ``signers``."""
     from securesystemslib.dsse import Envelope
@@ -116,12 +123,12 @@ def list_envelope(
     env = Envelope(payload=canonical(body), payload_type=REVOCATIONS_PAYLOAD_TYPE, signatures={})
     for signer in signers:
         env.sign(signer)
-    doc: dict[str, Any] = env.to_dict()
+    doc: dict[str, object] = env.to_dict()
     return doc
 
 
-def publish_list(session: Session, signer: Any, keys: list[Any] | None = None,
-                 *, valid_hours: float = DEFAULT_VALID_HOURS) -> dict[str, Any]:  # fmt: skip
+def publish_list(session: Session, signer: Signer, keys: list[Key] | None = None,
+                 *, valid_hours: float = DEFAULT_VALID_HOURS) -> dict[str, object]:  # fmt: skip
     """Sign a new list and write it beside the catalog (the version kept as seen)."""
     envelope = sign_list(session, signer, valid_hours=valid_hours)
     atomic_write(list_file(), json.dumps(envelope, indent=2) + "\n")
@@ -133,7 +140,7 @@ def publish_list(session: Session, signer: Any, keys: list[Any] | None = None,
 
 
 def published(
-    keys: list[Any], path: Path | None = None, *, now: dt.datetime | None = None
+    keys: list[Key], path: Path | None = None, *, now: dt.datetime | None = None
 ) -> tuple[RevocationList | None, list[str]]:
     """The published list (``path``, else the one beside the catalog) if it holds, and
     the reasons it does not: signed otherwise, older than a version seen here, expired,
@@ -182,7 +189,7 @@ def cloud_tag(provider: Provider | None, img: Image) -> tuple[str | None, list[s
 
 
 def revoked_elsewhere(
-    session: Session, img: Image, keys: Callable[[], list[Any]], provider: Provider | None
+    session: Session, img: Image, keys: Callable[[], list[Key]], provider: Provider | None
 ) -> list[str]:
     """What the published list and the cloud's tag say of ``img`` (the catalog's own rows
     are the caller's): a list entry naming the image or its attestation, the cloud's
@@ -204,7 +211,7 @@ def revoked_elsewhere(
     return reasons
 
 
-def _named_by(session: Session, img: Image, statements: list[dict[str, Any]]) -> list[str]:
+def _named_by(session: Session, img: Image, statements: list[dict[str, object]]) -> list[str]:
     """``revoked_by`` for a catalog image: its attestation's digest, or its identity."""
     own = repo.latest_attestation(session, img)
     seen = parse(img.cloud, img.cloud_image_id, img.region)
@@ -214,6 +221,5 @@ def _named_by(session: Session, img: Image, statements: list[dict[str, Any]]) ->
         by_digest = own is not None and f"{ENVELOPE_SUBJECT}{own.digest}" in named
         images = [n for n in named if n.startswith("image:")]
         if by_digest or (images and first_mismatch(images, seen, whole=False) is None):
-            predicate = statement.get("predicate") or {}
-            found.append(one_line(predicate.get("reason", "no reason")))
+            found.append(one_line(member(statement, "predicate").get("reason", "no reason")))
     return found

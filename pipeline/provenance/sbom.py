@@ -41,7 +41,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packageurl import PackageURL
 
@@ -62,13 +62,19 @@ TOOL = {
 }
 TRIVY = "aquasecurity:trivy:"  # Trivy's property namespace (pkg/sbom/cyclonedx/marshal.go)
 
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
 
 def _props(**values: str | None) -> list[dict[str, str]]:
     return [{"name": f"imagectl:{k}", "value": v} for k, v in values.items() if v]
 
 
-def _component(kind: str, name: str, version: str | None, ref: str, **extra: Any) -> dict:
-    out: dict[str, Any] = {"type": kind, "bom-ref": ref, "name": name}
+def _component(
+    kind: str, name: str, version: str | None, ref: str, **extra: object
+) -> dict[str, object]:
+    out: dict[str, object] = {"type": kind, "bom-ref": ref, "name": name}
     if version:
         out["version"] = version
     out.update({k: v for k, v in extra.items() if v})
@@ -102,7 +108,7 @@ def _trivy_source(p: DebPackage) -> list[dict[str, str]]:
     return [{"name": TRIVY + k, "value": v} for k, v in values.items() if v]
 
 
-def _deb(p: DebPackage, os_id: str, distro: str) -> dict[str, Any]:
+def _deb(p: DebPackage, os_id: str, distro: str) -> dict[str, object]:
     qualifiers = {"arch": p.arch, "distro": distro}
     upstream = _upstream(p)
     if upstream:
@@ -116,7 +122,7 @@ def _deb(p: DebPackage, os_id: str, distro: str) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def _os_component(inv: Inventory, osr: OsRelease, reported: bool) -> dict[str, Any]:
+def _os_component(inv: Inventory, osr: OsRelease, reported: bool) -> dict[str, object]:
     return _component(
         "operating-system", osr.id, osr.version_id, f"os:{osr.id}-{osr.version_id or ''}",
         description=osr.pretty_name,
@@ -127,7 +133,7 @@ def _os_component(inv: Inventory, osr: OsRelease, reported: bool) -> dict[str, A
     )  # fmt: skip
 
 
-def _base_ancestor(base: BaseImage) -> dict[str, Any]:
+def _base_ancestor(base: BaseImage) -> dict[str, object]:
     return _component(
         "platform", base.name or base.id, base.id, f"base-image:{base.cloud}:{base.id}",
         description=f"the {base.cloud} base image the candidate was built on",
@@ -208,12 +214,14 @@ def render_sbom(
     return json.dumps(doc, indent=2)
 
 
-def _unique_items(validator: Any, unique: bool, instance: Any, schema: Any) -> Iterator[Any]:
+def _unique_items(
+    validator: Validator, unique: bool, instance: object, schema: object
+) -> Iterator[ValidationError]:
     """JSON Schema's ``uniqueItems`` in linear time: each item's canonical JSON hashed
     (jsonschema's own compares every pair of objects)."""
     from jsonschema import ValidationError
 
-    if not unique or not validator.is_type(instance, "array"):
+    if not unique or not isinstance(instance, list) or not validator.is_type(instance, "array"):
         return
     seen: set[str] = set()
     for item in instance:
@@ -225,7 +233,7 @@ def _unique_items(validator: Any, unique: bool, instance: Any, schema: Any) -> I
 
 
 @functools.cache
-def _validator() -> Any:
+def _validator() -> Validator:
     """Draft 7 with the CycloneDX 1.6 strict schema and the schemas it references, as
     cyclonedx-python-lib's JsonStrictValidator builds it, but a linear ``uniqueItems``.
     Imported here, on the first check: jsonschema's import costs seconds."""
@@ -263,7 +271,7 @@ def check_sbom_document(doc: Any, *, where: str) -> None:
         raise UserError(f"{where} is not a valid CycloneDX {SPEC} document: {at}: {error.message}")
 
 
-def _parsed(text: str, where: str) -> Any:
+def _parsed(text: str, where: str) -> object:
     """An SBOM's JSON, measured before parsing (``imagectl.core.boundedjson``)."""
     return parse_bounded(
         text, kind="SBOM", where=where, hint="Render the SBOM again from the build",

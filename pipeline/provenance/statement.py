@@ -24,8 +24,6 @@ receipts the verdict rests on.
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.validators.attestation import (
     MANIFEST_SUBJECT,
     PREDICATE_TYPE,
@@ -51,14 +49,14 @@ def build_statement(
     stack_digest: str,
     manifest_sha256: str | None,
     build_id: str | None,
-    receipts: list[dict[str, Any]],
+    receipts: list[dict[str, object]],
     verdict: str,
     attested_by: str,
     attested_at: str,
     copies: list[tuple[str, str]] | None = None,
-    base_image: dict[str, Any] | None = None,
+    base_image: dict[str, object] | None = None,
     identities: dict[tuple[str, str], str] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``copies``: (region, cloud image id) of each promoted copy; ``base_image``: the
     build's base (``BaseImage.to_dict()``), None for builds recorded before it was;
     ``identities``: (region, cloud image id) -> the full identity the cloud gave."""
@@ -66,7 +64,7 @@ def build_statement(
     ids = identities or {}
     names = [image_subject_name(cloud, region, cloud_image_id, ids.get((region, cloud_image_id)))]
     names += [image_subject_name(cloud, r, i, ids.get((r, i))) for r, i in copies]
-    subjects: list[dict[str, Any]] = [
+    subjects: list[dict[str, object]] = [
         {"name": n, "digest": {"sha256": name_digest(n)}} for n in dict.fromkeys(names)
     ]
     subjects.append({"name": f"stack:{stack}", "digest": {"sha256": stack_digest}})

@@ -17,7 +17,7 @@ in-toto statement is corrupt (``CorruptAttestation``, exit 2).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -28,7 +28,7 @@ from imagectl.clouds.base import Provider
 from imagectl.core.errors import UserError
 from imagectl.core.safetext import one_line
 from imagectl.provenance import revocations as published_list
-from imagectl.provenance.attest import canonical, envelope_digest
+from imagectl.provenance.attest import canonical, envelope_digest, member
 from imagectl.tags import TAG_REVOKED
 from imagectl.validators.attestation import (
     PREDICATE_TYPE,
@@ -45,6 +45,9 @@ from imagectl.validators.attestation import (
     subjects,
 )
 
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key
+
 
 class CorruptAttestation(UserError):
     """A stored attestation is not a DSSE envelope of an in-toto statement (exit 2)."""
@@ -57,14 +60,14 @@ class Verification:
     digest: str | None = None
     keyid: str | None = None
     reasons: list[str] = field(default_factory=list)
-    envelope: dict[str, Any] | None = None  # the envelope judged (for --export-envelope)
+    envelope: dict[str, object] | None = None  # the envelope judged (for --export-envelope)
     revoked: bool = False
 
     @property
     def valid(self) -> bool:
         return not self.reasons
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "image": self.image,
             "attested_image": self.attested_image,
@@ -76,7 +79,7 @@ class Verification:
         }
 
 
-def _find(session: Session, img: Image, trusted: list[Any]) -> Attestation | None:
+def _find(session: Session, img: Image, trusted: list[Key]) -> Attestation | None:
     """The newest attestation whose envelope names ``img``: its own, or (a copy) the one
     the promotion signed naming it, judged only once its signature holds (a payload is
     never read before). Tags are not followed."""
@@ -93,7 +96,7 @@ def _find(session: Session, img: Image, trusted: list[Any]) -> Attestation | Non
     return None
 
 
-def _names(statement: dict[str, Any], img: Image, where: str = "the statement") -> str | None:
+def _names(statement: dict[str, object], img: Image, where: str = "the statement") -> str | None:
     """Why ``statement`` does not name the catalog's ``img`` (None: it does). The row is
     this controller's own image (its account's, its project's), so the catalog's region
     and id are compared with the signed identity's (``validators.identity``)."""
@@ -105,7 +108,7 @@ def _names(statement: dict[str, Any], img: Image, where: str = "the statement") 
 
 
 def verify_image(
-    session: Session, img: Image, trusted: list[Any], *, provider: Provider | None = None
+    session: Session, img: Image, trusted: list[Key], *, provider: Provider | None = None
 ) -> Verification:
     """The catalog's attestation of ``img`` judged whole; revoked when the catalog, the
     published revocation list or (with ``provider``) the cloud's ``imagectl:revoked``
@@ -137,9 +140,9 @@ def verify_image(
 def _stores(
     session: Session,
     img: Image,
-    trusted: list[Any],
+    trusted: list[Key],
     provider: Provider | None,
-    statement: dict[str, Any] | None,
+    statement: dict[str, object] | None,
     digest: str | None,
     result: Verification,
 ) -> list[str]:
@@ -171,12 +174,12 @@ def _stores(
 
 def verify_envelope(
     image_id: str,
-    envelope: Any,
-    trusted: list[Any],
+    envelope: object,
+    trusted: list[Key],
     *,
     cloud: str | None = None,
     stack: str | None = None,
-    revocations: Any = None,
+    revocations: object = None,
     where: str = "the envelope",
 ) -> Verification:
     """Offline: does ``envelope`` (signed by ``trusted``) attest ``image_id`` (its full
@@ -195,8 +198,7 @@ def verify_envelope(
     if why:
         result.reasons.append(why)
     else:
-        predicate = statement.get("predicate") or {}
-        image = predicate.get("image") or {}
+        image = member(member(statement, "predicate"), "image")
         result.attested_image = one_line(image.get("id") or image_id)
     if stack and f"stack:{stack}" not in subjects(statement):
         signed = [n.removeprefix("stack:") for n in subjects(statement) if n.startswith("stack:")]
@@ -221,12 +223,13 @@ def verify_envelope(
     return result
 
 
-def signing_keyid(envelope: dict[str, Any], trusted: list[Any]) -> str | None:
+def signing_keyid(envelope: dict[str, object], trusted: list[Key]) -> str | None:
     """The key id an envelope's signature names: a trusted key's first (the one that
     signed, once the signature holds), else the first named (an untrusted signer)."""
+    signatures = envelope.get("signatures")
     named = [
         str(sig.get("keyid"))
-        for sig in envelope.get("signatures") or []
+        for sig in (signatures if isinstance(signatures, list) else [])
         if isinstance(sig, dict) and sig.get("keyid")
     ]
     known = {getattr(k, "keyid", None) for k in trusted}
@@ -234,8 +237,8 @@ def signing_keyid(envelope: dict[str, Any], trusted: list[Any]) -> str | None:
 
 
 def _open(
-    envelope: dict[str, Any], where: str, trusted: list[Any], result: Verification
-) -> dict[str, Any] | None:
+    envelope: dict[str, object], where: str, trusted: list[Key], result: Verification
+) -> dict[str, object] | None:
     """The statement inside ``envelope`` (the node's reader, ``validators.attestation``);
     a bad signature or type is a reason, a non-envelope is corrupt input."""
     try:
@@ -245,11 +248,11 @@ def _open(
             str(exc), hint="Sign the image again (`imagectl attest`)"
         ) from None
     result.reasons += reasons
-    return statement  # type: ignore[no-any-return]
+    return statement if isinstance(statement, dict) else None  # a dict or None
 
 
 def _statement_reasons(
-    session: Session, img: Image, source: Image, statement: dict[str, Any], where: str
+    session: Session, img: Image, source: Image, statement: dict[str, object], where: str
 ) -> list[str]:
     if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
         return []  # statement_of gave the reason
@@ -262,8 +265,8 @@ def _statement_reasons(
             f"{where} does not attest stack {img.stack} at digest {img.stack_digest[:12]}"
         )
     reasons += judged_whole(statement, where)
-    predicate = statement.get("predicate") or {}
-    signed = {canonical(r) for r in predicate.get("receipts") or []}
+    receipts = member(statement, "predicate").get("receipts")
+    signed = {canonical(r) for r in (receipts if isinstance(receipts, list) else [])}
     for run in repo.latest_receipts(session, source):
         if canonical(dict(run.receipt)) not in signed:
             reasons.append(

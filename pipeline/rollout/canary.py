@@ -14,7 +14,6 @@ before, or removed when it named none, so canary nodes deploy from "latest" agai
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -44,7 +43,7 @@ class CanaryResult:
     image_id: str
     moved: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "stack": self.stack,
             "cloud": self.cloud,

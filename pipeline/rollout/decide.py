@@ -23,7 +23,6 @@ Over shapes: any shape rolls back -> roll back; else any shape holds -> hold; el
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from imagectl.rollout.fleet import Node
 from imagectl.rollout.policy import Policy
@@ -63,7 +62,7 @@ class ShapeDecision:
     baseline: Group
     comparisons: list[Comparison] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

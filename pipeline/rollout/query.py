@@ -3,8 +3,6 @@ the latest rollout decisions (JSON-ready dicts)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 
 from imagectl.catalog.db import Catalog
@@ -14,7 +12,7 @@ from imagectl.rollout.canary import canary_pointers
 
 def rollout_status(
     catalog: Catalog, stack: str, cloud: str, *, decisions: int = 3
-) -> dict[str, Any]:
+) -> dict[str, object]:
     with catalog.transaction() as s:
         canary = [
             {

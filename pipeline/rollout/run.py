@@ -61,7 +61,7 @@ class RolloutResult:
     def exit_code(self) -> int:
         return EXIT[self.decision]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "stack": self.stack,
             "cloud": self.cloud,
@@ -199,7 +199,7 @@ def _apply(
     return f"promote: {promoted.state}"
 
 
-def _evidence(result: RolloutResult, policy: Policy) -> dict[str, Any]:
+def _evidence(result: RolloutResult, policy: Policy) -> dict[str, object]:
     return {
         "at": result.at,
         "window_s": result.window_s,

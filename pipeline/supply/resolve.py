@@ -19,7 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import unquote, urlparse
 
 from packaging.requirements import Requirement
@@ -56,9 +56,38 @@ def isolated_pip_env() -> dict[str, str]:
     return env
 
 
+class _ArchiveInfo(TypedDict, total=False):
+    hashes: dict[str, str]
+
+
+class _Download(TypedDict):
+    url: str
+
+
+class _DownloadInfo(_Download, total=False):
+    archive_info: _ArchiveInfo
+
+
+class _Named(TypedDict):
+    name: str
+    version: str
+
+
+class _Metadata(_Named, total=False):
+    requires_dist: list[str]
+
+
+class ReportItem(TypedDict):
+    """One entry of pip's installation report's ``install`` list (pip documentation,
+    "Installation Report", version 1): the fields read here."""
+
+    download_info: _DownloadInfo
+    metadata: _Metadata
+
+
 def pip_report(
     roots: Iterable[str], *, python: str, platforms: Iterable[str], index_url: str
-) -> list[dict[str, Any]]:
+) -> list[ReportItem]:
     with tempfile.TemporaryDirectory(prefix="imagectl-lock-") as tmp:
         report = Path(tmp) / "report.json"
         cmd = [
@@ -78,11 +107,11 @@ def pip_report(
                 f"{scrub(proc.stderr.strip()[-600:], index_url)}",
                 hint="The lock is made from the package index; check the index and ranges",
             )
-        items: list[dict[str, Any]] = json.loads(report.read_text())["install"]
+        items: list[ReportItem] = json.loads(report.read_text())["install"]
         return items
 
 
-def _sha256(item: Mapping[str, Any]) -> str:
+def _sha256(item: ReportItem) -> str:
     info = item["download_info"]
     hashes = info.get("archive_info", {}).get("hashes", {})
     if "sha256" in hashes:
@@ -94,7 +123,7 @@ def _sha256(item: Mapping[str, Any]) -> str:
 
 
 def _closure(
-    roots: Iterable[str], items: Mapping[str, Mapping[str, Any]], env: Mapping[str, str]
+    roots: Iterable[str], items: Mapping[str, ReportItem], env: Mapping[str, str]
 ) -> tuple[set[str], list[str]]:
     """(names the target needs that pip resolved, requirements it needs that pip left out)."""
     needed: set[str] = set()
@@ -132,7 +161,7 @@ def resolve(
     env = target_environment(python)
     for _ in range(8):
         report = pip_report(roots, python=python, platforms=platforms, index_url=index_url)
-        items: dict[str, dict[str, Any]] = {
+        items: dict[str, ReportItem] = {
             str(canonicalize_name(i["metadata"]["name"])): i for i in report
         }
         needed, missing = _closure(requirements, items, env)

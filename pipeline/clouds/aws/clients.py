@@ -84,13 +84,13 @@ class AwsClients:
             user_agent_extra="imagectl",
         )
 
-    def _start_call(self, context: dict[str, Any], **_: Any) -> None:
+    def _start_call(self, context: dict[str, object], **_: Any) -> None:
         """``before-call``: the call's deadline, kept in its request context."""
         context[DEADLINE_KEY] = self.deadlines.start()
 
     def _check_deadline(
         self,
-        request_dict: dict[str, Any],
+        request_dict: dict[str, object],
         caught_exception: BaseException | None,
         attempts: int,
         endpoint: Any,
@@ -101,7 +101,8 @@ class AwsClients:
         named when no further attempt could end before the deadline (or none is left)."""
         if caught_exception is None:
             return
-        ends_at = request_dict.get("context", {}).get(DEADLINE_KEY)
+        context = request_dict.get("context")
+        ends_at = context.get(DEADLINE_KEY) if isinstance(context, dict) else None
         out_of_time = ends_at is not None and not self.deadlines.room_for_attempt(ends_at)
         if out_of_time or (attempts >= self.max_attempts and is_timeout(caught_exception)):
             raise CloudDeadline(
@@ -114,7 +115,7 @@ class AwsClients:
         key = (service, region or self.region)
         with self._lock:
             if key not in self._clients:
-                kwargs: dict[str, Any] = {"region_name": key[1], "config": self.config()}
+                kwargs: dict[str, object] = {"region_name": key[1], "config": self.config()}
                 if self.endpoint_url:
                     kwargs["endpoint_url"] = self.endpoint_url
                 client = self.session.client(service, **kwargs)

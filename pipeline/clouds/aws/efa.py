@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
 from imagectl.core.yamlfast import load_data
 
@@ -23,7 +22,7 @@ def efa_cards(instance_type: str) -> int:
     return _cards().get(instance_type, 0)
 
 
-def efa_interfaces(instance_type: str, *, group_id: str, subnet_id: str) -> list[dict[str, Any]]:
+def efa_interfaces(instance_type: str, *, group_id: str, subnet_id: str) -> list[dict[str, object]]:
     """``RunInstances`` ``NetworkInterfaces`` for the shape: card 0 is the primary (device
     0), every other card device 1; each an EFA in ``subnet_id`` and ``group_id``."""
     return [

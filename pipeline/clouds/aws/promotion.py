@@ -41,8 +41,8 @@ class AwsPromotion:
         ssm_tier: str
         time_bound_copy_minutes: int | None
 
-        def _image(self, raw: dict[str, Any], region: str) -> CloudImage: ...
-        def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, Any]]: ...
+        def _image(self, raw: dict[str, object], region: str) -> CloudImage: ...
+        def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, object]]: ...
         def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
 
     def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
@@ -125,7 +125,7 @@ class AwsPromotion:
             self._retag(existing, tags)
             return self._status(region, existing)
         ec2 = self.clients.ec2(region)
-        request: dict[str, Any] = {
+        request: dict[str, object] = {
             "Name": image.name or image.image_id,
             "SourceImageId": image.image_id,
             "SourceRegion": image.region,

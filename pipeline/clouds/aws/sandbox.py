@@ -80,7 +80,7 @@ def add_source_image_filters() -> None:
     Ami._imagectl_source_filters = True  # type: ignore[attr-defined]
 
 
-def copy_tags(specs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def copy_tags(specs: list[dict[str, object]]) -> dict[str, dict[str, str]]:
     """``TagSpecifications`` of a ``CopyImage`` -> resource type -> tags; a type other
     than ``image`` / ``snapshot`` fails the request, as on EC2."""
     from moto.ec2.exceptions import EC2ClientError

@@ -90,13 +90,13 @@ class GcpClients:
             multiplier=2.0,
             timeout=retry_deadline_s,
         )
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, object] = {}
 
     def _make(self, name: str) -> Any:
         if name not in self._clients:
             compute_v1 = compute_sdk.compute_v1()
 
-            kwargs: dict[str, Any] = {"transport": "rest"}
+            kwargs: dict[str, object] = {"transport": "rest"}
             if self.credentials is not None:
                 kwargs["credentials"] = self.credentials
             if self.endpoint:
@@ -156,7 +156,7 @@ class GcpClients:
         ops = self._make(f"{kind}OperationsClient")
         deadline = time.monotonic() + timeout_s
         while True:
-            kwargs: dict[str, Any] = {"project": self.project, "operation": name}
+            kwargs: dict[str, object] = {"project": self.project, "operation": name}
             if zone:
                 kwargs["zone"] = zone
             elif region:
@@ -176,7 +176,7 @@ class GcpClients:
         compute_v1 = compute_sdk.compute_v1()
 
         ops = self._make("ZoneOperationsClient" if zone else "GlobalOperationsClient")
-        kwargs: dict[str, Any] = {"project": self.project, "operation": name}
+        kwargs: dict[str, object] = {"project": self.project, "operation": name}
         if zone:
             kwargs["zone"] = zone
         op = ops.get(**kwargs, retry=self.retry)

@@ -38,19 +38,19 @@ class Qmp:
         self._read()  # the greeting
         self.cmd("qmp_capabilities")
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> dict[str, object]:
         try:
             line = self._file.readline()
         except OSError as exc:
             raise QmpError(f"QMP: {exc}") from exc
         if not line:
             raise QmpError("QMP: QEMU closed the connection")
-        data: dict[str, Any] = json.loads(line)
+        data: dict[str, object] = json.loads(line)
         return data
 
     def cmd(self, name: str, **arguments: Any) -> Any:
         """Run ``name``; its ``return`` value, or ``QmpError`` with QEMU's reason."""
-        message: dict[str, Any] = {"execute": name}
+        message: dict[str, object] = {"execute": name}
         if arguments:
             message["arguments"] = arguments
         try:
@@ -64,6 +64,8 @@ class Qmp:
                 return reply["return"]
             if "error" in reply:
                 error = reply["error"]
+                if not isinstance(error, dict):  # QMP spec: an object (class, desc)
+                    error = {"desc": error}
                 raise QmpError(f"QMP {name}: {error.get('class')}: {error.get('desc')}")
 
     def close(self) -> None:

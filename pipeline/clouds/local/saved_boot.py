@@ -50,7 +50,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from imagectl.clouds.local import pids
 from imagectl.clouds.local.guest_setup import HANDOVER_DONE, HANDOVER_READY
@@ -84,11 +84,11 @@ class Handover:
         return {k: str(v) for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Handover:
+    def from_json(cls, raw: dict[str, object]) -> Handover:
         mode: Literal["save", "restore"] = "save" if raw.get("mode") == "save" else "restore"
         return cls(
-            mode, Path(raw["folder"]), Path(raw["overlay"]), Path(raw["qmp"]),
-            Path(raw["serial"]),
+            mode, Path(str(raw["folder"])), Path(str(raw["overlay"])), Path(str(raw["qmp"])),
+            Path(str(raw["serial"])),
         )  # fmt: skip
 
 
