@@ -8,7 +8,7 @@ import datetime as dt
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.compat.data import load_compat
@@ -23,6 +23,9 @@ from imagectl.stacks.locations import location_findings
 from imagectl.stacks.placeholders import placeholder_findings
 from imagectl.stacks.resolve import resolve
 from imagectl.validators.shapes import load_shapes
+
+if TYPE_CHECKING:
+    from imagectl.stacks.resolve import ResolvedStack
 
 _PACKER_VAR = re.compile(r'^\s*variable\s+"([A-Za-z0-9_-]+)"', re.MULTILINE)
 _YAML_KEY = re.compile(r"^([a-z][a-z0-9_]*):", re.MULTILINE)
@@ -186,7 +189,9 @@ def _shape_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
     return out
 
 
-def _variable_problems(ws: Workspace, loaded: LoadedStack, resolved: Any) -> list[Problem]:
+def _variable_problems(
+    ws: Workspace, loaded: LoadedStack, resolved: ResolvedStack
+) -> list[Problem]:
     out = []
     role_vars = declared_role_vars(ws.playbooks)
     for cloud in loaded.stack.clouds.enabled():

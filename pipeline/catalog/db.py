@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event, exc, text
 from sqlalchemy.engine import URL, make_url
@@ -35,6 +35,9 @@ import imagectl.catalog.migrations as migrations
 from imagectl.core.errors import MissingDependency, UserError
 from imagectl.paths import state_dir
 from imagectl.redact import redact_url, scrub
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 ENV_DATABASE_URL = "IMAGECTL_DATABASE_URL"
 SQLITE_FILE = "catalog.db"
@@ -100,7 +103,7 @@ def _sqlite_setup(engine: Engine) -> None:
         cur.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
+    def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 

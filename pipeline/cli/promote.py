@@ -11,7 +11,7 @@ promotion of the stack running, or partially promoted (the output says how to re
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -29,8 +29,13 @@ from imagectl.cli.completion import complete_images
 from imagectl.core.errors import UserError
 from imagectl.core.safetext import cell, cells, markup
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def render(out: Any, result: Any) -> None:
+    from imagectl.promotion.results import PromotionResult
+
+
+def render(out: Console, result: PromotionResult) -> None:
     from rich.table import Table
 
     if result.state == "dry_run":

@@ -11,7 +11,7 @@ or Prometheus unavailable; nothing changed), 2 bad input.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +25,11 @@ from imagectl.cli.common import (
 )
 from imagectl.core.errors import UserError
 from imagectl.core.safetext import cell
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from imagectl.rollout.run import RolloutResult
 
 _DURATION = re.compile(r"^(\d+)([smhd]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -40,7 +45,7 @@ def parse_window(text: str) -> int:
     return int(m.group(1)) * _UNIT[m.group(2)]
 
 
-def render(out: Any, result: Any) -> None:
+def render(out: Console, result: RolloutResult) -> None:
     from rich.table import Table
 
     colour = {"advance": "green", "hold": "yellow", "rollback": "red"}[result.decision]

@@ -11,7 +11,7 @@ input. Implementation: ``imagectl.orchestrate.run``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,11 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from imagectl.orchestrate.run import RunResult
 
 
 @click.command("run")
@@ -85,7 +90,7 @@ def command(
     return result.exit_code
 
 
-def _summary(out: Any, result: Any) -> None:
+def _summary(out: Console, result: RunResult) -> None:
     from rich.markup import escape
     from rich.table import Table
 

@@ -26,7 +26,7 @@ when the command runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -39,6 +39,9 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.headline import could_not_run
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _state(img: dict[str, Any]) -> str:
@@ -101,7 +104,7 @@ def _short(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else "-"
 
 
-def _more(out: Any, hidden: int, what: str) -> None:
+def _more(out: Console, hidden: int, what: str) -> None:
     if hidden > 0:
         out.print(f"  ... and {hidden} more {what} (newest shown first; --limit or --json for all)")
 

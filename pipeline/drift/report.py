@@ -7,13 +7,16 @@ that ``.github/workflows/drift.yml`` uses to find the stack's open issue.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from imagectl.core.safetext import cells, markup, md_cell
 from imagectl.drift.findings import DriftReport, StackDrift
 from imagectl.headline import could_not_run
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 MARKER = "<!-- imagectl-drift:stack={stack} -->"
 COLUMNS = ("source", "kind", "subject", "where", "current", "available", "detail")
@@ -27,7 +30,7 @@ def render_json(report: DriftReport) -> str:
     return json.dumps(report.as_dict(), indent=2, default=str) + "\n"
 
 
-def render_table(report: DriftReport, console: Any) -> None:
+def render_table(report: DriftReport, console: Console) -> None:
     if report.headline:  # first, before any stack's "no drift"
         console.print(f"[red]{markup(report.headline)}[/]", highlight=False, soft_wrap=True)
     for s in report.stacks:

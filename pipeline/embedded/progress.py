@@ -13,9 +13,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 HEARTBEAT_S = 30.0
 
@@ -54,7 +57,7 @@ class Step:
 
 
 class Progress:
-    def __init__(self, console: Any, *, live: bool | None = None):
+    def __init__(self, console: Console, *, live: bool | None = None):
         self.console = console
         self.live = console.is_terminal if live is None else live
         self.steps: list[StepRecord] = []

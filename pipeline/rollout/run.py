@@ -19,12 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
-from imagectl.catalog.models import RolloutDecision
+from imagectl.catalog.models import Image, RolloutDecision
 from imagectl.clouds.base import Provider
 from imagectl.core.errors import UserError
 from imagectl.promotion import block_image, promote
@@ -36,6 +36,9 @@ from imagectl.rollout.fleet import queries, read_nodes
 from imagectl.rollout.policy import Policy, load_policy
 from imagectl.rollout.prom import Prometheus, PrometheusUnavailable
 from imagectl.stacks.resolve import ResolvedStack
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 DECIDED = "rollout.decided"
 EXIT = {ADVANCE: 0, ROLLBACK: 1, HOLD: 3}
@@ -79,7 +82,7 @@ class RolloutResult:
         }
 
 
-def _ids(session: Any, image: Any) -> set[str]:
+def _ids(session: Session, image: Image) -> set[str]:
     return {r.cloud_image_id for r in group_rows(session, image)}
 
 

@@ -26,11 +26,20 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.deadlines import CloudDeadline, Deadlines, deadlines, is_timeout
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AccessToken, TokenCredential
+    from azure.core.pipeline import PipelineRequest, PipelineResponse
+    from azure.core.pipeline.policies import HTTPPolicy
+    from azure.core.pipeline.transport import HttpRequest, HttpResponse
+    from azure.mgmt.compute import ComputeManagementClient
+    from azure.mgmt.core.policies import ARMChallengeAuthenticationPolicy
+    from azure.mgmt.network import NetworkManagementClient
 
 ENV_ENDPOINT = "IMAGECTL_AZURE_ENDPOINT"
 ARM = "https://management.azure.com"
@@ -40,7 +49,7 @@ SCOPE = "https://management.azure.com/.default"
 class LocalToken:
     """A token credential for a local ARM endpoint: a fixed, meaningless token."""
 
-    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+    def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
 
         from azure.core.credentials import AccessToken
 
@@ -50,20 +59,24 @@ class LocalToken:
 DEADLINE_KEY = "imagectl_deadline"  # in the pipeline request's context
 
 
-def _deadline(request: Any, limits: Deadlines, why: str) -> CloudDeadline:
+def _deadline(request: PipelineRequest[HttpRequest], limits: Deadlines, why: str) -> CloudDeadline:
     http = request.http_request
     url = urlsplit(http.url)
     where = f"{url.scheme}://{url.netloc}"
     return CloudDeadline("Azure", f"{http.method} {url.path}", where, limits, why)
 
 
-def _deadline_policies(limits: Deadlines) -> tuple[Any, Any]:
+def _deadline_policies(
+    limits: Deadlines,
+) -> tuple[HTTPPolicy[HttpRequest, HttpResponse], HTTPPolicy[HttpRequest, HttpResponse]]:
     """(per call, per retry): the call's deadline set once and the last attempt's timeout
     named; no attempt started that could not end before the deadline."""
     from azure.core.pipeline.policies import HTTPPolicy
 
-    class CallDeadline(HTTPPolicy):  # type: ignore[type-arg]
-        def send(self, request: Any) -> Any:
+    Response = PipelineResponse[HttpRequest, HttpResponse]
+
+    class CallDeadline(HTTPPolicy[HttpRequest, HttpResponse]):
+        def send(self, request: PipelineRequest[HttpRequest]) -> Response:
             request.context[DEADLINE_KEY] = limits.start()
             try:
                 return self.next.send(request)
@@ -73,8 +86,8 @@ def _deadline_policies(limits: Deadlines) -> tuple[Any, Any]:
                 why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise _deadline(request, limits, why) from exc
 
-    class AttemptDeadline(HTTPPolicy):  # type: ignore[type-arg]
-        def send(self, request: Any) -> Any:
+    class AttemptDeadline(HTTPPolicy[HttpRequest, HttpResponse]):
+        def send(self, request: PipelineRequest[HttpRequest]) -> Response:
             ends_at = request.context.get(DEADLINE_KEY)
             attempt = request.context.setdefault("imagectl_attempt", 0) + 1
             request.context["imagectl_attempt"] = attempt
@@ -85,15 +98,15 @@ def _deadline_policies(limits: Deadlines) -> tuple[Any, Any]:
     return CallDeadline(), AttemptDeadline()
 
 
-def _local_auth_policy(credential: Any) -> Any:
+def _local_auth_policy(credential: TokenCredential) -> ARMChallengeAuthenticationPolicy:
     from azure.mgmt.core.policies import ARMChallengeAuthenticationPolicy
 
     class LocalHttpAuth(ARMChallengeAuthenticationPolicy):
         """Bearer auth that allows http: used only for an explicit local endpoint."""
 
-        def on_request(self, request: Any) -> Any:
+        def on_request(self, request: PipelineRequest[HttpRequest]) -> None:
             request.context.options["enforce_https"] = False
-            return super().on_request(request)
+            super().on_request(request)
 
     return LocalHttpAuth(credential, SCOPE)
 
@@ -103,7 +116,7 @@ def _local_auth_policy(credential: Any) -> Any:
 THREADED_MODELS = ("GalleryImageVersion", "GalleryImage", "Gallery")
 
 
-def _model_classes(deserializer: Any, base: type) -> list[type]:
+def _model_classes(deserializer: object, base: type) -> list[type]:
     """The model classes inside a field's deserializer (partials of partials, lists)."""
     if isinstance(deserializer, type):
         return [deserializer] if issubclass(deserializer, base) else []
@@ -143,7 +156,7 @@ class AzureClients:
         *,
         subscription_id: str,
         endpoint: str | None = None,
-        credential: Any = None,
+        credential: TokenCredential | None = None,
         polling_interval: float = 15.0,
         retry_total: int = 8,
         retry_backoff_factor: float = 0.8,
@@ -157,13 +170,13 @@ class AzureClients:
                 from azure.identity import DefaultAzureCredential
 
                 credential = DefaultAzureCredential()
-        self.credential = credential
+        self.credential: TokenCredential = credential
         self.polling_interval = polling_interval
         self.retry_total = retry_total
         self.retry_backoff_factor = retry_backoff_factor
         self.deadlines = deadlines()
-        self._compute: Any = None
-        self._network: Any = None
+        self._compute: ComputeManagementClient | None = None
+        self._network: NetworkManagementClient | None = None
         self._lock = threading.Lock()  # one client of each kind, whichever thread asks first
 
     def _kwargs(self) -> dict[str, Any]:
@@ -185,7 +198,7 @@ class AzureClients:
         return kwargs
 
     @property
-    def compute(self) -> Any:
+    def compute(self) -> ComputeManagementClient:
         with self._lock:
             if self._compute is None:
                 from azure.mgmt.compute import ComputeManagementClient
@@ -197,7 +210,7 @@ class AzureClients:
             return self._compute
 
     @property
-    def network(self) -> Any:
+    def network(self) -> NetworkManagementClient:
         with self._lock:
             if self._network is None:
                 from azure.mgmt.network import NetworkManagementClient

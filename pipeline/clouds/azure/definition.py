@@ -23,20 +23,24 @@ way to change either.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.core.errors import UserError
+
+if TYPE_CHECKING:
+    from azure.mgmt.compute import ComputeManagementClient
+    from azure.mgmt.compute.models import GalleryImage
 
 SECURITY_FEATURE = "SecurityType"
 STANDARD = "Standard"
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """An SDK enum member or a plain string, as the API's string."""
     return str(getattr(value, "value", value))
 
 
-def security_type_of(raw: Any) -> str:
+def security_type_of(raw: GalleryImage) -> str:
     """The definition's security type; Standard when it has no SecurityType feature."""
     for feature in getattr(raw.properties, "features", None) or []:
         if _text(feature.name).lower() == SECURITY_FEATURE.lower():
@@ -45,7 +49,7 @@ def security_type_of(raw: Any) -> str:
 
 
 def ensure_definition(
-    compute: Any,
+    compute: ComputeManagementClient,
     *,
     resource_group: str,
     gallery: str,
@@ -53,7 +57,7 @@ def ensure_definition(
     location: str,
     hyper_v_generation: str,
     security_type: str,
-) -> Any:
+) -> GalleryImage:
     """Return the definition, creating it when absent; refuse one that differs."""
     from azure.core.exceptions import ResourceNotFoundError
     from azure.mgmt.compute import models as m
@@ -64,7 +68,7 @@ def ensure_definition(
     except ResourceNotFoundError:
         raw = None
     if raw is not None:
-        have_gen = _text(raw.properties.hyper_v_generation or "V1")
+        have_gen = _text((raw.properties and raw.properties.hyper_v_generation) or "V1")
         have_sec = security_type_of(raw)
         for field, have, want in (
             ("hyperVGeneration", have_gen, hyper_v_generation),

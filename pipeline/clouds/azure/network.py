@@ -7,18 +7,23 @@ in the validation resource group.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.azure.errors import is_not_found
 from imagectl.clouds.common import check_cidr
 from imagectl.tags import TAG_MANAGED
+
+if TYPE_CHECKING:
+    from azure.mgmt.network import NetworkManagementClient
 
 VNET = "imagectl-validation"
 VNET_CIDR = "10.42.0.0/16"
 SUBNET_CIDR = "10.42.0.0/24"
 
 
-def ensure_subnet(network: Any, rg: str, location: str, subnet_id: str | None) -> str:
+def ensure_subnet(
+    network: NetworkManagementClient, rg: str, location: str, subnet_id: str | None
+) -> str:
     if subnet_id:
         return subnet_id
     from azure.core.exceptions import HttpResponseError
@@ -51,7 +56,7 @@ def ensure_subnet(network: Any, rg: str, location: str, subnet_id: str | None) -
 
 
 def create(
-    network: Any,
+    network: NetworkManagementClient,
     *,
     rg: str,
     location: str,
@@ -122,7 +127,7 @@ def create(
     return str(nic.id)
 
 
-def address(network: Any, rg: str, name: str) -> str | None:
+def address(network: NetworkManagementClient, rg: str, name: str) -> str | None:
     """The public IP if there is one, else the NIC's private IP."""
     from azure.core.exceptions import HttpResponseError
 
@@ -136,7 +141,7 @@ def address(network: Any, rg: str, name: str) -> str | None:
     return private_address(network, rg, name)
 
 
-def private_address(network: Any, rg: str, name: str) -> str | None:
+def private_address(network: NetworkManagementClient, rg: str, name: str) -> str | None:
     """The NIC's private IP on the subnet (where the run's other hosts reach it)."""
     from azure.core.exceptions import HttpResponseError
 
@@ -152,7 +157,7 @@ def private_address(network: Any, rg: str, name: str) -> str | None:
     return None
 
 
-def delete(network: Any, rg: str, name: str) -> None:
+def delete(network: NetworkManagementClient, rg: str, name: str) -> None:
     """NIC, then public IP and NSG (the NIC holds both); missing ones are fine."""
     from azure.core.exceptions import HttpResponseError
 

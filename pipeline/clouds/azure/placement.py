@@ -16,17 +16,22 @@ with its tags and, read-only, the ``virtualMachines``, ``virtualMachineScaleSets
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.azure.errors import is_not_found
 from imagectl.clouds.azure.resources import split_location
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.tags import TAG_MANAGED
 
+if TYPE_CHECKING:
+    from azure.mgmt.compute import ComputeManagementClient
+
 KIND = "proximity placement group"
 
 
-def create(compute: Any, rg: str, *, name: str, location: str, tags: dict[str, str]) -> Placement:
+def create(
+    compute: ComputeManagementClient, rg: str, *, name: str, location: str, tags: dict[str, str]
+) -> Placement:
     from azure.mgmt.compute import models as m
 
     region, _zone = split_location(location)
@@ -44,7 +49,7 @@ def create(compute: Any, rg: str, *, name: str, location: str, tags: dict[str, s
     return Placement("azure", KIND, name, region, str(group.id))
 
 
-def delete(compute: Any, rg: str, placement: Placement) -> None:
+def delete(compute: ComputeManagementClient, rg: str, placement: Placement) -> None:
     from azure.core.exceptions import HttpResponseError
 
     try:
@@ -54,7 +59,7 @@ def delete(compute: Any, rg: str, placement: Placement) -> None:
             raise
 
 
-def list_managed(compute: Any, rg: str) -> list[ManagedPlacement]:
+def list_managed(compute: ComputeManagementClient, rg: str) -> list[ManagedPlacement]:
     """The resource group's proximity placement groups tagged ``imagectl:managed=true``,
     with their tags and the resources (by name) each holds."""
     found = []

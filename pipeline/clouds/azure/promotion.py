@@ -29,6 +29,10 @@ SHAREABLE_STATES = frozenset(
 BUSY = frozenset({"Creating", "Updating", "Deleting"})
 
 if TYPE_CHECKING:
+    from azure.core.polling import LROPoller
+    from azure.mgmt.compute.models import GalleryImageVersion, TargetRegion
+    from azure.mgmt.compute.operations import GalleryImageVersionsOperations
+
     from imagectl.clouds.azure.clients import AzureClients
 
 
@@ -42,11 +46,13 @@ class AzurePromotion:
         write_timeout_s: float
 
         @property
-        def versions(self) -> Any: ...
-        def _get_raw(self, image_id: str, expand: str | None = None) -> Any | None: ...
-        def _list_raw(self) -> list[Any]: ...
+        def versions(self) -> GalleryImageVersionsOperations: ...
+        def _get_raw(
+            self, image_id: str, expand: str | None = None
+        ) -> GalleryImageVersion | None: ...
+        def _list_raw(self) -> list[GalleryImageVersion]: ...
         def _parts(self, image_id: str) -> tuple[str, str, str, str]: ...
-        def _update(self, image_id: str, **changes: Any) -> Any: ...
+        def _update(self, image_id: str, **changes: Any) -> GalleryImageVersion: ...
 
     def _init_promotion(self) -> None:
         """The promotion's own state; the provider's __init__ calls it."""
@@ -54,7 +60,7 @@ class AzurePromotion:
         self.write_lock = threading.RLock()
 
     @staticmethod
-    def _target_regions(raw: Any) -> list[str]:
+    def _target_regions(raw: GalleryImageVersion) -> list[str]:
         profile = raw.publishing_profile
         regions = [t.name for t in (profile.target_regions or [])] if profile else []
         return regions or [raw.location]
@@ -115,7 +121,7 @@ class AzurePromotion:
             self._set_targets(image, raw, current)
         return self.replica_status(image, region)
 
-    def wait_writable(self, image_id: str) -> Any:
+    def wait_writable(self, image_id: str) -> GalleryImageVersion:
         """The version, once no write or replication is in progress on it."""
         deadline = time.monotonic() + self.write_timeout_s
         while True:
@@ -132,7 +138,9 @@ class AzurePromotion:
                 )
             time.sleep(self.poll_interval_s)
 
-    def _set_targets(self, image: CloudImage, raw: Any, targets: list[Any]) -> Any:
+    def _set_targets(
+        self, image: CloudImage, raw: GalleryImageVersion, targets: list[TargetRegion]
+    ) -> LROPoller[GalleryImageVersion]:
         from azure.mgmt.compute.models import (
             GalleryImageVersionPublishingProfile,
             GalleryImageVersionUpdate,
@@ -146,7 +154,7 @@ class AzurePromotion:
         )
         return self.versions.begin_update(rg, gallery, definition, version, update)
 
-    def _replication_state(self, raw: Any, region: str) -> str:
+    def _replication_state(self, raw: GalleryImageVersion, region: str) -> str:
         summary = raw.replication_status.summary if raw.replication_status else []
         for entry in summary or []:
             if self._same_region(entry.region or "", region):
@@ -216,10 +224,12 @@ class AzurePromotion:
             )
         exposed = []
         for definition in compute.gallery_images.list_by_gallery(rg, gallery):
+            if definition.name is None:  # ARM names every listed resource
+                continue
             for version in compute.gallery_image_versions.list_by_gallery_image(
                 rg, gallery, definition.name
             ):
-                if version.id.lower() == promoting.lower():
+                if (version.id or "").lower() == promoting.lower():
                     continue
                 state = dict(version.tags or {}).get(TAG_STATE, "")
                 if state not in SHAREABLE_STATES:
@@ -232,7 +242,7 @@ class AzurePromotion:
                 "never shared and promote into this one; then run the promotion again",
             )
 
-    def _eligible(self, region: str) -> list[Any]:
+    def _eligible(self, region: str) -> list[GalleryImageVersion]:
         out = []
         for raw in self._list_raw():
             profile = raw.publishing_profile
@@ -252,7 +262,7 @@ class AzurePromotion:
         eligible = self._eligible(region)
         if not eligible:
             return None
-        return str(max(eligible, key=lambda r: version_key(r.name)).id)
+        return str(max(eligible, key=lambda r: version_key(r.name or "")).id)
 
     def set_pointer(self, stack: str, region: str, image_id: str) -> None:
         target = self._get_raw(image_id)
@@ -261,10 +271,11 @@ class AzurePromotion:
         if target.publishing_profile.exclude_from_latest:
             self._update(image_id, exclude_from_latest=False)
         for raw in self._eligible(region):
-            if raw.id.lower() != target.id.lower() and version_key(raw.name) > version_key(
-                target.name
-            ):
-                self._update(raw.id, exclude_from_latest=True)
+            # ARM fills a version's id and name (read-only) in every answer
+            if str(raw.id).lower() != str(target.id).lower() and version_key(
+                raw.name or ""
+            ) > version_key(target.name or ""):
+                self._update(str(raw.id), exclude_from_latest=True)
 
     # The canary pointer (issue 47): the gallery version tagged imagectl:canary=true. A
     # candidate version stays excludeFromLatest, so "latest" never resolves to it; the
@@ -276,7 +287,7 @@ class AzurePromotion:
             if dict(raw.tags or {}).get(TAG_CANARY) == "true"
             and any(self._same_region(r, region) for r in self._target_regions(raw))
         ]  # fmt: skip
-        return str(max(tagged, key=lambda r: version_key(r.name)).id) if tagged else None
+        return str(max(tagged, key=lambda r: version_key(r.name or "")).id) if tagged else None
 
     def set_canary_pointer(self, stack: str, region: str, image_id: str | None) -> None:
         target = None
@@ -287,13 +298,13 @@ class AzurePromotion:
         with self.write_lock:
             for raw in self._list_raw():
                 tags = dict(raw.tags or {})
-                wanted = target is not None and raw.id.lower() == target.id.lower()
+                wanted = target is not None and str(raw.id).lower() == str(target.id).lower()
                 here = any(self._same_region(r, region) for r in self._target_regions(raw))
                 if wanted and tags.get(TAG_CANARY) != "true":
-                    self._update(raw.id, tags={**tags, TAG_CANARY: "true"})
+                    self._update(str(raw.id), tags={**tags, TAG_CANARY: "true"})
                 elif not wanted and here and TAG_CANARY in tags:
                     tags.pop(TAG_CANARY)
-                    self._update(raw.id, tags=tags)
+                    self._update(str(raw.id), tags=tags)
 
     def deprecate(
         self,

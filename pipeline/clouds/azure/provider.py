@@ -25,6 +25,9 @@ from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STA
 from imagectl.validators.identity import parse
 
 if TYPE_CHECKING:
+    from azure.mgmt.compute.models import GalleryImageVersion, ImageReference
+    from azure.mgmt.compute.operations import GalleryImageVersionsOperations
+
     from imagectl.stacks.resolve import ResolvedStack
 
 
@@ -74,7 +77,7 @@ class AzureProvider(AzurePromotion, Provider):
         )
 
     @property
-    def versions(self) -> Any:
+    def versions(self) -> GalleryImageVersionsOperations:
         return self.clients.compute.gallery_image_versions
 
     # -- images ----------------------------------------------------------------------------
@@ -84,7 +87,7 @@ class AzureProvider(AzurePromotion, Provider):
             return match["rg"], match["gallery"], match["definition"], match["version"]
         return self.gallery_rg, self.gallery, self.definition, image_id
 
-    def _image(self, raw: Any) -> CloudImage:
+    def _image(self, raw: GalleryImageVersion) -> CloudImage:
         profile = raw.publishing_profile
         state = {"Succeeded": "available", "Failed": "failed"}.get(
             raw.provisioning_state or "", "pending"
@@ -95,14 +98,14 @@ class AzureProvider(AzurePromotion, Provider):
         return CloudImage(
             cloud="azure",
             region=raw.location,
-            image_id=raw.id,
-            name=raw.name,
+            image_id=str(raw.id),  # ARM fills both (read-only) in every answer
+            name=str(raw.name),
             state=state,
             tags=dict(raw.tags or {}),
             created_at=profile.published_date if profile else None,
         )
 
-    def _list_raw(self) -> list[Any]:
+    def _list_raw(self) -> list[GalleryImageVersion]:
         return list(
             self.versions.list_by_gallery_image(self.gallery_rg, self.gallery, self.definition)
         )
@@ -128,7 +131,7 @@ class AzureProvider(AzurePromotion, Provider):
             found.append(self._image(raw))
         return sorted(found, key=lambda i: (i.created_at or utcnow(), version_key(i.name)))
 
-    def _get_raw(self, image_id: str, expand: str | None = None) -> Any | None:
+    def _get_raw(self, image_id: str, expand: str | None = None) -> GalleryImageVersion | None:
         from azure.core.exceptions import HttpResponseError
 
         rg, gallery, definition, version = self._parts(image_id)
@@ -186,7 +189,7 @@ class AzureProvider(AzurePromotion, Provider):
         raw = self._get_raw(image_id)
         return self._image(raw) if raw is not None else None
 
-    def _update(self, image_id: str, **changes: Any) -> Any:
+    def _update(self, image_id: str, **changes: Any) -> GalleryImageVersion:
         """PATCH a version: tags and/or publishing-profile fields; wait for it."""
         from azure.mgmt.compute.models import (
             GalleryImageVersionPublishingProfile,
@@ -403,7 +406,7 @@ class AzureProvider(AzurePromotion, Provider):
         self._cleanup(instance.instance_id)
 
     @staticmethod
-    def _vm_image(image_ref: Any) -> str:
+    def _vm_image(image_ref: ImageReference | None) -> str:
         """The gallery version a VM runs. A VM made from an image definition id (the
         gallery's "latest") keeps the definition in ``imageReference.id``; ARM names the
         version it resolved to in ``exactVersion``."""
@@ -423,13 +426,13 @@ class AzureProvider(AzurePromotion, Provider):
             tags = dict(vm.tags or {})
             if managed_only and tags.get(TAG_MANAGED) != "true":
                 continue
-            zone = (vm.zones or [None])[0]
+            zone = vm.zones[0] if vm.zones else None
             image_ref = vm.storage_profile.image_reference if vm.storage_profile else None
             found.append(
                 Instance(
                     cloud="azure",
                     region=f"{vm.location}/{zone}" if zone else vm.location,
-                    instance_id=vm.name,
+                    instance_id=vm.name or "",
                     shape=vm.hardware_profile.vm_size if vm.hardware_profile else "",
                     image_id=self._vm_image(image_ref) or tags.get(TAG_IMAGE, ""),
                     state=vm.provisioning_state or "",
