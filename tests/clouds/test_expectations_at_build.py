@@ -10,6 +10,7 @@ image as built, with the old kernel) still judges the image by its build's recor
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +269,157 @@ def test_a_reused_candidates_older_build_gets_its_record() -> None:
         got = BuildExpectations.from_columns(old.expectations_digest, old.expectations, where="t")
         assert got == record
         assert (other.expectations_digest, other.expectations) == (None, None)
+
+
+# The driver version from the stack file to the gate (issue 46): each hop is the function
+# that puts it into a new carrier (an object, a file, a row); a function that hands the
+# same object on is no hop. docs/architecture.md ("The driver version") has the trace.
+DRIVER_HOPS = (
+    ("stacks/loader.py", "load_stack"),  # the stack file -> Stack (parsed once per process)
+    ("stacks/resolve.py", "ResolvedStack.pins"),  # -> Pins.driver
+    ("stacks/expectations.py", "image_expectations"),  # -> Expectations.driver, per shape
+    ("building/records.py", "start"),  # -> the catalog's builds.expectations
+    ("building/records.py", "BuiltImage.of_row"),  # -> BuiltImage.expectations, read back
+    ("validation/run.py", "ValidationRun.__init__"),  # -> the hosts' expect.json
+    ("validators/session.py", "_make_receipt"),  # on the host: -> Receipt.expectations
+    ("validation/receipts.py", "load_bound"),  # -> the receipt, read back and bound
+    ("validation/records.py", "CatalogRecorder.receipt"),  # -> validation_runs.receipt
+    ("promotion/gate.py", "_record_reasons"),  # the receipt's expectations == the record's
+)
+
+
+class _Calls:
+    """Every call into imagectl's own code (this process, every thread): what each
+    returned, and the arguments of the functions named in ``args`` (the hops' carriers are
+    read from them)."""
+
+    def __init__(self, args: set[tuple[str, str]]) -> None:
+        import threading
+
+        self.args = args
+        self.seen: dict[tuple[str, str], list[Any]] = {}  # (file, qualname) -> returns
+        self.entered: dict[tuple[str, str], list[dict[str, Any]]] = {}  # -> arguments
+        self.expect_files: list[str] = []  # each ValidationRun's expect.json as written
+        self._threading = threading
+
+    @staticmethod
+    def _key(frame: Any) -> tuple[str, str] | None:
+        """(file under pipeline/, or validators/..., qualified name) of imagectl's code."""
+        module = frame.f_globals.get("__name__") or ""
+        if not module.startswith("imagectl."):
+            return None
+        rel = module.removeprefix("imagectl.").replace(".", "/") + ".py"
+        code = frame.f_code
+        if hasattr(code, "co_qualname"):
+            return rel, code.co_qualname
+        owner = frame.f_locals.get("self", frame.f_locals.get("cls"))  # Python 3.10
+        owner = owner if isinstance(owner, type) or owner is None else type(owner)
+        return rel, f"{owner.__name__}.{code.co_name}" if owner else code.co_name
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event not in ("call", "return"):
+            return
+        key = self._key(frame)
+        if key is None:
+            return
+        if event == "call":
+            if key in self.args:
+                self.entered.setdefault(key, []).append(dict(frame.f_locals))
+            return
+        self.seen.setdefault(key, []).append(arg)
+        if key == ("validation/run.py", "ValidationRun.__init__"):
+            self.expect_files.append(frame.f_locals["self"]._expect_file.read_text())
+
+    def __enter__(self) -> _Calls:
+        sys.setprofile(self)
+        self._threading.setprofile(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.setprofile(None)
+        self._threading.setprofile(None)  # type: ignore[arg-type]
+
+    def returns(self, file: str, name: str) -> list[Any]:
+        return self.seen.get((file, name), [])
+
+
+def test_the_driver_version_reaches_the_gate_in_ten_hops_and_the_stack_is_parsed_once(
+    cli: Any, moto_server: str, workspace_copy: Path, tmp_path: Path
+) -> None:
+    """plan, build --dry-run, build, validate-image (replayed hosts) and promote --dry-run
+    in one process: the stack file is parsed once, and the driver version goes from it to
+    the gate through exactly DRIVER_HOPS (at most 10), each hop's carrier holding it and
+    the functions between hops handing on the same object."""
+    require_tool("packer")
+    import json
+
+    from imagectl.stacks import load_resolved
+    from imagectl.stacks.loader import parse_count
+
+    assert len(DRIVER_HOPS) <= 10
+    root = workspace_copy
+    (root / "validators").symlink_to(REPO / "validators")
+    parsed_before = parse_count()
+    _, resolved = load_resolved(root / "images", STACK)
+    driver = resolved.pins().driver
+    assert driver
+    aws = resolved.stack.clouds.aws
+    assert aws is not None
+    _register_base(moto_server, aws.build.region, aws.base_image.name.replace("*", "20261101"))
+
+    watched = {("validation/run.py", "ValidationRun.__init__"),
+               ("validation/records.py", "CatalogRecorder.receipt")}  # fmt: skip
+    with _Calls(watched) as calls:
+        ws = ("--root", str(root))
+        plan = cli(*ws, "plan", "--stack", STACK, "--cloud", "aws", "--offline",
+                   "--out", str(tmp_path / "plan"))  # fmt: skip
+        assert plan.code == 0, plan.out + plan.err
+        dry = cli(*ws, "build", "--stack", STACK, "--cloud", "aws", "--dry-run", "--json")
+        assert dry.code == 0, dry.out + dry.err
+        built = cli(*ws, "build", "--stack", STACK, "--cloud", "aws", "--skip-provisioning",
+                    "--json")  # fmt: skip
+        assert built.code == 0, built.out + built.err
+        (image,) = built.json()["images"]
+        image_id = image["image_id"]
+        validated = _validate(cli, root, image_id, tmp_path)
+        assert validated.code == 0, validated.out + validated.err
+        assert validated.json()["state"] == "validated"
+        gate = cli(*ws, "promote", image_id, "--cloud", "aws", "--dry-run", "--json")
+        assert gate.code in (0, 1), gate.out + gate.err  # 1: unsigned (no signer here)
+
+    # the stack file was parsed once in this process, whatever loaded it
+    assert parse_count() - parsed_before == 1
+
+    # each hop ran and its carrier holds the driver version
+    for file, name in DRIVER_HOPS:
+        if not file.startswith("validators/"):  # the host's hop runs in its own process
+            assert calls.returns(file, name), f"{file}:{name} was not on the path"
+    loaded = calls.returns("stacks/loader.py", "load_stack")
+    assert {x.stack.nvidia.driver.version for x in loaded} == {driver}
+    assert {p.driver for p in calls.returns("stacks/resolve.py", "ResolvedStack.pins")} == {driver}
+    made = calls.returns("stacks/expectations.py", "image_expectations")
+    assert made and {e.driver for e in made} == {driver}
+    (record,) = calls.returns("building/records.py", "start")
+    assert {e["driver"] for e in record.build.expectations.values()} == {driver}
+    read_back = [b for b in calls.returns("building/records.py", "BuiltImage.of_row")]
+    assert read_back and all(
+        {e.driver for e in b.expectations.shapes.values()} == {driver} for b in read_back
+    )
+    (runner,) = calls.entered[("validation/run.py", "ValidationRun.__init__")]
+    (shipped,) = calls.expect_files
+    assert json.loads(shipped)["driver"] == driver
+    receipts = _receipts(image_id)
+    assert receipts and {r["expectations"]["driver"] for r in receipts} == {driver}
+    assert all(any(c["id"] == "sw.driver.version" for c in r["checks"]) for r in receipts)
+    bound = [o.receipt for o in calls.returns("validation/receipts.py", "load_bound")]
+    assert bound and {r.expectations["driver"] for r in bound if r} == {driver}
+    recorded = calls.entered[("validation/records.py", "CatalogRecorder.receipt")]
+    assert {c["outcome"].receipt.expectations["driver"] for c in recorded} == {driver}
+    assert calls.returns("promotion/gate.py", "_record_reasons") == [[]]
+
+    # between the hops the same object is handed on: the build records the very objects
+    # image_expectations made, and the hosts get the very object the record was read into
+    (recorded_set,) = calls.returns("stacks/expectations.py", "for_build")
+    assert all(any(e is m for m in made) for e in recorded_set.shapes.values())
+    shipped_expect = runner["request"].expect
+    assert any(shipped_expect is e for b in read_back for e in b.expectations.shapes.values())
