@@ -27,12 +27,6 @@ PACKAGES = ("building", "validation", "promotion", "orchestrate", "stacks")
 
 # The JSON edges: what each turns into plain data, and where that goes.
 SERIALIZERS = {
-    "building/stand_in.py:pins_inventory",  # the stand-in inventory document (an SBOM's input)
-    "validation/decide.py:BadHost.to_dict",  # validate-image --json
-    "validation/decide.py:Decision.to_dict",  # validate-image --json
-    "validation/fabric/attribution.py:Attribution.to_dict",  # the fabric receipt's JSON
-    "validation/outcome.py:ImageValidationOutcome.to_dict",  # validate-image --json
-    "validation/run.py:ValidationResult.to_dict",  # validate-image --json
     "promotion/query.py:catalog_status",  # status --json
     "promotion/results.py:PromotionResult.to_dict",  # promote --json
     "promotion/revoke.py:revocation_statement",  # the signed revocation statement

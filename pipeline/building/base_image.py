@@ -8,8 +8,6 @@ by the key of everything that goes into it (``imagectl.embedded.base``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.clouds.base import Provider
 from imagectl.clouds.base_image import PINNED, BaseImage
 from imagectl.clouds.options import provider_options
@@ -17,6 +15,7 @@ from imagectl.clouds.registry import get_provider
 from imagectl.clouds.spec import CloudSpec
 from imagectl.embedded.base import BaseSpec, ancestry
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.schema import CloudCommon
 
 
 def local_base_image(resolved: ResolvedStack) -> BaseImage:
@@ -25,7 +24,7 @@ def local_base_image(resolved: ResolvedStack) -> BaseImage:
     return ancestry(BaseSpec.from_stack(resolved))
 
 
-def pinned_base_image(resolved: ResolvedStack, spec: CloudSpec[Any]) -> BaseImage | None:
+def pinned_base_image(resolved: ResolvedStack, spec: CloudSpec[CloudCommon]) -> BaseImage | None:
     settings = spec.settings(resolved.stack)
     if spec.builds_base_disk:
         return None
@@ -36,7 +35,7 @@ def pinned_base_image(resolved: ResolvedStack, spec: CloudSpec[Any]) -> BaseImag
 
 
 def resolve_base_image(
-    resolved: ResolvedStack, spec: CloudSpec[Any], *, provider: Provider | None = None
+    resolved: ResolvedStack, spec: CloudSpec[CloudCommon], *, provider: Provider | None = None
 ) -> BaseImage:
     """The base image of ``resolved`` on ``spec``'s cloud: its pin, or the newest match
     (a cloud call; the SDK's errors propagate to the caller)."""
@@ -50,7 +49,7 @@ def resolve_base_image(
 
 
 def newest_base_image(
-    resolved: ResolvedStack, spec: CloudSpec[Any], *, provider: Provider | None = None
+    resolved: ResolvedStack, spec: CloudSpec[CloudCommon], *, provider: Provider | None = None
 ) -> BaseImage | None:
     """The cloud's newest answer to the stack's query, whatever the stack pins (drift);
     None for the local cloud (its base is keyed by the stack's own inputs)."""

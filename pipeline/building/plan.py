@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from imagectl.building.base_image import pinned_base_image, resolve_base_image
 from imagectl.clouds.base_image import BaseImage
@@ -24,6 +23,7 @@ from imagectl.packer.variables import write_var_files
 from imagectl.paths import Workspace
 from imagectl.stacks.loader import find_stack, load_stack, stack_paths
 from imagectl.stacks.resolve import ResolvedStack, resolve
+from imagectl.stacks.schema import CloudCommon
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,12 @@ class PlanRow:
     packer_var_file: str
     ansible_var_file: str
     # the base image by id (BaseImage.to_dict()), or None with the reason in base_image_error
-    base_image: dict[str, Any] | None = None
+    base_image: dict[str, object] | None = None
     base_image_error: str | None = None
 
 
 def _base_image(
-    r: ResolvedStack, spec: CloudSpec[Any], offline: bool
+    r: ResolvedStack, spec: CloudSpec[CloudCommon], offline: bool
 ) -> tuple[BaseImage | None, str | None]:
     """(base image, why not): the pin offline, else the pin or the cloud's answer."""
     if offline:

@@ -12,7 +12,6 @@ artifact in its cloud, so ``find_images(state="built")`` finds it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
@@ -25,6 +24,7 @@ from imagectl.clouds.spec import CloudSpec
 from imagectl.packer.manifest import Artifact
 from imagectl.stacks.expectations import BuildExpectations
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.schema import CloudCommon
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,13 @@ class BuiltImage:
         return {"image_id": self.image_id, "region": self.region, "state": self.state.value}
 
 
-def endpoint_overrides(spec: CloudSpec[Any], overrides: dict[str, str]) -> dict[str, str]:
+def endpoint_overrides(spec: CloudSpec[CloudCommon], overrides: dict[str, str]) -> dict[str, str]:
     """The caller's Packer overrides, plus the cloud's emulator endpoint when its
     variable is set (``CloudSpec.endpoint_packer_vars``): Packer talks to it too."""
     return {**spec.endpoint_packer_vars(), **overrides}
 
 
-def prepare(resolved: ResolvedStack, spec: CloudSpec[Any]) -> None:
+def prepare(resolved: ResolvedStack, spec: CloudSpec[CloudCommon]) -> None:
     """The cloud's resources a build publishes into, made or checked before Packer runs
     (``Provider.prepare_build``)."""
     get_provider(spec, provider_options(resolved, spec)).prepare_build()
@@ -93,7 +93,7 @@ class BuildRecord:
 
 def start(
     resolved: ResolvedStack,
-    spec: CloudSpec[Any],
+    spec: CloudSpec[CloudCommon],
     build_id: str,
     git_commit: str,
     expectations: BuildExpectations,
@@ -113,7 +113,10 @@ def start(
 
 
 def adopt(
-    resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str, expectations: BuildExpectations
+    resolved: ResolvedStack,
+    spec: CloudSpec[CloudCommon],
+    build_id: str,
+    expectations: BuildExpectations,
 ) -> BuildRecord:
     """The record of an earlier build whose artifact is used again (a reused local
     candidate, of the same inputs): found by its id, or recorded as succeeded when the
@@ -140,7 +143,10 @@ def failed(record: BuildRecord, *, cancelled: bool) -> None:
 
 
 def finish(
-    record: BuildRecord, resolved: ResolvedStack, spec: CloudSpec[Any], artifacts: list[Artifact]
+    record: BuildRecord,
+    resolved: ResolvedStack,
+    spec: CloudSpec[CloudCommon],
+    artifacts: list[Artifact],
 ) -> list[BuiltImage]:
     """The build recorded as succeeded, one catalog image per artifact (a reused one keeps
     its row and state), each new one tagged ``built`` in its cloud."""

@@ -17,7 +17,6 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from imagectl.building import local as local_build
 from imagectl.building import records as build_records
@@ -57,6 +56,7 @@ from imagectl.provenance.record import (
 from imagectl.stacks import load_resolved
 from imagectl.stacks.expectations import BuildExpectations, for_build
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.schema import CloudCommon
 from imagectl.supply.lock import validator_lock_path
 
 
@@ -65,7 +65,7 @@ class BuildRequest:
     """What ``imagectl build`` asks for (its options, parsed)."""
 
     stack: str
-    spec: CloudSpec[Any]  # the cloud (its name resolved once, by the command)
+    spec: CloudSpec[CloudCommon]  # the cloud (its name resolved once, by the command)
     var_dir: Path | None = None
     build_id: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
@@ -232,7 +232,7 @@ def build_image(
 
 
 def _expectations(
-    ws: Workspace, resolved: ResolvedStack, spec: CloudSpec[Any], build_id: str
+    ws: Workspace, resolved: ResolvedStack, spec: CloudSpec[CloudCommon], build_id: str
 ) -> BuildExpectations:
     """The image's expectations on each validation shape of its cloud, resolved once, by
     its build (the catalog's record of them is what validate-image judges it by)."""
@@ -248,7 +248,7 @@ def _cancelled(exc: BaseException) -> bool:
 def _finish(
     record: build_records.BuildRecord,
     resolved: ResolvedStack,
-    spec: CloudSpec[Any],
+    spec: CloudSpec[CloudCommon],
     artifacts: list[Artifact],
     folder: Path | None,
     result: BuildResult | None,

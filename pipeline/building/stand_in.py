@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import imagectl.validators as validators_package
 from imagectl import __version__
@@ -38,7 +37,7 @@ SOURCE_VALUE = "stand-in from the stack's pins (--skip-provisioning): nothing wa
 MODULES = ("nvidia", "nvidia-modeset", "nvidia-uvm", "nvidia-drm", "nvidia-peermem")
 
 
-def pins_inventory(resolved: ResolvedStack, cloud: str, lock: Path) -> dict[str, Any]:
+def pins_inventory(resolved: ResolvedStack, cloud: str, lock: Path) -> dict[str, object]:
     """The inventory document (``imagectl.provenance.inventory``) the pins promise."""
     stack = resolved.stack
     expect = image_expectations(resolved, cloud)

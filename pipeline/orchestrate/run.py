@@ -35,6 +35,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.embedded.procs import Terminated
 from imagectl.embedded.progress import Progress, Step
@@ -201,7 +202,7 @@ def _pipeline(
     built = build_image(
         ws,
         BuildRequest(
-            stack=resolved.name, spec=LOCAL, reuse=not opts.rebuild,
+            stack=resolved.name, spec=cloud_spec(CLOUD), reuse=not opts.rebuild,
             inject_fault=opts.inject_fault, accel=opts.accel, rebuild_base=opts.rebuild_base,
             timeout_s=opts.build_timeout_s,
         ),
@@ -238,7 +239,7 @@ def _pipeline(
             outcome = validate_image(
                 ws,
                 ImageValidationRequest(
-                    image_id=image_id, spec=LOCAL, stack=resolved.name,
+                    image_id=image_id, spec=cloud_spec(CLOUD), stack=resolved.name,
                     reach_timeout_s=opts.boot_timeout_s, receipts_dir=receipts,
                 ),
                 StepReporter(st),

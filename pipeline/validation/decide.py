@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.validation.receipts import HostOutcome
@@ -40,7 +39,7 @@ class BadHost:
     hardware: tuple[str, ...]  # the failures that are the hardware's
     image_level: tuple[str, ...]  # the failures that would be the image's on every host
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "host": self.host,
             "instance_id": self.instance_id,
@@ -57,7 +56,7 @@ class Decision:
     retry_hosts: list[str] = field(default_factory=list)
     bad_hosts: list[BadHost] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
             "reasons": self.reasons,

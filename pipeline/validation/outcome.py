@@ -10,10 +10,9 @@ its shape).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from imagectl.validation.decide import Decision
-from imagectl.validation.run import ValidationResult
+from imagectl.validation.run import ValidationResult, fabric_summary
 
 
 @dataclass(frozen=True)
@@ -56,8 +55,23 @@ class ImageValidationOutcome:
         """Instance -> why it could not be terminated (it may still run, and bill)."""
         return {i: e for r in self.runs for i, e in r.result.termination_errors.items()}
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        """``imagectl validate-image --json``: the decision and every shape's runs."""
+        hosts: list[dict[str, object]] = []
+        launched: list[dict[str, str]] = []
+        terminated: list[str] = []
+        fabric: dict[str, dict[str, object]] = {}
+        placements: list[dict[str, object]] = []
+        for run in self.runs:
+            r = run.result
+            hosts += [{**h, "shape": run.shape} for h in r.hosts()]
+            launched += r.launches()
+            terminated += r.terminated
+            if (summary := fabric_summary(r.fabric)) is not None:
+                fabric[run.shape] = summary
+            if r.placement is not None:
+                placements.append(r.placement.to_dict())
+        return {
             "image_id": self.image_id,
             "cloud": self.cloud,
             "stack": self.stack,
@@ -68,22 +82,11 @@ class ImageValidationOutcome:
             "toolkit_wheelhouse": self.toolkit_wheelhouse,
             "attestation": self.attestation,
             **self.decision.to_dict(),
-            "rounds": 0,
-            "hosts": [],
-            "launched": [],
-            "terminated": [],
+            "rounds": sum(run.result.rounds for run in self.runs),
+            "hosts": hosts,
+            "launched": launched,
+            "terminated": terminated,
             "termination_errors": self.termination_errors,
-            "fabric": {},
-            "placements": [],
+            "fabric": fabric,
+            "placements": placements,
         }
-        for run in self.runs:
-            part = run.result.to_dict()
-            out["rounds"] += part["rounds"]
-            out["hosts"] += [{**h, "shape": run.shape} for h in part["hosts"]]
-            out["launched"] += part["launched"]
-            out["terminated"] += part["terminated"]
-            if part["fabric"]:
-                out["fabric"][run.shape] = part["fabric"]
-            if part["placement"]:
-                out["placements"].append(part["placement"])
-        return out

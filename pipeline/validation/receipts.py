@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.validation.classify import is_image_level
@@ -79,4 +78,4 @@ def load_bound(
 class Summary:
     """Per-host lines for reports: host, instance, verdict or problem, failed checks."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, object]] = field(default_factory=list)

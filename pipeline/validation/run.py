@@ -55,33 +55,39 @@ class ValidationResult:
     fabric: Receipt | None = None  # a multi-node run's fabric receipt
     placement: Placement | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def hosts(self) -> list[dict[str, object]]:
+        """Each host's outcome, as ``--json`` shows it."""
+        return [
+            {
+                "host": o.host,
+                "slot": o.slot,
+                "verdict": o.receipt.verdict if o.receipt else None,
+                "worst_action": o.receipt.worst_action.value if o.receipt else None,
+                "failed_checks": sorted({c.id for c in o.failed_checks}),
+                "problem": o.problem,
+            }
+            for o in self.outcomes
+        ]
+
+    def launches(self) -> list[dict[str, str]]:
+        return [{"instance_id": i.instance_id, "location": i.region} for i in self.launched]
+
+    def to_dict(self) -> dict[str, object]:
         return {
             **self.decision.to_dict(),
             "rounds": self.rounds,
             "bad_hosts": [b.to_dict() for b in self.bad_hosts],
-            "hosts": [
-                {
-                    "host": o.host,
-                    "slot": o.slot,
-                    "verdict": o.receipt.verdict if o.receipt else None,
-                    "worst_action": o.receipt.worst_action.value if o.receipt else None,
-                    "failed_checks": sorted({c.id for c in o.failed_checks}),
-                    "problem": o.problem,
-                }
-                for o in self.outcomes
-            ],
-            "launched": [
-                {"instance_id": i.instance_id, "location": i.region} for i in self.launched
-            ],
+            "hosts": self.hosts(),
+            "launched": self.launches(),
             "terminated": self.terminated,
             "termination_errors": self.termination_errors,
             "placement": self.placement.to_dict() if self.placement else None,
-            "fabric": _fabric_summary(self.fabric),
+            "fabric": fabric_summary(self.fabric),
         }
 
 
-def _fabric_summary(receipt: Receipt | None) -> dict[str, Any] | None:
+def fabric_summary(receipt: Receipt | None) -> dict[str, object] | None:
+    """A multi-node run's fabric receipt, as ``--json`` shows it."""
     if receipt is None:
         return None
     return {

@@ -35,7 +35,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from imagectl.actor import current_actor
 from imagectl.building.records import BuiltImage
@@ -56,6 +55,7 @@ from imagectl.provenance.keys import NoSigner
 from imagectl.stacks import load_resolved
 from imagectl.stacks.expectations import for_shape
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.schema import CloudCommon
 from imagectl.tags import TAG_DIGEST
 from imagectl.validation.decide import BLOCKED, INCONCLUSIVE, VALIDATED, Decision
 from imagectl.validation.inventory import InventoryOverride
@@ -76,7 +76,7 @@ class ImageValidationRequest:
     """What ``imagectl validate-image`` asks for (its options, parsed)."""
 
     image_id: str
-    spec: CloudSpec[Any]  # the cloud (its name resolved once, by the command)
+    spec: CloudSpec[CloudCommon]  # the cloud (its name resolved once, by the command)
     stack: str | None = None
     shape: str | None = None
     hosts: int = 1

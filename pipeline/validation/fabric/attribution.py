@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from imagectl.validation.fabric.judge import RunVerdict
 
@@ -36,7 +35,7 @@ class Attribution:
     reasons: list[str] = field(default_factory=list)
     slow_pairs: list[list[str]] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"verdict": self.verdict, "nodes": self.nodes, "reasons": self.reasons,
                 "slow_pairs": self.slow_pairs}  # fmt: skip
 

@@ -9,7 +9,6 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from imagectl.validation.fabric.attribution import Attribution, attribute
 from imagectl.validation.fabric.judge import NodeRun, RunVerdict, judge_run
@@ -52,7 +51,7 @@ def fabric_phase(
     cloud: str,
     profile: str,
     fabric: str | None,
-    placement: dict[str, Any] | None,
+    placement: dict[str, object] | None,
     expect_file: Path,
     device: str = "auto",
     max_bytes: int = 0,

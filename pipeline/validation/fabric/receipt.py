@@ -19,7 +19,6 @@ checks:
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from imagectl import __version__
 from imagectl.validation.fabric.attribution import FABRIC, NODE, PASS, Attribution
@@ -46,7 +45,7 @@ def nodes_of(receipt: Receipt) -> int:
 
 
 def _collective(op: str, run: RunVerdict | None, ic: Interconnect) -> CheckResult:
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": f"fabric.collective.{op}",
         "title": f"{op} across the nodes: values and bus bandwidth against the interconnect",
         "unit": "GB/s",
@@ -94,8 +93,8 @@ def fabric_receipt(
     shape: str,
     cloud: str,
     profile: str,
-    nodes: list[dict[str, Any]],
-    placement: dict[str, Any] | None,
+    nodes: list[dict[str, str]],
+    placement: dict[str, object] | None,
     interconnect: Interconnect,
     nccl_env: dict[str, str],
     nccl_env_source: str | None,
