@@ -72,11 +72,12 @@ def _deadline_policies(
     """(per call, per retry): the call's deadline set once and the last attempt's timeout
     named; no attempt started that could not end before the deadline."""
     from azure.core.pipeline.policies import HTTPPolicy
-
-    Response = PipelineResponse[HttpRequest, HttpResponse]
+    from azure.core.pipeline.transport import HttpRequest, HttpResponse
 
     class CallDeadline(HTTPPolicy[HttpRequest, HttpResponse]):
-        def send(self, request: PipelineRequest[HttpRequest]) -> Response:
+        def send(
+            self, request: PipelineRequest[HttpRequest]
+        ) -> PipelineResponse[HttpRequest, HttpResponse]:
             request.context[DEADLINE_KEY] = limits.start()
             try:
                 return self.next.send(request)
@@ -87,7 +88,9 @@ def _deadline_policies(
                 raise _deadline(request, limits, why) from exc
 
     class AttemptDeadline(HTTPPolicy[HttpRequest, HttpResponse]):
-        def send(self, request: PipelineRequest[HttpRequest]) -> Response:
+        def send(
+            self, request: PipelineRequest[HttpRequest]
+        ) -> PipelineResponse[HttpRequest, HttpResponse]:
             ends_at = request.context.get(DEADLINE_KEY)
             attempt = request.context.setdefault("imagectl_attempt", 0) + 1
             request.context["imagectl_attempt"] = attempt
