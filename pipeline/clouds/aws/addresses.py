@@ -13,16 +13,20 @@ AssociateAddress (NetworkInterfaceId), ReleaseAddress, DescribeAddresses (``tag:
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.common import parse_time
 from imagectl.tags import TAG_IMAGE, TAG_MANAGED, TAG_TTL
 
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import AddressTypeDef, InstanceTypeDef
+
 TAG_INSTANCE = "imagectl:instance"  # the host an address was allocated for
 
 
-def primary_interface(raw: dict[str, Any]) -> str | None:
+def primary_interface(raw: InstanceTypeDef) -> str | None:
     """The instance's primary interface: network card 0, device 0."""
     for nic in raw.get("NetworkInterfaces") or []:
         attachment = nic.get("Attachment") or {}
@@ -34,7 +38,7 @@ def primary_interface(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def attach(ec2: Any, raw: dict[str, Any]) -> str | None:
+def attach(ec2: EC2Client, raw: InstanceTypeDef) -> str | None:
     """Allocate an Elastic IP tagged like the instance and associate it with its primary
     interface; the address (None when the instance has one already or no interface)."""
     if raw.get("PublicIpAddress"):
@@ -53,7 +57,7 @@ def attach(ec2: Any, raw: dict[str, Any]) -> str | None:
     return str(allocated["PublicIp"])
 
 
-def release_for(ec2: Any, instance_id: str) -> None:
+def release_for(ec2: EC2Client, instance_id: str) -> None:
     """Release the addresses allocated for ``instance_id`` (after its termination)."""
     found = ec2.describe_addresses(
         Filters=[{"Name": f"tag:{TAG_INSTANCE}", "Values": [instance_id]}]
@@ -62,7 +66,7 @@ def release_for(ec2: Any, instance_id: str) -> None:
         ec2.release_address(AllocationId=address["AllocationId"])
 
 
-def orphans(ec2: Any, now: dt.datetime) -> list[dict[str, Any]]:
+def orphans(ec2: EC2Client, now: dt.datetime) -> list[AddressTypeDef]:
     """imagectl's addresses associated with nothing whose TTL passed."""
     found = ec2.describe_addresses(Filters=[{"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]}])[
         "Addresses"
@@ -72,9 +76,9 @@ def orphans(ec2: Any, now: dt.datetime) -> list[dict[str, Any]]:
         expires = parse_time(tag_dict(address.get("Tags")).get(TAG_TTL))
         if address.get("AssociationId") or expires is None or expires > now:
             continue
-        out.append(dict(address))
+        out.append(address)
     return out
 
 
-def release(ec2: Any, allocation_id: str) -> None:
+def release(ec2: EC2Client, allocation_id: str) -> None:
     ec2.release_address(AllocationId=allocation_id)

@@ -14,10 +14,13 @@ The endpoint is the real one unless ``endpoint_url`` / ``IMAGECTL_AWS_ENDPOINT_U
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.deadlines import CloudDeadline, Deadlines, deadlines, is_timeout
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
 
 ENV_ENDPOINT = ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 DEFAULT_RETRY_MODE = "adaptive"
@@ -124,8 +127,9 @@ class AwsClients:
                 self._clients[key] = client
             return self._clients[key]
 
-    def ec2(self, region: str | None = None) -> Any:
-        return self.client("ec2", region)
+    def ec2(self, region: str | None = None) -> EC2Client:
+        client: EC2Client = self.client("ec2", region)
+        return client
 
     def ssm(self, region: str | None = None) -> Any:
         return self.client("ssm", region)

@@ -8,14 +8,18 @@ instance so that the reaper can delete it after the instance is gone.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.common import check_cidr
 from imagectl.core.errors import UserError
 
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import FilterTypeDef
 
-def vpc_of(ec2: Any, subnet_id: str | None) -> str:
+
+def vpc_of(ec2: EC2Client, subnet_id: str | None) -> str:
     if subnet_id:
         subnets = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]
         return str(subnets[0]["VpcId"])
@@ -29,7 +33,7 @@ def vpc_of(ec2: Any, subnet_id: str | None) -> str:
 
 
 def create_group(
-    ec2: Any, *, name: str, vpc_id: str, allowed_cidr: str | None, tags: dict[str, str]
+    ec2: EC2Client, *, name: str, vpc_id: str, allowed_cidr: str | None, tags: dict[str, str]
 ) -> str:
     check_cidr(allowed_cidr)
     group = ec2.create_security_group(
@@ -61,7 +65,7 @@ def create_group(
 LEFT_FOR_LATER = {"DependencyViolation", "InvalidGroup.NotFound", "InvalidGroup.InUse"}
 
 
-def delete_group(ec2: Any, group_id: str) -> None:
+def delete_group(ec2: EC2Client, group_id: str) -> None:
     """Best effort: a group still attached to a terminating instance is left to the reaper."""
     from botocore.exceptions import ClientError
 
@@ -72,7 +76,7 @@ def delete_group(ec2: Any, group_id: str) -> None:
             raise
 
 
-def admit_members(ec2: Any, group_id: str) -> None:
+def admit_members(ec2: EC2Client, group_id: str) -> None:
     """All traffic from the group's own members: what EFA needs ("Get started with EFA and
     NCCL", step 1: "allows all inbound and outbound traffic to and from the security group
     itself"; outbound is the new group's default rule, all traffic to anywhere), and what
@@ -91,10 +95,10 @@ def admit_members(ec2: Any, group_id: str) -> None:
             raise
 
 
-def default_subnet(ec2: Any, zone: str | None) -> str:
+def default_subnet(ec2: EC2Client, zone: str | None) -> str:
     """The default subnet of ``zone`` (any zone's when None): EFA interfaces are created in
     a subnet named in the request (``NetworkInterfaces[].SubnetId``)."""
-    filters = [{"Name": "default-for-az", "Values": ["true"]}]
+    filters: list[FilterTypeDef] = [{"Name": "default-for-az", "Values": ["true"]}]
     if zone:
         filters.append({"Name": "availability-zone", "Values": [zone]})
     found = ec2.describe_subnets(Filters=filters)["Subnets"]

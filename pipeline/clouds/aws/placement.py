@@ -19,12 +19,15 @@ group holds is not in that answer: ``DescribeInstances`` (paged) names each inst
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.aws.errors import error_code
 from imagectl.clouds.aws.tags import tag_dict, tag_list
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.tags import TAG_MANAGED
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
 
 KIND = "cluster placement group"
 # the states in which an instance still holds its group (every one but terminated:
@@ -32,7 +35,7 @@ KIND = "cluster placement group"
 HOLDING = ["pending", "running", "shutting-down", "stopping", "stopped"]
 
 
-def create(ec2: Any, *, name: str, region: str, tags: dict[str, str]) -> Placement:
+def create(ec2: EC2Client, *, name: str, region: str, tags: dict[str, str]) -> Placement:
     ec2.create_placement_group(
         GroupName=name,
         Strategy="cluster",
@@ -41,7 +44,7 @@ def create(ec2: Any, *, name: str, region: str, tags: dict[str, str]) -> Placeme
     return Placement("aws", KIND, name, region, name)
 
 
-def delete(ec2: Any, placement: Placement) -> None:
+def delete(ec2: EC2Client, placement: Placement) -> None:
     from botocore.exceptions import ClientError
 
     try:
@@ -52,7 +55,7 @@ def delete(ec2: Any, placement: Placement) -> None:
         raise
 
 
-def list_managed(ec2: Any, region: str) -> list[ManagedPlacement]:
+def list_managed(ec2: EC2Client, region: str) -> list[ManagedPlacement]:
     """The region's placement groups tagged ``imagectl:managed=true``, with their tags and
     the instances (any state but terminated) each holds."""
     groups = ec2.describe_placement_groups(

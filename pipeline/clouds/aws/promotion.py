@@ -27,6 +27,12 @@ from imagectl.tags import (
 )
 
 if TYPE_CHECKING:
+    from mypy_boto3_ec2.type_defs import (
+        CopyImageRequestTypeDef,
+        ImageTypeDef,
+        LaunchPermissionTypeDef,
+    )
+
     from imagectl.clouds.aws.clients import AwsClients
 
 
@@ -41,8 +47,8 @@ class AwsPromotion:
         ssm_tier: str
         time_bound_copy_minutes: int | None
 
-        def _image(self, raw: dict[str, object], region: str) -> CloudImage: ...
-        def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, object]]: ...
+        def _image(self, raw: ImageTypeDef, region: str) -> CloudImage: ...
+        def describe_images(self, region: str, **kwargs: Any) -> list[ImageTypeDef]: ...
         def get_image(self, image_id: str, region: str) -> CloudImage | None: ...
 
     def _replica(self, image: CloudImage, region: str) -> CloudImage | None:
@@ -125,7 +131,7 @@ class AwsPromotion:
             self._retag(existing, tags)
             return self._status(region, existing)
         ec2 = self.clients.ec2(region)
-        request: dict[str, object] = {
+        request: CopyImageRequestTypeDef = {
             "Name": image.name or image.image_id,
             "SourceImageId": image.image_id,
             "SourceRegion": image.region,
@@ -136,7 +142,7 @@ class AwsPromotion:
         }
         key_id = self.kms_key_ids.get(region)
         if key_id:  # the region's own key: a shared encrypted copy needs one its users may use
-            request.update(Encrypted=True, KmsKeyId=key_id)
+            request["Encrypted"], request["KmsKeyId"] = True, key_id
         if self.time_bound_copy_minutes:
             request["SnapshotCopyCompletionDurationMinutes"] = self.time_bound_copy_minutes
         copy = ec2.copy_image(**request)
@@ -152,10 +158,11 @@ class AwsPromotion:
         return self._status(region, self._replica(image, region))
 
     def share(self, replica: CloudImage, sharing: Sharing) -> None:
-        add: list[dict[str, str]] = [{"UserId": a} for a in sharing.accounts]
+        add: list[LaunchPermissionTypeDef] = [{"UserId": a} for a in sharing.accounts]
         for arn in sharing.organizations:
-            key = "OrganizationalUnitArn" if ":ou/" in arn else "OrganizationArn"
-            add.append({key: arn})
+            add.append(
+                {"OrganizationalUnitArn": arn} if ":ou/" in arn else {"OrganizationArn": arn}
+            )
         if sharing.public:
             self._check_public_sharing_allowed(replica.region)
             add.append({"Group": "all"})

@@ -30,6 +30,9 @@ from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from imagectl.validators.identity import ImageRef
 
 if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_ec2.type_defs import FilterTypeDef, ImageTypeDef, InstanceTypeDef
+
     from imagectl.stacks.resolve import ResolvedStack
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
@@ -43,7 +46,7 @@ def _user_data(ssh_public_key: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _instance_groups(raw: dict[str, Any]) -> list[str]:
+def _instance_groups(raw: InstanceTypeDef) -> list[str]:
     """The security groups an instance uses: its own list and its interfaces' (an EFA
     launch names its group per interface, ``NetworkInterfaces[].Groups``)."""
     groups = list(raw.get("SecurityGroups") or [])
@@ -99,7 +102,7 @@ class AwsProvider(AwsPromotion, Provider):
         self.capacity_block = options.capacity_block
 
     # -- images ------------------------------------------------------------------
-    def _image(self, raw: dict[str, Any], region: str) -> CloudImage:
+    def _image(self, raw: ImageTypeDef, region: str) -> CloudImage:
         state = str(raw.get("State", ""))
         if raw.get("DeprecationTime") and state == "available":
             deprecated_at = parse_time(raw["DeprecationTime"])
@@ -127,9 +130,9 @@ class AwsProvider(AwsPromotion, Provider):
             )
         return ImageRef("aws", image.image_id, image.region, owner).text()
 
-    def describe_images(self, region: str, **kwargs: Any) -> list[dict[str, Any]]:
+    def describe_images(self, region: str, **kwargs: Any) -> list[ImageTypeDef]:
         """Every page of ``DescribeImages`` (``NextToken``) for a filtered query."""
-        found: list[dict[str, Any]] = []
+        found: list[ImageTypeDef] = []
         paginator = self.clients.ec2(region).get_paginator("describe_images")
         for page in paginator.paginate(**kwargs):
             found.extend(page.get("Images", []))
@@ -332,7 +335,7 @@ class AwsProvider(AwsPromotion, Provider):
 
     def _launch_group(
         self,
-        ec2: Any,
+        ec2: EC2Client,
         *,
         name: str,
         placement: Placement | None,
@@ -366,7 +369,7 @@ class AwsProvider(AwsPromotion, Provider):
                 self._run_groups[placement.name] = group_id
             return group_id
 
-    def _instance(self, raw: dict[str, Any], region: str) -> Instance:
+    def _instance(self, raw: InstanceTypeDef, region: str) -> Instance:
         zone = raw.get("Placement", {}).get("AvailabilityZone") or region
         return Instance(
             cloud="aws",
@@ -419,8 +422,8 @@ class AwsProvider(AwsPromotion, Provider):
             InstanceIds=[instance.instance_id], IncludeAllInstances=True
         )["InstanceStatuses"]
         for status in statuses:
-            for part in ("InstanceStatus", "SystemStatus"):
-                if status.get(part, {}).get("Status") == "impaired":
+            for part in (status.get("InstanceStatus"), status.get("SystemStatus")):
+                if part is not None and part.get("Status") == "impaired":
                     return False
         return True
 
@@ -473,7 +476,7 @@ class AwsProvider(AwsPromotion, Provider):
         if efa_cards(instance.shape) > 1 and gone:  # its Elastic IP, if one was attached
             addresses.release_for(ec2, instance.instance_id)
 
-    def _group_ids(self, ec2: Any, instance_id: str) -> list[str]:
+    def _group_ids(self, ec2: EC2Client, instance_id: str) -> list[str]:
         from botocore.exceptions import ClientError
 
         try:
@@ -500,7 +503,7 @@ class AwsProvider(AwsPromotion, Provider):
                 return False
             time.sleep(self.poll_interval_s)
 
-    def _delete_group_if_managed(self, ec2: Any, group_id: str) -> None:
+    def _delete_group_if_managed(self, ec2: EC2Client, group_id: str) -> None:
         from botocore.exceptions import ClientError
 
         try:
@@ -565,7 +568,7 @@ class AwsProvider(AwsPromotion, Provider):
         return out
 
     def list_instances(self, *, managed_only: bool = True) -> list[Instance]:
-        filters = [{"Name": "instance-state-name", "Values": LIVE_STATES}]
+        filters: list[FilterTypeDef] = [{"Name": "instance-state-name", "Values": LIVE_STATES}]
         if managed_only:
             filters.append({"Name": f"tag:{TAG_MANAGED}", "Values": ["true"]})
         found: list[Instance] = []
