@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.compat.data import load_compat
 from imagectl.compat.engine import evaluate
 from imagectl.core.errors import StackError, UserError
@@ -19,9 +18,9 @@ from imagectl.packer.variables import ansible_vars, packer_vars
 from imagectl.paths import Workspace
 from imagectl.stacks.findings import Finding
 from imagectl.stacks.loader import LoadedStack, load_stack, stack_paths
-from imagectl.stacks.locations import location_findings
 from imagectl.stacks.placeholders import placeholder_findings
 from imagectl.stacks.resolve import resolve
+from imagectl.stacks.sections import section_findings
 from imagectl.validators.shapes import load_shapes
 
 if TYPE_CHECKING:
@@ -102,7 +101,6 @@ def lint_stack(ws: Workspace, path: Path, *, as_of: dt.date | None = None) -> St
                 Problem(v.rule, v.severity, _where(loaded, loc), v.message, v.fix, v.source)
             )
     report.problems.extend(_shape_problems(ws, loaded))
-    report.problems.extend(_launch_problems(loaded))
     report.problems.extend(_cloud_name_problems(ws, loaded))
     report.problems.extend(_variable_problems(ws, loaded, resolved))
     return report
@@ -118,40 +116,16 @@ def _where(loaded: LoadedStack, loc: tuple[str | int, ...]) -> str:
 
 
 def _cloud_name_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
-    """Region/zone/location names the clouds do not have; placeholder ids."""
+    """Each cloud's checks of its section (region/zone/location names the cloud does not
+    have, what it refuses at launch); placeholder ids."""
     found: list[Finding] = [
-        *location_findings(loaded.stack, ws.compat_dir),
+        *section_findings(loaded.stack, ws.compat_dir),
         *placeholder_findings(loaded.stack, ws.compat_dir),
     ]
     return [
         Problem(f.rule, f.severity, _where(loaded, f.loc), f.message, f.fix, f.source)
         for f in found
     ]
-
-
-def _launch_problems(loaded: LoadedStack) -> list[Problem]:
-    """What a cloud refuses at launch and the stack decides before: an Azure size that
-    boots Generation 2 only, with a V1 image definition (pipeline/clouds/azure/vm_sizes.yaml)."""
-    azure = loaded.stack.clouds.azure
-    if azure is None or azure.gallery.hyper_v_generation == "V2":
-        return []
-    out = []
-    for size in azure.validation_shapes:
-        source = gen2_only(size)
-        if source:
-            out.append(
-                Problem(
-                    "AZURE-GEN2-ONLY",
-                    "error",
-                    _where(loaded, ("clouds", "azure", "gallery", "hyper_v_generation")),
-                    f"{size} boots Generation 2 VMs only, and the image definition is "
-                    "hyperVGeneration V1: Azure refuses the validation VM",
-                    "set clouds.azure.gallery.hyper_v_generation: V2 (a new definition: Azure "
-                    "cannot change an existing one's generation)",
-                    source,
-                )
-            )
-    return out
 
 
 def _shape_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:

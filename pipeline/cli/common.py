@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from imagectl.cli.completion import complete_stacks
-from imagectl.cloud_names import CLOUDS
 from imagectl.core.errors import EXIT_BAD_INPUT, UserError
 from imagectl.embedded import FAULTS
 
@@ -56,9 +55,14 @@ def cloud_option(
     dest: str = "cloud",
     required: bool = False,
     multiple: bool = False,
-    choices: tuple[str, ...] = CLOUDS,
+    remote_only: bool = False,
 ) -> Callable[[F], F]:
-    """``--cloud NAME``: one of ``choices`` (exit 2 naming the bad value otherwise)."""
+    """``--cloud NAME``: one of the registered clouds (``imagectl.clouds.registry``; only
+    the real ones with ``remote_only``), exit 2 naming the bad value otherwise. The
+    registry is read when a command's module is imported, never for ``imagectl --help``."""
+    from imagectl.clouds.registry import cloud_names, remote_cloud_names
+
+    choices = remote_cloud_names() if remote_only else cloud_names()
     return click.option(
         "--cloud", dest, type=click.Choice(choices), required=required, multiple=multiple,
         help=help,

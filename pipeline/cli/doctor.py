@@ -17,7 +17,6 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-from imagectl.cloud_names import REMOTE_CLOUDS
 from imagectl.doctor.needs import DEFAULT_ROLES, ROLES
 from imagectl.headline import could_not_run
 
@@ -49,7 +48,7 @@ def not_checked(found: list[Any], cloud: str) -> list[str]:
 
 @click.command("doctor")
 @stack_option("The stack the run is for.", required=True)
-@cloud_option("The cloud to check.", required=True, choices=REMOTE_CLOUDS)
+@cloud_option("The cloud to check.", required=True, remote_only=True)
 @click.option(
     "--role",
     "roles",

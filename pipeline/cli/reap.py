@@ -13,7 +13,6 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-from imagectl.cloud_names import REMOTE_CLOUDS
 from imagectl.core.safetext import cell, markup
 from imagectl.headline import all_clear, could_not_run
 
@@ -23,7 +22,7 @@ from imagectl.headline import all_clear, could_not_run
     "Cloud(s) to sweep (default: every cloud of every stack).",
     dest="clouds",
     multiple=True,
-    choices=REMOTE_CLOUDS,
+    remote_only=True,
 )
 @stack_option(
     "Take accounts/projects/regions from these stacks (default: all).",
@@ -51,11 +50,12 @@ def command(
     termination, a deletion or a cloud listing failed.
     """
     from imagectl.clouds.reap import sweep
+    from imagectl.clouds.registry import remote_cloud_names
     from imagectl.stacks import stack_paths
 
     ws = workspace(ctx)
     names = list(stacks) or [p.stem for p in stack_paths(ws.stacks_dir)]
-    result = sweep(ws.images, names, clouds or REMOTE_CLOUDS, dry_run=dry_run)
+    result = sweep(ws.images, names, clouds or remote_cloud_names(), dry_run=dry_run)
     unique, placements, errors = result.instances, result.placements, result.errors
     headline = could_not_run(result.checks, result.not_run)
     if as_json:

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, cast
 
 from imagectl.core.errors import UserError
 from imagectl.stacks.schema import CloudCommon, Stack
+from imagectl.stacks.sections import CloudSection
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -47,6 +48,18 @@ class ProviderOptions:
 
 class CloudSpec(Generic[S]):
     name: ClassVar[str]
+    # its stack section (``clouds.<name>``: model, location checks, fabrics), beside the
+    # spec in ``<cloud>/stack.py``; the registry hands it to the stack schema
+    section: ClassVar[CloudSection]
+    # one image id serves every region (a GCP image, an Azure gallery version: deprecating
+    # it anywhere deprecates it everywhere), or one image per region (an AMI and its copies)
+    image_scope: ClassVar[Literal["regional", "global"]] = "regional"
+    # where its Packer templates live; None: images/<name>/ of the workspace (a cloud
+    # registered from outside imagectl names its own folder)
+    templates: ClassVar[Path | None] = None
+    # validation shapes of this cloud kept outside images/catalog/shapes.yaml (a cloud
+    # registered from outside imagectl ships its own), merged into the shape table
+    shapes_file: ClassVar[Path | None] = None
     # the Packer builder type of images/<name>/candidate.pkr.hcl (source "<builder>" "candidate")
     packer_builder: ClassVar[str]
     # imported by get_provider; holds create_provider(options)
@@ -71,7 +84,7 @@ class CloudSpec(Generic[S]):
 
     def settings(self, stack: Stack) -> S:
         """The stack's ``clouds.<name>`` section; UserError when the stack has none."""
-        section = getattr(stack.clouds, self.name, None)
+        section = stack.clouds.section(self.name)
         if section is None:
             raise UserError(
                 f"stack '{stack.name}' has no '{self.name}' cloud",

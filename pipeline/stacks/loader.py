@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from imagectl.core.errors import StackError, UserError
-from imagectl.stacks.schema import STACK_NAME, Stack
+from imagectl.stacks.schema import STACK_NAME, Clouds, Stack, clouds_model
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FLOAT = "tag:yaml.org,2002:float"
@@ -241,6 +241,8 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[st
         current = _model_in(annotation)
         if current is None:
             return []
+        if current is Clouds:  # one field per registered cloud
+            current = clouds_model()
     return list(getattr(current, "model_fields", {}))
 
 
@@ -259,6 +261,13 @@ def _describe(err: Any, path: Path, raw: yaml.MappingNode) -> str:
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     line = locate(raw, loc)
     kind = err["type"]
+    if kind == "extra_forbidden" and loc[:-1] == ("clouds",):
+        registered = _allowed_keys(Stack, ("clouds",))
+        return (
+            f"{path}:{line}: unknown cloud '{loc[-1]}' under clouds: imagectl knows "
+            f"{', '.join(registered)}; fix the name, or install the distribution that "
+            "registers this cloud (entry point group imagectl.clouds)"
+        )
     if kind == "extra_forbidden":
         allowed = _allowed_keys(Stack, loc[:-1])
         near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)

@@ -12,12 +12,8 @@ engine (no "before a final newline" rule as in Python's ``re``).
 Sources:
 - Debian package names and versions: Debian Policy Manual, 5.6.1 "Source" and 5.6.12
   "Version" (https://www.debian.org/doc/debian-policy/ch-controlfields.html).
-- AMI names: Amazon EC2 API Reference, CreateImage "Name" (letters, numbers, ( ) [ ]
-  space . / - ' @ _; here without space and quote); filters add ``*`` and ``?``.
-- GCP names (RFC 1035 labels): https://cloud.google.com/compute/docs/naming-resources;
-  project ids: https://cloud.google.com/resource-manager/docs/creating-managing-projects.
-- Azure names: https://learn.microsoft.com/azure/azure-resource-manager/management/
-  resource-name-rules (resource groups, galleries, image definitions).
+- Each cloud's resource names (AMI ids, GCP labels, Azure resource groups...) are typed
+  beside its stack section, with their sources (``imagectl.clouds.<name>.stack``).
 """
 
 from __future__ import annotations
@@ -45,43 +41,8 @@ KernelRelease = Annotated[str, pattern(r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[a-z0-9
 Region = Annotated[str, pattern(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", 63)]
 ShapeName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$", 80)]
 GpuSku = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", 64)]
-AwsOwner = Annotated[str, pattern(r"^([0-9]{12}|amazon|aws-marketplace|self)$", 20)]
-# a Linux login name (useradd's NAME_REGEX default): the AMI's default user
+# a Linux login name (useradd's NAME_REGEX default): a base image's default user
 LinuxUser = Annotated[str, pattern(r"^[a-z_][a-z0-9_-]{0,31}$", 32)]
-AmiNameFilter = Annotated[str, pattern(r"^[A-Za-z0-9()\[\]./@_*?-]{3,128}$", 128)]
-AwsSubnet = Annotated[str, pattern(r"^subnet-[0-9a-f]{8,17}$", 24)]
-AmiId = Annotated[str, pattern(r"^ami-[0-9a-f]{8,17}$", 21)]  # EC2 API: ami-<8 or 17 hex>
-# An Azure marketplace image version: Major.Minor.Build (Virtual Machine Images - List)
-AzureImageVersion = Annotated[str, pattern(r"^[0-9]{1,10}\.[0-9]{1,10}\.[0-9]{1,20}$", 42)]
-SsmPrefix = Annotated[str, pattern(r"^(/[A-Za-z0-9_.-]+)+$", 200)]
-GcpLabel = Annotated[str, pattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", 63)]
-GcpProject = Annotated[str, pattern(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", 30)]
-GcpZone = Annotated[str, pattern(r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", 40)]
-# A reservation by name, or a shared one as projects/<project>/reservations/<name>
-# (Compute API reference, ReservationAffinity.values)
-GcpReservation = Annotated[
-    str,
-    pattern(
-        r"^(projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-        120,
-    ),
-]
-AzureName = Annotated[str, pattern(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,78}[A-Za-z0-9_]$", 80)]
-AzureGroup = Annotated[str, pattern(r"^[A-Za-z0-9._()-]{0,89}[A-Za-z0-9_()-]$", 90)]
-AzureGuid = Annotated[
-    str, pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-]
-AzureLocation = Annotated[str, pattern(r"^[a-z0-9]{2,40}$", 40)]
-AzureVmSize = Annotated[str, pattern(r"^[A-Za-z0-9_]{2,64}$", 64)]
-# A capacity reservation group's resource id (Compute REST API, Capacity Reservation Groups)
-AzureReservationGroup = Annotated[
-    str,
-    pattern(
-        r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[A-Za-z0-9._()-]{1,90}/providers/"
-        r"Microsoft\.Compute/capacityReservationGroups/[A-Za-z0-9][A-Za-z0-9._-]{0,78}[A-Za-z0-9_]$",
-        400,
-    ),
-]
 # GCP IAM members (user:, group:, serviceAccount:, domain:) or an Azure object id.
 Principal = Annotated[
     str,

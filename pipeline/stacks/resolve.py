@@ -135,9 +135,10 @@ class ResolvedStack:
             toolkit_torch=tk.torch if (tk := self.stack.validation.toolkit) else None,
             toolkit_cuda=tk.cuda if tk else None,
             profile=self.stack.validation.profile,
-            azure_security_type=az.gallery.security_type
-            if (az := self.stack.clouds.azure)
-            else None,
+            azure_security_type=next(
+                (t for c in self.stack.clouds.enabled().values() if (t := c.security_type)),
+                None,
+            ),
             **kwargs,
         )
 

@@ -3,57 +3,46 @@
 Every version an image carries is typed once here. Derived values (driver branch,
 fabric manager version, DCGM package, package names) are computed by ``resolve.py``,
 never written twice. Unknown keys, wrong types and impossible values are errors.
+
+The ``clouds:`` sections are not here: each cloud's folder holds its own section model
+(``imagectl.clouds.<name>.stack``, a ``CloudCommon``) and registers it with the cloud
+registry, which fills the ``imagectl.stacks.sections`` hook. ``Clouds`` is built from the
+registered sections the first time a stack is validated (``Stack`` defers building its
+validator until then), so this module names no cloud and imports none.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetPydanticSchema,
     SerializerFunctionWrapHandler,
-    StringConstraints,
+    create_model,
     field_validator,
     model_serializer,
     model_validator,
 )
 
-from imagectl.cloud_names import CLOUDS
 from imagectl.core.errors import UserError
 from imagectl.core.versions import Dotted, NcclVersion, driver_branch
 from imagectl.stacks.patterns import (
-    AmiId,
-    AmiNameFilter,
-    AwsOwner,
-    AwsSubnet,
-    AzureGroup,
-    AzureGuid,
-    AzureImageVersion,
-    AzureLocation,
-    AzureName,
-    AzureReservationGroup,
-    AzureVmSize,
-    DebName,
     DebVersion,
     Description,
-    GcpLabel,
-    GcpProject,
-    GcpReservation,
-    GcpZone,
     GpuSku,
     KernelRelease,
-    LinuxUser,
-    MirrorUrl,
     Principal,
     Region,
     ShapeName,
-    SsmPrefix,
     Version,
 )
+from imagectl.stacks.sections import CloudSection, sections
 
 STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
 _AWS_ACCOUNT = re.compile(r"^\d{12}$")
@@ -61,6 +50,7 @@ _ORG_ARN = re.compile(r"^arn:aws:organizations::\d{12}:(organization|ou)/[\w/-]+
 
 Profile = Literal["boot", "quick", "full", "burn"]
 T = TypeVar("T")
+C = TypeVar("C", bound="CloudCommon")
 
 
 class Strict(BaseModel):
@@ -223,6 +213,12 @@ class CloudCommon(Strict):
         role installs and holds them; the image's expectations check them)."""
         return {}
 
+    @property
+    def security_type(self) -> str | None:
+        """The image's security type where the cloud has one (Azure's image definition:
+        Trusted Launch's Secure Boot loads no DKMS-built module; the compatibility rules)."""
+        return None
+
     @model_validator(mode="after")
     def _sharing_this_cloud_applies(self) -> CloudCommon:
         for name, why in self.SHARING.items():
@@ -231,7 +227,7 @@ class CloudCommon(Strict):
         return self
 
 
-class _UnsetNotWritten(Strict):
+class UnsetNotWritten(Strict):
     """Optional fields added after stacks were written (``OPTIONAL``) are not serialised
     while unset: a stack that does not name one keeps the stack digest it had before the
     field existed (receipts and manifests bind it); a stack that sets one (a pinned base
@@ -248,249 +244,49 @@ class _UnsetNotWritten(Strict):
         return data
 
 
-class AwsBaseImage(_UnsetNotWritten):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("login_user", "id")
-
-    owner: AwsOwner
-    name: AmiNameFilter = Field(
-        description="AMI name filter, e.g. ubuntu/images/hvm-ssd/ubuntu-jammy-*"
-    )
-    login_user: LinuxUser | None = Field(
-        None,
-        description="the AMI's default user, who gets the instance's key pair; derived from "
-        "a known owner (Canonical: ubuntu, Debian: admin, Amazon: ec2-user) when unset",
-    )
-    id: AmiId | None = Field(
-        None,
-        description="the base AMI pinned by id (in the build region); unset: plan and build "
-        "resolve owner + name to the most recent match and record the id they used",
-    )
-
-
-class AwsBuild(Strict):
-    region: Region
-    instance_type: ShapeName
-    subnet_id: AwsSubnet | None = None
-    # the candidate's root EBS volume: the base AMI's 8 GiB cannot hold the CUDA toolkit
-    root_volume_gb: int = Field(100, ge=8, le=16384, description="root volume size, GiB")
-
-
-# A KMS key ARN or alias ARN (AWS KMS Developer Guide, "Key identifiers").
-AwsKmsKey = Annotated[
-    str,
-    StringConstraints(
-        pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:(key|alias)/[A-Za-z0-9/_-]{1,250}$",
-        max_length=300,
-    ),
-]
-
-
-class AwsCapacity(Strict):
-    """Where validation instances come from when on-demand capacity is scarce (p5: rarely
-    on demand): an On-Demand Capacity Reservation or a Capacity Block for ML."""
-
-    reservation_id: Annotated[
-        str, StringConstraints(pattern=r"^cr-[0-9a-f]{8,17}$", max_length=20)
-    ] = Field(description="capacity reservation id (cr-...), an ODCR or a Capacity Block")
-    capacity_block: bool = Field(
-        False, description="a Capacity Block: launched with MarketType capacity-block"
-    )
-
-
-class AwsCloud(CloudCommon):
-    SHARING: ClassVar[dict[str, str]] = {
-        "principals": "AWS shares an AMI with accounts and organizations (ModifyImageAttribute "
-        "LaunchPermission), not IAM principals; use share.accounts or share.organizations",
-    }
-
-    base_image: AwsBaseImage
-    build: AwsBuild
-    ssm_parameter_prefix: SsmPrefix = "/imagectl"
-    # Advanced: the "latest" parameter can be shared with other accounts through AWS RAM
-    # (Parameter Store shares advanced parameters only); an advanced parameter never goes
-    # back to Standard
-    ssm_parameter_tier: Literal["Standard", "Advanced"] = Field(
-        "Standard", description="tier of the latest pointer's SSM parameter"
-    )
-    # CopyImage per target region: Encrypted + KmsKeyId (a copy shared with other
-    # accounts must be encrypted with a customer managed key of that region that they
-    # may use; absent: the account's default EBS encryption settings apply)
-    kms_key_ids: dict[Region, AwsKmsKey] = Field(
-        default_factory=dict, description="target region -> KMS key ARN for its copy"
-    )
-    # CopyImage SnapshotCopyCompletionDurationMinutes: a time-based copy (15 min steps,
-    # 15 min to 48 h; EC2 API reference, CopyImage)
-    time_bound_copy_minutes: int | None = Field(
-        None, ge=15, le=2880, multiple_of=15, description="time-based AMI copy duration"
-    )
-    # validation instances launch into this reservation (its zone only)
-    validation_capacity: AwsCapacity | None = None
-
-    @model_validator(mode="after")
-    def _kms_keys_of_their_regions(self) -> AwsCloud:
-        """A key per target (or build) region, of that region: CopyImage's ``KmsKeyId``
-        "must exist in the destination Region", and KMS checks it only after the copy
-        has started (EC2 API reference, CopyImage), so a wrong one fails hours later."""
-        targets = [*self.regions, *([] if self.build.region in self.regions
-                                    else [self.build.region])]  # fmt: skip
-        for region, key in self.kms_key_ids.items():
-            if region not in targets:
-                raise ValueError(
-                    f"kms_key_ids.{region}: {region} is not a target region "
-                    f"({', '.join(targets)}): no copy is made there, so the key would never "
-                    "be used; remove it or add the region to regions"
-                )
-            key_region = key.split(":")[3]
-            if key_region != region:
-                raise ValueError(
-                    f"kms_key_ids.{region}: the key {key} is in {key_region}, not {region}: "
-                    "CopyImage's KmsKeyId must exist in the destination Region (EC2 API "
-                    f"reference, CopyImage); name a key of {region}"
-                )
-        return self
-
-
-class GcpBaseImage(_UnsetNotWritten):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("image",)
-
-    project: GcpProject
-    family: GcpLabel
-    image: GcpLabel | None = Field(
-        None,
-        description="the base image pinned by name (in project); unset: plan and build "
-        "resolve the family (images.getFromFamily) and record the image they used",
-    )
-
-
-class GcpBuild(Strict):
-    project: GcpProject
-    zone: GcpZone
-    machine_type: GcpLabel
-
-
-class GcpCapacity(Strict):
-    """A specific reservation the validation instances consume (A3 H100 shapes are rarely
-    available on demand): ``reservationAffinity`` SPECIFIC_RESERVATION by name."""
-
-    reservation: GcpReservation = Field(
-        description="reservation name, or projects/<project>/reservations/<name> if shared"
-    )
-    zone: GcpZone = Field(description="the reservation's zone (validation launches only there)")
-
-
-class GcpCloud(CloudCommon):
-    SHARING: ClassVar[dict[str, str]] = {
-        name: "Compute Engine shares an image with IAM members (roles/compute.imageUser); "
-        "name them in share.principals, e.g. group:ml@example.com"
-        for name in ("accounts", "organizations")
-    }
-
-    base_image: GcpBaseImage
-    build: GcpBuild
-    family: GcpLabel = Field(description="production image family (the latest pointer)")
-    # validation instances consume this reservation (its zone only)
-    validation_capacity: GcpCapacity | None = None
-
-
-class AzureBaseImage(_UnsetNotWritten):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("version",)
-
-    publisher: AzureName
-    offer: AzureName
-    sku: AzureName
-    version: AzureImageVersion | None = Field(
-        None,
-        description="the marketplace image version pinned, e.g. 22.04.202501150; unset: plan "
-        "and build resolve the newest version of publisher/offer/sku and record it",
-    )
-
-
-class AzureGallery(Strict):
-    resource_group: AzureGroup
-    name: AzureName
-    image_definition: AzureName
-    # TargetRegion.regionalReplicaCount / storageAccountType (Compute Gallery REST API)
-    replica_count: int = Field(
-        1, ge=1, le=100, description="replicas of each version per target region"
-    )
-    storage_account_type: Literal["Standard_LRS", "Standard_ZRS", "Premium_LRS"] = Field(
-        "Standard_LRS", description="storage of each region's replicas"
-    )
-    # The definition's boot properties, fixed at its creation (pipeline/clouds/azure/
-    # definition.py): Generation 2 for the GPU sizes; Standard security, because
-    # Trusted Launch's Secure Boot loads no DKMS-built NVIDIA module (AZURE-SECURE-BOOT-DKMS)
-    hyper_v_generation: Literal["V1", "V2"] = Field("V2", description="VM generation")
-    security_type: Literal["Standard", "TrustedLaunchSupported", "TrustedLaunch"] = Field(
-        "Standard", description="the definition's SecurityType feature (Standard: none)"
-    )
-
-
-class AzureBuild(Strict):
-    subscription_id: AzureGuid
-    location: AzureLocation
-    vm_size: AzureVmSize
-    resource_group: AzureGroup
-
-
-class AzureCapacity(Strict):
-    """A capacity reservation group the validation VMs are placed in (ND H100 v5 is
-    rarely available on demand): the VM's ``capacityReservation.capacityReservationGroup``
-    (Compute REST API, Virtual Machines - Create Or Update)."""
-
-    reservation_group: AzureReservationGroup = Field(
-        description="capacity reservation group resource id"
-    )
-    zone: Literal["1", "2", "3"] | None = Field(
-        None, description="the reservation's availability zone (validation launches only there)"
-    )
-
-
-class AzureCloud(CloudCommon):
-    SHARING: ClassVar[dict[str, str]] = {
-        **{
-            name: "an Azure Compute Gallery is shared with subscriptions and tenants; name "
-            "them in share.principals (a subscription id, or tenant:<id>)"
-            for name in ("accounts", "organizations")
-        },
-        "public": "Azure publishes a gallery only as a community gallery (a property of the "
-        "gallery, with a publisher contact and EULA), which imagectl does not create; "
-        "share with subscriptions or tenants in share.principals",
-    }
-
-    base_image: AzureBaseImage
-    build: AzureBuild
-    gallery: AzureGallery
-    # validation VMs are placed in this capacity reservation group (its zone only)
-    validation_capacity: AzureCapacity | None = None
-
-
-class LocalBuild(Strict):
-    memory_mib: int = Field(2048, ge=512)
-    cpus: int = Field(2, ge=1)
-    disk_gib: int = Field(4, ge=2)
-
-
-class LocalCloud(CloudCommon):
-    base_image: Literal["debootstrap"] = "debootstrap"
-    mirror: MirrorUrl = "http://deb.debian.org/debian"
-    build: LocalBuild = Field(default_factory=LocalBuild)
-    packages: dict[DebName, DebVersion] = Field(
-        default_factory=dict, description="extra packages pinned to exact versions"
-    )
-
-    @property
-    def extra_packages(self) -> dict[str, str]:
-        return dict(self.packages)
-
-
 class Clouds(Strict):
-    aws: AwsCloud | None = None
-    gcp: GcpCloud | None = None
-    azure: AzureCloud | None = None
-    local: LocalCloud | None = None
+    """``clouds:``: one optional section per registered cloud (``stacks.sections``). The
+    validated object is an instance of ``clouds_model()``, this class with a field per
+    cloud; code reads a section with ``section(name)`` (or the cloud's
+    ``CloudSpec.settings``), never by attribute."""
 
     def enabled(self) -> dict[str, CloudCommon]:
-        return {c: getattr(self, c) for c in CLOUDS if getattr(self, c) is not None}
+        """The stack's clouds, in the registry's order."""
+        found = {name: getattr(self, name, None) for name in type(self).model_fields}
+        return {name: s for name, s in found.items() if s is not None}
+
+    def section(self, name: str) -> CloudCommon | None:
+        """The stack's ``clouds.<name>`` section, or None."""
+        return self.enabled().get(name)
+
+    def section_of(self, model: type[C]) -> C | None:
+        """The stack's section of the cloud whose model is ``model`` (typed), or None:
+        ``stack.clouds.section_of(LocalCloud)``."""
+        return next((s for s in self.enabled().values() if isinstance(s, model)), None)
+
+    @model_serializer(mode="wrap")
+    def _absent_sections(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name, section in sections().items():
+            if data.get(name, 0) is None and not section.written_when_absent:
+                del data[name]
+        return data
+
+
+@lru_cache(maxsize=8)
+def _clouds_model(registered: tuple[CloudSection, ...]) -> type[Clouds]:
+    fields: dict[str, Any] = {s.name: (s.model | None, None) for s in registered}
+    model: type[Clouds] = create_model("Clouds", __base__=Clouds, __module__=__name__, **fields)
+    return model
+
+
+def clouds_model() -> type[Clouds]:
+    """``Clouds`` with one optional field per registered cloud, in the registry's order."""
+    return _clouds_model(tuple(sections().values()))
+
+
+def _registered_clouds(_source: Any, handler: Any) -> Any:
+    return handler(clouds_model())
 
 
 ToolkitInstall = Literal["at-validation", "bake"]
@@ -547,6 +343,9 @@ class Retention(Strict):
 
 
 class Stack(Strict):
+    # the validator is built on first use, when the clouds' sections are registered
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
     schema_version: Literal[1] = 1
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}[a-z0-9]$")
     description: Description = ""
@@ -562,7 +361,7 @@ class Stack(Strict):
     gpus: list[GpuSku] = Field(
         default_factory=list, description="target GPU SKUs (see images/compat/gpus.yaml)"
     )
-    clouds: Clouds
+    clouds: Annotated[Clouds, GetPydanticSchema(_registered_clouds)]
     validation: Validation = Field(default_factory=Validation)
     retention: Retention = Field(default_factory=Retention)
 
@@ -581,8 +380,13 @@ class Stack(Strict):
             raise ValueError("the stack targets GPUs but has no 'nvidia' section")
         if not self.clouds.enabled():
             raise ValueError("a stack needs at least one cloud under 'clouds'")
-        if self.network.aws_efa and self.clouds.aws is None:
-            raise ValueError("network.aws_efa is set but the stack has no 'aws' cloud")
-        if self.network.azure_infiniband and self.clouds.azure is None:
-            raise ValueError("network.azure_infiniband is set but the stack has no 'azure' cloud")
+        installed = {f for name in self.clouds.enabled() for f in sections()[name].fabrics}
+        for fabric, pins in self.network:
+            if pins is not None and fabric not in installed:
+                by = [s.name for s in sections().values() if fabric in s.fabrics]
+                raise ValueError(
+                    f"network.{fabric} is set but none of the stack's clouds installs it; "
+                    f"add a cloud that does ({', '.join(by) or 'none registered'}) or remove "
+                    f"network.{fabric}"
+                )
         return self

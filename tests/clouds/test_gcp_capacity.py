@@ -78,7 +78,7 @@ def test_a_missing_reservation_is_a_clear_error_naming_it(gcp_fake) -> None:
 def test_the_stack_refuses_a_malformed_reservation() -> None:
     from pydantic import ValidationError
 
-    from imagectl.stacks.schema import GcpCapacity
+    from imagectl.clouds.gcp.stack import GcpCapacity
 
     GcpCapacity(reservation="projects/other-project/reservations/h100-pool", zone="us-east5-a")
     with pytest.raises(ValidationError):

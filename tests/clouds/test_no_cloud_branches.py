@@ -8,9 +8,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from imagectl.cloud_names import CLOUDS
-from imagectl.clouds.registry import SPECS
+from imagectl.clouds.registry import BUILTIN, specs
 from tests.support import ROOT
+
+CLOUDS = tuple(BUILTIN)
+REGISTRY = ROOT / "pipeline" / "clouds" / "registry.py"  # the one table of the clouds' names
 
 OWN = [ROOT / "pipeline" / "clouds" / name for name in CLOUDS]
 
@@ -43,7 +45,7 @@ def test_no_cloud_name_branches_outside_the_clouds_own_folders() -> None:
     offenders = []
     checked = 0
     for path in (ROOT / "pipeline").rglob("*.py"):
-        if any(path.is_relative_to(own) for own in OWN):
+        if any(path.is_relative_to(own) for own in OWN) or path == REGISTRY:
             continue
         checked += 1
         rel = path.relative_to(ROOT)
@@ -63,8 +65,8 @@ def test_the_check_finds_the_branches_it_forbids() -> None:
 
 
 def test_every_cloud_has_a_spec_a_template_folder_and_a_provider_module() -> None:
-    assert tuple(SPECS) == CLOUDS
-    for name, spec in SPECS.items():
+    assert tuple(specs()) == CLOUDS
+    for name, spec in specs().items():
         assert (ROOT / "images" / name / "candidate.pkr.hcl").is_file()
         module = ROOT / "pipeline" / Path(*spec.provider_module.split(".")[1:])
         assert module.with_suffix(".py").is_file(), spec.provider_module

@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.clients import ENV_ENDPOINT
+from imagectl.clouds.aws.stack import SECTION, AwsCloud
 from imagectl.clouds.common import endpoint_from_env
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.core.errors import UserError
-from imagectl.stacks.schema import AwsCloud
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -69,10 +69,11 @@ class AwsOptions(ProviderOptions):
 
 class AwsSpec(CloudSpec[AwsCloud]):
     name = "aws"
+    section = SECTION
     packer_builder = "amazon-ebs"
     provider_module = "imagectl.clouds.aws.provider"
     options_type = AwsOptions
-    fabrics = frozenset({"aws_efa"})
+    fabrics = SECTION.fabrics
 
     def packer_vars(self, r: ResolvedStack, settings: AwsCloud, *, build_id: str) -> dict[str, Any]:
         return {

@@ -7,8 +7,8 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from imagectl.clouds.azure.stack import SECTION, AzureCloud
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
-from imagectl.stacks.schema import AzureCloud
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -85,11 +85,13 @@ class AzureOptions(ProviderOptions):
 
 class AzureSpec(CloudSpec[AzureCloud]):
     name = "azure"
+    section = SECTION
+    image_scope = "global"
     packer_builder = "azure-arm"
     provider_module = "imagectl.clouds.azure.provider"
     options_type = AzureOptions
     replicate_serially = True
-    fabrics = frozenset({"azure_infiniband"})
+    fabrics = SECTION.fabrics
     # waagent's own generalisation, last: after Ansible's hygiene role ("Create a
     # generalized image", Azure docs: waagent -deprovision+user)
     deprovision_command = "/usr/sbin/waagent -force -deprovision+user && export HISTSIZE=0 && sync"

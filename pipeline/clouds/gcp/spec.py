@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from imagectl.clouds.gcp.stack import SECTION, GcpCloud
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
-from imagectl.stacks.schema import GcpCloud
 from imagectl.tags import gcp_label_key, gcp_label_value
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class GcpOptions(ProviderOptions):
 
 class GcpSpec(CloudSpec[GcpCloud]):
     name = "gcp"
+    section = SECTION
+    image_scope = "global"
     packer_builder = "googlecompute"
     provider_module = "imagectl.clouds.gcp.provider"
     options_type = GcpOptions

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imagectl.clouds.local.stack import SECTION, LocalCloud
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
-from imagectl.stacks.schema import LocalCloud
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -46,6 +46,7 @@ class LocalOptions(ProviderOptions):
 
 class LocalSpec(CloudSpec[LocalCloud]):
     name = "local"
+    section = SECTION
     packer_builder = "qemu"
     provider_module = "imagectl.clouds.local.provider"
     options_type = LocalOptions
