@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
 
 import click
 
@@ -168,7 +167,7 @@ def cli(ctx: click.Context, root: str | None) -> None:
     ctx.obj = {"root": root}
 
 
-def main(argv: list[str] | None = None) -> Any:
+def main(argv: list[str] | None = None) -> int:
     from imagectl.cli.common import run_cli
 
     return run_cli(cli, argv if argv is not None else sys.argv[1:])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
@@ -39,10 +38,14 @@ def _matching(
     ]
 
 
-def _guarded(fn: Callable[[click.Context], list[tuple[str, str | None]]]) -> Any:
+def _guarded(
+    fn: Callable[[click.Context], list[tuple[str, str | None]]],
+) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
     """A completer over ``fn``'s (value, help) pairs that completes nothing on any error."""
 
-    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+    def complete(
+        ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
         try:
             values = fn(ctx)
         except Exception:  # a completer must never break the user's shell

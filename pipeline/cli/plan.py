@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +16,9 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.paths import state_dir
+
+if TYPE_CHECKING:
+    from imagectl.building.plan import PlanRow
 
 
 @click.command("plan")
@@ -93,7 +96,7 @@ def command(
         ctx.exit(2)
 
 
-def _by_cause(rows: list[Any], offline: bool) -> dict[tuple[str, str], list[str]]:
+def _by_cause(rows: list[PlanRow], offline: bool) -> dict[tuple[str, str], list[str]]:
     """(cloud, error) -> the stacks it left unresolved."""
     causes: dict[tuple[str, str], list[str]] = {}
     for r in rows:

@@ -43,11 +43,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.clouds.aws import sandbox_doctor
 from imagectl.paths import find_workspace, state_dir
 from imagectl.stacks import load_resolved
+
+if TYPE_CHECKING:
+    from moto.ec2.models import EC2Backend
+    from moto.ec2.models.amis import Ami
 
 FAKE_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -69,7 +73,7 @@ def add_source_image_filters() -> None:
         return
     original = Ami.get_filter_value
 
-    def get_filter_value(self: Any, filter_name: str, method_name: str | None = None) -> Any:
+    def get_filter_value(self: Ami, filter_name: str, method_name: str | None = None) -> object:
         if filter_name == "source-image-id":
             return getattr(self, "source_image_id", None)
         if filter_name == "source-image-region":
@@ -97,9 +101,9 @@ def copy_tags(specs: list[dict[str, object]]) -> dict[str, dict[str, str]]:
 
 
 def copied_before(
-    tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]],
+    tokens: dict[tuple[str, str, str], tuple[str, tuple[object, ...]]],
     key: tuple[str, str, str],
-    signature: tuple[Any, ...],
+    signature: tuple[object, ...],
 ) -> str | None:
     """The AMI an earlier ``CopyImage`` with this ``ClientToken`` (``key``'s last part)
     made, as EC2's idempotency returns it; ``IdempotentParameterMismatch`` when that
@@ -119,18 +123,18 @@ def copied_before(
 
 
 def new_copy(
-    backend: Any,
+    backend: EC2Backend,
     source_id: str,
     source_region: str,
     name: str,
     description: str,
     tags: dict[str, dict[str, str]],
-) -> Any:
+) -> Ami:
     """moto's copy, with what EC2 records of it: the source image and region (the
     ``source-image-*`` filters) and the request's tags on the image and its snapshot."""
     ami = backend.copy_image(source_id, source_region, name, description)
-    ami.source_image_id = source_id
-    ami.source_image_region = source_region
+    # attributes moto's Ami does not declare, read back by get_filter_value's getattr
+    vars(ami).update(source_image_id=source_id, source_image_region=source_region)
     if tags.get("image"):
         backend.create_tags([ami.id], tags["image"])
     if tags.get("snapshot"):
@@ -148,11 +152,11 @@ def emulate_copy_image() -> None:
         return
     add_source_image_filters()
     lock = threading.Lock()
-    tokens: dict[tuple[str, str, str], tuple[str, tuple[Any, ...]]] = {}
+    tokens: dict[tuple[str, str, str], tuple[str, tuple[object, ...]]] = {}
     pending: dict[tuple[str, str, str], int] = {}
     original_describe = AmisResponse.describe_images
 
-    def copy_image(self: Any) -> ActionResult:
+    def copy_image(self: AmisResponse) -> ActionResult:
         backend = self.ec2_backend
         source_id = self._get_param("SourceImageId")
         source_region = self._get_param("SourceRegion")
@@ -182,7 +186,7 @@ def emulate_copy_image() -> None:
                 tokens[key] = (ami.id, signature)
         return ActionResult({"ImageId": ami.id})
 
-    def describe_images(self: Any) -> Any:
+    def describe_images(self: AmisResponse) -> ActionResult:
         backend = self.ec2_backend
         with lock:
             for key, left in list(pending.items()):

@@ -23,14 +23,40 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses.settings import Settings
+    from moto.iam.responses import IamResponse
+    from moto.servicequotas.models import ServiceQuotasBackend
+
+Strings = str | list[str]  # an IAM element that takes one value or a list of them
+
+
+class Statement(TypedDict, total=False):
+    """One statement of an IAM policy document (IAM User Guide, "IAM JSON policy element
+    reference"): the elements the simulation reads."""
+
+    Effect: str
+    Action: Strings
+    NotAction: Strings
+    Resource: Strings
+    Condition: dict[str, dict[str, Strings]]  # operator -> key -> value(s)
+
+
+class PolicyDocument(TypedDict, total=False):
+    Version: str
+    Statement: Statement | list[Statement]
+
 
 EC2_QUOTAS: dict[str, float] = {}  # quota code -> value (vCPUs), set by tests
 EBS_DEFAULT_KEYS: dict[str, str] = {}  # region -> the account's default EBS key, set by tests
 # policy ARN -> the document as written (its Resource and Condition kept), for a policy
 # moto was given another form of (the tests' enforced identities: moto's request checks
 # need conditions dropped); the simulation evaluates this one
-SHIPPED: dict[str, Any] = {}
+SHIPPED: dict[str, PolicyDocument] = {}
 DEFAULT_VCPUS = 384.0  # enough for two 192-vCPU instances
 NAMES = {
     "L-417A185B": "Running On-Demand P instances",
@@ -39,8 +65,8 @@ NAMES = {
 _installed = False
 
 
-def _documents(principal: Any) -> list[Any]:
-    docs = []
+def _documents(principal: object) -> list[PolicyDocument]:
+    docs: list[PolicyDocument] = []
     for policy in list(getattr(principal, "managed_policies", {}).values()):
         if policy.arn in SHIPPED:  # the document as written, its conditions kept
             docs.append(SHIPPED[policy.arn])
@@ -54,11 +80,13 @@ def _documents(principal: Any) -> list[Any]:
     return docs
 
 
-def _listed(value: Any) -> list[str]:
+def _listed(value: Strings | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
 
 
-def _condition(condition: dict[str, Any], context: dict[str, list[str]]) -> tuple[bool, list[str]]:
+def _condition(
+    condition: dict[str, dict[str, Strings]], context: dict[str, list[str]]
+) -> tuple[bool, list[str]]:
     """(whether the statement's condition holds, the keys it needs that ``context`` lacks),
     as IAM evaluates it: every operator and every key must match; a key with no value in
     the request fails the condition, and the simulation lists it in
@@ -89,7 +117,7 @@ def _condition(condition: dict[str, Any], context: dict[str, list[str]]) -> tupl
     return holds, missing
 
 
-def _action_matches(statement: dict[str, Any], action: str) -> bool:
+def _action_matches(statement: Statement, action: str) -> bool:
     def any_of(patterns: list[str]) -> bool:
         return any(fnmatch.fnmatch(action.lower(), p.lower()) for p in patterns)
 
@@ -99,7 +127,7 @@ def _action_matches(statement: dict[str, Any], action: str) -> bool:
 
 
 def evaluate(
-    documents: list[Any], action: str, context: dict[str, list[str]] | None = None
+    documents: list[PolicyDocument], action: str, context: dict[str, list[str]] | None = None
 ) -> tuple[str, list[str]]:
     """(EvalDecision, MissingContextValues) of ``action`` for the principal holding
     ``documents``, on the simulation's default resource ``*``: an explicit deny wins; a
@@ -121,12 +149,12 @@ def evaluate(
     return "implicitDeny", sorted(set(missing))
 
 
-def _listed_statements(doc: Any) -> list[dict[str, Any]]:
+def _listed_statements(doc: PolicyDocument) -> list[Statement]:
     st = doc.get("Statement", [])
     return [st] if isinstance(st, dict) else list(st)
 
 
-def decide(documents: list[Any], action: str) -> str:
+def decide(documents: list[PolicyDocument], action: str) -> str:
     return evaluate(documents, action)[0]
 
 
@@ -139,7 +167,7 @@ def install() -> None:
     from moto.iam.responses import IamResponse
     from moto.servicequotas.models import ServiceQuotasBackend
 
-    def simulate_principal_policy(self: Any) -> Any:
+    def simulate_principal_policy(self: IamResponse) -> ActionResult:
         arn = self._get_param("PolicySourceArn")
         actions = self._get_param("ActionNames", [])
         name = arn.rsplit("/", 1)[-1]
@@ -165,7 +193,9 @@ def install() -> None:
     IamResponse.simulate_principal_policy = simulate_principal_policy  # type: ignore[attr-defined]
     original = ServiceQuotasBackend.get_service_quota
 
-    def get_service_quota(self: Any, service_code: str, quota_code: str) -> dict[str, Any]:
+    def get_service_quota(
+        self: ServiceQuotasBackend, service_code: str, quota_code: str
+    ) -> dict[str, Any]:
         if service_code != "ec2":
             return original(self, service_code, quota_code)
         return {
@@ -186,7 +216,7 @@ def install() -> None:
 
     from moto.ec2.responses.settings import Settings
 
-    def get_ebs_default_kms_key_id(self: Any) -> Any:
+    def get_ebs_default_kms_key_id(self: Settings) -> ActionResult:
         """EC2 GetEbsDefaultKmsKeyId (moto has none): the account's default key per
         Region, ``EBS_DEFAULT_KEYS``, else the AWS managed key's alias ARN, as EC2 answers
         when no customer managed key was set."""
@@ -199,7 +229,7 @@ def install() -> None:
     Settings.get_ebs_default_kms_key_id = get_ebs_default_kms_key_id  # type: ignore[attr-defined]
 
 
-def sandbox_identity(endpoint: str, images: Any, roles: tuple[str, ...]) -> dict[str, str]:
+def sandbox_identity(endpoint: str, images: Path, roles: tuple[str, ...]) -> dict[str, str]:
     """An IAM user holding exactly the shipped documents of ``roles``
     (``images/permissions/aws/<role>.json``, conditions kept), and its credentials."""
     import boto3

@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.tags import TAG_MANAGED
+
+if TYPE_CHECKING:
+    from imagectl.clouds.gcp.clients import GcpClients
 
 KIND = "compact placement policy"
 # how imagectl's policies start their description (then the shape, then the tags' JSON)
@@ -68,7 +71,7 @@ def region_of(location: str) -> str:
     return "-".join(parts[:2]) if len(parts) > 2 else location
 
 
-def create(clients: Any, project: str, *, name: str, location: str, count: int,
+def create(clients: GcpClients, project: str, *, name: str, location: str, count: int,
            description: str) -> Placement:  # fmt: skip
     compute_v1 = compute_sdk.compute_v1()
 
@@ -88,7 +91,7 @@ def create(clients: Any, project: str, *, name: str, location: str, count: int,
     return Placement("gcp", KIND, name, region, url)
 
 
-def delete(clients: Any, project: str, placement: Placement) -> None:
+def delete(clients: GcpClients, project: str, placement: Placement) -> None:
     from google.api_core import exceptions
 
     try:
@@ -101,7 +104,7 @@ def delete(clients: Any, project: str, placement: Placement) -> None:
     clients.wait(op, region=placement.location)
 
 
-def _users(clients: Any, project: str) -> dict[tuple[str, str], list[str]]:
+def _users(clients: GcpClients, project: str) -> dict[tuple[str, str], list[str]]:
     """(region, policy name) -> the instances naming it, in any status."""
     compute_v1 = compute_sdk.compute_v1()
 
@@ -116,7 +119,7 @@ def _users(clients: Any, project: str) -> dict[tuple[str, str], list[str]]:
     return users
 
 
-def list_managed(clients: Any, project: str) -> list[ManagedPlacement]:
+def list_managed(clients: GcpClients, project: str) -> list[ManagedPlacement]:
     """Every region's policies marked by imagectl (resourcePolicies.aggregatedList, its
     pages followed by the client's pager), with the instances each holds."""
     compute_v1 = compute_sdk.compute_v1()
