@@ -29,6 +29,7 @@ from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, Pointer, Promotion
 from imagectl.clouds.base import Instance, Provider
+from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import EXIT_FAILED, UserError
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.records import TAG_SOURCE
@@ -42,10 +43,12 @@ class RetentionOutcome:
     deleted: list[str] = field(default_factory=list)
 
 
-# Clouds where one image id serves every region (a GCP image, an Azure gallery version):
-# deprecating it anywhere deprecates it everywhere, so an instance in any region protects
-# it, and a group is deprecated as a whole or not at all.
-GLOBAL_IMAGE_CLOUDS = ("gcp", "azure")
+def _global_image(cloud: str) -> bool:
+    """One image id serves every region of ``cloud`` (its spec's ``image_scope``: a GCP
+    image, an Azure gallery version): deprecating it anywhere deprecates it everywhere, so
+    an instance in any region protects it, and a group is deprecated as a whole or not at
+    all."""
+    return cloud_spec(cloud).image_scope == "global"
 
 
 class ImageInUse(UserError):
@@ -89,7 +92,7 @@ def in_use(
         i.instance_id
         for i in instances
         if i.image_id == row.cloud_image_id
-        and (row.cloud in GLOBAL_IMAGE_CLOUDS or i.region.startswith(row.region))
+        and (_global_image(row.cloud) or i.region.startswith(row.region))
     ]
     if users:
         return f"used by running instance(s) {', '.join(sorted(users))}"
@@ -158,7 +161,7 @@ def apply_retention(
         for src in old:
             rows = [r for r in group(s, src) if r.state == ImageState.PROMOTED]
             reasons = {r.id: in_use(s, provider, r, instances) for r in rows}
-            if cloud in GLOBAL_IMAGE_CLOUDS and any(reasons.values()):
+            if _global_image(cloud) and any(reasons.values()):
                 first = next(w for w in reasons.values() if w)
                 reasons = {pk: w or f"same image is {first}" for pk, w in reasons.items()}
             for row in rows:
