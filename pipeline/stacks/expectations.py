@@ -27,18 +27,19 @@ from imagectl.core.errors import UserError
 from imagectl.stacks import load_resolved
 from imagectl.stacks.loader import LoadedStack
 from imagectl.stacks.resolve import ResolvedStack
+from imagectl.stacks.sections import sections
 from imagectl.validators.expectations import Expectations, Network, shape_fields
-
-# The cloud whose instances carry each fabric of the stack's ``network`` section
-# (pipeline/clouds/*/spec.py ``fabrics``); an image for no cloud expects every fabric.
-FABRIC_CLOUD = {"aws_efa": "aws", "azure_infiniband": "azure"}
 
 
 def network_for(resolved: ResolvedStack, cloud: str | None) -> Network:
-    """The stack's fabric pins that apply on ``cloud``."""
+    """The stack's fabric pins that apply on ``cloud``: the fabrics its stack section
+    installs (``stacks.sections.CloudSection.fabrics``); an image for no cloud expects
+    every fabric."""
     pins = resolved.stack.network.model_dump(mode="json")
+    section = sections().get(cloud) if cloud is not None else None
+    installed = section.fabrics if section is not None else frozenset()
     return Network.model_validate(
-        {k: v for k, v in pins.items() if v is not None and cloud in (None, FABRIC_CLOUD.get(k))}
+        {k: v for k, v in pins.items() if v is not None and (cloud is None or k in installed)}
     )
 
 
