@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.core.fsutil import atomic_write
-from imagectl.lint import StackReport
+from imagectl.lint import Problem, StackReport
 from imagectl.validators.receipt import Receipt
 from imagectl.validators.report import junit_document, junit_suite
 
 
-def _problem(p: Any) -> str:
+def _problem(p: Problem) -> str:
     text = f"{p.severity} {p.rule} {p.where}: {p.message}"
     if p.fix:
         text += f"\n  fix: {p.fix}"

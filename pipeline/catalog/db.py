@@ -37,6 +37,8 @@ from imagectl.paths import state_dir
 from imagectl.redact import redact_url, scrub
 
 if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
     from sqlalchemy.engine import Connection
 
 ENV_DATABASE_URL = "IMAGECTL_DATABASE_URL"
@@ -197,7 +199,7 @@ class Catalog:
         self.engine.dispose()
 
 
-def _alembic_config(connection: Any) -> Any:
+def _alembic_config(connection: Connection | None) -> Config:
     from alembic.config import Config
 
     config = Config()
@@ -206,7 +208,7 @@ def _alembic_config(connection: Any) -> Any:
     return config
 
 
-def _scripts() -> Any:
+def _scripts() -> ScriptDirectory:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(_alembic_config(None))

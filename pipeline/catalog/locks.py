@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, delete, exc, insert, text
 from sqlalchemy.orm import Session, sessionmaker
@@ -42,6 +42,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from imagectl.actor import current_actor
 from imagectl.catalog.models import Event, Lock, utcnow
 from imagectl.core.errors import EXIT_FAILED, UserError
+
+if TYPE_CHECKING:
+    from imagectl.catalog.db import Catalog
 
 log = logging.getLogger("imagectl.catalog.locks")
 
@@ -89,7 +92,7 @@ def advisory_key(name: str) -> int:
     )
 
 
-def _engine_of(target: Any) -> Engine:
+def _engine_of(target: object) -> Engine:
     if isinstance(target, Engine):
         return target
     engine = getattr(target, "engine", None)  # a Catalog
@@ -230,7 +233,12 @@ def _postgres_lock(
 
 @contextlib.contextmanager
 def promotion_lock(
-    target: Any, stack: str, cloud: str, *, wait_s: float = 0.0, poll_s: float = POLL_S
+    target: Engine | sessionmaker[Session] | Catalog,
+    stack: str,
+    cloud: str,
+    *,
+    wait_s: float = 0.0,
+    poll_s: float = POLL_S,
 ) -> Iterator[HeldLock]:
     """Hold the promotion lock of ``stack`` on ``cloud`` for the ``with`` block.
 

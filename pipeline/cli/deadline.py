@@ -34,6 +34,8 @@ from imagectl.core.errors import EXIT_FAILED, UserError
 if TYPE_CHECKING:
     from urllib3.connectionpool import HTTPConnectionPool
 
+    from imagectl.embedded.procs import SignalHandler
+
 ENV = "IMAGECTL_DEADLINE_S"
 DEFAULTS: dict[str, float] = {  # seconds
     "reap": 15 * 60,
@@ -156,7 +158,7 @@ def deadline(command: str, seconds: float | None) -> Iterator[None]:
 
     watchdog = threading.Thread(target=hard_stop, name="imagectl-deadline", daemon=True)
     watchdog.start()
-    previous: Any = None
+    previous: SignalHandler = None
     earlier = 0.0
     if in_main:
 

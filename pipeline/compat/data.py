@@ -241,7 +241,7 @@ def load_compat(compat_dir: Path) -> CompatData:
     )
 
 
-def _date(value: Any) -> dt.date:
+def _date(value: object) -> dt.date:
     if isinstance(value, dt.date):
         return value
     return dt.date.fromisoformat(str(value))

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
@@ -74,7 +74,7 @@ def fleet_providers(stacks: list[ResolvedStack], cloud: str) -> list[tuple[Provi
 T = TypeVar("T")
 
 
-def guarded(cloud: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def guarded(cloud: str, what: str, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     """``fn(*args, **kwargs)``; an SDK or network failure is bad configuration (exit 2)."""
     try:
         return fn(*args, **kwargs)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.core.versions import upstream_version
@@ -52,7 +51,7 @@ class HostFacts:
     kernel: str | None = None
 
 
-def upstream(version: Any) -> str | None:
+def upstream(version: object) -> str | None:
     """``1:580.95.05-0ubuntu1`` -> ``580.95.05``; ``2.26.2-1+cuda12.8`` -> ``2.26.2``."""
     if version in (None, ""):
         return None
@@ -60,7 +59,7 @@ def upstream(version: Any) -> str | None:
     return upstream_version(text) if re.match(r"^(\d+:)?\d", text) else text
 
 
-def _str(v: Any) -> str | None:
+def _str(v: object) -> str | None:
     return None if v in (None, "") else str(v)
 
 
@@ -68,7 +67,7 @@ def receipt_facts(receipt: Receipt, label: str) -> HostFacts:
     measured = {c.id: c.measured for c in receipt.checks}
     host = receipt.host
 
-    def fact(field: str, fallback: Any) -> str | None:
+    def fact(field: str, fallback: object) -> str | None:
         value = measured.get(CHECKS[field])
         if isinstance(value, (str, int, float)) and value != "":
             return str(value)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 from ruamel.yaml import YAML
 
@@ -19,7 +18,7 @@ from imagectl.drift.findings import PinChange
 from imagectl.stacks.loader import load_stack
 
 
-def _yaml() -> Any:
+def _yaml() -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096
@@ -61,9 +60,8 @@ def write_changes(path: Path, changes: list[PinChange]) -> list[PinChange]:
     return todo
 
 
-def _same_style(old: Any, new: str) -> Any:
+def _same_style(old: object, new: str) -> str:
     """Keep the scalar's quoting: "580.95.05" stays double-quoted."""
-    cls = type(old)
-    if isinstance(old, str) and cls is not str:
-        return cls(new)
+    if isinstance(old, str) and type(old) is not str:  # ruamel's quoted scalar kinds
+        return type(old)(new)
     return new

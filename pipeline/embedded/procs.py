@@ -21,7 +21,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO
+
+# what signal.signal() returns and takes: a handler, SIG_DFL/SIG_IGN, or None (not set
+# from Python)
+SignalHandler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 PR_SET_PDEATHSIG = 1
 
@@ -87,7 +91,7 @@ class Children:
         self.grace_s = grace_s
         self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._lock = threading.Lock()
-        self._old_handlers: dict[int, Any] = {}
+        self._old_handlers: dict[int, SignalHandler] = {}
 
     # -- lifecycle -----------------------------------------------------------------
     def __enter__(self) -> Children:

@@ -19,10 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.core.errors import EXIT_FAILED, UserError
 from imagectl.packer.machine_readable import PackerEvent, parse_line
+
+if TYPE_CHECKING:
+    from imagectl.embedded.procs import SignalHandler
 
 EventCallback = Callable[[PackerEvent], None]
 
@@ -189,7 +192,7 @@ def _cancel(proc: subprocess.Popen[str], cleanup_timeout: float) -> None:
         proc.wait()
 
 
-def _install_handlers(stop: _Stop) -> dict[int, Any]:
+def _install_handlers(stop: _Stop) -> dict[int, SignalHandler]:
     """SIGINT/SIGTERM -> stop (only possible in the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return {}
@@ -197,12 +200,12 @@ def _install_handlers(stop: _Stop) -> dict[int, Any]:
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set("signal", signum)
 
-    previous: dict[int, Any] = {}
+    previous: dict[int, SignalHandler] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, handler)
     return previous
 
 
-def _restore_handlers(previous: dict[int, Any]) -> None:
+def _restore_handlers(previous: dict[int, SignalHandler]) -> None:
     for sig, old in previous.items():
         signal.signal(sig, old)
