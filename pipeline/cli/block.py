@@ -7,10 +7,38 @@ promoted image with no signer for its revocation."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
 from imagectl.cli.completion import complete_images
+
+if TYPE_CHECKING:
+    from imagectl.catalog.db import Catalog
+    from imagectl.clouds.base import Provider
+
+
+def canary_withdrawn(
+    ctx: click.Context,
+    catalog: Catalog,
+    image: str,
+    cloud: str | None,
+    *,
+    allow_replica: bool,
+    why: str,
+) -> tuple[int, Provider, dict[str, tuple[str | None, str | None]]]:
+    """``block`` and ``revoke``'s first step: IMAGE's catalog id, its stack's provider, and
+    the canary moved back when it names the image (region -> (from, to))."""
+    from imagectl.promotion import resolve_image
+    from imagectl.promotion.context import load_stack_for, provider_for
+    from imagectl.rollout.canary import withdraw_canary
+
+    with catalog.transaction() as s:
+        row = resolve_image(s, image, cloud=cloud, allow_replica=allow_replica)
+        pk, stack_name, cloud_name = row.id, row.stack, row.cloud
+    provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
+    return pk, provider, withdraw_canary(catalog, provider, pk, reason=why)
 
 
 @click.command("block")
@@ -23,18 +51,13 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
     """Block IMAGE (catalog id or cloud id) from promotion."""
     from imagectl.catalog.db import open_catalog
     from imagectl.core.safetext import markup
-    from imagectl.promotion import block_image, resolve_image
-    from imagectl.promotion.context import load_stack_for, provider_for
+    from imagectl.promotion import block_image
 
     catalog = open_catalog()
     try:
-        with catalog.transaction() as s:
-            row = resolve_image(s, image, cloud=cloud)
-            stack_name, cloud_name = row.stack, row.cloud
-        provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
-        from imagectl.rollout.canary import withdraw_canary
-
-        canary = withdraw_canary(catalog, provider, row.id, reason=f"blocked: {reason}")
+        _pk, provider, canary = canary_withdrawn(
+            ctx, catalog, image, cloud, allow_replica=False, why=f"blocked: {reason}"
+        )
         img = block_image(catalog, image, reason=reason, cloud=cloud, provider=provider)
         label, state, why = img.label, img.state, img.blocked_reason
     finally:

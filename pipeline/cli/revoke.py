@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
+from imagectl.cli.common import cloud_option, console, emit_json, json_option
 from imagectl.cli.completion import complete_images
 
 
@@ -27,19 +27,14 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
     from rich.markup import escape
 
     from imagectl.catalog.db import open_catalog
-    from imagectl.promotion import resolve_image
-    from imagectl.promotion.context import load_stack_for, provider_for
+    from imagectl.cli.block import canary_withdrawn
     from imagectl.promotion.revoke import revoke_image
 
     catalog = open_catalog()
     try:
-        with catalog.transaction() as s:
-            img = resolve_image(s, image, cloud=cloud, allow_replica=True)
-            pk, stack_name, cloud_name = img.id, img.stack, img.cloud
-        provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
-        from imagectl.rollout.canary import withdraw_canary
-
-        canary = withdraw_canary(catalog, provider, pk, reason=f"revoked: {reason}")
+        pk, provider, canary = canary_withdrawn(
+            ctx, catalog, image, cloud, allow_replica=True, why=f"revoked: {reason}"
+        )
         revoked = revoke_image(catalog, provider, pk, reason=reason)
     finally:
         catalog.close()
