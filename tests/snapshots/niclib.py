@@ -404,6 +404,23 @@ def ib_fabric() -> dict[str, Any]:
         }
     )
     hcas = {hca: f"mlx5_ib{i}" for i, (_g, hca, _s) in enumerate(ND_PAIRS)}
+    return _azure_ib_section(
+        rdma, pci, nccl_ib_log(list(hcas.values())), TOPO_FILE, ib_topo_xml(hcas), list(hcas)
+    )
+
+
+def _azure_ib_section(
+    rdma: list[dict[str, Any]],
+    pci: list[dict[str, Any]],
+    nccl_log: str,
+    topo_file: str,
+    topo_xml: str,
+    hcas: list[str],
+) -> dict[str, Any]:
+    """An Azure InfiniBand host's fabric section: the HCAs' RDMA and PCI records, the
+    modules loaded, no libfabric (fi_info is not installed), NCCL's run on the IB transport
+    with the image's topology file, and no bridge above any GPU or HCA (each in its own
+    PCI domain)."""
     return {
         "interval_s": 2.0,
         "rdma": rdma,
@@ -420,16 +437,12 @@ def ib_fabric() -> dict[str, Any]:
         "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": "fi_info not found on PATH"},
         "fi_version": {"argv": ["fi_info", "--version"], "error": "fi_info not found on PATH"},
         "nccl": {
-            "run": {
-                "argv": ["python3", "-c", "(probe)"],
-                "exit_code": 0,
-                "stdout": nccl_ib_log(list(hcas.values())),
-            },
-            "env": {"NCCL_TOPO_FILE": TOPO_FILE},
-            "topo_xml": ib_topo_xml(hcas),
+            "run": {"argv": ["python3", "-c", "(probe)"], "exit_code": 0, "stdout": nccl_log},
+            "env": {"NCCL_TOPO_FILE": topo_file},
+            "topo_xml": topo_xml,
         },
-        "netdevs": _azure_netdevs(list(hcas)),
-        "acs": {},  # no bridge above any GPU or HCA: each in its own PCI domain
+        "netdevs": _azure_netdevs(hcas),
+        "acs": {},
     }
 
 
@@ -497,33 +510,14 @@ def ndv4_fabric() -> dict[str, Any]:
             "ports": [_port("100 Gb/sec (4X EDR)", "Ethernet", zero)],
         }
     )
-    return {
-        "interval_s": 2.0,
-        "rdma": rdma,
-        "pci": pci,
-        "modules": {
-            "nvidia_peermem": True,
-            "efa": False,
-            "ib_core": True,
-            "ib_uverbs": True,
-            "mlx5_core": True,
-            "mlx5_ib": True,
-            "nvidia": True,
-        },
-        "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": "fi_info not found on PATH"},
-        "fi_version": {"argv": ["fi_info", "--version"], "error": "fi_info not found on PATH"},
-        "nccl": {
-            "run": {
-                "argv": ["python3", "-c", "(probe)"],
-                "exit_code": 0,
-                "stdout": nccl_ndv4_log(sorted(names.values())),
-            },
-            "env": {"NCCL_TOPO_FILE": NDV4_TOPO_FILE},
-            "topo_xml": ndv4_topo_xml(names),
-        },
-        "netdevs": _azure_netdevs(NDV4_HCAS),
-        "acs": {},
-    }
+    return _azure_ib_section(
+        rdma,
+        pci,
+        nccl_ndv4_log(sorted(names.values())),
+        NDV4_TOPO_FILE,
+        ndv4_topo_xml(names),
+        list(NDV4_HCAS),
+    )
 
 
 # -- a3-megagpu-8g: GPUDirect-TCPXO over 8 gVNIC GPU NICs ---------------------------------
