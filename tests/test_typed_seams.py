@@ -28,9 +28,6 @@ PACKAGES = ("building", "validation", "promotion", "orchestrate", "stacks")
 # The JSON edges: what each turns into plain data, and where that goes.
 SERIALIZERS = {
     "promotion/query.py:catalog_status",  # status --json
-    "promotion/results.py:PromotionResult.to_dict",  # promote --json
-    "promotion/revoke.py:revocation_statement",  # the signed revocation statement
-    "promotion/rollback.py:RollbackResult.to_dict",  # rollback --json
     "orchestrate/run.py:RunResult.to_dict",  # run --json and the run's result.json
     "stacks/expectations.py:BuildExpectations.columns",  # the catalog's builds columns
     "stacks/jsonschema.py:stack_json_schema",  # images/schema/stack.schema.json

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from types import TracebackType
 
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -19,16 +20,16 @@ class RegionProgress:
     line per step change, so the output is a readable record.
     """
 
-    def __init__(self, console: Any, regions: list[str]):
+    def __init__(self, console: Console, regions: list[str]):
         self.console = console
         self.rows: dict[str, tuple[str, str, float]] = {
             r: ("queued", "", time.monotonic()) for r in regions
         }
         self.started = time.monotonic()
         self.lock = threading.Lock()
-        self.live: Any = None
+        self.live: Live | None = None
 
-    def _table(self) -> Any:
+    def _table(self) -> Table:
         table = Table(title="promotion", title_justify="left")
         for col in ("region", "step", "detail", "elapsed"):
             table.add_column(col)
@@ -49,9 +50,14 @@ class RegionProgress:
             self.live.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self.live is not None:
-            self.live.__exit__(*exc)
+            self.live.__exit__(kind, value, tb)
 
     def __call__(self, region: str, step: str, detail: str = "") -> None:
         with self.lock:

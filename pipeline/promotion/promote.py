@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -68,6 +68,9 @@ from imagectl.provenance.verify import verify_image
 from imagectl.stacks.resolve import ResolvedStack, stack_digest
 from imagectl.stacks.schema import Stack
 from imagectl.tags import TAG_REVOKED
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key
 
 DEFAULT_TIMEOUT_S = 3600.0
 
@@ -122,7 +125,7 @@ def promote(
     timeout_s: float | None = None,
     retention: bool = True,
     actor: str | None = None,
-    trusted: list[Any] | None = None,
+    trusted: list[Key] | None = None,
 ) -> PromotionResult:
     """Promote ``image`` (catalog id, ``Image`` row or cloud image id) of ``stack``
     (``ResolvedStack`` or ``Stack``) through ``provider``; see the module docstring.
@@ -274,7 +277,7 @@ def _begin(
     reason: str | None,
     actor: str,
     result: PromotionResult,
-    trusted: list[Any] | None = None,
+    trusted: list[Key] | None = None,
 ) -> Promotion | GateRefused:
     """Open (or reopen) the promotion row, after the gate for a fresh one; the gate's
     refusal is returned (the caller raises it after the commit)."""
@@ -386,7 +389,7 @@ def revoked_reasons(s: Session, img: Image) -> list[str]:
 
 
 def gate_reasons(
-    s: Session, img: Image, model: Stack, digest: str, trusted: list[Any] | None = None
+    s: Session, img: Image, model: Stack, digest: str, trusted: list[Key] | None = None
 ) -> list[str]:
     """The gate's refusals for ``img`` under the stack's validation settings, and its
     signed attestation's (``imagectl.provenance.verify``)."""
@@ -416,7 +419,7 @@ def _dry_run(
     digest: str,
     targets: list[str],
     force: bool,
-    trusted: list[Any] | None,
+    trusted: list[Key] | None,
 ) -> PromotionResult:
     with catalog.transaction() as s:
         img = repo.image_row(s, pk)

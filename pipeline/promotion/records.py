@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+
+from imagectl.catalog.models import Event
 
 REGION = "promotion.region."
 COPY_REQUESTED = REGION + "copy_requested"
@@ -58,13 +59,13 @@ def copy_token(
     return "imagectl-" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
-def fold(events: list[Any], regions: list[str]) -> dict[str, RegionProgress]:
+def fold(events: list[Event], regions: list[str]) -> dict[str, RegionProgress]:
     """Region progress from the image's events (any order; folded oldest first)."""
     progress = {r: RegionProgress(r) for r in regions}
     for ev in sorted(events, key=lambda e: (e.at, e.id)):
         if not ev.kind.startswith(REGION):
             continue
-        p = progress.get(ev.details.get("region"))
+        p = progress.get(str(ev.details.get("region")))
         if p is None:
             continue
         d = ev.details

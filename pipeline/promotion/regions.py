@@ -8,7 +8,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+
+from sqlalchemy.orm import Session
 
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
@@ -59,7 +60,7 @@ class RegionRun:
         )
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Session]:
         """A catalog transaction, one region thread at a time: the threads queue here
         instead of in SQLite's busy handler, whose back-off sleeps grow to 100 ms."""
         with self.db_lock, self.catalog.transaction() as s:
@@ -69,7 +70,7 @@ class RegionRun:
         if self.progress is not None:
             self.progress(region, step, detail)
 
-    def log(self, kind: str, region: str, message: str, **details: Any) -> None:
+    def log(self, kind: str, region: str, message: str, **details: object) -> None:
         with self.transaction() as s:
             img = repo.get_image(s, self.source_pk)
             repo.log_event(
@@ -260,5 +261,5 @@ class RegionRun:
             )
 
 
-def _sharing(settings: CloudCommon) -> dict[str, Any]:
+def _sharing(settings: CloudCommon) -> dict[str, object]:
     return {"share": settings.share.model_dump()}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK
 
@@ -46,7 +45,7 @@ class PromotionResult:
             return EXIT_OK
         return EXIT_FAILED
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
 
         return asdict(self)
 

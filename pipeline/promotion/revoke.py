@@ -17,12 +17,15 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
 
 from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.lifecycle import TRANSITIONS, ImageState
+from imagectl.catalog.models import Image
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.core.boundedjson import parse_bounded
 from imagectl.core.errors import UserError
@@ -40,6 +43,9 @@ from imagectl.validators.attestation import (
     name_digest,
 )
 
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key
+
 
 @dataclass(frozen=True)
 class Revoked:
@@ -50,11 +56,14 @@ class Revoked:
     rolled_back: list[str]
 
 
-def _payload(envelope: dict[str, Any]) -> dict[str, Any]:
+def _payload(envelope: dict[str, object]) -> dict[str, object]:
     """The payload of the catalog's own attestation (bounded: it is JSON from a store)."""
+    payload = envelope.get("payload")
+    if not isinstance(payload, (str, bytes)):
+        return {}
     try:
         doc = parse_bounded(
-            base64.b64decode(envelope["payload"]), kind="attestation payload",
+            base64.b64decode(payload), kind="attestation payload",
             where="the catalog's attestation", hint="", max_bytes=64 << 20, max_depth=48,
         )  # fmt: skip
     except Exception:
@@ -64,7 +73,8 @@ def _payload(envelope: dict[str, Any]) -> dict[str, Any]:
 
 def revocation_statement(
     *, attestation: str | None, images: list[str], reason: str, actor: str, at: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
+    """The in-toto statement of a revocation (signed into its DSSE envelope)."""
     names = ([f"{ENVELOPE_SUBJECT}{attestation}"] if attestation else []) + images
     return {
         "_type": STATEMENT_TYPE,
@@ -143,14 +153,14 @@ def revoke_image(
     return Revoked(label, digest, attested, reason, rolled_back)
 
 
-def _trust() -> list[Any] | None:
+def _trust() -> list[Key] | None:
     try:
         return load_trust()
     except UserError:
         return None  # no trust configured here: the list is published, not checked
 
 
-def _block(s: Any, img: Any, reason: str, actor: str) -> None:
+def _block(s: Session, img: Image, reason: str, actor: str) -> None:
     """Blocked (a promoted copy that no pointer named goes through rolled_back)."""
     if img.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED):
         repo.set_state(s, img, ImageState.ROLLED_BACK, reason=f"revoked: {reason}", actor=actor)

@@ -12,7 +12,6 @@ rollback goes one promoted image further back, because rolled-back images are sk
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -39,11 +38,15 @@ class RollbackResult:
     moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # region -> (from, to)
     rolled_back: list[str] = field(default_factory=list)  # "<cloud id> in <region>"
 
-    def to_dict(self) -> dict[str, Any]:
+    def moves(self) -> dict[str, dict[str, str]]:
+        """region -> {from, to}: the pointers moved."""
+        return {r: {"from": a, "to": b} for r, (a, b) in self.moved.items()}
+
+    def to_dict(self) -> dict[str, object]:
         return {
             "stack": self.stack,
             "cloud": self.cloud,
-            "moved": {r: {"from": a, "to": b} for r, (a, b) in self.moved.items()},
+            "moved": self.moves(),
             "rolled_back": self.rolled_back,
         }
 
@@ -167,13 +170,13 @@ def _undo_open_flip(
             stack=stack,
             cloud=cloud,
             actor=actor,
-            details={"moved": result.to_dict()["moved"], "promotion": promo_id},
+            details={"moved": result.moves(), "promotion": promo_id},
         )
     return True
 
 
 def rollback(
-    catalog: Any,
+    catalog: Catalog,
     provider: Provider,
     stack: str,
     *,
@@ -234,6 +237,6 @@ def rollback(
                 stack=stack,
                 cloud=cloud,
                 actor=actor,
-                details={"moved": result.to_dict()["moved"], "rolled_back": result.rolled_back},
+                details={"moved": result.moves(), "rolled_back": result.rolled_back},
             )
     return result

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -20,7 +20,7 @@ from imagectl.validators.results import CheckResult
 
 class Reporter:
     def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
+        self.events: list[tuple[str, object]] = []
         self._lock = threading.Lock()
 
     def step(self, message: str) -> None:
@@ -50,14 +50,14 @@ QuietReporter = Reporter
 
 
 class RichReporter(Reporter):
-    def __init__(self, console: Any) -> None:
+    def __init__(self, console: Console) -> None:
         super().__init__()
         self.console = console
         self.rows: dict[int, dict[str, str]] = {}
         self.started = time.monotonic()
-        self._live: Any = None
+        self._live: Live | None = None
 
-    def _render(self) -> Any:
+    def _render(self) -> Table:
         table = Table(title="validation hosts", expand=False)
         for col in ("slot", "instance", "location", "state", "task", "checks"):
             table.add_column(col)
