@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.compat.data import load_compat
 from imagectl.compat.engine import evaluate
 from imagectl.core.errors import StackError, UserError
@@ -119,7 +120,7 @@ def _cloud_name_problems(ws: Workspace, loaded: LoadedStack) -> list[Problem]:
     """Each cloud's checks of its section (region/zone/location names the cloud does not
     have, what it refuses at launch); placeholder ids."""
     found: list[Finding] = [
-        *section_findings(loaded.stack, ws.compat_dir),
+        *section_findings(loaded.stack.clouds.enabled(), ws.compat_dir),
         *placeholder_findings(loaded.stack, ws.compat_dir),
     ]
     return [
@@ -170,7 +171,7 @@ def _variable_problems(
     role_vars = declared_role_vars(ws.playbooks)
     for cloud in loaded.stack.clouds.enabled():
         where = _where(loaded, ("clouds", cloud))
-        folder = ws.packer_dir(cloud)
+        folder = cloud_spec(cloud).packer_dir(ws.images)
         declared = declared_packer_vars(folder)
         if not declared:
             out.append(

@@ -44,9 +44,6 @@ class Workspace:
     def playbooks(self) -> Path:
         return self.root / "playbooks"
 
-    def packer_dir(self, cloud: str) -> Path:
-        return self.images / cloud
-
     def relative(self, path: Path) -> str:
         try:
             return str(path.resolve().relative_to(Path.cwd().resolve()))

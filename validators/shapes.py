@@ -25,11 +25,39 @@ class Shape:
     hardware: dict[str, Any] = field(default_factory=dict)
 
 
-@lru_cache(maxsize=8)
+# Shape tables beside images/catalog/shapes.yaml: a cloud registered from outside imagectl
+# brings its shapes in its own file (``CloudSpec.shapes_file``; the controller's cloud
+# registry adds it when it loads the cloud). Same format, merged in; a shape named twice
+# is an error.
+_EXTRA_FILES: list[Path] = []
+
+
+def add_shape_file(path: Path) -> None:
+    """Merge the shape table ``path`` into every later ``shape_rows``."""
+    if path not in _EXTRA_FILES:
+        _EXTRA_FILES.append(path)
+
+
 def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
-    """Every row of ``catalog_dir/shapes.yaml`` as written; a clear error for a file that
-    cannot be read or parsed."""
-    return _table(catalog_dir / "shapes.yaml", "shapes", "shape table")
+    """Every row of ``catalog_dir/shapes.yaml`` and of the added shape files, as written;
+    a clear error for a file that cannot be read or parsed, or a shape named twice."""
+    return _rows(catalog_dir, tuple(_EXTRA_FILES))
+
+
+@lru_cache(maxsize=8)
+def _rows(catalog_dir: Path, extra: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
+    rows = dict(_table(catalog_dir / "shapes.yaml", "shapes", "shape table"))
+    for path in extra:
+        more = _table(path, "shapes", "shape table")
+        twice = sorted(set(more) & set(rows))
+        if twice:
+            raise UserError(
+                f"{path}: shape(s) {', '.join(twice)} are already in the shape table",
+                hint="Name each shape once across images/catalog/shapes.yaml and the "
+                "clouds' own shape files",
+            )
+        rows.update(more)
+    return rows
 
 
 def _table(path: Path, key: str, what: str) -> dict[str, Any]:
@@ -46,9 +74,13 @@ def _table(path: Path, key: str, what: str) -> dict[str, Any]:
     return rows
 
 
-@lru_cache(maxsize=8)
 def load_shapes(catalog_dir: Path) -> dict[str, Shape]:
     """The table as typed shapes (cloud, GPU, count, source; the rest is hardware)."""
+    return _shapes(catalog_dir, tuple(_EXTRA_FILES))
+
+
+@lru_cache(maxsize=8)
+def _shapes(catalog_dir: Path, extra: tuple[Path, ...]) -> dict[str, Shape]:
     out = {}
     for name, row in shape_rows(catalog_dir).items():
         entry = dict(row)

@@ -145,7 +145,7 @@ def check_override_names(extra: dict[str, str], folder: Path, cloud: str) -> Non
 def dry_run(ws: Workspace, request: BuildRequest) -> DryRun:
     """The build's exact Packer command and variables, without running anything."""
     _, resolved = load_resolved(ws.images, request.stack)
-    check_override_names(request.overrides, ws.packer_dir(request.spec.name), request.spec.name)
+    check_override_names(request.overrides, request.spec.packer_dir(ws.images), request.spec.name)
     base = pinned_base_image(resolved, request.spec)
     note = ""
     try:
@@ -189,7 +189,7 @@ def build_image(
             hint="Build a cloud candidate without them",
         )
     local_build.check_fault(request.inject_fault)
-    check_override_names(request.overrides, ws.packer_dir(cloud), cloud)
+    check_override_names(request.overrides, spec.packer_dir(ws.images), cloud)
     extra = build_records.endpoint_overrides(spec, request.overrides)
     build_records.prepare(resolved, spec)
     build_id = check_build_id(request.build_id) if request.build_id else new_build_id()

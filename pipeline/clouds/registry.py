@@ -32,6 +32,7 @@ from imagectl.clouds.base import Provider
 from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.core.errors import UserError
 from imagectl.stacks import sections as stack_sections
+from imagectl.validators.shapes import add_shape_file
 
 # The clouds shipped with imagectl: name -> "module:attribute" of its spec, in the order
 # they are listed everywhere (the same form as an entry point's value).
@@ -99,6 +100,9 @@ def specs() -> dict[str, CloudSpec[Any]]:
                 hint="Uninstall the distribution, or register its cloud under another name",
             )
         found[ep.name] = _load(ep.name, ep.value, _origin(ep))
+    for spec in found.values():
+        if spec.shapes_file is not None:
+            add_shape_file(spec.shapes_file)
     return found
 
 

@@ -82,6 +82,11 @@ class CloudSpec(Generic[S]):
     # chroot, imagectl.building.local), may reuse a candidate and inject a fault
     builds_base_disk: ClassVar[bool] = False
 
+    def packer_dir(self, images: Path) -> Path:
+        """Its Packer templates: ``images/<name>/`` of the workspace's ``images``, or the
+        folder the spec names (``templates``)."""
+        return self.templates or images / self.name
+
     def settings(self, stack: Stack) -> S:
         """The stack's ``clouds.<name>`` section; UserError when the stack has none."""
         section = stack.clouds.section(self.name)

@@ -82,7 +82,7 @@ def inputs_key(ws: Workspace, resolved: ResolvedStack, base: BaseImage) -> str:
     """Hash of everything that goes into the candidate."""
     digest = hashlib.sha256()
     digest.update(f"{resolved.digest}\n{base.folder.name}\n".encode())
-    templates = ws.packer_dir("local")
+    templates = LOCAL.packer_dir(ws.images)
     roots = [templates, common_dir(templates), *(ws.root / f for f in SOURCE_FOLDERS)]
     files = [ws.root / f for f in SOURCE_FILES if (ws.root / f).is_file()]
     for root in roots:

@@ -146,7 +146,7 @@ def plan_build(
             f"stack '{resolved.name}' has no '{cloud}' cloud",
             hint=f"It builds for: {', '.join(enabled)}. Add clouds.{cloud} to the stack file",
         )
-    source = ws.packer_dir(cloud)
+    source = spec.packer_dir(ws.images)
     if not source.is_dir():
         raise UserError(f"no Packer templates for '{cloud}' in {source}")
     bid = check_build_id(build_id) if build_id else new_build_id()

@@ -18,9 +18,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from imagectl.clouds.registry import cloud_spec
+from imagectl.clouds.registry import cloud_spec, specs
 from imagectl.core.errors import UserError
 from imagectl.packer.binary import PackerBinary
+from imagectl.paths import bundled_images
 
 PLUGINS_FILE = "plugins.pkr.hcl"
 COMMON = "common"  # images/common/: the template files every cloud shares
@@ -31,7 +32,10 @@ PLUGIN_ONLY_END = "# plugins-only: end"
 
 
 def common_dir(source: Path) -> Path:
-    return source.parent / COMMON
+    """The shared templates beside the cloud's folder (``images/common/``); for a cloud
+    whose templates live elsewhere (``CloudSpec.templates``), imagectl's own."""
+    beside = source.parent / COMMON
+    return beside if beside.is_dir() else bundled_images() / COMMON
 
 
 def template_files(source: Path) -> list[Path]:
@@ -89,10 +93,11 @@ def without_plugin_only(text: str) -> str:
 
 
 def render_build(source: Path) -> str:
-    """The shared build block for the cloud of ``source`` (``images/<cloud>``): its
-    source is ``<the spec's Packer builder>.candidate``, which its candidate.pkr.hcl
-    must declare."""
-    spec = cloud_spec(source.name)
+    """The shared build block for the cloud of ``source`` (``images/<cloud>``, or the
+    folder its spec names in ``templates``): its source is ``<the spec's Packer
+    builder>.candidate``, which its candidate.pkr.hcl must declare."""
+    spec = next((s for s in specs().values() if s.templates == source), None)
+    spec = spec or cloud_spec(source.name)
     template = common_dir(source) / BUILD_TEMPLATE
     if not template.is_file():
         raise UserError(

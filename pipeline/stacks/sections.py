@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 if TYPE_CHECKING:
     from imagectl.stacks.findings import Finding
-    from imagectl.stacks.schema import CloudCommon, Stack
 
 # (the cloud's section, images/compat) -> lint's findings about it (``imagectl lint``:
 # LOCATION-UNKNOWN for a name the cloud does not have, a launch the cloud refuses...)
@@ -34,7 +35,7 @@ class CloudSection:
     """What one cloud adds to the stack schema."""
 
     name: str  # the key under ``clouds:``
-    model: type[CloudCommon]
+    model: type[BaseModel]  # a stacks.schema.CloudCommon (not imported: schema imports this)
     # the stack's network sections (``network.<name>``) this cloud's image installs: a
     # fabric set in a stack with none of its clouds is refused
     fabrics: frozenset[str] = frozenset()
@@ -65,9 +66,10 @@ def sections() -> Mapping[str, CloudSection]:
     return _source()
 
 
-def section_findings(stack: Stack, compat_dir: Path) -> Iterator[Finding]:
-    """Lint's findings about each of the stack's cloud sections (each cloud's checks)."""
+def section_findings(enabled: Mapping[str, Any], compat_dir: Path) -> Iterator[Finding]:
+    """Lint's findings about each of a stack's cloud sections (``stack.clouds.enabled()``),
+    by each cloud's checks."""
     registered = sections()
-    for name, settings in stack.clouds.enabled().items():
+    for name, settings in enabled.items():
         for check in registered[name].checks:
             yield from check(settings, compat_dir)
