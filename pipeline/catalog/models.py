@@ -94,6 +94,7 @@ class Base(DeclarativeBase):
         datetime: UTCDateTime(),
         # Mutable wrappers: changing a dict or list in place marks the row dirty.
         dict[str, Any]: MutableDict.as_mutable(JSON()),
+        dict[str, object]: MutableDict.as_mutable(JSON()),
         list[str]: MutableList.as_mutable(JSON()),
     }
 
@@ -179,7 +180,7 @@ class ValidationRun(Base):
     profile: Mapped[str] = mapped_column(String(64))
     verdict: Mapped[str] = mapped_column(String(8))  # pass | fail
     worst_action: Mapped[str] = mapped_column(String(32))  # validators.results.Action
-    receipt: Mapped[dict[str, Any]]
+    receipt: Mapped[dict[str, object]]
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
     validator_version: Mapped[str] = mapped_column(String(64))
 
@@ -309,7 +310,7 @@ class RolloutDecision(Base):
     decided_at: Mapped[datetime] = mapped_column(default=utcnow)
     actor: Mapped[str] = mapped_column(String(128))
     applied: Mapped[str] = mapped_column(Text, default="")
-    evidence: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    evidence: Mapped[dict[str, object]] = mapped_column(default=dict)
 
     candidate: Mapped[Image | None] = relationship(foreign_keys=[candidate_id])
     baseline: Mapped[Image | None] = relationship(foreign_keys=[baseline_id])
@@ -324,8 +325,8 @@ class Sbom(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     build_pk: Mapped[int] = mapped_column(ForeignKey("builds.id"), unique=True)
     digest: Mapped[str] = mapped_column(String(80))  # sha256-<hex> of the document
-    document: Mapped[dict[str, Any]]
-    inventory: Mapped[dict[str, Any]]
+    document: Mapped[dict[str, object]]
+    inventory: Mapped[dict[str, object]]
     held: Mapped[list[str]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -343,7 +344,7 @@ class Attestation(Base):
     image_id: Mapped[int] = mapped_column(ForeignKey("images.id"), index=True)
     digest: Mapped[str] = mapped_column(String(80), unique=True)  # sha256-<hex>
     keyid: Mapped[str] = mapped_column(String(128))
-    envelope: Mapped[dict[str, Any]]
+    envelope: Mapped[dict[str, object]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     image: Mapped[Image] = relationship()
@@ -362,7 +363,7 @@ class Revocation(Base):
     attestation: Mapped[str | None] = mapped_column(String(80))  # the revoked envelope's
     reason: Mapped[str] = mapped_column(Text)
     keyid: Mapped[str] = mapped_column(String(128))
-    envelope: Mapped[dict[str, Any]]
+    envelope: Mapped[dict[str, object]]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     image: Mapped[Image] = relationship()
