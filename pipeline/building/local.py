@@ -20,6 +20,8 @@ from pathlib import Path
 from rich.console import Console
 
 from imagectl.clouds.local.provider import LocalProvider
+from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.clouds.local.stack import LocalCloud
 from imagectl.clouds.local.vms import BootFiles
 from imagectl.core.errors import UserError
 from imagectl.embedded import faults
@@ -135,13 +137,13 @@ def publish(
     provider: LocalProvider | None = None,
 ) -> Published:
     """The candidate (or a faulty copy of it) imported into ``region`` with its boot files."""
-    local = resolved.stack.clouds.local
+    local = resolved.stack.clouds.section_of(LocalCloud)
     assert local is not None  # prepare checked it
     disk = candidate.path
     fault = None
     if inject_fault:
         with prep.progress.step("fault", f"Inject fault: {inject_fault}") as st:
-            folder = state_dir() / "local" / "faults" / candidate.build_id
+            folder = state_dir() / LOCAL.name / "faults" / candidate.build_id
             folder.mkdir(parents=True, exist_ok=True)
             disk = folder / f"{inject_fault}.qcow2"
             injected = faults.inject(
@@ -160,7 +162,7 @@ def publish(
         )  # fmt: skip
         st.note(image.image_id[:19] + "…")
     artifact = Artifact(
-        cloud="local", builder_type="qemu", id=image.image_id, location=region,
+        cloud=LOCAL.name, builder_type=LOCAL.packer_builder, id=image.image_id, location=region,
         name=image.name, tags={TAG_BUILD: candidate.build_id},
     )  # fmt: skip
     details = LocalBuildDetails(

@@ -129,13 +129,15 @@ def _summary(out: Console, result: RunResult) -> None:
 
 def _status_data(stack: str) -> Any:
     from imagectl.catalog.db import open_catalog
+    from imagectl.clouds.local.spec import SPEC as LOCAL
     from imagectl.promotion.query import catalog_status
 
-    return catalog_status(open_catalog(), stack=stack, cloud="local", events=8)
+    return catalog_status(open_catalog(), stack=stack, cloud=LOCAL.name, events=8)
 
 
 def _status_view(stack: str) -> None:
     from imagectl.cli.status import command as status
+    from imagectl.clouds.local.spec import SPEC as LOCAL
 
-    console().print("\n[bold]imagectl status[/] --stack " + stack + " --cloud local")
-    status.main(args=["--stack", stack, "--cloud", "local"], standalone_mode=False)
+    console().print(f"\n[bold]imagectl status[/] --stack {stack} --cloud {LOCAL.name}")
+    status.main(args=["--stack", stack, "--cloud", LOCAL.name], standalone_mode=False)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.aws.clients import AwsClients
+from imagectl.clouds.aws.spec import SPEC as AWS
+from imagectl.clouds.aws.stack import AwsCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
 from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
@@ -93,7 +95,7 @@ def check(
 ) -> list[Finding]:
     from botocore.exceptions import ClientError
 
-    settings = resolved.stack.clouds.aws
+    settings = resolved.stack.clouds.section_of(AwsCloud)
     assert settings is not None  # doctor.run checked the stack targets aws
     region = settings.build.region
     out: list[Finding] = []
@@ -197,7 +199,7 @@ def _simulate(
     real calls carry: a denial is a blocker naming the action and its document; an action
     IAM cannot decide without a key imagectl's calls do not carry is said so, never
     reported as a denial."""
-    needed = permissions(images, "aws", roles, FORMAT)
+    needed = permissions(images, AWS.name, roles, FORMAT)
     names = [n.permission for n in needed]
     denied: list[str] = []
     undecided: dict[str, list[str]] = {}
@@ -270,7 +272,7 @@ def _ebs_sharing(ec2: Any, resolved: ResolvedStack, region: str) -> list[Finding
     with the default AWS managed key cannot be shared": EC2 User Guide, "Share an AMI with
     specific AWS accounts") unless the stack names its own key for the build region
     (``clouds.aws.kms_key_ids``), which the build then encrypts with."""
-    settings = resolved.stack.clouds.aws
+    settings = resolved.stack.clouds.section_of(AwsCloud)
     assert settings is not None
     on = bool(ec2.get_ebs_encryption_by_default().get("EbsEncryptionByDefault"))
     key = str(ec2.get_ebs_default_kms_key_id().get("KmsKeyId") or "")

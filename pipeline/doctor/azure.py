@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.azure.clients import AzureClients
+from imagectl.clouds.azure.spec import SPEC as AZURE
+from imagectl.clouds.azure.stack import AzureCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
 from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
@@ -70,7 +72,7 @@ def check(
 ) -> list[Finding]:
     from azure.core.exceptions import ResourceNotFoundError
 
-    settings = resolved.stack.clouds.azure
+    settings = resolved.stack.clouds.section_of(AzureCloud)
     assert settings is not None  # doctor.run checked the stack targets azure
     sub = settings.build.subscription_id
     groups = dict.fromkeys([settings.build.resource_group, settings.gallery.resource_group])
@@ -105,7 +107,7 @@ def check(
             ),
         ]
     out.append(Finding("credentials", OK, f"Azure subscription {sub} answers"))
-    needed = permissions(images, "azure", roles, FORMAT)
+    needed = permissions(images, AZURE.name, roles, FORMAT)
     missing = [n for n in needed if not _holds(n.permission, allowed, denied)]
     for n in missing:
         out.append(

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.gcp.clients import GcpClients
+from imagectl.clouds.gcp.spec import SPEC as GCP
+from imagectl.clouds.gcp.stack import GcpCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
 from imagectl.doctor.needs import DocumentFormat, permissions, quota
 from imagectl.stacks import ResolvedStack
@@ -174,11 +176,11 @@ def check(
 ) -> list[Finding]:
     from google.api_core import exceptions as gexc
 
-    settings = resolved.stack.clouds.gcp
+    settings = resolved.stack.clouds.section_of(GcpCloud)
     assert settings is not None  # doctor.run checked the stack targets gcp
     project = settings.build.project
     out: list[Finding] = []
-    needed = permissions(images, "gcp", roles, FORMAT)
+    needed = permissions(images, GCP.name, roles, FORMAT)
     try:
         held = set(test_permissions(clients, project, [n.permission for n in needed]))
     except Exception as exc:  # no credentials, no project, no network: one line, blocker

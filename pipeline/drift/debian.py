@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from imagectl.clouds.local.stack import SECTION as LOCAL_SECTION
+from imagectl.clouds.local.stack import LocalCloud
 from imagectl.core.versions import debian_version_key
 from imagectl.drift.findings import Finding, PinChange, StackDrift
 from imagectl.drift.indexes import load_index
@@ -33,7 +35,7 @@ def kernel_key(release: str) -> tuple[int, ...]:
 
 
 def check_stack(stack: Stack, drift: StackDrift) -> None:
-    local = stack.clouds.local
+    local = stack.clouds.section_of(LocalCloud)
     assert local is not None
     m = _KERNEL.match(local.kernel)
     flavour = m["flavour"] if m else ""
@@ -82,7 +84,7 @@ def check_stack(stack: Stack, drift: StackDrift) -> None:
         )
         drift.proposals.append(
             PinChange(
-                ("clouds", "local", "kernel"),
+                ("clouds", LOCAL_SECTION.name, "kernel"),
                 local.kernel,
                 latest_kernel,
                 f"newer {meta} kernel ABI",
@@ -119,7 +121,7 @@ def check_stack(stack: Stack, drift: StackDrift) -> None:
             )
             drift.proposals.append(
                 PinChange(
-                    ("clouds", "local", "packages", name),
+                    ("clouds", LOCAL_SECTION.name, "packages", name),
                     pinned,
                     latest,
                     f"newer {name} in the archive",

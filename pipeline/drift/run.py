@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from imagectl.clouds.local.stack import LocalCloud
 from imagectl.compat.data import load_compat
 from imagectl.drift import (
     base_images,
@@ -69,7 +70,7 @@ def run(ws: Workspace, opts: DriftOptions) -> DriftReport:
 def _upstream(path: Path, resolved, data, drift, opts: DriftOptions) -> None:  # type: ignore[no-untyped-def]
     if resolved.stack.nvidia is not None:
         upstream.check_stack(resolved, data, drift, as_of=opts.as_of, repo_url=opts.nvidia_repo_url)
-    elif resolved.stack.clouds.local is not None:
+    elif resolved.stack.clouds.section_of(LocalCloud) is not None:
         debian.check_stack(resolved.stack, drift)
     drift.proposals = proposals.check(resolved, data, drift.proposals, opts.as_of)
     if opts.write and drift.proposals:

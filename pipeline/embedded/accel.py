@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.embedded.procs import Children
 from imagectl.paths import cache_dir, state_dir
 
@@ -87,7 +88,7 @@ def choose_accel(
         return AccelChoice("tcg", "requested")
     if requested == "kvm":
         return AccelChoice("kvm", "requested")
-    cache = cache_dir() / "local" / "accel.json"
+    cache = cache_dir() / LOCAL.name / "accel.json"
     key = cache_key(kernel)
     try:
         cached = json.loads(cache.read_text())
@@ -97,7 +98,7 @@ def choose_accel(
     except (OSError, ValueError, KeyError):
         pass
     start = time.monotonic()
-    ok, why = probe_kvm(kernel, children, state_dir() / "local", timeout)
+    ok, why = probe_kvm(kernel, children, state_dir() / LOCAL.name, timeout)
     choice = AccelChoice(
         "kvm" if ok else "tcg",
         why if ok else f"TCG emulation: {why}",

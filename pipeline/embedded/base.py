@@ -38,6 +38,8 @@ from pathlib import Path
 
 from imagectl.clouds.base_image import BaseImage as Ancestor
 from imagectl.clouds.local import guest_setup
+from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.clouds.local.stack import LocalCloud
 from imagectl.core.errors import UserError
 from imagectl.embedded import procs
 from imagectl.embedded.chroot import chroot_ready, remove_root
@@ -81,7 +83,7 @@ class BaseSpec:
     @classmethod
     def from_stack(cls, resolved: ResolvedStack) -> BaseSpec:
         stack = resolved.stack
-        local = stack.clouds.local
+        local = stack.clouds.section_of(LocalCloud)
         if local is None:
             raise UserError(
                 f"stack '{stack.name}' has no clouds.local section",
@@ -125,7 +127,7 @@ def ancestry(spec: BaseSpec) -> Ancestor:
     """The local candidate's base image as its record, manifest, SBOM and attestation name
     it: debootstrap of the release from the mirror, with the kernel, by the base's key."""
     return Ancestor(
-        cloud="local",
+        cloud=LOCAL.name,
         id=f"debian-{spec.codename}-{spec.key()}",
         name=f"debootstrap {spec.codename} from {spec.mirror}, kernel {spec.kernel}",
         query=f"debootstrap {spec.codename} {spec.mirror}",
@@ -157,13 +159,13 @@ class BaseImage:
 
 
 def base_root() -> Path:
-    return state_dir() / "local" / "base"
+    return state_dir() / LOCAL.name / "base"
 
 
 def debootstrap_tree(spec: BaseSpec) -> Path:
     """Where the debootstrap tree of ``spec`` is kept for every state folder of this user
     (used only when ``cached_tree`` finds it)."""
-    folder = cache_dir() / "local"
+    folder = cache_dir() / LOCAL.name
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder / f"debootstrap-{spec.debootstrap_key()}.tar"
 
@@ -203,7 +205,7 @@ def sweep_leftovers() -> list[Path]:
                 continue
             shutil.rmtree(work, ignore_errors=True)
             gone.append(work)
-    for partial in (cache_dir() / "local").glob(".debootstrap-*.tar.*.partial"):
+    for partial in (cache_dir() / LOCAL.name).glob(".debootstrap-*.tar.*.partial"):
         pid = partial.name.rsplit(".", 2)[-2]
         if pid.isdigit() and not procs.alive(int(pid)):
             partial.unlink(missing_ok=True)

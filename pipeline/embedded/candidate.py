@@ -30,6 +30,7 @@ from typing import Any
 
 from imagectl.clouds.local.qemu import cpu_model
 from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.clouds.local.stack import LocalCloud
 from imagectl.core.errors import UserError
 from imagectl.embedded.base import BaseImage, ancestry
 from imagectl.embedded.procs import Children
@@ -96,7 +97,7 @@ def inputs_key(ws: Workspace, resolved: ResolvedStack, base: BaseImage) -> str:
 
 
 def _cache_dir(key: str) -> Path:
-    return state_dir() / "local" / "candidates" / key
+    return state_dir() / LOCAL.name / "candidates" / key
 
 
 def find_cached(key: str) -> Candidate | None:
@@ -140,7 +141,7 @@ def build_candidate(
 ) -> Candidate:
     """Two progress steps: ``provision`` (site.yml natively in a chroot, see
     ``provision``) then ``build`` (Packer's qemu build runs the booted roles)."""
-    local = resolved.stack.clouds.local
+    local = resolved.stack.clouds.section_of(LocalCloud)
     assert local is not None
     started = time.monotonic()
     build_step: list[Step] = []

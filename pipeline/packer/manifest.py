@@ -106,5 +106,5 @@ def _artifacts(entry: dict[str, Any], v: dict[str, Any]) -> list[Artifact]:
     if builder == "qemu":
         files = [f.get("name", "") for f in entry.get("files") or []]
         disks = [f for f in files if f.endswith(".qcow2")] or files
-        return [Artifact(id=d, location="local", name=Path(d).name, **common) for d in disks]
+        return [Artifact(id=d, location=cloud, name=Path(d).name, **common) for d in disks]
     return [Artifact(id=raw_id, location="", name=name, **common)]
