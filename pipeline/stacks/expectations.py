@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -144,7 +143,7 @@ class BuildExpectations(BaseModel):
         shape)."""
         return next((e.profile for e in self.shapes.values()), None)
 
-    def columns(self) -> tuple[str, dict[str, Any]]:
+    def columns(self) -> tuple[str, dict[str, object]]:
         """(``builds.expectations_digest``, ``builds.expectations``): the catalog's JSON."""
         return self.stack_digest, {
             shape: e.model_dump(mode="json") for shape, e in self.shapes.items()
@@ -152,7 +151,7 @@ class BuildExpectations(BaseModel):
 
     @classmethod
     def from_columns(
-        cls, digest: str | None, shapes: Mapping[str, Any] | None, *, where: str
+        cls, digest: str | None, shapes: Mapping[str, object] | None, *, where: str
     ) -> BuildExpectations | None:
         """The record from the catalog's columns; None for a build recorded before builds
         recorded expectations. A record that does not parse (edited by hand, a foreign

@@ -5,12 +5,12 @@ pydantic models so it cannot drift from them. Editors use it for completion and 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from imagectl.stacks.schema import Stack
 
 
-def stack_json_schema() -> dict[str, Any]:
+def stack_json_schema() -> dict[str, object]:
+    """The schema document (pydantic's, with its $schema and $id)."""
     schema = Stack.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://imagectl.dev/schema/stack.schema.json"

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import load_data
@@ -53,7 +52,9 @@ def load_placeholders(compat_dir: Path) -> tuple[Placeholder, ...]:
         ) from exc
 
 
-def _strings(data: Any, loc: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def _strings(
+    data: object, loc: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
     if isinstance(data, dict):
         for key, value in data.items():
             yield (*loc, key), str(key)

@@ -14,7 +14,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import imagectl.playbooks
 from imagectl.core.errors import UserError
@@ -53,11 +52,34 @@ def _ansible_playbook() -> str:
     return found
 
 
+@dataclass(frozen=True)
+class AnsibleEvent:
+    """What the run reads of one ansible-runner event (its JSON: ``event``, and in
+    ``event_data`` the ``host``, ``task`` and the task's result ``res``)."""
+
+    kind: str
+    host: str
+    task: str
+    result: dict[str, object]
+
+    @classmethod
+    def of(cls, event: dict[str, object]) -> AnsibleEvent:
+        data = event.get("event_data")
+        data = data if isinstance(data, dict) else {}
+        res = data.get("res")
+        return cls(
+            kind=str(event.get("event") or ""),
+            host=str(data.get("host") or ""),
+            task=str(data.get("task") or ""),
+            result=dict(res) if isinstance(res, dict) else {},
+        )
+
+
 def run_validate_playbook(
     *,
-    hosts: dict[str, dict[str, Any]],
-    extravars: dict[str, Any],
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    hosts: dict[str, dict[str, object]],
+    extravars: dict[str, object],
+    on_event: Callable[[AnsibleEvent], None] | None = None,
     timeout_s: float | None = None,
     playbook: Path | None = None,
     cancel: Callable[[], bool] | None = None,
@@ -74,15 +96,13 @@ def run_validate_playbook(
     inventory = {"all": {"children": {GROUP: {"hosts": hosts}}}}
     messages: dict[str, str] = {}
 
-    def handler(event: dict[str, Any]) -> bool:
-        data = event.get("event_data", {}) or {}
-        host = data.get("host")
-        if host and event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
-            res = data.get("res", {}) or {}
-            text = str(res.get("msg") or res.get("stderr") or "")
-            if res.get("rc") is not None:
-                text = f"rc={res.get('rc')}: {text}"
-            messages[host] = f"{data.get('task', '')}: {text}".strip()[-600:]
+    def handler(raw: dict[str, object]) -> bool:
+        event = AnsibleEvent.of(raw)
+        if event.host and event.kind in ("runner_on_failed", "runner_on_unreachable"):
+            text = str(event.result.get("msg") or event.result.get("stderr") or "")
+            if event.result.get("rc") is not None:
+                text = f"rc={event.result.get('rc')}: {text}"
+            messages[event.host] = f"{event.task}: {text}".strip()[-600:]
         if on_event is not None:
             on_event(event)
         return True
@@ -95,21 +115,18 @@ def run_validate_playbook(
             "ANSIBLE_NOCOLOR": "True",
             "PATH": f"{Path(binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
-        kwargs: dict[str, Any] = {
-            "private_data_dir": pdd,
-            "playbook": str(book),
-            "inventory": inventory,
-            "extravars": extravars,
-            "envvars": env,
-            "quiet": True,
-            "forks": max(1, len(hosts)),
-            "event_handler": handler,
-        }
-        if timeout_s:
-            kwargs["timeout"] = int(timeout_s)
-        if cancel is not None:
-            kwargs["cancel_callback"] = cancel
-        runner = ansible_runner.run(**kwargs)
+        runner = ansible_runner.run(
+            private_data_dir=pdd,
+            playbook=str(book),
+            inventory=inventory,
+            extravars=extravars,
+            envvars=env,
+            quiet=True,
+            forks=max(1, len(hosts)),
+            event_handler=handler,
+            **({"timeout": int(timeout_s)} if timeout_s else {}),
+            **({"cancel_callback": cancel} if cancel is not None else {}),
+        )
         stats = runner.stats or {}
         tail = ""
         if runner.status != "successful":

@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from imagectl.clouds.base import CapacityError, Instance, Provider, QuotaError
 from imagectl.clouds.common import NotReachable, instance_tags
@@ -35,7 +34,7 @@ from imagectl.validation.decide import (
     decide,
 )
 from imagectl.validation.fabric import nodes as fabric_nodes
-from imagectl.validation.fanout import FanoutResult, run_validate_playbook
+from imagectl.validation.fanout import AnsibleEvent, FanoutResult, run_validate_playbook
 from imagectl.validation.progress import Reporter
 from imagectl.validation.receipts import HostOutcome, load_bound
 from imagectl.validation.request import ValidationRequest, host_vars
@@ -226,11 +225,8 @@ class ValidationRun:
         }
         self.reporter.step(f"running the validator on {len(hosts)} host(s) through Ansible")
 
-        def on_event(event: dict[str, Any]) -> None:
-            data = event.get("event_data", {}) or {}
-            kind = event.get("event", "")
-            host = data.get("host")
-            if not host:
+        def on_event(event: AnsibleEvent) -> None:
+            if not event.host:
                 return
             status = {
                 "runner_on_start": "running",
@@ -238,9 +234,9 @@ class ValidationRun:
                 "runner_on_failed": "failed",
                 "runner_on_unreachable": "unreachable",
                 "runner_on_skipped": "skipped",
-            }.get(kind)
+            }.get(event.kind)
             if status:
-                self.reporter.task(host, data.get("task", ""), status)
+                self.reporter.task(event.host, event.task, status)
 
         fan: FanoutResult = run_validate_playbook(
             hosts=hosts,
