@@ -28,14 +28,13 @@ import os
 import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.building.stage import BuildRequest, build_image
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.local.spec import SPEC as LOCAL
-from imagectl.clouds.local.stack import LocalCloud
 from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.embedded.procs import Terminated
@@ -57,6 +56,9 @@ from imagectl.stacks.resolve import ResolvedStack
 from imagectl.validation.progress import Reporter
 from imagectl.validation.stage import ImageValidationRequest, validate_image
 from imagectl.validators.receipt import Receipt, load_receipt
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key
 
 CLOUD = LOCAL.name
 JUDGED = (ImageState.VALIDATED, ImageState.PROMOTING, ImageState.PROMOTED,
@@ -99,7 +101,7 @@ class RunResult:
     regions_reached: list[str] = field(default_factory=list)
     promotion_state: str | None = None
     blocked_reason: str | None = None
-    validation: dict[str, Any] | None = None  # what validate-image returned
+    validation: dict[str, object] | None = None  # what validate-image returned
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -107,12 +109,13 @@ class RunResult:
     def exit_code(self) -> int:
         return EXIT_OK if self.outcome == "promoted" else EXIT_FAILED
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        """``imagectl run --json`` and the run's result.json."""
         return {**asdict(self), "exit_code": self.exit_code}
 
 
 def choose_regions(resolved: ResolvedStack, count: int | None) -> list[str]:
-    local = resolved.stack.clouds.section_of(LocalCloud)
+    local = resolved.stack.clouds.local
     if local is None:
         raise UserError(
             f"stack '{resolved.name}' has no clouds.local section",
@@ -163,7 +166,7 @@ def run_local(ws: Workspace, opts: RunOptions, progress: Progress) -> RunResult:
     _, resolved = load_resolved(ws.images, opts.stack)
     regions = choose_regions(resolved, opts.regions)
     run_id = new_build_id()
-    run_dir = state_dir() / LOCAL.name / "runs" / run_id
+    run_dir = state_dir() / "local" / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     result = RunResult(
         stack=resolved.name, outcome="failed", run_id=run_id, run_dir=str(run_dir), regions=regions
@@ -302,7 +305,7 @@ def _pipeline(
         result.error = f"promotion ended {promo.state}"
 
 
-def run_trust() -> list[Any]:
+def run_trust() -> list[Key]:
     """The keys the local run signs with and trusts. Without a configured signer the run
     creates the state folder's key itself, explicitly (the local demonstration: the one
     place besides ``imagectl attest`` that makes a key), and trusts exactly it; with
