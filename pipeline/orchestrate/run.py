@@ -35,6 +35,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog, open_catalog
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.clouds.local.stack import LocalCloud
 from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.embedded.procs import Terminated
@@ -115,7 +116,7 @@ class RunResult:
 
 
 def choose_regions(resolved: ResolvedStack, count: int | None) -> list[str]:
-    local = resolved.stack.clouds.local
+    local = resolved.stack.clouds.section_of(LocalCloud)
     if local is None:
         raise UserError(
             f"stack '{resolved.name}' has no clouds.local section",
@@ -166,7 +167,7 @@ def run_local(ws: Workspace, opts: RunOptions, progress: Progress) -> RunResult:
     _, resolved = load_resolved(ws.images, opts.stack)
     regions = choose_regions(resolved, opts.regions)
     run_id = new_build_id()
-    run_dir = state_dir() / "local" / "runs" / run_id
+    run_dir = state_dir() / LOCAL.name / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     result = RunResult(
         stack=resolved.name, outcome="failed", run_id=run_id, run_dir=str(run_dir), regions=regions
