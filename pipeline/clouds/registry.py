@@ -17,8 +17,8 @@ shapes (``CloudSpec.shapes_file``). Nothing outside that distribution is edited.
 Nothing is imported before it is needed: ``cloud_names`` reads the builtin names and the
 entry points' names (installed metadata, no import), and the specs are imported on the
 first ``specs()`` / ``cloud_spec`` (no SDK: ``get_provider`` imports that), so
-``imagectl --help`` stays fast. Importing this module fills the stack schema's sections
-hook (``imagectl.stacks.sections``): the dependency runs clouds -> stacks.
+``imagectl --help`` stays fast. ``stack_sections()`` fills the stack schema's sections hook
+(``imagectl.stacks.sections``): the dependency runs clouds -> stacks.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ from __future__ import annotations
 import importlib
 from functools import lru_cache
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.base import Provider
-from imagectl.clouds.spec import CloudSpec, ProviderOptions
 from imagectl.core.errors import UserError
-from imagectl.stacks import sections as stack_sections
-from imagectl.validators.shapes import add_shape_file
+
+if TYPE_CHECKING:  # imported when a spec is loaded: cloud_names() stays light (--help)
+    from imagectl.clouds.base import Provider
+    from imagectl.clouds.spec import CloudSpec, ProviderOptions
+    from imagectl.stacks.sections import CloudSection
 
 # The clouds shipped with imagectl: name -> "module:attribute" of its spec, in the order
 # they are listed everywhere (the same form as an entry point's value).
@@ -65,6 +66,9 @@ def _origin(ep: metadata.EntryPoint) -> str:
 
 
 def _load(name: str, target: str, origin: str) -> CloudSpec[Any]:
+    from imagectl.clouds.spec import CloudSpec
+    from imagectl.validators.shapes import add_shape_file
+
     module_name, _, attr = target.partition(":")
     try:
         spec = getattr(importlib.import_module(module_name), attr or "SPEC")
@@ -86,6 +90,8 @@ def _load(name: str, target: str, origin: str) -> CloudSpec[Any]:
             hint="A cloud's entry point names its CloudSpec instance, whose name and "
             "section.name are the entry point's name",
         )
+    if spec.shapes_file is not None:  # its validation shapes join the shape table
+        add_shape_file(spec.shapes_file)
     return spec
 
 
@@ -100,9 +106,6 @@ def specs() -> dict[str, CloudSpec[Any]]:
                 hint="Uninstall the distribution, or register its cloud under another name",
             )
         found[ep.name] = _load(ep.name, ep.value, _origin(ep))
-    for spec in found.values():
-        if spec.shapes_file is not None:
-            add_shape_file(spec.shapes_file)
     return found
 
 
@@ -144,4 +147,7 @@ def get_provider(spec: CloudSpec[Any], options: ProviderOptions | None = None) -
     return provider
 
 
-stack_sections.fill(lambda: {name: spec.section for name, spec in specs().items()})
+def stack_sections() -> dict[str, CloudSection]:
+    """Each registered cloud's stack section, by name: what fills the stack schema's
+    ``clouds:`` (``imagectl.stacks.sections``, which asks here on first use)."""
+    return {name: spec.section for name, spec in specs().items()}

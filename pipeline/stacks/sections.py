@@ -6,10 +6,11 @@ Each cloud's folder (``imagectl.clouds.<name>.stack``) holds its section's pydan
 not have, what it refuses at launch), and says which of the stack's fabrics
 (``network.<name>``) it installs; it hands them over as one ``CloudSection``. The cloud
 registry (``imagectl.clouds.registry``, which also reads the clouds registered from outside
-the package) fills the hook with ``fill`` when it is imported. Nothing here names a cloud:
-the stack schema asks ``sections()`` the first time a stack is validated (not at import,
-so ``imagectl --help`` loads no cloud), and a stack naming a cloud nobody registered is
-refused by the schema (``extra="forbid"``).
+the package) fills the hook: its ``stack_sections()`` answers ``sections()``.
+
+Nothing here names a cloud: the stack schema asks ``sections()`` the first time a stack is
+validated (not at import, so ``imagectl --help`` loads no cloud), and a stack naming a
+cloud nobody registered is refused by the schema (``extra="forbid"``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from imagectl.stacks.findings import Finding
 
 # (the cloud's section, images/compat) -> lint's findings about it (``imagectl lint``:
@@ -46,24 +47,17 @@ class CloudSection:
     written_when_absent: bool = False
 
 
-# The module whose import fills the hook (the cloud registry): imported on first use only.
+# The module that fills the hook (the cloud registry): its ``stack_sections()`` is asked on
+# first use, so neither side imports the other at import time.
 FILLED_BY = "imagectl.clouds.registry"
-_source: Callable[[], Mapping[str, CloudSection]] | None = None
-
-
-def fill(source: Callable[[], Mapping[str, CloudSection]]) -> None:
-    """The registry hands its sections over (name -> section, in the registry's order)."""
-    global _source
-    _source = source
 
 
 def sections() -> Mapping[str, CloudSection]:
-    """Every registered cloud's section, by name."""
-    if _source is None:
-        importlib.import_module(FILLED_BY)
-    if _source is None:
-        raise RuntimeError(f"{FILLED_BY} did not fill the stack sections hook")
-    return _source()
+    """Every registered cloud's section, by name (the registry's order)."""
+    source: Callable[[], Mapping[str, CloudSection]] = importlib.import_module(
+        FILLED_BY
+    ).stack_sections
+    return source()
 
 
 def section_findings(enabled: Mapping[str, Any], compat_dir: Path) -> Iterator[Finding]:
