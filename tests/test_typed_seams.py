@@ -28,7 +28,6 @@ PACKAGES = ("building", "validation", "promotion", "orchestrate", "stacks")
 # The JSON edges: what each turns into plain data, and where that goes.
 SERIALIZERS = {
     "promotion/query.py:catalog_status",  # status --json
-    "stacks/resolve.py:Pins.to_dict",  # plan --json, receipts' pins
     # a data file read as plain data (helper A's; a typed model of regions.yaml would end it)
     "stacks/locations.py:cloud_locations",  # images/compat/regions.yaml, one cloud's part
 }

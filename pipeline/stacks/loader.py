@@ -14,17 +14,21 @@ import difflib
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from imagectl.core.errors import StackError, UserError
 from imagectl.stacks.schema import STACK_NAME, Clouds, Stack, clouds_model
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's loader where PyYAML was built with it (the wheels are), else the pure one
+_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)
 _FLOAT = "tag:yaml.org,2002:float"
 _INT = "tag:yaml.org,2002:int"
 _BOOL = "tag:yaml.org,2002:bool"
@@ -171,7 +175,7 @@ def read_yaml(path: Path, text: str | None = None) -> yaml.MappingNode:
     return node
 
 
-def _non_scalar_keys(node: yaml.Node) -> Any:
+def _non_scalar_keys(node: yaml.Node) -> Iterator[int]:
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if not isinstance(key, yaml.ScalarNode):
@@ -182,7 +186,7 @@ def _non_scalar_keys(node: yaml.Node) -> Any:
             yield from _non_scalar_keys(item)
 
 
-def _duplicate_keys(node: yaml.Node) -> Any:
+def _duplicate_keys(node: yaml.Node) -> Iterator[tuple[str, int]]:
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key, value in node.value:
@@ -195,7 +199,7 @@ def _duplicate_keys(node: yaml.Node) -> Any:
             yield from _duplicate_keys(item)
 
 
-def to_plain(node: yaml.Node) -> Any:
+def to_plain(node: yaml.Node) -> object:
     """Node tree -> plain data. Floats keep their text ("12.10" stays "12.10"): every
     dotted number in a stack is a version, never arithmetic."""
     if isinstance(node, yaml.MappingNode):
@@ -230,7 +234,7 @@ def locate(node: yaml.Node, loc: tuple[str | int, ...] | list[str | int]) -> int
 
 def _allowed_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
     """Field names of the sub-model reached by ``loc`` (for did-you-mean hints)."""
-    current: Any = model
+    current: type[BaseModel] | None = model
     for key in loc:
         if isinstance(key, int):
             continue
@@ -246,7 +250,7 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[st
     return list(getattr(current, "model_fields", {}))
 
 
-def _model_in(annotation: Any) -> Any:
+def _model_in(annotation: object) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()) or ():
@@ -256,7 +260,7 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def _describe(err: Any, path: Path, raw: yaml.MappingNode) -> str:
+def _describe(err: ErrorDetails, path: Path, raw: yaml.MappingNode) -> str:
     loc = tuple(err["loc"])
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     line = locate(raw, loc)

@@ -10,10 +10,12 @@ and the digest that identifies the pin set everywhere later (tags, receipts, cat
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from imagectl.compat.data import CompatData, PackageSet
 from imagectl.compat.engine import Combination
@@ -50,7 +52,7 @@ class Pins:
     container_toolkit: str | None
     validator_toolkit: dict[str, str] | None  # torch, cuda (X.Y), variant (cuXY)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
@@ -118,12 +120,11 @@ class ResolvedStack:
         major, minor = tk.cuda.split(".")
         return {"torch": tk.torch, "cuda": tk.cuda, "variant": f"cu{major}{minor}"}
 
-    def combination(self, as_of: Any = None) -> Combination:
+    def combination(self, as_of: dt.date | None = None) -> Combination:
+        """The pins the compatibility rules judge (``as_of``: the day they are judged on;
+        today when None)."""
         n = self.stack.nvidia
         assert n is not None
-        kwargs: dict[str, Any] = {}
-        if as_of is not None:
-            kwargs["as_of"] = as_of
         return Combination(
             driver=n.driver.version,
             cuda=n.cuda,
@@ -139,7 +140,7 @@ class ResolvedStack:
                 (t for c in self.stack.clouds.enabled().values() if (t := c.security_type)),
                 None,
             ),
-            **kwargs,
+            as_of=as_of or dt.date.today(),
         )
 
 
@@ -192,7 +193,7 @@ def resolve(stack: Stack, data: CompatData) -> ResolvedStack:
     )
 
 
-def _pinned(spec: PackageSet, pin: str, fields: dict[str, Any]) -> PinnedPackages:
+def _pinned(spec: PackageSet, pin: str, fields: Mapping[str, object]) -> PinnedPackages:
     return PinnedPackages(
         component=spec.component,
         var=spec.var,
