@@ -24,7 +24,7 @@ from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.clouds.local.stack import LocalCloud
 from imagectl.clouds.local.vms import BootFiles
 from imagectl.core.errors import UserError
-from imagectl.embedded import faults
+from imagectl.embedded import FAULTS, faults
 from imagectl.embedded.accel import AccelChoice, choose_accel
 from imagectl.embedded.base import BaseImage, BaseSpec, ensure_base
 from imagectl.embedded.candidate import Candidate, build_candidate, find_cached, inputs_key
@@ -87,8 +87,8 @@ def quiet_progress() -> Progress:
 
 
 def check_fault(name: str | None) -> None:
-    if name and name not in faults.FAULTS:
-        raise UserError(f"unknown fault '{name}'", hint=f"Use one of: {', '.join(faults.FAULTS)}")
+    if name and name not in FAULTS:
+        raise UserError(f"unknown fault '{name}'", hint=f"Use one of: {', '.join(FAULTS)}")
 
 
 def prepare(

@@ -59,7 +59,8 @@ from imagectl.validation.stage import ImageValidationRequest, validate_image
 from imagectl.validators.receipt import Receipt, load_receipt
 
 if TYPE_CHECKING:
-    from securesystemslib.signer import Key
+    # the class's own module: securesystemslib.signer imports it without re-exporting
+    from securesystemslib.signer._key import Key
 
 CLOUD = LOCAL.name
 JUDGED = (ImageState.VALIDATED, ImageState.PROMOTING, ImageState.PROMOTED,

@@ -70,7 +70,8 @@ from imagectl.stacks.schema import Stack
 from imagectl.tags import TAG_REVOKED
 
 if TYPE_CHECKING:
-    from securesystemslib.signer import Key
+    # the class's own module: securesystemslib.signer imports it without re-exporting
+    from securesystemslib.signer._key import Key
 
 DEFAULT_TIMEOUT_S = 3600.0
 

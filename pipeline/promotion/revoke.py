@@ -44,7 +44,8 @@ from imagectl.validators.attestation import (
 )
 
 if TYPE_CHECKING:
-    from securesystemslib.signer import Key
+    # the class's own module: securesystemslib.signer imports it without re-exporting
+    from securesystemslib.signer._key import Key
 
 
 @dataclass(frozen=True)
