@@ -185,8 +185,9 @@ def _any_count() -> int:
     return count
 
 
-# ``Any`` (Name or .Any attribute) in the five packages: 109 before issue 46's typed seams.
-ANY_CEILING = 109
+# ``Any`` (Name or .Any attribute) in the five packages: 109 before issue 46's typed seams,
+# 16 after (catalog_status's status document and the stack schema's section hook).
+ANY_CEILING = 16
 
 
 def test_any_in_the_stage_packages_only_goes_down() -> None:
