@@ -34,7 +34,7 @@ from imagectl.core.errors import EXIT_FAILED, UserError
 if TYPE_CHECKING:
     from urllib3.connectionpool import HTTPConnectionPool
 
-    from imagectl.embedded.procs import SignalHandler
+    from imagectl.core.signals import SignalHandler
 
 ENV = "IMAGECTL_DEADLINE_S"
 DEFAULTS: dict[str, float] = {  # seconds

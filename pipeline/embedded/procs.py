@@ -23,9 +23,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from imagectl.core.signals import SignalHandler
+
 # what signal.signal() returns and takes: a handler, SIG_DFL/SIG_IGN, or None (not set
 # from Python)
-SignalHandler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 PR_SET_PDEATHSIG = 1
 

@@ -25,7 +25,7 @@ from imagectl.core.errors import EXIT_FAILED, UserError
 from imagectl.packer.machine_readable import PackerEvent, parse_line
 
 if TYPE_CHECKING:
-    from imagectl.embedded.procs import SignalHandler
+    from imagectl.core.signals import SignalHandler
 
 EventCallback = Callable[[PackerEvent], None]
 
