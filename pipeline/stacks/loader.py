@@ -299,10 +299,11 @@ def _describe(err: ErrorDetails, path: Path, raw: yaml.MappingNode) -> str:
 
 
 # Each stack file is parsed once per process: a parse (compose, screen, validate) is kept
-# by the file's path and exact text, so every later load of the same text returns the same
-# (frozen) LoadedStack, and a file edited since is parsed again. Only a successful parse is
-# kept; a bad file is refused again each time.
-_PARSED: dict[tuple[str, str], LoadedStack] = {}
+# by the file's path and exact text, and the clouds registered when it was validated (the
+# schema's clouds: section is theirs), so every later load of the same text returns the
+# same (frozen) LoadedStack, and a file edited since is parsed again. Only a successful
+# parse is kept; a bad file is refused again each time.
+_PARSED: dict[tuple[str, str, type[Clouds]], LoadedStack] = {}
 _MAX_PARSED = 256
 _parses = 0
 
@@ -317,7 +318,7 @@ def load_stack(path: Path) -> LoadedStack:
     """The stack file at ``path``, parsed and validated (once per process per text)."""
     global _parses
     text = _read_text(path)
-    key = (str(path), text)
+    key = (str(path), text, clouds_model())
     cached = _PARSED.get(key)
     if cached is not None:
         return cached
