@@ -54,7 +54,9 @@ def atomic_write(path: Path | str, data: str | bytes, *, mode: int = 0o644) -> P
     return path
 
 
-def atomic_write_json(path: Path | str, payload: Any, *, mode: int = 0o644, **dumps: Any) -> Path:
+def atomic_write_json(
+    path: Path | str, payload: object, *, mode: int = 0o644, **dumps: Any
+) -> Path:
     """``atomic_write`` of ``json.dumps(payload, **dumps)`` plus a final newline."""
     return atomic_write(path, json.dumps(payload, **dumps) + "\n", mode=mode)
 

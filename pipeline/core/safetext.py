@@ -35,7 +35,6 @@ with it), so that ``--help`` stays light.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from rich.markup import escape
 from rich.text import Text
@@ -51,7 +50,7 @@ _NONCHAR = r"[\ufffe\uffff]"  # noncharacters: no reader shows them, XML forbids
 _UNSAFE = re.compile("|".join((_STRING, _CSI, _ESC, _CONTROL, _BIDI, _NONCHAR)))
 
 
-def plain(value: Any) -> str:
+def plain(value: object) -> str:
     """``str(value)`` without escape sequences or control characters (but ``\\n``, ``\\t``)."""
     return _UNSAFE.sub("", value if isinstance(value, str) else str(value))
 
@@ -59,39 +58,39 @@ def plain(value: Any) -> str:
 _NOT_XML = re.compile("[\ud800-\udfff]")  # lone surrogates (plain removes the rest)
 
 
-def xml_text(value: Any) -> str:
+def xml_text(value: object) -> str:
     """``plain(value)`` with only characters XML 1.0 allows (see the module docstring)."""
     return _NOT_XML.sub("", plain(value))
 
 
-def prom_label(value: Any) -> str:
+def prom_label(value: object) -> str:
     """A Prometheus label value: inert, ``\\``, ``"`` and line feed escaped (the text
     format's three escapes)."""
     text = plain("" if value is None else value).replace("\\", "\\\\").replace('"', '\\"')
     return text.replace("\n", "\\n")
 
 
-def one_line(value: Any) -> str:
+def one_line(value: object) -> str:
     """``plain(value)`` on one line: newlines and tabs as spaces (a table cell, a label)."""
     return " ".join(plain(value).split()) if value is not None else ""
 
 
-def cell(value: Any, style: str = "") -> Text:
+def cell(value: object, style: str = "") -> Text:
     """A rich ``Text`` of ``plain(value)``: printed literally, never parsed as markup."""
     return Text(plain(value), style=style)
 
 
-def cells(*values: Any) -> list[Text]:
+def cells(*values: object) -> list[Text]:
     """``cell`` of each value: a table row of data (``table.add_row(*cells(a, b))``)."""
     return [cell(v) for v in values]
 
 
-def markup(value: Any) -> str:
+def markup(value: object) -> str:
     """``plain(value)`` escaped for rich markup: literal brackets inside a markup string."""
     return escape(plain(value))
 
 
-def md_cell(value: Any) -> str:
+def md_cell(value: object) -> str:
     """``value`` as an inert GitHub Markdown table cell (a code span; "" stays empty)."""
     text = plain("" if value is None else value).replace("\t", " ")
     text = text.replace("\r\n", "\n").replace("\n", "␤")
