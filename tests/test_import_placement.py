@@ -62,8 +62,16 @@ def function_level_imports(source: str) -> list[tuple[int, str]]:
     return found
 
 
+# file -> why it may import its own package's modules inside a function
+LAZY_OWN = {
+    "pipeline/clouds/registry.py": "the CLI reads the cloud names for --cloud's choices at "
+    "--help; a spec (CloudSpec pulls in the stack schema and pydantic, ~0.14 s) and the "
+    "validator's shape table load only when a cloud's spec is first asked for",
+}
+
+
 def allowed(path: str, module: str) -> bool:
-    return path.startswith(CLI) or module.split(".")[0] in LAZY_SDKS
+    return path.startswith(CLI) or module.split(".")[0] in LAZY_SDKS or path in LAZY_OWN
 
 
 def test_function_level_imports_only_where_allowed() -> None:
@@ -99,3 +107,5 @@ def test_the_scan_finds_a_hidden_import_and_spares_the_allowed_ones() -> None:
         "imagectl.stacks",
     ]
     assert allowed("pipeline/cli/common.py", "imagectl.catalog.db")
+    assert allowed("pipeline/clouds/registry.py", "imagectl.clouds.spec")
+    assert not allowed("pipeline/clouds/reap.py", "imagectl.clouds.spec")
