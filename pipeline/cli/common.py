@@ -1,8 +1,8 @@
-"""Shared pieces of every sub-command: output, JSON, errors and exit codes."""
+"""Shared pieces of every sub-command: options, errors and exit codes (output and JSON:
+``imagectl.core.output``, shared with the validator's host-side commands)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -11,19 +11,16 @@ import click
 
 from imagectl.cli.completion import complete_stacks
 from imagectl.core.errors import EXIT_BAD_INPUT, UserError
+from imagectl.core.output import console
+from imagectl.core.output import crash_traces as crash_traces  # the commands' import path
+from imagectl.core.output import emit_json as emit_json
+from imagectl.core.output import json_option as json_option
 from imagectl.embedded import FAULTS
 
 if TYPE_CHECKING:  # the registry module stays light: --help imports nothing more
     from imagectl.paths import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def json_option(func: F) -> F:
-    """``--json``: machine-readable output on stdout instead of the rich view."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
-        func
-    )
 
 
 def stack_option(
@@ -107,33 +104,6 @@ def stack_name(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
                 hint="`imagectl lint` lists the stacks",
             )
     return value
-
-
-def console(stderr: bool = False) -> Any:
-    """A rich console; when output is not a terminal, wide enough for tables in logs."""
-    import os
-
-    from rich.console import Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() or "COLUMNS" in os.environ else 160
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=width)
-
-
-def crash_traces() -> None:
-    """A crash inside a C library (a GPU driver's) prints the Python stack that reached it
-    on stderr instead of a bare "Segmentation fault" (where stderr is a real file)."""
-    import contextlib
-    import faulthandler
-    import io
-
-    # stderr captured in memory (a test's runner): nothing to write to
-    with contextlib.suppress(io.UnsupportedOperation, ValueError, AttributeError):
-        faulthandler.enable()
-
-
-def emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def workspace(ctx: click.Context) -> Workspace:
