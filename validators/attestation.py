@@ -26,13 +26,16 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from imagectl.core.boundedjson import parse_bounded
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write_json
 from imagectl.core.safetext import one_line
 from imagectl.validators import identity
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import Key
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://imagectl.dev/attestation/validation/v1"
@@ -61,7 +64,7 @@ LIMITS: dict[str, tuple[int, int]] = {  # what -> (bytes, nesting depth)
 }
 
 
-def _bounded(data: bytes | str, what: str, where: str) -> Any:
+def _bounded(data: bytes | str, what: str, where: str) -> object:
     max_bytes, max_depth = LIMITS.get(what, (MAX_FILE_BYTES, 16))
     try:
         return parse_bounded(
@@ -113,7 +116,7 @@ def _why(exc: BaseException) -> str:
     return str(getattr(exc, "strerror", None) or exc)
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str) -> object:
     target = check_file(path, what)
     try:
         if target.stat().st_size > LIMITS.get(what, (MAX_FILE_BYTES, 0))[0]:
@@ -134,7 +137,7 @@ class TrustedKeys(list):  # type: ignore[type-arg]
     threshold: int = 1
 
 
-def threshold_of(keys: list[Any]) -> int:
+def threshold_of(keys: list[Key]) -> int:
     return int(getattr(keys, "threshold", 1))
 
 
@@ -151,13 +154,13 @@ def parse_trust(trust_file: Path) -> TrustedKeys:
     return trust_from(doc, f"the trust file {trust_file}")
 
 
-def trust_from(doc: Any, where: str) -> TrustedKeys:
+def trust_from(doc: object, where: str) -> TrustedKeys:
     from securesystemslib.signer import SSlibKey
     from securesystemslib.signer._utils import compute_default_keyid
 
-    entries = doc.get("keys") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
+    if not isinstance(doc, dict) or not isinstance(doc.get("keys"), list):
         raise BadAttestationInput(f'{where} is not a trust document ({{"keys": [...]}})')
+    entries = doc["keys"]
     unknown = sorted(set(doc) - TRUST_FIELDS)
     if unknown:
         raise BadAttestationInput(
@@ -206,8 +209,8 @@ def trusted_keys(trust_file: Path) -> TrustedKeys:
 
 
 def _signed_payload(
-    envelope: Any, keys: list[Any], where: str, payload_type: str
-) -> tuple[Any, list[str]]:
+    envelope: object, keys: list[Key], where: str, payload_type: str
+) -> tuple[object, list[str]]:
     """(the parsed payload, reasons) of a DSSE envelope: its signatures are checked
     first, by ``threshold_of(keys)`` distinct trusted keys, and only then is the payload
     parsed (bounded). A bad signature or another payload type is a reason and nothing
@@ -232,14 +235,16 @@ def _signed_payload(
     return _bounded(env.payload, "payload", f"{where}'s payload"), []
 
 
-def _shown(value: Any, limit: int = 400) -> str:
+def _shown(value: object, limit: int = 400) -> str:
     """``value`` inert (``imagectl.core.safetext``: no escape sequence or bidi control from a
     statement reaches a terminal) on one line, at most ``limit`` characters."""
     text = one_line(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def statement_of(envelope: dict[str, Any], keys: list[Any], where: str) -> tuple[Any, list[str]]:
+def statement_of(
+    envelope: dict[str, object], keys: list[Key], where: str
+) -> tuple[dict[str, object] | None, list[str]]:
     """(the statement, reasons) of a DSSE envelope: a bad signature is a reason (and the
     payload is then not parsed: None)."""
     statement, reasons = _signed_payload(envelope, keys, where, PAYLOAD_TYPE)
@@ -252,19 +257,24 @@ def statement_of(envelope: dict[str, Any], keys: list[Any], where: str) -> tuple
     return statement, reasons
 
 
-def subjects(statement: dict[str, Any]) -> dict[str, Any]:
+def subjects(statement: dict[str, object]) -> dict[str, object]:
+    listed = statement.get("subject")
     return {
-        str(s.get("name")): (s.get("digest") or {}).get("sha256")
-        for s in statement.get("subject") or []
+        str(s.get("name")): _sha256_of(s.get("digest"))
+        for s in (listed if isinstance(listed, list) else [])
         if isinstance(s, dict)
     }
+
+
+def _sha256_of(digest: object) -> object:
+    return digest.get("sha256") if isinstance(digest, dict) else None
 
 
 def name_digest(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()
 
 
-def image_subjects(statement: dict[str, Any]) -> list[str]:
+def image_subjects(statement: dict[str, object]) -> list[str]:
     """The statement's ``image:<cloud>/<region>/<id>`` subjects whose digest is their
     name's (the form the controller signs)."""
     return [
@@ -288,7 +298,7 @@ def _cloud_of(text: str) -> str | None:
 
 
 def image_reason(
-    statement: dict[str, Any],
+    statement: dict[str, object],
     image_id: str,
     cloud: str | None,
     where: str,
@@ -313,12 +323,12 @@ def image_reason(
     return f"{where} attests {shown}, not {label or _shown(image_id)} ({_shown(why)})"
 
 
-def names_image(statement: dict[str, Any], image_id: str, cloud: str | None = None) -> bool:
+def names_image(statement: dict[str, object], image_id: str, cloud: str | None = None) -> bool:
     """Does a signed image subject name ``image_id``, compared whole (``image_reason``)?"""
     return image_reason(statement, image_id, cloud, "") is None
 
 
-def judged_whole(statement: dict[str, Any], where: str) -> list[str]:
+def judged_whole(statement: dict[str, object], where: str) -> list[str]:
     """The statement's own consistency: its verdict is pass, it carries receipts, and
     every receipt it carries passed for the image and stack digest it names. A statement
     that says pass while one of its receipts failed is no attestation."""
@@ -332,7 +342,7 @@ def judged_whole(statement: dict[str, Any], where: str) -> list[str]:
     if not isinstance(receipts, list) or not receipts:
         return [*reasons, f"{where} carries no receipt for its verdict"]
     found = predicate.get("image")
-    image: dict[str, Any] = found if isinstance(found, dict) else {}
+    image: dict[str, object] = found if isinstance(found, dict) else {}
     for i, receipt in enumerate(receipts):
         if not isinstance(receipt, dict):
             reasons.append(f"{where}: receipt {i} is not a receipt")
@@ -353,7 +363,7 @@ def judged_whole(statement: dict[str, Any], where: str) -> list[str]:
     return reasons
 
 
-def revocation_statements(entries: Any, keys: list[Any], where: str) -> list[dict[str, Any]]:
+def revocation_statements(entries: object, keys: list[Key], where: str) -> list[dict[str, object]]:
     """The trusted revocation statements among ``entries`` (revocation envelopes): an
     envelope not signed by a trusted key is ignored (anyone may write one; one trusted
     key may revoke, as revoking only ever refuses more). Not a list, or an entry that is
@@ -378,7 +388,7 @@ def revocation_statements(entries: Any, keys: list[Any], where: str) -> list[dic
     return out
 
 
-def revocations_of(doc: Any, keys: list[Any], where: str) -> list[dict[str, Any]]:
+def revocations_of(doc: object, keys: list[Key], where: str) -> list[dict[str, object]]:
     """The trusted revocation statements of the catalog's own rows (``{"revocations":
     [envelope, ...]}``); what comes from outside is a signed list
     (``open_revocation_list``)."""
@@ -395,10 +405,16 @@ class RevocationList:
     version: int
     expires: dt.datetime
     digest: str  # sha256-<hex> of the list's envelope
-    statements: list[dict[str, Any]]
+    statements: list[dict[str, object]]
 
 
-def _when(value: Any) -> dt.datetime | None:
+def _version_of(seen: dict[str, object]) -> int:
+    """The version kept in ``seen`` (``load_seen`` keeps only a whole number; 0: none)."""
+    version = seen.get("version") or 0
+    return int(version) if isinstance(version, (int, str, float)) else 0
+
+
+def _when(value: object) -> dt.datetime | None:
     try:
         when = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
@@ -407,11 +423,11 @@ def _when(value: Any) -> dt.datetime | None:
 
 
 def open_revocation_list(
-    doc: Any,
-    keys: list[Any],
+    doc: object,
+    keys: list[Key],
     where: str,
     *,
-    seen: dict[str, Any] | None = None,
+    seen: dict[str, object] | None = None,
     now: dt.datetime | None = None,
 ) -> tuple[RevocationList | None, list[str]]:
     """(the list, reasons it is refused) of a signed revocation list, in the manner of
@@ -445,7 +461,7 @@ def open_revocation_list(
             "renewed may hide newer revocations (freeze); publish a fresh one"
         )
     if seen:
-        kept = int(seen.get("version") or 0)
+        kept = _version_of(seen)
         if version < kept:
             reasons.append(
                 f"{where} is version {version}, older than version {kept} already seen "
@@ -461,7 +477,7 @@ def open_revocation_list(
     return RevocationList(version, expires, digest, statements), []
 
 
-def load_seen(path: Path) -> dict[str, Any] | None:
+def load_seen(path: Path) -> dict[str, object] | None:
     """The highest revocation list version this verifier kept (None: none yet)."""
     if not path.exists() and not path.is_symlink():
         return None
@@ -474,9 +490,9 @@ def load_seen(path: Path) -> dict[str, Any] | None:
     return doc
 
 
-def record_seen(path: Path, found: RevocationList, seen: dict[str, Any] | None) -> None:
+def record_seen(path: Path, found: RevocationList, seen: dict[str, object] | None) -> None:
     """Keep ``found``'s version when it is higher than ``seen``'s."""
-    if seen and int(seen.get("version") or 0) >= found.version:
+    if seen and _version_of(seen) >= found.version:
         return
     atomic_write_json(
         path, {"version": found.version, "digest": found.digest,
@@ -485,7 +501,7 @@ def record_seen(path: Path, found: RevocationList, seen: dict[str, Any] | None) 
 
 
 def revoked_by(
-    revocations: list[dict[str, Any]], statement: dict[str, Any], digest: str | None
+    revocations: list[dict[str, object]], statement: dict[str, object], digest: str | None
 ) -> list[str]:
     """Reasons a trusted revocation names this attestation (its envelope digest) or one
     of its images (compared by identity: a revocation naming an image by its short id
@@ -501,7 +517,8 @@ def revoked_by(
                 hit = True
                 break
         if hit:
-            predicate = revocation.get("predicate") or {}
+            found = revocation.get("predicate")
+            predicate = found if isinstance(found, dict) else {}
             reasons.append(
                 f"revoked by {_shown(predicate.get('revoked_by', 'an operator'))} at "
                 f"{_shown(predicate.get('revoked_at', '?'))}: "
@@ -510,7 +527,7 @@ def revoked_by(
     return reasons
 
 
-def envelope_digest(envelope: dict[str, Any]) -> str:
+def envelope_digest(envelope: object) -> str:
     body = json.dumps(envelope, sort_keys=True, separators=(",", ":"), default=str).encode()
     return "sha256-" + hashlib.sha256(body).hexdigest()
 
