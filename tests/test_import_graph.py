@@ -181,39 +181,102 @@ def test_a_module_cycle_inside_a_package_is_found() -> None:
     assert cycles(module_graph(files)) == [["imagectl.compat.checks", "imagectl.compat.engine"]]
 
 
-# What the validator (installed alone on a fleet node) may import from outside its own
-# package: the root (its __version__), small leaf modules with no controller dependency,
-# and the bundled data.
-VALIDATOR_MAY_IMPORT = {
-    "imagectl",
-    "imagectl.core.boundedjson",  # the one bounded JSON reader (imports json, re, errors)
-    "imagectl.core.errors",
-    "imagectl.core.fsutil",
-    "imagectl.core.safetext",
-    "imagectl.core.versions",
-    "imagectl.core.yamlfast",  # libyaml's loader for the data catalogs (imports yaml, errors)
-    "imagectl.images",
+# What each side may import of imagectl besides itself (issue 46, item 4: one core under
+# both sides). The validator, installed alone on a fleet node, imports the core and two
+# modules that hold no code: the root package (its __version__; Python runs it before any
+# imagectl.validators module anyway) and imagectl.images (the data folder shipped as a
+# package; the validator reads its catalogs). The core imports nothing of imagectl.
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "imagectl.validators": ("imagectl.core", "imagectl", "imagectl.images"),
+    "imagectl.core": (),
 }
+# the modules above that the validator may import although they are not the core: they
+# must stay code-free (test_the_allowed_data_modules_hold_no_code)
+DATA_MODULES = {"imagectl": "pipeline/__init__.py", "imagectl.images": "images/__init__.py"}
 
 
-def test_the_validator_imports_no_controller_code() -> None:
-    outside = set()
-    for module, source in _sources().items():
-        if not module.startswith("imagectl.validators"):
-            continue
-        for n in ast.walk(ast.parse(source)):
-            names = (
-                [n.module]
-                if isinstance(n, ast.ImportFrom) and n.module
-                else [a.name for a in n.names]
-                if isinstance(n, ast.Import)
-                else []
-            )
-            for name in names:
-                own = name.startswith("imagectl.validators")
-                if name.startswith("imagectl") and not own and name not in VALIDATOR_MAY_IMPORT:
-                    outside.add(f"{module}:{n.lineno} imports {name}")
-    assert not outside, "\n".join(sorted(outside))
+def _imports(source: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+            out.append((n.lineno, n.module))
+        elif isinstance(n, ast.Import):
+            out.extend((n.lineno, a.name) for a in n.names)
+    return out
+
+
+def _allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    """``imagectl.core`` admits its modules; ``imagectl`` and ``imagectl.images`` only
+    themselves (``from imagectl import __version__``)."""
+    return any(
+        name == a or (a == "imagectl.core" and name.startswith("imagectl.core.")) for a in allowed
+    )
+
+
+def boundary_violations(files: dict[str, str]) -> list[str]:
+    """Every import of imagectl that crosses a side's boundary (``MAY_IMPORT``), at module
+    level or inside a function, from ``{module name: source}``."""
+    found: list[str] = []
+    for module, source in files.items():
+        for side, allowed in MAY_IMPORT.items():
+            if module != side and not module.startswith(side + "."):
+                continue
+            for line, name in _imports(source):
+                own = name == side or name.startswith(side + ".")
+                if name.split(".")[0] == "imagectl" and not own and not _allowed(name, allowed):
+                    found.append(f"{module}:{line} imports {name}")
+    return sorted(found)
+
+
+def test_the_validator_imports_only_the_core_and_itself() -> None:
+    files = _sources()
+    assert sum(m.startswith("imagectl.validators.") for m in files) > 50  # really read
+    found = [v for v in boundary_violations(files) if v.startswith("imagectl.validators")]
+    assert not found, "the validator imports controller code:\n" + "\n".join(found)
+
+
+def test_the_core_imports_nothing_of_imagectl() -> None:
+    files = _sources()
+    assert "imagectl.core.errors" in files
+    found = [v for v in boundary_violations(files) if v.startswith("imagectl.core")]
+    assert not found, "imagectl.core imports the rest of imagectl:\n" + "\n".join(found)
+
+
+def test_the_allowed_data_modules_hold_no_code() -> None:
+    """The root package and imagectl.images are allowed to the validator because they
+    hold nothing but a version string and data: no import, no function, no class."""
+    for name, path in DATA_MODULES.items():
+        tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+        code = [
+            n for n in tree.body
+            if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+            and not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant))
+        ]  # fmt: skip
+        assert not code, f"{name} ({path}) holds code: line {code[0].lineno}"
+
+
+def test_a_forbidden_import_is_found() -> None:
+    """The scan finds a controller import in the validator (top level or in a function,
+    ``import`` or ``from``) and any imagectl import in the core, and admits the core,
+    the root's version and the data package."""
+    files = {
+        "imagectl.validators.session": "from imagectl import __version__\n"
+        "from imagectl.core.errors import UserError\nimport imagectl.images\n"
+        "from imagectl.validators.results import Action\n",
+        "imagectl.validators.commands.validate": "def f():\n"
+        "    from imagectl.stacks.expectations import from_stack\n",
+        "imagectl.validators.report": "import imagectl.cli.common\n",
+        "imagectl.validators.cheat": "from imagectl.images.x import y\n",
+        "imagectl.core.fsutil": "import json\nfrom imagectl.core.errors import UserError\n",
+        "imagectl.core.output": "from imagectl.validators.results import Action\n",
+        "imagectl.stacks.expectations": "from imagectl.validators.expectations import E\n",
+    }
+    assert boundary_violations(files) == [
+        "imagectl.core.output:1 imports imagectl.validators.results",
+        "imagectl.validators.cheat:1 imports imagectl.images.x",
+        "imagectl.validators.commands.validate:2 imports imagectl.stacks.expectations",
+        "imagectl.validators.report:1 imports imagectl.cli.common",
+    ]
 
 
 def test_a_cycle_through_a_registry_package_is_found() -> None:

@@ -1,8 +1,9 @@
 """Imports live at module level; a function-level import is allowed only where the
 architecture says so (docs/architecture.md, "Imports"):
 
-- in the command line (``pipeline/cli/``): the registry imports a command's module only
-  when it runs, and a command imports the stage it calls inside its body, so that
+- in the command line (``pipeline/cli/``, and the validator's host-side commands in
+  ``validators/commands/``): the registry imports a command's module only when it runs,
+  and a command imports the stage it calls inside its body, so that
   ``imagectl --help`` and ``imagectl COMMAND --help`` load no SDK, database or NVML
   (``tests/cli/test_startup.py`` holds them to it);
 - for a heavy SDK that only some paths need (each listed below with why): the cloud SDKs,
@@ -20,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("pipeline", "validators")
 
-CLI = "pipeline/cli/"
+# the controller's commands and the validator's host-side ones (imagectl.validators.commands)
+CLI = ("pipeline/cli/", "validators/commands/")
 
 # top-level package -> why it may be imported inside the function that needs it
 LAZY_SDKS = {
@@ -37,6 +39,8 @@ LAZY_SDKS = {
     "(1-4 s that every `imagectl build` paid at start)",
     "referencing": "jsonschema's schema registry, with jsonschema",
     "cyclonedx": "the CycloneDX schema files, with jsonschema",
+    "rich": "the console loads when a command prints (imagectl.core.output): ~40 ms that "
+    "imagectl --help and every COMMAND --help would pay",
     "alembic": "only a catalog that is not at the newest schema (a new one, or after an "
     "upgrade) migrates; importing it and loading its scripts were ~0.4 s of CPU in every "
     "process that opened the catalog",

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from imagectl import __version__
 
+if TYPE_CHECKING:
+    from imagectl.validators.commands.controller import ControllerHooks
+
 # name -> (module, one-line help). The help line is shown by `imagectl --help` without
-# importing the module.
+# importing the module. The host-side commands (validate, snapshot, collectives,
+# verify-node) live with the validator (imagectl.validators.commands).
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("imagectl.cli.run", "The whole pipeline on this machine in QEMU, no cloud."),
     "lint": ("imagectl.cli.lint", "Check every stack: schema, compatibility, template variables."),
@@ -38,9 +43,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "imagectl.cli.revoke",
         "Publish a signed revocation of an image (rolled back first when promoted).",
     ),
-    "validate": ("imagectl.cli.validate", "Validate this GPU host (or a snapshot): health, XIDs."),
+    "validate": (
+        "imagectl.validators.commands.validate",
+        "Validate this GPU host (or a snapshot): health, XIDs.",
+    ),
     "collectives": (
-        "imagectl.cli.collectives",
+        "imagectl.validators.commands.collectives",
         "This node's part of a collective run across nodes (validate-image --nodes).",
     ),
     "receipt": ("imagectl.cli.receipt", "Show or compare validation receipts."),
@@ -52,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "attest": ("imagectl.cli.attest", "Sign a validated image's attestation (again)."),
     "verify": ("imagectl.cli.verify", "Check an image's signed validation attestation."),
     "verify-node": (
-        "imagectl.cli.verify_node",
+        "imagectl.validators.commands.verify_node",
         "On a fleet node: refuse unless the booted image is attested.",
     ),
     "reap": ("imagectl.cli.reap", "Terminate expired imagectl instances and placements."),
@@ -61,7 +69,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "imagectl.cli.bundle",
         "Make an offline validator bundle for a host you already run.",
     ),
-    "snapshot": ("imagectl.cli.snapshot", "Capture what the validator reads, for offline replay."),
+    "snapshot": (
+        "imagectl.validators.commands.snapshot",
+        "Capture what the validator reads, for offline replay.",
+    ),
     "drift": ("imagectl.cli.drift", "Report upstream, replica, fleet and host drift per stack."),
     "watch": ("imagectl.cli.watch", "On a fleet node: passive health (Xid, clocks, ECC)."),
 }
@@ -105,6 +116,14 @@ def hoist_global_options(args: list[str], value_options: frozenset[str] = frozen
 
 
 class LazyGroup(click.Group):
+    @property
+    def validator_hooks(self) -> ControllerHooks:
+        """What the validator's host-side commands ask of the controller (the workspace,
+        a stack's expectations, completion): handed in, never imported by them."""
+        from imagectl.cli.hostside import HOOKS
+
+        return HOOKS
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if ctx.parent is None:
             args = hoist_global_options(args, self._value_options(ctx, args))

@@ -4,7 +4,11 @@ stack on a crash inside a C library."""
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
+import io
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,8 +30,6 @@ def json_option(func: F) -> F:
 
 def console(stderr: bool = False) -> Console:
     """A rich console; when output is not a terminal, wide enough for tables in logs."""
-    import os
-
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
@@ -38,10 +40,6 @@ def console(stderr: bool = False) -> Console:
 def crash_traces() -> None:
     """A crash inside a C library (a GPU driver's) prints the Python stack that reached it
     on stderr instead of a bare "Segmentation fault" (where stderr is a real file)."""
-    import contextlib
-    import faulthandler
-    import io
-
     # stderr captured in memory (a test's runner): nothing to write to
     with contextlib.suppress(io.UnsupportedOperation, ValueError, AttributeError):
         faulthandler.enable()

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, emit_json, json_option
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.core.output import console, emit_json, json_option
 from imagectl.validators.attestation import BadAttestationInput, verify_node
 
 _FILE = click.Path(path_type=Path, dir_okay=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import emit_json, workspace
-from imagectl.cli.completion import complete_shapes
-from imagectl.cli.validate import TOOLKIT_OPTION, _KeepsArgs, _without_toolkit
 from imagectl.core.errors import UserError
+from imagectl.core.output import emit_json
+from imagectl.validators.commands.controller import complete, hooks
+from imagectl.validators.commands.validate import TOOLKIT_OPTION, _KeepsArgs, _without_toolkit
 
 
 @click.command("collectives", cls=_KeepsArgs)
@@ -33,7 +33,7 @@ from imagectl.core.errors import UserError
 )
 @click.option(
     "--shape",
-    shell_complete=complete_shapes,
+    shell_complete=complete("shape"),
     help="The machine shape (images/catalog/shapes.yaml).",
 )
 @click.option(
@@ -101,7 +101,7 @@ def command(
     if not Path(nodes).is_file():
         raise UserError(f"cannot read the --nodes hostfile {nodes}: no such file")
     expect = resolve_expectations(
-        images_dir=workspace(ctx).images, expect_file=expect_file, shape=shape
+        images_dir=hooks(ctx).images_dir(ctx), expect_file=expect_file, shape=shape
     )
     finish_stdin("Send the expectations (--expect -) and nothing else")
     result = run_node(

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, crash_traces, emit_json, json_option, workspace
-from imagectl.cli.completion import complete_gpus, complete_shapes, complete_stacks
 from imagectl.core.errors import UserError
+from imagectl.core.output import console, crash_traces, emit_json, json_option
+from imagectl.validators.commands.controller import complete, hooks
 
 TOOLKIT_OPTION = "--toolkit-wheelhouse"
 
@@ -47,7 +47,7 @@ def _without_toolkit(args: list[str]) -> list[str]:
 @click.option(
     "--stack",
     "stack",
-    shell_complete=complete_stacks,
+    shell_complete=complete("stack"),
     help="Expectations from this stack's pins (images/stacks/).",
 )
 @click.option(
@@ -59,12 +59,12 @@ def _without_toolkit(args: list[str]) -> list[str]:
 )
 @click.option(
     "--shape",
-    shell_complete=complete_shapes,
+    shell_complete=complete("shape"),
     help="The machine shape (images/catalog/shapes.yaml).",
 )
 @click.option(
     "--gpu",
-    shell_complete=complete_gpus,
+    shell_complete=complete("gpu"),
     help="A host with no catalog shape: its GPU model (a SKU of images/compat/gpus.yaml, "
     "e.g. H200-SXM-141GB); with --gpu-count.",
 )
@@ -240,13 +240,19 @@ def command(
     snapshot = load_snapshot(replay) if replay is not None else None
     if stack and expect_file:
         raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
+    controller = hooks(ctx)
     if stack:
-        from imagectl.stacks.expectations import from_stack
-
-        expect = from_stack(workspace(ctx).images, stack, shape)
+        if controller.stack_expectations is None:
+            raise UserError(
+                f"--stack {stack} needs the controller, which reads stack files; this "
+                "validator runs alone",
+                hint="Pass the expectations with --expect FILE (an image built by imagectl "
+                "holds its own in /etc/imagectl/expect.json, read by default)",
+            )
+        expect = controller.stack_expectations(controller.images_dir(ctx), stack, shape)
     else:
         expect = resolve_expectations(
-            images_dir=workspace(ctx).images,
+            images_dir=controller.images_dir(ctx),
             expect_file=expect_file,
             shape=shape,
             replay=snapshot,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from imagectl.cli.common import console, crash_traces, emit_json, json_option
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write_json
+from imagectl.core.output import console, crash_traces, emit_json, json_option
 
 
 @click.command("snapshot")
