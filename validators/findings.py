@@ -22,7 +22,7 @@ class Finding:
     unit: str | None = None
     source: str | None = None
     action: Action = Action.NONE
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     severity: Severity | None = None
     gpu: int | None = None
 

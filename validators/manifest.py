@@ -11,7 +11,7 @@ names, which ``driver_from_packages`` reads for them.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -63,7 +63,7 @@ class ImageManifest(BaseModel):
         return self.nccl or self.packages.get("libnccl2")
 
 
-def parse_manifest(doc: Any) -> ImageManifest:
+def parse_manifest(doc: object) -> ImageManifest:
     """The manifest, or ValueError naming the first field that is wrong."""
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")

@@ -86,7 +86,7 @@ class Nics(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _derive(cls, data: Any) -> Any:
+    def _derive(cls, data: object) -> Any:
         if not isinstance(data, dict):
             return data
         out = dict(data)
@@ -117,7 +117,7 @@ class Nics(BaseModel):
         return out
 
 
-def missing_in_row(row: dict[str, Any]) -> list[str]:
+def missing_in_row(row: dict[str, object]) -> list[str]:
     """The ``nics`` fields a shape row lacks (``nics`` itself when it has no block)."""
     nics = row.get("nics")
     if not isinstance(nics, dict):

@@ -17,7 +17,7 @@ from imagectl.validators.compute.load import sample_once
 
 
 class LoadSampler:
-    def __init__(self, nvml: Any, handles: list[Any], interval_s: float = 0.5):
+    def __init__(self, nvml: Any, handles: list[object], interval_s: float = 0.5):
         self.nvml = nvml
         self.handles = handles
         self.interval_s = interval_s

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from imagectl.validators.expectations import expect_schema
 from imagectl.validators.receipt import receipt_schema
@@ -18,7 +17,7 @@ from imagectl.validators.snapshot import snapshot_schema
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
 
-def generators() -> dict[str, Callable[[], dict[str, Any]]]:
+def generators() -> dict[str, Callable[[], dict[str, object]]]:
     return {
         "receipt.schema.json": receipt_schema,
         "snapshot.schema.json": snapshot_schema,
@@ -26,7 +25,7 @@ def generators() -> dict[str, Callable[[], dict[str, Any]]]:
     }
 
 
-def render(schema: dict[str, Any]) -> str:
+def render(schema: dict[str, object]) -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 

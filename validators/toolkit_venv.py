@@ -63,7 +63,7 @@ class Installed:
     install_s: float
 
 
-def current() -> dict[str, Any] | None:
+def current() -> dict[str, object] | None:
     """In the child: what the parent installed for this run (None outside such a run)."""
     raw = os.environ.get(ENV)
     if not raw:

@@ -152,7 +152,7 @@ def _xid(
     text = text.replace("  ", " ")
     incidents = e.incidents if entry.app else 1
     measured = {"code": e.code, "device": e.bus, "count": e.count, "incidents": incidents}
-    details: dict[str, Any] = {
+    details: dict[str, object] = {
         "meaning": entry.meaning,
         "mnemonic": entry.mnemonic,
         "catalog_bucket": entry.bucket,
@@ -213,7 +213,7 @@ def _sxid(ctx: Context, e: Event) -> Finding:
     sev = policy.strongest(named)
     word = sev.word or "no severity named"
     measured = {"code": e.code, "device": e.bus, "count": e.count, "severity": word}
-    details: dict[str, Any] = {
+    details: dict[str, object] = {
         "name": entry.meaning,
         "lines": e.lines,
         "known": entry.known,

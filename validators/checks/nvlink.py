@@ -6,8 +6,6 @@ A GPU in MIG mode has its NVLinks off by NVIDIA's design (``nvml/mig.py``, ``dat
 
 from __future__ import annotations
 
-from typing import Any
-
 import pynvml
 
 from imagectl.validators.checks.base import check
@@ -59,7 +57,7 @@ def links_active(ctx: Context, gpu: int) -> Finding:
         name = state.name if state else f"UNKNOWN({value})"
         (up if state is not None and state.healthy else down)[link] = name
     src = policy.link_states_source
-    details: dict[str, Any] = {"states": {**up, **down}}
+    details: dict[str, object] = {"states": {**up, **down}}
     if mig is not None:
         return _links_under_mig(mig, up, down, details)
     if want is None:
@@ -97,7 +95,7 @@ def links_active(ctx: Context, gpu: int) -> Finding:
 
 
 def _links_under_mig(
-    mig: MigLinks, up: dict[int, str], down: dict[int, str], details: dict[str, Any]
+    mig: MigLinks, up: dict[int, str], down: dict[int, str], details: dict[str, object]
 ) -> Finding:
     """MIG on: links off is what NVIDIA documents; a link up means MIG did not apply."""
     details = {**details, "mig": True, "arch": mig.arch}
@@ -188,7 +186,7 @@ def link_errors(ctx: Context, gpu: int) -> Finding:
         if seconds
         else None
     )
-    details: dict[str, Any] = {
+    details: dict[str, object] = {
         "per_link": per_link,
         "seconds_counted": seconds,
         "crc_per_s_worst_link": None if worst_rate is None else round(worst_rate, 3),

@@ -69,7 +69,7 @@ def run_node(
     device: str,
     ops: list[str],
     max_bytes: int | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Run this node's ranks of the collectives across the hostfile; the node's result.
     ``max_bytes`` stops the profile's size sweep early (an emulated network)."""
     hostfile = parse_hostfile(nodes)

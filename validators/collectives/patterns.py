@@ -82,7 +82,7 @@ def output_buffer(torch: Any, op: str, count: int, n: int, device: Any) -> Any:
     return None
 
 
-def check(torch: Any, op: str, got: Any, count: int, rank: int, n: int) -> dict[str, Any] | None:
+def check(torch: Any, op: str, got: Any, count: int, rank: int, n: int) -> dict[str, object] | None:
     """None when ``got`` is what ``rank`` must hold, else the mismatch count and first element."""
     fn = _expect_fn(op, rank, n, count // n)
     bad_total, first = 0, None

@@ -51,7 +51,7 @@ def host_copy_gbps(torch: Any, dev: Any, nbytes: int, iters: int, direction: str
     return nbytes * iters / seconds / 1e9
 
 
-def peer_matrix(torch: Any, count: int, nbytes: int, iters: int) -> list[dict[str, Any]]:
+def peer_matrix(torch: Any, count: int, nbytes: int, iters: int) -> list[dict[str, object]]:
     """One entry per ordered GPU pair: peer access, and the copy bandwidth src -> dst."""
     pairs = []
     bufs = [
@@ -61,7 +61,7 @@ def peer_matrix(torch: Any, count: int, nbytes: int, iters: int) -> list[dict[st
         for dst in range(count):
             if src == dst:
                 continue
-            entry: dict[str, Any] = {"src": src, "dst": dst}
+            entry: dict[str, object] = {"src": src, "dst": dst}
             entry["peer_access"] = bool(torch.cuda.can_device_access_peer(src, dst))
             if entry["peer_access"]:
                 target = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{dst}")

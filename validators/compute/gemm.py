@@ -119,7 +119,7 @@ def run_gemm(
     return runs
 
 
-def consistency(torch: Any, runs: list[GemmRun]) -> dict[str, Any]:
+def consistency(torch: Any, runs: list[GemmRun]) -> dict[str, object]:
     """Group devices by bit-identical results; the largest group is the reference.
 
     Returns ``{"groups": [[indexes], ...], "outliers": [indexes], "max_abs_diff": {index: x}}``.

@@ -8,8 +8,6 @@ recorded ``dcgm`` section is judged by the same code (``judge.py``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.validators.dcgm.judge import RUN_ID, RUN_TITLE, judge
 from imagectl.validators.dcgm.run import run_diag
 from imagectl.validators.dcgm.table import tables
@@ -30,7 +28,7 @@ def _skip(reason: str) -> list[CheckResult]:
     ]
 
 
-def record_diag(level: int, timeout_s: float | None = None) -> dict[str, Any]:
+def record_diag(level: int, timeout_s: float | None = None) -> dict[str, object]:
     """Run ``dcgmi diag -r level -j`` here; the record ``imagectl snapshot`` stores."""
     t = tables()
     if timeout_s is None:
@@ -43,7 +41,7 @@ def dcgm_checks(
     profile: str,
     expect: Expectations,
     *,
-    recorded: dict[str, Any] | None,
+    recorded: dict[str, object] | None,
     replay: bool,
     deadline_s: float,
 ) -> list[CheckResult]:

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable
-from typing import Any
 
 STDERR_TAIL = 4000
 STDOUT_MAX = 4 * 1024 * 1024
@@ -48,10 +47,10 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 
 def run_diag(
     level: int, timeout_s: float, *, search: Iterable[str] = (), grace_s: float = TERM_GRACE_S
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Run the diagnostic; never raises for what dcgmi does (the record says it)."""
     dcgmi = find_dcgmi(search)
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         "level": level,
         "dcgmi": dcgmi,
         "argv": None,

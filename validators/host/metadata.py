@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 from imagectl.core.boundedjson import parse_bounded
 
@@ -29,7 +28,7 @@ def _get(url: str, headers: dict[str, str], method: str = "GET") -> str:
         return body.decode()
 
 
-def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
+def cloud_image_id(sys_vendor: str) -> dict[str, object]:
     vendor = sys_vendor.strip()
     try:
         if vendor.startswith("Amazon"):
@@ -78,7 +77,7 @@ def cloud_image_id(sys_vendor: str) -> dict[str, Any]:
     return {"cloud": None, "image_id": None}
 
 
-def booted_image() -> dict[str, Any]:
+def booted_image() -> dict[str, object]:
     """The image this instance booted from, as its cloud's metadata says (verify-node)."""
     try:
         vendor = SYS_VENDOR.read_text()

@@ -29,7 +29,7 @@ class FabricInfo:
     layout: str  # "v2" (nvmlDeviceGetGpuFabricInfoV) or "v1" (nvmlDeviceGetGpuFabricInfo)
 
 
-def read_fabric(nvml: Any, handle: Any) -> FabricInfo:
+def read_fabric(nvml: Any, handle: object) -> FabricInfo:
     """The v2 structure through ``...InfoV``; the v1 one where the driver lacks it."""
     try:
         info = new_struct("nvmlDeviceGetGpuFabricInfoV")  # its version set, as nvml.h asks

@@ -31,7 +31,7 @@ class MigLinks:
         return "MIG is enabled on this GPU: the driver enables no NVLink with MIG"
 
 
-def mig_enabled(nvml: Any, handle: Any) -> bool:
+def mig_enabled(nvml: Any, handle: object) -> bool:
     """The GPU's current MIG mode (a GPU without MIG, NOT_SUPPORTED: disabled)."""
     try:
         current, _pending = nvml.nvmlDeviceGetMigMode(handle)
@@ -42,14 +42,14 @@ def mig_enabled(nvml: Any, handle: Any) -> bool:
     return bool(current)
 
 
-def _arch(nvml: Any, handle: Any) -> int | None:
+def _arch(nvml: Any, handle: object) -> int | None:
     try:
         return int(nvml.nvmlDeviceGetArchitecture(handle))
     except pynvml.NVMLError:
         return None
 
 
-def links_off_by_mig(nvml: Any, handle: Any) -> MigLinks | None:
+def links_off_by_mig(nvml: Any, handle: object) -> MigLinks | None:
     """The reason this GPU's NVLinks are expected off (MIG enabled on an architecture where
     that turns them off), or None: its links are judged as usual."""
     if not mig_enabled(nvml, handle):

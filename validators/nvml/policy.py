@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import loads as load_yaml
@@ -81,13 +80,13 @@ class NvmlPolicy:
         return self.mig_nvlink.get(arch, self.mig_nvlink_default)
 
 
-def _mig(v: dict[str, Any]) -> MigNvlink:
+def _mig(v: dict[str, object]) -> MigNvlink:
     if v["links"] not in ("off", "on"):
         raise ValueError(f"mig_nvlink: links must be 'off' or 'on', not {v['links']!r}")
     return MigNvlink(v["links"] == "off", str(v["source"]))
 
 
-def _rule(name: str, v: dict[str, Any]) -> ErrorRule:
+def _rule(name: str, v: dict[str, object]) -> ErrorRule:
     skip = v["outcome"] == "skip"
     action = Action.NONE if skip else Action(v["action"])
     if not skip and action == Action.NONE:

@@ -26,7 +26,7 @@ def _fresh(arg: Any) -> Any:
     return arg
 
 
-def _answers(nvml: Any, call: str, handle: Any, rest: tuple[Any, ...]) -> bool:
+def _answers(nvml: Any, call: str, handle: object, rest: tuple[Any, ...]) -> bool:
     try:
         out = getattr(nvml, call)(handle, *(_fresh(a) for a in rest))
     except pynvml.NVMLError:
@@ -60,7 +60,7 @@ def judge_unsupported(ctx: Any, gpu: int | None, exc: BaseException) -> Finding 
     if not call or args is None:
         return None
     policy = nvml_policy()
-    details: dict[str, Any] = {"nvml_error": "NOT_SUPPORTED", "call": call}
+    details: dict[str, object] = {"nvml_error": "NOT_SUPPORTED", "call": call}
     arch = ctx.gpus[gpu].get("arch")
     need = policy.min_arch.get(call)
     if need is not None and isinstance(arch, int) and arch >= need.arch:
