@@ -92,11 +92,10 @@ def fabric_checks(expect: Expectations) -> list[str]:
     if nics is None:
         return []
     net = expect.network
-    pin = net.aws_efa if nics.fabric == "efa" else net.azure_infiniband
-    if pin is None:
+    if net.pins(nics.fabric) is None:
         return []
     checks: list[str] = list((requirements().get("when_fabric") or {}).get(nics.fabric) or [])
-    if net.azure_infiniband is not None and not net.azure_infiniband.peermem:
+    if net.infiniband is not None and not net.infiniband.peermem:
         checks = [c for c in checks if c != "fabric.ib.peermem"]
     return checks
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.core.errors import UserError
 from imagectl.validators.jsonfile import read_json
@@ -38,11 +38,22 @@ class InfinibandPins(BaseModel):
 
 
 class Network(BaseModel):
-    """The fabric software the image installs (the stack's ``network`` for its cloud)."""
+    """The fabric software the image installs (the stack's ``network`` for its cloud),
+    keyed by fabric (the ``nics.fabric`` of a shape). An expect.json written before
+    issue 46 named the keys after a cloud (``aws_efa``, ``azure_infiniband``): images
+    built then carry it, so those names are read too."""
 
     model_config = ConfigDict(extra="forbid")
-    aws_efa: EfaPins | None = None
-    azure_infiniband: InfinibandPins | None = None
+    efa: EfaPins | None = Field(None, validation_alias=AliasChoices("efa", "aws_efa"))
+    infiniband: InfinibandPins | None = Field(
+        None, validation_alias=AliasChoices("infiniband", "azure_infiniband")
+    )
+
+    def pins(self, fabric: str) -> BaseModel | None:
+        """The software pins of ``fabric`` (a shape's ``nics.fabric``), or None: a fabric
+        with no network pin (RoCE, gVNIC) or one the image does not install."""
+        found = getattr(self, fabric, None) if fabric in type(self).model_fields else None
+        return found if isinstance(found, BaseModel) else None
 
 
 class Hardware(BaseModel):

@@ -225,18 +225,16 @@ def ansible_vars(
         "dcgm_version": (n.dcgm if n else None) or "",
         "container_toolkit_enabled": bool(n and n.container_toolkit),
         "container_toolkit_version": (n.container_toolkit if n else None) or "",
-        "aws_efa_enabled": "aws_efa" in spec.fabrics and s.network.aws_efa is not None,
-        "aws_efa_installer_version": s.network.aws_efa.installer if s.network.aws_efa else "",
-        "aws_efa_ofi_nccl_version": s.network.aws_efa.ofi_nccl if s.network.aws_efa else "",
-        "azure_infiniband_enabled": (
-            "azure_infiniband" in spec.fabrics and s.network.azure_infiniband is not None
+        # the fabric roles (playbooks/roles/<fabric>), where the cloud's section installs
+        # that fabric (CloudSection.fabrics) and the stack pins its software (network.<fabric>)
+        "efa_enabled": "efa" in spec.fabrics and s.network.efa is not None,
+        "efa_installer_version": s.network.efa.installer if s.network.efa else "",
+        "efa_ofi_nccl_version": s.network.efa.ofi_nccl if s.network.efa else "",
+        "infiniband_enabled": "infiniband" in spec.fabrics and s.network.infiniband is not None,
+        "infiniband_doca_ofed_version": (
+            s.network.infiniband.doca_ofed if s.network.infiniband else ""
         ),
-        "azure_infiniband_doca_ofed_version": (
-            s.network.azure_infiniband.doca_ofed if s.network.azure_infiniband else ""
-        ),
-        "azure_infiniband_peermem": bool(
-            s.network.azure_infiniband and s.network.azure_infiniband.peermem
-        ),
+        "infiniband_peermem": bool(s.network.infiniband and s.network.infiniband.peermem),
         # NVIDIA's package names per component (images/compat/packages.yaml): the same
         # lists the image's expect.json checks.
         **{p.var: list(p.names) for p in r.packages},

@@ -141,7 +141,7 @@ class NvidiaPins(Strict):
         return v
 
 
-class AwsEfa(Strict):
+class Efa(Strict):
     installer: Version
     ofi_nccl: Version
 
@@ -152,14 +152,34 @@ class AwsEfa(Strict):
         return v
 
 
-class AzureInfiniband(Strict):
+class Infiniband(Strict):
     doca_ofed: Version = Field(description="DOCA-OFED release, e.g. 3.1.0")
     peermem: bool = True
 
 
+# network keys named after a cloud before issue 46, and the fabric each is now
+RENAMED_FABRICS = {"aws_efa": "efa", "azure_infiniband": "infiniband"}
+
+
 class NetworkPins(Strict):
-    aws_efa: AwsEfa | None = None
-    azure_infiniband: AzureInfiniband | None = None
+    """The fabrics' software, keyed by fabric (the ``nics.fabric`` of
+    images/catalog/shapes.yaml, the role playbooks/roles/<fabric>); a cloud's stack
+    section says which fabrics its images install (``CloudSection.fabrics``)."""
+
+    efa: Efa | None = None
+    infiniband: Infiniband | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, v: object) -> object:
+        if isinstance(v, dict):
+            for old, new in RENAMED_FABRICS.items():
+                if old in v:
+                    raise ValueError(
+                        f"network.{old} is now network.{new} (the stack's fabrics are keyed "
+                        f"by fabric): rename the key"
+                    )
+        return v
 
 
 class Sharing(Strict):

@@ -210,7 +210,7 @@ def test_site_check_mode_installs_pins_and_holds_everything(
             "-e",
             "validator_enabled=false",
             "-e",
-            "aws_efa_enabled=false",
+            "efa_enabled=false",
             "-e",
             f"nvidia_repo_base_url=file://{tmp_path / 'nvrepo'}",
             "--extra-vars",

@@ -48,7 +48,7 @@ def stack_text() -> str:
     source = (REPO / "images" / "stacks" / "h100-training.yaml").read_text()
     head = source[: source.index("\nclouds:")]
     head = head.replace("name: h100-training", f"name: {STACK}").replace("example: true\n", "")
-    head = head[: head.index("\n  azure_infiniband:")] + head[head.index("\ngpus:") :]
+    head = head[: head.index("\n  infiniband:")] + head[head.index("\ngpus:") :]
     return head + (
         "\nclouds:\n"
         "  fifth:\n"

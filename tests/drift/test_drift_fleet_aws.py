@@ -44,7 +44,7 @@ def aws_only(ws: Path) -> None:
     path = ws / "images" / "stacks" / "h100-training.yaml"
     yaml = YAML(typ="rt")
     doc = yaml.load(path.read_text())
-    del doc["clouds"]["gcp"], doc["clouds"]["azure"], doc["network"]["azure_infiniband"]
+    del doc["clouds"]["gcp"], doc["clouds"]["azure"], doc["network"]["infiniband"]
     with path.open("w") as fh:
         yaml.dump(doc, fh)
 

@@ -6,7 +6,7 @@
    defence alone: the stack models are filled without validation (``model_copy``), the
    production writer (``write_var_files``) writes the vars file, and the real
    ``ansible-playbook`` runs a tiny local play that uses the values the way the roles do
-   (``base`` joins name=version, ``azure_infiniband`` builds its repository URL). The
+   (``base`` joins name=version, ``infiniband`` builds its repository URL). The
    ``lookup('pipe', 'touch ...')`` must never create its file, and the literal text must
    arrive in the play's output.
 """
@@ -31,13 +31,13 @@ PLAY = """\
 - hosts: localhost
   gather_facts: false
   tasks:
-    - name: the way roles/base joins the pins, and roles/azure_infiniband builds its URL
+    - name: the way roles/base joins the pins, and roles/infiniband builds its URL
       ansible.builtin.copy:
         dest: "{{ out_file }}"
         content: |
           {{ base_packages | dict2items | map(attribute='key') | zip(base_packages.values())
              | map('join', '=') | list | to_json }}
-          https://repo.example/doca/{{ azure_infiniband_doca_ofed_version }}/ubuntu22.04
+          https://repo.example/doca/{{ infiniband_doca_ofed_version }}/ubuntu22.04
           {{ manifest_stack_name }}
 """
 
@@ -46,9 +46,9 @@ def _hostile_vars(tmp_path: Path, marker: Path) -> tuple[Path, str]:
     payload = f"{{{{ lookup('pipe', 'touch {marker}') }}}}"
     loaded = load_stack(REPO / "images" / "stacks" / "h100-training.yaml")
     stack = loaded.stack
-    assert stack.network.azure_infiniband is not None and stack.clouds.azure is not None
-    ib = stack.network.azure_infiniband.model_copy(update={"doca_ofed": f"3.1.0{payload}"})
-    network = stack.network.model_copy(update={"azure_infiniband": ib})
+    assert stack.network.infiniband is not None and stack.clouds.azure is not None
+    ib = stack.network.infiniband.model_copy(update={"doca_ofed": f"3.1.0{payload}"})
+    network = stack.network.model_copy(update={"infiniband": ib})
     stack = stack.model_copy(update={"network": network})
     resolved = resolve(stack, load_compat(REPO / "images" / "compat"))
     _, avars_file, _, avars = write_var_files(resolved, "azure", tmp_path / "vars")
@@ -56,7 +56,7 @@ def _hostile_vars(tmp_path: Path, marker: Path) -> tuple[Path, str]:
     raw = json.loads(avars_file.read_text())
     raw["base_packages"] = ansible_unsafe({"jq": f"1.6-2{payload}"})
     avars_file.write_text(json.dumps(raw))
-    assert avars["azure_infiniband_doca_ofed_version"] == f"3.1.0{payload}"
+    assert avars["infiniband_doca_ofed_version"] == f"3.1.0{payload}"
     return avars_file, payload
 
 

@@ -126,11 +126,11 @@ def test_code_in_a_stack_value_is_refused_by_the_schema(
 
 def test_doca_ofed_with_an_apt_source_line_is_refused(workspace_copy: Path, hostile) -> None:
     doc = yaml.safe_load((REPO / "images" / "stacks" / "h100-training.yaml").read_text())
-    doc["network"]["azure_infiniband"]["doca_ofed"] = f"3.1.0{APT_LINE}"
+    doc["network"]["infiniband"]["doca_ofed"] = f"3.1.0{APT_LINE}"
     doc["name"] = "evil-ib"
     path = _write(workspace_copy, "evil-ib", yaml.safe_dump(doc))
     res = hostile("--root", str(workspace_copy), "lint", "--stack", "evil-ib", timeout=20)
-    assert str(path) in res.text and "network.azure_infiniband.doca_ofed" in res.text
+    assert str(path) in res.text and "network.infiniband.doca_ofed" in res.text
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ COUNTERS = (
 )
 PEERMEM = (
     "NVIDIA GPUDirect RDMA documentation: nvidia-peermem must be loaded for the HCA to reach "
-    "GPU memory through the peer-memory API; the stack's network.azure_infiniband.peermem"
+    "GPU memory through the peer-memory API; the stack's network.infiniband.peermem"
 )
 
 
@@ -255,7 +255,7 @@ FAULTS: dict[str, Fault] = {
         {"fabric.nccl.net": "BLOCK_IMAGE"},
         source=(
             "aws/aws-ofi-nccl: 'NET/OFI Initializing aws-ofi-nccl <version>'; the stack pins "
-            "network.aws_efa.ofi_nccl 1.16.3: an older plugin found first"
+            "network.efa.ofi_nccl 1.16.3: an older plugin found first"
         ),
         profile="quick",
     ),
@@ -337,9 +337,9 @@ FAULTS: dict[str, Fault] = {
         (ND,),
         module("nvidia_peermem", False),
         {},
-        source="the stack's network.azure_infiniband.peermem false: peermem not expected",
+        source="the stack's network.infiniband.peermem false: peermem not expected",
         profile="quick",
-        expect={"network": {"azure_infiniband": {"doca_ofed": "3.1.0", "peermem": False}}},
+        expect={"network": {"infiniband": {"doca_ofed": "3.1.0", "peermem": False}}},
     ),
     # the GPU-NIC topology as NCCL sees it
     "efa-nccl-topology-file-mismatch": Fault(

@@ -49,10 +49,10 @@ def test_a_fabric_no_cloud_of_the_stack_installs_is_refused(cli: Any, workspace_
     path = workspace_copy / "images" / "stacks" / "h100-training.yaml"
     text = path.read_text()
     start, end = text.index("\n  aws:\n"), text.index("\n  gcp:\n")
-    path.write_text(text[:start] + text[end:])  # no aws cloud; network.aws_efa stays
+    path.write_text(text[:start] + text[end:])  # no aws cloud; network.efa stays
     result = cli("--root", str(workspace_copy), "plan", "--stack", "h100-training", "--offline")
     assert result.code == 2
     message = " ".join(result.err.split())
-    assert "network.aws_efa is set but none of the stack's clouds installs it" in message
-    assert "add a cloud that does (aws) or remove network.aws_efa" in message
+    assert "network.efa is set but none of the stack's clouds installs it" in message
+    assert "add a cloud that does (aws) or remove network.efa" in message
     assert "Traceback" not in result.err

@@ -172,7 +172,7 @@ def test_plan_writes_resolved_variable_files(cli, tmp_path: Path) -> None:
     assert pkr["driver_version"] == ans["nvidia_driver_version"] == ans["fabric_manager_version"]
     assert pkr["nccl_version"] == ans["nccl_version"] == "2.26.2-1+cuda12.8"
     assert pkr["ansible_vars_file"].endswith("h100-training.aws.ansible.json")
-    assert ans["aws_efa_enabled"] is True and ans["azure_infiniband_enabled"] is False
+    assert ans["efa_enabled"] is True and ans["infiniband_enabled"] is False
     repo = Path(__file__).resolve().parents[2]
     assert set(pkr) <= declared_packer_vars(repo / "images" / "aws")
     assert set(ans) <= declared_role_vars(repo / "playbooks")

@@ -21,7 +21,7 @@ from imagectl.validators.results import Action
 PEERMEM = (
     "NVIDIA GPUDirect RDMA documentation (nvidia-peermem: 'the kernel module must be loaded' "
     "for an RDMA NIC to read and write GPU memory through the MLNX/DOCA OFED peer-memory "
-    "API); playbooks/roles/azure_infiniband loads it at boot (modules-load.d)"
+    "API); playbooks/roles/infiniband loads it at boot (modules-load.d)"
 )
 
 
@@ -187,11 +187,11 @@ def peermem(ctx: Context) -> Finding:
     if (why := not_applicable(ctx, "infiniband")) is not None:
         return why
     nics = shape_nics(ctx)
-    pins = ctx.expect.network.azure_infiniband
+    pins = ctx.expect.network.infiniband
     if nics is None or not nics.gpudirect_rdma:
         return skip("the shape has no GPUDirect RDMA")
     if pins is None or not pins.peermem:
-        return skip("the stack does not load nvidia-peermem (network.azure_infiniband.peermem)")
+        return skip("the stack does not load nvidia-peermem (network.infiniband.peermem)")
     loaded = section(ctx).modules.get("nvidia_peermem")
     details = {"modules": section(ctx).modules, "attribution": "node"}
     if not loaded:

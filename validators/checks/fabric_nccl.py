@@ -140,7 +140,7 @@ def nccl_network(ctx: Context) -> Finding:
             source=source,
             details=details,
         )
-    pins = ctx.expect.network.aws_efa
+    pins = ctx.expect.network.efa
     if nics.fabric == "efa" and pins is not None:
         version = seen.ofi_plugin or ""
         if not version.startswith(pins.ofi_nccl):
@@ -151,7 +151,7 @@ def nccl_network(ctx: Context) -> Finding:
                 "LD_LIBRARY_PATH)",
                 measured=version or None,
                 expected=pins.ofi_nccl,
-                source=f"{source}; the stack's network.aws_efa.ofi_nccl",
+                source=f"{source}; the stack's network.efa.ofi_nccl",
                 details=details,
             )
     return ok(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from imagectl.validators.context import Context
+from imagectl.validators.expectations import Network
 from imagectl.validators.fabric.model import FabricSection
 from imagectl.validators.findings import Finding, skip
 from imagectl.validators.nics import Nics
@@ -20,7 +21,6 @@ LABEL = {
     "roce": "RDMA (RoCE) NICs",
     "gvnic": "gVNIC GPU NICs",
 }
-PIN = {"efa": "network.aws_efa", "infiniband": "network.azure_infiniband"}
 SHAPES = "images/catalog/shapes.yaml"
 
 
@@ -30,12 +30,8 @@ def shape_nics(ctx: Context) -> Nics | None:
 
 
 def pinned(ctx: Context, fabric: str) -> bool:
-    net = ctx.expect.network
-    if fabric == "efa":
-        return net.aws_efa is not None
-    if fabric == "infiniband":
-        return net.azure_infiniband is not None
-    return False
+    """The image pins ``fabric``'s software (expect.json's ``network.<fabric>``)."""
+    return ctx.expect.network.pins(fabric) is not None
 
 
 def inconclusive(
@@ -94,8 +90,8 @@ def not_applicable(
     if nics.fabric != want:
         return skip(f"shape {shape} has no {LABEL.get(want, want)} ({SHAPES})")
     if needs_software and not pinned(ctx, want):
-        if want in PIN:
-            return skip(f"the image installs no {LABEL[want]} software ({PIN[want]} not pinned)")
+        if want in Network.model_fields:
+            return skip(f"the image installs no {LABEL[want]} software (network.{want} not pinned)")
         return skip(
             f"the image's software for {LABEL.get(want, want)} is not pinned by the stack "
             "(no network pin exists for it): NCCL's use of it is not judged"

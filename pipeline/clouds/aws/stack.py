@@ -150,7 +150,7 @@ def location_findings(aws: AwsCloud, compat_dir: Path) -> Iterator[Finding]:
 SECTION = CloudSection(
     name="aws",
     model=AwsCloud,
-    fabrics=frozenset({"aws_efa"}),
+    fabrics=frozenset({"efa"}),
     checks=(location_findings,),
     written_when_absent=True,
 )

@@ -155,7 +155,7 @@ def launch_findings(az: AzureCloud, compat_dir: Path) -> Iterator[Finding]:
 SECTION = CloudSection(
     name="azure",
     model=AzureCloud,
-    fabrics=frozenset({"azure_infiniband"}),
+    fabrics=frozenset({"infiniband"}),
     checks=(location_findings, launch_findings),
     written_when_absent=True,
 )

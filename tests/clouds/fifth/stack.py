@@ -26,4 +26,4 @@ class FifthCloud(CloudCommon):
 
 
 # it installs EFA as AWS does, so the library's p5 snapshots replay on its shape
-SECTION = CloudSection(name="fifth", model=FifthCloud, fabrics=frozenset({"aws_efa"}))
+SECTION = CloudSection(name="fifth", model=FifthCloud, fabrics=frozenset({"efa"}))
