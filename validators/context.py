@@ -14,6 +14,7 @@ from imagectl.validators.expectations import Expectations
 from imagectl.validators.fabric.model import FabricSection, NcclRun
 from imagectl.validators.fabric.nccl_probe import probe
 from imagectl.validators.host.kernel_log import KernelLog
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.results import Action
 
 
@@ -43,7 +44,7 @@ class NamedCalls:
 
 @dataclass
 class Context:
-    nvml: Any
+    nvml: NvmlBackend
     facts: Any
     expect: Expectations
     profile: str

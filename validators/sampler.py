@@ -14,10 +14,11 @@ import time
 from typing import Any
 
 from imagectl.validators.compute.load import sample_once
+from imagectl.validators.nvml.backend import NvmlBackend
 
 
 class LoadSampler:
-    def __init__(self, nvml: Any, handles: list[object], interval_s: float = 0.5):
+    def __init__(self, nvml: NvmlBackend, handles: list[object], interval_s: float = 0.5):
         self.nvml = nvml
         self.handles = handles
         self.interval_s = interval_s

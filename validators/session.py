@@ -41,6 +41,7 @@ from imagectl.validators.fabric.model import FabricSection
 from imagectl.validators.host.facts import LiveFacts, RecordedFacts
 from imagectl.validators.host.kernel_log import KernelLog, read_file_log, read_host_log
 from imagectl.validators.nvml import LiveNvml, ReplayNvml
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.receipt import Receipt, gpu_summaries, summarise, verdict_of
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 from imagectl.validators.runner import run_checks, run_with_deadline
@@ -75,7 +76,7 @@ def _now() -> str:
 def build_context(opts: Options) -> Context:
     if opts.snapshot is not None:
         snap = opts.snapshot
-        nvml: Any = ReplayNvml(snap["nvml"])
+        nvml: NvmlBackend = ReplayNvml(snap["nvml"])
         facts: Any = RecordedFacts(snap["host"])
         log_section = snap.get("kernel_log") or {}
 

@@ -12,6 +12,7 @@ Values are functions of the global element index, generated and checked in chunk
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 CHUNK = 1 << 26  # elements per generation / comparison step (512 MiB of int64 indices)
@@ -56,33 +57,35 @@ def recv_length(op: str, count: int, n: int) -> int:
     return count // n if op == "reduce_scatter" else count
 
 
-def _fill(torch: Any, out: Any, fn: Fn) -> Any:
+def _fill(torch: ModuleType, out: Any, fn: Fn) -> Any:
     for start in range(0, out.numel(), CHUNK):
         stop = min(start + CHUNK, out.numel())
         out[start:stop] = fn(torch.arange(start, stop, device=out.device)).float()
     return out
 
 
-def inputs(torch: Any, op: str, count: int, rank: int, n: int, device: Any) -> Any:
+def inputs(torch: ModuleType, op: str, count: int, rank: int, n: int, device: Any) -> Any:
     """The tensor ``rank`` sends for ``op`` (``count`` = total elements, a multiple of n)."""
     out = torch.empty(send_length(op, count, n), device=device)
     return _fill(torch, out, _send_fn(op, rank, n, count // n))
 
 
-def expected(torch: Any, op: str, count: int, rank: int, n: int, device: Any) -> Any:
+def expected(torch: ModuleType, op: str, count: int, rank: int, n: int, device: Any) -> Any:
     """What ``rank`` must hold after ``op`` (materialised: for tests and small sizes)."""
     out = torch.empty(recv_length(op, count, n), device=device)
     return _fill(torch, out, _expect_fn(op, rank, n, count // n))
 
 
-def output_buffer(torch: Any, op: str, count: int, n: int, device: Any) -> Any:
+def output_buffer(torch: ModuleType, op: str, count: int, n: int, device: Any) -> Any:
     """The receive buffer for ``op`` (all_reduce and broadcast work in place)."""
     if op in ("reduce_scatter", "all_gather", "all_to_all"):
         return torch.empty(recv_length(op, count, n), device=device)
     return None
 
 
-def check(torch: Any, op: str, got: Any, count: int, rank: int, n: int) -> dict[str, object] | None:
+def check(
+    torch: ModuleType, op: str, got: Any, count: int, rank: int, n: int
+) -> dict[str, object] | None:
     """None when ``got`` is what ``rank`` must hold, else the mismatch count and first element."""
     fn = _expect_fn(op, rank, n, count // n)
     bad_total, first = 0, None

@@ -22,6 +22,7 @@ import threading
 import time
 import traceback
 from datetime import timedelta
+from types import ModuleType
 from typing import Any
 
 from imagectl.validators.collectives import faults, patterns
@@ -58,7 +59,7 @@ def _fire(fault_list: list[faults.Fault], op: str, first: bool, log: EventLog) -
     return corrupt
 
 
-def _run_op(torch: Any, dist: Any, op: str, send: Any, recv: Any) -> None:
+def _run_op(torch: ModuleType, dist: Any, op: str, send: Any, recv: Any) -> None:
     if op == "all_reduce":
         dist.all_reduce(send)
     elif op == "broadcast":
@@ -105,7 +106,7 @@ def _one_size(ctx: dict[str, Any], op: str, size: int, corrupt: bool) -> dict[st
     }
 
 
-def _nccl_version(torch: Any) -> str | None:
+def _nccl_version(torch: ModuleType) -> str | None:
     try:
         return ".".join(str(p) for p in torch.cuda.nccl.version())
     except Exception:

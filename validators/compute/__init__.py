@@ -12,6 +12,7 @@ GEMM load), checks.py (results), floors.py (the floors table), profiles.py (dura
 from __future__ import annotations
 
 import importlib.util
+from types import ModuleType
 from typing import Any
 
 from imagectl.validators.compute import bandwidth, gemm, load, recorded
@@ -25,6 +26,7 @@ from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.compute.floors import floors_for
 from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.properties import properties_check
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 __all__ = ["smoke_checks"]
@@ -71,7 +73,7 @@ def _guard(check_id: str, fn: Any, *args: Any, **kw: Any) -> list[CheckResult]:
 
 
 def smoke_checks(
-    expect: Any, *, device: str, profile: str, nvml: Any, init: CheckResult | None = None
+    expect: Any, *, device: str, profile: str, nvml: NvmlBackend, init: CheckResult | None = None
 ) -> list[CheckResult]:
     """The smoke tests on ``device`` (cuda or cpu; the session resolves ``auto``: CUDA on a
     host whose expectations name GPUs, never a silent fallback to the CPU). ``init`` is the
@@ -197,7 +199,7 @@ def smoke_checks(
     return checks
 
 
-def _props(torch: Any, devices: list[Any]) -> list[dict[str, Any]]:
+def _props(torch: ModuleType, devices: list[Any]) -> list[dict[str, Any]]:
     out = []
     for i, dev in enumerate(devices):
         p = torch.cuda.get_device_properties(dev)
@@ -214,9 +216,9 @@ def _props(torch: Any, devices: list[Any]) -> list[dict[str, Any]]:
 
 
 def _under_load(
-    torch: Any,
+    torch: ModuleType,
     devices: list[Any],
-    nvml: Any,
+    nvml: NvmlBackend,
     prof: Any,
     expect: Any,
     want_count: int,

@@ -9,10 +9,11 @@ host clock around synchronised copies (two devices, one clock). GB = 1e9 bytes.
 from __future__ import annotations
 
 import time
+from types import ModuleType
 from typing import Any
 
 
-def _elapsed(torch: Any, dev: Any, fn: Any, iters: int) -> float:
+def _elapsed(torch: ModuleType, dev: Any, fn: Any, iters: int) -> float:
     fn()  # warm-up
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -32,14 +33,14 @@ def _elapsed(torch: Any, dev: Any, fn: Any, iters: int) -> float:
     return time.perf_counter() - t0
 
 
-def device_copy_gbps(torch: Any, dev: Any, nbytes: int, iters: int) -> float:
+def device_copy_gbps(torch: ModuleType, dev: Any, nbytes: int, iters: int) -> float:
     src = torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(1)
     dst = torch.empty_like(src)
     seconds = _elapsed(torch, dev, lambda: dst.copy_(src), iters)
     return 2.0 * nbytes * iters / seconds / 1e9
 
 
-def host_copy_gbps(torch: Any, dev: Any, nbytes: int, iters: int, direction: str) -> float:
+def host_copy_gbps(torch: ModuleType, dev: Any, nbytes: int, iters: int, direction: str) -> float:
     """Pinned host memory to the device (``h2d``) or back (``d2h``)."""
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).fill_(1)
     gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev)
@@ -51,7 +52,7 @@ def host_copy_gbps(torch: Any, dev: Any, nbytes: int, iters: int, direction: str
     return nbytes * iters / seconds / 1e9
 
 
-def peer_matrix(torch: Any, count: int, nbytes: int, iters: int) -> list[dict[str, object]]:
+def peer_matrix(torch: ModuleType, count: int, nbytes: int, iters: int) -> list[dict[str, object]]:
     """One entry per ordered GPU pair: peer access, and the copy bandwidth src -> dst."""
     pairs = []
     bufs = [

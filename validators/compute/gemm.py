@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 FAULT_ENV = "IMAGECTL_FAULT_GEMM"
@@ -41,11 +42,11 @@ class GemmRun:
         return self.error is None and self.rel_error <= TOLERANCE[self.dtype]
 
 
-def torch_dtype(torch: Any, name: str) -> Any:
+def torch_dtype(torch: ModuleType, name: str) -> Any:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def reference_inputs(torch: Any, n: int, dtype: str) -> tuple[Any, Any, Any]:
+def reference_inputs(torch: ModuleType, n: int, dtype: str) -> tuple[Any, Any, Any]:
     """Seeded host inputs rounded to ``dtype``, and their fp64 product."""
     gen = torch.Generator().manual_seed(20260401)
     a = (torch.rand(n, n, generator=gen, dtype=torch.float64) * 2 - 1).to(torch_dtype(torch, dtype))
@@ -53,12 +54,12 @@ def reference_inputs(torch: Any, n: int, dtype: str) -> tuple[Any, Any, Any]:
     return a, b, a.double() @ b.double()
 
 
-def _sync(torch: Any, dev: Any) -> None:
+def _sync(torch: ModuleType, dev: Any) -> None:
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
 
 
-def _throughput(torch: Any, dev: Any, dtype: str, n: int, iters: int) -> float:
+def _throughput(torch: ModuleType, dev: Any, dtype: str, n: int, iters: int) -> float:
     a = torch.randn(n, n, device=dev, dtype=torch_dtype(torch, dtype))
     b = torch.randn(n, n, device=dev, dtype=torch_dtype(torch, dtype))
     c = torch.empty(n, n, device=dev, dtype=torch_dtype(torch, dtype))
@@ -83,7 +84,7 @@ def _throughput(torch: Any, dev: Any, dtype: str, n: int, iters: int) -> float:
     return 2.0 * n**3 * iters / seconds / 1e12
 
 
-def _inject(torch: Any, out: Any, ulp: bool) -> None:
+def _inject(torch: ModuleType, out: Any, ulp: bool) -> None:
     if ulp:
         bits = out.view(torch.int32 if out.dtype == torch.float32 else torch.int16)
         bits[0, 0] ^= 1
@@ -92,7 +93,7 @@ def _inject(torch: Any, out: Any, ulp: bool) -> None:
 
 
 def run_gemm(
-    torch: Any, devices: list[Any], dtype: str, *, check_n: int, perf_n: int, iters: int
+    torch: ModuleType, devices: list[Any], dtype: str, *, check_n: int, perf_n: int, iters: int
 ) -> list[GemmRun]:
     """Check and time one dtype on every device (tf32 forced off, restored after)."""
     fault = os.environ.get(FAULT_ENV)
@@ -119,7 +120,7 @@ def run_gemm(
     return runs
 
 
-def consistency(torch: Any, runs: list[GemmRun]) -> dict[str, object]:
+def consistency(torch: ModuleType, runs: list[GemmRun]) -> dict[str, object]:
     """Group devices by bit-identical results; the largest group is the reference.
 
     Returns ``{"groups": [[indexes], ...], "outliers": [indexes], "max_abs_diff": {index: x}}``.

@@ -18,7 +18,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
+
+from imagectl.validators.nvml.backend import NvmlBackend
 
 HW_SLOWDOWN = 0x8
 SW_THERMAL = 0x20
@@ -38,7 +41,7 @@ NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 NVML_VOLATILE_ECC = 0
 
 
-def _call(nvml: Any, names: tuple[str, ...], *args: Any) -> Any:
+def _call(nvml: object, names: tuple[str, ...], *args: object) -> Any:
     """Call the first function of ``names`` the backend has; None when unsupported."""
     for name in names:
         fn = getattr(nvml, name, None)
@@ -51,7 +54,7 @@ def _call(nvml: Any, names: tuple[str, ...], *args: Any) -> Any:
     return None
 
 
-def sample_once(nvml: Any, handle: Any) -> dict[str, Any]:
+def sample_once(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
     """One sample: utilisation, SM and memory clocks, clock-event reasons, temperature,
     power and the current PCIe link (None where NVML cannot say)."""
     power_mw = _call(nvml, ("nvmlDeviceGetPowerUsage",), handle)
@@ -72,7 +75,7 @@ def sample_once(nvml: Any, handle: Any) -> dict[str, Any]:
     }
 
 
-def maxima(nvml: Any, handle: Any) -> dict[str, Any]:
+def maxima(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
     """What the samples are judged against, read once: the clocks' maxima and the GPU's
     slowdown temperature."""
     return {
@@ -87,7 +90,7 @@ def maxima(nvml: Any, handle: Any) -> dict[str, Any]:
     }
 
 
-def counters(nvml: Any, handle: Any) -> dict[str, Any]:
+def counters(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
     """Counters read at the start and at the end of the load: volatile ECC (uncorrected,
     corrected) and the PCIe replay counter; their rise over the load is judged as a rate."""
     ecc = ("nvmlDeviceGetTotalEccErrors",)
@@ -105,7 +108,7 @@ def counters(nvml: Any, handle: Any) -> dict[str, Any]:
 
 @dataclass
 class Sampler:
-    nvml: Any
+    nvml: NvmlBackend
     indices: list[int]
     interval_s: float = 0.25
     samples: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -168,7 +171,7 @@ class Sampler:
         return len(self.samples[index]) / span
 
 
-def gemm_load(torch: Any, devices: list[Any], seconds: float, n: int) -> dict[str, int]:
+def gemm_load(torch: ModuleType, devices: list[Any], seconds: float, n: int) -> dict[str, int]:
     """Keep every device busy with bf16 GEMMs for ``seconds``; returns GEMMs run per device."""
     dtype = torch.bfloat16 if devices[0].type == "cuda" else torch.float32
     mats = [
@@ -225,7 +228,7 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def record_load(
-    nvml: Any, seconds: float, interval_s: float = 0.25, n: int = 8192
+    nvml: NvmlBackend, seconds: float, interval_s: float = 0.25, n: int = 8192
 ) -> dict[str, Any]:
     """``imagectl snapshot --load-s N``: bf16 GEMMs on every CUDA device for ``seconds``
     while NVML is sampled; the recording a snapshot's ``load`` section holds."""

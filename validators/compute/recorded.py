@@ -24,6 +24,7 @@ from imagectl.validators.catalogs import thresholds
 from imagectl.validators.compute.checks import load_checks
 from imagectl.validators.compute.floors import floors_for, load_floors
 from imagectl.validators.compute.load import _call, summarise
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.rates import pcie_replay_limit_per_min, per_minute
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
@@ -210,7 +211,9 @@ def pcie_replay_check(gpu: dict[str, Any], seconds: float, link: dict[str, Any])
     )
 
 
-def expected_link(nvml: Any, index: int, floor: dict[str, Any] | None) -> dict[str, Any]:
+def expected_link(
+    nvml: NvmlBackend | None, index: int, floor: dict[str, Any] | None
+) -> dict[str, Any]:
     """The floors table's link, raised to NVML's max for this device and slot if higher."""
     want = dict(floor or {})
     handle = _call(nvml, ("nvmlDeviceGetHandleByIndex",), index) if nvml is not None else None
@@ -226,7 +229,7 @@ def expected_link(nvml: Any, index: int, floor: dict[str, Any] | None) -> dict[s
 
 
 def judge_recording(
-    record: dict[str, Any], nvml: Any, gpu_model: str | None, shape: str | None
+    record: dict[str, Any], nvml: NvmlBackend | None, gpu_model: str | None, shape: str | None
 ) -> list[CheckResult]:
     """Every ``load.*`` result of one recording (``load.Sampler.recording``)."""
     gpus = sorted(record.get("gpus") or [], key=lambda g: int(g["index"]))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pynvml
 
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.nvml.calls import (
     DEVICE_CALLS,
     SYSTEM_CALLS,
@@ -38,7 +39,7 @@ def _err(exc: BaseException) -> dict[str, str]:
     return {"$error": error_name(exc)}
 
 
-def _one(nvml: Any, call: Call, head: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+def _one(nvml: NvmlBackend, call: Call, head: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
     fn = getattr(nvml, call.name)
     try:
         if call.kind == "fill":
@@ -55,7 +56,7 @@ def _one(nvml: Any, call: Call, head: tuple[Any, ...], args: tuple[Any, ...]) ->
         return _err(exc)
 
 
-def _capture_call(nvml: Any, call: Call, head: tuple[Any, ...], links: set[int]) -> Any:
+def _capture_call(nvml: NvmlBackend, call: Call, head: tuple[Any, ...], links: set[int]) -> Any:
     if not call.args:
         return _one(nvml, call, head, ())
     out: dict[str, Any] = {}
@@ -77,7 +78,7 @@ def _capture_call(nvml: Any, call: Call, head: tuple[Any, ...], links: set[int])
     return out
 
 
-def capture_nvml(nvml: Any) -> dict[str, Any]:
+def capture_nvml(nvml: NvmlBackend) -> dict[str, Any]:
     """Everything the checks read, per GPU. Never raises on NVML errors: records them."""
     try:
         nvml.nvmlInit()

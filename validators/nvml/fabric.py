@@ -10,10 +10,10 @@ every field by four bytes. Each function gets its own structure here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pynvml
 
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.nvml.calls import new_struct
 from imagectl.validators.nvml.errors import error_name
 
@@ -29,7 +29,7 @@ class FabricInfo:
     layout: str  # "v2" (nvmlDeviceGetGpuFabricInfoV) or "v1" (nvmlDeviceGetGpuFabricInfo)
 
 
-def read_fabric(nvml: Any, handle: object) -> FabricInfo:
+def read_fabric(nvml: NvmlBackend, handle: object) -> FabricInfo:
     """The v2 structure through ``...InfoV``; the v1 one where the driver lacks it."""
     try:
         info = new_struct("nvmlDeviceGetGpuFabricInfoV")  # its version set, as nvml.h asks

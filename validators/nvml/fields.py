@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pynvml
+
+from imagectl.validators.nvml.backend import NvmlBackend
 
 _VALUE_ATTR = {
     pynvml.NVML_VALUE_TYPE_DOUBLE: "dVal",
@@ -17,7 +17,7 @@ _VALUE_ATTR = {
 }
 
 
-def field_value(nvml: Any, handle: object, field_id: int) -> float | int:
+def field_value(nvml: NvmlBackend, handle: object, field_id: int) -> float | int:
     """The value of one field; raises the field's own NVMLError when it has one."""
     (entry,) = nvml.nvmlDeviceGetFieldValues(handle, [field_id])
     if entry.nvmlReturn != pynvml.NVML_SUCCESS:

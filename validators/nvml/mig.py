@@ -10,10 +10,10 @@ against the expectations is ``gpu.mig_mode``'s to judge. Rules: ``data/nvml.yaml
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pynvml
 
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.nvml.errors import error_name
 from imagectl.validators.nvml.policy import nvml_policy
 
@@ -31,7 +31,7 @@ class MigLinks:
         return "MIG is enabled on this GPU: the driver enables no NVLink with MIG"
 
 
-def mig_enabled(nvml: Any, handle: object) -> bool:
+def mig_enabled(nvml: NvmlBackend, handle: object) -> bool:
     """The GPU's current MIG mode (a GPU without MIG, NOT_SUPPORTED: disabled)."""
     try:
         current, _pending = nvml.nvmlDeviceGetMigMode(handle)
@@ -42,14 +42,14 @@ def mig_enabled(nvml: Any, handle: object) -> bool:
     return bool(current)
 
 
-def _arch(nvml: Any, handle: object) -> int | None:
+def _arch(nvml: NvmlBackend, handle: object) -> int | None:
     try:
         return int(nvml.nvmlDeviceGetArchitecture(handle))
     except pynvml.NVMLError:
         return None
 
 
-def links_off_by_mig(nvml: Any, handle: object) -> MigLinks | None:
+def links_off_by_mig(nvml: NvmlBackend, handle: object) -> MigLinks | None:
     """The reason this GPU's NVLinks are expected off (MIG enabled on an architecture where
     that turns them off), or None: its links are judged as usual."""
     if not mig_enabled(nvml, handle):

@@ -15,6 +15,7 @@ from typing import Any
 import pynvml
 
 from imagectl.validators.findings import Finding, bad
+from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.nvml.errors import error_label, error_name
 from imagectl.validators.nvml.policy import nvml_policy
 
@@ -26,7 +27,7 @@ def _fresh(arg: Any) -> Any:
     return arg
 
 
-def _answers(nvml: Any, call: str, handle: object, rest: tuple[Any, ...]) -> bool:
+def _answers(nvml: NvmlBackend, call: str, handle: object, rest: tuple[Any, ...]) -> bool:
     try:
         out = getattr(nvml, call)(handle, *(_fresh(a) for a in rest))
     except pynvml.NVMLError:
