@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from imagectl.clouds.base_image import BaseImage
@@ -61,6 +61,25 @@ class Instance:
     def expires_at(self) -> dt.datetime | None:
         raw = self.tags.get(TAG_TTL)
         return dt.datetime.fromisoformat(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """One host to start (``Provider.launch``): ``image`` on ``shape`` in ``location`` (a
+    region or a zone), living ``ttl`` (its expires-at tag: the reaper's key), tagged with
+    who launched it and for which stack. The run's SSH key, the one address SSH admits
+    (None: no inbound SSH) and the multi-node placement it joins are optional."""
+
+    image: CloudImage
+    shape: str
+    _: KW_ONLY
+    location: str
+    ttl: dt.timedelta
+    launched_by: str
+    stack: str
+    ssh_public_key: str | None = None
+    allowed_cidr: str | None = None
+    placement: Placement | None = None
 
 
 @dataclass(frozen=True)
@@ -132,19 +151,7 @@ class Provider(ABC):
 
     # -- instances (validation runs, reaper, fleet drift) ---------------------------
     @abstractmethod
-    def launch(
-        self,
-        image: CloudImage,
-        shape: str,
-        *,
-        location: str,
-        ttl: dt.timedelta,
-        launched_by: str,
-        stack: str,
-        ssh_public_key: str | None = None,
-        allowed_cidr: str | None = None,
-        placement: Placement | None = None,
-    ) -> Instance: ...
+    def launch(self, request: LaunchRequest) -> Instance: ...
 
     # -- placement (multi-node runs: imagectl.clouds.placement) -------------------------
     def create_placement(

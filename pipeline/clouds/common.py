@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from imagectl.clouds.base import Instance
+from imagectl.clouds.base import Instance, LaunchRequest
 from imagectl.core.errors import UserError
 from imagectl.tags import TAG_IMAGE, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_TTL
 
@@ -46,6 +46,16 @@ def instance_tags(
         TAG_TTL: iso(expires),
         TAG_LAUNCHED_BY: launched_by,
     }
+
+
+def launch_tags(request: LaunchRequest) -> dict[str, str]:
+    """``instance_tags`` of the host a ``Provider.launch`` request starts."""
+    return instance_tags(
+        stack=request.stack,
+        image_id=request.image.image_id,
+        ttl=request.ttl,
+        launched_by=request.launched_by,
+    )
 
 
 def is_expired(instance: Instance, now: dt.datetime | None = None) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from imagectl.clouds.base import CapacityError, Instance, Provider, QuotaError
+from imagectl.clouds.base import CapacityError, Instance, LaunchRequest, Provider, QuotaError
 from imagectl.clouds.common import NotReachable, instance_tags
 from imagectl.clouds.placement import Placement
 from imagectl.core.fsutil import atomic_write_json
@@ -152,15 +152,17 @@ class ValidationRun:
             self.reporter.step(f"slot {slot}: launching {self.req.shape} in {location}")
             try:
                 inst = self.provider.launch(
-                    self.req.image,
-                    self.req.shape,
-                    location=location,
-                    ttl=self.req.ttl,
-                    launched_by=self.launched_by,
-                    stack=self.req.stack,
-                    ssh_public_key=self.req.ssh_public_key,
-                    allowed_cidr=self.req.allowed_cidr,
-                    **({"placement": self.result.placement} if self.result.placement else {}),
+                    LaunchRequest(
+                        self.req.image,
+                        self.req.shape,
+                        location=location,
+                        ttl=self.req.ttl,
+                        launched_by=self.launched_by,
+                        stack=self.req.stack,
+                        ssh_public_key=self.req.ssh_public_key,
+                        allowed_cidr=self.req.allowed_cidr,
+                        placement=self.result.placement,
+                    )
                 )
             except CapacityError as exc:
                 errors.append(exc)

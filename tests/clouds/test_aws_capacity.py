@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
-from imagectl.clouds.base import CapacityError
+from imagectl.clouds.base import CapacityError, LaunchRequest
 from imagectl.validation.run import NoCapacity
 from tests.fakes import moto_extensions
 from tests.fakes.fixtures import CloudEnv
@@ -48,12 +48,14 @@ def _provider(env: CloudEnv, rid: str, block: bool = False):
 
 def _launch(provider, image, zone: str):
     return provider.launch(
-        image,
-        "p5.48xlarge",
-        location=zone,
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "p5.48xlarge",
+            location=zone,
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
 
 

@@ -9,6 +9,7 @@ import datetime as dt
 
 import boto3
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.reap import reap
 from tests.fakes.fixtures import CloudEnv
 
@@ -27,13 +28,15 @@ def _launch(env: CloudEnv):
     provider = env.provider()
     image = env.seed_candidate()
     inst = provider.launch(
-        image,
-        "p5.48xlarge",
-        location=env.locations()[0],
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
-        allowed_cidr="203.0.113.7/32",
+        LaunchRequest(
+            image,
+            "p5.48xlarge",
+            location=env.locations()[0],
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+            allowed_cidr="203.0.113.7/32",
+        )
     )
     return provider, inst
 
@@ -80,12 +83,14 @@ def test_with_a_subnet_only_its_zone_is_tried(aws_moto) -> None:
     zones = provider.candidate_locations(image)
     assert zones == ["us-east-1b"]
     inst = provider.launch(
-        image,
-        "p5.48xlarge",
-        location=zones[0],
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "p5.48xlarge",
+            location=zones[0],
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
     assert inst.region == "us-east-1b"
     provider.terminate(inst)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from imagectl.clouds.aws.efa import efa_cards
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from imagectl.validation.fabric.nodes import placement_name
 from tests.fakes.fixtures import CloudEnv
@@ -36,11 +37,11 @@ def _recorded(provider: Any, region: str) -> list[dict[str, Any]]:
 
 
 def _launch(provider: Any, image: Any, shape: str, zone: str, placement: Any = None) -> Any:
-    return provider.launch(
+    return provider.launch(LaunchRequest(
         image, shape, location=zone, ttl=dt.timedelta(hours=1), launched_by="test",
         stack="h100-training", ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr=RUNNER,
         placement=placement,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def _group(provider: Any, region: str, group_id: str) -> dict[str, Any]:

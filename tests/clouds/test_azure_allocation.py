@@ -11,7 +11,7 @@ import datetime as dt
 
 import pytest
 
-from imagectl.clouds.base import CapacityError
+from imagectl.clouds.base import CapacityError, LaunchRequest
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -19,12 +19,14 @@ pytest_plugins = ["tests.fakes.fixtures"]
 
 def _launch(provider, image, location: str):
     return provider.launch(
-        image,
-        "Standard_ND96isr_H100_v5",
-        location=location,
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "Standard_ND96isr_H100_v5",
+            location=location,
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
 
 

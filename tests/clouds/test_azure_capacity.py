@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from imagectl.clouds.base import CapacityError
+from imagectl.clouds.base import CapacityError, LaunchRequest
 from imagectl.validation.run import NoCapacity
 from tests.fakes.fixtures import CloudEnv
 
@@ -35,12 +35,14 @@ def _provider(env: CloudEnv, group: str, zone: str | None):
 
 def _launch(provider, image, location: str):
     return provider.launch(
-        image,
-        SIZE,
-        location=location,
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            SIZE,
+            location=location,
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
 
 

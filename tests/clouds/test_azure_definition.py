@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.core.errors import UserError
 from tests.fakes.fixtures import CloudEnv
 
@@ -65,12 +66,14 @@ def test_a_trusted_launch_definition_gets_trusted_launch_validation_vms(azure_fa
     provider = _provider(env, security_type="TrustedLaunch")
     location = env.locations()[0]
     provider.launch(
-        image,
-        "Standard_ND96isr_H100_v5",
-        location=location,
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "Standard_ND96isr_H100_v5",
+            location=location,
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
     (put,) = azure_fake.calls("PUT", "/virtualMachines/")
     assert put.body["properties"]["securityProfile"] == {
@@ -79,12 +82,14 @@ def test_a_trusted_launch_definition_gets_trusted_launch_validation_vms(azure_fa
     }
     standard = _provider(env)
     standard.launch(
-        image,
-        "Standard_ND96isr_H100_v5",
-        location=location,
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "Standard_ND96isr_H100_v5",
+            location=location,
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
     assert (
         "securityProfile" not in azure_fake.calls("PUT", "/virtualMachines/")[-1].body["properties"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from imagectl.clouds.base import LaunchRequest
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -28,12 +29,14 @@ def test_fleet_vms_beyond_the_first_page_are_listed(azure_fake) -> None:
     location = env.locations()[0]
     launched = {
         provider.launch(
-            image,
-            "Standard_ND96isr_H100_v5",
-            location=location,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
+            LaunchRequest(
+                image,
+                "Standard_ND96isr_H100_v5",
+                location=location,
+                ttl=dt.timedelta(hours=1),
+                launched_by="test",
+                stack="h100-training",
+            )
         ).instance_id
         for _ in range(5)
     }

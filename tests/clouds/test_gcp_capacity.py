@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from imagectl.clouds.base import CapacityError
+from imagectl.clouds.base import CapacityError, LaunchRequest
 from imagectl.validation.run import NoCapacity
 from tests.fakes.fixtures import CloudEnv
 
@@ -36,12 +36,14 @@ def _provider(env: CloudEnv, reservation: str, zone: str):
 
 def _launch(provider, image, zone: str):
     return provider.launch(
-        image,
-        SHAPE,
-        location=zone,
-        ttl=dt.timedelta(hours=1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            SHAPE,
+            location=zone,
+            ttl=dt.timedelta(hours=1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
 
 

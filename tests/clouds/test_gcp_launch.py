@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.gcp.launch import DATA, launch_settings, series_of
 from imagectl.core.yamlfast import load_data
 from tests.fakes.fixtures import CloudEnv
@@ -31,11 +32,11 @@ def _stack_shapes() -> list[str]:
 
 
 def _launch(env: CloudEnv, shape: str) -> Any:
-    return env.provider().launch(
+    return env.provider().launch(LaunchRequest(
         env.seed_candidate(), shape, location=env.fake.zones[0], ttl=dt.timedelta(hours=1),
         launched_by="test", stack="h100-training", ssh_public_key="ssh-ed25519 AAAA k",
         allowed_cidr="203.0.113.7/32",
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 @pytest.mark.parametrize("shape", ["a3-highgpu-8g", "a4-highgpu-8g", "g2-standard-4"])
@@ -122,10 +123,11 @@ def test_a_multi_node_run_shares_one_rule_admitting_its_hosts_to_each_other(gcp_
         name=placement_name("h100-training"), location=zone, shape="a3-highgpu-8g", count=2,
         tags=tags,
     )  # fmt: skip
-    nodes = [provider.launch(image, "a3-highgpu-8g", location=zone, ttl=dt.timedelta(hours=1),
-                             launched_by="test", stack="h100-training",
-                             ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr="203.0.113.7/32",
-                             placement=placement) for _ in range(2)]  # fmt: skip
+    request = LaunchRequest(image, "a3-highgpu-8g", location=zone, ttl=dt.timedelta(hours=1),
+                            launched_by="test", stack="h100-training",
+                            ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr="203.0.113.7/32",
+                            placement=placement)  # fmt: skip
+    nodes = [provider.launch(request) for _ in range(2)]
     (peers,) = [f for f in gcp_fake.firewalls.values() if f["name"].endswith("-peers")]
     assert peers["sourceTags"] == [placement.name] == peers["targetTags"]
     assert not peers.get("sourceRanges") and peers["allowed"] == [{"IPProtocol": "all"}]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
 from tests.fakes.fixtures import CloudEnv
@@ -34,14 +35,16 @@ def test_launch_tags_and_locks_down_the_instance(cloud_env: CloudEnv) -> None:
     p = cloud_env.provider()
     before = dt.datetime.now(dt.timezone.utc)
     inst = p.launch(
-        image,
-        "p5.48xlarge",
-        location=cloud_env.locations()[0],
-        ttl=dt.timedelta(hours=2),
-        launched_by="ci-run-42",
-        stack="h100-training",
-        ssh_public_key="ssh-ed25519 AAAAC3Nza test",
-        allowed_cidr="203.0.113.7/32",
+        LaunchRequest(
+            image,
+            "p5.48xlarge",
+            location=cloud_env.locations()[0],
+            ttl=dt.timedelta(hours=2),
+            launched_by="ci-run-42",
+            stack="h100-training",
+            ssh_public_key="ssh-ed25519 AAAAC3Nza test",
+            allowed_cidr="203.0.113.7/32",
+        )
     )
     assert inst.tags[TAG_MANAGED] == "true"
     assert inst.tags[TAG_LAUNCHED_BY] == "ci-run-42"
@@ -210,8 +213,8 @@ def test_gcp_reaps_a_killed_runs_ssh_rule_only_after_its_ttl_and_its_instance(
     p = cloud_env.provider()
     kw = dict(location=cloud_env.locations()[0], ttl=dt.timedelta(hours=2),
               launched_by="ci", stack="h100-training", allowed_cidr="203.0.113.7/32")  # fmt: skip
-    dead = p.launch(image, "a3-highgpu-8g", **kw)  # type: ignore[arg-type]
-    alive = p.launch(image, "a3-highgpu-8g", **kw)  # type: ignore[arg-type]
+    dead = p.launch(LaunchRequest(image, "a3-highgpu-8g", **kw))  # type: ignore[arg-type]
+    alive = p.launch(LaunchRequest(image, "a3-highgpu-8g", **kw))  # type: ignore[arg-type]
     cloud_env.fake.firewalls["allow-ssh-from-office"] = {
         "name": "allow-ssh-from-office", "description": "the team's own rule",
         "targetTags": ["office"], "sourceRanges": ["198.51.100.0/24"],

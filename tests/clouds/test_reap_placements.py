@@ -20,6 +20,7 @@ from typing import Any
 
 import boto3
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from imagectl.clouds.placement import Placement
 from imagectl.clouds.reap import reap_placements
@@ -57,9 +58,9 @@ class Leftovers:
         return placement
 
     def launch_in(self, placement: Placement) -> str:
-        inst = self.provider.launch(self.image, self.shape, location=self.location,
+        inst = self.provider.launch(LaunchRequest(self.image, self.shape, location=self.location,
                                     ttl=dt.timedelta(hours=2), launched_by="live-runner",
-                                    stack=STACK, placement=placement)  # fmt: skip
+                                    stack=STACK, placement=placement))  # fmt: skip
         return str(inst.instance_id)
 
     def exists(self, placement: Placement) -> bool:

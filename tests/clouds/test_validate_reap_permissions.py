@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from imagectl.validation.fabric.nodes import placement_name
 from tests.clouds.scenario import HEALTHY, IMAGE_FAULT, write_override
@@ -100,8 +101,8 @@ def _expired(env: CloudEnv) -> tuple[str, str]:
     shape = "p5.48xlarge" if env.cloud == "aws" else "x"
     ttl = dt.timedelta(hours=-1)
     provider = env.provider()
-    inst = provider.launch(image, shape, location=location, ttl=ttl, launched_by="test",
-                           stack="h100-training")  # fmt: skip
+    inst = provider.launch(LaunchRequest(image, shape, location=location, ttl=ttl,
+                                         launched_by="test", stack="h100-training"))  # fmt: skip
     tags = instance_tags(stack="h100-training", image_id=image.image_id, ttl=ttl,
                          launched_by="test")  # fmt: skip
     placement = provider.create_placement(

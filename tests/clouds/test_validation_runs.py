@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from imagectl.clouds.base import LaunchRequest
 from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT, write_override
 from tests.fakes.fixtures import CloudEnv
 from tests.support import ROOT
@@ -277,12 +278,14 @@ def test_reaper_terminates_only_expired_instances(
 
     def launch(ttl: dt.timedelta) -> str:
         inst = provider.launch(
-            image,
-            "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
-            location=location,
-            ttl=ttl,
-            launched_by="test",
-            stack="h100-training",
+            LaunchRequest(
+                image,
+                "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
+                location=location,
+                ttl=ttl,
+                launched_by="test",
+                stack="h100-training",
+            )
         )
         return str(inst.instance_id)
 
@@ -312,12 +315,14 @@ def test_reaper_reports_an_instance_once_however_many_stacks_list_it(
 
     image = cloud_env.seed_candidate()
     inst = cloud_env.provider().launch(
-        image,
-        "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
-        location=cloud_env.locations()[0],
-        ttl=dt.timedelta(hours=-1),
-        launched_by="test",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
+            location=cloud_env.locations()[0],
+            ttl=dt.timedelta(hours=-1),
+            launched_by="test",
+            stack="h100-training",
+        )
     )
     stacks = [a for name in ("h100-training", "b200-training") for a in ("--stack", name)]
     dry = cli("reap", "--cloud", cloud_env.cloud, *stacks, "--dry-run", "--json")
@@ -343,13 +348,15 @@ def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> Non
     image = cloud_env.seed_candidate()
     with pytest.raises(UserError, match="whole internet"):
         cloud_env.provider().launch(
-            image,
-            "x",
-            location=cloud_env.locations()[0],
-            ttl=dt.timedelta(hours=1),
-            launched_by="t",
-            stack="h100-training",
-            allowed_cidr=cidr,
+            LaunchRequest(
+                image,
+                "x",
+                location=cloud_env.locations()[0],
+                ttl=dt.timedelta(hours=1),
+                launched_by="t",
+                stack="h100-training",
+                allowed_cidr=cidr,
+            )
         )
     assert cloud_env.live_instances() == []
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from tests.contract.arm_schema import problems
 from tests.fakes.fixtures import CloudEnv
@@ -50,14 +51,16 @@ def _exercise(fake) -> None:
         provider.set_pointer("h100-training", region, image.image_id)
     provider.deprecate(image)
     inst = provider.launch(
-        image,
-        "Standard_ND96isr_H100_v5",
-        location=env.locations()[0],
-        ttl=dt.timedelta(hours=1),
-        launched_by="contract",
-        stack="h100-training",
-        ssh_public_key="ssh-ed25519 AAAA contract",
-        allowed_cidr="203.0.113.0/24",
+        LaunchRequest(
+            image,
+            "Standard_ND96isr_H100_v5",
+            location=env.locations()[0],
+            ttl=dt.timedelta(hours=1),
+            launched_by="contract",
+            stack="h100-training",
+            ssh_public_key="ssh-ed25519 AAAA contract",
+            allowed_cidr="203.0.113.0/24",
+        )
     )
     provider.wait_reachable(inst, timeout_s=30)
     provider.list_instances(managed_only=False)
@@ -70,9 +73,10 @@ def _exercise(fake) -> None:
                                   shape="Standard_ND96isr_H100_v5", count=2, tags=tags)
         for n in range(3)
     ]  # fmt: skip
-    placed = provider.launch(image, "Standard_ND96isr_H100_v5", location=env.locations()[0],
-                             ttl=dt.timedelta(hours=1), launched_by="contract",
-                             stack="h100-training", placement=placements[0])  # fmt: skip
+    placed = provider.launch(LaunchRequest(
+        image, "Standard_ND96isr_H100_v5", location=env.locations()[0], ttl=dt.timedelta(hours=1),
+        launched_by="contract", stack="h100-training", placement=placements[0],
+    ))  # fmt: skip
     assert len(provider.list_placements()) == 3
     provider.terminate(placed)
     provider.delete_placement(placements[0])
@@ -85,12 +89,14 @@ def _exercise(fake) -> None:
     special = _variant(env, security_type="TrustedLaunch", group=group)
     special.prepare_build()
     inst = special.launch(
-        image,
-        "Standard_ND96isr_H100_v5",
-        location=f"{build.location}/1",
-        ttl=dt.timedelta(hours=1),
-        launched_by="contract",
-        stack="h100-training",
+        LaunchRequest(
+            image,
+            "Standard_ND96isr_H100_v5",
+            location=f"{build.location}/1",
+            ttl=dt.timedelta(hours=1),
+            launched_by="contract",
+            stack="h100-training",
+        )
     )
     special.terminate(inst)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from imagectl.stacks.schema import Sharing
 from tests.contract.compute_schema import problems
@@ -59,14 +60,16 @@ def _exercise(fake) -> None:
     provider.deprecate(new)
     zone = env.locations()[0]
     inst = provider.launch(
-        old,
-        "a3-highgpu-8g",
-        location=zone,
-        ttl=dt.timedelta(hours=1),
-        launched_by="contract",
-        stack="h100-training",
-        ssh_public_key="ssh-ed25519 AAAA contract",
-        allowed_cidr="203.0.113.0/24",
+        LaunchRequest(
+            old,
+            "a3-highgpu-8g",
+            location=zone,
+            ttl=dt.timedelta(hours=1),
+            launched_by="contract",
+            stack="h100-training",
+            ssh_public_key="ssh-ed25519 AAAA contract",
+            allowed_cidr="203.0.113.0/24",
+        )
     )
     provider.wait_reachable(inst, timeout_s=30)
     assert provider.list_instances(managed_only=False)
@@ -75,12 +78,14 @@ def _exercise(fake) -> None:
     fake.add_reservation(zone, "h100-pool", machine_type="a3-highgpu-8g", count=1)
     reserved = _with_reservation(env, "h100-pool", zone)
     inst = reserved.launch(
-        old,
-        "a3-highgpu-8g",
-        location=zone,
-        ttl=dt.timedelta(hours=1),
-        launched_by="contract",
-        stack="h100-training",
+        LaunchRequest(
+            old,
+            "a3-highgpu-8g",
+            location=zone,
+            ttl=dt.timedelta(hours=1),
+            launched_by="contract",
+            stack="h100-training",
+        )
     )
     reserved.terminate(inst)
     # a multi-node run's placement, and the reaper's listing of the ones left behind

@@ -9,6 +9,7 @@ import datetime as dt
 import pytest
 from drift_helpers import stack_report
 
+from imagectl.clouds.base import LaunchRequest
 from tests.fakes.fixtures import CloudEnv
 
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -33,9 +34,10 @@ def test_stale_instances_on_every_cloud(cli, aws_moto, gcp_fake, azure_fake):
         current = provider.get_image(provider.get_pointer(STACK, region), region) or new
         location = env.locations()[0]
         for image in (current, current, old):
-            provider.launch(image, env.resolved.stack.clouds.enabled()[cloud].validation_shapes[0],
-                            location=location, ttl=dt.timedelta(hours=1),
-                            launched_by="test", stack=STACK)  # fmt: skip
+            shape = env.resolved.stack.clouds.enabled()[cloud].validation_shapes[0]
+            provider.launch(LaunchRequest(image, shape, location=location,
+                                          ttl=dt.timedelta(hours=1),
+                                          launched_by="test", stack=STACK))  # fmt: skip
         expected[cloud] = (current.image_id, old.image_id)
 
     result = cli("drift", "--stack", STACK, "--fleet", "--format", "json")

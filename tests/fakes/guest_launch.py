@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.base import LaunchRequest
 from tests.fakes.fixtures import resolved_stack
 from tests.fakes.guests import GuestHost
 
@@ -50,14 +51,16 @@ def aws_candidate(owner: str = CANONICAL, *, endpoint: str | None = None) -> str
 
 def launch(provider: Any, image: Any, location: str, key: str, cidr: str = RUNNER) -> Any:
     return provider.launch(
-        image,
-        "p5.48xlarge",
-        location=location,
-        ttl=dt.timedelta(hours=1),
-        launched_by="guest-test",
-        stack=resolved_stack().name,
-        ssh_public_key=key,
-        allowed_cidr=cidr,
+        LaunchRequest(
+            image,
+            "p5.48xlarge",
+            location=location,
+            ttl=dt.timedelta(hours=1),
+            launched_by="guest-test",
+            stack=resolved_stack().name,
+            ssh_public_key=key,
+            allowed_cidr=cidr,
+        )
     )
 
 

@@ -16,11 +16,11 @@ from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
 from imagectl.clouds.aws.spec import SPEC, AwsOptions, region_of
 from imagectl.clouds.aws.tags import tag_dict, tag_list
-from imagectl.clouds.base import CloudImage, Instance, Provider
+from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import (
     NotReachable,
-    instance_tags,
+    launch_tags,
     parse_time,
     utcnow,
 )
@@ -250,36 +250,25 @@ class AwsProvider(AwsPromotion, Provider):
         )["AvailabilityZones"]
         return sorted(str(z["ZoneName"]) for z in zones)
 
-    def launch(
-        self,
-        image: CloudImage,
-        shape: str,
-        *,
-        location: str,
-        ttl: dt.timedelta,
-        launched_by: str,
-        stack: str,
-        ssh_public_key: str | None = None,
-        allowed_cidr: str | None = None,
-        placement: Placement | None = None,
-    ) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance:
         from botocore.exceptions import ClientError
 
-        region = region_of(location)
+        region = region_of(request.location)
         ec2 = self.clients.ec2(region)
-        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
-        name = f"imagectl-{stack}-{int(time.time() * 1000) % 10**10}"
-        cards = efa_cards(shape)  # EFA shapes: one EFA interface per network card (efa.yaml)
+        tags = launch_tags(request)
+        name = f"imagectl-{request.stack}-{int(time.time() * 1000) % 10**10}"
+        # EFA shapes: one EFA interface per network card (efa.yaml)
+        cards = efa_cards(request.shape)
         group_id = self._launch_group(
-            ec2, name=name, placement=placement, allowed_cidr=allowed_cidr, tags=tags,
-            members=bool(cards),
+            ec2, name=name, placement=request.placement, allowed_cidr=request.allowed_cidr,
+            tags=tags, members=bool(cards),
         )  # fmt: skip
         kwargs: dict[str, Any] = {
-            "ImageId": image.image_id,
-            "InstanceType": shape,
+            "ImageId": request.image.image_id,
+            "InstanceType": request.shape,
             "MinCount": 1,
             "MaxCount": 1,
-            "UserData": _user_data(ssh_public_key),
+            "UserData": _user_data(request.ssh_public_key),
             "SecurityGroupIds": [group_id],
             "InstanceInitiatedShutdownBehavior": "terminate",
             # IMDSv2 only, one hop: containers on the host cannot reach the metadata.
@@ -293,16 +282,18 @@ class AwsProvider(AwsPromotion, Provider):
                 {"ResourceType": "volume", "Tags": tag_list(tags)},
             ],
         }
-        if location != region:
-            kwargs["Placement"] = {"AvailabilityZone": location}
-        if placement is not None:  # a cluster placement group (aws/placement.py)
-            kwargs.setdefault("Placement", {})["GroupName"] = placement.resource_id
+        if request.location != region:
+            kwargs["Placement"] = {"AvailabilityZone": request.location}
+        if request.placement is not None:  # a cluster placement group (aws/placement.py)
+            kwargs.setdefault("Placement", {})["GroupName"] = request.placement.resource_id
         if cards:  # the interfaces carry the group and the subnet (EC2 API, RunInstances)
             subnet = self.subnet_id or network.default_subnet(
-                ec2, location if location != region else None
+                ec2, request.location if request.location != region else None
             )
             del kwargs["SecurityGroupIds"]
-            kwargs["NetworkInterfaces"] = efa_interfaces(shape, group_id=group_id, subnet_id=subnet)
+            kwargs["NetworkInterfaces"] = efa_interfaces(
+                request.shape, group_id=group_id, subnet_id=subnet
+            )
         elif self.subnet_id:
             kwargs["SubnetId"] = self.subnet_id
         if self.capacity_reservation_id:
@@ -316,20 +307,22 @@ class AwsProvider(AwsPromotion, Provider):
         try:
             resp = ec2.run_instances(**kwargs)
         except ClientError as exc:
-            if placement is None:  # a run's shared group is its other hosts' too: left to them
+            # a run's shared group is its other hosts' too: left to them
+            if request.placement is None:
                 network.delete_group(ec2, group_id)
-            where = location
+            where = request.location
             if self.capacity_reservation_id:  # "no capacity" names the reservation tried
                 kind = "Capacity Block" if self.capacity_block else "capacity reservation"
-                where = f"{location} ({kind} {self.capacity_reservation_id})"
+                where = f"{request.location} ({kind} {self.capacity_reservation_id})"
             translated = translate_launch_error(exc, where)
             if translated is exc:
                 raise CloudError(
-                    f"EC2 refused to launch {shape} from {image.image_id} in {location}: {exc}"
+                    f"EC2 refused to launch {request.shape} from {request.image.image_id} in "
+                    f"{request.location}: {exc}"
                 ) from exc
             raise translated from exc
         raw = resp["Instances"][0]
-        if cards > 1 and allowed_cidr:  # several interfaces: EC2 assigns no public address
+        if cards > 1 and request.allowed_cidr:  # several interfaces: EC2 assigns no public address
             self._public.add(str(raw["InstanceId"]))
         return self._instance(raw, region)
 

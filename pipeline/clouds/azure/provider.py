@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import secrets
 import time
@@ -16,9 +15,9 @@ from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
 from imagectl.clouds.azure.spec import SPEC, AzureOptions
-from imagectl.clouds.base import CloudImage, Instance, Provider
+from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider
 from imagectl.clouds.base_image import BaseImage
-from imagectl.clouds.common import NotReachable, instance_tags, utcnow
+from imagectl.clouds.common import NotReachable, launch_tags, utcnow
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
@@ -238,24 +237,14 @@ class AzureProvider(AzurePromotion, Provider):
             ]
         return [f"{region}/{z}" for z in self.zones] or [region]
 
-    def launch(
-        self,
-        image: CloudImage,
-        shape: str,
-        *,
-        location: str,
-        ttl: dt.timedelta,
-        launched_by: str,
-        stack: str,
-        ssh_public_key: str | None = None,
-        allowed_cidr: str | None = None,
-        placement: Placement | None = None,
-    ) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance:
         from azure.core.exceptions import HttpResponseError
 
-        region, zone = split_location(location)
-        name = re.sub(r"[^a-z0-9-]", "-", f"imagectl-{stack}-{secrets.token_hex(3)}".lower())[:60]
-        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
+        region, zone = split_location(request.location)
+        name = re.sub(
+            r"[^a-z0-9-]", "-", f"imagectl-{request.stack}-{secrets.token_hex(3)}".lower()
+        )[:60]
+        tags = launch_tags(request)
         net = self.clients.network
         subnet = vnet.ensure_subnet(net, self.rg, region, self.subnet_id)
         nic_id = vnet.create(
@@ -264,19 +253,19 @@ class AzureProvider(AzurePromotion, Provider):
             location=region,
             name=name,
             subnet_id=subnet,
-            allowed_cidr=allowed_cidr,
+            allowed_cidr=request.allowed_cidr,
             tags=tags,
             zone=zone,
         )
         from azure.mgmt.compute import models as m
 
         linux = m.LinuxConfiguration(disable_password_authentication=True)
-        if ssh_public_key:
+        if request.ssh_public_key:
             linux.ssh = m.SshConfiguration(
                 public_keys=[
                     m.SshPublicKey(
                         path=f"/home/{self.login_user}/.ssh/authorized_keys",
-                        key_data=ssh_public_key.strip(),
+                        key_data=request.ssh_public_key.strip(),
                     )
                 ]
             )
@@ -285,9 +274,9 @@ class AzureProvider(AzurePromotion, Provider):
             tags=tags,
             zones=[zone] if zone else None,
             properties=m.VirtualMachineProperties(
-                hardware_profile=m.HardwareProfile(vm_size=shape),
+                hardware_profile=m.HardwareProfile(vm_size=request.shape),
                 storage_profile=m.StorageProfile(
-                    image_reference=m.ImageReference(id=image.image_id),
+                    image_reference=m.ImageReference(id=request.image.image_id),
                     os_disk=m.OSDisk(
                         create_option="FromImage",
                         delete_option="Delete",
@@ -316,8 +305,10 @@ class AzureProvider(AzurePromotion, Provider):
                 security_type="TrustedLaunch",
                 uefi_settings=m.UefiSettings(secure_boot_enabled=True, v_tpm_enabled=True),
             )
-        if placement is not None and body.properties is not None:  # azure/placement.py
-            body.properties.proximity_placement_group = m.SubResource(id=placement.resource_id)
+        if request.placement is not None and body.properties is not None:  # azure/placement.py
+            body.properties.proximity_placement_group = m.SubResource(
+                id=request.placement.resource_id
+            )
         if self.reservation_group and body.properties is not None:
             body.properties.capacity_reservation = m.CapacityReservationProfile(
                 capacity_reservation_group=m.SubResource(id=self.reservation_group)
@@ -328,23 +319,24 @@ class AzureProvider(AzurePromotion, Provider):
             ).result()
         except HttpResponseError as exc:
             self._cleanup(name)
-            where = location
+            where = request.location
             if self.reservation_group:  # "no capacity" names the reservation tried
                 group = self.reservation_group.rsplit("/", 1)[-1]
-                where = f"{location} (capacity reservation group {group})"
+                where = f"{request.location} (capacity reservation group {group})"
             translated = translate_launch_error(exc, where)
             if translated is exc:
                 raise CloudError(
-                    f"Azure refused to create {shape} from {image.name} in {location}: "
+                    f"Azure refused to create {request.shape} from {request.image.name} in "
+                    f"{request.location}: "
                     f"{exc.message if hasattr(exc, 'message') else exc}"
                 ) from exc
             raise translated from exc
         return Instance(
             cloud="azure",
-            region=location,
+            region=request.location,
             instance_id=name,
-            shape=shape,
-            image_id=image.image_id,
+            shape=request.shape,
+            image_id=request.image.image_id,
             state="creating",
             address=vnet.address(net, self.rg, name),
             tags=tags,

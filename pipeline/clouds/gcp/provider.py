@@ -8,9 +8,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.base import CapacityError, CloudImage, Instance, Provider
+from imagectl.clouds.base import CapacityError, CloudImage, Instance, LaunchRequest, Provider
 from imagectl.clouds.base_image import BaseImage
-from imagectl.clouds.common import NotReachable, check_cidr, instance_tags, parse_time, utcnow
+from imagectl.clouds.common import NotReachable, check_cidr, launch_tags, parse_time, utcnow
 from imagectl.clouds.gcp import compute_sdk
 from imagectl.clouds.gcp import placement as gcp_placement
 from imagectl.clouds.gcp.clients import GcpClients
@@ -238,60 +238,48 @@ class GcpProvider(GcpPromotion, Provider):
         ]
         return [self.zone, *sorted(z for z in zones if z != self.zone)]
 
-    def launch(
-        self,
-        image: CloudImage,
-        shape: str,
-        *,
-        location: str,
-        ttl: dt.timedelta,
-        launched_by: str,
-        stack: str,
-        ssh_public_key: str | None = None,
-        allowed_cidr: str | None = None,
-        placement: Placement | None = None,
-    ) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance:
         compute_v1 = compute_sdk.compute_v1()
 
-        check_cidr(allowed_cidr)
-        series = launch_settings(shape)  # NIC, boot disk type, maintenance of the series
-        zone = location
-        name = resource_name("imagectl", stack, secrets.token_hex(3))
-        tags = instance_tags(stack=stack, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
-        if placement is not None:  # the run's hosts reach each other (NCCL, its bootstrap)
-            self._open_peers(placement.name, tags[TAG_TTL])
-        if allowed_cidr:
-            self._open_ssh(name, allowed_cidr, tags[TAG_TTL])
+        check_cidr(request.allowed_cidr)
+        series = launch_settings(request.shape)  # NIC, boot disk type, maintenance of the series
+        zone = request.location
+        name = resource_name("imagectl", request.stack, secrets.token_hex(3))
+        tags = launch_tags(request)
+        if request.placement is not None:  # the run's hosts reach each other (NCCL, its bootstrap)
+            self._open_peers(request.placement.name, tags[TAG_TTL])
+        if request.allowed_cidr:
+            self._open_ssh(name, request.allowed_cidr, tags[TAG_TTL])
         # the series' NIC type (A3/A4/G2 take gVNIC only; the API default is VIRTIO_NET)
         nic = compute_v1.NetworkInterface(network=self.network)
         if series.nic_type:
             nic.nic_type = series.nic_type
         if self.subnetwork:
             nic.subnetwork = self.subnetwork
-        if allowed_cidr:  # the runner reaches it over the internet, from its address only
+        if request.allowed_cidr:  # the runner reaches it over the internet, from its address only
             nic.access_configs = [
                 compute_v1.AccessConfig(name="External NAT", type_="ONE_TO_ONE_NAT")
             ]
         metadata = [compute_v1.Items(key="block-project-ssh-keys", value="true")]
-        if ssh_public_key:
+        if request.ssh_public_key:
             # the run's key is metadata ssh-keys: OS Login, when the project enables it,
             # ignores those ("About OS Login"), so the instance turns it off for itself (an
             # organization's compute.requireOsLogin still wins: doctor says so before spend)
             metadata.append(compute_v1.Items(key="enable-oslogin", value="FALSE"))
             metadata.append(
                 compute_v1.Items(
-                    key="ssh-keys", value=f"{self.login_user}:{ssh_public_key.strip()}"
+                    key="ssh-keys", value=f"{self.login_user}:{request.ssh_public_key.strip()}"
                 )
             )
         resource = compute_v1.Instance(
             name=name,
-            machine_type=f"zones/{zone}/machineTypes/{shape}",
+            machine_type=f"zones/{zone}/machineTypes/{request.shape}",
             disks=[
                 compute_v1.AttachedDisk(
                     boot=True,
                     auto_delete=True,
                     initialize_params=compute_v1.AttachedDiskInitializeParams(
-                        source_image=f"projects/{self.project}/global/images/{image.image_id}",
+                        source_image=f"projects/{self.project}/global/images/{request.image.image_id}",
                         disk_size_gb=self.boot_disk_gb,
                         # a type the series offers (the API default, pd-standard, is not
                         # offered by A3, A4 or G2)
@@ -305,15 +293,17 @@ class GcpProvider(GcpPromotion, Provider):
             labels=to_labels(tags),
             metadata=compute_v1.Metadata(items=metadata),
             # its own tag (the runner's SSH rule) and, in a multi-node run, the run's
-            tags=compute_v1.Tags(items=[name, *([placement.name] if placement else [])]),
+            tags=compute_v1.Tags(
+                items=[name, *([request.placement.name] if request.placement else [])]
+            ),
             # GPU machine types cannot live-migrate; no service account: no cloud role.
             scheduling=compute_v1.Scheduling(
                 on_host_maintenance=series.on_host_maintenance, automatic_restart=False
             ),
             service_accounts=[],
         )
-        if placement is not None:  # a compact placement policy (gcp/placement.py)
-            resource.resource_policies = [placement.resource_id]
+        if request.placement is not None:  # a compact placement policy (gcp/placement.py)
+            resource.resource_policies = [request.placement.resource_id]
         if self.reservation:  # ReservationAffinity (Compute API reference)
             resource.reservation_affinity = compute_v1.ReservationAffinity(
                 consume_reservation_type="SPECIFIC_RESERVATION",
@@ -329,21 +319,21 @@ class GcpProvider(GcpPromotion, Provider):
             )
             self.clients.wait(op, zone=zone)
         except CapacityError as exc:
-            if allowed_cidr:
+            if request.allowed_cidr:
                 self._close_ssh(name)
             if self.reservation:  # "no capacity" names the reservation tried
                 raise CapacityError(f"{zone} (reservation {self.reservation})", exc.detail) from exc
             raise
         except Exception:
-            if allowed_cidr:
+            if request.allowed_cidr:
                 self._close_ssh(name)
             raise
         return self._describe_by_name(zone, name) or Instance(
             cloud="gcp",
             region=zone,
             instance_id=name,
-            shape=shape,
-            image_id=image.image_id,
+            shape=request.shape,
+            image_id=request.image.image_id,
             state="PROVISIONING",
             tags=tags,
         )

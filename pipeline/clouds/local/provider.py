@@ -55,11 +55,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
+from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider, ReplicaStatus
 from imagectl.clouds.common import NotReachable
 from imagectl.clouds.local import saved_boot, vms
 from imagectl.clouds.local.spec import SPEC, LocalOptions
-from imagectl.clouds.placement import Placement
 from imagectl.core.errors import CloudError, UserError
 from imagectl.core.fsutil import atomic_write, sha256_file
 from imagectl.paths import state_dir
@@ -422,36 +421,26 @@ class LocalProvider(Provider):
         _write_json(self._instance_path(str(record["instance_id"])), record)
         return self._instance(record)
 
-    def launch(
-        self,
-        image: CloudImage,
-        shape: str,
-        *,
-        location: str,
-        ttl: dt.timedelta,
-        launched_by: str,
-        stack: str,
-        ssh_public_key: str | None = None,
-        allowed_cidr: str | None = None,
-        placement: Placement | None = None,  # none here: create_placement gives None
-    ) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance:
         """Boot ``image`` (in its region) in QEMU; SSH is forwarded from 127.0.0.1 only,
         so ``allowed_cidr`` has nothing to admit beyond this machine."""
-        if self.image_file(image.image_id, image.region) is None:
-            raise CloudError(f"local image {image.image_id} is not in region {image.region}")
-        boot = self.boot_files(image)
+        if self.image_file(request.image.image_id, request.image.region) is None:
+            raise CloudError(
+                f"local image {request.image.image_id} is not in region {request.image.region}"
+            )
+        boot = self.boot_files(request.image)
         instance_id = f"local-{uuid.uuid4().hex[:12]}"
         tags = {
             TAG_MANAGED: "true",
-            TAG_STACK: stack,
-            TAG_LAUNCHED_BY: launched_by,
-            TAG_TTL: (_now() + ttl).isoformat(),
+            TAG_STACK: request.stack,
+            TAG_LAUNCHED_BY: request.launched_by,
+            TAG_TTL: (_now() + request.ttl).isoformat(),
         }
         record: dict[str, Any] = {
             "instance_id": instance_id,
-            "region": image.region,
-            "shape": shape,
-            "image_id": image.image_id,
+            "region": request.image.region,
+            "shape": request.shape,
+            "image_id": request.image.image_id,
             "state": "pending",
             "address": "127.0.0.1",
             "tags": tags,
@@ -459,17 +448,19 @@ class LocalProvider(Provider):
         }
         # recorded before QEMU starts: a launch killed half-way is still found and reaped
         _write_json(self._instance_path(instance_id), record)
-        file = self._source_file(image)
+        file = self._source_file(request.image)
         vm = vms.start(
             self.root / "instances" / instance_id, image_file=file, boot=boot,
-            login_user=self.login_user, public_key=ssh_public_key,
+            login_user=self.login_user, public_key=request.ssh_public_key,
             memory_mib=self.memory_mib, cpus=self.cpus, name=f"imagectl-{instance_id}",
-            image_id=image.image_id, saved=self.saved_boots,
+            image_id=request.image.image_id, saved=self.saved_boots,
         )  # fmt: skip
         record.update(state="running", pid=vm.pid, started=vm.started, port=vm.port)
         if vm.handover:  # the login goes with the hand-over (wait_reachable)
             record["handover"] = vm.handover.to_json()
-            record["logins"] = [[self.login_user, ssh_public_key]] if ssh_public_key else []
+            record["logins"] = (
+                [[self.login_user, request.ssh_public_key]] if request.ssh_public_key else []
+            )
         _write_json(self._instance_path(instance_id), record)
         return self._instance(record)
 

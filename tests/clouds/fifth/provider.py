@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import CloudImage, Instance, Provider, ReplicaStatus
+from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider, ReplicaStatus
 from imagectl.stacks.schema import Sharing
 from tests.clouds.fifth.spec import SPEC, FifthOptions
 
@@ -94,29 +94,20 @@ class FifthProvider(Provider):
                 row["tags"] = {**row["tags"], **tags}
         _write("images", rows)
 
-    def launch(
-        self,
-        image: CloudImage,
-        shape: str,
-        *,
-        location: str,
-        ttl: dt.timedelta,
-        launched_by: str,
-        stack: str,
-        ssh_public_key: str | None = None,
-        allowed_cidr: str | None = None,
-        placement: Any = None,
-    ) -> Instance:
+    def launch(self, request: LaunchRequest) -> Instance:
         now = dt.datetime.now(dt.timezone.utc)
         instance = Instance(
             cloud=NAME,
-            region=location or image.region,
+            region=request.location or request.image.region,
             instance_id=f"fifth-i-{uuid.uuid4().hex[:8]}",
-            shape=shape,
-            image_id=image.image_id,
+            shape=request.shape,
+            image_id=request.image.image_id,
             state="running",
             address="127.0.0.1",
-            tags={"imagectl:managed": "true", "imagectl:expires-at": (now + ttl).isoformat()},
+            tags={
+                "imagectl:managed": "true",
+                "imagectl:expires-at": (now + request.ttl).isoformat(),
+            },
             launched_at=now,
         )
         _write("instances", [*_read("instances"), asdict(instance)])
