@@ -13,7 +13,7 @@ local one) has no such check.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -73,3 +73,18 @@ def unknown_location(
         "with its source)",
         source,
     )
+
+
+def unknown_locations(
+    names: Iterable[tuple[Loc, str]], kind: str, known: frozenset[str], source: str
+) -> Iterator[Finding]:
+    """``unknown_location`` for each of ``names`` (a field's place in the stack, the name
+    it holds) that is not in ``known``, in their order."""
+    for loc, name in names:
+        if name not in known:
+            yield unknown_location(loc, name, kind, known, source)
+
+
+def target_regions(cloud: str, regions: Sequence[str]) -> Iterator[tuple[Loc, str]]:
+    """A cloud section's ``regions``, each with its place (``clouds.<cloud>.regions[i]``)."""
+    return ((("clouds", cloud, "regions", i), r) for i, r in enumerate(regions))

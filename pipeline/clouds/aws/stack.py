@@ -18,7 +18,12 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from imagectl.stacks.findings import Finding
-from imagectl.stacks.locations import Loc, cloud_locations, unknown_location
+from imagectl.stacks.locations import (
+    Loc,
+    cloud_locations,
+    target_regions,
+    unknown_locations,
+)
 from imagectl.stacks.patterns import LinuxUser, Region, ShapeName, pattern
 from imagectl.stacks.schema import CloudCommon, Strict, UnsetNotWritten
 from imagectl.stacks.sections import CloudSection
@@ -136,15 +141,13 @@ def location_findings(aws: AwsCloud, compat_dir: Path) -> Iterator[Finding]:
     """The build region, the target regions and the KMS keys' regions, against AWS's
     region codes (images/compat/regions.yaml ``aws.regions``)."""
     known = cloud_locations(compat_dir, "aws", "regions")
-    regions = frozenset(known["regions"])
     names: list[tuple[Loc, str]] = [
         (("clouds", "aws", "build", "region"), aws.build.region),
-        *((("clouds", "aws", "regions", i), r) for i, r in enumerate(aws.regions)),
+        *target_regions("aws", aws.regions),
         *((("clouds", "aws", "kms_key_ids", r), r) for r in aws.kms_key_ids),
     ]
-    for loc, name in names:
-        if name not in regions:
-            yield unknown_location(loc, name, "an AWS region", regions, known["source"])
+    regions = frozenset(known["regions"])
+    yield from unknown_locations(names, "an AWS region", regions, known["source"])
 
 
 SECTION = CloudSection(

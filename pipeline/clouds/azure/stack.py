@@ -17,7 +17,12 @@ from pydantic import Field
 
 from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.stacks.findings import Finding
-from imagectl.stacks.locations import Loc, cloud_locations, unknown_location
+from imagectl.stacks.locations import (
+    Loc,
+    cloud_locations,
+    target_regions,
+    unknown_locations,
+)
 from imagectl.stacks.patterns import pattern
 from imagectl.stacks.schema import CloudCommon, Strict, UnsetNotWritten
 from imagectl.stacks.sections import CloudSection
@@ -122,14 +127,12 @@ def location_findings(az: AzureCloud, compat_dir: Path) -> Iterator[Finding]:
     """The build location and the target regions against Azure's location names
     (images/compat/regions.yaml ``azure.locations``)."""
     known = cloud_locations(compat_dir, "azure", "locations")
-    locations = frozenset(known["locations"])
     places: list[tuple[Loc, str]] = [
         (("clouds", "azure", "build", "location"), az.build.location),
-        *((("clouds", "azure", "regions", i), r) for i, r in enumerate(az.regions)),
+        *target_regions("azure", az.regions),
     ]
-    for loc, name in places:
-        if name not in locations:
-            yield unknown_location(loc, name, "an Azure location", locations, known["source"])
+    locations = frozenset(known["locations"])
+    yield from unknown_locations(places, "an Azure location", locations, known["source"])
 
 
 def launch_findings(az: AzureCloud, compat_dir: Path) -> Iterator[Finding]:

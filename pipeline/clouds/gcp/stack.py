@@ -18,7 +18,13 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from imagectl.stacks.findings import Finding
-from imagectl.stacks.locations import Loc, cloud_locations, unknown_location
+from imagectl.stacks.locations import (
+    Loc,
+    cloud_locations,
+    target_regions,
+    unknown_location,
+    unknown_locations,
+)
 from imagectl.stacks.patterns import pattern
 from imagectl.stacks.schema import CloudCommon, Strict, UnsetNotWritten
 from imagectl.stacks.sections import CloudSection
@@ -93,13 +99,11 @@ def location_findings(gcp: GcpCloud, compat_dir: Path) -> Iterator[Finding]:
         zones.append(
             (("clouds", "gcp", "validation_capacity", "zone"), gcp.validation_capacity.zone)
         )
-    for loc, name in zones:
-        if name not in all_zones:
-            yield unknown_location(loc, name, "a Compute Engine zone", all_zones, known["source"])
-    for i, name in enumerate(gcp.regions):
+    yield from unknown_locations(zones, "a Compute Engine zone", all_zones, known["source"])
+    for loc, name in target_regions("gcp", gcp.regions):
         if name not in storage:
             yield unknown_location(
-                ("clouds", "gcp", "regions", i),
+                loc,
                 name,
                 "a Cloud Storage location an image can be stored in (clouds.gcp.regions "
                 "are the promoted image's storageLocations: a multi-region or a region)",
