@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from imagectl.validators.host.metadata import cloud_image_id
 
@@ -59,7 +59,7 @@ class LiveFacts:
     def __init__(self, *, root: str | Path = "/", extra_packages: tuple[str, ...] = ()):
         self.root = Path(root)
         self.extra_packages = tuple(extra_packages)
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, object] = {}
         self.kind = "live"
 
     def get(self, name: str) -> Any:
@@ -100,7 +100,7 @@ class LiveFacts:
 
 
 class RecordedFacts:
-    def __init__(self, host_section: dict[str, Any]):
+    def __init__(self, host_section: dict[str, object]):
         self._data = host_section
         self.kind = "replay"
 
@@ -110,8 +110,8 @@ class RecordedFacts:
         return self._data[name]
 
 
-def collect_all(facts: LiveFacts) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def collect_all(facts: LiveFacts) -> dict[str, object]:
+    out: dict[str, object] = {}
     for name in GATHERERS:
         try:
             out[name] = facts.get(name)
@@ -144,7 +144,7 @@ def _os_release(f: LiveFacts) -> dict[str, str]:
 _NVRM = re.compile(r"NVRM version:\s+(?P<desc>.*?)\s+(?P<version>\d+\.\d+(?:\.\d+)?)\s")
 
 
-def parse_module_version(text: str) -> dict[str, Any]:
+def parse_module_version(text: str) -> dict[str, object]:
     """/proc/driver/nvidia/version -> version and flavour (open / proprietary)."""
     m = _NVRM.search(text + " ")
     if not m:
@@ -153,7 +153,7 @@ def parse_module_version(text: str) -> dict[str, Any]:
     return {"loaded": True, "version": m["version"], "flavour": flavour, "raw": text.strip()[:300]}
 
 
-def _nvidia_module(f: LiveFacts) -> dict[str, Any]:
+def _nvidia_module(f: LiveFacts) -> dict[str, object]:
     text = f.read(Path("/proc/driver/nvidia/version"))
     if text:
         info = parse_module_version(text)
@@ -186,7 +186,7 @@ def _ldconfig(f: LiveFacts, soname: str) -> str | None:
     return None
 
 
-def _nvml_library(f: LiveFacts) -> dict[str, Any]:
+def _nvml_library(f: LiveFacts) -> dict[str, object]:
     path = _ldconfig(f, "libnvidia-ml.so.1")
     if path is None:
         return {"path": None, "version": None}
@@ -211,7 +211,7 @@ def nccl_code_to_version(code: int) -> str:
     return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
-def _nccl(f: LiveFacts) -> dict[str, Any]:
+def _nccl(f: LiveFacts) -> dict[str, object]:
     """The system NCCL's own version, read from libnccl (ncclGetVersion), in a subprocess."""
     path = _ldconfig(f, "libnccl.so.2")
     if path is None:
@@ -224,12 +224,12 @@ def _nccl(f: LiveFacts) -> dict[str, Any]:
     return {"path": path, "version": nccl_code_to_version(int(parts[1])), "error": None}
 
 
-def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
+def _packages(f: LiveFacts) -> dict[str, dict[str, object]]:
     _rc, out = f.run(
         "dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' 2>/dev/null"
     )
     wanted = set(f.extra_packages)
-    pkgs: dict[str, dict[str, Any]] = {}
+    pkgs: dict[str, dict[str, object]] = {}
     for line in out.splitlines():
         parts = line.split("\t")
         if len(parts) != 3:
@@ -242,8 +242,8 @@ def _packages(f: LiveFacts) -> dict[str, dict[str, Any]]:
     return pkgs
 
 
-def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _services(f: LiveFacts) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
     for name in SERVICES:
         _rc, state = f.run(f"systemctl is-active {name} 2>/dev/null")
         _, enabled = f.run(f"systemctl is-enabled {name} 2>/dev/null")
@@ -255,7 +255,7 @@ def _services(f: LiveFacts) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _json_fact(f: LiveFacts, path: str) -> Any:
+def _json_fact(f: LiveFacts, path: str) -> object:
     """A JSON file of the image, None when absent, ``{"$invalid": why}`` when corrupt."""
     text = f.read(f.under_root(path))
     if text is None:
@@ -266,7 +266,7 @@ def _json_fact(f: LiveFacts, path: str) -> Any:
         return {"$invalid": f"line {exc.lineno}: {exc.msg}"}
 
 
-def _manifest(f: LiveFacts) -> Any:
+def _manifest(f: LiveFacts) -> object:
     return _json_fact(f, "/etc/imagectl/manifest.json")
 
 
@@ -276,12 +276,12 @@ def _manifest_sha256(f: LiveFacts) -> str | None:
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()
 
 
-def _expect_file(f: LiveFacts) -> Any:
+def _expect_file(f: LiveFacts) -> object:
     """The image's own expectations (/etc/imagectl/expect.json), so a replay can use them."""
     return _json_fact(f, "/etc/imagectl/expect.json")
 
 
-def _boot(f: LiveFacts) -> dict[str, Any]:
+def _boot(f: LiveFacts) -> dict[str, object]:
     _, uptime = f.run("cat /proc/uptime")
     boot_id = f.read(Path("/proc/sys/kernel/random/boot_id")) or ""
     try:
@@ -296,7 +296,15 @@ def _boot(f: LiveFacts) -> dict[str, Any]:
     }
 
 
-def _find(f: LiveFacts, dirs: list[Path], depth: int) -> list[dict[str, Any]]:
+class FoundFile(TypedDict):
+    """One file ``find`` listed: its path, size in bytes and mtime (seconds)."""
+
+    path: str
+    size: int
+    mtime: float
+
+
+def _find(f: LiveFacts, dirs: list[Path], depth: int) -> list[FoundFile]:
     existing = [str(d) for d in dirs if f.is_dir(d)]
     if not existing:
         return []
@@ -306,7 +314,7 @@ def _find(f: LiveFacts, dirs: list[Path], depth: int) -> list[dict[str, Any]]:
         + f" -maxdepth {depth} -type f -printf '%p\\t%s\\t%T@\\n' 2>/dev/null"
     )
     _, out = f.run(cmd)
-    entries = []
+    entries: list[FoundFile] = []
     for line in out.splitlines():
         parts = line.rsplit("\t", 2)
         if len(parts) == 3:
@@ -318,7 +326,7 @@ def _rel(f: LiveFacts, path: str) -> str:
     return "/" + str(Path(path).relative_to(f.root)) if f.root != Path("/") else path
 
 
-def _hygiene(f: LiveFacts) -> dict[str, Any]:
+def _hygiene(f: LiveFacts) -> dict[str, object]:
     root = f.root
     homes = [root / "root"]
     home_dir = root / "home"
@@ -374,11 +382,11 @@ def _hygiene(f: LiveFacts) -> dict[str, Any]:
     }
 
 
-def _image_id(f: LiveFacts) -> dict[str, Any]:
+def _image_id(f: LiveFacts) -> dict[str, object]:
     return cloud_image_id(f.read(Path("/sys/class/dmi/id/sys_vendor")) or "")
 
 
-GATHERERS: dict[str, Callable[[LiveFacts], Any]] = {
+GATHERERS: dict[str, Callable[[LiveFacts], object]] = {
     "hostname": _hostname,
     "kernel_release": _kernel_release,
     "os_release": _os_release,
