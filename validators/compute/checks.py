@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from imagectl.validators.compute.gemm import TOLERANCE, GemmRun
@@ -20,12 +21,12 @@ def floor_check(
     floor: dict[str, Any] | None,
     device: str,
     gpu: int | None,
-    details: dict[str, Any] | None = None,
+    details: dict[str, object] | None = None,
 ) -> CheckResult:
     """Higher-is-better figure against ``floor`` ({"min", "source"}); no floors on CPU."""
     details = dict(details or {})
     value = float(f"{measured:.6g}")
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": check_id,
         "title": title,
         "unit": unit,
@@ -67,13 +68,13 @@ def floor_check(
 
 
 def gemm_checks(
-    runs: list[GemmRun], floors: dict[str, Any], device: str, gpu_of: Any
+    runs: list[GemmRun], floors: dict[str, Any], device: str, gpu_of: Callable[[int], int | None]
 ) -> list[CheckResult]:
     checks = []
     for run in runs:
         check_id = f"cuda.gemm.{run.dtype}"
         title = f"{run.dtype} GEMM: correct against an fp64 reference, TFLOP/s against the floor"
-        details = {"rel_error": run.rel_error, "tolerance": TOLERANCE[run.dtype]}
+        details: dict[str, object] = {"rel_error": run.rel_error, "tolerance": TOLERANCE[run.dtype]}
         if not run.correct:
             why = run.error or (
                 f"relative error {run.rel_error:.3g} exceeds {TOLERANCE[run.dtype]:g}"
@@ -114,7 +115,7 @@ def consistency_check(
     results: dict[str, dict[str, Any]], ndevices: int, gpu_of: Any
 ) -> CheckResult:
     """``results``: dtype -> gemm.consistency(); fails naming the GPUs outside the majority."""
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": "cuda.gemm.consistency",
         "title": "Every GPU computes the same GEMM bits (cuBLAS reproducibility)",
         "details": {"per_dtype": results, "devices": ndevices},
@@ -167,7 +168,7 @@ def p2p_check(pairs: list[dict[str, Any]], floors: dict[str, Any], nvswitch: boo
             pair["ok"] = True
             pair["gbps"] = round(pair["gbps"], 3)
     measured = [p["gbps"] for p in pairs if "gbps" in p]
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": "cuda.p2p_bandwidth",
         "title": "Peer-to-peer copy bandwidth for every GPU pair (the NVLink matrix)",
         "unit": "GB/s",
@@ -228,7 +229,7 @@ def load_checks(
     for index, summ in sorted(summaries.items()):
         details = {**summ, "rate_hz": round(rates[index], 2), "load_s": load_s}
         fatal = {name: n for name, n in summ["reasons"].items() if name in FATAL_REASONS.values()}
-        base: dict[str, Any] = {
+        base: dict[str, object] = {
             "id": "load.clock_events",
             "title": "No HW slowdown, HW thermal or power brake while loaded",
             "gpu": index,
@@ -295,7 +296,7 @@ def _pcie_check(index: int, summ: dict[str, Any], want: dict[str, Any]) -> Check
     links = [(int(g), int(w)) for g, w in summ.get("pcie_links") or []]
     low = [(g, w) for g, w in links if want and (g < want["gen"] or w < want["width"])]
     worst = min(low or links, default=None)
-    base: dict[str, Any] = {
+    base: dict[str, object] = {
         "id": "load.pcie_link",
         "title": "PCIe link at the expected generation and width in every sample under load",
         "gpu": index,
@@ -343,7 +344,7 @@ def _pcie_check(index: int, summ: dict[str, Any], want: dict[str, Any]) -> Check
 
 
 def _temp_check(index: int, summ: dict[str, Any], max_temp: dict[str, Any] | None) -> CheckResult:
-    base: dict[str, Any] = {
+    base: dict[str, object] = {
         "id": "load.temperature",
         "title": "GPU temperature under load",
         "gpu": index,
