@@ -109,4 +109,8 @@ def command(
         ops=list(ops), max_bytes=max_bytes,
     )  # fmt: skip
     emit_json(result)
-    return 0 if all(c["outcome"] not in ("fail", "error") for c in result["checks"]) else 1
+    checks = result["checks"]
+    failed = not isinstance(checks, list) or any(
+        isinstance(c, dict) and c.get("outcome") in ("fail", "error") for c in checks
+    )
+    return 1 if failed else 0

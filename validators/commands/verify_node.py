@@ -25,6 +25,10 @@ from imagectl.validators.attestation import BadAttestationInput, verify_node
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 @click.command("verify-node")
 @click.option(
     "--envelope",
@@ -83,7 +87,7 @@ def command(
         from imagectl.validators.host.metadata import booted_image
 
         found = booted_image()
-        image_id, cloud, region = found.get("image_id"), found.get("cloud"), found.get("region")
+        image_id, cloud, region = (_text(found.get(k)) for k in ("image_id", "cloud", "region"))
     try:
         reasons = verify_node(
             envelope, trust, manifest, image_id=image_id, cloud=cloud, region=region,
