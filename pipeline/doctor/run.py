@@ -1,28 +1,44 @@
-"""Run every doctor check for one stack on one cloud."""
+"""Run every doctor check for one stack on one cloud: the checks that make no cloud call
+(``offline``), then the cloud's account checks, which live in its folder and are
+registered by its spec (``CloudSpec.doctor_module``: ``clouds/<cloud>/doctor.py``)."""
 
 from __future__ import annotations
 
 import importlib
 import os
-from types import ModuleType
+from pathlib import Path
+from typing import Any, Protocol, cast
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import UserError
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
 from imagectl.paths import Workspace
-from imagectl.stacks import load_resolved
+from imagectl.stacks import ResolvedStack, load_resolved
 
 
-def cloud_checks(cloud: str) -> ModuleType | None:
-    """The cloud's account checks (``imagectl.doctor.<cloud>``: FORMAT, ENDPOINT_ENV,
-    diagnose), or None for a cloud with no account (the local one)."""
-    name = f"imagectl.doctor.{cloud}"
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:  # the module is there; something it imports is not
-            raise
-        return None
+class AccountChecks(Protocol):
+    """What a cloud's doctor module holds."""
+
+    # environment variables that point its SDK at an emulator (then not a real cloud)
+    ENDPOINT_ENV: tuple[str, ...]
+
+    def diagnose(
+        self,
+        resolved: ResolvedStack,
+        images: Path,
+        roles: tuple[str, ...],
+        *,
+        hosts: int,
+        settings: Any,
+    ) -> list[Finding]: ...
+
+
+def cloud_checks(cloud: str) -> AccountChecks | None:
+    """The cloud's account checks (its spec's ``doctor_module``), or None for a cloud with
+    no account (the local one)."""
+    name = cloud_spec(cloud).doctor_module
+    return cast(AccountChecks, importlib.import_module(name)) if name else None
 
 
 def real_cloud(cloud: str) -> bool:
@@ -42,7 +58,7 @@ def diagnose(
     runner_cidr: str | None,
 ) -> list[Finding]:
     _, resolved = load_resolved(ws.images, stack)
-    settings = getattr(resolved.stack.clouds, cloud, None)
+    settings = resolved.stack.clouds.section(cloud)
     if settings is None:
         raise UserError(
             f"stack {stack} does not target {cloud}",

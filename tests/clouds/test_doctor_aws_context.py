@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from imagectl.doctor.aws import call_context
+from imagectl.clouds.aws.doctor import call_context
 from tests.clouds.test_doctor import RUNNER, STACK, merged, own_ids
 from tests.fakes import moto_doctor
 from tests.fakes import permissions as perm

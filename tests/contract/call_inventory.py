@@ -1,7 +1,7 @@
 """Every cloud SDK call the code can make, found in its source, and what the inventory
 (``images/permissions/calls/<cloud>.yaml``) says each needs.
 
-The scan reads ``pipeline/clouds/<cloud>/``, ``pipeline/doctor/`` and
+The scan reads ``pipeline/clouds/<cloud>/`` (its ``doctor.py`` too) and
 ``pipeline/clouds/reap.py`` with ``ast`` and names each call site by file, enclosing
 function and SDK method, whatever path reaches it (success, failure, retry or option).
 What counts as an SDK call is taken from the SDKs themselves, not typed here:
@@ -56,7 +56,7 @@ class Site:
 
 def files(cloud: str) -> list[Path]:
     found = sorted((ROOT / "pipeline" / "clouds" / cloud).glob("*.py"))
-    found += [ROOT / "pipeline" / "doctor" / f"{cloud}.py", ROOT / "pipeline/clouds/reap.py"]
+    found += [ROOT / "pipeline/clouds/reap.py"]  # its doctor.py is in its folder
     # sandbox*.py: the README sandbox's emulator (moto seeding), not imagectl's calls
     return [f for f in found if not f.name.startswith("sandbox")]
 

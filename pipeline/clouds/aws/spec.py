@@ -72,6 +72,7 @@ class AwsSpec(CloudSpec[AwsCloud]):
     section = SECTION
     packer_builder = "amazon-ebs"
     provider_module = "imagectl.clouds.aws.provider"
+    doctor_module = "imagectl.clouds.aws.doctor"
     options_type = AwsOptions
     fabrics = SECTION.fabrics
 

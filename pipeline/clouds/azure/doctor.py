@@ -7,14 +7,17 @@ definition in it)."""
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.spec import SPEC as AZURE
 from imagectl.clouds.azure.stack import AzureCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
-from imagectl.doctor.needs import DocumentFormat, permissions, quota
+from imagectl.doctor.needs import DocumentFormat, permissions
+from imagectl.doctor.quota import Quota, quota_findings
 from imagectl.stacks import ResolvedStack
 
 
@@ -25,6 +28,9 @@ def _names(doc: Any) -> list[str]:
 
 FORMAT = DocumentFormat("json", _names)
 ENDPOINT_ENV = ("IMAGECTL_AZURE_ENDPOINT",)
+
+# a location and its usages by vCPU family (Compute Usage - List), or why they cannot be read
+LocationUsages: TypeAlias = "tuple[str, dict[str, Any]] | Finding"
 
 PERMISSIONS_API = "2022-04-01"
 
@@ -124,51 +130,8 @@ def check(
         )
 
     location = settings.build.location
-    try:
-        usages = {u.name.value: u for u in clients.compute.usage.list(location)}
-    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
-        usages = None
-        out.append(
-            Finding(
-                "quota",
-                WARNING,
-                f"cannot read usage in {location} (Compute Usage - List): {_text(exc)}",
-                "grant Microsoft.Compute/locations/usages/read",
-            )
-        )
-    for shape in settings.validation_shapes:
-        entry = quota(images, shape)
-        if entry is None:
-            out.append(
-                Finding(
-                    "quota",
-                    WARNING,
-                    f"no quota known for {shape}",
-                    "add it to images/catalog/quotas.yaml",
-                )
-            )
-            continue
-        if usages is None:
-            continue
-        family, wanted = entry["family"], int(entry["vcpus"]) * hosts
-        u = usages.get(family)
-        free = (u.limit - u.current_value) if u is not None else 0
-        if free < wanted:
-            limit = u.limit if u is not None else 0
-            out.append(
-                Finding(
-                    "quota",
-                    BLOCKER,
-                    f"{family} in {location}: {free} vCPUs free of "
-                    f"{limit}; {hosts} x {shape} needs {wanted}",
-                    f"request a quota increase for {family} in {location} (Azure "
-                    "portal > Quotas > Compute)",
-                )
-            )
-        else:
-            out.append(
-                Finding("quota", OK, f"{family} in {location}: {free} vCPUs free >= {wanted}")
-            )
+    usages = location_usages(clients, location)
+    out += quota_findings(images, settings.validation_shapes, hosts, partial(read_quota, usages))
 
     g = settings.gallery
     try:
@@ -195,6 +158,39 @@ def check(
             )
         )
     return out
+
+
+def location_usages(clients: Any, location: str) -> LocationUsages:
+    """The location's vCPU family usages by name, with the location (Compute Usage - List),
+    or the warning that they cannot be read."""
+    try:
+        usages = {u.name.value: u for u in clients.compute.usage.list(location)}
+    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
+        return Finding(
+            "quota",
+            WARNING,
+            f"cannot read usage in {location} (Compute Usage - List): {_text(exc)}",
+            "grant Microsoft.Compute/locations/usages/read",
+        )
+    return location, usages
+
+
+def read_quota(usages: LocationUsages, entry: Mapping[str, Any], hosts: int) -> Quota | Finding:
+    """The vCPU family quota a shape counts against in the location (limit and use)."""
+    if isinstance(usages, Finding):
+        return usages
+    location, by_family = usages
+    family, wanted = entry["family"], int(entry["vcpus"]) * hosts
+    u = by_family.get(family)
+    return Quota(
+        label=f"{family} in {location}",
+        wanted=wanted,
+        free=(u.limit - u.current_value) if u is not None else 0,
+        limit=u.limit if u is not None else 0,
+        unit=" vCPUs",
+        increase=f"request a quota increase for {family} in {location} (Azure portal > "
+        "Quotas > Compute)",
+    )
 
 
 def diagnose(

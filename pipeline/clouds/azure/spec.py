@@ -89,6 +89,7 @@ class AzureSpec(CloudSpec[AzureCloud]):
     image_scope = "global"
     packer_builder = "azure-arm"
     provider_module = "imagectl.clouds.azure.provider"
+    doctor_module = "imagectl.clouds.azure.doctor"
     options_type = AzureOptions
     replicate_serially = True
     fabrics = SECTION.fabrics

@@ -5,14 +5,17 @@ reservation, and images.getFromFamily for the family the promotion writes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.spec import SPEC as GCP
 from imagectl.clouds.gcp.stack import GcpCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
-from imagectl.doctor.needs import DocumentFormat, permissions, quota
+from imagectl.doctor.needs import DocumentFormat, permissions
+from imagectl.doctor.quota import Quota, quota_findings
 from imagectl.stacks import ResolvedStack
 
 
@@ -23,6 +26,9 @@ def _names(doc: Any) -> list[str]:
 
 FORMAT = DocumentFormat("yaml", _names)
 ENDPOINT_ENV = ("IMAGECTL_GCP_ENDPOINT",)
+
+# a region and its quotas by metric (Compute regions.get), or why they cannot be read
+RegionQuotas: TypeAlias = "tuple[str, dict[str, Any]] | Finding"
 
 RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
 
@@ -213,49 +219,8 @@ def check(
     capacity = settings.validation_capacity
     zone = capacity.zone if capacity is not None else settings.build.zone
     region = zone.rsplit("-", 1)[0]
-    try:
-        quotas = {q.metric: q for q in clients.regions.get(project=project, region=region).quotas}
-    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
-        quotas = None
-        out.append(
-            Finding(
-                "quota",
-                WARNING,
-                f"cannot read {region}'s quotas (Compute regions.get): {_text(exc)}",
-                "grant compute.regions.get",
-            )
-        )
-    for shape in settings.validation_shapes:
-        entry = quota(images, shape)
-        if entry is None:
-            out.append(
-                Finding(
-                    "quota",
-                    WARNING,
-                    f"no quota known for {shape}",
-                    "add it to images/catalog/quotas.yaml",
-                )
-            )
-            continue
-        if quotas is None:
-            continue
-        metric, wanted = entry["metric"], int(entry["gpus"]) * hosts
-        q = quotas.get(metric)
-        free = (q.limit - q.usage) if q is not None else 0.0
-        if free < wanted:
-            limit = q.limit if q is not None else 0
-            out.append(
-                Finding(
-                    "quota",
-                    BLOCKER,
-                    f"{metric} in {region}: {free:g} free of "
-                    f"{limit:g}; {hosts} x {shape} needs {wanted}",
-                    f"request a quota increase for {metric} in {region} (IAM & "
-                    "Admin > Quotas, or gcloud beta quotas preferences create)",
-                )
-            )
-        else:
-            out.append(Finding("quota", OK, f"{metric} in {region}: {free:g} free >= {wanted}"))
+    quotas = region_quotas(clients, project, region)
+    out += quota_findings(images, settings.validation_shapes, hosts, partial(read_quota, quotas))
 
     if capacity is not None:
         name = capacity.reservation.rsplit("/", 1)[-1]
@@ -315,6 +280,38 @@ def check(
             )
         )
     return out
+
+
+def region_quotas(clients: Any, project: str, region: str) -> RegionQuotas:
+    """The region's quotas by metric, with the region (Compute regions.get ``quotas``), or
+    the warning that they cannot be read."""
+    try:
+        quotas = {q.metric: q for q in clients.regions.get(project=project, region=region).quotas}
+    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
+        return Finding(
+            "quota",
+            WARNING,
+            f"cannot read {region}'s quotas (Compute regions.get): {_text(exc)}",
+            "grant compute.regions.get",
+        )
+    return region, quotas
+
+
+def read_quota(quotas: RegionQuotas, entry: Mapping[str, Any], hosts: int) -> Quota | Finding:
+    """The GPU quota a shape counts against in the region (limit and usage)."""
+    if isinstance(quotas, Finding):
+        return quotas
+    region, by_metric = quotas
+    metric, wanted = entry["metric"], int(entry["gpus"]) * hosts
+    q = by_metric.get(metric)
+    return Quota(
+        label=f"{metric} in {region}",
+        wanted=wanted,
+        free=(q.limit - q.usage) if q is not None else 0.0,
+        limit=q.limit if q is not None else 0.0,
+        increase=f"request a quota increase for {metric} in {region} (IAM & Admin > Quotas, "
+        "or gcloud beta quotas preferences create)",
+    )
 
 
 def diagnose(

@@ -55,6 +55,7 @@ class GcpSpec(CloudSpec[GcpCloud]):
     image_scope = "global"
     packer_builder = "googlecompute"
     provider_module = "imagectl.clouds.gcp.provider"
+    doctor_module = "imagectl.clouds.gcp.doctor"
     options_type = GcpOptions
 
     def packer_vars(self, r: ResolvedStack, settings: GcpCloud, *, build_id: str) -> dict[str, Any]:
