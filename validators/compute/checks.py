@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from imagectl.validators.compute.gemm import TOLERANCE, GemmRun
-from imagectl.validators.compute.load import FATAL_REASONS
+from imagectl.validators.compute.load import FATAL_REASONS, LoadSummary
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 CPU_FLOORS = "not applicable on cpu"
@@ -216,7 +216,7 @@ def p2p_check(pairs: list[dict[str, Any]], floors: dict[str, Any], nvswitch: boo
 
 
 def load_checks(
-    summaries: dict[int, dict[str, Any]],
+    summaries: dict[int, LoadSummary],
     *,
     pcie: dict[int, dict[str, Any]],
     max_temp: dict[str, Any] | None,
@@ -291,7 +291,7 @@ def load_checks(
     return checks
 
 
-def _pcie_check(index: int, summ: dict[str, Any], want: dict[str, Any]) -> CheckResult:
+def _pcie_check(index: int, summ: LoadSummary, want: dict[str, Any]) -> CheckResult:
     """Every sample under load at the expected link: one low sample fails (not the best)."""
     links = [(int(g), int(w)) for g, w in summ.get("pcie_links") or []]
     low = [(g, w) for g, w in links if want and (g < want["gen"] or w < want["width"])]
@@ -343,7 +343,7 @@ def _pcie_check(index: int, summ: dict[str, Any], want: dict[str, Any]) -> Check
     )
 
 
-def _temp_check(index: int, summ: dict[str, Any], max_temp: dict[str, Any] | None) -> CheckResult:
+def _temp_check(index: int, summ: LoadSummary, max_temp: dict[str, Any] | None) -> CheckResult:
     base: dict[str, object] = {
         "id": "load.temperature",
         "title": "GPU temperature under load",

@@ -19,9 +19,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from imagectl.validators.nvml.backend import NvmlBackend
+
+if TYPE_CHECKING:
+    from torch import device as TorchDevice
 
 HW_SLOWDOWN = 0x8
 SW_THERMAL = 0x20
@@ -54,7 +57,7 @@ def _call(nvml: object, names: tuple[str, ...], *args: object) -> Any:
     return None
 
 
-def sample_once(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
+def sample_once(nvml: NvmlBackend, handle: object) -> dict[str, object]:
     """One sample: utilisation, SM and memory clocks, clock-event reasons, temperature,
     power and the current PCIe link (None where NVML cannot say)."""
     power_mw = _call(nvml, ("nvmlDeviceGetPowerUsage",), handle)
@@ -75,7 +78,7 @@ def sample_once(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
     }
 
 
-def maxima(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
+def maxima(nvml: NvmlBackend, handle: object) -> dict[str, object]:
     """What the samples are judged against, read once: the clocks' maxima and the GPU's
     slowdown temperature."""
     return {
@@ -90,7 +93,7 @@ def maxima(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
     }
 
 
-def counters(nvml: NvmlBackend, handle: Any) -> dict[str, Any]:
+def counters(nvml: NvmlBackend, handle: object) -> dict[str, object]:
     """Counters read at the start and at the end of the load: volatile ECC (uncorrected,
     corrected) and the PCIe replay counter; their rise over the load is judged as a rate."""
     ecc = ("nvmlDeviceGetTotalEccErrors",)
@@ -121,8 +124,8 @@ class Sampler:
         self.handles = {i: self.nvml.nvmlDeviceGetHandleByIndex(i) for i in self.indices}
         self.samples = {i: [] for i in self.indices}
         self.maxima = {i: maxima(self.nvml, h) for i, h in self.handles.items()}
-        self.start: dict[int, dict[str, Any]] = {}
-        self.end: dict[int, dict[str, Any]] = {}
+        self.start: dict[int, dict[str, object]] = {}
+        self.end: dict[int, dict[str, object]] = {}
 
     def _run(self) -> None:
         next_t = time.monotonic()
@@ -141,13 +144,13 @@ class Sampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
         self.stopped = time.monotonic()
         self.end = {i: counters(self.nvml, h) for i, h in self.handles.items()}
 
-    def recording(self, load_s: float) -> dict[str, Any]:
+    def recording(self, load_s: float) -> dict[str, object]:
         """The samples as a snapshot's ``load`` section records them (validators/snapshot.py
         LoadSection), judged in replay by the same code (``judge_recording``)."""
         return {
@@ -171,7 +174,9 @@ class Sampler:
         return len(self.samples[index]) / span
 
 
-def gemm_load(torch: ModuleType, devices: list[Any], seconds: float, n: int) -> dict[str, int]:
+def gemm_load(
+    torch: ModuleType, devices: list[TorchDevice], seconds: float, n: int
+) -> dict[str, int]:
     """Keep every device busy with bf16 GEMMs for ``seconds``; returns GEMMs run per device."""
     dtype = torch.bfloat16 if devices[0].type == "cuda" else torch.float32
     mats = [
@@ -192,7 +197,23 @@ def gemm_load(torch: ModuleType, devices: list[Any], seconds: float, n: int) -> 
     return counts
 
 
-def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
+class LoadSummary(TypedDict):
+    """One GPU's figures over its samples under load (``summarise``)."""
+
+    samples: int
+    reasons: dict[str, int]
+    first_seen_s: dict[str, float]
+    reasons_supported: bool
+    temp_max_c: float | None
+    power_max_w: float | None
+    power_mean_w: float | None
+    pcie_links: list[tuple[int, int]]
+    pcie_unread: int
+    pcie_gen_min: int | None
+    pcie_width_min: int | None
+
+
+def summarise(samples: list[dict[str, Any]]) -> LoadSummary:
     """Per-GPU figures from its samples: reason counts, max temperature/power, every link."""
     reasons: dict[str, int] = {}
     first_seen: dict[str, float] = {}
@@ -229,7 +250,7 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 def record_load(
     nvml: NvmlBackend, seconds: float, interval_s: float = 0.25, n: int = 8192
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``imagectl snapshot --load-s N``: bf16 GEMMs on every CUDA device for ``seconds``
     while NVML is sampled; the recording a snapshot's ``load`` section holds."""
     import torch
