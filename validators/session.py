@@ -375,7 +375,7 @@ def _host_summary(ctx: Context) -> dict[str, Any]:
             return None
 
     module = fact("nvidia_module") or {}
-    summary: dict[str, Any] = {
+    summary: dict[str, object] = {
         "hostname": fact("hostname"),
         "kernel": fact("kernel_release"),
         "os": (fact("os_release") or {}).get("PRETTY_NAME"),

@@ -57,7 +57,7 @@ class NvmlSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
     init: NvmlInit = Field(default_factory=NvmlInit)
     system: dict[str, Any] = Field(default_factory=dict)
-    common: dict[str, Any] = Field(
+    common: dict[str, object] = Field(
         default_factory=dict,
         description="values shared by every GPU, written once; a device's own entry wins",
     )

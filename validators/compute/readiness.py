@@ -85,7 +85,7 @@ def gather(tries: int) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _catalog() -> dict[str, Any]:
-    doc: dict[str, Any] = _load("cuda_init.yaml")
+    doc: dict[str, object] = _load("cuda_init.yaml")
     return doc
 
 
@@ -184,7 +184,7 @@ def toolkit_result(
     beside what ran, and the image gate refuses the receipt where the stack pins another
     toolkit (``imagectl.promotion.gate``)."""
     tk = facts.get("toolkit") or {}
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": TOOLKIT_ID,
         "title": TOOLKIT_TITLE,
         "expected": pinned,

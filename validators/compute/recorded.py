@@ -43,7 +43,7 @@ LOAD_IDS = (
 )
 
 
-def _result(check_id: str, gpu: int, outcome: Outcome, message: str, **kw: Any) -> CheckResult:
+def _result(check_id: str, gpu: int, outcome: Outcome, message: str, **kw: object) -> CheckResult:
     severity = {
         Outcome.FAIL: Severity.CRITICAL,
         Outcome.ERROR: Severity.WARNING,
@@ -88,7 +88,7 @@ def sm_clock_check(gpu: dict[str, Any]) -> CheckResult:
     low = [s for s in loaded if float(s["sm_mhz"]) < floor]
     unexplained = [s for s in low if s.get("reasons") == 0]
     median = statistics.median(float(s["sm_mhz"]) for s in loaded)
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "measured": median,
         "expected": f">= {floor:g} MHz ({frac.value:g} x max {top} MHz) or a clock-event reason",
         "unit": "MHz",
@@ -147,7 +147,7 @@ def ecc_check(gpu: dict[str, Any], seconds: float) -> CheckResult:
             source=t.source,
         )
     rate = round(per_minute(new, seconds), 3)
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "measured": rate,
         "expected": f"<= {t.value:g} per minute",
         "unit": t.unit,
@@ -188,7 +188,7 @@ def pcie_replay_check(gpu: dict[str, Any], seconds: float, link: dict[str, Any])
         )
     limit = pcie_replay_limit_per_min(int(link["gen"]), int(link["width"]), float(t.value))
     rate = round(per_minute(new, seconds), 2)
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "measured": rate,
         "expected": f"<= {limit} per minute (Gen{link['gen']} x{link['width']})",
         "unit": "replays/min",
