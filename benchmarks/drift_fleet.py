@@ -54,7 +54,7 @@ class EmulatedCloud(Provider):
     def _unused(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("not used by the fleet check")
 
-    find_images = get_image = set_tags = tag_state = launch = wait_reachable = terminate = _unused
+    query_images = get_image = set_tags = tag_state = launch = wait_reachable = terminate = _unused
     replicate = share = set_pointer = deprecate = delete = _unused
 
     def replica_status(self, image: CloudImage, region: str) -> ReplicaStatus:

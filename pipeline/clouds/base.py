@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from imagectl.clouds.base_image import BaseImage
 from imagectl.core.errors import UserError
 from imagectl.stacks.schema import Sharing
-from imagectl.tags import TAG_STATE, TAG_TTL
+from imagectl.tags import TAG_DIGEST, TAG_STACK, TAG_STATE, TAG_TTL
 from imagectl.validators.identity import ImageRef
 
 if TYPE_CHECKING:
@@ -61,6 +61,22 @@ class Instance:
     def expires_at(self) -> dt.datetime | None:
         raw = self.tags.get(TAG_TTL)
         return dt.datetime.fromisoformat(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class ImageQuery:
+    """What ``Provider.find_images`` looks for: imagectl's images tagged with ``stack``,
+    the stack ``digest`` and the ``state`` given (None: any), in ``region`` (None: every
+    region the cloud serves)."""
+
+    stack: str | None = None
+    digest: str | None = None
+    state: str | None = None
+    region: str | None = None
+
+    def tag_values(self) -> tuple[tuple[str, str | None], ...]:
+        """Each tag a filter matches (``imagectl.tags``) with its value, None where unset."""
+        return ((TAG_STACK, self.stack), (TAG_DIGEST, self.digest), (TAG_STATE, self.state))
 
 
 @dataclass(frozen=True)
@@ -121,7 +137,6 @@ class Provider(ABC):
         raise UserError(f"the {self.cloud} cloud has no base image query to resolve")
 
     # -- images ------------------------------------------------------------------
-    @abstractmethod
     def find_images(
         self,
         *,
@@ -129,7 +144,13 @@ class Provider(ABC):
         digest: str | None = None,
         state: str | None = None,
         region: str | None = None,
-    ) -> list[CloudImage]: ...
+    ) -> list[CloudImage]:
+        """imagectl's images matching every filter given, oldest first (the cloud's
+        ``query_images``)."""
+        return self.query_images(ImageQuery(stack, digest, state, region))
+
+    @abstractmethod
+    def query_images(self, query: ImageQuery) -> list[CloudImage]: ...
 
     @abstractmethod
     def get_image(self, image_id: str, region: str) -> CloudImage | None: ...

@@ -16,7 +16,7 @@ from imagectl.clouds.aws.errors import error_code, translate_launch_error
 from imagectl.clouds.aws.promotion import AwsPromotion
 from imagectl.clouds.aws.spec import SPEC, AwsOptions, region_of
 from imagectl.clouds.aws.tags import tag_dict, tag_list
-from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider
+from imagectl.clouds.base import CloudImage, ImageQuery, Instance, LaunchRequest, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import (
     NotReachable,
@@ -26,7 +26,7 @@ from imagectl.clouds.common import (
 )
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.core.errors import CloudError, UserError
-from imagectl.tags import TAG_DIGEST, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
+from imagectl.tags import TAG_MANAGED, TAG_STACK, TAG_TTL
 from imagectl.validators.identity import ImageRef
 
 if TYPE_CHECKING:
@@ -138,22 +138,15 @@ class AwsProvider(AwsPromotion, Provider):
             found.extend(page.get("Images", []))
         return found
 
-    def find_images(
-        self,
-        *,
-        stack: str | None = None,
-        digest: str | None = None,
-        state: str | None = None,
-        region: str | None = None,
-    ) -> list[CloudImage]:
+    def query_images(self, query: ImageQuery) -> list[CloudImage]:
         filters = []
-        for key, value in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)):
+        for key, value in query.tag_values():
             if value is not None:
                 filters.append({"Name": f"tag:{key}", "Values": [value]})
         if not filters:
             filters.append({"Name": "tag-key", "Values": [TAG_STACK]})
         found: list[CloudImage] = []
-        for reg in [region] if region else self.regions:
+        for reg in [query.region] if query.region else self.regions:
             raws = self.describe_images(
                 reg, Owners=["self"], Filters=filters, IncludeDeprecated=True
             )

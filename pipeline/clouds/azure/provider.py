@@ -15,12 +15,12 @@ from imagectl.clouds.azure.errors import is_not_found, translate_launch_error
 from imagectl.clouds.azure.promotion import AzurePromotion
 from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_key
 from imagectl.clouds.azure.spec import SPEC, AzureOptions
-from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider
+from imagectl.clouds.base import CloudImage, ImageQuery, Instance, LaunchRequest, Provider
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, launch_tags, utcnow
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.core.errors import CloudError, UserError
-from imagectl.tags import TAG_DIGEST, TAG_IMAGE, TAG_MANAGED, TAG_STACK, TAG_STATE
+from imagectl.tags import TAG_IMAGE, TAG_MANAGED
 from imagectl.validators.identity import parse
 
 if TYPE_CHECKING:
@@ -109,23 +109,14 @@ class AzureProvider(AzurePromotion, Provider):
             self.versions.list_by_gallery_image(self.gallery_rg, self.gallery, self.definition)
         )
 
-    def find_images(
-        self,
-        *,
-        stack: str | None = None,
-        digest: str | None = None,
-        state: str | None = None,
-        region: str | None = None,
-    ) -> list[CloudImage]:
-        wanted = {
-            k: v for k, v in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)) if v
-        }
+    def query_images(self, query: ImageQuery) -> list[CloudImage]:
+        wanted = {k: v for k, v in query.tag_values() if v}
         found = []
         for raw in self._list_raw():
             tags = raw.tags or {}
             if any(tags.get(k) != v for k, v in wanted.items()):
                 continue
-            if region and region not in self._target_regions(raw):
+            if query.region and query.region not in self._target_regions(raw):
                 continue
             found.append(self._image(raw))
         return sorted(found, key=lambda i: (i.created_at or utcnow(), version_key(i.name)))

@@ -8,7 +8,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from imagectl.clouds.base import CapacityError, CloudImage, Instance, LaunchRequest, Provider
+from imagectl.clouds.base import (
+    CapacityError,
+    CloudImage,
+    ImageQuery,
+    Instance,
+    LaunchRequest,
+    Provider,
+)
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import NotReachable, check_cidr, launch_tags, parse_time, utcnow
 from imagectl.clouds.gcp import compute_sdk
@@ -22,11 +29,9 @@ from imagectl.clouds.gcp.spec import GLOBAL, SPEC, GcpOptions
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import (
-    TAG_DIGEST,
     TAG_IMAGE,
     TAG_MANAGED,
     TAG_STACK,
-    TAG_STATE,
     TAG_TTL,
     gcp_label_key,
     gcp_label_value,
@@ -106,17 +111,8 @@ class GcpProvider(GcpPromotion, Provider):
         except NotFound:
             return None
 
-    def find_images(
-        self,
-        *,
-        stack: str | None = None,
-        digest: str | None = None,
-        state: str | None = None,
-        region: str | None = None,
-    ) -> list[CloudImage]:
-        wanted = {
-            k: v for k, v in ((TAG_STACK, stack), (TAG_DIGEST, digest), (TAG_STATE, state)) if v
-        }
+    def query_images(self, query: ImageQuery) -> list[CloudImage]:
+        wanted = {k: v for k, v in query.tag_values() if v}
         compute_v1 = compute_sdk.compute_v1()
 
         request = compute_v1.ListImagesRequest(project=self.project)
@@ -130,7 +126,7 @@ class GcpProvider(GcpPromotion, Provider):
             if not wanted and gcp_label_key(TAG_STACK) not in labels:
                 continue
             image = self._image(raw)
-            if region and region not in raw.storage_locations:
+            if query.region and query.region not in raw.storage_locations:
                 continue
             found.append(image)
         return sorted(found, key=lambda i: (i.created_at or utcnow(), i.image_id))

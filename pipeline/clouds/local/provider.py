@@ -55,7 +55,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider, ReplicaStatus
+from imagectl.clouds.base import (
+    CloudImage,
+    ImageQuery,
+    Instance,
+    LaunchRequest,
+    Provider,
+    ReplicaStatus,
+)
 from imagectl.clouds.common import NotReachable
 from imagectl.clouds.local import saved_boot, vms
 from imagectl.clouds.local.spec import SPEC, LocalOptions
@@ -331,16 +338,9 @@ class LocalProvider(Provider):
             )
         return vms.BootFiles(Path(boot["kernel"]), Path(boot["initrd"]), boot.get("accel", "tcg"))
 
-    def find_images(
-        self,
-        *,
-        stack: str | None = None,
-        digest: str | None = None,
-        state: str | None = None,
-        region: str | None = None,
-    ) -> list[CloudImage]:
+    def query_images(self, query: ImageQuery) -> list[CloudImage]:
         out = []
-        for reg in [region] if region else self.regions():
+        for reg in [query.region] if query.region else self.regions():
             folder = self.region_dir(reg) / "images"
             if not folder.is_dir():
                 continue
@@ -349,11 +349,11 @@ class LocalProvider(Provider):
                 if meta is None:
                     continue
                 img = self._to_image(reg, meta)
-                if stack and img.tags.get(TAG_STACK) != stack:
+                if query.stack and img.tags.get(TAG_STACK) != query.stack:
                     continue
-                if digest and img.tags.get(TAG_DIGEST) != digest:
+                if query.digest and img.tags.get(TAG_DIGEST) != query.digest:
                     continue
-                if state and state not in (img.state, img.tags.get(TAG_STATE)):
+                if query.state and query.state not in (img.state, img.tags.get(TAG_STATE)):
                     continue
                 out.append(img)
         return out

@@ -13,7 +13,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import CloudImage, Instance, LaunchRequest, Provider, ReplicaStatus
+from imagectl.clouds.base import (
+    CloudImage,
+    ImageQuery,
+    Instance,
+    LaunchRequest,
+    Provider,
+    ReplicaStatus,
+)
 from imagectl.stacks.schema import Sharing
 from tests.clouds.fifth.spec import SPEC, FifthOptions
 
@@ -67,22 +74,15 @@ class FifthProvider(Provider):
     def __init__(self, options: FifthOptions) -> None:
         self.options = options
 
-    def find_images(
-        self,
-        *,
-        stack: str | None = None,
-        digest: str | None = None,
-        state: str | None = None,
-        region: str | None = None,
-    ) -> list[CloudImage]:
+    def query_images(self, query: ImageQuery) -> list[CloudImage]:
         out = [_image(r) for r in _read("images")]
-        if stack:
-            out = [i for i in out if i.tags.get("imagectl:stack") == stack]
-        if digest:
-            out = [i for i in out if i.tags.get("imagectl:stack-digest") == digest]
-        if state:
-            out = [i for i in out if i.tags.get("imagectl:state") == state]
-        return [i for i in out if region in (None, i.region)]
+        if query.stack:
+            out = [i for i in out if i.tags.get("imagectl:stack") == query.stack]
+        if query.digest:
+            out = [i for i in out if i.tags.get("imagectl:stack-digest") == query.digest]
+        if query.state:
+            out = [i for i in out if i.tags.get("imagectl:state") == query.state]
+        return [i for i in out if query.region in (None, i.region)]
 
     def get_image(self, image_id: str, region: str) -> CloudImage | None:
         return next((i for i in map(_image, _read("images")) if i.image_id == image_id), None)
