@@ -46,6 +46,16 @@ class ProviderOptions:
         return self
 
 
+@dataclass(frozen=True)
+class ArtifactRef:
+    """Where one built image is, as the cloud reads it from Packer's manifest entry
+    (``CloudSpec.packer_artifacts``; imagectl.packer.manifest adds the entry's tags)."""
+
+    id: str
+    location: str  # a region, a project, a location; the cloud's name for a local disk
+    name: str = ""
+
+
 class CloudSpec(Generic[S]):
     name: ClassVar[str]
     # its stack section (``clouds.<name>``: model, location checks, fabrics), beside the
@@ -106,6 +116,14 @@ class CloudSpec(Generic[S]):
     def packer_vars(self, r: ResolvedStack, settings: S, *, build_id: str) -> dict[str, Any]:
         """The Packer variables of ``images/<name>/variables.pkr.hcl`` that a stack sets."""
         raise NotImplementedError
+
+    def packer_artifacts(
+        self, artifact_id: str, files: list[str], variables: Mapping[str, Any]
+    ) -> list[ArtifactRef]:
+        """The images one entry of Packer's manifest post-processor records: its
+        ``artifact_id`` and ``files`` as this cloud's builder writes them, with the build's
+        Packer ``variables`` (the var file). By default the artifact id is the image's id."""
+        return [ArtifactRef(id=artifact_id, location="", name=str(variables.get("image_name", "")))]
 
     def runtime_packer_vars(self, r: ResolvedStack, folder: Path, base_dir: str) -> dict[str, str]:
         """Packer variables a build fills in from its folder (the local disk paths)."""

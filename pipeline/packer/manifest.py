@@ -1,13 +1,10 @@
 """Artifacts from the manifest post-processor's JSON (one file per build folder).
 
 Packer appends one entry per build and run to ``builds``; only entries of the last run
-(``last_run_uuid``) count. ``artifact_id`` differs per builder:
-
-- amazon-ebs: ``us-east-1:ami-0123,...`` (one region for a candidate)
-- googlecompute: the image name (the project comes from the build's variables)
-- azure-arm: the managed image id; the gallery image version id is derived from the
-  build's variables (the version is what imagectl tracks)
-- qemu: ``files[].name`` is the qcow2 path
+(``last_run_uuid``) count. What an entry's ``artifact_id`` and ``files`` mean differs per
+builder; the cloud whose template uses that builder reads them
+(``CloudSpec.packer_artifacts``, in ``clouds/<cloud>/spec.py``): nothing here knows a
+builder's name. An entry no registered cloud builds keeps its artifact id as it is.
 """
 
 from __future__ import annotations
@@ -75,36 +72,24 @@ def read_manifest(path: Path, variables: dict[str, Any] | None = None) -> list[A
 def _artifacts(entry: dict[str, Any], v: dict[str, Any]) -> list[Artifact]:
     builder = str(entry.get("builder_type", ""))
     spec = spec_for_builder(builder)
-    cloud = spec.name if spec else builder
-    tags = {str(k): str(val) for k, val in (entry.get("custom_data") or {}).items()}
-    run_uuid = str(entry.get("packer_run_uuid", ""))
     raw_id = str(entry.get("artifact_id", ""))
+    files = [str(f.get("name", "")) for f in entry.get("files") or [] if isinstance(f, dict)]
     name = str(v.get("image_name", ""))
-    common: dict[str, Any] = {
-        "cloud": cloud,
-        "builder_type": builder,
-        "tags": tags,
-        "run_uuid": run_uuid,
-    }
-    if builder == "amazon-ebs":
-        pairs = [p.split(":", 1) for p in raw_id.split(",") if ":" in p]
-        return [Artifact(id=ami, location=region, name=name, **common) for region, ami in pairs]
-    if builder == "googlecompute":
-        project = str(v.get("gcp_project", ""))
-        return [Artifact(id=raw_id, location=project, name=raw_id, **common)]
-    if builder == "azure-arm":
-        version_id = (
-            f"/subscriptions/{v.get('azure_subscription_id', '')}"
-            f"/resourceGroups/{v.get('azure_gallery_resource_group', '')}"
-            f"/providers/Microsoft.Compute/galleries/{v.get('azure_gallery_name', '')}"
-            f"/images/{v.get('azure_gallery_image_definition', '')}"
-            f"/versions/{v.get('azure_gallery_image_version', '')}"
+    refs = (
+        [(r.id, r.location, r.name) for r in spec.packer_artifacts(raw_id, files, v)]
+        if spec is not None
+        else [(raw_id, "", name)]
+    )
+    tags = {str(k): str(val) for k, val in (entry.get("custom_data") or {}).items()}
+    return [
+        Artifact(
+            cloud=spec.name if spec is not None else builder,
+            builder_type=builder,
+            id=id_,
+            location=location,
+            name=name_,
+            tags=tags,
+            run_uuid=str(entry.get("packer_run_uuid", "")),
         )
-        return [
-            Artifact(id=version_id, location=str(v.get("azure_location", "")), name=name, **common)
-        ]
-    if builder == "qemu":
-        files = [f.get("name", "") for f in entry.get("files") or []]
-        disks = [f for f in files if f.endswith(".qcow2")] or files
-        return [Artifact(id=d, location=cloud, name=Path(d).name, **common) for d in disks]
-    return [Artifact(id=raw_id, location="", name=name, **common)]
+        for id_, location, name_ in refs
+    ]

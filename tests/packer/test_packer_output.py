@@ -125,3 +125,24 @@ def test_missing_or_broken_manifest_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("{\n  oops")
     with pytest.raises(UserError, match=r"bad.json:2"):
         read_manifest(bad)
+
+
+def test_each_cloud_reads_its_own_builders_entry_and_an_unknown_builder_keeps_its_id(
+    tmp_path: Path,
+) -> None:
+    """manifest.py names no builder: the cloud whose template uses the entry's builder
+    reads it (CloudSpec.packer_artifacts), and an entry of a builder no registered cloud
+    uses keeps its artifact id (issue 46, item 1)."""
+    from imagectl.clouds.registry import specs
+
+    files = [{"name": "/o/x.qcow2"}]
+    entries = [
+        {"builder_type": s.packer_builder, "artifact_id": "x:y", "packer_run_uuid": "r",
+         "files": files}
+        for s in specs().values()
+    ]  # fmt: skip
+    entries.append({"builder_type": "oracle-oci", "artifact_id": "ocid1.image.oc1..aaa",
+                    "packer_run_uuid": "r"})  # fmt: skip
+    found = read_manifest(_manifest(tmp_path, entries, "r"), {"image_name": "img"})
+    assert [a.cloud for a in found] == [*specs(), "oracle-oci"]
+    assert (found[-1].id, found[-1].location, found[-1].name) == ("ocid1.image.oc1..aaa", "", "img")

@@ -4,13 +4,14 @@ the target regions at promotion, its "latest" pointer an SSM parameter."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.clients import ENV_ENDPOINT
 from imagectl.clouds.aws.stack import SECTION, AwsCloud
 from imagectl.clouds.common import endpoint_from_env
-from imagectl.clouds.spec import CloudSpec, ProviderOptions
+from imagectl.clouds.spec import ArtifactRef, CloudSpec, ProviderOptions
 from imagectl.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -140,6 +141,14 @@ class AwsSpec(CloudSpec[AwsCloud]):
 
     def region_of(self, location: str) -> str:
         return region_of(location)
+
+    def packer_artifacts(
+        self, artifact_id: str, files: list[str], variables: Mapping[str, Any]
+    ) -> list[ArtifactRef]:
+        """amazon-ebs writes ``us-east-1:ami-0123,...`` (one region for a candidate)."""
+        pairs = [p.split(":", 1) for p in artifact_id.split(",") if ":" in p]
+        name = str(variables.get("image_name", ""))
+        return [ArtifactRef(id=ami, location=region, name=name) for region, ami in pairs]
 
 
 SPEC = AwsSpec()

@@ -4,11 +4,12 @@ location; replication is one region list on that version, so copies go one at a 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.azure.stack import SECTION, AzureCloud
-from imagectl.clouds.spec import CloudSpec, ProviderOptions
+from imagectl.clouds.spec import ArtifactRef, CloudSpec, ProviderOptions
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -160,6 +161,22 @@ class AzureSpec(CloudSpec[AzureCloud]):
     def region_of(self, location: str) -> str:
         """Azure reports ``eastus/1`` (location/zone)."""
         return location.split("/", 1)[0]
+
+    def packer_artifacts(
+        self, artifact_id: str, files: list[str], variables: Mapping[str, Any]
+    ) -> list[ArtifactRef]:
+        """azure-arm writes the managed image id; the gallery image version id (what
+        imagectl tracks) is derived from the build's variables."""
+        v = variables
+        version_id = (
+            f"/subscriptions/{v.get('azure_subscription_id', '')}"
+            f"/resourceGroups/{v.get('azure_gallery_resource_group', '')}"
+            f"/providers/Microsoft.Compute/galleries/{v.get('azure_gallery_name', '')}"
+            f"/images/{v.get('azure_gallery_image_definition', '')}"
+            f"/versions/{v.get('azure_gallery_image_version', '')}"
+        )
+        location = str(v.get("azure_location", ""))
+        return [ArtifactRef(id=version_id, location=location, name=str(v.get("image_name", "")))]
 
 
 SPEC = AzureSpec()

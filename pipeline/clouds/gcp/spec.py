@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.gcp.stack import SECTION, GcpCloud
-from imagectl.clouds.spec import CloudSpec, ProviderOptions
+from imagectl.clouds.spec import ArtifactRef, CloudSpec, ProviderOptions
 from imagectl.tags import gcp_label_key, gcp_label_value
 
 if TYPE_CHECKING:
@@ -107,6 +108,14 @@ class GcpSpec(CloudSpec[GcpCloud]):
 
     def tag_value(self, value: object) -> str:
         return gcp_label_value(None if value is None else str(value))
+
+    def packer_artifacts(
+        self, artifact_id: str, files: list[str], variables: Mapping[str, Any]
+    ) -> list[ArtifactRef]:
+        """googlecompute writes the image name; the project comes from the build's
+        variables."""
+        project = str(variables.get("gcp_project", ""))
+        return [ArtifactRef(id=artifact_id, location=project, name=artifact_id)]
 
 
 SPEC = GcpSpec()

@@ -3,12 +3,13 @@ kept in the on-disk registry (``imagectl.clouds.local.provider``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.local.stack import SECTION, LocalCloud
-from imagectl.clouds.spec import CloudSpec, ProviderOptions
+from imagectl.clouds.spec import ArtifactRef, CloudSpec, ProviderOptions
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -91,6 +92,13 @@ class LocalSpec(CloudSpec[LocalCloud]):
             memory_mib=settings.build.memory_mib,
             cpus=settings.build.cpus,
         )
+
+    def packer_artifacts(
+        self, artifact_id: str, files: list[str], variables: Mapping[str, Any]
+    ) -> list[ArtifactRef]:
+        """qemu lists its output files; the qcow2 is the image (its path is its id)."""
+        disks = [f for f in files if f.endswith(".qcow2")] or files
+        return [ArtifactRef(id=d, location=self.name, name=Path(d).name) for d in disks]
 
 
 SPEC = LocalSpec()
