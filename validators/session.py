@@ -9,10 +9,11 @@ import datetime as dt
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TypeVar
 
 from imagectl import __version__
 from imagectl.core.errors import UserError
@@ -77,7 +78,7 @@ def build_context(opts: Options) -> Context:
     if opts.snapshot is not None:
         snap = opts.snapshot
         nvml: NvmlBackend = ReplayNvml(snap["nvml"])
-        facts: Any = RecordedFacts(snap["host"])
+        facts: RecordedFacts | LiveFacts = RecordedFacts(snap["host"])
         log_section = snap.get("kernel_log") or {}
 
         def snap_log() -> KernelLog:
@@ -135,11 +136,14 @@ def _error(id_: str, title: str, exc: BaseException) -> CheckResult:
     )
 
 
+_Part = TypeVar("_Part")
+
+
 def _guarded(
     id_: str,
     title: str,
-    load: Callable[[], Callable[..., Any]],
-    call: Callable[[Callable[..., Any]], Any],
+    load: Callable[[], _Part],
+    call: Callable[[_Part], Iterable[CheckResult]],
     deadline_s: float,
 ) -> list[CheckResult]:
     """Import a part-2 function lazily and call it on the worker thread, with a deadline.
@@ -179,15 +183,15 @@ def _guarded(
     return out
 
 
-def _load_smoke() -> Callable[..., Any]:
+def _load_smoke() -> Callable[..., list[CheckResult]]:
     return smoke_checks
 
 
-def _load_collectives() -> Callable[..., Any]:
+def _load_collectives() -> Callable[..., list[CheckResult]]:
     return collective_checks
 
 
-def _load_dcgm() -> Callable[..., Any]:
+def _load_dcgm() -> Callable[..., list[CheckResult]]:
     return dcgm_checks
 
 
@@ -430,7 +434,7 @@ def _terminate_as_interrupt() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
-    def raise_interrupt(signum: int, frame: Any) -> None:
+    def raise_interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
