@@ -7,16 +7,46 @@ promoted image with no signer for its revocation."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
 
-from imagectl.cli.common import cloud_option, console, emit_json, json_option, workspace
+from imagectl.cli.common import F, cloud_option, console, emit_json, json_option, workspace
 from imagectl.cli.completion import complete_images
+from imagectl.core.safetext import markup
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from imagectl.catalog.db import Catalog
     from imagectl.clouds.base import Provider
+
+CanaryMoves = dict[str, tuple[str | None, str | None]]  # region -> (from, to)
+
+
+def withdrawal_options(reason_help: str) -> Callable[[F], F]:
+    """What ``block`` and ``revoke`` take: IMAGE, ``--reason`` (required), ``--cloud`` and
+    ``--json`` (and the click context)."""
+    decorators = (
+        click.argument("image", shell_complete=complete_images),
+        click.option("--reason", required=True, help=reason_help),
+        cloud_option("Cloud, when the image id exists on several."),
+        json_option,
+        click.pass_context,
+    )
+
+    def wrap(func: F) -> F:
+        for decorate in reversed(decorators):
+            func = decorate(func)
+        return func
+
+    return wrap
+
+
+def print_canary_moves(out: Console, canary: CanaryMoves) -> None:
+    for region, (_was, to) in canary.items():
+        out.print(f"canary in {markup(region)} back to {markup(to or 'none (latest)')}")
 
 
 def canary_withdrawn(
@@ -27,7 +57,7 @@ def canary_withdrawn(
     *,
     allow_replica: bool,
     why: str,
-) -> tuple[int, Provider, dict[str, tuple[str | None, str | None]]]:
+) -> tuple[int, Provider, CanaryMoves]:
     """``block`` and ``revoke``'s first step: IMAGE's catalog id, its stack's provider, and
     the canary moved back when it names the image (region -> (from, to))."""
     from imagectl.promotion import resolve_image
@@ -42,15 +72,10 @@ def canary_withdrawn(
 
 
 @click.command("block")
-@click.argument("image", shell_complete=complete_images)
-@click.option("--reason", required=True, help="Why (recorded and shown by the gate).")
-@cloud_option("Cloud, when the image id exists on several.")
-@json_option
-@click.pass_context
+@withdrawal_options("Why (recorded and shown by the gate).")
 def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_json: bool) -> None:
     """Block IMAGE (catalog id or cloud id) from promotion."""
     from imagectl.catalog.db import open_catalog
-    from imagectl.core.safetext import markup
     from imagectl.promotion import block_image
 
     catalog = open_catalog()
@@ -66,6 +91,5 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
         emit_json({"image": label, "state": state, "reason": why,
                    "canary_back": {r: to for r, (_f, to) in canary.items()}})  # fmt: skip
         return
-    for region, (_was, to) in canary.items():
-        console().print(f"canary in {markup(region)} back to {markup(to or 'none (latest)')}")
+    print_canary_moves(console(), canary)
     console().print(f"[red]blocked[/] {markup(label)}: {markup(why)}")

@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import click
 
-from imagectl.cli.common import cloud_option, console, emit_json, json_option
-from imagectl.cli.completion import complete_images
+from imagectl.cli.block import withdrawal_options
+from imagectl.cli.common import console, emit_json
 
 
 @click.command("revoke")
-@click.argument("image", shell_complete=complete_images)
-@click.option("--reason", required=True, help="Why (signed into the revocation).")
-@cloud_option("Cloud, when the image id exists on several.")
-@json_option
-@click.pass_context
+@withdrawal_options("Why (signed into the revocation).")
 def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_json: bool) -> None:
     """Revoke IMAGE's attestation (catalog id or cloud id): never used, never promoted."""
     from rich.markup import escape
 
     from imagectl.catalog.db import open_catalog
-    from imagectl.cli.block import canary_withdrawn
+    from imagectl.cli.block import canary_withdrawn, print_canary_moves
     from imagectl.promotion.revoke import revoke_image
 
     catalog = open_catalog()
@@ -47,8 +43,7 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
         )  # fmt: skip
         return
     out = console()
-    for region, (_was, to) in canary.items():
-        out.print(f"canary in {escape(region)} back to {escape(to or 'none (latest)')}")
+    print_canary_moves(out, canary)
     if revoked.rolled_back:
         out.print(f"rolled back first: {escape(', '.join(revoked.rolled_back))}")
     out.print(
