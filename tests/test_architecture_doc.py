@@ -99,8 +99,18 @@ def test_every_stage_entry_function_exists() -> None:
     assert not missing, f"stage entries in docs/architecture.md that do not exist: {missing}"
 
 
+# a module named relative to its package folder (`stacks/loader.py:load_stack`)
+SHORT_PATH = re.compile(r"`([a-z_]+/[\w/]*\w\.py)")
+
+
 def test_every_path_the_doc_names_exists() -> None:
-    paths = set(REPO_PATH.findall(DOC.read_text(encoding="utf-8")))
+    text = DOC.read_text(encoding="utf-8")
+    paths = set(REPO_PATH.findall(text))
     assert len(paths) > 40
     missing = sorted(p for p in paths if not (REPO / p).exists())
+    short = set(SHORT_PATH.findall(text)) - paths
+    assert len(short) > 10
+    missing += sorted(
+        p for p in short if not any((REPO / root / p).exists() for root in ("", "pipeline"))
+    )
     assert not missing, f"paths in docs/architecture.md that do not exist: {missing}"
