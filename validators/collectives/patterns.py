@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch import device as TorchDevice
 
 CHUNK = 1 << 26  # elements per generation / comparison step (512 MiB of int64 indices)
 
-Fn = Callable[[Any], Any]  # global index tensor (int64) -> values
+Fn = Callable[["Tensor"], "Tensor"]  # global index tensor (int64) -> values
 
 
 def _send_fn(op: str, rank: int, n: int, m: int) -> Fn:
@@ -57,26 +61,32 @@ def recv_length(op: str, count: int, n: int) -> int:
     return count // n if op == "reduce_scatter" else count
 
 
-def _fill(torch: ModuleType, out: Any, fn: Fn) -> Any:
+def _fill(torch: ModuleType, out: Tensor, fn: Fn) -> Tensor:
     for start in range(0, out.numel(), CHUNK):
         stop = min(start + CHUNK, out.numel())
         out[start:stop] = fn(torch.arange(start, stop, device=out.device)).float()
     return out
 
 
-def inputs(torch: ModuleType, op: str, count: int, rank: int, n: int, device: Any) -> Any:
+def inputs(
+    torch: ModuleType, op: str, count: int, rank: int, n: int, device: TorchDevice
+) -> Tensor:
     """The tensor ``rank`` sends for ``op`` (``count`` = total elements, a multiple of n)."""
     out = torch.empty(send_length(op, count, n), device=device)
     return _fill(torch, out, _send_fn(op, rank, n, count // n))
 
 
-def expected(torch: ModuleType, op: str, count: int, rank: int, n: int, device: Any) -> Any:
+def expected(
+    torch: ModuleType, op: str, count: int, rank: int, n: int, device: TorchDevice
+) -> Tensor:
     """What ``rank`` must hold after ``op`` (materialised: for tests and small sizes)."""
     out = torch.empty(recv_length(op, count, n), device=device)
     return _fill(torch, out, _expect_fn(op, rank, n, count // n))
 
 
-def output_buffer(torch: ModuleType, op: str, count: int, n: int, device: Any) -> Any:
+def output_buffer(
+    torch: ModuleType, op: str, count: int, n: int, device: TorchDevice
+) -> Tensor | None:
     """The receive buffer for ``op`` (all_reduce and broadcast work in place)."""
     if op in ("reduce_scatter", "all_gather", "all_to_all"):
         return torch.empty(recv_length(op, count, n), device=device)
@@ -84,7 +94,7 @@ def output_buffer(torch: ModuleType, op: str, count: int, n: int, device: Any) -
 
 
 def check(
-    torch: ModuleType, op: str, got: Any, count: int, rank: int, n: int
+    torch: ModuleType, op: str, got: Tensor, count: int, rank: int, n: int
 ) -> dict[str, object] | None:
     """None when ``got`` is what ``rank`` must hold, else the mismatch count and first element."""
     fn = _expect_fn(op, rank, n, count // n)

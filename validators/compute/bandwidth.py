@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import device as TorchDevice
 
 
-def _elapsed(torch: ModuleType, dev: Any, fn: Any, iters: int) -> float:
+def _elapsed(torch: ModuleType, dev: TorchDevice, fn: Any, iters: int) -> float:
     fn()  # warm-up
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -33,14 +36,16 @@ def _elapsed(torch: ModuleType, dev: Any, fn: Any, iters: int) -> float:
     return time.perf_counter() - t0
 
 
-def device_copy_gbps(torch: ModuleType, dev: Any, nbytes: int, iters: int) -> float:
+def device_copy_gbps(torch: ModuleType, dev: TorchDevice, nbytes: int, iters: int) -> float:
     src = torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(1)
     dst = torch.empty_like(src)
     seconds = _elapsed(torch, dev, lambda: dst.copy_(src), iters)
     return 2.0 * nbytes * iters / seconds / 1e9
 
 
-def host_copy_gbps(torch: ModuleType, dev: Any, nbytes: int, iters: int, direction: str) -> float:
+def host_copy_gbps(
+    torch: ModuleType, dev: TorchDevice, nbytes: int, iters: int, direction: str
+) -> float:
     """Pinned host memory to the device (``h2d``) or back (``d2h``)."""
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True).fill_(1)
     gpu = torch.empty(nbytes, dtype=torch.uint8, device=dev)

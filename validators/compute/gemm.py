@@ -19,7 +19,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch import device as TorchDevice
+    from torch import dtype as TorchDtype
 
 FAULT_ENV = "IMAGECTL_FAULT_GEMM"
 DTYPES = ("bf16", "fp16", "fp32")
@@ -34,7 +39,7 @@ class GemmRun:
     dtype: str
     rel_error: float
     tflops: float | None
-    result: Any = field(repr=False)  # host copy of the checked product
+    result: Tensor | None = field(repr=False)  # host copy of the checked product
     error: str | None = None
 
     @property
@@ -42,11 +47,11 @@ class GemmRun:
         return self.error is None and self.rel_error <= TOLERANCE[self.dtype]
 
 
-def torch_dtype(torch: ModuleType, name: str) -> Any:
+def torch_dtype(torch: ModuleType, name: str) -> TorchDtype:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def reference_inputs(torch: ModuleType, n: int, dtype: str) -> tuple[Any, Any, Any]:
+def reference_inputs(torch: ModuleType, n: int, dtype: str) -> tuple[Tensor, Tensor, Tensor]:
     """Seeded host inputs rounded to ``dtype``, and their fp64 product."""
     gen = torch.Generator().manual_seed(20260401)
     a = (torch.rand(n, n, generator=gen, dtype=torch.float64) * 2 - 1).to(torch_dtype(torch, dtype))
@@ -54,12 +59,12 @@ def reference_inputs(torch: ModuleType, n: int, dtype: str) -> tuple[Any, Any, A
     return a, b, a.double() @ b.double()
 
 
-def _sync(torch: ModuleType, dev: Any) -> None:
+def _sync(torch: ModuleType, dev: TorchDevice) -> None:
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
 
 
-def _throughput(torch: ModuleType, dev: Any, dtype: str, n: int, iters: int) -> float:
+def _throughput(torch: ModuleType, dev: TorchDevice, dtype: str, n: int, iters: int) -> float:
     a = torch.randn(n, n, device=dev, dtype=torch_dtype(torch, dtype))
     b = torch.randn(n, n, device=dev, dtype=torch_dtype(torch, dtype))
     c = torch.empty(n, n, device=dev, dtype=torch_dtype(torch, dtype))
@@ -84,7 +89,7 @@ def _throughput(torch: ModuleType, dev: Any, dtype: str, n: int, iters: int) -> 
     return 2.0 * n**3 * iters / seconds / 1e12
 
 
-def _inject(torch: ModuleType, out: Any, ulp: bool) -> None:
+def _inject(torch: ModuleType, out: Tensor, ulp: bool) -> None:
     if ulp:
         bits = out.view(torch.int32 if out.dtype == torch.float32 else torch.int16)
         bits[0, 0] ^= 1
@@ -93,7 +98,13 @@ def _inject(torch: ModuleType, out: Any, ulp: bool) -> None:
 
 
 def run_gemm(
-    torch: ModuleType, devices: list[Any], dtype: str, *, check_n: int, perf_n: int, iters: int
+    torch: ModuleType,
+    devices: list[TorchDevice],
+    dtype: str,
+    *,
+    check_n: int,
+    perf_n: int,
+    iters: int,
 ) -> list[GemmRun]:
     """Check and time one dtype on every device (tf32 forced off, restored after)."""
     fault = os.environ.get(FAULT_ENV)
@@ -126,28 +137,28 @@ def consistency(torch: ModuleType, runs: list[GemmRun]) -> dict[str, object]:
     Returns ``{"groups": [[indexes], ...], "outliers": [indexes], "max_abs_diff": {index: x}}``.
     With two devices that disagree there is no majority: both are outliers.
     """
-    groups: list[list[GemmRun]] = []
-    for run in (r for r in runs if r.result is not None):
+    groups: list[list[tuple[GemmRun, Tensor]]] = []  # each run beside its checked product
+    for run, result in ((r, r.result) for r in runs if r.result is not None):
         for group in groups:
-            if torch.equal(group[0].result, run.result):
-                group.append(run)
+            if torch.equal(group[0][1], result):
+                group.append((run, result))
                 break
         else:
-            groups.append([run])
+            groups.append([(run, result)])
     groups.sort(key=len, reverse=True)
     outliers: list[int] = []
     diffs: dict[int, float] = {}
     if len(groups) > 1:
         majority = groups[0] if len(groups[0]) > len(groups[1]) else []
-        ref = groups[0][0].result.double()
+        ref = groups[0][0][1].double()
         for group in groups:
             if group is majority:
                 continue
-            for run in group:
+            for run, result in group:
                 outliers.append(run.device_index)
-                diffs[run.device_index] = float((run.result.double() - ref).abs().max())
+                diffs[run.device_index] = float((result.double() - ref).abs().max())
     return {
-        "groups": [[r.device_index for r in g] for g in groups],
+        "groups": [[r.device_index for r, _ in g] for g in groups],
         "outliers": sorted(outliers),
         "max_abs_diff": diffs,
     }
