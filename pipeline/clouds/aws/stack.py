@@ -18,12 +18,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from imagectl.stacks.findings import Finding
-from imagectl.stacks.locations import (
-    Loc,
-    cloud_locations,
-    target_regions,
-    unknown_locations,
-)
+from imagectl.stacks.locations import Loc, cloud_locations, target_regions, unknown_locations
 from imagectl.stacks.patterns import LinuxUser, Region, ShapeName, pattern
 from imagectl.stacks.schema import CloudCommon, Strict, UnsetNotWritten
 from imagectl.stacks.sections import CloudSection

@@ -17,12 +17,7 @@ from pydantic import Field
 
 from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.stacks.findings import Finding
-from imagectl.stacks.locations import (
-    Loc,
-    cloud_locations,
-    target_regions,
-    unknown_locations,
-)
+from imagectl.stacks.locations import Loc, cloud_locations, target_regions, unknown_locations
 from imagectl.stacks.patterns import pattern
 from imagectl.stacks.schema import CloudCommon, Strict, UnsetNotWritten
 from imagectl.stacks.sections import CloudSection
