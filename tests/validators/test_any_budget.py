@@ -20,7 +20,7 @@ VALIDATORS = Path(__file__).resolve().parents[2] / "validators"
 
 # 500 in validators/ when this was first counted (issue 46's session, the host-side
 # commands already moved in); 457 when the issue was filed.
-CEILING = 387
+CEILING = 304
 
 
 def _annotation_strings(tree: ast.AST) -> list[ast.expr]:
