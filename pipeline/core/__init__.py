@@ -6,8 +6,11 @@
 - ``yamlfast``: the YAML loader (C loader when present) with line numbers in errors;
 - ``boundedjson``: JSON readers with size and depth limits;
 - ``versions``: version strings, parsed and compared;
-- ``safetext``: inert text, what a host or an operator wrote made safe to render.
+- ``safetext``: inert text, what a host or an operator wrote made safe to render;
+- ``output``: ``--json``, JSON on stdout and the rich console every command prints through;
+- ``signals``: the saved-signal-handler type.
 
 ``tests/test_import_graph.py`` holds the boundary: ``imagectl.core`` imports only the
-standard library, third-party packages and itself.
+standard library, third-party packages and itself
+(``test_the_core_imports_nothing_of_imagectl``).
 """
