@@ -62,3 +62,21 @@ def test_a_replay_with_a_shape_is_judged_either_way(group: str, tmp_path: Path) 
     result = runner.invoke(cli if group == "controller" else _alone(), args)
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["expectations"]["gpu_count"] == 8
+
+
+def test_the_host_side_commands_are_the_validators_modules() -> None:
+    """validate, snapshot, collectives and verify-node are registered from
+    imagectl.validators.commands, and every command module there is registered."""
+    from imagectl.cli import COMMANDS
+
+    host = {"validate", "snapshot", "collectives", "verify-node"}
+    registered = {
+        name for name, (module, _) in COMMANDS.items()
+        if module.startswith("imagectl.validators.commands.")
+    }  # fmt: skip
+    assert registered == host
+    folder = Path(validate.__module__.replace(".", "/")).parent.name
+    assert folder == "commands"
+    here = Path(__file__).resolve().parents[2] / "validators" / "commands"
+    modules = {p.stem for p in here.glob("*.py")} - {"__init__", "controller"}
+    assert modules == {name.replace("-", "_") for name in host}
