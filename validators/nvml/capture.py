@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Any
 
 import pynvml
 
+from imagectl.validators.jsontypes import JSONValue
 from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.nvml.calls import (
     DEVICE_CALLS,
@@ -19,7 +19,7 @@ from imagectl.validators.nvml.calls import (
 from imagectl.validators.nvml.errors import error_name
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> JSONValue:
     """ctypes structures -> dicts of their fields, arrays -> lists, bytes -> str."""
     if isinstance(value, bytes):
         return value.decode(errors="replace")
@@ -35,11 +35,13 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _err(exc: BaseException) -> dict[str, str]:
+def _err(exc: BaseException) -> dict[str, JSONValue]:
     return {"$error": error_name(exc)}
 
 
-def _one(nvml: NvmlBackend, call: Call, head: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
+def _one(
+    nvml: NvmlBackend, call: Call, head: tuple[object, ...], args: tuple[object, ...]
+) -> JSONValue:
     fn = getattr(nvml, call.name)
     try:
         if call.kind == "fill":
@@ -56,10 +58,12 @@ def _one(nvml: NvmlBackend, call: Call, head: tuple[Any, ...], args: tuple[Any, 
         return _err(exc)
 
 
-def _capture_call(nvml: NvmlBackend, call: Call, head: tuple[Any, ...], links: set[int]) -> Any:
+def _capture_call(
+    nvml: NvmlBackend, call: Call, head: tuple[object, ...], links: set[int]
+) -> JSONValue:
     if not call.args:
         return _one(nvml, call, head, ())
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for args in call.args:
         if call.name == "nvmlDeviceGetNvLinkErrorCounter" and args[0] not in links:
             continue
@@ -68,17 +72,18 @@ def _capture_call(nvml: NvmlBackend, call: Call, head: tuple[Any, ...], links: s
         return {"$error": "NOT_SUPPORTED"}
     values = list(out.values())
     # one error for every argument set (e.g. no NVLink at all): store it once
+    errors = [v["$error"] for v in values if isinstance(v, dict) and "$error" in v]
     if (
         values
-        and all(isinstance(v, dict) and "$error" in v for v in values)
-        and len({v["$error"] for v in values}) == 1
+        and len(errors) == len(values)
+        and len({str(e) for e in errors}) == 1  # error names (strings)
         and call.kind != "fields"
     ):
         return values[0]
     return out
 
 
-def capture_nvml(nvml: NvmlBackend) -> dict[str, Any]:
+def capture_nvml(nvml: NvmlBackend) -> dict[str, JSONValue]:
     """Everything the checks read, per GPU. Never raises on NVML errors: records them."""
     try:
         nvml.nvmlInit()
@@ -87,14 +92,14 @@ def capture_nvml(nvml: NvmlBackend) -> dict[str, Any]:
     try:
         system = {c.name: _capture_call(nvml, c, (), set()) for c in SYSTEM_CALLS}
         count = system.get("nvmlDeviceGetCount")
-        devices: list[Any] = []
+        devices: list[JSONValue] = []
         for index in range(count if isinstance(count, int) else 0):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
             except pynvml.NVMLError as exc:
                 devices.append(_err(exc))
                 continue
-            entry: dict[str, Any] = {}
+            entry: dict[str, JSONValue] = {}
             links: set[int] = set()
             for call in DEVICE_CALLS:
                 if call.fallback_for and entry.get(call.fallback_for) != {
@@ -105,7 +110,11 @@ def capture_nvml(nvml: NvmlBackend) -> dict[str, Any]:
                 if state == {"$error": "FUNCTION_NOT_FOUND"}:
                     continue  # absent means the same in replay: a function the driver lacks
                 entry[call.name] = state
-                if call.name == "nvmlDeviceGetNvLinkState" and "$error" not in state:
+                if (
+                    call.name == "nvmlDeviceGetNvLinkState"
+                    and isinstance(state, dict)
+                    and "$error" not in state
+                ):
                     links = {int(k) for k, v in state.items() if not isinstance(v, dict)}
             devices.append(entry)
         return {"init": {"error": None}, "system": system, "devices": devices}
