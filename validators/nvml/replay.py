@@ -29,14 +29,16 @@ class ReplayHandle:
         return f"<replay GPU {self.index}>"
 
 
-def _is_error(value: Any) -> bool:
+def _is_error(value: object) -> bool:
     return isinstance(value, dict) and "$error" in value
 
 
-def build_struct(struct_name: str, fields: dict[str, Any], target: Any = None) -> Any:
+def build_struct(
+    struct_name: str, fields: dict[str, Any], target: ctypes.Structure | None = None
+) -> Any:
     """Rebuild a pynvml ctypes structure (or fill ``target``) from recorded fields."""
     obj = target if target is not None else getattr(pynvml, struct_name)()
-    for fname, ftype in obj._fields_:
+    for fname, ftype, *_bits in obj._fields_:  # (name, type) or (name, type, bit width)
         if fname not in fields or fname == "version":
             continue
         value = fields[fname]
@@ -56,7 +58,7 @@ def build_struct(struct_name: str, fields: dict[str, Any], target: Any = None) -
     return obj
 
 
-def _fill(spec: Call, fields: dict[str, Any], target: Any) -> None:
+def _fill(spec: Call, fields: dict[str, Any], target: object) -> None:
     """Write the function's own structure layout into the caller's buffer, as the C
     library does: a versioned structure must carry the version nvml.h names for it
     (``Call.version``; driver 580.159.04 answered a version left 0 with
@@ -115,7 +117,7 @@ class ReplayNvml:
             raise AttributeError(name)
         canonical = ALIAS_TO_NAME.get(name, name)
 
-        def call(*args: Any) -> Any:
+        def call(*args: object) -> Any:
             return self._answer(canonical, args)
 
         call.__name__ = canonical
