@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
+from imagectl.validators.host.clouds import credential_files
 from imagectl.validators.host.metadata import cloud_image_id
 
 # Packages recorded in a snapshot besides those the expectations name.
@@ -36,17 +37,6 @@ HISTORY_FILES = (
     ".python_history",
     ".mysql_history",
     ".psql_history",
-)
-CREDENTIAL_FILES = (
-    ".aws/credentials",
-    ".config/gcloud/credentials.db",
-    ".config/gcloud/application_default_credentials.json",
-    ".config/gcloud/access_tokens.db",
-    ".azure/msal_token_cache.json",
-    ".azure/accessTokens.json",
-    ".docker/config.json",
-    ".git-credentials",
-    ".netrc",
 )
 BUILD_KEY_GLOBS = (".ssh/id_rsa", ".ssh/id_ed25519", ".ssh/id_ecdsa", ".ssh/id_dsa")
 
@@ -345,9 +335,8 @@ def _hygiene(f: LiveFacts) -> dict[str, object]:
         for e, rel in rel_in_home
         if rel in HISTORY_FILES and e["size"] > 0
     ]
-    credentials = [
-        {**e, "path": _rel(f, e["path"])} for e, rel in rel_in_home if rel in CREDENTIAL_FILES
-    ]
+    creds = credential_files()  # data/clouds.yaml: each cloud's CLI's, and the others
+    credentials = [{**e, "path": _rel(f, e["path"])} for e, rel in rel_in_home if rel in creds]
     build_keys = [
         {**e, "path": _rel(f, e["path"])} for e, rel in rel_in_home if rel in BUILD_KEY_GLOBS
     ]
