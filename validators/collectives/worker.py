@@ -21,12 +21,17 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.validators.collectives import faults, patterns
 from imagectl.validators.collectives.arithmetic import element_count
+
+if TYPE_CHECKING:
+    from torch import Tensor
+    from torch import device as TorchDevice
 
 
 class EventLog:
@@ -34,7 +39,7 @@ class EventLog:
         self.rank = rank
         self._fh = open(os.path.join(events_dir, f"rank-{rank}.jsonl"), "a", encoding="utf-8")  # noqa: SIM115
 
-    def emit(self, ev: str, **fields: Any) -> None:
+    def emit(self, ev: str, **fields: object) -> None:
         record = {"ev": ev, "rank": self.rank, "t": time.time(), **fields}
         self._fh.write(json.dumps(record) + "\n")
         self._fh.flush()
@@ -59,7 +64,9 @@ def _fire(fault_list: list[faults.Fault], op: str, first: bool, log: EventLog) -
     return corrupt
 
 
-def _run_op(torch: ModuleType, dist: Any, op: str, send: Any, recv: Any) -> None:
+def _run_op(
+    torch: ModuleType, dist: ModuleType, op: str, send: Tensor, recv: Tensor | None
+) -> None:
     if op == "all_reduce":
         dist.all_reduce(send)
     elif op == "broadcast":
@@ -126,7 +133,7 @@ def _exit_with_parent(interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _no_sync(*_: Any) -> None:
+def _no_sync(*_: object) -> None:
     return None
 
 
@@ -150,7 +157,7 @@ def run(config: dict[str, Any]) -> int:
         if device == "cuda":
             torch.cuda.set_device(local_rank)
             dev = torch.device("cuda", local_rank)
-            sync: Any = torch.cuda.synchronize
+            sync: Callable[[TorchDevice], None] = torch.cuda.synchronize
             backend = "nccl"
         else:
             dev = torch.device("cpu")
