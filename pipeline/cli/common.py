@@ -91,6 +91,20 @@ def wait_option(func: F) -> F:
     )(func)
 
 
+def hosts_option(help: str) -> Callable[[F], F]:
+    """``--hosts N`` (1 to 64, default 1): validation instances of a shape, as
+    ``validate-image`` launches them and ``doctor`` checks quota and capacity for them."""
+    return click.option(
+        "--hosts", type=click.IntRange(1, 64), default=1, show_default=True, help=help
+    )
+
+
+def runner_cidr_option(help: str) -> Callable[[F], F]:
+    """``--runner-cidr`` (``$IMAGECTL_RUNNER_CIDR``): the runner's address, the one source
+    a validation host's SSH admits."""
+    return click.option("--runner-cidr", envvar="IMAGECTL_RUNNER_CIDR", help=help)
+
+
 def stack_name(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Click callback for ``--stack``: a stack name (a file name in images/stacks/ without
     .yaml), never a path; exit 2 otherwise, before anything else runs."""

@@ -13,7 +13,9 @@ from imagectl.cli.common import (
     cloud_option,
     console,
     emit_json,
+    hosts_option,
     json_option,
+    runner_cidr_option,
     stack_option,
     workspace,
 )
@@ -57,17 +59,9 @@ def not_checked(found: list[Any], cloud: str) -> list[str]:
     help="Roles this identity runs (images/permissions/<cloud>/<role>); default: build "
     "and validate, what the build job does.",
 )
-@click.option(
-    "--hosts",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Instances of each validation shape the run launches (quota and capacity).",
-)
-@click.option(
-    "--runner-cidr",
-    envvar="IMAGECTL_RUNNER_CIDR",
-    help="The runner's public address (e.g. 203.0.113.7/32), required with the validate role.",
+@hosts_option("Instances of each validation shape the run launches (quota and capacity).")
+@runner_cidr_option(
+    "The runner's public address (e.g. 203.0.113.7/32), required with the validate role."
 )
 @json_option
 @click.pass_context

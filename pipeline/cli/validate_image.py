@@ -17,7 +17,9 @@ from imagectl.cli.common import (
     cloud_option,
     console,
     emit_json,
+    hosts_option,
     json_option,
+    runner_cidr_option,
     stack_option,
     workspace,
 )
@@ -35,13 +37,7 @@ from imagectl.validation.progress import Reporter, RichReporter
     shell_complete=complete_shapes,
     help="Machine shape (default: the stack's first validation shape).",
 )
-@click.option(
-    "--hosts",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Instances to validate in parallel.",
-)
+@hosts_option("Instances to validate in parallel.")
 @click.option(
     "--nodes",
     type=click.IntRange(1, 64),
@@ -89,10 +85,8 @@ from imagectl.validation.progress import Reporter, RichReporter
     show_default=True,
     help="Seconds the validator may run on a host.",
 )
-@click.option(
-    "--runner-cidr",
-    envvar="IMAGECTL_RUNNER_CIDR",
-    help="The runner's address (e.g. 203.0.113.7/32): the only source SSH admits; "
+@runner_cidr_option(
+    "The runner's address (e.g. 203.0.113.7/32): the only source SSH admits; "
     "required on AWS, Google Cloud and Azure unless the inventory override runs the hosts "
     "here (ansible_connection: local). The SSH user is the cloud's own (ubuntu on "
     "Canonical AMIs, imagectl on Google Cloud and Azure, root on the local cloud).",
