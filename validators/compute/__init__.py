@@ -12,8 +12,9 @@ GEMM load), checks.py (results), floors.py (the floors table), profiles.py (dura
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imagectl.validators.compute import bandwidth, gemm, load, recorded
 from imagectl.validators.compute.checks import (
@@ -28,6 +29,12 @@ from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.properties import properties_check
 from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+
+if TYPE_CHECKING:
+    from torch import device as TorchDevice
+
+    from imagectl.validators.compute.profiles import SmokeProfile
+    from imagectl.validators.expectations import Expectations
 
 __all__ = ["smoke_checks"]
 
@@ -51,7 +58,7 @@ TITLES = {
 }
 
 
-def _result(check_id: str, outcome: Outcome, message: str, **kw: Any) -> CheckResult:
+def _result(check_id: str, outcome: Outcome, message: str, **kw: object) -> CheckResult:
     severity = Severity.WARNING if outcome is Outcome.ERROR else Severity.INFO
     return CheckResult(
         id=check_id,
@@ -63,7 +70,12 @@ def _result(check_id: str, outcome: Outcome, message: str, **kw: Any) -> CheckRe
     )
 
 
-def _guard(check_id: str, fn: Any, *args: Any, **kw: Any) -> list[CheckResult]:
+def _guard(
+    check_id: str,
+    fn: Callable[..., CheckResult | list[CheckResult]],
+    *args: object,
+    **kw: object,
+) -> list[CheckResult]:
     """Run one stage; an exception inside it is an error result, never a pass."""
     try:
         out = fn(*args, **kw)
@@ -73,7 +85,12 @@ def _guard(check_id: str, fn: Any, *args: Any, **kw: Any) -> list[CheckResult]:
 
 
 def smoke_checks(
-    expect: Any, *, device: str, profile: str, nvml: NvmlBackend, init: CheckResult | None = None
+    expect: Expectations,
+    *,
+    device: str,
+    profile: str,
+    nvml: NvmlBackend | None,
+    init: CheckResult | None = None,
 ) -> list[CheckResult]:
     """The smoke tests on ``device`` (cuda or cpu; the session resolves ``auto``: CUDA on a
     host whose expectations name GPUs, never a silent fallback to the CPU). ``init`` is the
@@ -199,7 +216,7 @@ def smoke_checks(
     return checks
 
 
-def _props(torch: ModuleType, devices: list[Any]) -> list[dict[str, Any]]:
+def _props(torch: ModuleType, devices: list[TorchDevice]) -> list[dict[str, Any]]:
     out = []
     for i, dev in enumerate(devices):
         p = torch.cuda.get_device_properties(dev)
@@ -217,10 +234,10 @@ def _props(torch: ModuleType, devices: list[Any]) -> list[dict[str, Any]]:
 
 def _under_load(
     torch: ModuleType,
-    devices: list[Any],
-    nvml: NvmlBackend,
-    prof: Any,
-    expect: Any,
+    devices: list[TorchDevice],
+    nvml: NvmlBackend | None,
+    prof: SmokeProfile,
+    expect: Expectations,
     want_count: int,
 ) -> list[CheckResult]:
     if nvml is None:
