@@ -13,6 +13,7 @@ from imagectl.validators.catalogs import Thresholds, XidCatalog, thresholds, xid
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.fabric.model import FabricSection, NcclRun
 from imagectl.validators.fabric.nccl_probe import probe
+from imagectl.validators.host.facts import LiveFacts, RecordedFacts
 from imagectl.validators.host.kernel_log import KernelLog
 from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.results import Action
@@ -21,7 +22,7 @@ from imagectl.validators.results import Action
 class NamedCalls:
     """Proxy over a backend that tags each NVMLError with the call that raised it."""
 
-    def __init__(self, backend: Any):
+    def __init__(self, backend: NvmlBackend):
         self._backend = backend
         self.kind = getattr(backend, "kind", "live")
 
@@ -30,7 +31,7 @@ class NamedCalls:
         if not callable(fn):
             return fn
 
-        def call(*args: Any) -> Any:
+        def call(*args: object) -> Any:
             try:
                 return fn(*args)
             except pynvml.NVMLError as exc:
@@ -45,7 +46,7 @@ class NamedCalls:
 @dataclass
 class Context:
     nvml: NvmlBackend
-    facts: Any
+    facts: LiveFacts | RecordedFacts
     expect: Expectations
     profile: str
     kernel_log_loader: Callable[[], KernelLog]
@@ -63,7 +64,7 @@ class Context:
     fabric_deadline: float | None = None  # boot readiness: wait for the fabric once per run
     # one entry per enumerated GPU; a GPU whose handle could not be opened has handle None
     # and its ``gpus`` entry carries ``error`` and ``action`` (the other GPUs are judged)
-    handles: list[Any] = field(default_factory=list)
+    handles: list[object] = field(default_factory=list)
     gpus: list[dict[str, Any]] = field(default_factory=list)
     # samples taken under load (quick/full/burn), per GPU index
     load_samples: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
