@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 # dcgmi/Diag.cpp HelperDisplayDiagResult: JSON shows Pass, Skip, Fail (a WARN result prints
 # as "Fail" unless asked otherwise) and omits tests that did not run.
@@ -70,7 +69,7 @@ class Diag:
     runtime_error: str | None = None
     device_ids: dict[int, str] = field(default_factory=dict)
     serials: dict[int, str] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
 def _need(cond: bool, where: str, what: str) -> None:
@@ -78,31 +77,36 @@ def _need(cond: bool, where: str, what: str) -> None:
         raise DiagFormatError(f"{where}: {what}")
 
 
-def _obj(value: Any, where: str) -> dict[str, Any]:
-    _need(isinstance(value, dict), where, "expected an object")
-    out: dict[str, Any] = value
-    return out
+def _obj(value: object, where: str) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise DiagFormatError(f"{where}: expected an object")
+    return value
 
 
-def _list(value: Any, where: str) -> list[Any]:
-    _need(isinstance(value, list), where, "expected an array")
-    out: list[Any] = value
-    return out
+def _list(value: object, where: str) -> list[object]:
+    if not isinstance(value, list):
+        raise DiagFormatError(f"{where}: expected an array")
+    return value
 
 
-def _int(value: Any, where: str) -> int:
-    _need(isinstance(value, int) and not isinstance(value, bool), where, "expected an integer")
-    out: int = value
-    return out
+def _int(value: object, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise DiagFormatError(f"{where}: expected an integer")
+    return value
 
 
-def _str(value: Any, where: str) -> str:
-    _need(isinstance(value, str), where, "expected a string")
-    out: str = value
-    return out
+def _str(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise DiagFormatError(f"{where}: expected a string")
+    return value
 
 
-def _result(node: Any, where: str) -> EntityResult:
+def _opt_int(value: object) -> int | None:
+    """A finding's optional category or severity: DCGM's integer, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _result(node: object, where: str) -> EntityResult:
     node = _obj(node, where)
     status = _str(node.get("status"), f"{where}.status")
     _need(status in STATUSES, f"{where}.status", f"unknown status {status!r}")
@@ -114,8 +118,8 @@ def _result(node: Any, where: str) -> EntityResult:
             Finding(
                 code=_int(w.get("error_id"), f"{at}.error_id"),
                 message=_str(w.get("warning"), f"{at}.warning"),
-                category=w.get("error_category"),
-                severity=w.get("error_severity"),
+                category=_opt_int(w.get("error_category")),
+                severity=_opt_int(w.get("error_severity")),
             )
         )
     info = tuple(
@@ -140,7 +144,8 @@ def parse_diag(text: str) -> Diag:
     doc = _obj(doc, "(top level)")
     _need("DCGM Diagnostic" in doc, "(top level)", "no 'DCGM Diagnostic' object")
     top = _obj(doc["DCGM Diagnostic"], "DCGM Diagnostic")
-    out = Diag(metadata=dict(doc.get("metadata") or {}))
+    metadata = doc.get("metadata")
+    out = Diag(metadata=dict(metadata) if isinstance(metadata, dict) else {})
     if "runtime_error" in top:
         out.runtime_error = _str(top["runtime_error"], "DCGM Diagnostic.runtime_error")
         return out
@@ -173,8 +178,9 @@ def parse_diag(text: str) -> Diag:
         for ei, ent in enumerate(_list(group.get("entities"), f"{gwhere}.entities")):
             ent = _obj(ent, f"{gwhere}.entities[{ei}]")
             eid = _int(ent.get("entity_id"), f"{gwhere}.entities[{ei}].entity_id")
-            if isinstance(ent.get("device_id"), str):
-                out.device_ids[eid] = ent["device_id"]
-            if isinstance(ent.get("serial_num"), str):
-                out.serials[eid] = ent["serial_num"]
+            device_id, serial = ent.get("device_id"), ent.get("serial_num")
+            if isinstance(device_id, str):
+                out.device_ids[eid] = device_id
+            if isinstance(serial, str):
+                out.serials[eid] = serial
     return out
