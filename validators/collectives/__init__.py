@@ -21,7 +21,7 @@ from typing import Any
 from imagectl.validators.collectives import nccl_lib
 from imagectl.validators.collectives.arithmetic import OPS
 from imagectl.validators.collectives.hostfile import parse_hostfile
-from imagectl.validators.collectives.launch import Plan, run_collectives
+from imagectl.validators.collectives.launch import Plan, RunReport, run_collectives
 from imagectl.validators.collectives.profiles import sweep_for
 from imagectl.validators.collectives.verdicts import build_checks
 from imagectl.validators.compute.floors import floors_for
@@ -137,10 +137,10 @@ def _nccl_plan(expect: Any, device: str) -> dict[str, Any]:
     return info
 
 
-def _nccl_check(info: dict[str, Any], report: Any, device: str) -> CheckResult:
+def _nccl_check(info: dict[str, Any], report: RunReport, device: str) -> CheckResult:
     ran = sorted({s.nccl_version for s in report.ranks.values() if s.nccl_version})
     details = dict(info, ran=ran)
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": "collective.nccl_version",
         "title": "The NCCL that ran is the image's pinned NCCL",
         "expected": info["pinned"],
