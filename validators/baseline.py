@@ -46,7 +46,7 @@ def _checks(receipt: Receipt) -> dict[tuple[str, int | None], CheckResult]:
     return out
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -85,7 +85,7 @@ def _compare_rows(
 def _compare_check(cur: CheckResult, base: CheckResult, limit: float) -> CheckResult | None:
     unit = cur.unit or base.unit
     higher = unit in HIGHER_IS_BETTER
-    details: dict[str, Any] = {"unit": unit, "higher_is_better": higher}
+    details: dict[str, object] = {"unit": unit, "higher_is_better": higher}
     regressions: list[str] = []
     delta = None
     if _is_number(cur.measured) and _is_number(base.measured):
@@ -111,7 +111,7 @@ def _compare_check(cur: CheckResult, base: CheckResult, limit: float) -> CheckRe
                     ]
     if delta is None and not any(k in details for k in ("sizes", "pairs")):
         return None
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": f"baseline.{cur.id}",
         "title": f"{cur.id} against the baseline receipt",
         "gpu": cur.gpu,

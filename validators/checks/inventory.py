@@ -95,7 +95,7 @@ def nvml_init(ctx: Context) -> Finding | list[Finding]:
             source=rule.source,
             details={"nvml_error": error_name(exc)},
         )
-    handles: list[Any] = []
+    handles: list[object] = []
     gpus: list[dict[str, Any]] = []
     lost: list[Finding] = []
     for i in range(count):
@@ -144,7 +144,7 @@ def nvml_init(ctx: Context) -> Finding | list[Finding]:
     ]
 
 
-def _arch_of(ctx: Context, handle: Any) -> int | None:
+def _arch_of(ctx: Context, handle: object) -> int | None:
     """NVML_DEVICE_ARCH_* of the GPU (None where the driver cannot say)."""
     try:
         return int(ctx.nvml.nvmlDeviceGetArchitecture(handle))

@@ -39,7 +39,7 @@ def load_floors() -> dict[str, Any]:
     return data
 
 
-def _unsourced(node: Any, where: str) -> list[str]:
+def _unsourced(node: object, where: str) -> list[str]:
     """Paths of numeric thresholds (min, max, min_busbw_gbps, gen, width) without a source."""
     found: list[str] = []
     if isinstance(node, dict):

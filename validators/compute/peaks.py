@@ -36,7 +36,7 @@ def _measured(receipt: dict[str, Any], check_id: str) -> float | None:
     return None
 
 
-def _ratio(value: float | None, peak: Any) -> float | None:
+def _ratio(value: float | None, peak: object) -> float | None:
     if value is None or not isinstance(peak, (int, float)) or not peak:
         return None
     return round(value / peak, 3)

@@ -54,7 +54,7 @@ def _incidents(receipt: dict[str, Any]) -> list[tuple[int, str | None, str | Non
         if not isinstance(measured, dict) or not isinstance(measured.get("code"), int):
             continue
         raw = c.get("details")
-        details: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        details: dict[str, object] = raw if isinstance(raw, dict) else {}
         uuid = details.get("gpu_uuid") or uuids.get(c.get("gpu"))
         device = measured.get("device")
         out.append(
