@@ -17,8 +17,8 @@ from imagectl.validators.results import Action, Outcome, Severity
 class Finding:
     outcome: Outcome
     message: str = ""
-    measured: Any = None
-    expected: Any = None
+    measured: object = None
+    expected: object = None
     unit: str | None = None
     source: str | None = None
     action: Action = Action.NONE
