@@ -13,6 +13,7 @@ from imagectl.validation.decide import INCONCLUSIVE, VALIDATED, BadHost, Decisio
 from imagectl.validation.fabric.attribution import FABRIC, NODE
 from imagectl.validation.fabric.measure import Node
 from imagectl.validation.fabric.phase import FabricOutcome, fabric_phase
+from imagectl.validation.fabric.receipt import FabricSubject
 from imagectl.validation.request import ValidationRequest, host_vars
 
 
@@ -60,8 +61,9 @@ def run_fabric(
     return fabric_phase(
         nodes,
         {n.node: [] for n in nodes},  # every node passed its own validation to get here
-        image_id=req.image.image_id, stack=req.stack, stack_digest=req.stack_digest,
-        shape=req.shape, cloud=cloud, profile=req.profile, fabric=fabric,
+        FabricSubject(req.image.image_id, req.stack, req.stack_digest, req.shape, cloud,
+                      req.profile),
+        fabric=fabric,
         placement=placement.to_dict() if placement else None, expect_file=expect_file,
         timeout_s=req.validator_timeout_s,
     )  # fmt: skip

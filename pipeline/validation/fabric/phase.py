@@ -13,7 +13,7 @@ from pathlib import Path
 from imagectl.validation.fabric.attribution import Attribution, attribute
 from imagectl.validation.fabric.judge import NodeRun, RunVerdict, judge_run
 from imagectl.validation.fabric.measure import Node, measure
-from imagectl.validation.fabric.receipt import fabric_receipt
+from imagectl.validation.fabric.receipt import FabricSubject, fabric_receipt
 from imagectl.validators.collectives.interconnect import (
     interconnect_for,
     nccl_env_for,
@@ -43,13 +43,8 @@ def ring_pairs(nodes: list[Node]) -> list[tuple[Node, Node]]:
 def fabric_phase(
     nodes: list[Node],
     node_failures: Mapping[str, list[str]],
+    subject: FabricSubject,
     *,
-    image_id: str,
-    stack: str,
-    stack_digest: str,
-    shape: str,
-    cloud: str,
-    profile: str,
     fabric: str | None,
     placement: dict[str, object] | None,
     expect_file: Path,
@@ -59,12 +54,12 @@ def fabric_phase(
     measure_fn: Measure | None = None,
 ) -> FabricOutcome:
     started = dt.datetime.now(dt.timezone.utc)
-    ic = interconnect_for(shape)
+    ic = interconnect_for(subject.shape)
 
     def run(group: list[Node]) -> list[NodeRun]:
         if measure_fn is not None:
             return measure_fn(group)
-        return measure(group, expect_file=expect_file, profile=profile, device=device,
+        return measure(group, expect_file=expect_file, profile=subject.profile, device=device,
                        max_bytes=max_bytes, timeout_s=timeout_s)  # fmt: skip
 
     together: RunVerdict | None = None
@@ -88,8 +83,7 @@ def fabric_phase(
                 env = {str(k): str(v) for k, v in ran.items()}
             break
     receipt = fabric_receipt(
-        image_id=image_id, stack=stack, stack_digest=stack_digest, shape=shape, cloud=cloud,
-        profile=profile,
+        subject,
         nodes=[{"instance_id": n.node, "address": n.address} for n in nodes],
         placement=placement, interconnect=ic, nccl_env=env,
         nccl_env_source=nccl_env_source(fabric), together=together, attribution=attribution,

@@ -19,6 +19,7 @@ checks:
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from imagectl import __version__
 from imagectl.validation.fabric.attribution import FABRIC, NODE, PASS, Attribution
@@ -31,6 +32,19 @@ from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 ROLE = "fabric"
 HOST = "fabric"  # the catalog row's host column
 ATTRIBUTION = "fabric.attribution"
+
+
+@dataclass(frozen=True)
+class FabricSubject:
+    """What a fabric run validates: the image (its id, its stack and the stack digest it
+    was built from) on ``shape`` in ``cloud``, with the validator ``profile``."""
+
+    image_id: str
+    stack: str
+    stack_digest: str
+    shape: str
+    cloud: str
+    profile: str
 
 
 def is_fabric(receipt: Receipt) -> bool:
@@ -86,13 +100,8 @@ def _attribution(att: Attribution) -> CheckResult:
 
 
 def fabric_receipt(
+    subject: FabricSubject,
     *,
-    image_id: str,
-    stack: str,
-    stack_digest: str,
-    shape: str,
-    cloud: str,
-    profile: str,
     nodes: list[dict[str, str]],
     placement: dict[str, object] | None,
     interconnect: Interconnect,
@@ -108,11 +117,11 @@ def fabric_receipt(
     verdict, worst = verdict_of(checks)
     required = [c.id for c in checks]
     return Receipt(
-        image_id=image_id,
-        stack=stack,
-        stack_digest=stack_digest,
+        image_id=subject.image_id,
+        stack=subject.stack,
+        stack_digest=subject.stack_digest,
         validator_version=__version__,
-        profile=profile,
+        profile=subject.profile,
         started_at=started.isoformat(),
         finished_at=finished.isoformat(),
         duration_s=round((finished - started).total_seconds(), 3),
@@ -129,11 +138,11 @@ def fabric_receipt(
             "nccl_env": nccl_env,
             "nccl_env_source": nccl_env_source,
         },
-        expectations={"shape": shape, "cloud": cloud, "nodes": len(nodes)},
+        expectations={"shape": subject.shape, "cloud": subject.cloud, "nodes": len(nodes)},
         gpus=[],
         checks=checks,
         coverage=Coverage(
-            profile=profile,
+            profile=subject.profile,
             shape_kind="multi-node",
             required=required,
             ran=[c.id for c in checks if c.outcome != Outcome.ERROR],
