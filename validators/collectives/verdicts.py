@@ -50,7 +50,7 @@ def rank_details(report: RunReport) -> dict[str, dict[str, Any]]:
             status = "waiting in the rendezvous when stopped"
         else:
             status = f"stopped after '{state.last_event}'"
-        info: dict[str, Any] = {
+        info: dict[str, object] = {
             "host": state.host,
             "pid": state.pid,
             "status": status,
@@ -213,7 +213,7 @@ def rendezvous_check(report: RunReport) -> CheckResult:
     ranks = rank_details(report)
     firsts = [r["first_collective_s"] for r in ranks.values() if r.get("first_collective_s")]
     failure = report.failure
-    details: dict[str, Any] = {
+    details: dict[str, object] = {
         "ranks": ranks,
         "world_size": report.world_size,
         "local_ranks": report.local_ranks,

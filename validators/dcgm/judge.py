@@ -34,7 +34,9 @@ def _tail(text: str, n: int = 600) -> str:
     return text if len(text) <= n else "..." + text[-n:]
 
 
-def _run_result(route: Route, message: str, record: dict[str, Any], **details: Any) -> CheckResult:
+def _run_result(
+    route: Route, message: str, record: dict[str, Any], **details: object
+) -> CheckResult:
     return CheckResult(
         id=RUN_ID,
         title=RUN_TITLE,
@@ -93,7 +95,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
             }
         )
     where = f"{res.entity_group}{res.entity_id}" if res.entity_group else "host"
-    details: dict[str, Any] = {
+    details: dict[str, object] = {
         "dcgm_test": test.name,
         "dcgm_category": test.category,
         "dcgm_status": res.status,
@@ -105,7 +107,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
         details["device_id"] = device_id
     if gpu is not None and gpu in diag.serials:
         details["serial"] = diag.serials[gpu]
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "id": _check_id(test.name),
         "title": tables.title(test.name),
         "gpu": gpu,
