@@ -147,7 +147,7 @@ def write_receipt(receipt: Receipt, path: Path) -> None:
     atomic_write(path, receipt.model_dump_json(indent=2) + "\n")
 
 
-def parse_receipt(data: Any, *, where: str) -> Receipt:
+def parse_receipt(data: object, *, where: str) -> Receipt:
     try:
         return Receipt.model_validate(data)
     except ValidationError as exc:

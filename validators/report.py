@@ -23,7 +23,7 @@ _STYLE = {
 }
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

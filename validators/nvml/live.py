@@ -71,7 +71,7 @@ def _by_reference(name: str) -> Callable[..., Any]:
     the process (SIGSEGV) and ...SramEccErrorStatus answered ARGUMENT_VERSION_MISMATCH for
     every version, the driver reading a pointer that was never passed."""
 
-    def fill(handle: object, struct: Any) -> int:
+    def fill(handle: object, struct: ctypes.Structure) -> int:
         fn = pynvml._nvmlGetFunctionPointer(name)  # FUNCTION_NOT_FOUND where the driver lacks it
         ret = fn(handle, ctypes.byref(struct))
         pynvml._nvmlCheckReturn(ret)

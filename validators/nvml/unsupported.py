@@ -20,14 +20,14 @@ from imagectl.validators.nvml.errors import error_label, error_name
 from imagectl.validators.nvml.policy import nvml_policy
 
 
-def _fresh(arg: Any) -> Any:
+def _fresh(arg: object) -> object:
     """A new buffer of the same type for structures the call fills."""
     if isinstance(arg, ctypes.Structure):
         return type(arg)()
     return arg
 
 
-def _answers(nvml: NvmlBackend, call: str, handle: object, rest: tuple[Any, ...]) -> bool:
+def _answers(nvml: NvmlBackend, call: str, handle: object, rest: tuple[object, ...]) -> bool:
     try:
         out = getattr(nvml, call)(handle, *(_fresh(a) for a in rest))
     except pynvml.NVMLError:
@@ -37,7 +37,7 @@ def _answers(nvml: NvmlBackend, call: str, handle: object, rest: tuple[Any, ...]
     return True
 
 
-def peers_answering(ctx: Any, gpu: int, call: str, args: tuple[Any, ...]) -> list[int]:
+def peers_answering(ctx: Any, gpu: int, call: str, args: tuple[object, ...]) -> list[int]:
     """Other GPUs of the same model name that answer ``call`` with the same arguments."""
     name = ctx.gpus[gpu].get("name")
     out = []
