@@ -15,6 +15,7 @@ later sweep, after its instances are gone.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,20 @@ from imagectl.stacks import load_resolved
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_STACK
 
 
+def _swept(
+    tags: Mapping[str, str], expires: dt.datetime | None, action: str, error: str
+) -> dict[str, object]:
+    """The JSON fields every swept thing reports after its own: the stack and launcher its
+    tags name, when it expired, what was done and the error, if any."""
+    return {
+        "stack": tags.get(TAG_STACK),
+        "launched_by": tags.get(TAG_LAUNCHED_BY),
+        "expires_at": expires.isoformat() if expires else None,
+        "action": action,
+        "error": error,
+    }
+
+
 @dataclass(frozen=True)
 class Reaped:
     cloud: str
@@ -35,16 +50,12 @@ class Reaped:
     error: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        exp = self.instance.expires_at()
+        inst = self.instance
         return {
             "cloud": self.cloud,
-            "instance_id": self.instance.instance_id,
-            "location": self.instance.region,
-            "stack": self.instance.tags.get(TAG_STACK),
-            "launched_by": self.instance.tags.get(TAG_LAUNCHED_BY),
-            "expires_at": exp.isoformat() if exp else None,
-            "action": self.action,
-            "error": self.error,
+            "instance_id": inst.instance_id,
+            "location": inst.region,
+            **_swept(inst.tags, inst.expires_at(), self.action, self.error),
         }
 
 
@@ -78,18 +89,13 @@ class ReapedPlacement:
     error: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        exp = self.placement.expires_at()
-        placement, tags = self.placement.placement, self.placement.tags
+        placement = self.placement.placement
         return {
             "cloud": self.cloud,
             "placement": placement.name,
             "kind": placement.kind,
             "location": placement.location,
-            "stack": tags.get(TAG_STACK),
-            "launched_by": tags.get(TAG_LAUNCHED_BY),
-            "expires_at": exp.isoformat() if exp else None,
-            "action": self.action,
-            "error": self.error,
+            **_swept(self.placement.tags, self.placement.expires_at(), self.action, self.error),
         }
 
 
