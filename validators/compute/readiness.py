@@ -42,7 +42,7 @@ def torch_cuda_of(version_py: str) -> str | None:
     return (m.group(1) or m.group(2) or None) if m else None
 
 
-def toolkit_facts() -> dict[str, Any]:
+def toolkit_facts() -> dict[str, object]:
     """torch's version and CUDA variant from its installed files (no import: fast, safe)."""
     try:
         spec = importlib.util.find_spec("torch")
@@ -72,7 +72,7 @@ def _uvm_loaded() -> bool | None:
         return None
 
 
-def gather(tries: int) -> dict[str, Any]:
+def gather(tries: int) -> dict[str, object]:
     """The live host's readiness facts (the snapshot's ``cuda`` section)."""
     return {
         "toolkit": toolkit_facts(),
@@ -154,11 +154,11 @@ def init_result(facts: dict[str, Any], expected_devices: int) -> CheckResult:
     return result
 
 
-def _host_facts(facts: dict[str, Any]) -> dict[str, Any]:
+def _host_facts(facts: dict[str, Any]) -> dict[str, object]:
     return {k: facts.get(k) for k in ("device_nodes", "nvidiactl", "uvm")}
 
 
-def toolkit_differences(tk: dict[str, Any], pinned: dict[str, str], device: str) -> list[str]:
+def toolkit_differences(tk: dict[str, object], pinned: dict[str, str], device: str) -> list[str]:
     """How the recorded toolkit differs from the pin: torch's release, and on CUDA its
     variant (empty: it is the pinned one)."""
     base = str(tk.get("version") or "").split("+")[0]
@@ -170,7 +170,7 @@ def toolkit_differences(tk: dict[str, Any], pinned: dict[str, str], device: str)
     return wrong
 
 
-def toolkit_matches(tk: dict[str, Any], pinned: dict[str, str], device: str) -> bool:
+def toolkit_matches(tk: dict[str, object], pinned: dict[str, str], device: str) -> bool:
     return not toolkit_differences(tk, pinned, device)
 
 
