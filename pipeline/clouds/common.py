@@ -9,7 +9,7 @@ import datetime as dt
 import os
 
 from imagectl.clouds.base import Instance, LaunchRequest
-from imagectl.core.errors import UserError
+from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import TAG_IMAGE, TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_TTL
 
 
@@ -46,6 +46,12 @@ def instance_tags(
         TAG_TTL: iso(expires),
         TAG_LAUNCHED_BY: launched_by,
     }
+
+
+def launch_failure(exc: BaseException, translated: BaseException, refused: str) -> BaseException:
+    """What a refused launch raises: the cloud's own reading of ``exc`` (``translated``: no
+    capacity, a quota), or else a CloudError saying what was ``refused``."""
+    return CloudError(refused) if translated is exc else translated
 
 
 def launch_tags(request: LaunchRequest) -> dict[str, str]:

@@ -12,6 +12,7 @@ import boto3
 import pytest
 
 from imagectl.clouds.base import CapacityError, LaunchRequest
+from imagectl.core.errors import CloudError
 from imagectl.validation.run import NoCapacity
 from tests.fakes import moto_extensions
 from tests.fakes.fixtures import CloudEnv
@@ -80,7 +81,10 @@ def test_a_capacity_block_is_launched_as_one(aws_moto) -> None:
     env = CloudEnv("aws", aws_moto)
     rid = _reservation(zone="us-east-1c", block=True)
     image = env.seed_candidate()
-    with pytest.raises(Exception, match="MarketType capacity-block"):
+    # not a capacity or quota code: what EC2 refused (clouds.common.launch_failure)
+    with pytest.raises(
+        CloudError, match=r"EC2 refused to launch p5\.48xlarge .*MarketType capacity-block"
+    ):
         _launch(_provider(env, rid, block=False), image, "us-east-1c")
     inst = _launch(_provider(env, rid, block=True), image, "us-east-1c")
     assert inst.region == "us-east-1c"

@@ -20,6 +20,7 @@ from imagectl.clouds.base import CloudImage, ImageQuery, Instance, LaunchRequest
 from imagectl.clouds.base_image import BaseImage
 from imagectl.clouds.common import (
     NotReachable,
+    launch_failure,
     launch_tags,
     parse_time,
     utcnow,
@@ -307,13 +308,11 @@ class AwsProvider(AwsPromotion, Provider):
             if self.capacity_reservation_id:  # "no capacity" names the reservation tried
                 kind = "Capacity Block" if self.capacity_block else "capacity reservation"
                 where = f"{request.location} ({kind} {self.capacity_reservation_id})"
-            translated = translate_launch_error(exc, where)
-            if translated is exc:
-                raise CloudError(
-                    f"EC2 refused to launch {request.shape} from {request.image.image_id} in "
-                    f"{request.location}: {exc}"
-                ) from exc
-            raise translated from exc
+            refused = (
+                f"EC2 refused to launch {request.shape} from {request.image.image_id} in "
+                f"{request.location}: {exc}"
+            )
+            raise launch_failure(exc, translate_launch_error(exc, where), refused) from exc
         raw = resp["Instances"][0]
         if cards > 1 and request.allowed_cidr:  # several interfaces: EC2 assigns no public address
             self._public.add(str(raw["InstanceId"]))

@@ -17,7 +17,7 @@ from imagectl.clouds.azure.resources import VERSION_ID, split_location, version_
 from imagectl.clouds.azure.spec import SPEC, AzureOptions
 from imagectl.clouds.base import CloudImage, ImageQuery, Instance, LaunchRequest, Provider
 from imagectl.clouds.base_image import BaseImage
-from imagectl.clouds.common import NotReachable, launch_tags, utcnow
+from imagectl.clouds.common import NotReachable, launch_failure, launch_tags, utcnow
 from imagectl.clouds.placement import ManagedPlacement, Placement
 from imagectl.core.errors import CloudError, UserError
 from imagectl.tags import TAG_IMAGE, TAG_MANAGED
@@ -314,14 +314,11 @@ class AzureProvider(AzurePromotion, Provider):
             if self.reservation_group:  # "no capacity" names the reservation tried
                 group = self.reservation_group.rsplit("/", 1)[-1]
                 where = f"{request.location} (capacity reservation group {group})"
-            translated = translate_launch_error(exc, where)
-            if translated is exc:
-                raise CloudError(
-                    f"Azure refused to create {request.shape} from {request.image.name} in "
-                    f"{request.location}: "
-                    f"{exc.message if hasattr(exc, 'message') else exc}"
-                ) from exc
-            raise translated from exc
+            refused = (
+                f"Azure refused to create {request.shape} from {request.image.name} in "
+                f"{request.location}: {exc.message if hasattr(exc, 'message') else exc}"
+            )
+            raise launch_failure(exc, translate_launch_error(exc, where), refused) from exc
         return Instance(
             cloud="azure",
             region=request.location,
