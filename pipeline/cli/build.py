@@ -108,8 +108,8 @@ def command(
         _show_dry_run(workspace(ctx), request, as_json)
         return
     if request.spec.remote:  # the cheap part of `imagectl doctor`, before Packer starts
+        from imagectl.clouds.account import real_cloud
         from imagectl.doctor.offline import preflight
-        from imagectl.doctor.run import real_cloud
         from imagectl.stacks import load_resolved
 
         ws = workspace(ctx)

@@ -30,8 +30,8 @@ def not_checked(found: list[Any], cloud: str) -> list[str]:
     """The account checks that could not run: every one after credentials that failed,
     and each whose finding says it "cannot" read or ask what it needs (a cloud with an
     account only; the local cloud has none)."""
+    from imagectl.clouds.account import cloud_checks
     from imagectl.doctor.findings import BLOCKER
-    from imagectl.doctor.run import cloud_checks
 
     if cloud_checks(cloud) is None:
         return []
@@ -75,6 +75,7 @@ def command(
     as_json: bool,
 ) -> int:
     """Check an account before a run. Exit 0 when nothing blocks, 1 on a blocker."""
+    from imagectl.clouds.account import cloud_checks
     from imagectl.doctor.findings import blockers
     from imagectl.doctor.run import diagnose
 
@@ -82,6 +83,7 @@ def command(
         workspace(ctx),
         stack,
         cloud,
+        cloud_checks(cloud),
         roles=tuple(dict.fromkeys(roles or DEFAULT_ROLES)),
         hosts=hosts,
         runner_cidr=runner_cidr,

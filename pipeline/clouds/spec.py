@@ -74,7 +74,7 @@ class CloudSpec(Generic[S]):
     packer_builder: ClassVar[str]
     # imported by get_provider; holds create_provider(options)
     provider_module: ClassVar[str]
-    # imported by ``imagectl doctor`` (imagectl.doctor.run.cloud_checks): the cloud's account
+    # imported by ``imagectl doctor`` (imagectl.clouds.account.cloud_checks): the cloud's account
     # checks (``ENDPOINT_ENV`` and ``diagnose``, imagectl.doctor.run.AccountChecks), or ""
     # for a cloud with no account to check (the local one)
     doctor_module: ClassVar[str] = ""

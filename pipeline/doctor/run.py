@@ -1,15 +1,14 @@
 """Run every doctor check for one stack on one cloud: the checks that make no cloud call
-(``offline``), then the cloud's account checks, which live in its folder and are
-registered by its spec (``CloudSpec.doctor_module``: ``clouds/<cloud>/doctor.py``)."""
+(``offline``), then the cloud's account checks, which live in its folder, are
+registered by its spec (``CloudSpec.doctor_module``: ``clouds/<cloud>/doctor.py``) and are
+handed in by the caller (``imagectl.clouds.account.cloud_checks``): the doctor imports no
+cloud."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import UserError
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
@@ -34,24 +33,11 @@ class AccountChecks(Protocol):
     ) -> list[Finding]: ...
 
 
-def cloud_checks(cloud: str) -> AccountChecks | None:
-    """The cloud's account checks (its spec's ``doctor_module``), or None for a cloud with
-    no account (the local one)."""
-    name = cloud_spec(cloud).doctor_module
-    return cast(AccountChecks, importlib.import_module(name)) if name else None
-
-
-def real_cloud(cloud: str) -> bool:
-    """True unless an endpoint override points the cloud's SDK at an emulator."""
-    checks = cloud_checks(cloud)
-    names: tuple[str, ...] = checks.ENDPOINT_ENV if checks is not None else ()
-    return not any(os.environ.get(name) for name in names)
-
-
 def diagnose(
     ws: Workspace,
     stack: str,
     cloud: str,
+    checks: AccountChecks | None,
     *,
     roles: tuple[str, ...],
     hosts: int,
@@ -67,7 +53,6 @@ def diagnose(
     found = placeholders(resolved, ws.compat_dir, cloud, strict=True)
     needs_runner = "validate" in roles
     found += runner(runner_cidr, required=needs_runner, real=True)
-    checks = cloud_checks(cloud)
     if checks is not None:
         found += checks.diagnose(resolved, ws.images, roles, hosts=hosts, settings=settings)
     return found

@@ -41,6 +41,7 @@ from imagectl.building.records import BuiltImage
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
+from imagectl.clouds.account import real_cloud
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
@@ -48,7 +49,6 @@ from imagectl.clouds.spec import CloudSpec
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write
 from imagectl.doctor.offline import preflight
-from imagectl.doctor.run import real_cloud
 from imagectl.paths import Workspace
 from imagectl.provenance.attest import attest_image
 from imagectl.provenance.keys import NoSigner

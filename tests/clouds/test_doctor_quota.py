@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from imagectl.clouds.account import cloud_checks
 from imagectl.clouds.registry import specs
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
 from imagectl.doctor.quota import Quota, quota_findings
-from imagectl.doctor.run import cloud_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "images"
