@@ -60,7 +60,7 @@ def _compare_rows(
     key: Any,
     field: str,
     limit: float,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     base_by = {key(r): r for r in base_rows if _is_number(r.get(field))}
     out = []
     for row in cur_rows:

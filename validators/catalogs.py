@@ -239,7 +239,7 @@ def _entry(code: int, e: dict[str, Any], default_source: str) -> XidEntry:
     )
 
 
-def _severity(e: dict[str, Any], word: str = "") -> SxidSeverity:
+def _severity(e: dict[str, object], word: str = "") -> SxidSeverity:
     return SxidSeverity(
         word=str(e.get("match", word)),
         outcome=Outcome(e["outcome"]),

@@ -135,7 +135,7 @@ class Expectations(BaseModel):
         )
 
     @property
-    def pins(self) -> dict[str, Any]:
+    def pins(self) -> dict[str, object]:
         return {
             "stack": self.stack,
             "stack_digest": self.stack_digest,
@@ -183,7 +183,7 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
     return row, hw
 
 
-def shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
+def shape_fields(images_dir: Path, shape: str | None) -> dict[str, object]:
     if shape is None:
         return {}
     row, hw = hardware_for(images_dir, shape)
@@ -197,7 +197,7 @@ def shape_fields(images_dir: Path, shape: str | None) -> dict[str, Any]:
     }
 
 
-def gpu_fields(images_dir: Path, sku: str, count: int) -> dict[str, Any]:
+def gpu_fields(images_dir: Path, sku: str, count: int) -> dict[str, object]:
     """``validate --gpu SKU --gpu-count N``: a host you already run, described by its GPUs
     alone (no shape in the catalog). The GPU table gives the model's NVML names, memory and
     architecture; what a shape adds (PCIe link, NVLink links, power limit, NICs) is not
@@ -317,7 +317,7 @@ def require_expectations(expect: Expectations, snapshot: dict[str, Any] | None) 
         )
 
 
-def expect_schema() -> dict[str, Any]:
+def expect_schema() -> dict[str, object]:
     schema = Expectations.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "imagectl validator expectations (expect.json)"

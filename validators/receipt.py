@@ -108,7 +108,7 @@ def summarise(checks: list[CheckResult]) -> dict[str, int]:
     return {o.value: sum(1 for c in checks if c.outcome == o) for o in Outcome}
 
 
-def gpu_summaries(gpus: list[dict[str, Any]], checks: list[CheckResult]) -> list[GpuSummary]:
+def gpu_summaries(gpus: list[dict[str, object]], checks: list[CheckResult]) -> list[GpuSummary]:
     out = []
     for g in gpus:
         mine = [c for c in checks if c.gpu == g["index"]]
@@ -134,7 +134,7 @@ def gpu_summaries(gpus: list[dict[str, Any]], checks: list[CheckResult]) -> list
     return out
 
 
-def receipt_schema() -> dict[str, Any]:
+def receipt_schema() -> dict[str, object]:
     schema = Receipt.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://imagectl.dev/schemas/receipt-v1.json"

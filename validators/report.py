@@ -226,7 +226,7 @@ def _key(c: CheckResult) -> tuple[str, int]:
     return c.id, -1 if c.gpu is None else c.gpu
 
 
-def _changed(c: CheckResult) -> dict[str, Any]:
+def _changed(c: CheckResult) -> dict[str, object]:
     return {"outcome": c.outcome.value, "measured": c.measured, "action": c.action.value}
 
 

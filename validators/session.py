@@ -371,7 +371,7 @@ def baseline_checks(receipt: Receipt, opts: Options) -> list[CheckResult]:
         ]
 
 
-def _host_summary(ctx: Context) -> dict[str, Any]:
+def _host_summary(ctx: Context) -> dict[str, object]:
     def fact(name: str) -> Any:
         try:
             return ctx.fact(name)

@@ -45,7 +45,7 @@ def shape_rows(catalog_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 @lru_cache(maxsize=8)
-def _rows(catalog_dir: Path, extra: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
+def _rows(catalog_dir: Path, extra: tuple[Path, ...]) -> dict[str, dict[str, object]]:
     rows = dict(_table(catalog_dir / "shapes.yaml", "shapes", "shape table"))
     for path in extra:
         more = _table(path, "shapes", "shape table")

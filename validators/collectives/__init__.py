@@ -137,7 +137,7 @@ def _nccl_plan(expect: Any, device: str) -> dict[str, Any]:
     return info
 
 
-def _nccl_check(info: dict[str, Any], report: RunReport, device: str) -> CheckResult:
+def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> CheckResult:
     ran = sorted({s.nccl_version for s in report.ranks.values() if s.nccl_version})
     details = dict(info, ran=ran)
     common: dict[str, object] = {

@@ -98,7 +98,7 @@ def nccl_env_source(fabric: str | None) -> str | None:
     return entry.get("source")
 
 
-def policy() -> dict[str, Any]:
+def policy() -> dict[str, object]:
     return dict(load().get("policy") or {})
 
 

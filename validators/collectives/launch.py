@@ -246,7 +246,7 @@ def _diagnose_hang(reader: EventReader, local: list[int]) -> Failure:
 
 def _watch(
     plan: Plan, procs: dict[str, subprocess.Popen], reader: EventReader, launched: float
-) -> tuple[Failure | None, dict[int, dict[str, Any]]]:
+) -> tuple[Failure | None, dict[int, dict[str, object]]]:
     """Poll until every process exits, a rank dies (plus a grace), or a timeout fires."""
     died: dict[int, dict[str, Any]] = {}
     all_joined_t: float | None = None

@@ -32,7 +32,7 @@ def local_ranks(device: str, ranks: int | None) -> int:
     return ranks or 2
 
 
-def run_local(device: str, profile: str, ranks: int | None = None) -> dict[str, Any]:
+def run_local(device: str, profile: str, ranks: int | None = None) -> dict[str, object]:
     """Every collective over the local ranks; the validator's verdicts and the figures."""
     nranks = local_ranks(device, ranks)
     if nranks < 1:

@@ -216,7 +216,7 @@ def smoke_checks(
     return checks
 
 
-def _props(torch: ModuleType, devices: list[TorchDevice]) -> list[dict[str, Any]]:
+def _props(torch: ModuleType, devices: list[TorchDevice]) -> list[dict[str, object]]:
     out = []
     for i, dev in enumerate(devices):
         p = torch.cuda.get_device_properties(dev)

@@ -31,7 +31,7 @@ print(json.dumps({"rc": rc, "ms": (time.perf_counter() - t0) * 1e3, "devices": c
 """
 
 
-def probe(tries: int, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+def probe(tries: int, timeout_s: float = 60.0) -> list[dict[str, object]]:
     results = []
     for _ in range(tries):
         try:

@@ -18,12 +18,12 @@ from imagectl.validators.catalogs import _load
 
 
 @lru_cache(maxsize=1)
-def peaks() -> dict[str, Any]:
+def peaks() -> dict[str, object]:
     doc: dict[str, Any] = _load("peaks.yaml")
     return dict(doc["gpus"])
 
 
-def peaks_for(sku: str | None) -> dict[str, Any]:
+def peaks_for(sku: str | None) -> dict[str, object]:
     """The SKU's row ({} for an unknown SKU or none: a CPU run)."""
     row = peaks().get(sku or "")
     return dict(row) if isinstance(row, dict) else {}

@@ -154,7 +154,7 @@ def init_result(facts: dict[str, Any], expected_devices: int) -> CheckResult:
     return result
 
 
-def _host_facts(facts: dict[str, Any]) -> dict[str, object]:
+def _host_facts(facts: dict[str, object]) -> dict[str, object]:
     return {k: facts.get(k) for k in ("device_nodes", "nvidiactl", "uvm")}
 
 

@@ -213,7 +213,7 @@ def pcie_replay_check(gpu: dict[str, Any], seconds: float, link: dict[str, Any])
 
 def expected_link(
     nvml: NvmlBackend | None, index: int, floor: dict[str, Any] | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The floors table's link, raised to NVML's max for this device and slot if higher."""
     want = dict(floor or {})
     handle = _call(nvml, ("nvmlDeviceGetHandleByIndex",), index) if nvml is not None else None

@@ -194,7 +194,9 @@ def _runtime_route(text: str, exit_code: int | None, tables: Tables) -> tuple[st
     return None, tables.run_failures["runtime_error"]
 
 
-def _level_check(record: dict[str, Any], profile: str | None, tables: Tables) -> CheckResult | None:
+def _level_check(
+    record: dict[str, object], profile: str | None, tables: Tables
+) -> CheckResult | None:
     """The level that ran must be at least the profile's (data/dcgm.yaml levels)."""
     want = tables.levels.get(profile or "")
     ran = record.get("level")

@@ -51,7 +51,7 @@ def _load(name: str) -> Any:
         raise UserError(f"cannot load the DCGM table: {exc}", where=str(path)) from exc
 
 
-def _route(entry: dict[str, Any]) -> Route:
+def _route(entry: dict[str, object]) -> Route:
     return Route(Outcome(entry["outcome"]), Action(entry["action"]), str(entry["source"]))
 
 
@@ -103,7 +103,7 @@ class Tables:
     def title(self, test: str) -> str:
         return self.titles.get(test, f"DCGM test {test}")
 
-    def threshold(self, device_id: str | None, test: str) -> dict[str, Any] | None:
+    def threshold(self, device_id: str | None, test: str) -> dict[str, object] | None:
         if not device_id:
             return None
         sku = self.skus.get(device_id.lower())

@@ -58,7 +58,7 @@ def build_struct(
     return obj
 
 
-def _fill(spec: Call, fields: dict[str, Any], target: object) -> None:
+def _fill(spec: Call, fields: dict[str, object], target: object) -> None:
     """Write the function's own structure layout into the caller's buffer, as the C
     library does: a versioned structure must carry the version nvml.h names for it
     (``Call.version``; driver 580.159.04 answered a version left 0 with
