@@ -31,7 +31,7 @@ class NamedCalls:
         if not callable(fn):
             return fn
 
-        def call(*args: object) -> Any:
+        def call(*args: object) -> object:
             try:
                 return fn(*args)
             except pynvml.NVMLError as exc:

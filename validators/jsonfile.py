@@ -49,7 +49,7 @@ class _Stdin:
 _stdin: _Stdin | None = None
 
 
-def read_json(path: Path, kind: str, hint: str) -> Any:
+def read_json(path: Path, kind: str, hint: str) -> object:
     """The parsed JSON of ``path``, a ``kind`` document ("receipt", "snapshot", ...).
 
     ``-`` is the standard input, how a controller hands a host what it sends (the
@@ -83,7 +83,7 @@ def _current_stdin() -> _Stdin | None:
     return _stdin if _stdin is not None and _stdin.stream is sys.stdin else None
 
 
-def _next_stdin_document(kind: str, hint: str) -> Any:
+def _next_stdin_document(kind: str, hint: str) -> object:
     global _stdin
     state = _current_stdin()
     if state is None:
@@ -137,7 +137,7 @@ def _check_depth(data: bytes, kind: str, where: str, hint: str) -> None:
         )
 
 
-def _parse(text: str, kind: str, where: str, hint: str) -> Any:
+def _parse(text: str, kind: str, where: str, hint: str) -> object:
     _check_depth(text.encode("utf-8", "surrogatepass"), kind, where, hint)
     try:
         return json.loads(text, parse_int=_bounded_int)

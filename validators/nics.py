@@ -10,7 +10,7 @@ expect.json: the validator's own side, no controller code.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -86,7 +86,7 @@ class Nics(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _derive(cls, data: object) -> Any:
+    def _derive(cls, data: object) -> object:
         if not isinstance(data, dict):
             return data
         out = dict(data)

@@ -238,7 +238,7 @@ def _terminate_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
-    def raise_interrupt(signum: int, frame: Any) -> None:
+    def raise_interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, raise_interrupt)

@@ -19,8 +19,6 @@ Catalog (validators/data/xids.yaml).
 
 from __future__ import annotations
 
-from typing import Any
-
 from imagectl.validators.catalogs import XidEntry
 from imagectl.validators.checks.base import check
 from imagectl.validators.context import Context
@@ -30,7 +28,7 @@ from imagectl.validators.host.kernel_log import Event, parse_events, split_boots
 from imagectl.validators.results import Action, Outcome, Severity
 
 
-def _fact(ctx: Context, name: str) -> Any:
+def _fact(ctx: Context, name: str) -> object:
     try:
         return ctx.fact(name)
     except Exception:  # not recorded (an older snapshot) or not gatherable here

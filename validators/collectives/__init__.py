@@ -42,7 +42,7 @@ def _skip(check_id: str, message: str) -> CheckResult:
     )
 
 
-def _resolve_device(device: str, expect: Any) -> str:
+def _resolve_device(device: str, expect: object) -> str:
     """``auto``: CUDA where the expectations name GPUs, else the CPU (never a silent fallback
     from a GPU host to the CPU)."""
     if device in ("cpu", "cuda"):
@@ -123,7 +123,7 @@ def collective_checks(
     return checks
 
 
-def _nccl_plan(expect: Any, device: str) -> dict[str, Any]:
+def _nccl_plan(expect: object, device: str) -> dict[str, Any]:
     pinned = nccl_lib.pinned_version(getattr(expect, "nccl", None))
     system = nccl_lib.find_system_library()
     info: dict[str, Any] = {

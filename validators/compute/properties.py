@@ -9,7 +9,7 @@ from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 MEMORY_TOLERANCE = 0.08  # usable memory is a little below the marketed GiB (ECC, reserved)
 
 
-def properties_check(props: list[dict[str, Any]], expect: Any) -> CheckResult:
+def properties_check(props: list[dict[str, Any]], expect: object) -> CheckResult:
     """``props``: per device ``{"index", "name", "total_memory", "sm_count", "capability"}``;
     the model and memory are judged against the expectations' hardware table (built on
     the controller from images/compat/gpus.yaml, shipped in expect.json)."""

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from imagectl.validators.host.clouds import credential_files
 from imagectl.validators.host.metadata import cloud_image_id
@@ -52,7 +52,7 @@ class LiveFacts:
         self._cache: dict[str, object] = {}
         self.kind = "live"
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> object:
         if name not in self._cache:
             self._cache[name] = GATHERERS[name](self)
         return self._cache[name]
@@ -94,7 +94,7 @@ class RecordedFacts:
         self._data = host_section
         self.kind = "replay"
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> object:
         if name not in self._data:
             raise FactMissing(f"the snapshot has no host fact '{name}'")
         return self._data[name]

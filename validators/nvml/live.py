@@ -47,7 +47,7 @@ class LiveNvml:
         if len(candidates) == 1:
             return candidates[0]
 
-        def with_fallback(*args: object) -> Any:
+        def with_fallback(*args: object) -> object:
             last: BaseException | None = None
             for fn in candidates:
                 try:

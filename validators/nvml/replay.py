@@ -35,7 +35,7 @@ def _is_error(value: object) -> bool:
 
 def build_struct(
     struct_name: str, fields: dict[str, Any], target: ctypes.Structure | None = None
-) -> Any:
+) -> object:
     """Rebuild a pynvml ctypes structure (or fill ``target``) from recorded fields."""
     obj = target if target is not None else getattr(pynvml, struct_name)()
     for fname, ftype, *_bits in obj._fields_:  # (name, type) or (name, type, bit width)
@@ -117,7 +117,7 @@ class ReplayNvml:
             raise AttributeError(name)
         canonical = ALIAS_TO_NAME.get(name, name)
 
-        def call(*args: object) -> Any:
+        def call(*args: object) -> object:
             return self._answer(canonical, args)
 
         call.__name__ = canonical
@@ -127,7 +127,7 @@ class ReplayNvml:
         if not self._initialised:
             raise make_error("UNINITIALIZED")
 
-    def _answer(self, name: str, args: tuple[Any, ...]) -> Any:
+    def _answer(self, name: str, args: tuple[Any, ...]) -> object:
         self.calls.append(name)
         self._require_init()
         spec = BY_NAME.get(name)
@@ -165,7 +165,7 @@ class ReplayNvml:
             return tuple(value)
         return value
 
-    def _fields(self, table: dict[str, Any], field_ids: list[Any]) -> Any:
+    def _fields(self, table: dict[str, Any], field_ids: list[object]) -> object:
         arr = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
         for i, fid in enumerate(field_ids):
             fid = fid[0] if isinstance(fid, tuple) else fid
