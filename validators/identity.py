@@ -1,6 +1,8 @@
 """Which image a signed statement names: the cloud's full identity, compared whole.
 
-What each cloud uses to identify an image (docs/reference: trust-and-revocation):
+What each cloud uses to identify an image is data: ``data/clouds.yaml``'s ``identity``
+entry per cloud, each with its source (docs/reference: trust-and-revocation). Nothing
+here names a cloud. As shipped:
 
 - AWS: an AMI id is regional; the statement names the region, the owning account
   (DescribeImages ``OwnerId``) and the AMI id of every regional copy:
@@ -19,28 +21,100 @@ What each cloud uses to identify an image (docs/reference: trust-and-revocation)
 - The local cloud: ``local/<region>/<id>`` (a content address).
 
 ``mismatch`` is the one comparison for every cloud: each part the observed reference
-gives must equal the signed one, and on Google Cloud and Azure an observed reference
-must name its project (its subscription, group, gallery and definition): a bare name
-or version number matches images anywhere, so it matches none. The controller's own
-catalog rows (``whole=False``) name images of its own project and account.
+gives must equal the signed one, and where a bare name matches images anywhere (Google
+Cloud, Azure: the grammar has no region and a scope) an observed reference must name
+its scope (project; subscription, group, gallery and definition), else it matches none.
+The controller's own catalog rows (``whole=False``) name images of its own project and
+account.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
 
-CLOUDS = ("aws", "gcp", "azure", "local")
-_AWS_ARN = re.compile(r"^arn:aws[a-z-]*:ec2:([a-z0-9-]*):(\d*):image/(ami-[0-9a-f]+)$")
-_GCP_PATH = re.compile(
-    r"^(?:https://(?:www|compute)\.googleapis\.com/compute/(?:v1|beta|alpha)/)?"
-    r"projects/([^/]+)/global/images/([^/@]+)(?:@(\d+))?$"
-)
-_AZURE_ID = re.compile(
-    r"^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/"
-    r"galleries/([^/]+)/images/([^/]+)/versions/([^/]+)$",
-    re.IGNORECASE,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from imagectl.core.errors import UserError
+from imagectl.validators.catalogs import DATA, _load
+
+PARTS = ("region", "scope", "name", "number")
+_SUBJECT = (r"^(?P<region>[^/]*)(?:/(?P<name>.*))?$",)  # a cloud the data does not describe
+_PLACE = re.compile(r"\{(region|scope|name|number)(?:\[(\d+)\])?\}")
+_OPTIONAL = re.compile(r"\[([^\[\]]*\{[^\[\]]*)\]")
+
+
+class Grammar(BaseModel):
+    """One cloud's image identity (``data/clouds.yaml``, ``clouds.<cloud>.identity``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    canonical: str = "{region}/{name}"
+    observed: list[str] = Field(default_factory=list)
+    subject: list[str] | None = None
+    recognise: str = ""
+    labels: dict[str, str] = Field(default_factory=lambda: {p: p for p in PARTS})
+    image_scope: Literal["regional", "global"] = "regional"
+    case_insensitive: bool = False
+    source: str = ""
+
+    @field_validator("observed", "subject", "recognise")
+    @classmethod
+    def _compiles(cls, value: object) -> object:
+        for pattern in value if isinstance(value, list) else [value]:
+            try:
+                re.compile(str(pattern))
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from exc
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _known_parts(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(PARTS))
+        if unknown:
+            raise ValueError(f"unknown identity parts {unknown}; the parts are {list(PARTS)}")
+        return value
+
+    @property
+    def regional(self) -> bool:
+        return self.image_scope == "regional"
+
+    @property
+    def flags(self) -> int:
+        return re.DOTALL | (re.IGNORECASE if self.case_insensitive else 0)
+
+
+@lru_cache(maxsize=1)
+def _grammars() -> dict[str, Grammar]:
+    clouds = (_load("clouds.yaml") or {}).get("clouds") or {}
+    try:
+        return {
+            str(name): Grammar.model_validate(entry.get("identity") or {})
+            for name, entry in clouds.items()
+        }
+    except ValidationError as exc:
+        raise UserError(
+            f"{DATA / 'clouds.yaml'}: an image identity entry is not valid: "
+            f"{exc.errors()[0]['msg']}; correct it (the header comment describes the fields)"
+        ) from exc
+
+
+def grammar(cloud: str) -> Grammar:
+    """``cloud``'s identity grammar (a cloud the data does not describe: the generic
+    ``<region>/<id>`` one, every part named by itself)."""
+    return _grammars().get(cloud) or Grammar()
+
+
+def recognised_cloud(text: str) -> str | None:
+    """The cloud whose ``recognise`` pattern a raw image id fits (the data's order)."""
+    raw = text.strip()
+    for cloud, g in _grammars().items():
+        if g.recognise and re.search(g.recognise, raw, g.flags):
+            return cloud
+    return None
 
 
 @dataclass(frozen=True)
@@ -49,60 +123,53 @@ class ImageRef:
 
     cloud: str
     name: str | None  # AMI id, image name, gallery version, local id
-    region: str | None = None  # AWS and local; Google images are global
+    region: str | None = None  # on clouds whose images are regional
     scope: str | None = None  # AWS account; GCP project; Azure sub/rg/gallery/definition
     number: str | None = None  # Google Cloud's numeric image id
 
     def text(self) -> str:
         """The canonical form (a statement's subject is ``image:`` + this)."""
-        if self.cloud == "aws":
-            return f"aws/{self.region or ''}/{self.scope or ''}/{self.name or ''}"
-        if self.cloud == "gcp":
-            tail = f"@{self.number}" if self.number else ""
-            return f"gcp/projects/{self.scope or ''}/global/images/{self.name or ''}{tail}"
-        if self.cloud == "azure":
-            parts = (self.scope or "").split("/")
-            sub, rg, gallery, definition = (parts + ["..."] * 4)[:4] if len(parts) != 4 else parts
-            return (
-                f"azure//subscriptions/{sub}/resourceGroups/{rg}/providers/"
-                f"Microsoft.Compute/galleries/{gallery}/images/{definition}/versions/"
-                f"{self.name or ''}"
-            )
-        return f"{self.cloud}/{self.region or ''}/{self.name or ''}"
+        template = grammar(self.cloud).canonical
+        values = {p: getattr(self, p) or "" for p in PARTS}
+        template = _OPTIONAL.sub(
+            lambda m: m[1] if all(values[p] for p, _ in _PLACE.findall(m[1])) else "", template
+        )
+        width = max((int(i) + 1 for p, i in _PLACE.findall(template) if i), default=0)
+        parts = (self.scope or "").split("/")
+        if width and len(parts) != width:
+            parts = (parts + ["..."] * width)[:width]
+
+        def place(m: re.Match[str]) -> str:
+            return parts[int(m[2])] if m[2] else str(values[m[1]])
+
+        return f"{self.cloud}/{_PLACE.sub(place, template)}"
+
+
+def _ref(cloud: str, g: Grammar, found: re.Match[str], region: str | None) -> ImageRef:
+    groups = found.groupdict()
+    scopes = sorted(k for k in groups if k.startswith("scope_"))
+    scope = "/".join(str(groups[k]) for k in scopes) if scopes else groups.get("scope")
+    if scope and g.case_insensitive:
+        scope = scope.lower()
+    given = groups.get("region")
+    return ImageRef(
+        cloud,
+        groups.get("name") or None,
+        (region if given is None and g.regional else given) or None,
+        scope or None,
+        groups.get("number") or None,
+    )
 
 
 def parse(cloud: str, text: str, region: str | None = None) -> ImageRef:
     """``text`` (an observed image: an id, a path, a resource id) as an ``ImageRef`` of
     ``cloud``; ``region`` where the caller knows it (AWS instance metadata)."""
     raw = text.strip().rstrip("/")
-    if cloud == "aws":
-        arn = _AWS_ARN.match(raw)
-        if arn:
-            return ImageRef("aws", arn[3], arn[1] or region, arn[2] or None)
-        parts = raw.split("/")
-        name = parts[-1] or None
-        found_region = parts[0] if len(parts) >= 2 else region
-        account = parts[1] if len(parts) >= 3 else None
-        return ImageRef("aws", name, found_region or None, account or None)
-    if cloud == "gcp":
-        path = _GCP_PATH.match(raw.removeprefix("global/"))
-        if path:
-            project, name, number = path[1], path[2], path[3]
-            if name.isdigit():  # selfLinkWithId: the numeric id in the name's place
-                return ImageRef("gcp", None, None, project, number or name)
-            return ImageRef("gcp", name, None, project, number)
-        name, _, number = raw.removeprefix("global/").rpartition("/")[2].partition("@")
-        return ImageRef("gcp", name or None, None, None, number or None)
-    if cloud == "azure":
-        at = raw.lower().find("/subscriptions/")  # a catalog form may lead with a region
-        arm = _AZURE_ID.match(raw[at:] if at > 0 else raw)
-        if arm:
-            scope = "/".join(p.lower() for p in (arm[1], arm[2], arm[3], arm[4]))
-            return ImageRef("azure", arm[5], None, scope)
-        return ImageRef("azure", raw.rpartition("/")[2] or None)
-    parts = raw.split("/", 1)
-    if len(parts) == 2 and cloud == "local" and not raw.startswith("sha256:"):
-        return ImageRef(cloud, parts[1] or None, parts[0] or None)
+    g = grammar(cloud)
+    for pattern in g.observed:
+        found = re.match(pattern, raw, g.flags)
+        if found:
+            return _ref(cloud, g, found, region)
     return ImageRef(cloud, raw or None, region)
 
 
@@ -111,56 +178,47 @@ def from_subject(subject: str) -> ImageRef | None:
     if not subject.startswith("image:"):
         return None
     cloud, _, rest = subject.removeprefix("image:").partition("/")
-    if cloud == "aws":
-        parts = rest.split("/")
-        if len(parts) == 3:
-            return ImageRef("aws", parts[2] or None, parts[0] or None, parts[1] or None)
-        if len(parts) == 2:  # statements signed before the account was named
-            return ImageRef("aws", parts[1] or None, parts[0] or None)
-        return None
-    if cloud in ("gcp", "azure"):
+    g = grammar(cloud)
+    if g.subject is None and g.observed:
         return parse(cloud, rest)
-    region, _, name = rest.partition("/")
-    return ImageRef(cloud, name or None, region or None)
+    for pattern in _SUBJECT if g.subject is None else g.subject:
+        found = re.match(pattern, rest, g.flags)
+        if found:
+            return _ref(cloud, g, found, None)
+    return None
 
 
 def subject_name(ref: ImageRef) -> str:
     return f"image:{ref.text()}"
 
 
-_WHAT = {
-    "region": {"aws": "region", "local": "region"},
-    "scope": {"aws": "account", "gcp": "project", "azure": "gallery image definition"},
-    "name": {"aws": "AMI id", "gcp": "image name", "azure": "version", "local": "image id"},
-    "number": {"gcp": "numeric image id"},
-}
-
-
 def _same(cloud: str, a: str, b: str) -> bool:
-    return a.lower() == b.lower() if cloud == "azure" else a == b
+    return a.lower() == b.lower() if grammar(cloud).case_insensitive else a == b
 
 
 def mismatch(signed: ImageRef, seen: ImageRef, *, whole: bool = True) -> str | None:
     """Why ``signed`` is not ``seen`` (None: the same image). Every part ``seen`` gives
-    must be the signed one's; with ``whole``, a Google or Azure reference must name its
-    project (gallery image definition), and some name or numeric id is always needed."""
+    must be the signed one's; with ``whole``, on a cloud where a bare name names images
+    anywhere (no region, a scope) a reference must name its scope, and some name or
+    numeric id is always needed."""
     if signed.cloud != seen.cloud:
         return f"it is an image on {signed.cloud}, not {seen.cloud}"
     cloud = seen.cloud
+    g = grammar(cloud)
     if seen.name is None and seen.number is None:
         return "the image is not named"
-    if whole and cloud in ("gcp", "azure") and seen.scope is None:
-        what = _WHAT["scope"][cloud]
+    if whole and not g.regional and "scope" in g.labels and seen.scope is None:
+        what = g.labels["scope"]
         form = ImageRef(cloud, seen.name, scope=".../.../.../...").text().partition("/")[2]
         return (
             f"{seen.name} names no {what}, and a bare name can name an image in any "
             f"{what}: give the full identity ({form})"
         )
-    for part in ("region", "scope", "name", "number"):
+    for part in PARTS:
         want, have = getattr(seen, part), getattr(signed, part)
-        if want is None or (part == "region" and cloud == "gcp"):
+        if want is None or (part == "region" and not g.regional):
             continue
-        what = _WHAT[part].get(cloud, part)
+        what = g.labels.get(part, part)
         if have is None:
             return f"the statement does not name the {what} ({want} was asked for)"
         if not _same(cloud, have, want):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from imagectl.core.errors import UserError
 from imagectl.validators.catalogs import DATA, _load
+from imagectl.validators.identity import Grammar
 
 
 class _Strict(BaseModel):
@@ -41,6 +42,7 @@ class CloudHints(_Strict):
     metadata: Metadata
     credential_files: list[str] = Field(default_factory=list)
     credentials_source: str = ""
+    identity: Grammar | None = None  # read by imagectl.validators.identity
 
 
 class CloudsFile(_Strict):
