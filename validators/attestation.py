@@ -285,16 +285,8 @@ def image_subjects(statement: dict[str, object]) -> list[str]:
 
 
 def _cloud_of(text: str) -> str | None:
-    raw = text.strip()
-    if raw.startswith(("ami-", "arn:aws")) or "/ami-" in raw:
-        return "aws"
-    if "projects/" in raw and "/global/images/" in raw:
-        return "gcp"
-    if raw.lower().startswith("/subscriptions/"):
-        return "azure"
-    if raw.startswith("sha256:"):
-        return "local"
-    return None
+    """The cloud a raw image id's form names (clouds.yaml's ``identity.recognise``)."""
+    return identity.recognised_cloud(text)
 
 
 def image_reason(
