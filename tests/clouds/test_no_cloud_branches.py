@@ -79,6 +79,19 @@ def test_no_cloud_name_branches_outside_the_clouds_own_folders() -> None:
     assert not offenders, "ask cloud_spec(cloud) instead:\n" + "\n".join(offenders)
 
 
+def test_no_cloud_name_branches_in_the_validator() -> None:
+    """The validator names no cloud either: what it knows of each (metadata, credential
+    files, image identity grammar) is validators/data/clouds.yaml (issue 46)."""
+    paths = sorted((ROOT / "validators").rglob("*.py"))
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in paths
+        for line, what in cloud_branches(path.read_text())
+    ]
+    assert len(paths) > 50
+    assert not offenders, "put it in validators/data/clouds.yaml:\n" + "\n".join(offenders)
+
+
 def test_the_check_finds_the_branches_it_forbids() -> None:
     source = (
         'if cloud == "aws":\n    pass\n'  # 1
