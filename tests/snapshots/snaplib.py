@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,141 +43,102 @@ DRIVER = "580.95.05"
 T_FIRST_BOOT = 1_790_000_000.0  # first boot of the instance (epoch seconds)
 T_BOOT = T_FIRST_BOOT + 3600.0
 
-# Each GPU board's NVML facts (name .. nvswitch), shared by every base built on it
-H100_SXM_8X: dict[str, Any] = {
-    "name": "NVIDIA H100 80GB HBM3",
-    "count": 8,
-    "mem_mib": 81559,
-    "arch": 9,
-    "pcie": (5, 16),
-    "links": 18,
-    "power_w": 700,
-    "slowdown": 89,
-    "shutdown": 92,
-    "gpu_max": 87,
-    "vbios": "96.00.89.00.01",
-    "inforom": "G520.0200.00.05",
-    "nvswitch": True,
+# Each GPU board's NVML facts, shared by every base built on it: one row a fact, one column
+# a board (H100 SXM 80GB, A100 SXM4 80GB, H200, L4)
+_BOARD_FACTS: dict[str, tuple[Any, Any, Any, Any]] = {
+    "name": ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA H200", "NVIDIA L4"),
+    "count": (8, 8, 8, 1),
+    "mem_mib": (81559, 81920, 143771, 23034),
+    "arch": (9, 7, 9, 8),
+    "pcie": ((5, 16), (4, 16), (5, 16), (4, 16)),
+    "links": (18, 12, 18, 0),
+    "power_w": (700, 400, 700, 72),
+    "slowdown": (89, 92, 89, 94),
+    "shutdown": (92, 95, 92, 101),
+    "gpu_max": (87, 90, 87, 89),
+    "vbios": ("96.00.89.00.01", "92.00.45.00.06", "96.00.A5.00.01", "95.04.29.00.06"),
+    "inforom": ("G520.0200.00.05", "G506.0212.00.02", "G525.0201.00.01", "G193.0200.00.01"),
+    "nvswitch": (True, True, True, False),
 }
-A100_SXM_80GB_8X: dict[str, Any] = {
-    "name": "NVIDIA A100-SXM4-80GB",
-    "count": 8,
-    "mem_mib": 81920,
-    "arch": 7,
-    "pcie": (4, 16),
-    "links": 12,
-    "power_w": 400,
-    "slowdown": 92,
-    "shutdown": 95,
-    "gpu_max": 90,
-    "vbios": "92.00.45.00.06",
-    "inforom": "G506.0212.00.02",
-    "nvswitch": True,
-}
-H200_8X: dict[str, Any] = {
-    "name": "NVIDIA H200",
-    "count": 8,
-    "mem_mib": 143771,
-    "arch": 9,
-    "pcie": (5, 16),
-    "links": 18,
-    "power_w": 700,
-    "slowdown": 89,
-    "shutdown": 92,
-    "gpu_max": 87,
-    "vbios": "96.00.A5.00.01",
-    "inforom": "G525.0201.00.01",
-    "nvswitch": True,
-}
-L4_1X: dict[str, Any] = {
-    "name": "NVIDIA L4",
-    "count": 1,
-    "mem_mib": 23034,
-    "arch": 8,
-    "pcie": (4, 16),
-    "links": 0,
-    "power_w": 72,
-    "slowdown": 94,
-    "shutdown": 101,
-    "gpu_max": 89,
-    "vbios": "95.04.29.00.06",
-    "inforom": "G193.0200.00.01",
-    "nvswitch": False,
-}
+H100_SXM_8X, A100_SXM_80GB_8X, H200_8X, L4_1X = (
+    {fact: column[board] for fact, column in _BOARD_FACTS.items()} for board in range(4)
+)
+
+# The GPUs' PCI bus numbers on an HGX H100, H200 and A100 baseboard (each base gets its copy)
+H100_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
+H200_BUSES = ("19", "3b", "4c", "5d", "9b", "bb", "cb", "db")
+A100_BUSES = ("10", "16", "20", "27", "90", "96", "a0", "a7")
+# The GPUs' PCI domains on Azure's ND H100 v5 and NDm A100 v4 (Hyper-V vPCI: every device in
+# its own domain), as Azure/azhpc-images topology/ndv5-topo.xml and ndv4-topo.xml list them
+NDV5_DOMAINS = (0x1, 0x2, 0x3, 0x8, 0x9, 0xA, 0xB, 0xC)
+NDV4_DOMAINS = (0x3, 0x4, 0x1, 0x2, 0xD, 0xE, 0xB, 0xC)
+
+
+def _base(
+    shape: str,
+    board: dict[str, Any],
+    image: str,
+    buses: Sequence[str],
+    cloud: str | None = None,
+    domains: Sequence[int] = (),
+    fabric: str | None = None,
+) -> dict[str, Any]:
+    """One healthy base: a shape, its board's facts, its image and its GPUs' buses; ``cloud``
+    (absent: aws), ``domains`` (PCI domain per GPU, absent: 0) and ``fabric`` (niclib) only
+    where given."""
+    return {
+        "shape": shape,
+        **({"cloud": cloud} if cloud else {}),
+        **board,
+        "image": image,
+        "buses": list(buses),
+        **({"domains": list(domains)} if domains else {}),
+        **({"fabric": fabric} if fabric else {}),
+    }
+
+
+def _azure(
+    shape: str, board: dict[str, Any], gpu: str, domains: Sequence[int], fabric: str
+) -> dict[str, Any]:
+    """An Azure base: every GPU in its own PCI domain, on bus 00 (Hyper-V vPCI)."""
+    image = f"/subscriptions/0000/images/{gpu}-training-healthy"
+    buses = ["00"] * len(domains)
+    return _base(shape, board, image, buses, cloud="azure", domains=domains, fabric=fabric)
+
 
 BASES: dict[str, dict[str, Any]] = {
-    "h100-sxm-8x": {
-        "shape": "p5.48xlarge",
-        **H100_SXM_8X,
-        "image": "ami-0h100healthy0001",
-        "buses": ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"],
-    },
-    "a100-sxm-80gb-8x": {
-        "shape": "p4de.24xlarge",
-        **A100_SXM_80GB_8X,
-        "image": "ami-0a100healthy0001",
-        "buses": ["10", "16", "20", "27", "90", "96", "a0", "a7"],
-    },
-    "h200-8x": {
-        "shape": "p5e.48xlarge",
-        **H200_8X,
-        "image": "ami-0h200healthy0001",
-        "buses": ["19", "3b", "4c", "5d", "9b", "bb", "cb", "db"],
-    },
-    "l4-1x": {
-        "shape": "g6.xlarge",
-        **L4_1X,
-        "image": "ami-0l4healthy000001",
-        "buses": ["31"],
-    },
+    "h100-sxm-8x": _base("p5.48xlarge", H100_SXM_8X, "ami-0h100healthy0001", H100_BUSES),
+    "a100-sxm-80gb-8x": _base(
+        "p4de.24xlarge", A100_SXM_80GB_8X, "ami-0a100healthy0001", A100_BUSES
+    ),
+    "h200-8x": _base("p5e.48xlarge", H200_8X, "ami-0h200healthy0001", H200_BUSES),
+    "l4-1x": _base("g6.xlarge", L4_1X, "ami-0l4healthy000001", ["31"]),
     # p5.48xlarge with its NICs: 32 EFA devices, 4 behind each GPU's PCIe switch (niclib)
-    "h100-p5-efa": {
-        "shape": "p5.48xlarge",
-        **H100_SXM_8X,
-        "image": "ami-0h100efahealthy1",
-        "buses": ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"],
-        "fabric": "efa",
-    },
-    # ND H100 v5 with its NICs: 8 NDR HCAs, one per GPU; every device in its own PCI domain
-    # (Hyper-V vPCI), as Azure/azhpc-images topology/ndv5-topo.xml lists them (niclib)
-    "h100-ndv5-ib": {
-        "shape": "Standard_ND96isr_H100_v5",
-        "cloud": "azure",
-        **H100_SXM_8X,
-        "image": "/subscriptions/0000/images/h100-training-healthy",
-        "buses": ["00"] * 8,
-        "domains": [0x1, 0x2, 0x3, 0x8, 0x9, 0xA, 0xB, 0xC],
-        "fabric": "infiniband",
-    },
-    # NDm A100 v4 with its NICs: 8 HDR HCAs; every GPU and HCA in its own PCI domain, two
-    # GPUs and two HCAs per virtual switch in Azure/azhpc-images topology/ndv4-topo.xml
-    "a100-ndv4-ib": {
-        "shape": "Standard_ND96amsr_A100_v4",
-        "cloud": "azure",
-        **A100_SXM_80GB_8X,
-        "image": "/subscriptions/0000/images/a100-training-healthy",
-        "buses": ["00"] * 8,
-        "domains": [0x3, 0x4, 0x1, 0x2, 0xD, 0xE, 0xB, 0xC],
-        "fabric": "infiniband-ndv4",
-    },
+    "h100-p5-efa": _base(
+        "p5.48xlarge", H100_SXM_8X, "ami-0h100efahealthy1", H100_BUSES, fabric="efa"
+    ),
+    # ND H100 v5 with its NICs: 8 NDR HCAs, one per GPU (niclib)
+    "h100-ndv5-ib": _azure(
+        "Standard_ND96isr_H100_v5", H100_SXM_8X, "h100", NDV5_DOMAINS, "infiniband"
+    ),
+    # NDm A100 v4 with its NICs: 8 HDR HCAs; two GPUs and two HCAs per virtual switch
+    "a100-ndv4-ib": _azure(
+        "Standard_ND96amsr_A100_v4", A100_SXM_80GB_8X, "a100", NDV4_DOMAINS, "infiniband-ndv4"
+    ),
     # p5en.48xlarge with its NICs: 16 EFA (EFAv3), two behind each GPU's PCIe switch
-    "h200-p5en-efa": {
-        "shape": "p5en.48xlarge",
-        **H200_8X,
-        "image": "ami-0h200p5enhealthy",
-        "buses": ["19", "3b", "4c", "5d", "9b", "bb", "cb", "db"],
-        "fabric": "efa-p5en",
-    },
+    "h200-p5en-efa": _base(
+        "p5en.48xlarge", H200_8X, "ami-0h200p5enhealthy", H200_BUSES, fabric="efa-p5en"
+    ),
     # a3-megagpu-8g: GPUDirect-TCPXO over 8 gVNIC GPU NICs (one behind each GPU's switch)
     # plus the primary gVNIC
-    "h100-a3mega-tcpxo": {
-        "shape": "a3-megagpu-8g",
-        "cloud": "gcp",
-        **H100_SXM_8X,
-        "image": "projects/imagectl/global/images/h100-training-healthy",
-        "buses": ["18", "2a", "3a", "5d", "9a", "ab", "ba", "db"],
-        "fabric": "gvnic",
-    },
+    "h100-a3mega-tcpxo": _base(
+        "a3-megagpu-8g",
+        H100_SXM_8X,
+        "projects/imagectl/global/images/h100-training-healthy",
+        H100_BUSES,
+        cloud="gcp",
+        fabric="gvnic",
+    ),
 }
 
 
@@ -320,29 +281,15 @@ def _device(b: dict[str, Any], i: int) -> dict[str, Any]:
 def healthy(base: str) -> dict[str, Any]:
     b = BASES[base]
     e = expectations(base)
-    packages = {
-        name: {
-            "version": (
-                f"{v}-1"
-                if name.startswith("nvidia-fabricmanager")
-                else f"{v}-1"
-                if name.startswith("cuda-toolkit")
-                else v
-            ),
-            "held": True,
-            "installed": True,
-        }
+    # the stack's pins (fabric manager and CUDA with their Debian revision) and the driver's
+    versions = {
+        name: f"{v}-1" if name.startswith(("nvidia-fabricmanager", "cuda-toolkit")) else v
         for name, v in e["packages"].items()
     }
-    packages["nvidia-driver-580-open"] = {
-        "version": f"{DRIVER}-0ubuntu1",
-        "held": True,
-        "installed": True,
-    }
-    packages["libnvidia-compute-580"] = {
-        "version": f"{DRIVER}-0ubuntu1",
-        "held": True,
-        "installed": True,
+    versions["nvidia-driver-580-open"] = versions["libnvidia-compute-580"] = f"{DRIVER}-0ubuntu1"
+    packages = {
+        name: {"version": version, "held": True, "installed": True}
+        for name, version in versions.items()
     }
     extra = {"fabric": fabric_for(b["fabric"], b["buses"])} if "fabric" in b else {}
     log = (
