@@ -21,11 +21,14 @@ if TYPE_CHECKING:  # rich loads when a console is made, not at import (--help st
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def json_flag(help: str = "Print JSON instead of a table.") -> Callable[[F], F]:
+    """``--json`` (``as_json``) with a command's own help, where it says more."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
 def json_option(func: F) -> F:
     """``--json``: machine-readable output on stdout instead of the rich view."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
-        func
-    )
+    return json_flag()(func)
 
 
 def console(stderr: bool = False) -> Console:

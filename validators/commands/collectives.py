@@ -11,41 +11,34 @@ from pathlib import Path
 
 import click
 
-from imagectl.core.errors import UserError
-from imagectl.core.output import emit_json
-from imagectl.validators.commands.controller import complete, hooks
-from imagectl.validators.commands.validate import TOOLKIT_OPTION, _KeepsArgs, _without_toolkit
+from imagectl.core.output import emit_json, json_flag
+from imagectl.validators.commands.controller import hooks
+from imagectl.validators.commands.options import (
+    KeepsArgs,
+    device_option,
+    expect_option,
+    hostfile_option,
+    profile_option,
+    rerun_under_toolkit,
+    shape_option,
+    toolkit_wheelhouse_option,
+)
 
 
-@click.command("collectives", cls=_KeepsArgs)
-@click.option(
-    "--nodes",
+@click.command("collectives", cls=KeepsArgs)
+@hostfile_option(
+    "Hostfile: one host per line, the first is the rendezvous (validate --nodes's format).",
     required=True,
-    type=click.Path(dir_okay=False),
-    help="Hostfile: one host per line, the first is the rendezvous (validate --nodes's format).",
 )
 @click.option("--address", help="This node's address in the hostfile (default: the one it holds).")
-@click.option(
-    "--expect",
-    "expect_file",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="Expectations from a JSON file, - for standard input (default: the image's).",
-)
-@click.option(
-    "--shape",
-    shell_complete=complete("shape"),
-    help="The machine shape (images/catalog/shapes.yaml).",
-)
-@click.option(
-    "--profile",
-    type=click.Choice(["quick", "full", "burn"]),
+@expect_option("the image's")
+@shape_option()
+@profile_option(
+    "The size sweep and timeouts (validators/collectives/profiles.py).",
     default="quick",
-    show_default=True,
-    help="The size sweep and timeouts (validators/collectives/profiles.py).",
+    loaded_only=True,
 )
-@click.option(
-    "--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True
-)
+@device_option()
 @click.option(
     "--op",
     "ops",
@@ -59,18 +52,10 @@ from imagectl.validators.commands.validate import TOOLKIT_OPTION, _KeepsArgs, _w
     type=click.IntRange(min=1024),
     help="Stop the size sweep here (a slow emulated network).",
 )
-@click.option(
-    TOOLKIT_OPTION,
-    "toolkit_wheelhouse",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The GPU toolkit's wheelhouse, installed for this run only (as validate's).",
+@toolkit_wheelhouse_option(
+    "The GPU toolkit's wheelhouse, installed for this run only (as validate's)."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print JSON (what this command always prints: accepted like every command's).",
-)
+@json_flag("Print JSON (what this command always prints: accepted like every command's).")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -87,19 +72,11 @@ def command(
 ) -> int:
     """Run this node's ranks of the collectives across the hostfile's nodes; print JSON."""
     if toolkit_wheelhouse is not None:
-        from imagectl.validators.toolkit_venv import run_with_toolkit
-
-        root = (ctx.find_root().obj or {}).get("root")
-        again = _without_toolkit(ctx.meta["imagectl.validate.args"])
-        return run_with_toolkit(
-            toolkit_wheelhouse, [*(["--root", root] if root else []), "collectives", *again]
-        )
+        return rerun_under_toolkit(ctx, toolkit_wheelhouse)
     from imagectl.validators.collectives.node import run_node
     from imagectl.validators.expectations import resolve_expectations
     from imagectl.validators.jsonfile import finish_stdin
 
-    if not Path(nodes).is_file():
-        raise UserError(f"cannot read the --nodes hostfile {nodes}: no such file")
     expect = resolve_expectations(
         images_dir=hooks(ctx).images_dir(ctx), expect_file=expect_file, shape=shape
     )

@@ -9,18 +9,13 @@ import click
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write_json
 from imagectl.core.output import console, crash_traces, emit_json, json_option
+from imagectl.validators.commands.options import history_option, hygiene_root_option, output_option
 
 
 @click.command("snapshot")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="Where to write the snapshot (JSON).",
-)
+@output_option("Where to write the snapshot (JSON).", required=True)
 @click.option("--description", default="", help="A line saying what this host is / why.")
-@click.option("--hygiene-root", default="/", show_default=True, type=click.Path(file_okay=False))
+@hygiene_root_option()
 @click.option(
     "--dcgm-level",
     type=click.IntRange(1, 4),
@@ -36,13 +31,9 @@ from imagectl.core.output import console, crash_traces, emit_json, json_option
     "record the samples (clocks, clock-event reasons, temperature, power, PCIe link, ECC and "
     "replay counters) so a quick/full/burn replay judges every load.* check.",
 )
-@click.option(
-    "--history",
-    "history_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Previous boots' receipts to record (default: the boot unit's "
-    "/var/lib/imagectl/boots when present), so a replay judges XID recurrences.",
+@history_option(
+    "Previous boots' receipts to record (default: the boot unit's "
+    "/var/lib/imagectl/boots when present), so a replay judges XID recurrences."
 )
 @click.option(
     "--fabric-interval-s",

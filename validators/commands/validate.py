@@ -9,40 +9,32 @@ import click
 from imagectl.core.errors import UserError
 from imagectl.core.output import console, crash_traces, emit_json, json_option
 from imagectl.validators.commands.controller import complete, hooks
-
-TOOLKIT_OPTION = "--toolkit-wheelhouse"
-
-
-class _KeepsArgs(click.Command):
-    """Keeps the command's own arguments (``ctx.meta``) so that ``--toolkit-wheelhouse``
-    can run the same command line again under the toolkit venv's interpreter."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        ctx.meta["imagectl.validate.args"] = list(args)
-        return super().parse_args(ctx, args)
-
-
-def _without_toolkit(args: list[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg == TOOLKIT_OPTION:
-            skip = True
-        elif not arg.startswith(TOOLKIT_OPTION + "="):
-            out.append(arg)
-    return out
+from imagectl.validators.commands.options import (
+    FILE,
+    FILE_OR_STDIN,
+    TOOLKIT_OPTION,
+    KeepsArgs,
+    device_option,
+    expect_option,
+    history_option,
+    hostfile_option,
+    hygiene_root_option,
+    image_id_option,
+    junit_option,
+    output_option,
+    profile_option,
+    rerun_under_toolkit,
+    sandbox_option,
+    shape_option,
+    toolkit_wheelhouse_option,
+)
 
 
-@click.command("validate", cls=_KeepsArgs)
-@click.option(
-    "--profile",
-    type=click.Choice(["boot", "quick", "full", "burn"]),
-    default="boot",
-    show_default=True,
-    help="boot: no stress, <= 30 s; quick: + CUDA/collective smoke; "
+@click.command("validate", cls=KeepsArgs)
+@profile_option(
+    "boot: no stress, <= 30 s; quick: + CUDA/collective smoke; "
     "full: sustained load; burn: long stress (opt-in).",
+    default="boot",
 )
 @click.option(
     "--stack",
@@ -50,18 +42,8 @@ def _without_toolkit(args: list[str]) -> list[str]:
     shell_complete=complete("stack"),
     help="Expectations from this stack's pins (images/stacks/).",
 )
-@click.option(
-    "--expect",
-    "expect_file",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="Expectations from a JSON file, - for standard input (default: "
-    "/etc/imagectl/expect.json if present).",
-)
-@click.option(
-    "--shape",
-    shell_complete=complete("shape"),
-    help="The machine shape (images/catalog/shapes.yaml).",
-)
+@expect_option("/etc/imagectl/expect.json if present")
+@shape_option()
 @click.option(
     "--gpu",
     shell_complete=complete("gpu"),
@@ -72,52 +54,31 @@ def _without_toolkit(args: list[str]) -> list[str]:
 @click.option(
     "--replay",
     "replay",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    type=FILE_OR_STDIN,
     help="Run the checks against a snapshot instead of this host; - for standard input "
     "(with --expect - too, standard input holds the snapshot, then the expectations).",
 )
 @click.option(
     "--kernel-log",
     "kernel_log",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Read the kernel log from a file instead of journalctl -k -b / dmesg.",
 )
-@click.option(
-    "--history",
-    "history_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of previous boots' receipts: an XID the previous boot also had on the same "
-    "GPU escalates where NVIDIA's Xid Catalog says so.",
+@history_option(
+    "Folder of previous boots' receipts: an XID the previous boot also had on the same "
+    "GPU escalates where NVIDIA's Xid Catalog says so."
 )
-@click.option("--image-id", help="The image being validated (default: manifest or cloud metadata).")
-@click.option(
-    "--hygiene-root",
-    default="/",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="File tree judged by the image-hygiene checks.",
-)
+@image_id_option("The image being validated (default: manifest or cloud metadata).")
+@hygiene_root_option("File tree judged by the image-hygiene checks.")
 @click.option(
     "--hygiene/--no-hygiene",
     default=True,
     show_default=True,
     help="Run the image-hygiene checks (off for fleet boot checks).",
 )
-@click.option(
-    "--device",
-    type=click.Choice(["auto", "cuda", "cpu"]),
-    default="auto",
-    show_default=True,
-    help="Device for the part-2 smoke tests.",
-)
-@click.option(
-    "--nodes", type=click.Path(dir_okay=False), help="Hostfile for multi-node collectives."
-)
-@click.option(
-    "--baseline",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Receipt to compare measured performance against.",
-)
+@device_option("Device for the part-2 smoke tests.")
+@hostfile_option("Hostfile for multi-node collectives.")
+@click.option("--baseline", type=FILE, help="Receipt to compare measured performance against.")
 @click.option(
     "--max-regression-pct",
     type=float,
@@ -125,19 +86,14 @@ def _without_toolkit(args: list[str]) -> list[str]:
     show_default=True,
     help="Largest accepted drop against --baseline.",
 )
-@click.option(
-    "--sandbox",
-    is_flag=True,
-    help="A try-it run: with --replay, mark the receipt as a sandbox replay, which the "
-    "promotion gate accepts (and records) instead of refusing it.",
+@sandbox_option(
+    "A try-it run: with --replay, mark the receipt as a sandbox replay, which the "
+    "promotion gate accepts (and records) instead of refusing it."
 )
-@click.option(
-    TOOLKIT_OPTION,
-    "toolkit_wheelhouse",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A wheelhouse of the GPU toolkit (imagectl validate-image ships the stack's): "
+@toolkit_wheelhouse_option(
+    "A wheelhouse of the GPU toolkit (imagectl validate-image ships the stack's): "
     "installed offline with --require-hashes into a venv beside it, the run done under that "
-    "venv's interpreter, the venv removed afterwards.",
+    "venv's interpreter, the venv removed afterwards."
 )
 @click.option(
     "--toolkit",
@@ -151,19 +107,14 @@ def _without_toolkit(args: list[str]) -> list[str]:
 )
 @json_option
 @click.option("--all", "show_all", is_flag=True, help="List passing checks in the table too.")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML.")
+@junit_option("Write JUnit XML.")
 @click.option(
     "--prometheus",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Write the result as Prometheus text-format metrics here, atomically (the node "
     "exporter's textfile collector: /var/lib/node_exporter/textfile_collector/imagectl.prom).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the receipt (JSON) here.",
-)
+@output_option("Write the receipt (JSON) here.")
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -203,13 +154,7 @@ def command(
             hint="Pass one of them",
         )
     if toolkit_wheelhouse is not None:
-        from imagectl.validators.toolkit_venv import run_with_toolkit
-
-        root = (ctx.find_root().obj or {}).get("root")
-        again = _without_toolkit(ctx.meta["imagectl.validate.args"])
-        return run_with_toolkit(
-            toolkit_wheelhouse, [*(["--root", root] if root else []), "validate", *again]
-        )
+        return rerun_under_toolkit(ctx, toolkit_wheelhouse)
     from imagectl.validators.expectations import require_expectations, resolve_expectations
     from imagectl.validators.jsonfile import STDIN, finish_stdin
     from imagectl.validators.receipt import load_receipt, write_receipt
@@ -219,8 +164,6 @@ def command(
 
     if kernel_log is not None and not kernel_log.is_file():
         raise UserError(f"cannot read the kernel log {kernel_log}: no such file")
-    if nodes is not None and not Path(nodes).is_file():
-        raise UserError(f"cannot read the --nodes hostfile {nodes}: no such file")
     if history_dir is not None and not history_dir.is_dir():
         raise UserError(
             f"--history {history_dir} is not a folder: pass the folder of previous boots' "

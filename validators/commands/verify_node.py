@@ -14,6 +14,7 @@ what it should be. Uses only the validator's own package (``validators.attestati
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -21,56 +22,47 @@ import click
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.core.output import console, emit_json, json_option
 from imagectl.validators.attestation import BadAttestationInput, verify_node
-
-_FILE = click.Path(path_type=Path, dir_okay=False)
+from imagectl.validators.commands.options import FILE, F, image_id_option
 
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _node_file(option: str, default: str, help: str) -> Callable[[F], F]:
+    """A file the deploy system or the build placed on the node, at its usual path."""
+    return click.option(option, type=FILE, default=Path(default), show_default=True, help=help)
+
+
 @click.command("verify-node")
-@click.option(
+@_node_file(
     "--envelope",
-    type=_FILE,
-    default=Path("/etc/imagectl/attestation.dsse.json"),
-    show_default=True,
-    help="The image's attestation (DSSE envelope), placed by the deploy system.",
+    "/etc/imagectl/attestation.dsse.json",
+    "The image's attestation (DSSE envelope), placed by the deploy system.",
 )
-@click.option(
+@_node_file(
     "--trust",
-    type=_FILE,
-    default=Path("/etc/imagectl/attestation-trust.json"),
-    show_default=True,
-    help="The public keys trusted to sign (written into the image at build time).",
+    "/etc/imagectl/attestation-trust.json",
+    "The public keys trusted to sign (written into the image at build time).",
 )
-@click.option(
+@_node_file(
     "--manifest",
-    type=_FILE,
-    default=Path("/etc/imagectl/manifest.json"),
-    show_default=True,
-    help="This image's manifest: its sha256 must be the attested one.",
+    "/etc/imagectl/manifest.json",
+    "This image's manifest: its sha256 must be the attested one.",
 )
-@click.option(
+@_node_file(
     "--revocations",
-    type=_FILE,
-    default=Path("/etc/imagectl/attestation-revocations.json"),
-    show_default=True,
-    help="The signed revocation list placed by the deploy system (`imagectl verify "
+    "/etc/imagectl/attestation-revocations.json",
+    "The signed revocation list placed by the deploy system (`imagectl verify "
     "--export-revocations`); required: without it the node fails closed.",
 )
-@click.option(
+@_node_file(
     "--revocations-state",
-    type=_FILE,
-    default=Path("/var/lib/imagectl/revocations-seen.json"),
-    show_default=True,
-    help="Where this node keeps the highest revocation list version it has seen (an older "
+    "/var/lib/imagectl/revocations-seen.json",
+    "Where this node keeps the highest revocation list version it has seen (an older "
     "list is refused).",
 )
-@click.option(
-    "--image-id",
-    help="The image this node booted from (default: the cloud's instance metadata).",
-)
+@image_id_option("The image this node booted from (default: the cloud's instance metadata).")
 @json_option
 def command(
     envelope: Path,
