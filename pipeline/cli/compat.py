@@ -12,6 +12,7 @@ from imagectl.cli.common import console, emit_json, json_option, workspace
 from imagectl.cli.completion import complete_gpus
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
 from imagectl.core.versions import NcclVersion
+from imagectl.validators.commands.options import profile_option
 
 
 @click.group("compat")
@@ -37,11 +38,7 @@ def command() -> None:
     "--toolkit",
     help="The validator's GPU toolkit as TORCH+cuXY, e.g. 2.9.1+cu128 (validation.toolkit).",
 )
-@click.option(
-    "--profile",
-    type=click.Choice(["boot", "quick", "full", "burn"]),
-    help="The validation profile (quick/full/burn on GPUs need a toolkit).",
-)
+@profile_option("The validation profile (quick/full/burn on GPUs need a toolkit).")
 @click.option(
     "--azure-security-type",
     type=click.Choice(["Standard", "TrustedLaunchSupported", "TrustedLaunch"]),

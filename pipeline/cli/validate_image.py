@@ -23,20 +23,22 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
-from imagectl.cli.completion import complete_images, complete_shapes
+from imagectl.cli.completion import complete_images
 from imagectl.core.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
+from imagectl.validators.commands.options import (
+    junit_option,
+    profile_option,
+    sandbox_option,
+    shape_option,
+)
 
 
 @click.command("validate-image")
 @click.argument("image_id", shell_complete=complete_images)
 @cloud_option("The cloud the image is in (local: a QEMU VM on this machine).", required=True)
 @stack_option("The image's stack (default: from the catalog).")
-@click.option(
-    "--shape",
-    shell_complete=complete_shapes,
-    help="Machine shape (default: the stack's first validation shape).",
-)
+@shape_option("Machine shape (default: the stack's first validation shape).")
 @hosts_option("Instances to validate in parallel.")
 @click.option(
     "--nodes",
@@ -45,11 +47,7 @@ from imagectl.validation.progress import Reporter, RichReporter
     "placement group, GCP compact placement policy, Azure proximity placement group), each "
     "validated alone, then collectives across them (default: the stack's validation.nodes).",
 )
-@click.option(
-    "--profile",
-    type=click.Choice(["boot", "quick", "full", "burn"]),
-    help="Validator profile (default: the stack's validation.profile).",
-)
+@profile_option("Validator profile (default: the stack's validation.profile).")
 @click.option(
     "--location",
     "locations",
@@ -107,18 +105,14 @@ from imagectl.validation.progress import Reporter, RichReporter
     type=click.Path(file_okay=False, path_type=Path),
     help="Also write every host's receipt here (<host>.json), e.g. for CI artifacts.",
 )
-@click.option(
-    "--junit",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write JUnit XML here: the decision and a test case per host, then every "
-    "host's receipt check by check (like validate --junit), for CI.",
+@junit_option(
+    "Also write JUnit XML here: the decision and a test case per host, then every "
+    "host's receipt check by check (like validate --junit), for CI."
 )
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
-@click.option(
-    "--sandbox",
-    is_flag=True,
-    help="A try-it run whose hosts replay snapshots (--inventory-override): the receipts say "
-    "they are sandbox replays, which the promotion gate accepts and records.",
+@sandbox_option(
+    "A try-it run whose hosts replay snapshots (--inventory-override): the receipts say "
+    "they are sandbox replays, which the promotion gate accepts and records."
 )
 @json_option
 @click.pass_context
