@@ -62,11 +62,11 @@ def shape_option(help: str = SHAPE_HELP) -> Callable[[F], F]:
     return _shared("shape", "--shape", shell_complete=complete("shape"), help=help)
 
 
-def expect_option(default: str) -> Callable[[F], F]:
-    """``--expect FILE|-``: expectations as JSON; ``default`` says what is read without it."""
+def expect_option(default_source: str) -> Callable[[F], F]:
+    """``--expect FILE|-``: expectations as JSON; ``default_source``: what is read without it."""
     return _shared(
         "expect", "--expect", "expect_file", type=FILE_OR_STDIN,
-        help=f"Expectations from a JSON file, - for standard input (default: {default}).",
+        help=f"Expectations from a JSON file, - for standard input (default: {default_source}).",
     )  # fmt: skip
 
 
