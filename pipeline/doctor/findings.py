@@ -29,5 +29,11 @@ class Finding:
         }
 
 
+def error_text(exc: Exception) -> str:
+    """An SDK error in one line: its ``message`` (Azure's and Google's API errors carry
+    one) or its first line, at most 200 characters."""
+    return str(getattr(exc, "message", "") or exc).splitlines()[0][:200]
+
+
 def blockers(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.status == BLOCKER]

@@ -1,10 +1,12 @@
 """The quota check, written once for every cloud: each validation shape's quota entry
-(``images/catalog/quotas.yaml``) is read through the cloud's reader, and what is free is
+(``images/catalog/quotas.yaml``) is read through the cloud's quota API, and what is free is
 compared with what ``hosts`` machines of that shape need.
 
-A cloud supplies only its reader (in ``clouds/<cloud>/doctor.py``): given the shape's entry
-and the host count, it answers the quota as the cloud reports it (``Quota``), or one
-finding when it cannot read it (the same finding for several shapes is said once)."""
+A cloud supplies only its ``QuotaApi`` (in ``clouds/<cloud>/doctor.py``): the call that
+reads its quotas in the run's region or location, the permission that call needs, and
+what a shape counts against in its answer. The rest is here: each read is made once, and
+a read that fails is one warning naming the call, its error and what to do (grant the
+permission when the cloud refused it), after which nothing more is asked there."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
+from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, error_text
 from imagectl.doctor.needs import quota
+
+NETWORK = "check the endpoint and the network, then run doctor again"
 
 
 @dataclass(frozen=True)
@@ -31,15 +35,33 @@ class Quota:
     unit: str = ""  # " vCPUs"; "" for a count of GPUs
 
 
-# (the shape's quotas.yaml entry, hosts) -> the quota, or a finding saying why it is unread
-QuotaReader = Callable[[Mapping[str, Any], int], Quota | Finding]
+@dataclass(frozen=True)
+class QuotaApi:
+    """How one cloud reads its quotas in the region or location ``where``."""
+
+    where: str  # "us-central1", "eastus"
+    call: str  # the call as the cloud's reference names it: "Compute regions.get"
+    permission: str  # the permission the call needs: "compute.regions.get"
+    # one call: its answer for a key (``where``, or the entry's ``key``)
+    read: Callable[[str], Any]
+    # (where, the answer, the shape's quotas.yaml entry, hosts) -> the shape's quota
+    quota: Callable[[str, Any, Mapping[str, Any], int], Quota]
+    # whether the call's error is the cloud refusing it (the permission is missing)
+    refused: Callable[[Exception], bool]
+    # the key an entry is read with where one read does not answer every shape (AWS reads
+    # one quota code a call); None: one read of ``where``
+    key: Callable[[Mapping[str, Any]], str] | None = None
+    explain: Callable[[Exception], str] = error_text  # the call's error in one line
 
 
-def quota_findings(images: Path, shapes: list[str], hosts: int, read: QuotaReader) -> list[Finding]:
+def quota_findings(images: Path, shapes: list[str], hosts: int, api: QuotaApi) -> list[Finding]:
     """One finding per validation shape: a blocker where its quota has less free than
     ``hosts`` machines need (with the cloud's request to make), a warning where
-    quotas.yaml has no entry for it or the cloud's quota cannot be read."""
+    quotas.yaml has no entry for it; one warning in all where the cloud's quota cannot be
+    read (refused, unparsable, unreachable), and no call made after it."""
     out: list[Finding] = []
+    answers: dict[str, Any] = {}  # key -> the call's answer: each read made once
+    unread: Finding | None = None
     for shape in shapes:
         entry = quota(images, shape)
         if entry is None:
@@ -52,13 +74,28 @@ def quota_findings(images: Path, shapes: list[str], hosts: int, read: QuotaReade
                 )
             )
             continue
-        got = read(entry, hosts)
-        if isinstance(got, Finding):
-            if got not in out:
-                out.append(got)
+        if unread is not None:
             continue
-        out.append(_judged(got, shape, hosts))
+        key = api.key(entry) if api.key is not None else api.where
+        if key not in answers:
+            try:
+                answers[key] = api.read(key)
+            except Exception as exc:  # refused, unparsable, unreachable: one warning
+                unread = _unread(api, key, exc)
+                out.append(unread)
+                continue
+        out.append(_judged(api.quota(api.where, answers[key], entry, hosts), shape, hosts))
     return out
+
+
+def _unread(api: QuotaApi, key: str, exc: Exception) -> Finding:
+    what = "quotas" if key == api.where else f"quota {key}"
+    return Finding(
+        "quota",
+        WARNING,
+        f"cannot read {what} in {api.where} ({api.call}): {api.explain(exc)}",
+        f"grant {api.permission}" if api.refused(exc) else NETWORK,
+    )
 
 
 def _judged(q: Quota, shape: str, hosts: int) -> Finding:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from imagectl.core.errors import UserError
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
+from imagectl.doctor.quota import QuotaApi
 from imagectl.paths import Workspace
 from imagectl.stacks import ResolvedStack, load_resolved
 
@@ -21,6 +22,12 @@ class AccountChecks(Protocol):
 
     # environment variables that point its SDK at an emulator (then not a real cloud)
     ENDPOINT_ENV: tuple[str, ...]
+
+    def connect(self, settings: Any) -> Any:
+        """The cloud's clients for its stack section's settings."""
+
+    def quota_api(self, clients: Any, settings: Any) -> QuotaApi:
+        """How its quotas are read where the stack validates (``quota.quota_findings``)."""
 
     def diagnose(
         self,

@@ -17,7 +17,7 @@ from imagectl.clouds.aws.spec import SPEC as AWS
 from imagectl.clouds.aws.stack import AwsCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
 from imagectl.doctor.needs import DocumentFormat, permissions
-from imagectl.doctor.quota import Quota, quota_findings
+from imagectl.doctor.quota import NETWORK, Quota, QuotaApi, quota_findings
 from imagectl.stacks import ResolvedStack
 from imagectl.tags import TAG_MANAGED
 
@@ -34,6 +34,9 @@ def _names(doc: Any) -> list[str]:
 FORMAT = DocumentFormat("json", _names)
 ENDPOINT_ENV = ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL")
 
+# the error codes of IAM's refusal (IAM's and JSON APIs' AccessDenied(Exception), EC2's
+# UnauthorizedOperation)
+DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
 ASSUMED = re.compile(r"^arn:(?P<p>[^:]+):sts::(?P<acct>\d+):assumed-role/(?P<role>[^/]+)/")
 
 
@@ -93,13 +96,12 @@ def call_context(region: str) -> list[dict[str, Any]]:
     ]
 
 
-def check(
-    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, clients: Any
+def diagnose(
+    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: AwsCloud
 ) -> list[Finding]:
     from botocore.exceptions import ClientError
 
-    settings = resolved.stack.clouds.section_of(AwsCloud)
-    assert settings is not None  # doctor.run checked the stack targets aws
+    clients = connect(settings)
     region = settings.build.region
     out: list[Finding] = []
     try:
@@ -118,9 +120,7 @@ def check(
     out += _simulate(clients, caller, images, roles, region)
 
     ec2 = clients.ec2(region)
-    out += quota_findings(
-        images, settings.validation_shapes, hosts, partial(read_quota, clients, region)
-    )
+    out += quota_findings(images, settings.validation_shapes, hosts, quota_api(clients, settings))
     for shape in settings.validation_shapes:
         out += _guarded(
             "capacity",
@@ -160,7 +160,7 @@ def check(
                 "resources",
                 BLOCKER,
                 f"SSM GetParameter failed: {_failed(exc)}",
-                "check the endpoint and the network, then run doctor again",
+                NETWORK,
             )
         )
     else:
@@ -229,11 +229,10 @@ def _simulate(
                     else:
                         denied.append(r["EvalActionName"])
     except Exception as exc:
-        code = _code(exc) if hasattr(exc, "response") else ""
         fix = (
             "grant iam:SimulatePrincipalPolicy (images/permissions/aws/build.json)"
-            if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
-            else "check the endpoint and the network, then run doctor again"
+            if _refused(exc)
+            else NETWORK
         )
         return [
             Finding(
@@ -299,38 +298,47 @@ def _ebs_sharing(ec2: Any, resolved: ResolvedStack, region: str) -> list[Finding
     return [Finding("resources", OK, f"default EBS encryption in {region}: {state}")]
 
 
-def read_quota(clients: Any, region: str, entry: Mapping[str, Any], hosts: int) -> Quota | Finding:
-    """The On-Demand vCPU quota a shape counts against (Service Quotas GetServiceQuota: the
-    quota's value; AWS reports no use beside it)."""
-    from botocore.exceptions import ClientError
-
-    wanted = int(entry["vcpus"]) * hosts
-    code = entry["quota_code"]
-    try:
-        value = clients.client("service-quotas", region).get_service_quota(
+def service_quota(clients: Any, region: str, code: str) -> float:
+    """An EC2 quota's value in the region (Service Quotas GetServiceQuota)."""
+    return float(
+        clients.client("service-quotas", region).get_service_quota(
             ServiceCode="ec2", QuotaCode=code
         )["Quota"]["Value"]
-    except ClientError as exc:
-        return Finding(
-            "quota",
-            WARNING,
-            f"cannot read quota {code} ({_code(exc)})",
-            "grant servicequotas:GetServiceQuota",
-        )
-    except Exception as exc:  # unparsable answer, network: one finding naming the call
-        return Finding(
-            "quota",
-            WARNING,
-            f"Service Quotas GetServiceQuota {code} failed: {_failed(exc)}",
-            "check the endpoint and the network, then run doctor again",
-        )
+    )
+
+
+def read_quota(region: str, value: float, entry: Mapping[str, Any], hosts: int) -> Quota:
+    """The On-Demand vCPU quota a shape counts against (the quota's value; AWS reports no
+    use beside it)."""
+    wanted = int(entry["vcpus"]) * hosts
+    code = entry["quota_code"]
     return Quota(
         label=f"{entry['quota_name']} ({code}) in {region}",
         wanted=wanted,
-        free=float(value),
+        free=value,
         unit=" vCPUs",
         increase=f"request an increase: aws service-quotas request-service-quota-increase "
         f"--service-code ec2 --quota-code {code} --desired-value {wanted} --region {region}",
+    )
+
+
+def _refused(exc: Exception) -> bool:
+    """IAM's refusal, in the words each API uses for it."""
+    return hasattr(exc, "response") and _code(exc) in DENIED
+
+
+def quota_api(clients: Any, settings: AwsCloud) -> QuotaApi:
+    """Service Quotas GetServiceQuota in the build region, read once a quota code."""
+    region = settings.build.region
+    return QuotaApi(
+        where=region,
+        call="Service Quotas GetServiceQuota",
+        permission="servicequotas:GetServiceQuota",
+        read=partial(service_quota, clients, region),
+        quota=read_quota,
+        refused=_refused,
+        key=lambda entry: str(entry["quota_code"]),
+        explain=_failed,
     )
 
 
@@ -392,10 +400,6 @@ def _capacity(ec2: Any, settings: Any, region: str, shape: str, hosts: int) -> l
     ]
 
 
-def diagnose(
-    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: Any
-) -> list[Finding]:
-    """The account checks with this cloud's clients, built from the stack's settings."""
-    return check(
-        resolved, images, roles, hosts=hosts, clients=AwsClients(region=settings.build.region)
-    )
+def connect(settings: AwsCloud) -> AwsClients:
+    """This cloud's clients for the stack's settings."""
+    return AwsClients(region=settings.build.region)

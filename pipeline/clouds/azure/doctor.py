@@ -10,14 +10,14 @@ import fnmatch
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.spec import SPEC as AZURE
 from imagectl.clouds.azure.stack import AzureCloud
-from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
+from imagectl.doctor.findings import BLOCKER, OK, Finding, error_text
 from imagectl.doctor.needs import DocumentFormat, permissions
-from imagectl.doctor.quota import Quota, quota_findings
+from imagectl.doctor.quota import Quota, QuotaApi, quota_findings
 from imagectl.stacks import ResolvedStack
 
 
@@ -29,14 +29,7 @@ def _names(doc: Any) -> list[str]:
 FORMAT = DocumentFormat("json", _names)
 ENDPOINT_ENV = ("IMAGECTL_AZURE_ENDPOINT",)
 
-# a location and its usages by vCPU family (Compute Usage - List), or why they cannot be read
-LocationUsages: TypeAlias = "tuple[str, dict[str, Any]] | Finding"
-
 PERMISSIONS_API = "2022-04-01"
-
-
-def _text(exc: Exception) -> str:
-    return str(getattr(exc, "message", "") or exc).splitlines()[0][:200]
 
 
 def held_actions(clients: Any, rg: str) -> tuple[list[str], list[str]] | None:
@@ -73,13 +66,17 @@ def _holds(action: str, allowed: list[str], denied: list[str]) -> bool:
     return hit(allowed) and not hit(denied)
 
 
-def check(
-    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, clients: Any
+def diagnose(
+    resolved: ResolvedStack,
+    images: Path,
+    roles: tuple[str, ...],
+    *,
+    hosts: int,
+    settings: AzureCloud,
 ) -> list[Finding]:
     from azure.core.exceptions import ResourceNotFoundError
 
-    settings = resolved.stack.clouds.section_of(AzureCloud)
-    assert settings is not None  # doctor.run checked the stack targets azure
+    clients = connect(settings)
     sub = settings.build.subscription_id
     groups = dict.fromkeys([settings.build.resource_group, settings.gallery.resource_group])
     out: list[Finding] = []
@@ -107,7 +104,7 @@ def check(
                 "credentials",
                 BLOCKER,
                 f"cannot ask Azure for the caller's permissions in subscription "
-                f"{sub}: {_text(exc)}",
+                f"{sub}: {error_text(exc)}",
                 "run `az login` (or configure a federated credential) and check "
                 "clouds.azure.build.subscription_id",
             ),
@@ -129,9 +126,7 @@ def check(
             Finding("permissions", OK, f"all {len(needed)} actions of {', '.join(roles)} allowed")
         )
 
-    location = settings.build.location
-    usages = location_usages(clients, location)
-    out += quota_findings(images, settings.validation_shapes, hosts, partial(read_quota, usages))
+    out += quota_findings(images, settings.validation_shapes, hosts, quota_api(clients, settings))
 
     g = settings.gallery
     try:
@@ -145,7 +140,7 @@ def check(
                 f"gallery {g.name} does not exist in "
                 f"{g.resource_group} (imagectl creates only the image definition)",
                 f"az sig create --resource-group {g.resource_group} --gallery-name "
-                f"{g.name} --location {location}",
+                f"{g.name} --location {settings.build.location}",
             )
         )
     except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
@@ -153,35 +148,22 @@ def check(
             Finding(
                 "resources",
                 BLOCKER,
-                f"cannot read gallery {g.name} (Compute Galleries - Get): {_text(exc)}",
+                f"cannot read gallery {g.name} (Compute Galleries - Get): {error_text(exc)}",
                 "grant Microsoft.Compute/galleries/read",
             )
         )
     return out
 
 
-def location_usages(clients: Any, location: str) -> LocationUsages:
-    """The location's vCPU family usages by name, with the location (Compute Usage - List),
-    or the warning that they cannot be read."""
-    try:
-        usages = {u.name.value: u for u in clients.compute.usage.list(location)}
-    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
-        return Finding(
-            "quota",
-            WARNING,
-            f"cannot read usage in {location} (Compute Usage - List): {_text(exc)}",
-            "grant Microsoft.Compute/locations/usages/read",
-        )
-    return location, usages
+def location_usages(clients: Any, location: str) -> dict[str, Any]:
+    """The location's vCPU family usages by name (Compute Usage - List)."""
+    return {u.name.value: u for u in clients.compute.usage.list(location)}
 
 
-def read_quota(usages: LocationUsages, entry: Mapping[str, Any], hosts: int) -> Quota | Finding:
+def read_quota(location: str, usages: Any, entry: Mapping[str, Any], hosts: int) -> Quota:
     """The vCPU family quota a shape counts against in the location (limit and use)."""
-    if isinstance(usages, Finding):
-        return usages
-    location, by_family = usages
     family, wanted = entry["family"], int(entry["vcpus"]) * hosts
-    u = by_family.get(family)
+    u = usages.get(family)
     return Quota(
         label=f"{family} in {location}",
         wanted=wanted,
@@ -193,14 +175,23 @@ def read_quota(usages: LocationUsages, entry: Mapping[str, Any], hosts: int) -> 
     )
 
 
-def diagnose(
-    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: Any
-) -> list[Finding]:
-    """The account checks with this cloud's clients, built from the stack's settings."""
-    return check(
-        resolved,
-        images,
-        roles,
-        hosts=hosts,
-        clients=AzureClients(subscription_id=settings.build.subscription_id, retry_total=1),
+def _refused(exc: Exception) -> bool:
+    """ARM's 403 (``AuthorizationFailed``: the caller may not perform the action)."""
+    return getattr(exc, "status_code", None) == 403
+
+
+def quota_api(clients: Any, settings: AzureCloud) -> QuotaApi:
+    """Compute Usage - List in the build location, read once for every shape."""
+    return QuotaApi(
+        where=settings.build.location,
+        call="Compute Usage - List",
+        permission="Microsoft.Compute/locations/usages/read",
+        read=partial(location_usages, clients),
+        quota=read_quota,
+        refused=_refused,
     )
+
+
+def connect(settings: AzureCloud) -> AzureClients:
+    """This cloud's clients for the stack's settings."""
+    return AzureClients(subscription_id=settings.build.subscription_id, retry_total=1)

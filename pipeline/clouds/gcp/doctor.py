@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.spec import SPEC as GCP
 from imagectl.clouds.gcp.stack import GcpCloud
-from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
+from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, error_text
 from imagectl.doctor.needs import DocumentFormat, permissions
-from imagectl.doctor.quota import Quota, quota_findings
+from imagectl.doctor.quota import Quota, QuotaApi, quota_findings
 from imagectl.stacks import ResolvedStack
 
 
@@ -27,14 +27,7 @@ def _names(doc: Any) -> list[str]:
 FORMAT = DocumentFormat("yaml", _names)
 ENDPOINT_ENV = ("IMAGECTL_GCP_ENDPOINT",)
 
-# a region and its quotas by metric (Compute regions.get), or why they cannot be read
-RegionQuotas: TypeAlias = "tuple[str, dict[str, Any]] | Finding"
-
 RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
-
-
-def _text(exc: Exception) -> str:
-    return str(getattr(exc, "message", "") or exc).splitlines()[0][:200]
 
 
 def _session(clients: Any) -> Any:
@@ -99,7 +92,7 @@ def _org_policies(clients: Any, settings: Any, project: str) -> list[Finding]:
                 "resources",
                 WARNING,
                 f"cannot read {project}'s organization policies (Resource Manager "
-                f"getEffectiveOrgPolicy): {_text(exc)}",
+                f"getEffectiveOrgPolicy): {error_text(exc)}",
                 fix,
             )
         ]
@@ -177,13 +170,12 @@ def _locations(listed: dict[str, Any], wanted: list[str]) -> tuple[list[str], li
     return refused + rest, []
 
 
-def check(
-    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, clients: Any
+def diagnose(
+    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: GcpCloud
 ) -> list[Finding]:
     from google.api_core import exceptions as gexc
 
-    settings = resolved.stack.clouds.section_of(GcpCloud)
-    assert settings is not None  # doctor.run checked the stack targets gcp
+    clients = connect(settings)
     project = settings.build.project
     out: list[Finding] = []
     needed = permissions(images, GCP.name, roles, FORMAT)
@@ -194,7 +186,7 @@ def check(
             Finding(
                 "credentials",
                 BLOCKER,
-                f"cannot ask Google Cloud for {project}'s permissions: {_text(exc)}",
+                f"cannot ask Google Cloud for {project}'s permissions: {error_text(exc)}",
                 "run `gcloud auth application-default login` (or configure workload "
                 "identity federation) and check clouds.gcp.build.project",
             )
@@ -216,11 +208,9 @@ def check(
             Finding("permissions", OK, f"all {len(needed)} permissions of {', '.join(roles)} held")
         )
 
+    out += quota_findings(images, settings.validation_shapes, hosts, quota_api(clients, settings))
+
     capacity = settings.validation_capacity
-    zone = capacity.zone if capacity is not None else settings.build.zone
-    region = zone.rsplit("-", 1)[0]
-    quotas = region_quotas(clients, project, region)
-    out += quota_findings(images, settings.validation_shapes, hosts, partial(read_quota, quotas))
 
     if capacity is not None:
         name = capacity.reservation.rsplit("/", 1)[-1]
@@ -241,7 +231,7 @@ def check(
                 Finding(
                     "capacity",
                     BLOCKER,
-                    f"cannot read reservation {name} (Compute reservations.get): {_text(exc)}",
+                    f"cannot read reservation {name} (Compute reservations.get): {error_text(exc)}",
                     "grant compute.reservations.get, check the endpoint and the network",
                 )
             )
@@ -275,35 +265,23 @@ def check(
             Finding(
                 "resources",
                 BLOCKER,
-                f"cannot read image family {family} (Compute images.getFromFamily): {_text(exc)}",
+                f"cannot read image family {family} (Compute images.getFromFamily): "
+                f"{error_text(exc)}",
                 "grant compute.images.getFromFamily",
             )
         )
     return out
 
 
-def region_quotas(clients: Any, project: str, region: str) -> RegionQuotas:
-    """The region's quotas by metric, with the region (Compute regions.get ``quotas``), or
-    the warning that they cannot be read."""
-    try:
-        quotas = {q.metric: q for q in clients.regions.get(project=project, region=region).quotas}
-    except Exception as exc:  # refused, unparsable, unreachable: one finding naming the call
-        return Finding(
-            "quota",
-            WARNING,
-            f"cannot read {region}'s quotas (Compute regions.get): {_text(exc)}",
-            "grant compute.regions.get",
-        )
-    return region, quotas
+def region_quotas(clients: Any, project: str, region: str) -> dict[str, Any]:
+    """The region's quotas by metric (Compute regions.get ``quotas``)."""
+    return {q.metric: q for q in clients.regions.get(project=project, region=region).quotas}
 
 
-def read_quota(quotas: RegionQuotas, entry: Mapping[str, Any], hosts: int) -> Quota | Finding:
+def read_quota(region: str, quotas: Any, entry: Mapping[str, Any], hosts: int) -> Quota:
     """The GPU quota a shape counts against in the region (limit and usage)."""
-    if isinstance(quotas, Finding):
-        return quotas
-    region, by_metric = quotas
     metric, wanted = entry["metric"], int(entry["gpus"]) * hosts
-    q = by_metric.get(metric)
+    q = quotas.get(metric)
     return Quota(
         label=f"{metric} in {region}",
         wanted=wanted,
@@ -314,10 +292,25 @@ def read_quota(quotas: RegionQuotas, entry: Mapping[str, Any], hosts: int) -> Qu
     )
 
 
-def diagnose(
-    resolved: ResolvedStack, images: Path, roles: tuple[str, ...], *, hosts: int, settings: Any
-) -> list[Finding]:
-    """The account checks with this cloud's clients, built from the stack's settings."""
-    return check(
-        resolved, images, roles, hosts=hosts, clients=GcpClients(project=settings.build.project)
+def _refused(exc: Exception) -> bool:
+    """Compute's 403 (``forbidden``: "Required 'compute.regions.get' permission")."""
+    return getattr(exc, "code", None) == 403
+
+
+def quota_api(clients: Any, settings: GcpCloud) -> QuotaApi:
+    """Compute regions.get in the validation zone's region, read once for every shape."""
+    capacity = settings.validation_capacity
+    zone = capacity.zone if capacity is not None else settings.build.zone
+    return QuotaApi(
+        where=zone.rsplit("-", 1)[0],
+        call="Compute regions.get",
+        permission="compute.regions.get",
+        read=partial(region_quotas, clients, settings.build.project),
+        quota=read_quota,
+        refused=_refused,
     )
+
+
+def connect(settings: GcpCloud) -> GcpClients:
+    """This cloud's clients for the stack's settings."""
+    return GcpClients(project=settings.build.project)
