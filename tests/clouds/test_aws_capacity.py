@@ -5,17 +5,14 @@ reservations (``tests/fakes/moto_extensions.py``)."""
 
 from __future__ import annotations
 
-import datetime as dt
-from types import SimpleNamespace
-
 import boto3
 import pytest
 
-from imagectl.clouds.base import CapacityError, LaunchRequest
+from imagectl.clouds.base import CapacityError
 from imagectl.core.errors import CloudError
 from imagectl.validation.run import NoCapacity
 from tests.fakes import moto_extensions
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -34,30 +31,13 @@ def _reservation(zone: str = "us-east-1b", count: int = 1, block: bool = False) 
 
 
 def _provider(env: CloudEnv, rid: str, block: bool = False):
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["aws"]["validation_capacity"] = {"reservation_id": rid, "capacity_block": block}
-    stack = Stack.model_validate(raw)
-    return get_provider(
-        cloud_spec("aws"),
-        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("aws")),
+    return env.provider_with(
+        {"validation_capacity": {"reservation_id": rid, "capacity_block": block}}
     )
 
 
 def _launch(provider, image, zone: str):
-    return provider.launch(
-        LaunchRequest(
-            image,
-            "p5.48xlarge",
-            location=zone,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    return launch(provider, image, "p5.48xlarge", zone)
 
 
 def test_validation_launches_into_the_reservation_and_names_it_when_full(aws_moto) -> None:

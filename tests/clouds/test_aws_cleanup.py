@@ -9,9 +9,8 @@ import datetime as dt
 
 import boto3
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.reap import reap
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -27,17 +26,7 @@ def _managed_groups(region: str = "us-east-1") -> list[str]:
 def _launch(env: CloudEnv):
     provider = env.provider()
     image = env.seed_candidate()
-    inst = provider.launch(
-        LaunchRequest(
-            image,
-            "p5.48xlarge",
-            location=env.locations()[0],
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-            allowed_cidr="203.0.113.7/32",
-        )
-    )
+    inst = launch(provider, image, "p5.48xlarge", env.locations()[0], allowed_cidr="203.0.113.7/32")
     return provider, inst
 
 
@@ -82,15 +71,6 @@ def test_with_a_subnet_only_its_zone_is_tried(aws_moto) -> None:
     provider.subnet_id = subnet["Subnet"]["SubnetId"]
     zones = provider.candidate_locations(image)
     assert zones == ["us-east-1b"]
-    inst = provider.launch(
-        LaunchRequest(
-            image,
-            "p5.48xlarge",
-            location=zones[0],
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    inst = launch(provider, image, "p5.48xlarge", zones[0])
     assert inst.region == "us-east-1b"
     provider.terminate(inst)

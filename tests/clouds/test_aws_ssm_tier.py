@@ -6,8 +6,6 @@ parameters"). The emulator refuses the downgrade as SSM does."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import boto3
 import pytest
 from botocore.exceptions import ClientError
@@ -21,17 +19,7 @@ NAME = "/imagectl/h100-training/latest"
 
 
 def _provider(env: CloudEnv, tier: str):
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["aws"]["ssm_parameter_tier"] = tier
-    stack = Stack.model_validate(raw)
-    return get_provider(
-        cloud_spec("aws"),
-        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("aws")),
-    )
+    return env.provider_with({"ssm_parameter_tier": tier})
 
 
 def _tier() -> str:

@@ -7,27 +7,16 @@ image; the half-made VM and its NIC are removed."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
-from imagectl.clouds.base import CapacityError, LaunchRequest
-from tests.fakes.fixtures import CloudEnv
+from imagectl.clouds.base import CapacityError
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
 
 def _launch(provider, image, location: str):
-    return provider.launch(
-        LaunchRequest(
-            image,
-            "Standard_ND96isr_H100_v5",
-            location=location,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    return launch(provider, image, "Standard_ND96isr_H100_v5", location)
 
 
 @pytest.mark.parametrize(

@@ -7,14 +7,11 @@ overallocates like on demand, and "no capacity" then names the group."""
 
 from __future__ import annotations
 
-import datetime as dt
-from types import SimpleNamespace
-
 import pytest
 
-from imagectl.clouds.base import CapacityError, LaunchRequest
+from imagectl.clouds.base import CapacityError
 from imagectl.validation.run import NoCapacity
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -22,28 +19,11 @@ SIZE = "Standard_ND96isr_H100_v5"
 
 
 def _provider(env: CloudEnv, group: str, zone: str | None):
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": zone}
-    stack = Stack.model_validate(raw)
-    opts = provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("azure"))
-    return get_provider(cloud_spec("azure"), opts)
+    return env.provider_with({"validation_capacity": {"reservation_group": group, "zone": zone}})
 
 
 def _launch(provider, image, location: str):
-    return provider.launch(
-        LaunchRequest(
-            image,
-            SIZE,
-            location=location,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    return launch(provider, image, SIZE, location)
 
 
 def test_validation_uses_the_reservation_and_names_it_when_overallocated(azure_fake) -> None:

@@ -5,30 +5,16 @@ Create Or Update: hyperVGeneration and the SecurityType feature are fixed at cre
 
 from __future__ import annotations
 
-import datetime as dt
-from types import SimpleNamespace
-
 import pytest
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.core.errors import UserError
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
 
 def _provider(env: CloudEnv, **gallery: str):
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["azure"]["gallery"].update(gallery)
-    stack = Stack.model_validate(raw)
-    return get_provider(
-        cloud_spec("azure"),
-        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("azure")),
-    )
+    return env.provider_with({f"gallery.{key}": value for key, value in gallery.items()})
 
 
 def _definition(fake, env: CloudEnv) -> dict:
@@ -65,32 +51,14 @@ def test_a_trusted_launch_definition_gets_trusted_launch_validation_vms(azure_fa
     image = env.seed_candidate()
     provider = _provider(env, security_type="TrustedLaunch")
     location = env.locations()[0]
-    provider.launch(
-        LaunchRequest(
-            image,
-            "Standard_ND96isr_H100_v5",
-            location=location,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    launch(provider, image, "Standard_ND96isr_H100_v5", location)
     (put,) = azure_fake.calls("PUT", "/virtualMachines/")
     assert put.body["properties"]["securityProfile"] == {
         "securityType": "TrustedLaunch",
         "uefiSettings": {"secureBootEnabled": True, "vTpmEnabled": True},
     }
     standard = _provider(env)
-    standard.launch(
-        LaunchRequest(
-            image,
-            "Standard_ND96isr_H100_v5",
-            location=location,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    launch(standard, image, "Standard_ND96isr_H100_v5", location)
     assert (
         "securityProfile" not in azure_fake.calls("PUT", "/virtualMachines/")[-1].body["properties"]
     )

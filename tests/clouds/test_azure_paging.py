@@ -5,10 +5,7 @@ listing that read only the first page would miss images and fleet VMs here."""
 
 from __future__ import annotations
 
-import datetime as dt
-
-from imagectl.clouds.base import LaunchRequest
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -28,17 +25,7 @@ def test_fleet_vms_beyond_the_first_page_are_listed(azure_fake) -> None:
     provider = env.provider()
     location = env.locations()[0]
     launched = {
-        provider.launch(
-            LaunchRequest(
-                image,
-                "Standard_ND96isr_H100_v5",
-                location=location,
-                ttl=dt.timedelta(hours=1),
-                launched_by="test",
-                stack="h100-training",
-            )
-        ).instance_id
-        for _ in range(5)
+        launch(provider, image, "Standard_ND96isr_H100_v5", location).instance_id for _ in range(5)
     }
     assert set(env.live_instances()) == launched
     assert any(r.query.get("$skiptoken") for r in azure_fake.calls("GET", "/virtualMachines$"))

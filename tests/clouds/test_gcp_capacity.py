@@ -6,14 +6,11 @@ in the reservation's zone only, and a full reservation is "no capacity" naming i
 
 from __future__ import annotations
 
-import datetime as dt
-from types import SimpleNamespace
-
 import pytest
 
-from imagectl.clouds.base import CapacityError, LaunchRequest
+from imagectl.clouds.base import CapacityError
 from imagectl.validation.run import NoCapacity
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -21,30 +18,11 @@ SHAPE = "a3-highgpu-8g"
 
 
 def _provider(env: CloudEnv, reservation: str, zone: str):
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["gcp"]["validation_capacity"] = {"reservation": reservation, "zone": zone}
-    stack = Stack.model_validate(raw)
-    return get_provider(
-        cloud_spec("gcp"),
-        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("gcp")),
-    )
+    return env.provider_with({"validation_capacity": {"reservation": reservation, "zone": zone}})
 
 
 def _launch(provider, image, zone: str):
-    return provider.launch(
-        LaunchRequest(
-            image,
-            SHAPE,
-            location=zone,
-            ttl=dt.timedelta(hours=1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    return launch(provider, image, SHAPE, zone)
 
 
 def test_validation_consumes_the_reservation_and_names_it_when_full(gcp_fake) -> None:

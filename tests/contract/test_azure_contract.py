@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from tests.contract.arm_schema import problems
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
+
+SIZE = "Standard_ND96isr_H100_v5"
 
 
 def _models() -> dict[str, object]:
@@ -50,18 +51,10 @@ def _exercise(fake) -> None:
             pass
         provider.set_pointer("h100-training", region, image.image_id)
     provider.deprecate(image)
-    inst = provider.launch(
-        LaunchRequest(
-            image,
-            "Standard_ND96isr_H100_v5",
-            location=env.locations()[0],
-            ttl=dt.timedelta(hours=1),
-            launched_by="contract",
-            stack="h100-training",
-            ssh_public_key="ssh-ed25519 AAAA contract",
-            allowed_cidr="203.0.113.0/24",
-        )
-    )
+    inst = launch(
+        provider, image, SIZE, env.locations()[0], launched_by="contract",
+        ssh_public_key="ssh-ed25519 AAAA contract", allowed_cidr="203.0.113.0/24",
+    )  # fmt: skip
     provider.wait_reachable(inst, timeout_s=30)
     provider.list_instances(managed_only=False)
     provider.terminate(inst)
@@ -70,13 +63,11 @@ def _exercise(fake) -> None:
                          ttl=dt.timedelta(hours=-1), launched_by="contract")  # fmt: skip
     placements = [
         provider.create_placement(name=f"imagectl-contract-{n}", location=env.locations()[0],
-                                  shape="Standard_ND96isr_H100_v5", count=2, tags=tags)
+                                  shape=SIZE, count=2, tags=tags)
         for n in range(3)
     ]  # fmt: skip
-    placed = provider.launch(LaunchRequest(
-        image, "Standard_ND96isr_H100_v5", location=env.locations()[0], ttl=dt.timedelta(hours=1),
-        launched_by="contract", stack="h100-training", placement=placements[0],
-    ))  # fmt: skip
+    placed = launch(provider, image, SIZE, env.locations()[0], launched_by="contract",
+                    placement=placements[0])  # fmt: skip
     assert len(provider.list_placements()) == 3
     provider.terminate(placed)
     provider.delete_placement(placements[0])
@@ -84,37 +75,16 @@ def _exercise(fake) -> None:
     build = env.resolved.stack.clouds.azure.build
     group = fake.add_capacity_reservation(
         build.resource_group, "crg", location=build.location,
-        size="Standard_ND96isr_H100_v5", count=1, zone="1",
+        size=SIZE, count=1, zone="1",
     )  # fmt: skip
-    special = _variant(env, security_type="TrustedLaunch", group=group)
+    special = env.provider_with({
+        "gallery.security_type": "TrustedLaunch",
+        "gallery.image_definition": "h100-training-tl",  # a new one
+        "validation_capacity": {"reservation_group": group, "zone": "1"},
+    })  # fmt: skip
     special.prepare_build()
-    inst = special.launch(
-        LaunchRequest(
-            image,
-            "Standard_ND96isr_H100_v5",
-            location=f"{build.location}/1",
-            ttl=dt.timedelta(hours=1),
-            launched_by="contract",
-            stack="h100-training",
-        )
-    )
+    inst = launch(special, image, SIZE, f"{build.location}/1", launched_by="contract")
     special.terminate(inst)
-
-
-def _variant(env: CloudEnv, *, security_type: str, group: str):
-    from types import SimpleNamespace
-
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["azure"]["gallery"]["security_type"] = security_type
-    raw["clouds"]["azure"]["gallery"]["image_definition"] = "h100-training-tl"  # a new one
-    raw["clouds"]["azure"]["validation_capacity"] = {"reservation_group": group, "zone": "1"}
-    stack = Stack.model_validate(raw)
-    opts = provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("azure"))
-    return get_provider(cloud_spec("azure"), opts)
 
 
 def test_compute_requests_and_responses_follow_the_arm_models(azure_fake) -> None:

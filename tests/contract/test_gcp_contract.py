@@ -8,11 +8,10 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from imagectl.stacks.schema import Sharing
 from tests.contract.compute_schema import problems
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -59,34 +58,19 @@ def _exercise(fake) -> None:
     provider.set_pointer("h100-training", "us", old.image_id)  # rollback
     provider.deprecate(new)
     zone = env.locations()[0]
-    inst = provider.launch(
-        LaunchRequest(
-            old,
-            "a3-highgpu-8g",
-            location=zone,
-            ttl=dt.timedelta(hours=1),
-            launched_by="contract",
-            stack="h100-training",
-            ssh_public_key="ssh-ed25519 AAAA contract",
-            allowed_cidr="203.0.113.0/24",
-        )
-    )
+    inst = launch(
+        provider, old, "a3-highgpu-8g", zone, launched_by="contract",
+        ssh_public_key="ssh-ed25519 AAAA contract", allowed_cidr="203.0.113.0/24",
+    )  # fmt: skip
     provider.wait_reachable(inst, timeout_s=30)
     assert provider.list_instances(managed_only=False)
     provider.terminate(inst)
     # a validation launch into a specific reservation (reservationAffinity)
     fake.add_reservation(zone, "h100-pool", machine_type="a3-highgpu-8g", count=1)
-    reserved = _with_reservation(env, "h100-pool", zone)
-    inst = reserved.launch(
-        LaunchRequest(
-            old,
-            "a3-highgpu-8g",
-            location=zone,
-            ttl=dt.timedelta(hours=1),
-            launched_by="contract",
-            stack="h100-training",
-        )
+    reserved = env.provider_with(
+        {"validation_capacity": {"reservation": "h100-pool", "zone": zone}}
     )
+    inst = launch(reserved, old, "a3-highgpu-8g", zone, launched_by="contract")
     reserved.terminate(inst)
     # a multi-node run's placement, and the reaper's listing of the ones left behind
     tags = instance_tags(stack="h100-training", image_id=old.image_id,
@@ -97,22 +81,6 @@ def _exercise(fake) -> None:
     placements = provider.list_placements()
     assert len(placements) == 3
     provider.delete_placement(placements[0].placement)
-
-
-def _with_reservation(env: CloudEnv, reservation: str, zone: str):
-    from types import SimpleNamespace
-
-    from imagectl.clouds.options import provider_options
-    from imagectl.clouds.registry import cloud_spec, get_provider
-    from imagectl.stacks.schema import Stack
-
-    raw = env.resolved.stack.model_dump(mode="json")
-    raw["clouds"]["gcp"]["validation_capacity"] = {"reservation": reservation, "zone": zone}
-    stack = Stack.model_validate(raw)
-    return get_provider(
-        cloud_spec("gcp"),
-        provider_options(SimpleNamespace(stack=stack, name="s"), cloud_spec("gcp")),
-    )
 
 
 def test_requests_and_responses_follow_the_compute_api(gcp_fake) -> None:

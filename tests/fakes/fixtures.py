@@ -13,8 +13,15 @@ the fixtures). Fixtures:
   ``IMAGECTL_AZURE_ENDPOINT`` points at it.
 - ``cloud_env`` (parametrised over aws / gcp / azure): a ``CloudEnv``.
 
+Helpers: ``fake_aws_credentials(monkeypatch)`` (moto's fake credentials, no default AMIs),
+``moto_serving()`` (a ``ThreadedMotoServer`` on 127.0.0.1 for a ``with`` block, yielding its
+endpoint), ``gcp_serving`` / ``azure_serving`` (the fakes for a ``with`` block), and
+``launch(provider, image, shape, location, **fields)`` (a launch as a test run makes one).
+
 ``CloudEnv`` (what promotion / drift tests need without caring which cloud):
   ``provider()`` the real provider for the stack, talking to the fake;
+  ``provider_with({"dotted.path": value})`` the same with fields of the stack's section
+  for this cloud changed;
   ``seed_candidate(name=None, tags=None) -> CloudImage`` a candidate image of the stack;
   ``locations()`` the launch locations in the order the provider tries them;
   ``throttle(n)``, ``capacity_error(location)``, ``quota_error()``, ``never_running()``;
@@ -26,12 +33,15 @@ Every provider polls with interval 0 (``IMAGECTL_CLOUD_POLL_S=0``).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from imagectl.clouds.base import LaunchRequest
 from tests.fakes import moto_extensions
 from tests.fakes.aws_faults import AwsFaults
 from tests.fakes.azure_arm import FakeAzureArm
@@ -59,10 +69,36 @@ def fast_polling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IMAGECTL_CLOUD_POLL_S", "0")
 
 
-@pytest.fixture
-def aws_moto(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[AwsFaults]:
+def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's fake credentials and region in the environment, and no default AMIs."""
     for key, value in FAKE_AWS.items():
         monkeypatch.setenv(key, value)
+
+
+@contextlib.contextmanager
+def moto_serving() -> Iterator[str]:
+    """A ``ThreadedMotoServer`` on 127.0.0.1 for the block; yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def launch(provider: Any, image: Any, shape: str, location: str, **fields: Any) -> Any:
+    """``provider.launch`` of a request as a test run makes one: an hour to live, launched
+    by "test", for the stack; ``fields``: other ``LaunchRequest`` fields, or these changed."""
+    fields = {"ttl": dt.timedelta(hours=1), "launched_by": "test", "stack": STACK, **fields}
+    return provider.launch(LaunchRequest(image, shape, location=location, **fields))
+
+
+@pytest.fixture
+def aws_moto(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[AwsFaults]:
+    fake_aws_credentials(monkeypatch)
     for key in ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
         monkeypatch.delenv(key, raising=False)
     from moto import mock_aws
@@ -75,21 +111,12 @@ def aws_moto(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[Aw
 
 @pytest.fixture
 def moto_server(monkeypatch: pytest.MonkeyPatch, fast_polling: None) -> Iterator[str]:
-    for key, value in FAKE_AWS.items():
-        monkeypatch.setenv(key, value)
-    from moto.server import ThreadedMotoServer
-
+    fake_aws_credentials(monkeypatch)
     moto_extensions.install()
     moto_extensions.BEHAVIOUR.reset()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", endpoint)
-    try:
+    with moto_serving() as endpoint:
+        monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", endpoint)
         yield endpoint
-    finally:
-        server.stop()
 
 
 @contextlib.contextmanager
@@ -140,6 +167,24 @@ class CloudEnv:
         return get_provider(
             cloud_spec(self.cloud), provider_options(self.resolved, cloud_spec(self.cloud))
         )
+
+    def provider_with(self, changes: dict[str, Any]) -> Any:
+        """The real provider for the stack with fields of its section for this cloud
+        replaced, each named by its dotted path in it (``"gallery.security_type"``)."""
+        from imagectl.clouds.options import provider_options
+        from imagectl.clouds.registry import cloud_spec, get_provider
+        from imagectl.stacks.schema import Stack
+
+        raw = self.resolved.stack.model_dump(mode="json")
+        for path, value in changes.items():
+            *parents, name = path.split(".")
+            section = raw["clouds"][self.cloud]
+            for parent in parents:
+                section = section[parent]
+            section[name] = value
+        stack = Stack.model_validate(raw)
+        spec = cloud_spec(self.cloud)
+        return get_provider(spec, provider_options(SimpleNamespace(stack=stack, name="s"), spec))
 
     def tags(self) -> dict[str, str]:
         return {"imagectl:stack": self.resolved.name, "imagectl:stack-digest": self.resolved.digest}
