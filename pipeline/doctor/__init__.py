@@ -5,7 +5,7 @@ documents under ``images/permissions/``), GPU quota and capacity for each valida
 shape, the resources the run writes to, the runner's address, and placeholder ids.
 ``offline`` holds the checks that make no cloud call (what ``build`` and
 ``validate-image`` run first); ``quota`` the quota check, written once. The account checks
-of each cloud live in its folder (``clouds/<cloud>/doctor.py``, with its quota reader) and
+of each cloud live in its folder (``clouds/<cloud>/doctor.py``, with its quota API) and
 are registered by its spec (``CloudSpec.doctor_module``); ``run`` runs them.
 """
 
