@@ -12,6 +12,7 @@ from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import load_data
+from imagectl.doctor.findings import BLOCKER, OK, Finding
 
 ROLES = ("build", "validate", "promote", "readonly", "reap", "sign")
 # What the build workflow's job does with one identity: build, then validate.
@@ -55,6 +56,20 @@ def permissions(
             docs = f"{earlier.document}, {rel}" if earlier else rel
             seen[name] = Needed(name, docs)
     return list(seen.values())
+
+
+def permission_findings(
+    needed: list[Needed], holds: Callable[[str], bool], lacks: Callable[[str], str], held: str
+) -> list[Finding]:
+    """A blocker for each needed permission the caller does not hold (``lacks``: the line
+    saying so; the fix names the documents that grant it), or one line ``held`` when it
+    holds them all."""
+    missing = [n for n in needed if not holds(n.permission)]
+    out = [
+        Finding("permissions", BLOCKER, lacks(n.permission), f"add it from {n.document}")
+        for n in missing
+    ]
+    return out or [Finding("permissions", OK, held)]
 
 
 def quota(images: Path, shape: str) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from imagectl.clouds.azure.clients import AzureClients
 from imagectl.clouds.azure.spec import SPEC as AZURE
 from imagectl.clouds.azure.stack import AzureCloud
 from imagectl.doctor.findings import BLOCKER, OK, Finding, error_text
-from imagectl.doctor.needs import DocumentFormat, permissions
+from imagectl.doctor.needs import DocumentFormat, permission_findings, permissions
 from imagectl.doctor.quota import Quota, QuotaApi, quota_findings
 from imagectl.stacks import ResolvedStack
 
@@ -111,20 +111,12 @@ def diagnose(
         ]
     out.append(Finding("credentials", OK, f"Azure subscription {sub} answers"))
     needed = permissions(images, AZURE.name, roles, FORMAT)
-    missing = [n for n in needed if not _holds(n.permission, allowed, denied)]
-    for n in missing:
-        out.append(
-            Finding(
-                "permissions",
-                BLOCKER,
-                f"the caller may not {n.permission} in {', '.join(groups)}",
-                f"add it from {n.document}",
-            )
-        )
-    if not missing:
-        out.append(
-            Finding("permissions", OK, f"all {len(needed)} actions of {', '.join(roles)} allowed")
-        )
+    out += permission_findings(
+        needed,
+        lambda p: _holds(p, allowed, denied),
+        lambda p: f"the caller may not {p} in {', '.join(groups)}",
+        f"all {len(needed)} actions of {', '.join(roles)} allowed",
+    )
 
     out += quota_findings(images, settings.validation_shapes, hosts, quota_api(clients, settings))
 

@@ -14,7 +14,7 @@ from imagectl.clouds.gcp.clients import GcpClients
 from imagectl.clouds.gcp.spec import SPEC as GCP
 from imagectl.clouds.gcp.stack import GcpCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, error_text
-from imagectl.doctor.needs import DocumentFormat, permissions
+from imagectl.doctor.needs import DocumentFormat, permission_findings, permissions
 from imagectl.doctor.quota import Quota, QuotaApi, quota_findings
 from imagectl.stacks import ResolvedStack
 
@@ -193,20 +193,12 @@ def diagnose(
         ]
     out.append(Finding("credentials", OK, f"Google Cloud project {project} answers"))
     out += _org_policies(clients, settings, project)
-    missing = [n for n in needed if n.permission not in held]
-    for n in missing:
-        out.append(
-            Finding(
-                "permissions",
-                BLOCKER,
-                f"the caller lacks {n.permission} on {project}",
-                f"add it from {n.document}",
-            )
-        )
-    if not missing:
-        out.append(
-            Finding("permissions", OK, f"all {len(needed)} permissions of {', '.join(roles)} held")
-        )
+    out += permission_findings(
+        needed,
+        held.__contains__,
+        lambda p: f"the caller lacks {p} on {project}",
+        f"all {len(needed)} permissions of {', '.join(roles)} held",
+    )
 
     out += quota_findings(images, settings.validation_shapes, hosts, quota_api(clients, settings))
 
