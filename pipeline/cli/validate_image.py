@@ -16,7 +16,6 @@ from imagectl.catalog.lifecycle import ImageState
 from imagectl.cli.common import (
     cloud_option,
     console,
-    emit_json,
     hosts_option,
     json_option,
     runner_cidr_option,
@@ -24,6 +23,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
+from imagectl.core.output import show
 from imagectl.core.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
 from imagectl.validators.commands.options import (
@@ -180,10 +180,7 @@ def command(
         if junit is not None:
             assert receipts_dir is not None
             _write_junit(junit, payload, receipts_dir)
-    if as_json:
-        emit_json(payload)
-    else:
-        _render(payload)
+    show(as_json, payload, lambda: _render(payload))
     leaked = outcome.termination_errors
     if leaked:  # an instance that may still run (and bill): never a clean exit
         console(stderr=True).print(

@@ -50,3 +50,12 @@ def crash_traces() -> None:
 
 def emit_json(payload: object) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def show(as_json: bool, payload: object, view: Callable[[], None]) -> None:
+    """A command's result, the one fork every command takes: ``payload`` as JSON on
+    stdout with ``--json``, otherwise ``view()`` prints it for people (the rich console)."""
+    if as_json:
+        emit_json(payload)
+    else:
+        view()

@@ -193,6 +193,7 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     argv = _pre_start(tmp_path, node)
     ok = _run(argv)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert _flat(ok.stdout).startswith(f"attested: {node['envelope']} holds for"), ok.stdout
     # a promoted copy in another region is named by the statement the promotion signed
     copy = _run(_pre_start(tmp_path, node, "ami-0fedcba9876543210"))
     assert copy.returncode == 0, copy.stdout + copy.stderr

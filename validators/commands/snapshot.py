@@ -8,7 +8,7 @@ import click
 
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write_json
-from imagectl.core.output import console, crash_traces, emit_json, json_option
+from imagectl.core.output import console, crash_traces, json_option, show
 from imagectl.validators.commands.options import history_option, hygiene_root_option, output_option
 
 
@@ -91,18 +91,15 @@ def command(
         dcgm_note = f", DCGM r{dcgm['level']}: " + (
             dcgm["error"] or ("timed out" if dcgm["timed_out"] else f"exit {dcgm['exit_code']}")
         )
-    if as_json:
-        emit_json(
-            {
-                "snapshot": str(output),
-                "gpus": n,
-                "nvml_error": err,
-                "dcgm": {k: dcgm.get(k) for k in ("level", "exit_code", "timed_out", "error")}
-                if dcgm
-                else None,
-                "description": snap.get("description"),
-            }
-        )
-        return 0
-    console().print(f"snapshot: {output} ({n} GPU(s){', NVML: ' + err if err else ''}{dcgm_note})")
+    summary = {
+        "snapshot": str(output),
+        "gpus": n,
+        "nvml_error": err,
+        "dcgm": {k: dcgm.get(k) for k in ("level", "exit_code", "timed_out", "error")}
+        if dcgm
+        else None,
+        "description": snap.get("description"),
+    }
+    line = f"snapshot: {output} ({n} GPU(s){', NVML: ' + err if err else ''}{dcgm_note})"
+    show(as_json, summary, lambda: console().print(line))
     return 0

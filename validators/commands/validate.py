@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from imagectl.core.errors import UserError
-from imagectl.core.output import console, crash_traces, emit_json, json_option
+from imagectl.core.output import console, crash_traces, json_option, show
 from imagectl.validators.commands.controller import complete, hooks
 from imagectl.validators.commands.options import (
     FILE,
@@ -28,6 +29,9 @@ from imagectl.validators.commands.options import (
     shape_option,
     toolkit_wheelhouse_option,
 )
+
+if TYPE_CHECKING:  # pydantic loads when the command runs, not for --help
+    from imagectl.validators.receipt import Receipt
 
 
 @click.command("validate", cls=KeepsArgs)
@@ -158,7 +162,7 @@ def command(
     from imagectl.validators.expectations import require_expectations, resolve_expectations
     from imagectl.validators.jsonfile import STDIN, finish_stdin
     from imagectl.validators.receipt import load_receipt, write_receipt
-    from imagectl.validators.report import render_table, write_junit
+    from imagectl.validators.report import write_junit
     from imagectl.validators.session import Options, validate
     from imagectl.validators.snapshot import load_snapshot
 
@@ -234,10 +238,13 @@ def command(
         from imagectl.validators.prometheus import write_prometheus
 
         write_prometheus(receipt, prometheus)
-    if as_json:
-        emit_json(receipt.model_dump(mode="json"))
-    else:
-        render_table(receipt, console=console(), show_passed=show_all)
-        if output is not None:
-            console().print(f"receipt: {output}")
+    show(as_json, receipt.model_dump(mode="json"), lambda: _view(receipt, show_all, output))
     return 0 if receipt.verdict == "pass" else 1
+
+
+def _view(receipt: Receipt, show_all: bool, output: Path | None) -> None:
+    from imagectl.validators.report import render_table
+
+    render_table(receipt, console=console(), show_passed=show_all)
+    if output is not None:
+        console().print(f"receipt: {output}")

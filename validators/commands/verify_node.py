@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
-from imagectl.core.output import console, emit_json, json_option
+from imagectl.core.output import console, json_option, show
 from imagectl.validators.attestation import BadAttestationInput, verify_node
 from imagectl.validators.commands.options import FILE, F, image_id_option
 
@@ -92,22 +92,19 @@ def command(
             "--export-envelope`); the trust file is written at build time from the "
             "repository's keys/attestation-trust.json",
         ) from None
-    if as_json:
-        emit_json(
-            {"valid": not reasons, "reasons": reasons, "envelope": str(envelope),
-             "image_id": image_id}
-        )  # fmt: skip
-    elif reasons:
-        from imagectl.core.safetext import plain
-
-        out = console()
-        out.print("[red]not attested[/]: this node's image fails its attestation")
-        for reason in reasons:
-            out.print(f"  - {plain(reason)}", soft_wrap=True, markup=False)
-    else:
-        from imagectl.core.safetext import plain
-
-        console().print(
-            plain(f"attested: {envelope} holds for {manifest} ({image_id})"), markup=False
-        )
+    payload = {"valid": not reasons, "reasons": reasons, "envelope": str(envelope),
+               "image_id": image_id}  # fmt: skip
+    show(as_json, payload, lambda: _view(reasons, f"{envelope} holds for {manifest} ({image_id})"))
     return EXIT_OK if not reasons else EXIT_FAILED
+
+
+def _view(reasons: list[str], attested: str) -> None:
+    from imagectl.core.safetext import plain
+
+    out = console()
+    if not reasons:
+        out.print(plain(f"attested: {attested}"), markup=False)
+        return
+    out.print("[red]not attested[/]: this node's image fails its attestation")
+    for reason in reasons:
+        out.print(f"  - {plain(reason)}", soft_wrap=True, markup=False)
