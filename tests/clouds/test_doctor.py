@@ -20,7 +20,6 @@ from tests.fakes import moto_doctor
 from tests.fakes import permissions as perm
 from tests.fakes.azure_arm import FakeAzureArm
 from tests.fakes.doctor_apis import ArmDoctorApis, GcpDoctorApis
-from tests.fakes.fixtures import FAKE_AWS
 from tests.fakes.gcp_compute import FakeGcpCompute
 
 STACK = "h100-training"
@@ -84,17 +83,8 @@ def account(
     own_ids(workspace_copy)
     cloud = request.param
     if cloud == "aws":
-        for key, value in FAKE_AWS.items():
-            monkeypatch.setenv(key, value)
-        for key in ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
-            monkeypatch.delenv(key, raising=False)
-        from moto import mock_aws
-
-        moto_doctor.install()
-        moto_doctor.EC2_QUOTAS.clear()
-        with mock_aws():
+        with moto_doctor.account(monkeypatch):
             yield Account(cloud, workspace_copy, None, None, monkeypatch)
-        moto_doctor.EC2_QUOTAS.clear()
     elif cloud == "gcp":
         with FakeGcpCompute(project=PROJECT) as fake:
             monkeypatch.setenv("IMAGECTL_GCP_ENDPOINT", fake.endpoint)

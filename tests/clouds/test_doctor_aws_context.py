@@ -22,7 +22,6 @@ from imagectl.clouds.aws.doctor import call_context
 from tests.clouds.test_doctor import RUNNER, STACK, merged, own_ids
 from tests.fakes import moto_doctor
 from tests.fakes import permissions as perm
-from tests.fakes.fixtures import FAKE_AWS
 
 REGION = "us-east-1"
 
@@ -30,18 +29,8 @@ REGION = "us-east-1"
 @pytest.fixture
 def aws_account(workspace_copy: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     own_ids(workspace_copy)
-    for key, value in FAKE_AWS.items():
-        monkeypatch.setenv(key, value)
-    for key in ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(key, raising=False)
-    from moto import mock_aws
-
-    moto_doctor.install()
-    moto_doctor.EC2_QUOTAS.clear()
-    moto_doctor.EBS_DEFAULT_KEYS.clear()
-    with mock_aws():
+    with moto_doctor.account(monkeypatch):
         yield workspace_copy
-    moto_doctor.EBS_DEFAULT_KEYS.clear()
 
 
 def _doctor(cli: Any, root: Path, monkeypatch: pytest.MonkeyPatch, doc: Any) -> Any:

@@ -32,7 +32,6 @@ from tests.fakes import moto_doctor
 from tests.fakes import permissions as perm
 from tests.fakes.azure_arm import FakeAzureArm
 from tests.fakes.doctor_apis import ArmDoctorApis, GcpDoctorApis
-from tests.fakes.fixtures import FAKE_AWS
 from tests.fakes.gcp_compute import FakeGcpCompute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,16 +196,6 @@ class Emulated:
 
 @contextlib.contextmanager
 def _aws(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulated]:
-    from moto import mock_aws
-
-    for key, value in FAKE_AWS.items():
-        monkeypatch.setenv(key, value)
-    for key in ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(key, raising=False)
-    moto_doctor.install()
-    moto_doctor.EC2_QUOTAS.clear()
-    moto_doctor.EC2_QUOTAS["L-417A185B"] = 96.0  # p5.48xlarge needs 192, p4d.24xlarge 96
-
     def reads(clients: Any) -> Callable[[], int]:
         calls: list[str] = []
         clients.session.events.register(
@@ -214,11 +203,9 @@ def _aws(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emulated]:
         )
         return lambda: len(calls)
 
-    try:
-        with mock_aws():
-            yield Emulated(None, ("p5.48xlarge", "p4d.24xlarge"), reads)
-    finally:
-        moto_doctor.EC2_QUOTAS.clear()
+    with moto_doctor.account(monkeypatch):
+        moto_doctor.EC2_QUOTAS["L-417A185B"] = 96.0  # p5.48xlarge needs 192, p4d.24xlarge 96
+        yield Emulated(None, ("p5.48xlarge", "p4d.24xlarge"), reads)
 
 
 @contextlib.contextmanager
