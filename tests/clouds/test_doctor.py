@@ -102,10 +102,12 @@ def account(
             yield Account(cloud, workspace_copy, fake, apis, monkeypatch)
 
 
+def doctor_at(cli: Any, root: Path, cloud: str, *extra: str) -> Any:
+    return cli("--root", str(root), "doctor", "--stack", STACK, "--cloud", cloud, *extra)
+
+
 def doctor(cli: Any, account: Account, *extra: str) -> Any:
-    return cli(
-        "--root", str(account.root), "doctor", "--stack", STACK, "--cloud", account.cloud, *extra
-    )
+    return doctor_at(cli, account.root, account.cloud, *extra)
 
 
 def _run(cli: Any, account: Account, doc: Any, *extra: str) -> Any:
@@ -167,17 +169,7 @@ def test_a_missing_gallery(cli: Any, workspace_copy: Path, monkeypatch) -> None:
         monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
         apis = ArmDoctorApis(fake, groups={"imagectl-build", "imagectl-images"})
         apis.usages["standardNDSH100v5Family"] = (96, 0)
-        result = cli(
-            "--root",
-            str(workspace_copy),
-            "doctor",
-            "--stack",
-            STACK,
-            "--cloud",
-            "azure",
-            "--runner-cidr",
-            RUNNER,
-        )
+        result = doctor_at(cli, workspace_copy, "azure", "--runner-cidr", RUNNER)
     assert result.code == 1, result.out
     (line,) = [ln for ln in result.out.splitlines() if "gallery imagectl_gallery" in ln]
     assert line.startswith("blocker") and "az sig create --resource-group imagectl-images" in line
@@ -188,17 +180,7 @@ def test_a_missing_resource_group(cli: Any, workspace_copy: Path, monkeypatch) -
     with FakeAzureArm(subscription=SUBSCRIPTION) as fake:
         monkeypatch.setenv("IMAGECTL_AZURE_ENDPOINT", fake.endpoint)
         ArmDoctorApis(fake, groups={"imagectl-images"})
-        result = cli(
-            "--root",
-            str(workspace_copy),
-            "doctor",
-            "--stack",
-            STACK,
-            "--cloud",
-            "azure",
-            "--runner-cidr",
-            RUNNER,
-        )
+        result = doctor_at(cli, workspace_copy, "azure", "--runner-cidr", RUNNER)
     assert result.code == 1
     assert any(
         "resource group imagectl-build does not exist" in ln and "az group create" in ln
