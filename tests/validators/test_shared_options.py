@@ -124,13 +124,20 @@ def test_json_is_the_cores_everywhere() -> None:
         ), name  # fmt: skip
 
 
+def _marked(key: str, decls: list[str], type: click.ParamType) -> SharedOption:
+    """An option that claims a shared declaration's key without being made by it."""
+    option = SharedOption(decls, type=type)
+    option.key = key
+    return option
+
+
 @pytest.mark.parametrize(
     "option",
     [
         click.Option(["--shape"], help="The machine shape (images/catalog/shapes.yaml)."),
         click.Option(["--expect", "expect_file"], type=click.Path(dir_okay=False)),
-        SharedOption(["--profile"], key="profile", type=click.Choice(["quick", "boot"])),
-        SharedOption(["--device"], key="device", type=click.Choice(["auto", "cuda", "cpu"])),
+        _marked("profile", ["--profile"], type=click.Choice(["quick", "boot"])),
+        _marked("device", ["--device"], type=click.Choice(["auto", "cuda", "cpu"])),
     ],
     ids=["shape-by-hand", "expect-by-hand", "profiles-reordered", "device-without-default"],
 )

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
 from imagectl.core.errors import UserError
+from imagectl.core.output import F
 from imagectl.validators.commands.controller import complete
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 PROFILES = ("boot", "quick", "full", "burn")  # validators.checks.base.ALL_PROFILES, in order
 LOADED_PROFILES = PROFILES[1:]  # the ones that put load on the GPUs (collectives' sweep)
@@ -39,22 +37,30 @@ _ARGS = "imagectl.validators.commands.args"
 class SharedOption(click.Option):
     """A click option declared in this module; ``key`` names the declaration."""
 
-    def __init__(self, *args: Any, key: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.key = key
+    key = ""
 
 
-def _shared(key: str, *decls: str, **attrs: Any) -> Callable[[F], F]:
-    return click.option(*decls, cls=SharedOption, key=key, **attrs)
+def _shared(key: str, *decls: str, **attrs: object) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        marked = click.option(*decls, cls=SharedOption, **attrs)(func)
+        params: list[click.Parameter] = vars(marked)["__click_params__"]  # click's own list
+        made = params[-1]
+        assert isinstance(made, SharedOption)
+        made.key = key
+        return marked
+
+    return decorate
 
 
 def profile_option(
     help: str, *, default: str | None = None, loaded_only: bool = False
 ) -> Callable[[F], F]:
     """``--profile``: one of the validator's profiles (the loaded ones with ``loaded_only``)."""
-    attrs: dict[str, Any] = {"default": default, "show_default": default is not None}
     choices = LOADED_PROFILES if loaded_only else PROFILES
-    return _shared("profile", "--profile", type=click.Choice(choices), help=help, **attrs)
+    return _shared(
+        "profile", "--profile", type=click.Choice(choices), default=default,
+        show_default=default is not None, help=help,
+    )  # fmt: skip
 
 
 def shape_option(help: str = SHAPE_HELP) -> Callable[[F], F]:

@@ -20,9 +20,9 @@ from pathlib import Path
 import click
 
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
-from imagectl.core.output import console, json_option, show
+from imagectl.core.output import F, console, json_option, show
 from imagectl.validators.attestation import BadAttestationInput, verify_node
-from imagectl.validators.commands.options import FILE, F, image_id_option
+from imagectl.validators.commands.options import FILE, image_id_option
 
 
 def _text(value: object) -> str | None:
