@@ -75,8 +75,9 @@ class CloudSpec(Generic[S]):
     # imported by get_provider; holds create_provider(options)
     provider_module: ClassVar[str]
     # imported by ``imagectl doctor`` (imagectl.clouds.account.cloud_checks): the cloud's account
-    # checks (``ENDPOINT_ENV`` and ``diagnose``, imagectl.doctor.run.AccountChecks), or ""
-    # for a cloud with no account to check (the local one)
+    # checks (``ENDPOINT_ENV``, ``connect``, ``quota_api`` and ``diagnose``,
+    # imagectl.doctor.run.AccountChecks), or "" for a cloud with no account to check (the
+    # local one)
     doctor_module: ClassVar[str] = ""
     # what create_provider takes (this cloud's ProviderOptions, beside its spec)
     options_type: ClassVar[type[ProviderOptions]]
