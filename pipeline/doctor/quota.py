@@ -36,6 +36,31 @@ class Quota:
 
 
 @dataclass(frozen=True)
+class Reported:
+    """What a shape counts against where the cloud reports each quota with its use: the
+    read's answer maps a quota's name to (limit, use); the shape's quotas.yaml entry names
+    its quota in the field ``name`` and what one machine takes in ``per_host``. A quota
+    the answer lacks is 0 of 0."""
+
+    name: str  # "metric"
+    per_host: str  # "gpus"
+    increase: str  # what to do when it is short, with {name} and {where}
+    unit: str = ""
+
+    def __call__(self, where: str, answer: Any, entry: Mapping[str, Any], hosts: int) -> Quota:
+        name = str(entry[self.name])
+        limit, use = answer.get(name, (0, 0))
+        return Quota(
+            label=f"{name} in {where}",
+            wanted=int(entry[self.per_host]) * hosts,
+            free=limit - use,
+            limit=limit,
+            unit=self.unit,
+            increase=self.increase.format(name=name, where=where),
+        )
+
+
+@dataclass(frozen=True)
 class QuotaApi:
     """How one cloud reads its quotas in the region or location ``where``."""
 

@@ -7,7 +7,6 @@ definition in it)."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from imagectl.clouds.azure.spec import SPEC as AZURE
 from imagectl.clouds.azure.stack import AzureCloud
 from imagectl.doctor.findings import BLOCKER, OK, Finding, error_text
 from imagectl.doctor.needs import DocumentFormat, permission_findings, permissions
-from imagectl.doctor.quota import Quota, QuotaApi, quota_findings
+from imagectl.doctor.quota import QuotaApi, Reported, quota_findings
 from imagectl.stacks import ResolvedStack
 
 
@@ -147,24 +146,9 @@ def diagnose(
     return out
 
 
-def location_usages(clients: Any, location: str) -> dict[str, Any]:
-    """The location's vCPU family usages by name (Compute Usage - List)."""
-    return {u.name.value: u for u in clients.compute.usage.list(location)}
-
-
-def read_quota(location: str, usages: Any, entry: Mapping[str, Any], hosts: int) -> Quota:
-    """The vCPU family quota a shape counts against in the location (limit and use)."""
-    family, wanted = entry["family"], int(entry["vcpus"]) * hosts
-    u = usages.get(family)
-    return Quota(
-        label=f"{family} in {location}",
-        wanted=wanted,
-        free=(u.limit - u.current_value) if u is not None else 0,
-        limit=u.limit if u is not None else 0,
-        unit=" vCPUs",
-        increase=f"request a quota increase for {family} in {location} (Azure portal > "
-        "Quotas > Compute)",
-    )
+def location_usages(clients: Any, location: str) -> dict[str, tuple[float, float]]:
+    """(limit, current value) of each vCPU family in the location (Compute Usage - List)."""
+    return {u.name.value: (u.limit, u.current_value) for u in clients.compute.usage.list(location)}
 
 
 def _refused(exc: Exception) -> bool:
@@ -179,7 +163,13 @@ def quota_api(clients: Any, settings: AzureCloud) -> QuotaApi:
         call="Compute Usage - List",
         permission="Microsoft.Compute/locations/usages/read",
         read=partial(location_usages, clients),
-        quota=read_quota,
+        # the vCPU family a shape counts against in the location (limit and use)
+        quota=Reported(
+            "family",
+            "vcpus",
+            "request a quota increase for {name} in {where} (Azure portal > Quotas > Compute)",
+            unit=" vCPUs",
+        ),
         refused=_refused,
     )
 

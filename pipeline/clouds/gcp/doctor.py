@@ -5,7 +5,6 @@ reservation, and images.getFromFamily for the family the promotion writes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from imagectl.clouds.gcp.spec import SPEC as GCP
 from imagectl.clouds.gcp.stack import GcpCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, error_text
 from imagectl.doctor.needs import DocumentFormat, permission_findings, permissions
-from imagectl.doctor.quota import Quota, QuotaApi, quota_findings
+from imagectl.doctor.quota import QuotaApi, Reported, quota_findings
 from imagectl.stacks import ResolvedStack
 
 
@@ -265,23 +264,10 @@ def diagnose(
     return out
 
 
-def region_quotas(clients: Any, project: str, region: str) -> dict[str, Any]:
-    """The region's quotas by metric (Compute regions.get ``quotas``)."""
-    return {q.metric: q for q in clients.regions.get(project=project, region=region).quotas}
-
-
-def read_quota(region: str, quotas: Any, entry: Mapping[str, Any], hosts: int) -> Quota:
-    """The GPU quota a shape counts against in the region (limit and usage)."""
-    metric, wanted = entry["metric"], int(entry["gpus"]) * hosts
-    q = quotas.get(metric)
-    return Quota(
-        label=f"{metric} in {region}",
-        wanted=wanted,
-        free=(q.limit - q.usage) if q is not None else 0.0,
-        limit=q.limit if q is not None else 0.0,
-        increase=f"request a quota increase for {metric} in {region} (IAM & Admin > Quotas, "
-        "or gcloud beta quotas preferences create)",
-    )
+def region_quotas(clients: Any, project: str, region: str) -> dict[str, tuple[float, float]]:
+    """The region's quotas, (limit, usage) by metric (Compute regions.get ``quotas``)."""
+    found = clients.regions.get(project=project, region=region).quotas
+    return {q.metric: (q.limit, q.usage) for q in found}
 
 
 def _refused(exc: Exception) -> bool:
@@ -298,7 +284,13 @@ def quota_api(clients: Any, settings: GcpCloud) -> QuotaApi:
         call="Compute regions.get",
         permission="compute.regions.get",
         read=partial(region_quotas, clients, settings.build.project),
-        quota=read_quota,
+        # the GPU quota a shape counts against in the region (limit and usage)
+        quota=Reported(
+            "metric",
+            "gpus",
+            "request a quota increase for {name} in {where} (IAM & Admin > "
+            "Quotas, or gcloud beta quotas preferences create)",
+        ),
         refused=_refused,
     )
 
