@@ -18,34 +18,13 @@ import pytest
 from ruamel.yaml import YAML
 
 from tests.clouds.scenario import HEALTHY, write_override
+from tests.fakes.fixtures import register_base_ami
 from tests.support import REPO, require_tool
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
 STACK = "h100-training"
 OWNER = "099720109477"  # the stack's base_image.owner (Canonical)
-MOTO_ACCOUNT = "123456789012"
-
-
-def _register_base(endpoint: str, region: str, name: str) -> None:
-    """The base AMI the stack's owner and name filter find (moto keeps the caller as the
-    owner and drops hvm/ebs: set on its record, as tests/packer/test_aws_moto_build.py)."""
-    import boto3
-    from moto.ec2.models import ec2_backends
-
-    ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
-    resp = ec2.register_image(
-        Name=name,
-        Architecture="x86_64",
-        RootDeviceName="/dev/sda1",
-        VirtualizationType="hvm",
-        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
-    )
-    ami = ec2_backends[MOTO_ACCOUNT][region].amis[resp["ImageId"]]
-    ami.virtualization_type = "hvm"
-    ami.root_device_type = "ebs"
-    ami.architecture = "x86_64"
-    ami.owner_id = OWNER
 
 
 def _edit_kernel(root: Path, kernel: str) -> str:
@@ -101,7 +80,9 @@ def built(cli: Any, moto_server: str, workspace_copy: Path) -> tuple[Path, str, 
 
     _, resolved = load_resolved(workspace_copy / "images", STACK)
     aws = resolved.stack.clouds.aws
-    _register_base(moto_server, aws.build.region, aws.base_image.name.replace("*", "20261101"))
+    register_base_ami(
+        moto_server, aws.build.region, aws.base_image.name.replace("*", "20261101"), OWNER
+    )
     result = cli(
         "--root", str(workspace_copy), "build", "--stack", STACK, "--cloud", "aws",
         "--skip-provisioning", "--json",
@@ -365,7 +346,9 @@ def test_the_driver_version_reaches_the_gate_in_ten_hops_and_the_stack_is_parsed
     assert driver
     aws = resolved.stack.clouds.aws
     assert aws is not None
-    _register_base(moto_server, aws.build.region, aws.base_image.name.replace("*", "20261101"))
+    register_base_ami(
+        moto_server, aws.build.region, aws.base_image.name.replace("*", "20261101"), OWNER
+    )
 
     watched = {("validation/run.py", "ValidationRun.__init__"),
                ("validation/records.py", "CatalogRecorder.receipt")}  # fmt: skip

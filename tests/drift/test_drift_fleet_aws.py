@@ -14,30 +14,15 @@ import pytest
 from drift_helpers import stack_report
 from ruamel.yaml import YAML
 
-CREDS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
+from tests.fakes.fixtures import fake_aws_credentials, moto_serving
 
 
 @pytest.fixture
 def moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    for key, value in CREDS.items():
-        monkeypatch.setenv(key, value)
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", endpoint)
-    try:
+    fake_aws_credentials(monkeypatch)
+    with moto_serving() as endpoint:
+        monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", endpoint)
         yield endpoint
-    finally:
-        server.stop()
 
 
 def aws_only(ws: Path) -> None:
@@ -129,8 +114,7 @@ def test_cloud_refusing_the_credentials_is_an_error_of_the_check(cli, workspace_
             pass
 
     aws_only(workspace_copy)
-    for key, value in CREDS.items():
-        monkeypatch.setenv(key, value)
+    fake_aws_credentials(monkeypatch)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_port}")

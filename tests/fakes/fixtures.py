@@ -13,10 +13,14 @@ the fixtures). Fixtures:
   ``IMAGECTL_AZURE_ENDPOINT`` points at it.
 - ``cloud_env`` (parametrised over aws / gcp / azure): a ``CloudEnv``.
 
-Helpers: ``fake_aws_credentials(monkeypatch)`` (moto's fake credentials, no default AMIs),
-``moto_serving()`` (a ``ThreadedMotoServer`` on 127.0.0.1 for a ``with`` block, yielding its
-endpoint), ``gcp_serving`` / ``azure_serving`` (the fakes for a ``with`` block), and
-``launch(provider, image, shape, location, **fields)`` (a launch as a test run makes one).
+Helpers:
+
+- ``fake_aws_credentials(monkeypatch)``: moto's fake credentials, no default AMIs.
+- ``moto_serving()``: a ``ThreadedMotoServer`` on 127.0.0.1 for a ``with`` block; yields
+  its endpoint URL. ``register_base_ami(endpoint, region, name, owner)``: a publisher's
+  base AMI on it.
+- ``gcp_serving`` / ``azure_serving``: the GCP and ARM fakes for a ``with`` block.
+- ``launch(provider, image, shape, location, **fields)``: a launch as a test run makes one.
 
 ``CloudEnv`` (what promotion / drift tests need without caring which cloud):
   ``provider()`` the real provider for the stack, talking to the fake;
@@ -87,6 +91,37 @@ def moto_serving() -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+MOTO_ACCOUNT = "123456789012"  # the account moto answers for
+
+
+def register_base_ami(endpoint: str, region: str, name: str, owner: str = MOTO_ACCOUNT) -> str:
+    """A publisher's base AMI as the stack's owner and name filter find it, on the moto
+    server at ``endpoint`` (running in this process); returns its id.
+
+    moto's RegisterImage makes the caller the owner and drops the architecture, the
+    virtualization type and the root device type: they are set on moto's record as a real
+    Ubuntu AMI has them (x86_64, hvm, ebs, ``owner``'s account), so the production query
+    (``AwsProvider.newest_base_image``) applies unchanged.
+    """
+    import boto3
+    from moto.ec2.models import ec2_backends
+
+    ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
+    resp = ec2.register_image(
+        Name=name,
+        Architecture="x86_64",
+        RootDeviceName="/dev/sda1",
+        VirtualizationType="hvm",
+        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
+    )
+    ami = ec2_backends[MOTO_ACCOUNT][region].amis[resp["ImageId"]]
+    ami.virtualization_type = "hvm"
+    ami.root_device_type = "ebs"
+    ami.architecture = "x86_64"
+    ami.owner_id = owner
+    return str(resp["ImageId"])
 
 
 def launch(provider: Any, image: Any, shape: str, location: str, **fields: Any) -> Any:

@@ -23,63 +23,21 @@ from imagectl.packer.build import run_build
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import find_workspace
 from imagectl.stacks import load_resolved
+from tests.fakes.fixtures import fake_aws_credentials, moto_serving, register_base_ami
 from tests.support import ROOT, require_tool
-
-MOTO_ACCOUNT = "123456789012"
-FAKE_CREDS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @pytest.fixture()
 def moto_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-    for k, v in FAKE_CREDS.items():
-        monkeypatch.setenv(k, v)
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    fake_aws_credentials(monkeypatch)
+    with moto_serving() as endpoint:
+        yield endpoint
 
 
 def _ec2(endpoint: str, region: str) -> Any:
     import boto3
 
     return boto3.client("ec2", region_name=region, endpoint_url=endpoint)
-
-
-def _register_base_ami(endpoint: str, region: str, name: str, owner: str = MOTO_ACCOUNT) -> str:
-    """The Ubuntu base image the stack's owner and name filter look for.
-
-    moto's RegisterImage ignores VirtualizationType and the root device type and makes
-    the caller the owner; the server runs in this process, so the fixture sets them on
-    moto's record as a real Ubuntu AMI has them (hvm, ebs, Canonical's account) and the
-    production query (``AwsProvider.newest_base_image``) applies unchanged.
-    """
-    from moto.ec2.models import ec2_backends
-
-    ec2 = _ec2(endpoint, region)
-    resp = ec2.register_image(
-        Name=name,
-        Architecture="x86_64",
-        RootDeviceName="/dev/sda1",
-        VirtualizationType="hvm",
-        BlockDeviceMappings=[{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 8}}],
-    )
-    ami = ec2_backends[MOTO_ACCOUNT][region].amis[resp["ImageId"]]
-    ami.virtualization_type = "hvm"
-    ami.root_device_type = "ebs"
-    ami.architecture = "x86_64"  # moto's RegisterImage drops it too
-    ami.owner_id = owner
-    return str(resp["ImageId"])
 
 
 def test_packer_builds_tagged_candidate_ami_in_build_region_only(
@@ -92,10 +50,10 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
     assert aws is not None
     region = aws.build.region
     base_name = aws.base_image.name.replace("*", "20261101")
-    base_ami = _register_base_ami(moto_endpoint, region, base_name, aws.base_image.owner)
+    base_ami = register_base_ami(moto_endpoint, region, base_name, aws.base_image.owner)
     # Decoys: the same name in another region, and in the build region from another owner.
-    _register_base_ami(moto_endpoint, "us-west-2", base_name, aws.base_image.owner)
-    _register_base_ami(moto_endpoint, region, base_name)
+    register_base_ami(moto_endpoint, "us-west-2", base_name, aws.base_image.owner)
+    register_base_ami(moto_endpoint, region, base_name)
     spec = cloud_spec("aws")
     provider = get_provider(
         spec, replace(provider_options(resolved, spec), endpoint_url=moto_endpoint)

@@ -196,18 +196,14 @@ def moto_server() -> Iterator[str]:
 
     saved = {k: os.environ.get(k) for k in FAKE_CREDS}
     os.environ.update(FAKE_CREDS)
-    from moto.server import ThreadedMotoServer
-
     from tests.fakes import moto_extensions
+    from tests.fakes.fixtures import moto_serving
 
     moto_extensions.install()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
     try:
-        yield f"http://{host}:{port}"
+        with moto_serving() as endpoint:
+            yield endpoint
     finally:
-        server.stop()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -215,10 +211,21 @@ def moto_server() -> Iterator[str]:
                 os.environ[key] = value
 
 
-def _reset_moto_behaviour() -> None:
+def _aws_env(resolved: Any, world: World, endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The moto server emptied (its state and the extensions' behaviour), and the AWS
+    environment for the stack on it, exported."""
+    import urllib.request
+
+    import cloud_envs
+
     from tests.fakes import moto_extensions
 
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
     moto_extensions.BEHAVIOUR.reset()
+    env = cloud_envs.aws_env(resolved, world.catalog, endpoint)
+    for key, value in env.env.items():
+        monkeypatch.setenv(key, value)
+    return env
 
 
 @pytest.fixture(params=["aws", "gcp", "azure"])
@@ -226,52 +233,31 @@ def cloud(
     request: pytest.FixtureRequest, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Any]:
     """The h100-training stack on one cloud's emulator (see ``cloud_envs.py``)."""
-    import urllib.request
-
     import cloud_envs
 
     from imagectl.stacks import load_resolved
 
     _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)
     if request.param == "aws":
-        endpoint = request.getfixturevalue("moto_server")
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
-        _reset_moto_behaviour()
-        env = cloud_envs.aws_env(resolved, world.catalog, endpoint)
-        for key, value in env.env.items():
-            monkeypatch.setenv(key, value)
-        yield env
+        yield _aws_env(resolved, world, request.getfixturevalue("moto_server"), monkeypatch)
     elif request.param == "gcp":
         from tests.fakes.gcp_compute import FakeGcpCompute
 
-        fake = FakeGcpCompute(project="imagectl-test", op_polls=1).start()
-        try:
-            yield cloud_envs.gcp_env(resolved, world.catalog, fake)
-        finally:
-            fake.stop()
+        with FakeGcpCompute(project="imagectl-test", op_polls=1) as gcp:
+            yield cloud_envs.gcp_env(resolved, world.catalog, gcp)
     else:
         from tests.fakes.azure_arm import FakeAzureArm
 
-        fake = FakeAzureArm(subscription="00000000-0000-0000-0000-000000000000").start()
-        try:
-            yield cloud_envs.azure_env(resolved, world.catalog, fake)
-        finally:
-            fake.stop()
+        with FakeAzureArm(subscription="00000000-0000-0000-0000-000000000000") as arm:
+            yield cloud_envs.azure_env(resolved, world.catalog, arm)
 
 
 @pytest.fixture
 def cloud_aws(world: World, moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The h100-training stack on moto only (for the subprocess kill-point tests)."""
-    import urllib.request
-
     import cloud_envs
 
     from imagectl.stacks import load_resolved
 
     _loaded, resolved = load_resolved(REPO / "images", cloud_envs.STACK)
-    urllib.request.urlopen(urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST"))
-    _reset_moto_behaviour()
-    env = cloud_envs.aws_env(resolved, world.catalog, moto_server)
-    for key, value in env.env.items():
-        monkeypatch.setenv(key, value)
-    return env
+    return _aws_env(resolved, world, moto_server, monkeypatch)
