@@ -7,10 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.stacks.schema import Sharing
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_STATE, TAG_TTL
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 TARGET = {"aws": "us-west-2", "gcp": "eu", "azure": "westus3"}
 
@@ -34,18 +33,11 @@ def test_launch_tags_and_locks_down_the_instance(cloud_env: CloudEnv) -> None:
     image = cloud_env.seed_candidate()
     p = cloud_env.provider()
     before = dt.datetime.now(dt.timezone.utc)
-    inst = p.launch(
-        LaunchRequest(
-            image,
-            "p5.48xlarge",
-            location=cloud_env.locations()[0],
-            ttl=dt.timedelta(hours=2),
-            launched_by="ci-run-42",
-            stack="h100-training",
-            ssh_public_key="ssh-ed25519 AAAAC3Nza test",
-            allowed_cidr="203.0.113.7/32",
-        )
-    )
+    inst = launch(
+        p, image, "p5.48xlarge", cloud_env.locations()[0], ttl=dt.timedelta(hours=2),
+        launched_by="ci-run-42", ssh_public_key="ssh-ed25519 AAAAC3Nza test",
+        allowed_cidr="203.0.113.7/32",
+    )  # fmt: skip
     assert inst.tags[TAG_MANAGED] == "true"
     assert inst.tags[TAG_LAUNCHED_BY] == "ci-run-42"
     expires = inst.expires_at()
@@ -211,10 +203,12 @@ def test_gcp_reaps_a_killed_runs_ssh_rule_only_after_its_ttl_and_its_instance(
     cloud_env = CloudEnv("gcp", gcp_fake)
     image = cloud_env.seed_candidate()
     p = cloud_env.provider()
-    kw = dict(location=cloud_env.locations()[0], ttl=dt.timedelta(hours=2),
-              launched_by="ci", stack="h100-training", allowed_cidr="203.0.113.7/32")  # fmt: skip
-    dead = p.launch(LaunchRequest(image, "a3-highgpu-8g", **kw))  # type: ignore[arg-type]
-    alive = p.launch(LaunchRequest(image, "a3-highgpu-8g", **kw))  # type: ignore[arg-type]
+    zone = cloud_env.locations()[0]
+    dead, alive = (
+        launch(p, image, "a3-highgpu-8g", zone, ttl=dt.timedelta(hours=2), launched_by="ci",
+               allowed_cidr="203.0.113.7/32")
+        for _ in range(2)
+    )  # fmt: skip
     cloud_env.fake.firewalls["allow-ssh-from-office"] = {
         "name": "allow-ssh-from-office", "description": "the team's own rule",
         "targetTags": ["office"], "sourceRanges": ["198.51.100.0/24"],

@@ -8,14 +8,13 @@ sshd behind the real forwarder) and ``tests/embedded/test_e2e_validate_clouds.py
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from imagectl.clouds.base import LaunchRequest
+from tests.fakes import fixtures
 from tests.fakes.fixtures import resolved_stack
 from tests.fakes.guests import GuestHost
 
@@ -50,18 +49,10 @@ def aws_candidate(owner: str = CANONICAL, *, endpoint: str | None = None) -> str
 
 
 def launch(provider: Any, image: Any, location: str, key: str, cidr: str = RUNNER) -> Any:
-    return provider.launch(
-        LaunchRequest(
-            image,
-            "p5.48xlarge",
-            location=location,
-            ttl=dt.timedelta(hours=1),
-            launched_by="guest-test",
-            stack=resolved_stack().name,
-            ssh_public_key=key,
-            allowed_cidr=cidr,
-        )
-    )
+    return fixtures.launch(
+        provider, image, "p5.48xlarge", location, launched_by="guest-test",
+        stack=resolved_stack().name, ssh_public_key=key, allowed_cidr=cidr,
+    )  # fmt: skip
 
 
 def banner(address: str, port: int, timeout: float = 10) -> bytes:
