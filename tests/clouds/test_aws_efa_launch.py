@@ -14,10 +14,7 @@ from typing import Any
 import pytest
 
 from imagectl.clouds.aws.efa import efa_cards
-from imagectl.clouds.base import LaunchRequest
-from imagectl.clouds.common import instance_tags
-from imagectl.validation.fabric.nodes import placement_name
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch, placement
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -36,12 +33,9 @@ def _recorded(provider: Any, region: str) -> list[dict[str, Any]]:
     return sent
 
 
-def _launch(provider: Any, image: Any, shape: str, zone: str, placement: Any = None) -> Any:
-    return provider.launch(LaunchRequest(
-        image, shape, location=zone, ttl=dt.timedelta(hours=1), launched_by="test",
-        stack="h100-training", ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr=RUNNER,
-        placement=placement,
-    ))  # fmt: skip
+def _launch(provider: Any, image: Any, shape: str, zone: str, run: Any = None) -> Any:
+    return launch(provider, image, shape, zone, ssh_public_key="ssh-ed25519 AAAA k",
+                  allowed_cidr=RUNNER, placement=run)  # fmt: skip
 
 
 def _group(provider: Any, region: str, group_id: str) -> dict[str, Any]:
@@ -72,13 +66,8 @@ def test_a_two_node_p5_run_shares_one_self_admitting_group_with_efa_interfaces(
     region = image.region
     sent = _recorded(provider, region)
     zone = provider.candidate_locations(image)[0]
-    tags = instance_tags(stack="h100-training", image_id=image.image_id,
-                         ttl=dt.timedelta(hours=1), launched_by="test")  # fmt: skip
-    placement = provider.create_placement(
-        name=placement_name("h100-training"), location=zone, shape="p5.48xlarge", count=2,
-        tags=tags,
-    )  # fmt: skip
-    nodes = [_launch(provider, image, "p5.48xlarge", zone, placement) for _ in range(2)]
+    run = placement(provider, image, "p5.48xlarge", zone)
+    nodes = [_launch(provider, image, "p5.48xlarge", zone, run) for _ in range(2)]
 
     assert len(sent) == 2 and efa_cards("p5.48xlarge") == 32
     groups = set()
@@ -90,7 +79,7 @@ def test_a_two_node_p5_run_shares_one_self_admitting_group_with_efa_interfaces(
         assert [n["DeviceIndex"] for n in nics] == [0] + [1] * 31
         groups.update(g for n in nics for g in n["Groups"])
         assert len({n["SubnetId"] for n in nics}) == 1
-        assert request["Placement"]["GroupName"] == placement.resource_id
+        assert request["Placement"]["GroupName"] == run.resource_id
     (group_id,) = groups  # one group for both hosts
     group = _group(provider, region, group_id)
     assert _admits_members(group)

@@ -6,16 +6,14 @@ Compute does (``tests/fakes/gcp_compute.py``, ``machine_family_refusal``)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.gcp.launch import DATA, launch_settings, series_of
 from imagectl.core.yamlfast import load_data
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch, placement
 from tests.fakes.gcp_compute import FAKE_SERIES
 
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -32,11 +30,8 @@ def _stack_shapes() -> list[str]:
 
 
 def _launch(env: CloudEnv, shape: str) -> Any:
-    return env.provider().launch(LaunchRequest(
-        env.seed_candidate(), shape, location=env.fake.zones[0], ttl=dt.timedelta(hours=1),
-        launched_by="test", stack="h100-training", ssh_public_key="ssh-ed25519 AAAA k",
-        allowed_cidr="203.0.113.7/32",
-    ))  # fmt: skip
+    return launch(env.provider(), env.seed_candidate(), shape, env.fake.zones[0],
+                  ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr="203.0.113.7/32")  # fmt: skip
 
 
 @pytest.mark.parametrize("shape", ["a3-highgpu-8g", "a4-highgpu-8g", "g2-standard-4"])
@@ -109,35 +104,28 @@ def test_a_multi_node_run_shares_one_rule_admitting_its_hosts_to_each_other(gcp_
     """The run's hosts reach each other (NCCL and its bootstrap) through one rule whose
     source and target are the run's network tag; nothing from outside the run, and SSH
     from the runner only; delete_placement removes it."""
-    from imagectl.clouds.common import instance_tags
-    from imagectl.validation.fabric.nodes import placement_name
     from tests.fakes.gcp_compute import firewall_admits
 
     env = CloudEnv("gcp", gcp_fake)
     provider = env.provider()
     image = env.seed_candidate()
     zone = gcp_fake.zones[0]
-    tags = instance_tags(stack="h100-training", image_id=image.image_id,
-                         ttl=dt.timedelta(hours=1), launched_by="test")  # fmt: skip
-    placement = provider.create_placement(
-        name=placement_name("h100-training"), location=zone, shape="a3-highgpu-8g", count=2,
-        tags=tags,
-    )  # fmt: skip
-    request = LaunchRequest(image, "a3-highgpu-8g", location=zone, ttl=dt.timedelta(hours=1),
-                            launched_by="test", stack="h100-training",
-                            ssh_public_key="ssh-ed25519 AAAA k", allowed_cidr="203.0.113.7/32",
-                            placement=placement)  # fmt: skip
-    nodes = [provider.launch(request) for _ in range(2)]
+    run = placement(provider, image, "a3-highgpu-8g", zone)
+    nodes = [
+        launch(provider, image, "a3-highgpu-8g", zone, ssh_public_key="ssh-ed25519 AAAA k",
+               allowed_cidr="203.0.113.7/32", placement=run)
+        for _ in range(2)
+    ]  # fmt: skip
     (peers,) = [f for f in gcp_fake.firewalls.values() if f["name"].endswith("-peers")]
-    assert peers["sourceTags"] == [placement.name] == peers["targetTags"]
+    assert peers["sourceTags"] == [run.name] == peers["targetTags"]
     assert not peers.get("sourceRanges") and peers["allowed"] == [{"IPProtocol": "all"}]
     for node in nodes:
         raw = gcp_fake.instances[(zone, node.instance_id)]
-        assert placement.name in raw["tags"]["items"]
+        assert run.name in raw["tags"]["items"]
         rules = list(gcp_fake.firewalls.values())
         assert firewall_admits(rules, raw, "203.0.113.7")
         assert not firewall_admits(rules, raw, "198.51.100.9")  # the run's rule admits no outsider
     for node in nodes:
         provider.terminate(node)
-    provider.delete_placement(placement)
+    provider.delete_placement(run)
     assert [f for f in gcp_fake.firewalls.values() if f["name"].endswith("-peers")] == []

@@ -17,13 +17,10 @@ from typing import Any
 
 import pytest
 
-from imagectl.clouds.base import LaunchRequest
-from imagectl.clouds.common import instance_tags
-from imagectl.validation.fabric.nodes import placement_name
 from tests.clouds.scenario import HEALTHY, IMAGE_FAULT, write_override
 from tests.contract.call_inventory import off_the_happy_path
 from tests.fakes import permissions as perm
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch, placement
 
 RUNNER = "203.0.113.7/32"
 # Needed only to clean up after the verdict (terminate, and the reads that confirm it).
@@ -101,15 +98,10 @@ def _expired(env: CloudEnv) -> tuple[str, str]:
     shape = "p5.48xlarge" if env.cloud == "aws" else "x"
     ttl = dt.timedelta(hours=-1)
     provider = env.provider()
-    inst = provider.launch(LaunchRequest(image, shape, location=location, ttl=ttl,
-                                         launched_by="test", stack="h100-training"))  # fmt: skip
-    tags = instance_tags(stack="h100-training", image_id=image.image_id, ttl=ttl,
-                         launched_by="test")  # fmt: skip
-    placement = provider.create_placement(
-        name=placement_name("h100-training"), location=location, shape=shape, count=2, tags=tags
-    )
-    assert placement is not None
-    return str(inst.instance_id), placement.name
+    inst = launch(provider, image, shape, location, ttl=ttl)
+    run = placement(provider, image, shape, location, ttl=ttl)
+    assert run is not None
+    return str(inst.instance_id), run.name
 
 
 def test_validate_and_reap_under_exactly_the_documents(
@@ -137,7 +129,7 @@ def test_validate_and_reap_under_exactly_the_documents(
     # least privilege over the union of the runs the document serves
     assert set(perm.unused(cloud_env.cloud, validate, enforcer, nodes)) <= not_run
 
-    expired, placement = _expired(cloud_env)
+    expired, expired_placement = _expired(cloud_env)
     reap = perm.load_document(cloud_env.cloud, "reap")
     with enforced(cloud_env, monkeypatch, reap) as reaper:
         result = cli("reap", "--cloud", cloud_env.cloud, "--stack", "h100-training", "--json")
@@ -146,7 +138,7 @@ def test_validate_and_reap_under_exactly_the_documents(
         (expired, "terminated")
     ]
     assert [(r["placement"], r["action"]) for r in result.json()["placements"]] == [
-        (placement, "deleted")
+        (expired_placement, "deleted")
     ]
     assert reaper.refused == [] and reaper.unknown == []
     assert set(perm.unused(cloud_env.cloud, reap, reaper)) <= _not_run(cloud_env.cloud, "reap")

@@ -9,9 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from imagectl.clouds.common import instance_tags
 from tests.contract.arm_schema import problems
-from tests.fakes.fixtures import CloudEnv, launch
+from tests.fakes.fixtures import CloudEnv, launch, placement
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -59,11 +58,9 @@ def _exercise(fake) -> None:
     provider.list_instances(managed_only=False)
     provider.terminate(inst)
     # a multi-node run's placement, with a VM in it, and the reaper's listing (paged)
-    tags = instance_tags(stack="h100-training", image_id=image.image_id,
-                         ttl=dt.timedelta(hours=-1), launched_by="contract")  # fmt: skip
     placements = [
-        provider.create_placement(name=f"imagectl-contract-{n}", location=env.locations()[0],
-                                  shape=SIZE, count=2, tags=tags)
+        placement(provider, image, SIZE, env.locations()[0], name=f"imagectl-contract-{n}",
+                  ttl=dt.timedelta(hours=-1), launched_by="contract")
         for n in range(3)
     ]  # fmt: skip
     placed = launch(provider, image, SIZE, env.locations()[0], launched_by="contract",

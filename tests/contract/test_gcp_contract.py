@@ -8,10 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from imagectl.clouds.common import instance_tags
 from imagectl.stacks.schema import Sharing
 from tests.contract.compute_schema import problems
-from tests.fakes.fixtures import CloudEnv, launch
+from tests.fakes.fixtures import CloudEnv, launch, placement
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -73,11 +72,9 @@ def _exercise(fake) -> None:
     inst = launch(reserved, old, "a3-highgpu-8g", zone, launched_by="contract")
     reserved.terminate(inst)
     # a multi-node run's placement, and the reaper's listing of the ones left behind
-    tags = instance_tags(stack="h100-training", image_id=old.image_id,
-                         ttl=dt.timedelta(hours=-1), launched_by="contract")  # fmt: skip
     for name in ("imagectl-contract-1", "imagectl-contract-2", "imagectl-contract-3"):
-        provider.create_placement(name=name, location=zone, shape="a3-highgpu-8g", count=2,
-                                  tags=tags)  # fmt: skip
+        placement(provider, old, "a3-highgpu-8g", zone, name=name, ttl=dt.timedelta(hours=-1),
+                  launched_by="contract")  # fmt: skip
     placements = provider.list_placements()
     assert len(placements) == 3
     provider.delete_placement(placements[0].placement)

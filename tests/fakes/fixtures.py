@@ -20,7 +20,8 @@ Helpers:
   its endpoint URL. ``register_base_ami(endpoint, region, name, owner)``: a publisher's
   base AMI on it.
 - ``gcp_serving`` / ``azure_serving``: the GCP and ARM fakes for a ``with`` block.
-- ``launch(provider, image, shape, location, **fields)``: a launch as a test run makes one.
+- ``launch(provider, image, shape, location, **fields)``: a launch as a test run makes one;
+  ``placement(provider, image, shape, location)``: a two-host run's placement.
 
 ``CloudEnv`` (what promotion / drift tests need without caring which cloud):
   ``provider()`` the real provider for the stack, talking to the fake;
@@ -129,6 +130,27 @@ def launch(provider: Any, image: Any, shape: str, location: str, **fields: Any) 
     by "test", for the stack; ``fields``: other ``LaunchRequest`` fields, or these changed."""
     fields = {"ttl": dt.timedelta(hours=1), "launched_by": "test", "stack": STACK, **fields}
     return provider.launch(LaunchRequest(image, shape, location=location, **fields))
+
+
+def placement(
+    provider: Any,
+    image: Any,
+    shape: str,
+    location: str,
+    *,
+    name: str | None = None,
+    ttl: dt.timedelta = dt.timedelta(hours=1),
+    launched_by: str = "test",
+) -> Any:
+    """A two-host multi-node run's placement, tagged as the run tags its instances (the
+    stack, ``image``, ``ttl``, ``launched_by``); named as a run names it unless ``name``."""
+    from imagectl.clouds.common import instance_tags
+    from imagectl.validation.fabric.nodes import placement_name
+
+    tags = instance_tags(stack=STACK, image_id=image.image_id, ttl=ttl, launched_by=launched_by)
+    return provider.create_placement(
+        name=name or placement_name(STACK), location=location, shape=shape, count=2, tags=tags
+    )
 
 
 @pytest.fixture
