@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from imagectl.clouds.base import LaunchRequest
 from tests.clouds.scenario import HARDWARE_FAULT, HEALTHY, IMAGE_FAULT, write_override
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 from tests.support import ROOT
 
 
@@ -276,21 +275,12 @@ def test_reaper_terminates_only_expired_instances(
     provider = cloud_env.provider()
     location = cloud_env.locations()[0]
 
-    def launch(ttl: dt.timedelta) -> str:
-        inst = provider.launch(
-            LaunchRequest(
-                image,
-                "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
-                location=location,
-                ttl=ttl,
-                launched_by="test",
-                stack="h100-training",
-            )
-        )
-        return str(inst.instance_id)
+    def launched(ttl: dt.timedelta) -> str:
+        shape = "p5.48xlarge" if cloud_env.cloud == "aws" else "x"
+        return str(launch(provider, image, shape, location, ttl=ttl).instance_id)
 
-    expired = launch(dt.timedelta(hours=-1))
-    alive = launch(dt.timedelta(hours=2))
+    expired = launched(dt.timedelta(hours=-1))
+    alive = launched(dt.timedelta(hours=2))
     dry = cli("reap", "--cloud", cloud_env.cloud, "--stack", "h100-training", "--dry-run", "--json")
     assert dry.code == 0, dry.err
     assert [(r["instance_id"], r["action"]) for r in dry.json()["instances"]] == [
@@ -314,16 +304,9 @@ def test_reaper_reports_an_instance_once_however_many_stacks_list_it(
     import datetime as dt
 
     image = cloud_env.seed_candidate()
-    inst = cloud_env.provider().launch(
-        LaunchRequest(
-            image,
-            "p5.48xlarge" if cloud_env.cloud == "aws" else "x",
-            location=cloud_env.locations()[0],
-            ttl=dt.timedelta(hours=-1),
-            launched_by="test",
-            stack="h100-training",
-        )
-    )
+    shape = "p5.48xlarge" if cloud_env.cloud == "aws" else "x"
+    location = cloud_env.locations()[0]
+    inst = launch(cloud_env.provider(), image, shape, location, ttl=dt.timedelta(hours=-1))
     stacks = [a for name in ("h100-training", "b200-training") for a in ("--stack", name)]
     dry = cli("reap", "--cloud", cloud_env.cloud, *stacks, "--dry-run", "--json")
     assert dry.code == 0, dry.err
@@ -341,23 +324,13 @@ def test_reaper_reports_an_instance_once_however_many_stacks_list_it(
 
 @pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0"])
 def test_ssh_is_never_opened_to_the_world(cloud_env: CloudEnv, cidr: str) -> None:
-    import datetime as dt
 
     from imagectl.core.errors import UserError
 
     image = cloud_env.seed_candidate()
     with pytest.raises(UserError, match="whole internet"):
-        cloud_env.provider().launch(
-            LaunchRequest(
-                image,
-                "x",
-                location=cloud_env.locations()[0],
-                ttl=dt.timedelta(hours=1),
-                launched_by="t",
-                stack="h100-training",
-                allowed_cidr=cidr,
-            )
-        )
+        launch(cloud_env.provider(), image, "x", cloud_env.locations()[0], launched_by="t",
+               allowed_cidr=cidr)  # fmt: skip
     assert cloud_env.live_instances() == []
 
 

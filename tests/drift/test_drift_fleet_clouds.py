@@ -4,13 +4,10 @@ stack's pointer names and one runs an older candidate."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from drift_helpers import stack_report
 
-from imagectl.clouds.base import LaunchRequest
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 
 pytest_plugins = ["tests.fakes.fixtures"]
 STACK = "h100-training"
@@ -35,9 +32,7 @@ def test_stale_instances_on_every_cloud(cli, aws_moto, gcp_fake, azure_fake):
         location = env.locations()[0]
         for image in (current, current, old):
             shape = env.resolved.stack.clouds.enabled()[cloud].validation_shapes[0]
-            provider.launch(LaunchRequest(image, shape, location=location,
-                                          ttl=dt.timedelta(hours=1),
-                                          launched_by="test", stack=STACK))  # fmt: skip
+            launch(provider, image, shape, location, stack=STACK)
         expected[cloud] = (current.image_id, old.image_id)
 
     result = cli("drift", "--stack", STACK, "--fleet", "--format", "json")
