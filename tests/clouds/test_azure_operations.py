@@ -26,11 +26,8 @@ RG = "imagectl-images"
 
 @pytest.fixture
 def arm() -> Any:
-    fake = FakeAzureArm(SUB, op_polls=2).start()
-    try:
+    with FakeAzureArm(SUB, op_polls=2) as fake:
         yield fake
-    finally:
-        fake.stop()
 
 
 def _clients(arm: FakeAzureArm) -> AzureClients:

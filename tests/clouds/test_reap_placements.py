@@ -20,7 +20,6 @@ from typing import Any
 
 import boto3
 
-from imagectl.clouds.base import LaunchRequest
 from imagectl.clouds.common import instance_tags
 from imagectl.clouds.placement import Placement
 from imagectl.clouds.reap import reap_placements
@@ -28,7 +27,7 @@ from imagectl.tags import TAG_MANAGED, TAG_TTL
 from imagectl.validation.fabric.nodes import placement_name
 from tests.fakes import moto_extensions
 from tests.fakes.azure_arm import arm_error
-from tests.fakes.fixtures import CloudEnv
+from tests.fakes.fixtures import CloudEnv, launch
 from tests.fakes.gcp_compute import error_body
 
 STACK = "h100-training"
@@ -58,9 +57,9 @@ class Leftovers:
         return placement
 
     def launch_in(self, placement: Placement) -> str:
-        inst = self.provider.launch(LaunchRequest(self.image, self.shape, location=self.location,
-                                    ttl=dt.timedelta(hours=2), launched_by="live-runner",
-                                    stack=STACK, placement=placement))  # fmt: skip
+        ttl = dt.timedelta(hours=2)
+        inst = launch(self.provider, self.image, self.shape, self.location, ttl=ttl,
+                      launched_by="live-runner", placement=placement)  # fmt: skip
         return str(inst.instance_id)
 
     def exists(self, placement: Placement) -> bool:
