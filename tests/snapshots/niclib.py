@@ -82,6 +82,23 @@ MLX5_HW = (
 )
 
 
+# The kernel modules the fabric section records, loaded or not
+MODULES = ("nvidia_peermem", "efa", "ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia")
+
+
+def _modules(*loaded: str) -> dict[str, bool]:
+    return {name: name in loaded for name in MODULES}
+
+
+def _no_libfabric() -> dict[str, Any]:
+    """What the fabric section records where libfabric is not installed (Azure, GCP)."""
+    missing = "fi_info not found on PATH"
+    return {
+        "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": missing},
+        "fi_version": {"argv": ["fi_info", "--version"], "error": missing},
+    }
+
+
 def link(speed: str, width: int = 16) -> dict[str, Any]:
     """A PCIe link at its maximum, as sysfs prints it."""
     return {
@@ -252,15 +269,7 @@ def efa_fabric(
         "interval_s": 2.0,
         "rdma": rdma,
         "pci": pci,
-        "modules": {
-            "nvidia_peermem": False,
-            "efa": True,
-            "ib_core": True,
-            "ib_uverbs": True,
-            "mlx5_core": False,
-            "mlx5_ib": False,
-            "nvidia": True,
-        },
+        "modules": _modules("efa", "ib_core", "ib_uverbs", "nvidia"),
         "fi_info": {"argv": ["fi_info", "-p", "efa"], "exit_code": 0, "stdout": fi_info_efa(names)},
         "fi_version": {
             "argv": ["fi_info", "--version"],
@@ -425,17 +434,10 @@ def _azure_ib_section(
         "interval_s": 2.0,
         "rdma": rdma,
         "pci": pci,
-        "modules": {
-            "nvidia_peermem": True,
-            "efa": False,
-            "ib_core": True,
-            "ib_uverbs": True,
-            "mlx5_core": True,
-            "mlx5_ib": True,
-            "nvidia": True,
-        },
-        "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": "fi_info not found on PATH"},
-        "fi_version": {"argv": ["fi_info", "--version"], "error": "fi_info not found on PATH"},
+        "modules": _modules(
+            "nvidia_peermem", "ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia"
+        ),
+        **_no_libfabric(),
         "nccl": {
             "run": {"argv": ["python3", "-c", "(probe)"], "exit_code": 0, "stdout": nccl_log},
             "env": {"NCCL_TOPO_FILE": topo_file},
@@ -592,17 +594,8 @@ def gvnic_fabric(buses: list[str]) -> dict[str, Any]:
         "interval_s": 2.0,
         "rdma": [],
         "pci": pci,
-        "modules": {
-            "nvidia_peermem": False,
-            "efa": False,
-            "ib_core": False,
-            "ib_uverbs": False,
-            "mlx5_core": False,
-            "mlx5_ib": False,
-            "nvidia": True,
-        },
-        "fi_info": {"argv": ["fi_info", "-p", "efa"], "error": "fi_info not found on PATH"},
-        "fi_version": {"argv": ["fi_info", "--version"], "error": "fi_info not found on PATH"},
+        "modules": _modules("nvidia"),
+        **_no_libfabric(),
         "netdevs": netdevs,
         "acs": acs,
     }
