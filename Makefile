@@ -44,12 +44,17 @@ TYPECHECK := build/typecheck
 # they import are checked by the run above, not held to --strict (follow-imports=silent).
 # pyproject.toml sets the same flags per module, so the run above already reports most.
 STRICT := building validation promotion orchestrate stacks
+# mypy's caches live beside the link tree, not in it, so they outlive it: mypy checks what
+# changed since its last run again and reads the rest from the cache (a cold run, as in a
+# fresh clone: 54 s of CPU for both runs; warm after a small change: a few seconds).
+MYPY_CACHE := build/mypy-cache
 typecheck: venv
-	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/imagectl
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/imagectl $(MYPY_CACHE)
 	for f in pipeline/* validators images playbooks; do ln -s "$(CURDIR)/$$f" $(TYPECHECK)/imagectl/; done
-	cd $(TYPECHECK) && "$(CURDIR)/$(BIN)/mypy" --config-file "$(CURDIR)/pyproject.toml" -p imagectl
+	cd $(TYPECHECK) && "$(CURDIR)/$(BIN)/mypy" --config-file "$(CURDIR)/pyproject.toml" \
+		--cache-dir "$(CURDIR)/$(MYPY_CACHE)/plain" -p imagectl
 	cd $(TYPECHECK) && "$(CURDIR)/$(BIN)/mypy" --config-file "$(CURDIR)/pyproject.toml" --strict \
-		--follow-imports=silent --cache-dir .mypy_cache_strict $(foreach p,$(STRICT),-p imagectl.$(p))
+		--follow-imports=silent --cache-dir "$(CURDIR)/$(MYPY_CACHE)/strict" $(foreach p,$(STRICT),-p imagectl.$(p))
 
 # Where PYTHONDONTWRITEBYTECODE is set (this kind of machine sets it), Python caches no
 # bytecode, so each imagectl process a test starts compiled imagectl's own modules again

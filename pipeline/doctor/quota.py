@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding, error_text
 from imagectl.doctor.needs import quota
+
+# what a cloud's quota read answers (a usage table, a quota's value): its reader and its
+# ``quota`` agree on it
+A = TypeVar("A")
 
 NETWORK = "check the endpoint and the network, then run doctor again"
 
@@ -47,7 +51,13 @@ class Reported:
     increase: str  # what to do when it is short, with {name} and {where}
     unit: str = ""
 
-    def __call__(self, where: str, answer: Any, entry: Mapping[str, Any], hosts: int) -> Quota:
+    def __call__(
+        self,
+        where: str,
+        answer: Mapping[str, tuple[float, float]],
+        entry: Mapping[str, Any],
+        hosts: int,
+    ) -> Quota:
         name = str(entry[self.name])
         limit, use = answer.get(name, (0, 0))
         return Quota(
@@ -61,16 +71,16 @@ class Reported:
 
 
 @dataclass(frozen=True)
-class QuotaApi:
+class QuotaApi(Generic[A]):
     """How one cloud reads its quotas in the region or location ``where``."""
 
     where: str  # "us-central1", "eastus"
     call: str  # the call as the cloud's reference names it: "Compute regions.get"
     permission: str  # the permission the call needs: "compute.regions.get"
     # one call: its answer for a key (``where``, or the entry's ``key``)
-    read: Callable[[str], Any]
+    read: Callable[[str], A]
     # (where, the answer, the shape's quotas.yaml entry, hosts) -> the shape's quota
-    quota: Callable[[str, Any, Mapping[str, Any], int], Quota]
+    quota: Callable[[str, A, Mapping[str, Any], int], Quota]
     # whether the call's error is the cloud refusing it (the permission is missing)
     refused: Callable[[Exception], bool]
     # the key an entry is read with where one read does not answer every shape (AWS reads
@@ -79,13 +89,13 @@ class QuotaApi:
     explain: Callable[[Exception], str] = error_text  # the call's error in one line
 
 
-def quota_findings(images: Path, shapes: list[str], hosts: int, api: QuotaApi) -> list[Finding]:
+def quota_findings(images: Path, shapes: list[str], hosts: int, api: QuotaApi[A]) -> list[Finding]:
     """One finding per validation shape: a blocker where its quota has less free than
     ``hosts`` machines need (with the cloud's request to make), a warning where
     quotas.yaml has no entry for it; one warning in all where the cloud's quota cannot be
     read (refused, unparsable, unreachable), and no call made after it."""
     out: list[Finding] = []
-    answers: dict[str, Any] = {}  # key -> the call's answer: each read made once
+    answers: dict[str, A] = {}  # key -> the call's answer: each read made once
     unread: Finding | None = None
     for shape in shapes:
         entry = quota(images, shape)
@@ -113,7 +123,7 @@ def quota_findings(images: Path, shapes: list[str], hosts: int, api: QuotaApi) -
     return out
 
 
-def _unread(api: QuotaApi, key: str, exc: Exception) -> Finding:
+def _unread(api: QuotaApi[A], key: str, exc: Exception) -> Finding:
     what = "quotas" if key == api.where else f"quota {key}"
     return Finding(
         "quota",

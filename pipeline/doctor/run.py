@@ -26,7 +26,7 @@ class AccountChecks(Protocol):
     def connect(self, settings: Any) -> Any:
         """The cloud's clients for its stack section's settings."""
 
-    def quota_api(self, clients: Any, settings: Any) -> QuotaApi:
+    def quota_api(self, clients: Any, settings: Any) -> QuotaApi[Any]:
         """How its quotas are read where the stack validates (``quota.quota_findings``)."""
 
     def diagnose(

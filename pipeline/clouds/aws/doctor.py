@@ -327,7 +327,7 @@ def _refused(exc: Exception) -> bool:
     return hasattr(exc, "response") and _code(exc) in DENIED
 
 
-def quota_api(clients: Any, settings: AwsCloud) -> QuotaApi:
+def quota_api(clients: Any, settings: AwsCloud) -> QuotaApi[float]:
     """Service Quotas GetServiceQuota in the build region, read once a quota code."""
     region = settings.build.region
     return QuotaApi(

@@ -156,7 +156,7 @@ def _refused(exc: Exception) -> bool:
     return getattr(exc, "status_code", None) == 403
 
 
-def quota_api(clients: Any, settings: AzureCloud) -> QuotaApi:
+def quota_api(clients: Any, settings: AzureCloud) -> QuotaApi[dict[str, tuple[float, float]]]:
     """Compute Usage - List in the build location, read once for every shape."""
     return QuotaApi(
         where=settings.build.location,

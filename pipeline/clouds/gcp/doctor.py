@@ -275,7 +275,7 @@ def _refused(exc: Exception) -> bool:
     return getattr(exc, "code", None) == 403
 
 
-def quota_api(clients: Any, settings: GcpCloud) -> QuotaApi:
+def quota_api(clients: Any, settings: GcpCloud) -> QuotaApi[dict[str, tuple[float, float]]]:
     """Compute regions.get in the validation zone's region, read once for every shape."""
     capacity = settings.validation_capacity
     zone = capacity.zone if capacity is not None else settings.build.zone
