@@ -76,6 +76,10 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # The headers and the body go out in two writes; with Nagle's algorithm on, the
+            # second waits for the client's delayed ACK (~40 ms a response on Linux).
+            # A cloud's front end answers at once: 48 ms a request before, under 1 ms now.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return
