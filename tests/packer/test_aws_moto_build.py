@@ -105,3 +105,35 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
             Owners=["self"], Filters=[{"Name": "name", "Values": [image["Name"]]}]
         )["Images"]
         assert found == [], f"candidate AMI copied to {other}"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "poll", "expected"),
+    [
+        ("http://127.0.0.1:5000", "0", {"aws_polling_delay_seconds": "1"}),
+        ("http://127.0.0.1:5000", "2.5", {"aws_polling_delay_seconds": "3"}),
+        ("http://127.0.0.1:5000", None, {}),  # an endpoint alone: the template's 30 s
+        (None, "0", None),  # a real cloud: no endpoint, no polling override either
+    ],
+)
+def test_packer_polls_an_emulator_at_the_providers_interval(
+    monkeypatch: pytest.MonkeyPatch, endpoint: str | None, poll: str | None, expected: Any
+) -> None:
+    """Packer's own waits (instance stopped, AMI available, instance terminated) poll
+    every ``aws_polling_delay_seconds`` (30 by default). Against an emulator named by
+    IMAGECTL_AWS_ENDPOINT_URL they follow IMAGECTL_CLOUD_POLL_S like the providers, in
+    whole seconds and never 0; against a real cloud nothing changes."""
+    for name in ("IMAGECTL_AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL", "IMAGECTL_CLOUD_POLL_S"):
+        monkeypatch.delenv(name, raising=False)
+    if endpoint is not None:
+        monkeypatch.setenv("IMAGECTL_AWS_ENDPOINT_URL", endpoint)
+    if poll is not None:
+        monkeypatch.setenv("IMAGECTL_CLOUD_POLL_S", poll)
+    found = cloud_spec("aws").endpoint_packer_vars()
+    if expected is None:
+        assert found == {}
+        return
+    assert found == {"aws_endpoint_ec2": endpoint, **expected}
+    declared = (ROOT / "images" / "aws" / "variables.pkr.hcl").read_text(encoding="utf-8")
+    for name in found:
+        assert f'variable "{name}"' in declared, name

@@ -3,6 +3,7 @@ the target regions at promotion, its "latest" pointer an SSM parameter."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -11,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.aws.clients import ENV_ENDPOINT
 from imagectl.clouds.aws.stack import SECTION, AwsCloud
 from imagectl.clouds.common import endpoint_from_env
+from imagectl.clouds.options import ENV_POLL
 from imagectl.clouds.spec import ArtifactRef, CloudSpec, ProviderOptions
 from imagectl.core.errors import UserError
+from imagectl.settings import env_seconds
 
 if TYPE_CHECKING:
     from imagectl.stacks.resolve import ResolvedStack
@@ -100,9 +103,18 @@ class AwsSpec(CloudSpec[AwsCloud]):
 
     def endpoint_packer_vars(self) -> dict[str, str]:
         """With IMAGECTL_AWS_ENDPOINT_URL / AWS_ENDPOINT_URL set (the clients' own
-        variables), Packer talks to it too."""
+        variables), Packer talks to it too, and polls it at the providers' interval where
+        IMAGECTL_CLOUD_POLL_S sets one (whole seconds, at least 1: aws_polling's
+        delay_seconds), not every 30 s (an emulator's instance is terminated in a poll
+        or two; the 30 s wait made each emulated build 30 s longer)."""
         endpoint = endpoint_from_env(None, *ENV_ENDPOINT)
-        return {"aws_endpoint_ec2": endpoint} if endpoint else {}
+        if not endpoint:
+            return {}
+        found = {"aws_endpoint_ec2": endpoint}
+        poll = env_seconds(ENV_POLL)
+        if poll is not None:
+            found["aws_polling_delay_seconds"] = str(max(1, math.ceil(poll)))
+        return found
 
     def build_site(self, settings: AwsCloud) -> tuple[str, str]:
         return settings.build.region, settings.build.instance_type
