@@ -67,7 +67,10 @@ def test_packer_builds_tagged_candidate_ami_in_build_region_only(
         cloud_spec("aws"),
         workspace=ws,
         var_dir=tmp_path / "build",
-        overrides={"aws_endpoint_ec2": moto_endpoint},
+        # Packer polls the emulator every second, as a build through the CLI does with
+        # IMAGECTL_CLOUD_POLL_S (where moto's guests are patched in, a terminated
+        # instance is shutting-down for two polls: 30 s each at the template's default)
+        overrides={"aws_endpoint_ec2": moto_endpoint, "aws_polling_delay_seconds": "1"},
         base_image=base,
         skip_provisioning=True,
         env=None,
