@@ -5,12 +5,18 @@ family / description / deprecation, instance GETs without the input-only
 
 from __future__ import annotations
 
+import re
+import threading
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from imagectl.clouds.base import CloudImage
 from imagectl.clouds.gcp.labels import to_labels
 from imagectl.stacks.schema import Sharing
 from tests.fakes.fixtures import CloudEnv
+from tests.fakes.server import Request
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -132,6 +138,21 @@ def test_parallel_tags_on_one_image_all_land(gcp_fake) -> None:
     gcp_fake.add_image("cand-p", labels=to_labels(TAGS))
     providers = [_provider(gcp_fake) for _ in range(2)]  # two processes: no shared lock
     image = providers[0].get_image("cand-p", "global")
+
+    # The race made certain, not left to timing: the next two reads of the image (one per
+    # provider: each serialises its own writes) are answered only once both have arrived,
+    # so both providers hold the same fingerprint and one setLabels must get the 412.
+    both_read = threading.Barrier(2, timeout=30)
+    name = re.compile(r"/global/images/(?P<name>cand-p)$")
+
+    def read_together(req: Request) -> Any:
+        both_read.wait()
+        match = name.search(req.path)
+        assert match is not None
+        with gcp_fake.lock:
+            return gcp_fake._get_image(replace(req, match=match))
+
+    gcp_fake.add_fault(read_together, method="GET", path=name.pattern, times=2)
 
     def tag(i: int) -> None:
         providers[i % 2].set_tags(image, {f"imagectl:r{i}": "x"})
