@@ -112,12 +112,17 @@ e2e-multinode: bytecode
 # CUDA torch once (GBs) into $(TOOLKIT_WHEELHOUSE) and reuses it; local_e2e builds and boots
 # the local image three times (root, debootstrap, qemu, packer; about 15 min).
 TOOLKIT_WHEELHOUSE ?= build/toolkit-wheelhouse
+# Every benchmarks/*.py but gpu_check.py (make gpu-check) runs here; tests/test_benchmarks.py
+# holds that list to the folder.
 bench: venv
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/validate_boot.py
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/promote_regions.py
 	$(BIN)/python benchmarks/drift_fleet.py
+	$(BIN)/python benchmarks/rollout_decision.py --prometheus
+	$(BIN)/python benchmarks/watcher_cpu.py
+	$(BIN)/python benchmarks/sbom_record.py
 	$(BIN)/python benchmarks/toolkit_install.py \
 		$(if $(wildcard $(TOOLKIT_WHEELHOUSE)/torch-*.whl),--wheelhouse,--download) $(TOOLKIT_WHEELHOUSE)
 	$(BIN)/python benchmarks/toolkit_lean.py \

@@ -50,3 +50,18 @@ def test_benchmark_runs_in_short_mode(script: Path) -> None:
     )
     assert proc.returncode == 0, f"exit {proc.returncode}: {where}"
     assert FIGURE.search(proc.stdout), f"printed no figure: {where}"
+
+
+def _recipe(target: str) -> str:
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    return makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_make_bench_runs_every_benchmark() -> None:
+    """``make bench`` prints the README's figures: every ``benchmarks/*.py`` runs in its
+    recipe in full mode, except the GPU check, which ``make gpu-check`` runs (it needs the
+    offline bundle and a device). A new benchmark left out of both fails here."""
+    bench, gpu = _recipe("bench"), _recipe("gpu-check")
+    missing = [p.name for p in BENCHMARKS if f"benchmarks/{p.name}" not in bench + gpu]
+    assert missing == [], f"not run by make bench or make gpu-check: {missing}"
+    assert "--short" not in bench  # the figures come from the full modes
