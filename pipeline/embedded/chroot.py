@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,9 @@ def unmount_below(root: Path) -> None:
         subprocess.run(["umount", "-l", target], check=False, capture_output=True)
 
 
+RMTREE_ATTEMPTS = 25  # 5 s in all
+
+
 def remove_root(root: Path) -> None:
     """Delete a root file system folder, unmounting first (never through a /dev bind)."""
     unmount_below(root)
@@ -72,4 +76,11 @@ def remove_root(root: Path) -> None:
         if len(line.split()) > 1
     ):
         raise RuntimeError(f"{root} still has mounts below it; not deleting it")
-    shutil.rmtree(root, ignore_errors=True)
+    # After Ctrl-C the chroot's processes are SIGKILLed as a group, but a member can still
+    # be writing while it dies (seen under load: a folder rmtree had just emptied gained a
+    # file, and the whole rootfs stayed). Deleting again once they are gone finishes it.
+    for _ in range(RMTREE_ATTEMPTS):
+        shutil.rmtree(root, ignore_errors=True)
+        if not root.exists():
+            return
+        time.sleep(0.2)
