@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, workspace
+from imagectl.core.output import command_line
 
 
 @click.command("bundle")
@@ -66,5 +67,5 @@ def command(
     out.print(f"bundle: {made.path} ({made.size / 1e6:.1f} MB, {len(made.files)} files)")
     out.print(f"sha256: {made.sha256}")
     out.print(f"for:    Python {made.python} on {', '.join(made.platforms)}")
-    out.print(f"install on the host (no network needed): {install}")
+    command_line(out, "install on the host (no network needed):", install)
     return 0

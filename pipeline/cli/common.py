@@ -128,13 +128,11 @@ def workspace(ctx: click.Context) -> Workspace:
 
 
 def _print_error(message: str) -> None:
-    from rich.text import Text
+    from imagectl.core.output import say
 
-    from imagectl.core.safetext import plain
-
-    text = Text("error: ", style="bold red")
-    text.append(plain(message))  # may quote what a host or an operator wrote
-    console(stderr=True).print(text)
+    # may quote what a host or an operator wrote (say prints it inert); the commands it
+    # names stay whole at every width
+    say(console(stderr=True), message, prefix="error: ", prefix_style="bold red")
 
 
 def fail(message: str, *, code: int = EXIT_BAD_INPUT) -> None:

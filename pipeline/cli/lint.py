@@ -11,6 +11,7 @@ import click
 
 from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
 from imagectl.core.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from imagectl.core.output import say
 
 if TYPE_CHECKING:
     from imagectl.paths import Workspace
@@ -75,7 +76,7 @@ def command(
                     highlight=False,
                 )
                 if p.fix:
-                    out.print(f"      fix: {p.fix}", markup=False)
+                    say(out, p.fix, prefix="      fix: ", indent=" " * 11)
                 if p.source:
                     out.print(f"      source: {p.source}", markup=False, style="dim")
         n_err = sum(1 for r in reports for p in r.problems if p.severity == "error")

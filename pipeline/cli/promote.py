@@ -27,6 +27,7 @@ from imagectl.cli.common import (
 )
 from imagectl.cli.completion import complete_images
 from imagectl.core.errors import UserError
+from imagectl.core.output import command_line
 from imagectl.core.safetext import cell, cells, markup
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def render(out: Console, result: PromotionResult) -> None:
             f"[red]{result.state}[/]: {markup('; '.join(what))}; the latest pointer is "
             "unchanged in every region."
         )
-        out.print(cell(f"Fix the cause, then resume with: {result.resume_command}"))
+        command_line(out, "Fix the cause, then resume with:", result.resume_command)
 
 
 @click.command("promote")

@@ -23,7 +23,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
-from imagectl.core.output import show
+from imagectl.core.output import say, show
 from imagectl.core.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
 from imagectl.validators.commands.options import (
@@ -183,12 +183,12 @@ def command(
     show(as_json, payload, lambda: _render(payload))
     leaked = outcome.termination_errors
     if leaked:  # an instance that may still run (and bill): never a clean exit
-        console(stderr=True).print(
+        say(
+            console(stderr=True),
             f"error: {len(leaked)} instance(s) could not be terminated: "
             + "; ".join(f"{i}: {e}" for i, e in leaked.items())
             + ". Terminate them in the cloud's console, or run `imagectl reap` (their TTL "
             "tag marks them for it).",
-            markup=False,
         )
         return 1
     return 0 if outcome.state == ImageState.VALIDATED else 1
