@@ -1,17 +1,20 @@
-# Plugins for current Packer (>= 1.7): run `packer init images/aws` once.
+# Plugins for current Packer (>= 1.7): run `packer init images/aws/plugins.pkr.hcl` once.
+# Exact versions: Packer keeps no lock file, so a range would let the plugin that builds a
+# production image change without a commit. The templates' arguments are checked against
+# these versions' documentation (tests/packer/test_plugin_arguments.py).
 # Debian's packer 1.6.6 has these built in and does not know this block: imagectl's
 # wrapper validates and builds from a copy of this folder without this file
 # (see images/README.md).
 packer {
-  required_version = ">= 1.7.0"
+  required_version = ">= 1.7.0" # the workflow pins 1.15.4
   required_plugins {
     amazon = {
       source  = "github.com/hashicorp/amazon"
-      version = ">= 1.3.0"
+      version = "1.8.2"
     }
     ansible = {
       source  = "github.com/hashicorp/ansible"
-      version = ">= 1.1.0"
+      version = "1.1.6"
     }
   }
 }

