@@ -8,7 +8,10 @@ belongs to. One key today:
   repository's anchor). ``imagectl attest --new-key --save-trust`` writes it for the
   local demonstration; a relative path is taken from the state folder.
 
-A file that is not TOML, or a key that is not a string, is exit 2 naming the file.
+A file that is not TOML, or a key that is not a string, is exit 2 naming the file. The
+file names the trust anchor, so it is checked as the trust file is
+(``imagectl.core.trustpath.refusal``): owned by another user, or writable by others, or in a
+folder (or below one) that is, it is exit 2 naming the path and the fix, never read.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write
+from imagectl.core.trustpath import refusal
 from imagectl.paths import ENV_STATE, state_dir
 
 FILE = "settings.toml"
@@ -47,6 +51,11 @@ def settings_path(state: Path | None = None) -> Path:
 def load_settings(state: Path | None = None) -> dict[str, str]:
     """The settings (``{}`` without a file)."""
     path = settings_path(state)
+    if not path.exists() and not path.is_symlink():
+        return {}
+    why = refusal(path, "state folder's settings file")
+    if why is not None:
+        raise UserError(why, where=str(path))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

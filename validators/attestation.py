@@ -22,8 +22,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +30,7 @@ from imagectl.core.boundedjson import parse_bounded
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write_json
 from imagectl.core.safetext import one_line
+from imagectl.core.trustpath import refusal
 from imagectl.validators import identity
 
 if TYPE_CHECKING:
@@ -78,38 +77,18 @@ def _bounded(data: bytes | str, what: str, where: str) -> object:
 
 def check_file(path: Path, what: str) -> Path:
     """``path`` with its symlinks resolved, refused (``BadAttestationInput``) when others
-    may change it: the file, the folder that holds it, and (a symlink) the folder that
-    holds the link must belong to this user or root and be writable by neither group
-    nor others (a folder with the sticky bit, like /tmp, may be). A trust file others
-    can write is a trust anchor anyone can bend; the signing key gets the same check."""
+    may change it (``imagectl.core.trustpath.refusal``, the one check for every path that
+    decides trust): the file and every folder above it (for a symlink, above the link too)
+    must belong to this user or root and be writable by neither group nor others (a folder
+    with the sticky bit, like /tmp, may be). A trust file others can write is a trust
+    anchor anyone can bend; the signing key gets the same check."""
+    why = refusal(path, what)
+    if why is not None:
+        raise BadAttestationInput(why)
     try:
-        target = path.resolve(strict=True)
+        return path.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
         raise BadAttestationInput(f"cannot read the {what} {path}: {_why(exc)}") from None
-    owners = {os.geteuid(), 0}
-    checks = [(target, "file"), (target.parent, "folder")]
-    if path.is_symlink() or target != path.absolute():
-        checks.append((path.absolute().parent, "folder of the link"))
-    for item, kind in checks:
-        try:
-            st = item.stat()
-        except OSError as exc:
-            raise BadAttestationInput(f"cannot read the {what} {path}: {_why(exc)}") from None
-        mode = stat.S_IMODE(st.st_mode)
-        sticky = kind != "file" and mode & stat.S_ISVTX
-        if st.st_uid not in owners or (mode & 0o022 and not sticky):
-            shown = f"{item} (the {kind}" + (f" of {path}" if item != path else "") + ")"
-            raise BadAttestationInput(
-                f"the {what} {path} is refused: {shown} is "
-                + (
-                    f"owned by uid {st.st_uid}, not this user or root"
-                    if st.st_uid not in owners
-                    else f"writable by others (mode {mode:04o})"
-                )
-                + "; whoever can change it decides what this check trusts "
-                "(chmod go-w, chown to this user or root)"
-            )
-    return target
 
 
 def _why(exc: BaseException) -> str:

@@ -11,9 +11,12 @@ The tarball holds one folder, ``imagectl-bundle-<version>-py<X.Y>/``:
   one file ``pip install --no-index --require-hashes`` reads on the host;
 - ``installer/``: pip itself as a wheel, pinned by ``validators/installer.lock`` (a host
   Python without pip or ensurepip, as Debian and Ubuntu ship it, still installs);
-- ``install.sh`` and ``install.py`` (``bundle_installer.py``, standard library only);
+- ``install.sh`` and ``install.py`` (``bundle_installer.py``, standard library only, run
+  isolated: ``python3 -I -S``), and ``trustpath.py`` (``imagectl.core.trustpath``, which
+  ``install.py`` loads only after every file was checked, for ``--host-site-packages``);
 - ``BUNDLE.json``: the Python, the platforms, the imagectl version and every file's sha256,
-  which ``install.py`` checks before it writes anything.
+  which ``install.py`` checks (and that nothing else is in the folder) before any other
+  file of the bundle is loaded and before it writes anything.
 
 torch is never in it: the host's own torch (with its CUDA build) is used through
 ``install.sh --host-site-packages`` and ``imagectl validate --toolkit host``. Without torch a
@@ -161,6 +164,7 @@ def make_bundle(
         f"installer/{pip_wheel}": installer[pip_wheel],
         "install.py": (resources.files("imagectl.supply") / "bundle_installer.py").read_bytes(),
         "install.sh": (resources.files("imagectl.supply") / "bundle_install.sh").read_bytes(),
+        "trustpath.py": (resources.files("imagectl.core") / "trustpath.py").read_bytes(),
     }  # fmt: skip
     files = {name: _sha(data) for name, data in sorted(members.items())}
     manifest = {

@@ -2,7 +2,8 @@
 # Install the imagectl validator from this bundle, offline, into a new virtual environment:
 #   sh install.sh --prefix DIR [--python PYTHON] [--host-site-packages]
 # --python picks the interpreter (default python3); install.py (standard library only)
-# checks the Python, every file's sha256, and installs with no package index.
+# checks the Python, every file's sha256 (and that nothing else is here), and installs
+# with no package index.
 set -eu
 here=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
 python=python3
@@ -26,4 +27,6 @@ if ! command -v "$python" >/dev/null 2>&1; then
   echo "error: no Python interpreter '$python' on this host: pass --python /path/to/python3" >&2
   exit 2
 fi
-exec "$python" "$here/install.py" "$@"
+# -I: neither this folder, the working directory, PYTHON* variables nor the user's site
+# are on sys.path (nothing planted in the bundle is imported); -S: no site hooks
+exec "$python" -I -S "$here/install.py" "$@"

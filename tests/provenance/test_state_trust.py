@@ -10,6 +10,7 @@ signed, and says first that it checked no revocation list when given none.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -153,3 +154,45 @@ def test_a_broken_settings_file_is_exit_2_naming_it(state: Path, cli) -> None:
 def test_save_trust_alone_is_refused(state: Path, cli) -> None:
     result = cli("attest", "--save-trust")
     assert result.code == 2 and "--new-key" in result.err
+
+
+def _mallory_named_by_settings(state: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A settings file naming Mallory's trust file, and an envelope Mallory signed: were
+    the settings honoured, verify would pass (exit 0) on Mallory's word."""
+    mallory = CryptoSigner.generate_ed25519()
+    envelope = _envelope(mallory, tmp_path / "in")
+    trust = _trust_file(tmp_path / "t", mallory, "mallory.json")
+    save_setting("attestation_trust", str(trust))
+    return settings_path(), envelope
+
+
+@pytest.mark.parametrize("loose", ["file 0666", "folder 0777", "parent 0777", "file owner"])
+def test_a_settings_file_others_can_change_is_refused(
+    state: Path, tmp_path: Path, cli, loose: str
+) -> None:
+    """The file that names the trust anchor is checked like the trust file: owned by
+    another user, writable by others, or in (or below) a folder others can write, it is
+    exit 2 naming the path and the fix, and the trust file it names is never used."""
+    settings, envelope = _mallory_named_by_settings(state, tmp_path)
+    item = {"file": settings, "folder": state, "parent": tmp_path}[loose.split()[0]]
+    if loose == "file owner":
+        if os.geteuid() != 0:
+            pytest.skip("chown to another user needs root")
+        os.chown(settings, 65534, 65534)
+        words = [f"{settings} is owned by uid 65534", f"chown {settings}"]
+    else:
+        item.chmod(int(loose.split()[1], 8))
+        words = [f"{item}", f"writable by others (mode {loose.split()[1]})", f"chmod go-w {item}"]
+    try:
+        result = cli("verify", IMAGE, "--cloud", "aws", "--envelope", str(envelope))
+    finally:
+        item.chmod(0o700 if item.is_dir() else 0o600)
+    flat = " ".join(result.err.split())
+    assert result.code == 2, result.out + result.err
+    assert f"the state folder's settings file {settings} is refused" in flat, flat
+    for word in words:
+        assert word in flat, flat
+    # the same file kept tight is honoured (the refusal was for its modes alone)
+    if loose == "file owner":
+        os.chown(settings, os.geteuid(), os.getegid())
+    assert cli("verify", IMAGE, "--cloud", "aws", "--envelope", str(envelope)).code == 0

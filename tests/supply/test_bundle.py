@@ -142,6 +142,80 @@ def test_an_added_or_missing_file_is_refused(bundle, tmp_path) -> None:
     _refused(_install(folder, prefix), prefix, "missing from the bundle")
 
 
+PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\n"
+TAG = sys.implementation.cache_tag  # cpython-3XY
+
+
+def _plant(folder: Path, name: str, marker: Path) -> None:
+    """``name`` in the bundle's folder, made to write ``marker`` when Python runs it."""
+    import py_compile
+
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = PLANTED.format(marker=str(marker))
+    if name.endswith(".py") or name.endswith(".pth"):
+        path.write_text(("import os; " + source) if name.endswith(".pth") else source)
+        return
+    src = folder.parent / f"{path.stem}-source.py"
+    src.write_text(source)
+    # a __pycache__ entry with an unchecked hash is run in place of its source, unread
+    mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
+    py_compile.compile(str(src), cfile=str(path), doraise=True, invalidation_mode=mode)
+    src.unlink()
+
+
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [
+        ("json.py", "install.sh"),  # a standard library name beside install.py
+        ("json.py", "python install.py"),  # run directly, not through install.sh
+        ("hashlib.pyc", "install.sh"),  # sourceless bytecode (was never checked)
+        (f"__pycache__/trustpath.{TAG}.pyc", "install.sh"),  # bytecode for a listed .py
+        ("wheels/evil.pth", "install.sh"),
+    ],
+)
+def test_a_planted_module_is_refused_before_it_runs(bundle, tmp_path, name, how) -> None:
+    """Every file of the folder is checked before any Python of the bundle is imported or
+    run: the planted file is named, and the side effect it would have had never happens."""
+    folder = _unpack(bundle, tmp_path)
+    marker = tmp_path / "planted-code-ran"
+    _plant(folder, name, marker)
+    prefix = tmp_path / "venv"
+    if how == "install.sh":
+        proc = _install(folder, prefix, "--host-site-packages")
+    else:
+        proc = subprocess.run(
+            [sys.executable, str(folder / "install.py"), "--prefix", str(prefix),
+             "--host-site-packages"],
+            capture_output=True, text=True, check=False, cwd=folder,
+            env={**os.environ, **NO_INDEX, "PYTHONPATH": str(folder)},
+        )  # fmt: skip
+    assert not marker.exists(), "the planted file ran"
+    _refused(proc, prefix, name, "not part of the bundle", "nothing of it was run")
+
+
+@pytest.mark.parametrize("loose", ["site-packages", "lib"])
+def test_host_site_packages_others_can_write_are_refused(bundle, tmp_path, loose) -> None:
+    """--host-site-packages writes the interpreter's site-packages into the venv's .pth:
+    a folder there (or above it) others can write is refused, naming it and the fix."""
+    host = tmp_path / "host"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(host)], check=True)
+    site = next((host / "lib").glob("python3.*/site-packages"))
+    loosened = site if loose == "site-packages" else host / "lib"
+    loosened.chmod(0o777)
+    folder = _unpack(bundle, tmp_path)
+    prefix = tmp_path / "venv"
+    proc = subprocess.run(
+        ["sh", str(folder / "install.sh"), "--python", str(host / "bin" / "python"),
+         "--prefix", str(prefix), "--host-site-packages"],
+        capture_output=True, text=True, check=False, env={**os.environ, **NO_INDEX},
+    )  # fmt: skip
+    flat = " ".join(proc.stderr.split())
+    _refused(proc, prefix, "host site-packages folder")
+    assert f"{loosened}" in flat and "writable by others (mode 0777)" in flat, flat
+    assert f"chmod go-w {loosened}" in flat, flat
+
+
 def test_the_wrong_python_is_refused_naming_both(bundle, tmp_path) -> None:
     folder = _unpack(bundle, tmp_path)
     manifest: dict[str, Any] = json.loads((folder / "BUNDLE.json").read_text())
@@ -203,4 +277,4 @@ def test_the_gpu_check_runs_end_to_end_on_the_cpu(bundle, tmp_path) -> None:
     assert figures["gemm_bf16_tflops"] > 0 and figures["hbm_copy_gbps"] > 0
     assert figures["collectives"]["ranks"] == 2
     assert figures["collectives"]["checks"]["collective.all_reduce"]["outcome"] == "pass"
-    assert "verdict: pass" in proc.stdout and "gemm_bf16_tflops" in proc.stdout
+    assert "verdict: pass" in flat(proc.stdout) and "gemm_bf16_tflops" in flat(proc.stdout)
