@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.clouds.aws.clients import AwsClients
+from imagectl.clouds.aws.pointers import parameter_name
 from imagectl.clouds.aws.spec import SPEC as AWS
 from imagectl.clouds.aws.stack import AwsCloud
 from imagectl.doctor.findings import BLOCKER, OK, WARNING, Finding
@@ -133,7 +134,7 @@ def diagnose(
         lambda: _ebs_sharing(ec2, resolved, region),
     )
 
-    name = f"{settings.ssm_parameter_prefix}/{resolved.name}/latest"
+    name = parameter_name(settings.ssm_parameter_prefix, resolved.name, "latest")
     try:
         param = clients.ssm(region).get_parameter(Name=name)["Parameter"]
     except ClientError as exc:

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from imagectl.clouds.aws.errors import error_code
+from imagectl.clouds.aws.pointers import parameter_name
 from imagectl.clouds.aws.tags import tag_list
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, utcnow
@@ -191,7 +192,7 @@ class AwsPromotion:
             )
 
     def _parameter(self, stack: str, pointer: str = "latest") -> str:
-        return f"{self.ssm_prefix}/{stack}/{pointer}"
+        return parameter_name(self.ssm_prefix, stack, pointer)
 
     def get_pointer(self, stack: str, region: str, pointer: str = "latest") -> str | None:
         from botocore.exceptions import ClientError
@@ -238,8 +239,8 @@ class AwsPromotion:
                 )
             time.sleep(self.poll_interval_s)
 
-    # The canary pointer (issue 47): a second aws:ec2:image parameter beside latest,
-    # /<prefix>/<stack>/canary, written and read back the same way.
+    # The canary pointer: a second aws:ec2:image parameter beside latest,
+    # /<prefix>/<stack>/canary (``pointers.names``), written and read back the same way.
     def get_canary_pointer(self, stack: str, region: str) -> str | None:
         return self.get_pointer(stack, region, "canary")
 

@@ -17,6 +17,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from imagectl.clouds.aws.pointers import problems as pointer_problems
 from imagectl.stacks.findings import Finding
 from imagectl.stacks.locations import Loc, cloud_locations, target_regions, unknown_locations
 from imagectl.stacks.patterns import LinuxUser, Region, ShapeName, pattern
@@ -107,6 +108,15 @@ class AwsCloud(CloudCommon):
     )
     # validation instances launch into this reservation (its zone only)
     validation_capacity: AwsCapacity | None = None
+
+    @model_validator(mode="after")
+    def _pointer_parameters(self) -> AwsCloud:
+        """Every pointer's SSM parameter (latest, canary) is a name PutParameter accepts,
+        for any stack name (``imagectl.clouds.aws.pointers``)."""
+        found = pointer_problems(self.ssm_parameter_prefix)
+        if found:
+            raise ValueError("ssm_parameter_prefix: " + "; ".join(found))
+        return self
 
     @model_validator(mode="after")
     def _kms_keys_of_their_regions(self) -> AwsCloud:

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from imagectl.clouds.azure.pointers import problems as pointer_problems
 from imagectl.clouds.azure.vm_sizes import gen2_only
 from imagectl.stacks.findings import Finding
 from imagectl.stacks.locations import Loc, cloud_locations, target_regions, unknown_locations
@@ -116,6 +117,15 @@ class AzureCloud(CloudCommon):
     @property
     def security_type(self) -> str | None:
         return self.gallery.security_type
+
+    @model_validator(mode="after")
+    def _pointer_names(self) -> AzureCloud:
+        """What names latest (the gallery's image definition) and the canary (a tag) are
+        names ARM accepts (``imagectl.clouds.azure.pointers``)."""
+        found = pointer_problems(self.gallery.name, self.gallery.image_definition)
+        if found:
+            raise ValueError("gallery: " + "; ".join(found))
+        return self
 
 
 def location_findings(az: AzureCloud, compat_dir: Path) -> Iterator[Finding]:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from imagectl.clouds.base import CloudImage, ReplicaStatus
 from imagectl.clouds.common import iso, parse_time, utcnow
 from imagectl.clouds.gcp import compute_sdk
+from imagectl.clouds.gcp.pointers import family_name
 from imagectl.clouds.gcp.resources import image_state, resource_name
 from imagectl.core.errors import CloudError, UserError
 from imagectl.crashpoints import crash_point
@@ -79,7 +80,7 @@ class GcpPromotion:
         self._inserts: dict[str, str] = {}
 
     def _family(self, stack: str) -> str:
-        return self.family or stack
+        return family_name(self.family or stack, "latest")
 
     def member_name(self, family: str, source: str) -> str:
         """The one image a promotion of ``source`` makes (derived: a re-run finds it)."""
@@ -185,12 +186,13 @@ class GcpPromotion:
         with self._pointer_lock:
             self._set_family_pointer(stack, image_id)
 
-    # The canary pointer (issue 47): a second family, ``<family>-canary``, since one family
-    # resolves to one image (getFromFamily: its newest non-deprecated member). The canary
-    # image itself (the validated source, in no family) joins it; going back deprecates
-    # the newer members, so the family resolves to the one before, or to nothing.
+    # The canary pointer: a second family, ``<family>-canary`` (``pointers.names``: never
+    # cut to fit), since one family resolves to one image (getFromFamily: its newest
+    # non-deprecated member). The canary image itself (the validated source, in no family)
+    # joins it; going back deprecates the newer members, so the family resolves to the one
+    # before, or to nothing.
     def _canary_family(self, stack: str) -> str:
-        return f"{self._family(stack)}-canary"[:63]
+        return family_name(self.family or stack, "canary")
 
     def get_canary_pointer(self, stack: str, region: str) -> str | None:
         return self.get_pointer(stack, region, family=self._canary_family(stack))

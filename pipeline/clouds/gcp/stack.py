@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from imagectl.clouds.gcp.pointers import problems as pointer_problems
 from imagectl.stacks.findings import Finding
 from imagectl.stacks.locations import (
     Loc,
@@ -80,9 +81,21 @@ class GcpCloud(CloudCommon):
 
     base_image: GcpBaseImage
     build: GcpBuild
-    family: GcpLabel = Field(description="production image family (the latest pointer)")
+    family: GcpLabel = Field(
+        description="production image family (the latest pointer; its canary is "
+        "<family>-canary, so at most 56 characters)"
+    )
     # validation instances consume this reservation (its zone only)
     validation_capacity: GcpCapacity | None = None
+
+    @model_validator(mode="after")
+    def _pointer_families(self) -> GcpCloud:
+        """Both pointers' families are names Compute accepts, and the canary's is never
+        the production family (``imagectl.clouds.gcp.pointers``)."""
+        found = pointer_problems(self.family)
+        if found:
+            raise ValueError("family: " + "; ".join(found))
+        return self
 
 
 def location_findings(gcp: GcpCloud, compat_dir: Path) -> Iterator[Finding]:
