@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import os
 import shutil
 import socket
@@ -37,7 +36,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -49,6 +47,8 @@ pytest_plugins = (
 
 from tests.support import (  # noqa: E402  (after pytest_plugins by design)
     REPO,
+    CliResult,
+    CliText,
     _require_module,
     require_tool,
     require_url,
@@ -95,7 +95,10 @@ def _isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     state.mkdir()
     monkeypatch.setenv("IMAGECTL_STATE_DIR", str(state))
     monkeypatch.setenv("IMAGECTL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("COLUMNS", "200")
+    # The width commands lay text out at: 200, or IMAGECTL_TEST_COLUMNS (the suite at 60
+    # columns: tests/test_cli_text_assertions.py); no colour forced from the caller.
+    monkeypatch.setenv("COLUMNS", os.environ.get("IMAGECTL_TEST_COLUMNS", "200"))
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.delenv("IMAGECTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("IMAGECTL_ACTOR", raising=False)
     monkeypatch.delenv("IMAGECTL_ATTESTATION_SIGNER", raising=False)
@@ -120,16 +123,6 @@ def _state_key(state: Path) -> Path:
     return keys / "attestation.pub.json"
 
 
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run ``imagectl ARGS`` in-process through the real entry point."""
@@ -138,7 +131,7 @@ def cli(capsys: pytest.CaptureFixture[str]):
     def run(*args: str) -> CliResult:
         code = main(list(args))
         captured = capsys.readouterr()
-        return CliResult(code=code, out=captured.out, err=captured.err)
+        return CliResult(code=code, out=CliText(captured.out), err=CliText(captured.err))
 
     return run
 

@@ -9,6 +9,13 @@
   shell's background job or ``nohup`` starts ignored (SIGINT, SIGQUIT, SIGHUP) and SIGTERM
   go back to their defaults in the child, so Ctrl-C reaches it however the suite was
   started (``tests/test_signal_children.py`` holds every such test to it).
+- ``flat(text)`` / ``CliText``: CLI output as a reader sees it, for text assertions: ANSI
+  colour removed and every run of whitespace (a wrapped line's break included) one space,
+  so an assertion cannot depend on the console's width, where a message wrapped, colour or
+  the length of a temporary path inside it. ``CliText`` is a ``str`` whose ``in`` compares
+  so (the ``cli`` fixture's ``out``/``err`` are ``CliText``); raw process output is
+  compared as ``"..." in flat(proc.stderr)`` (``tests/test_cli_text_assertions.py`` holds
+  every test to one of the two).
 - ``make_receipt(image_id, stack, digest, ...)``: a whole validation receipt (the
   validator's ``Receipt`` model, schema-valid), finished ``age_hours`` ago; ``fields``
   replace any top-level field.
@@ -17,12 +24,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import re
 import shutil
 import signal
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +41,47 @@ from imagectl.validators.receipt import Receipt
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO
+
+
+# ECMA-48 control sequences (SGR colour, cursor moves) as a terminal would consume them.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def flat(text: str) -> str:
+    """``text`` as a reader sees it: control sequences removed, each run of whitespace (a
+    line break a console inserted while wrapping included) one space, none at either end."""
+    return " ".join(_ANSI.sub("", text).split())
+
+
+class CliText(str):
+    """A command's output, whose ``needle in text`` ignores how it was laid out: both sides
+    compared after ``flat``, so where a console wrapped a message (its width, the length of
+    a path in it) or whether it coloured it cannot decide an assertion. A needle holding a
+    line break asks about the layout itself (a line of its own) and is compared as given."""
+
+    __slots__ = ()
+
+    def __contains__(self, needle: object) -> bool:
+        if not isinstance(needle, str) or "\n" in needle:
+            return super().__contains__(needle)  # type: ignore[operator]
+        return flat(needle) in flat(self)
+
+    @property
+    def flat(self) -> str:
+        return flat(self)
+
+
+@dataclass
+class CliResult:
+    """What the ``cli`` fixture's run of a command gives: its exit code and its output, as
+    ``CliText`` (``"..." in r.err`` ignores where the console wrapped a line)."""
+
+    code: int
+    out: CliText
+    err: CliText
+
+    def json(self) -> Any:
+        return json.loads(self.out)
 
 
 def in_ci() -> bool:

@@ -17,7 +17,7 @@ from openpgp_keys import gpg_key
 
 from imagectl.paths import find_workspace
 from imagectl.supply.apt_keys import load_apt_keys
-from tests.support import ROOT, require_root, require_tool
+from tests.support import ROOT, flat, require_root, require_tool
 
 READER = ROOT / "playbooks" / "roles" / "nvidia_repo" / "files" / "openpgp-fingerprints.py"
 
@@ -48,14 +48,14 @@ def test_reader_refuses_an_added_key_and_garbage(keys, tmp_path) -> None:
     both.write_bytes(one + two)  # a pinned key plus one nobody pinned: apt would trust both
     proc = subprocess.run([sys.executable, str(READER), str(both), one_fprs[0]],
                           capture_output=True, text=True, check=False)  # fmt: skip
-    assert proc.returncode == 1 and "refusing to trust it" in proc.stderr
+    assert proc.returncode == 1 and "refusing to trust it" in flat(proc.stderr)
     junk = tmp_path / "junk.asc"
     junk.write_text(
         "-----BEGIN PGP PUBLIC KEY BLOCK-----\nstand-in\n-----END PGP PUBLIC KEY BLOCK-----\n"
     )
     proc = subprocess.run([sys.executable, str(READER), str(junk), one_fprs[0]],
                           capture_output=True, text=True, check=False)  # fmt: skip
-    assert proc.returncode == 1 and "is not an OpenPGP public key file" in proc.stderr
+    assert proc.returncode == 1 and "is not an OpenPGP public key file" in flat(proc.stderr)
 
 
 def test_pinned_fingerprint_is_nvidias_with_its_source() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, flat, require_tool
 
 PLUGINS = ROOT / "playbooks" / "action_plugins"
 BOOK = """\
@@ -70,5 +70,5 @@ def test_an_unwritable_destination_fails_the_host_and_leaves_nothing(tmp_path: P
     dest = tmp_path / "missing" / "host-1.json"
     proc = _run(tmp_path, "{}", dest, "localhost ansible_connection=local")
     assert proc.returncode != 0
-    assert "imagectl_receipt: cannot write" in proc.stdout + proc.stderr, proc.stdout
+    assert "imagectl_receipt: cannot write" in flat(proc.stdout + proc.stderr), proc.stdout
     assert not dest.parent.exists()

@@ -15,7 +15,7 @@ import pytest
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.cli import main
-from tests.support import make_receipt
+from tests.support import CliText, flat, make_receipt
 
 STACK = "h100-training"
 
@@ -23,7 +23,7 @@ STACK = "h100-training"
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(["status", *args])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, CliText(out), CliText(err)
 
 
 def _fill(url: str) -> dict[str, int]:
@@ -265,7 +265,7 @@ def test_real_cli_unreachable_database_no_traceback() -> None:
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert "cannot open the image catalog" in " ".join(done.stderr.split())
-    assert "Traceback" not in done.stderr and "secret" not in done.stderr
+    assert "Traceback" not in flat(done.stderr) and "secret" not in flat(done.stderr)
 
 
 def _corrupt(tmp: Path) -> str:

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.support import require_tool
+from tests.support import flat, require_tool
 
 MONITORING = Path(__file__).resolve().parents[2] / "images" / "monitoring"
 RULES = MONITORING / "prometheus-rules.yaml"
@@ -26,7 +26,7 @@ def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_promtool_check_rules() -> None:
     proc = _promtool("check", "rules", RULES.name, cwd=MONITORING)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 10 rules found" in proc.stdout
+    assert "SUCCESS: 10 rules found" in flat(proc.stdout)
 
 
 def test_promtool_test_rules() -> None:
@@ -44,9 +44,8 @@ def test_the_rule_tests_catch_a_wrong_rule(tmp_path: Path) -> None:
         text.replace("hw_slowdown|hw_thermal_slowdown|hw_power_brake", "hw_.*|sw_.*")
     )
     proc = _promtool("test", "rules", TESTS.name, cwd=tmp_path)
-    assert (
-        proc.returncode != 0
-        and "instance:imagectl_gpu_hw_slowdown:sum" in proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "instance:imagectl_gpu_hw_slowdown:sum" in flat(
+        proc.stdout + proc.stderr
     )
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import flat
+
 IMAGECTL = Path(sys.executable).with_name("imagectl")
 
 
@@ -54,7 +56,7 @@ def run_imagectl(
     except subprocess.TimeoutExpired:
         pytest.fail(f"imagectl {' '.join(args)[:200]} still ran after {timeout}s (a hang)")
     result = Refused(proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in flat(proc.stderr), proc.stderr[-3000:]
     if code is not None:
         assert proc.returncode == code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     return result

@@ -15,13 +15,13 @@ from imagectl.cli import main
 from imagectl.clouds.local.spec import BASE_MADE_BY_BUILD
 from imagectl.packer.variables import packer_vars
 from imagectl.stacks import load_resolved
-from tests.support import ROOT
+from tests.support import ROOT, CliText
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(["--root", str(ROOT), "build", *args])
     out = capsys.readouterr()
-    return code, out.out, out.err
+    return code, CliText(out.out), CliText(out.err)
 
 
 def test_dry_run_prints_command_and_writes_var_files(

@@ -30,7 +30,7 @@ from imagectl.packer.templates import (
 )
 from imagectl.packer.variables import PackerRuntime, packer_vars, write_var_files
 from imagectl.stacks import load_resolved, stack_paths
-from tests.support import ROOT, require_tool
+from tests.support import ROOT, flat, require_tool
 
 IMAGES = ROOT / "images"
 CASES = [
@@ -206,4 +206,4 @@ def test_validate_fails_without_a_required_variable(tmp_path: Path) -> None:
         validate_command(binary, folder, var_file), capture_output=True, text=True, env=env
     )
     assert proc.returncode != 0
-    assert "aws_region" in proc.stdout + proc.stderr
+    assert "aws_region" in flat(proc.stdout + proc.stderr)

@@ -13,6 +13,7 @@ import pytest
 
 from imagectl.promotion import GateRefused, promote
 from imagectl.promotion.gate import check_gate, sandbox_receipts
+from tests.support import flat
 
 COMPLETE = {"profile": "quick", "shape_kind": "nvswitch", "required": ["cuda.init"],
             "ran": ["cuda.init"], "not_run": {}}  # fmt: skip
@@ -117,7 +118,7 @@ def test_status_says_which_images_stand_on_sandbox_replays(world) -> None:
     by = {c["id"]: c["validated_by"] for c in entry["candidates"]}
     assert by == {live.id: "live", sandbox.id: "sandbox replay"}
     table = world.run_cli("status")
-    assert "validated (sandbox replay)" in table.stdout
+    assert "validated (sandbox replay)" in flat(table.stdout)
 
 
 def _gate(world: Any, img: Any, required_shapes: list[str] | None) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 from imagectl.catalog import repository as repo
 from imagectl.catalog.models import Promotion
 from imagectl.crashpoints import POINTS
+from tests.support import flat
 
 REGIONS = ["local-a", "local-b", "local-c"]
 # local-a finishes first, so "after_region_done:1" kills while b and c are still copying
@@ -55,7 +56,7 @@ def test_kill_and_rerun_completes_exactly_once(world, kill: str) -> None:
         "promote", img.cloud_image_id, "--stack", "local", IMAGECTL_LOCAL_LATENCY=LATENCY
     )
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert "promoted" in rerun.stdout
+    assert "promoted" in flat(rerun.stdout)
 
     provider = world.provider()
     assert {r: provider.get_pointer("local", r) for r in REGIONS} == {

@@ -36,7 +36,7 @@ from imagectl.provenance.attest import envelope_digest, sign_statement
 from imagectl.provenance.keys import trust_document
 from imagectl.provenance.revocations import list_envelope
 from imagectl.provenance.statement import build_statement
-from tests.support import require_tool
+from tests.support import flat, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "playbooks" / "roles" / "validator"
@@ -170,10 +170,6 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def test_without_the_option_the_unit_does_not_check(tmp_path: Path) -> None:
     assert not any("verify-node" in ln for ln in _render(tmp_path))
 
@@ -193,7 +189,7 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     argv = _pre_start(tmp_path, node)
     ok = _run(argv)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert _flat(ok.stdout).startswith(f"attested: {node['envelope']} holds for"), ok.stdout
+    assert flat(ok.stdout).startswith(f"attested: {node['envelope']} holds for"), ok.stdout
     # a promoted copy in another region is named by the statement the promotion signed
     copy = _run(_pre_start(tmp_path, node, "ami-0fedcba9876543210"))
     assert copy.returncode == 0, copy.stdout + copy.stderr
@@ -202,13 +198,13 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     original = node["manifest"].read_bytes()
     _manifest(node["manifest"], "20261125-000001-bbbbbb", "22" * 16)
     other = _run(argv)
-    assert other.returncode == 1 and "attests another image" in other.stdout, other.stdout
+    assert other.returncode == 1 and "attests another image" in flat(other.stdout), other.stdout
     node["manifest"].write_bytes(original)
 
     # an instance booted from another image id (metadata says so)
     elsewhere = _run(_pre_start(tmp_path, node, "ami-00000000000000bad"))
     assert elsewhere.returncode == 1
-    assert "not this node's image ami-00000000000000bad" in _flat(elsewhere.stdout)
+    assert "not this node's image ami-00000000000000bad" in flat(elsewhere.stdout)
 
     # a tampered payload: rewritten after signing
     envelope = json.loads(node["envelope"].read_text())
@@ -217,7 +213,7 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     forged = {**envelope, "payload": base64.b64encode(json.dumps(statement).encode()).decode()}
     node["envelope"].write_text(json.dumps(forged))
     tampered = _run(argv)
-    assert tampered.returncode == 1 and "not signed by a trusted key" in tampered.stdout
+    assert tampered.returncode == 1 and "not signed by a trusted key" in flat(tampered.stdout)
 
     # a signature by a key the image does not trust
     stranger = CryptoSigner.generate_ed25519()
@@ -230,7 +226,7 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     failing = sign_statement(_statement(node["manifest"].read_bytes(), "fail"), SIGNER)
     node["envelope"].write_text(json.dumps(failing))
     verdict = _run(argv)
-    assert verdict.returncode == 1 and "not pass" in verdict.stdout
+    assert verdict.returncode == 1 and "not pass" in flat(verdict.stdout)
 
     # a statement that says pass while one of its own receipts failed: judged whole
     contradicting = sign_statement(
@@ -238,11 +234,11 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     )
     node["envelope"].write_text(json.dumps(contradicting))
     whole = _run(argv)
-    assert whole.returncode == 1 and "yet the statement says pass" in _flat(whole.stdout)
+    assert whole.returncode == 1 and "yet the statement says pass" in flat(whole.stdout)
 
     node["envelope"].unlink()
     missing = _run(argv)
-    assert missing.returncode == 2 and "cannot read the attestation" in missing.stderr
+    assert missing.returncode == 2 and "cannot read the attestation" in flat(missing.stderr)
 
 
 def test_a_revoked_image_fails_the_unit(tmp_path: Path, node: dict[str, Path]) -> None:
@@ -263,15 +259,15 @@ def test_a_revoked_image_fails_the_unit(tmp_path: Path, node: dict[str, Path]) -
     assert _run(argv).returncode == 0
     trusted = _place_list(node["revocations"], [revocation(SIGNER)], version=7)
     revoked = _run(argv)
-    assert revoked.returncode == 1 and "recalled: bad NCCL" in revoked.stdout, revoked.stdout
+    assert revoked.returncode == 1 and "recalled: bad NCCL" in flat(revoked.stdout), revoked.stdout
     # refused for the revocation, not because signature checking refuses everything
-    assert "not signed by" not in revoked.stdout
+    assert "not signed by" not in flat(revoked.stdout)
     assert json.loads(node["seen"].read_text())["version"] == 7  # the node kept it
 
     # the same list unsigned as a whole (the old form): one entry could be dropped unseen
     node["revocations"].write_text(json.dumps({"revocations": []}))
     unsigned = _run(argv)
-    assert unsigned.returncode == 1 and "unsigned list" in _flat(unsigned.stdout)
+    assert unsigned.returncode == 1 and "unsigned list" in flat(unsigned.stdout)
 
     # an entry dropped from the signed list: its signature no longer holds
     body = json.loads(base64.b64decode(trusted["payload"]))
@@ -279,18 +275,22 @@ def test_a_revoked_image_fails_the_unit(tmp_path: Path, node: dict[str, Path]) -
     dropped = {**trusted, "payload": base64.b64encode(json.dumps(body).encode()).decode()}
     node["revocations"].write_text(json.dumps(dropped))
     r = _run(argv)
-    assert r.returncode == 1 and "not signed by a trusted key" in _flat(r.stdout), r.stdout
+    assert r.returncode == 1 and "not signed by a trusted key" in flat(r.stdout), r.stdout
 
     # an older list, genuinely signed, without the revocation (rollback)
     _place_list(node["revocations"], [], version=6)
     rollback = _run(argv)
-    assert rollback.returncode == 1 and "older than version 7" in _flat(rollback.stdout)
-    assert "rollback" in rollback.stdout
+    assert rollback.returncode == 1 and "older than version 7" in flat(rollback.stdout)
+    assert "rollback" in flat(rollback.stdout)
 
     # a newer list past its expiry (freeze)
     _place_list(node["revocations"], [], version=9, expires_in_h=-1)
     frozen = _run(argv)
-    assert frozen.returncode == 1 and "expired" in frozen.stdout and "freeze" in frozen.stdout
+    assert (
+        frozen.returncode == 1
+        and "expired" in flat(frozen.stdout)
+        and "freeze" in flat(frozen.stdout)
+    )
 
     # a list signed by a key the image does not trust
     _place_list(node["revocations"], [], version=10, signers=[CryptoSigner.generate_ed25519()])
@@ -304,8 +304,8 @@ def test_a_node_without_the_revocation_list_fails_closed(
     assert _run(argv).returncode == 0
     node["revocations"].unlink()
     r = _run(argv)
-    assert r.returncode == 1 and "no revocation list" in _flat(r.stdout), r.stdout
-    assert "fails closed" in _flat(r.stdout)
+    assert r.returncode == 1 and "no revocation list" in flat(r.stdout), r.stdout
+    assert "fails closed" in flat(r.stdout)
 
 
 @pytest.mark.parametrize(
@@ -321,5 +321,5 @@ def test_an_empty_or_foreign_trust_file_is_bad_input(
 ) -> None:
     node["trust"].write_text(content)
     r = _run(_pre_start(tmp_path, node))
-    assert r.returncode == 2 and message in _flat(r.stderr), r.stderr
-    assert "Traceback" not in r.stderr
+    assert r.returncode == 2 and message in flat(r.stderr), r.stderr
+    assert "Traceback" not in flat(r.stderr)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import flat
+
 REPO = Path(__file__).resolve().parents[2]
 CODE = "import sys; from imagectl.cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -30,19 +32,19 @@ def _lint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_lint_outside_a_workspace_says_so(tmp_path: Path) -> None:
     proc = _lint(tmp_path)
-    assert "no workspace" in proc.stderr, proc.stderr
-    assert "bundled with the installed imagectl" in proc.stderr
+    assert "no workspace" in flat(proc.stderr), proc.stderr
+    assert "bundled with the installed imagectl" in flat(proc.stderr)
     assert str(tmp_path) in proc.stderr  # where it looked
-    assert "--root" in proc.stderr  # what to do
+    assert "--root" in flat(proc.stderr)  # what to do
 
     as_json = _lint(tmp_path, "--json")
     body = json.loads(as_json.stdout)
     assert body["workspace"]["bundled"] is True
-    assert "no workspace" in as_json.stderr
+    assert "no workspace" in flat(as_json.stderr)
 
 
 def test_lint_in_a_checkout_says_nothing_of_the_kind() -> None:
     proc = _lint(REPO / "images", "--json")
     body = json.loads(proc.stdout)
     assert body["workspace"] == {"root": str(REPO), "bundled": False}
-    assert "no workspace" not in proc.stderr
+    assert "no workspace" not in flat(proc.stderr)

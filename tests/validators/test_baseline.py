@@ -8,7 +8,7 @@ from imagectl.core.errors import UserError
 from imagectl.validators.baseline import compare_to_baseline
 from imagectl.validators.receipt import GpuSummary, Receipt
 from imagectl.validators.results import CheckResult, Outcome, Severity
-from tests.support import make_receipt
+from tests.support import flat, make_receipt
 
 
 def check(id, measured, unit, gpu=None, **details):
@@ -215,7 +215,7 @@ def test_real_receipts_carry_shape_and_gpu_for_the_baseline_gate(tmp_path) -> No
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "shape" in done.stderr or "GPU model" in done.stderr
+    assert "shape" in flat(done.stderr) or "GPU model" in flat(done.stderr)
     same = subprocess.run(
         [sys.executable, "-m", "imagectl.cli.common", "validate", "--replay",
          str(snaps / "h100-sxm-8x.json"), "--no-hygiene", "--baseline", str(out["h100-sxm-8x"])],

@@ -17,6 +17,7 @@ from imagectl.validators.expectations import (
 from imagectl.validators.session import Options, validate
 from imagectl.validators.shapes import shape_rows
 from imagectl.validators.snapshot import load_snapshot
+from tests.support import flat
 
 IMAGES = ROOT / "images"
 
@@ -106,4 +107,4 @@ def test_expectations_on_standard_input_judge_the_replay_and_the_receipt_is_the_
     assert code == 1 and receipt["verdict"] == "fail", err
     proc = subprocess.run(args, input="{not json", capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
-    assert proc.returncode == 2 and "not valid JSON" in proc.stderr and proc.stdout == ""
+    assert proc.returncode == 2 and "not valid JSON" in flat(proc.stderr) and proc.stdout == ""

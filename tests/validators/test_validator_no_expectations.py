@@ -11,6 +11,7 @@ from pathlib import Path
 from validator_support import ROOT, SNAPSHOTS
 
 from imagectl.validators.expectations import nvidia_gpus_on_host
+from tests.support import flat
 
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 
@@ -28,8 +29,8 @@ def test_a_gpu_snapshot_without_expectations_is_exit_2(tmp_path) -> None:
     path.write_text(json.dumps(snap))
     out = _run("--replay", str(path))
     assert out.returncode == 2, out.stdout[-1000:]
-    assert "8 NVIDIA GPU(s) but no expectations" in out.stderr
-    assert "--stack" in out.stderr and "Traceback" not in out.stderr
+    assert "8 NVIDIA GPU(s) but no expectations" in flat(out.stderr)
+    assert "--stack" in flat(out.stderr) and "Traceback" not in flat(out.stderr)
     assert out.stdout == ""
 
 

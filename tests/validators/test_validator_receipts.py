@@ -15,6 +15,7 @@ from validator_support import SNAPSHOTS, Run, expect_file, imagectl_in_process
 from imagectl.core.errors import UserError
 from imagectl.validators.receipt import SCHEMA_FILE, load_receipt
 from imagectl.validators.schemas import SCHEMA_DIR, generators, render
+from tests.support import flat
 
 IMAGECTL = str(Path(sys.executable).parent / "imagectl")
 HEALTHY = SNAPSHOTS / "healthy/h100-sxm-8x.json"
@@ -113,10 +114,10 @@ def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
     assert shown.returncode == 1 and json.loads(shown.stdout)["verdict"] == "fail"
     table = imagectl("receipt", "show", str(receipts["bad"]))
     assert table.returncode == 1
-    assert "kernel.xid" in table.stdout and "verdict: FAIL" in table.stdout
-    assert "gpu.ecc.mode" not in table.stdout  # passed checks hidden unless --all
+    assert "kernel.xid" in flat(table.stdout) and "verdict: FAIL" in flat(table.stdout)
+    assert "gpu.ecc.mode" not in flat(table.stdout)  # passed checks hidden unless --all
     full = imagectl("receipt", "show", str(receipts["bad"]), "--all")
-    assert "gpu.ecc.mode" in full.stdout
+    assert "gpu.ecc.mode" in flat(full.stdout)
     assert imagectl("receipt", "show", str(receipts["good"]), "--json").returncode == 0
     diff = imagectl("receipt", "diff", str(receipts["good"]), str(receipts["bad"]), "--json")
     assert diff.returncode == 1
@@ -125,7 +126,7 @@ def test_receipt_show_and_diff(receipts: dict[str, Path]) -> None:
     changed = {(c["id"], c["gpu"]) for c in d["checks"]}
     assert ("kernel.xid", None) in changed or ("kernel.xid", 3) in changed
     same = imagectl("receipt", "diff", str(receipts["good"]), str(receipts["good"]))
-    assert same.returncode == 0 and "no check changed" in same.stdout
+    assert same.returncode == 0 and "no check changed" in flat(same.stdout)
 
 
 @pytest.mark.parametrize("kind", ["receipt", "snapshot"])
@@ -146,7 +147,7 @@ def test_corrupt_or_truncated_input_is_exit_2(
         else:
             out = imagectl("validate", "--replay", str(path))
         assert out.returncode == 2, (path, out.stdout, out.stderr)
-        assert "error:" in out.stderr and "Traceback" not in out.stderr
+        assert "error:" in flat(out.stderr) and "Traceback" not in flat(out.stderr)
         assert path.name in out.stderr
     if kind == "receipt":
         with pytest.raises(UserError, match="corrupt or truncated"):
@@ -161,11 +162,11 @@ def test_bad_options_are_exit_2(tmp_path: Path) -> None:
     bad_expect = tmp_path / "expect.json"
     bad_expect.write_text('{"gpu_count": "eight"}')
     out = imagectl("validate", "--replay", str(HEALTHY), "--expect", str(bad_expect))
-    assert out.returncode == 2 and "gpu_count" in out.stderr
+    assert out.returncode == 2 and "gpu_count" in flat(out.stderr)
     bad_expect.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     out = imagectl("validate", "--replay", str(HEALTHY), "--expect", str(bad_expect))
-    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-    assert "expect.json" in out.stderr and "not UTF-8" in out.stderr
+    assert out.returncode == 2 and "Traceback" not in flat(out.stderr), out.stderr
+    assert "expect.json" in flat(out.stderr) and "not UTF-8" in flat(out.stderr)
 
 
 def test_snapshot_records_previous_boots_for_replay(tmp_path) -> None:
@@ -205,4 +206,4 @@ def test_snapshot_records_previous_boots_for_replay(tmp_path) -> None:
          "--history", str(tmp_path / "nope")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert missing.returncode == 2 and "no such folder" in missing.stderr
+    assert missing.returncode == 2 and "no such folder" in flat(missing.stderr)

@@ -17,6 +17,7 @@ from imagectl.validators.catalogs import xid_catalog
 from imagectl.validators.host.boot_history import previous_boot, read_folder
 from imagectl.validators.host.kernel_log import current_boot, parse_events
 from imagectl.validators.results import Action
+from tests.support import flat
 
 # Buckets as the catalog prints them (Xid sheet, "Resolution Bucket (Immediate Action)").
 CATALOG_BUCKETS = {
@@ -176,7 +177,7 @@ def test_history_folder_escalates_a_recurrence_on_the_same_gpu(tmp_path: Path) -
     xid = _run("healthy/h100-sxm-8x.json", *args)
     assert xid["action"] == "ISOLATE_RMA" and xid["details"]["gpu_uuid"] == uuid3
     missing = imagectl_in_process("validate", "--history", str(tmp_path / "nope"))
-    assert missing.returncode == 2 and "nope" in missing.stderr
+    assert missing.returncode == 2 and "nope" in flat(missing.stderr)
 
 
 def test_previous_boot_skips_this_boots_own_receipt(tmp_path: Path) -> None:
