@@ -22,6 +22,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from imagectl.core.errors import EXIT_FAILED, UserError
+from imagectl.core.sockets import child_env
 from imagectl.packer.machine_readable import PackerEvent, parse_line
 
 if TYPE_CHECKING:
@@ -96,6 +97,11 @@ class _Stop:
         self.event.set()
 
 
+# Packer 1.6 serves each plugin (its builders and provisioners too) on a unix socket in
+# $TMPDIR named packer-plugin<up to 10 digits>.
+PLUGIN_SOCKET_ROOM = 32
+
+
 def run(
     command: Sequence[str],
     *,
@@ -116,7 +122,7 @@ def run(
         proc = subprocess.Popen(
             list(command),
             cwd=cwd,
-            env={**os.environ, **(env or {})},
+            env=child_env(PLUGIN_SOCKET_ROOM, env),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

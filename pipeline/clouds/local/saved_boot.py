@@ -46,7 +46,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -56,6 +55,7 @@ from imagectl.clouds.local import pids
 from imagectl.clouds.local.guest_setup import HANDOVER_DONE, HANDOVER_READY
 from imagectl.clouds.local.qemu import VmSpec
 from imagectl.clouds.local.qmp import Qmp, QmpError
+from imagectl.core.sockets import fits, socket_base
 
 FORMAT = 2  # of the folder and the hand-over; a change makes new keys
 STALE_CLAIM_S = 10 * 60  # a claim this old that names no VM: its saver is gone
@@ -121,11 +121,13 @@ def key(spec: VmSpec, image: Path) -> str:
 
 def socket_dir(folder: Path) -> Path:
     """``folder`` when its sockets' paths fit a unix socket address (108 bytes), else a
-    short folder under the temporary directory named after it."""
-    if len(str(folder / "serial.sock").encode()) < 100:
+    short folder named after it under the temporary directory (or /tmp where even that
+    is too long: ``imagectl.core.sockets``)."""
+    if fits(folder / "serial.sock"):
         return folder
     digest = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"imagectl-vm-{digest}"
+    name = f"imagectl-vm-{digest}"
+    return Path(socket_base(len(f"{name}/serial.sock"))) / name
 
 
 def prepare(
