@@ -69,6 +69,12 @@ class Hardware(BaseModel):
     pcie_width: int | None = None
     nvlink_links: int = 0
     power_limit_w: float | None = None
+    power_limit_min_w: float | None = Field(
+        default=None,
+        description="where NVIDIA makes the board's power limit configurable (H100 NVL: "
+        "350-400 W), the lowest limit inside its spec; power_limit_w is then the highest. "
+        "null: one fixed limit (power_limit_w)",
+    )
     temp_warn_c: float | None = None
     temp_max_c: float | None = None
     nics: Nics | None = Field(
@@ -173,6 +179,7 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
         pcie_width=row.get("pcie_width"),
         nvlink_links=int(row.get("nvlink_links") or 0),
         power_limit_w=row.get("power_limit_w"),
+        power_limit_min_w=row.get("power_limit_min_w"),
         temp_warn_c=row.get("temp_warn_c"),
         temp_max_c=row.get("temp_max_c"),
         nics=Nics.model_validate(row["nics"]) if row.get("nics") else None,
@@ -202,7 +209,9 @@ def gpu_fields(images_dir: Path, sku: str, count: int) -> dict[str, object]:
     alone (no shape in the catalog). The GPU table gives the model's NVML names, memory and
     architecture; what a shape adds (PCIe link, NVLink links, power limit, NICs) is not
     known, so those checks judge only what NVML reports about itself. NVSwitch is expected
-    only where several GPUs share the board's switches."""
+    only where the GPU table says that many GPUs share a baseboard's NVSwitches
+    (``nvswitch_gpus``: 8 on HGX; fewer GPUs of an SXM SKU are a 4-GPU board joined by NVLink
+    directly, or a VM given part of a baseboard)."""
     if count < 1:
         raise UserError(
             f"--gpu-count {count}: a host validated by its GPUs has at least one",
@@ -213,9 +222,14 @@ def gpu_fields(images_dir: Path, sku: str, count: int) -> dict[str, object]:
         nvml_names=list(gpu.get("nvml_names") or ()),
         arch=gpu.get("arch"),
         memory_gib=gpu.get("memory_gib"),
-        nvswitch=bool(gpu.get("nvswitch")) and count > 1,
-        source=f"{gpu['sku']}: {gpu.get('source', '')} (--gpu: no shape, so no PCIe, NVLink, "
-        "power or NIC expectations)",
+        nvswitch=bool(gpu.get("nvswitch")) and count >= int(gpu.get("nvswitch_gpus") or 2),
+        source=f"{gpu['sku']}: {gpu.get('source', '')}"
+        + (
+            f"; NVSwitch from {gpu['nvswitch_gpus']} GPUs: {gpu.get('nvswitch_source')}"
+            if gpu.get("nvswitch_gpus")
+            else ""
+        )
+        + " (--gpu: no shape, so no PCIe, NVLink, power or NIC expectations)",
     )
     return {"gpu": gpu["sku"], "gpu_count": count, "gpus_expected": True, "hardware": hw}
 
@@ -274,6 +288,10 @@ def resolve_expectations(
         if shape and shape != expect.shape:
             update = shape_fields(images_dir, shape)
             expect = expect.model_copy(update=update)
+        if gpu is not None:  # honoured as --shape is: the host is judged as these GPUs
+            update = {"shape": None, "cloud": None, **gpu_fields(images_dir, *gpu),
+                      "origin": f"{expect.origin}, gpu:{gpu[0]}x{gpu[1]}"}  # fmt: skip
+            expect = expect.model_copy(update=update)
         return expect
     if shape:
         return Expectations(origin=f"shape:{shape}", **shape_fields(images_dir, shape))
@@ -311,9 +329,12 @@ def require_expectations(expect: Expectations, snapshot: dict[str, Any] | None) 
     if gpus:
         raise UserError(
             f"{where} has {gpus} NVIDIA GPU(s) but no expectations: no "
-            f"{DEFAULT_EXPECT_FILE} (the image's own), and none of --stack, --expect or "
-            "--shape was given, so every check would be judged against nothing",
-            hint="Pass --stack STACK [--shape SHAPE], --expect FILE, or at least --shape SHAPE",
+            f"{DEFAULT_EXPECT_FILE} (the image's own), and none of --stack, --expect, "
+            "--shape or --gpu/--gpu-count was given, so every check would be judged against "
+            "nothing",
+            hint="Pass --stack STACK [--shape SHAPE], --expect FILE, --shape SHAPE, or for a "
+            "host with no catalog shape --gpu MODEL --gpu-count N (e.g. --gpu 'NVIDIA H200' "
+            "--gpu-count 8)",
         )
 
 

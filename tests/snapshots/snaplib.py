@@ -44,24 +44,42 @@ T_FIRST_BOOT = 1_790_000_000.0  # first boot of the instance (epoch seconds)
 T_BOOT = T_FIRST_BOOT + 3600.0
 
 # Each GPU board's NVML facts, shared by every base built on it: one row a fact, one column
-# a board (H100 SXM 80GB, A100 SXM4 80GB, H200, L4)
-_BOARD_FACTS: dict[str, tuple[Any, Any, Any, Any]] = {
-    "name": ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA H200", "NVIDIA L4"),
-    "count": (8, 8, 8, 1),
-    "mem_mib": (81559, 81920, 143771, 23034),
-    "arch": (9, 7, 9, 8),
-    "pcie": ((5, 16), (4, 16), (5, 16), (4, 16)),
-    "links": (18, 12, 18, 0),
-    "power_w": (700, 400, 700, 72),
-    "slowdown": (89, 92, 89, 94),
-    "shutdown": (92, 95, 92, 101),
-    "gpu_max": (87, 90, 87, 89),
-    "vbios": ("96.00.89.00.01", "92.00.45.00.06", "96.00.A5.00.01", "95.04.29.00.06"),
-    "inforom": ("G520.0200.00.05", "G506.0212.00.02", "G525.0201.00.01", "G193.0200.00.01"),
-    "nvswitch": (True, True, True, False),
+# a board (H100 SXM 80GB, A100 SXM4 80GB, H200, L4, H100 NVL as one NC40ads H100 v5 has it)
+_BOARD_FACTS: dict[str, tuple[Any, Any, Any, Any, Any]] = {
+    "name": (
+        "NVIDIA H100 80GB HBM3",
+        "NVIDIA A100-SXM4-80GB",
+        "NVIDIA H200",
+        "NVIDIA L4",
+        "NVIDIA H100 NVL",
+    ),
+    "count": (8, 8, 8, 1, 1),
+    "mem_mib": (81559, 81920, 143771, 23034, 95330),
+    "arch": (9, 7, 9, 8, 9),
+    "pcie": ((5, 16), (4, 16), (5, 16), (4, 16), (5, 16)),
+    "links": (18, 12, 18, 0, 0),
+    "power_w": (700, 400, 700, 72, 400),
+    "slowdown": (89, 92, 89, 94, 89),
+    "shutdown": (92, 95, 92, 101, 92),
+    "gpu_max": (87, 90, 87, 89, 87),
+    "vbios": (
+        "96.00.89.00.01",
+        "92.00.45.00.06",
+        "96.00.A5.00.01",
+        "95.04.29.00.06",
+        "96.00.99.00.01",
+    ),
+    "inforom": (
+        "G520.0200.00.05",
+        "G506.0212.00.02",
+        "G525.0201.00.01",
+        "G193.0200.00.01",
+        "G520.0210.00.06",
+    ),
+    "nvswitch": (True, True, True, False, False),
 }
-H100_SXM_8X, A100_SXM_80GB_8X, H200_8X, L4_1X = (
-    {fact: column[board] for fact, column in _BOARD_FACTS.items()} for board in range(4)
+H100_SXM_8X, A100_SXM_80GB_8X, H200_8X, L4_1X, H100_NVL_1X = (
+    {fact: column[board] for fact, column in _BOARD_FACTS.items()} for board in range(5)
 )
 
 # The GPUs' PCI bus numbers on an HGX H100, H200 and A100 baseboard (each base gets its copy)
@@ -129,6 +147,20 @@ BASES: dict[str, dict[str, Any]] = {
     "h200-p5en-efa": _base(
         "p5en.48xlarge", H200_8X, "ami-0h200p5enhealthy", H200_BUSES, fabric="efa-p5en"
     ),
+    # NC40ads H100 v5: one H100 NVL, no NVSwitch; the image is the training stack's Azure
+    # image, which pins fabric manager for the stack's NVSwitch shapes (kept: the pin alone
+    # must not make a one-GPU host need it)
+    "h100nvl-1x-fm-pinned": {
+        **_base(
+            "Standard_NC40ads_H100_v5",
+            H100_NVL_1X,
+            "/subscriptions/0000/images/h100-training-healthy",
+            ["00"],
+            cloud="azure",
+            domains=(0x1,),
+        ),
+        "keep_fm": True,
+    },
     # a3-megagpu-8g: GPUDirect-TCPXO over 8 gVNIC GPU NICs (one behind each GPU's switch)
     # plus the primary gVNIC
     "h100-a3mega-tcpxo": _base(
@@ -154,7 +186,7 @@ def _expectations(base: str) -> dict[str, Any]:
         e = from_stack(ROOT / "images", "h100-training", b["shape"])
     elif b["shape"] != "p5.48xlarge":
         e = e.model_copy(update=shape_fields(ROOT / "images", b["shape"]))
-    if not b["nvswitch"]:
+    if not b["nvswitch"] and not b.get("keep_fm"):
         pkgs = {k: v for k, v in e.packages.items() if not k.startswith("nvidia-fabricmanager")}
         e = e.model_copy(update={"fabric_manager": None, "packages": pkgs, "held": sorted(pkgs)})
     e = e.model_copy(update={"origin": f"tests/snapshots/expect/{base}.json"})

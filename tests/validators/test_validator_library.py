@@ -84,6 +84,14 @@ def test_library_covers_the_required_faults() -> None:
         "wrong-driver-version",
         "mig-enabled",
         "nccl-unpinned",
+        # what the driver logs without an Xid, and Xid 154 by its latest line
+        "fallen-off-bus-at-probe",
+        "rm-init-adapter-failed",
+        "rm-init-adapter-firmware-failed",
+        "nvlink-core-training-failed",
+        "nvswitch-init-failed",
+        "xid154-latest-weaker",
+        "nvl-power-capped-300w",
     }
     assert required <= faults
     healthy = {c["base"] for n, c in CASES.items() if n.startswith("healthy/")}
@@ -97,6 +105,7 @@ def test_library_covers_the_required_faults() -> None:
         "a100-ndv4-ib",  # 8 HDR HCAs, each device in its own PCI domain (ndv4-topo.xml)
         "h200-p5en-efa",  # 16 EFA, two behind each GPU's switch
         "h100-a3mega-tcpxo",  # 8 gVNIC GPU NICs for GPUDirect-TCPXO + the primary
+        "h100nvl-1x-fm-pinned",  # one H100 NVL, no NVSwitch, an image that pins FM
     }
     ignorable = {c["fault"] for c in CASES.values() if c["fault"] and not c["expect_fail"]}
     assert {
@@ -104,6 +113,10 @@ def test_library_covers_the_required_faults() -> None:
         "xid92-high-sbe-rate",
         "sw-power-cap",
         "idle-clocks",
+        "fallen-off-bus-at-probe-earlier-boot",
+        "xid154-latest-clears",
+        "nvl-power-350w-in-range",
+        "nvl-power-350w-default-350w",
     } <= ignorable
 
 

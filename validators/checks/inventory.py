@@ -152,28 +152,48 @@ def _arch_of(ctx: Context, handle: object) -> int | None:
         return None
 
 
-@check("gpu.count", "GPU count matches the shape", timeout_action=Action.REBOOT)
+@check("gpu.count", "GPU count matches the shape (or --gpu-count)", timeout_action=Action.REBOOT)
 def gpu_count(ctx: Context) -> Finding:
     found = len(ctx.handles)
     e = ctx.expect
-    if e.shape is None:
+    if e.shape is None and not e.gpu_count:
         if found >= 1:
             return ok(
-                f"{found} GPU(s); no shape given, so only 'at least one' is checked",
+                f"{found} GPU(s); no shape or GPU count given, so only 'at least one' is checked",
                 measured=found,
                 expected=">= 1",
             )
         return bad(Action.REBOOT, "no GPU visible", measured=0, expected=">= 1")
+    # the shape's count, or the host's own (``--gpu SKU --gpu-count N``, or an expect.json
+    # that names a count without a shape)
+    where = f"the shape {e.shape} has" if e.shape else "the host has (--gpu-count)"
+    source = SHAPES if e.shape else f"--gpu-count {e.gpu_count} ({e.origin})"
     if found == e.gpu_count:
-        return ok(measured=found, expected=e.gpu_count, source=SHAPES)
+        return ok(measured=found, expected=e.gpu_count, source=source)
     return bad(
         Action.REBOOT if found < e.gpu_count else Action.DRAIN,
-        f"{found} GPU(s) visible, the shape {e.shape} has {e.gpu_count}: a GPU has fallen off "
-        "the bus or is hidden; reboot, and isolate / RMA if it stays missing",
+        f"{found} GPU(s) visible, {where} {e.gpu_count}: "
+        + (
+            "a GPU has fallen off the bus or is hidden; reboot, and isolate / RMA if it stays "
+            "missing"
+            if found < e.gpu_count
+            else "more GPUs than expected: the wrong machine or the wrong count; drain it"
+        ),
         measured=found,
         expected=e.gpu_count,
-        source=SHAPES,
+        source=source,
+        details={"attribution": "node"},
     )
+
+
+def gpus_missing(ctx: Context) -> tuple[int, int] | None:
+    """(visible, expected) when fewer GPUs are visible than the shape or --gpu-count names;
+    None otherwise (or before NVML answered)."""
+    want = ctx.expect.gpu_count
+    if not want or not ctx.nvml_ready:
+        return None
+    found = len(ctx.handles)
+    return (found, want) if found < want else None
 
 
 @check("gpu.model", "GPU model matches the shape", per_gpu=True)

@@ -6,13 +6,17 @@ Catalog (validators/data/xids.yaml).
   application XIDs count one incident per process.
 - IGNORE codes are recorded, never failing; application-attributable codes (RESTART_APP)
   warn naming the process, and fail only on a burst or a recurrence.
-- Within one boot the strongest machine action is RESET_GPU or REBOOT (or what an Xid 154
-  names); buckets that need hands (CHECK_MECHANICALS, UPDATE_SWFW) drain; ISOLATE_RMA only
-  for a fault that the previous boot's receipt shows on the same GPU too, where the
+- Within one boot the strongest machine action is RESET_GPU or REBOOT (or what the latest
+  Xid 154 line names: it replaces the action of the lines before it); buckets that need
+  hands (CHECK_MECHANICALS, UPDATE_SWFW) drain; ISOLATE_RMA only for a fault that the
+  previous boot's receipt shows on the same GPU too, where the
   catalog sends such a fault to the vendor.
 - SXids: the line's own severity word (Fatal / Non-fatal / Correctable, or the driver's
   "Severity <n>" line) decides, through the Fabric Manager User Guide's recovery
   (``xids.yaml`` ``sxids``); the code's name comes from the driver's headers.
+- ``kernel.messages``: what the driver logs without an Xid (a GPU fallen off the bus at
+  probe, RmInitAdapter failed, NVLink training in the NVLink core, an NVSwitch that fails
+  to initialise), read as the driver's source writes it (``data/kernel_messages.yaml``).
 - A kernel log that cannot be read (or a check that hangs reading it) fails with DRAIN:
   unknown XIDs are never a pass.
 """
@@ -25,6 +29,7 @@ from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok, skip, warn
 from imagectl.validators.host.boot_history import PreviousBoot, previous_boot, read_folder
 from imagectl.validators.host.kernel_log import Event, parse_events, split_boots
+from imagectl.validators.host.kernel_messages import Seen, find_messages
 from imagectl.validators.results import Action, Outcome, Severity
 
 
@@ -75,9 +80,12 @@ def _uuid(ctx: Context, gpu: int | None) -> str | None:
 
 def _action(ctx: Context, entry: XidEntry, e: Event, codes_here: set[int]) -> Action:
     action = entry.action
-    if entry.parse_action:  # Xid 154: the strongest action its lines name
+    if entry.parse_action:  # Xid 154: the action its latest line names
+        # each line says the recovery action changed from one value to another: the last
+        # one is the GPU's action now (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION reads the same),
+        # so an earlier 'Node Reboot Required' that a later 'None' replaced is history
         named = [a for t in e.texts if (a := ctx.xids.action_from_text(t)) is not None]
-        action = max(named, key=lambda a: a.rank) if named else action
+        action = named[-1] if named else action
     if entry.severity_text:  # Xid 144-150: Fatal -> RESET_GPU, Nonfatal -> ignore
         named = [a for t in e.texts if (a := ctx.xids.action_from_severity(t)) is not None]
         action = max(named, key=lambda a: a.rank) if len(named) == len(e.texts) else action
@@ -238,7 +246,7 @@ def _sxid(ctx: Context, e: Event) -> Finding:
 def _no_nvswitch(ctx: Context) -> bool:
     """The shape positively has no NVSwitch (no SXids can exist)."""
     hw = ctx.expect.hardware
-    return hw is not None and not hw.nvswitch and not ctx.expect.fabric_manager
+    return hw is not None and not hw.nvswitch
 
 
 @check(
@@ -263,3 +271,61 @@ def sxids(ctx: Context) -> list[Finding]:
     if _no_nvswitch(ctx):
         return [skip("no NVSwitch on this shape: no SXids")]
     return _judge(ctx, "sxid")
+
+
+@check(
+    "kernel.messages",
+    "No GPU fault the driver logs without an Xid (fallen off the bus at probe, RmInitAdapter "
+    "failed, NVLink training, NVSwitch init)",
+    needs_nvml=False,
+    timeout_action=UNREAD,
+    timeout_s=15.0,
+)
+def driver_messages(ctx: Context) -> list[Finding]:
+    log = ctx.kernel_log()
+    if log.error:  # kernel.xid fails for it (DRAIN): one failure for one unread log
+        return [
+            skip(
+                f"cannot read the kernel log ({log.error}): kernel.xid fails for it",
+                details={"root_cause": "kernel.xid", "log_source": log.source},
+            )
+        ]
+    text, previous_text, _dropped = split_boots(log.text, _booted_at(ctx))
+    found = find_messages(text)
+    if not found:
+        return [ok(f"none of the driver's fault messages in this boot ({log.source})", measured=0)]
+    before = {(s.message.id, s.bus) for s in find_messages(previous_text)}
+    xids_on = {(e.code, e.bus) for e in parse_events(text) if e.kind == "xid"}
+    out = []
+    for seen in found:
+        out.append(_driver_message(ctx, seen, (seen.message.id, seen.bus) in before, xids_on))
+    return out
+
+
+def _driver_message(
+    ctx: Context, seen: Seen, recurring: bool, xids_on: set[tuple[int, str]]
+) -> Finding:
+    msg = seen.message
+    gpu = ctx.gpu_index_for_bus(seen.bus) if seen.bus else None
+    where = f"GPU {seen.bus}" if seen.bus else "the host"
+    init = seen.inits[-1] if seen.inits else None
+    action, why = msg.action_for(init)
+    measured = {"message": msg.id, "device": seen.bus, "count": seen.count}
+    details: dict[str, object] = {"lines": seen.lines, "meaning": msg.meaning}
+    if init is not None:
+        details["init_status"] = init
+    info = {"measured": measured, "source": msg.source, "details": details, "gpu": gpu}
+    text = f"{msg.id} on {where} x{seen.count}: {msg.meaning}"
+    if msg.unless_xid is not None and seen.bus and (msg.unless_xid, seen.bus) in xids_on:
+        return ok(
+            f"{text} (the same incident as its Xid {msg.unless_xid}, judged by kernel.xid)",
+            severity=Severity.INFO,
+            **info,
+        )
+    if recurring and msg.recurrence is not None and action != Action.BLOCK_IMAGE:
+        return bad(
+            msg.recurrence,
+            f"{text}: the previous boot logged it too; the reboot did not clear it",
+            **info,
+        )
+    return bad(action, f"{text}" + (f" ({why})" if why else ""), **info)

@@ -14,6 +14,7 @@ import pynvml
 
 from imagectl.core.versions import Dotted, upstream_version
 from imagectl.validators.checks.base import check
+from imagectl.validators.checks.inventory import gpus_missing
 from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.host.kernel_log import api_mismatch
@@ -221,8 +222,28 @@ def kernel_release(ctx: Context) -> Finding:
 
 
 def _fm_needed(ctx: Context) -> bool:
+    """Fabric manager is needed where the shape (or the GPU table, for --gpu) says the GPUs
+    share NVSwitches. The image's pin alone decides only where no hardware is described
+    (its own expect.json on a host of unknown shape): an image built for NVSwitch hosts
+    that boots on a one-GPU NC H100 v5 has no switch for fabric manager to manage."""
     hw = ctx.expect.hardware
-    return bool(ctx.expect.fabric_manager) or bool(hw and hw.nvswitch)
+    if hw is not None:
+        return hw.nvswitch
+    return bool(ctx.expect.fabric_manager)
+
+
+def _fm_deferred(ctx: Context) -> Finding | None:
+    """GPUs missing (gpu.count fails): fabric manager cannot bring up a baseboard whose
+    GPUs are not all there, so its state is judged once they are back, not blamed on the
+    image."""
+    short = gpus_missing(ctx)
+    if short is None:
+        return None
+    return skip(
+        f"inconclusive: {short[0]} of {short[1]} GPU(s) visible (gpu.count fails): fabric "
+        "manager is judged once every GPU of the NVSwitch baseboard is back",
+        details={"root_cause": "gpu.count", "inconclusive": True, "missing": ["GPUs"]},
+    )
 
 
 def _fm_package(ctx: Context) -> tuple[str, dict[str, Any]] | None:
@@ -237,6 +258,8 @@ def _fm_package(ctx: Context) -> tuple[str, dict[str, Any]] | None:
 def fm_active(ctx: Context) -> Finding:
     if not _fm_needed(ctx):
         return skip("no NVSwitch on this shape: fabric manager not needed")
+    if (deferred := _fm_deferred(ctx)) is not None:
+        return deferred
     svc = (ctx.fact("services") or {}).get("nvidia-fabricmanager", {})
     if svc.get("active"):
         return ok(measured=svc.get("state"), expected="active")
@@ -261,6 +284,8 @@ def fm_version(ctx: Context) -> Finding:
     if not _fm_needed(ctx):
         return skip("no NVSwitch on this shape: fabric manager not needed")
     found = _fm_package(ctx)
+    if found is None and (deferred := _fm_deferred(ctx)) is not None:
+        return deferred
     if found is None:
         return bad(
             Action.BLOCK_IMAGE,

@@ -109,13 +109,21 @@ def power_limit(ctx: Context, gpu: int) -> Finding:
     limits = peer_values(ctx, gpu, lambda h: ctx.nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0)
     limit_w = limits[gpu]
     t = ctx.thresholds["power.limit_min_fraction"]
+    # a configurable TDP (H100 NVL 350-400 W): any limit in NVIDIA's range is in spec
+    in_range = hw is not None and hw.power_limit_min_w is not None and hw.power_limit_w is not None
     if hw is not None and hw.power_limit_w is not None:
-        floor = hw.power_limit_w * float(t.value)
+        lowest = hw.power_limit_min_w if in_range and hw.power_limit_min_w else hw.power_limit_w
+        floor = lowest * float(t.value)
         if limit_w < floor:
+            spec = (
+                f"the board's configurable {lowest:g}-{hw.power_limit_w:g} W"
+                if in_range
+                else f"the shape's {hw.power_limit_w:g} W"
+            )
             return bad(
                 Action.REBOOT,
-                f"power limit {limit_w:g} W is under the shape's {hw.power_limit_w:g} W: the "
-                "GPU is capped (nvidia-smi -pl); a reboot restores the default",
+                f"power limit {limit_w:g} W is under {spec}: the GPU is capped (nvidia-smi -pl); "
+                "a reboot restores the default",
                 measured=limit_w,
                 expected=f">= {floor:g}",
                 unit="W",
@@ -126,6 +134,8 @@ def power_limit(ctx: Context, gpu: int) -> Finding:
         default_w = ctx.nvml.nvmlDeviceGetPowerManagementDefaultLimit(ctx.handles[gpu]) / 1000.0
     except pynvml.NVMLError:
         default_w = None  # not judged against the default where the driver cannot say
+    if default_w and in_range and hw is not None and hw.power_limit_min_w:
+        default_w = min(default_w, hw.power_limit_min_w)  # configured lower: still in spec
     if default_w and limit_w < default_w * float(t.value):
         return bad(
             Action.REBOOT,
