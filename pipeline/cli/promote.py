@@ -162,7 +162,9 @@ def command(
         if canary:
             from imagectl.rollout.canary import set_canary
 
-            moved = set_canary(catalog, provider_for(resolved, chosen), resolved, pk)
+            moved = set_canary(
+                catalog, provider_for(resolved, chosen), resolved, pk, lock_wait_s=wait_s
+            )
             if as_json:
                 emit_json(moved.to_dict())
                 return

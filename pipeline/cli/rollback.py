@@ -56,7 +56,7 @@ def command(
         try:
             moved = canary_back(
                 catalog, provider_for(resolved, chosen), stack,
-                reason=reason or "rolled back by hand (rollback --canary)",
+                reason=reason or "rolled back by hand (rollback --canary)", lock_wait_s=wait_s,
             )  # fmt: skip
         finally:
             catalog.close()
@@ -85,3 +85,5 @@ def command(
     for region, (old, new) in sorted(result.moved.items()):
         out.print(cell(f"{region}: latest {old} -> {new}"))
     out.print(f"[yellow]rolled back[/]: {markup(', '.join(result.rolled_back))}")
+    for region, (old, new) in sorted(result.canary.items()):
+        out.print(cell(f"{region}: canary {old} -> {new or 'none (latest)'}"))

@@ -5,8 +5,10 @@ named before (read from the ``pointer.set`` history in the event log) and that i
 ``promoted``. Every region must have one, or nothing changes (``NothingToRollBack``,
 exit 2). Then, under the stack's promotion lock: the cloud pointer moves, the catalog
 pointer moves (keeping the one it replaced as previous), and the images the pointers
-named before (their whole group: source and replicas) become ``rolled_back``. A second
-rollback goes one promoted image further back, because rolled-back images are skipped.
+named before (their whole group: source and replicas) become ``rolled_back``, and every
+canary pointer that names one of them moves back too (still under the lock: a rolled-back
+image is named by neither pointer). A second rollback goes one promoted image further
+back, because rolled-back images are skipped.
 """
 
 from __future__ import annotations
@@ -37,18 +39,23 @@ class RollbackResult:
     cloud: str
     moved: dict[str, tuple[str, str]] = field(default_factory=dict)  # region -> (from, to)
     rolled_back: list[str] = field(default_factory=list)  # "<cloud id> in <region>"
+    # region -> (from, to): canary pointers that named a rolled-back image (to: None, removed)
+    canary: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def moves(self) -> dict[str, dict[str, str]]:
         """region -> {from, to}: the pointers moved."""
         return {r: {"from": a, "to": b} for r, (a, b) in self.moved.items()}
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "stack": self.stack,
             "cloud": self.cloud,
             "moved": self.moves(),
             "rolled_back": self.rolled_back,
         }
+        if self.canary:
+            out["canary"] = {r: {"from": a, "to": b} for r, (a, b) in self.canary.items()}
+        return out
 
 
 def _history(session: Session, stack: str, cloud: str, region: str) -> list[int]:
@@ -210,6 +217,7 @@ def rollback(
             with catalog.transaction() as s:
                 repo.set_pointer(s, stack, cloud, region, tgt_pk, actor=actor, reason=why)
             result.moved[region] = (cur_id, tgt_id)
+        retired: set[int] = set()
         with catalog.transaction() as s:
             sources = set()
             for _cur_pk, _t, _c, _i in plan.values():
@@ -224,6 +232,7 @@ def rollback(
                     continue
                 for row in group_rows(s, src):
                     if row.state in (ImageState.PROMOTED, ImageState.PARTIALLY_PROMOTED):
+                        retired.add(row.id)
                         repo.set_state(s, row, ImageState.ROLLED_BACK, reason=why, actor=actor)
                         result.rolled_back.append(f"{row.cloud_image_id} in {row.region}")
                         cloud_img = provider.get_image(row.cloud_image_id, row.region)
@@ -239,4 +248,8 @@ def rollback(
                 actor=actor,
                 details={"moved": result.moves(), "rolled_back": result.rolled_back},
             )
+        if retired:
+            from imagectl.rollout.canary import withdraw_locked  # canary imports promotion
+
+            result.canary = withdraw_locked(catalog, provider, retired, reason=why, actor=actor)
     return result
