@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.core.errors import UserError
+from imagectl.core.gpu_names import GpuNames, build_names
 from imagectl.core.yamlfast import loads as load_yaml
 
 
@@ -104,15 +105,45 @@ def gpu_rows(compat_dir: Path) -> dict[str, Any]:
 
 
 def gpu_row(compat_dir: Path, sku: str) -> dict[str, Any]:
-    """The SKU's row of the GPU table, the SKU matched case-insensitively."""
+    """The row of the GPU ``sku`` names: a SKU key, an nvidia-smi name or a product name,
+    through the name table ``imagectl compat check --gpu`` reads too
+    (``imagectl.core.gpu_names``); a family name of several SKUs is refused naming them."""
     path = compat_dir / "gpus.yaml"
     gpus = gpu_rows(compat_dir)
-    folded = {str(k).lower(): (str(k), v) for k, v in gpus.items()}
-    if sku.lower() not in folded:
+    names = _gpu_names(compat_dir)
+    skus = names.lookup(sku)
+    if not skus:
+        close = names.suggest(sku)
+        mean = f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise UserError(
-            f"unknown GPU '{sku}'", where=str(path), hint="Known GPUs: " + ", ".join(sorted(gpus))
+            f"unknown GPU '{sku}'",
+            where=str(path),
+            hint=f"{mean}Known GPUs: " + ", ".join(sorted(gpus)) + " (or their nvidia-smi "
+            "names, gpus.yaml nvml_names, and the product names of gpu_names.yaml)",
         )
-    name, row = folded[sku.lower()]
+    if len(skus) > 1:
+        raise UserError(
+            f"'{sku}' names {len(skus)} GPUs ({', '.join(skus)}): the host has one model",
+            hint="Pass the one it has (its nvidia-smi name, or one of those SKUs)",
+        )
+    name = skus[0]
+    row = gpus[name]
     if not isinstance(row, dict):
         raise UserError(f"{path}: malformed GPU table: the row of {name} is not a mapping")
     return {"sku": name, **row}
+
+
+@lru_cache(maxsize=8)
+def _gpu_names(compat_dir: Path) -> GpuNames:
+    """The GPU names of ``compat_dir``: gpus.yaml's SKUs and nvml_names, gpu_names.yaml's."""
+    gpus = gpu_rows(compat_dir)
+    aliases_file = compat_dir / "gpu_names.yaml"
+    aliases = _table(aliases_file, "names", "GPU name table") if aliases_file.is_file() else {}
+    nvml = {
+        str(k): [str(n) for n in (v.get("nvml_names") or ())] if isinstance(v, dict) else []
+        for k, v in gpus.items()
+    }
+    try:
+        return build_names(nvml, aliases)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"malformed GPU name table: {exc}", where=str(aliases_file)) from None

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, workspace
-from imagectl.core.output import command_line
+from imagectl.core.commandtext import command_line
 
 
 @click.command("bundle")

@@ -128,7 +128,7 @@ def workspace(ctx: click.Context) -> Workspace:
 
 
 def _print_error(message: str) -> None:
-    from imagectl.core.output import say
+    from imagectl.core.commandtext import say
 
     # may quote what a host or an operator wrote (say prints it inert); the commands it
     # names stay whole at every width

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from imagectl.cli.common import console, emit_json, json_option, stack_option, workspace
+from imagectl.core.commandtext import say
 from imagectl.core.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
-from imagectl.core.output import say
 
 if TYPE_CHECKING:
     from imagectl.paths import Workspace

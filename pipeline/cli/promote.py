@@ -26,8 +26,8 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
+from imagectl.core.commandtext import command_line
 from imagectl.core.errors import UserError
-from imagectl.core.output import command_line
 from imagectl.core.safetext import cell, cells, markup
 
 if TYPE_CHECKING:

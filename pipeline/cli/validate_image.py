@@ -23,7 +23,8 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.cli.completion import complete_images
-from imagectl.core.output import say, show
+from imagectl.core.commandtext import say
+from imagectl.core.output import show
 from imagectl.core.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
 from imagectl.validators.commands.options import (

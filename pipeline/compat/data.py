@@ -9,8 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl.compat.gpu_names import GpuNames, build_names
 from imagectl.core.errors import UserError
+from imagectl.core.gpu_names import GpuNames, build_names
 from imagectl.core.versions import Dotted
 from imagectl.core.yamlfast import load_data
 

@@ -7,12 +7,21 @@ lines only between words outside backticks: a command (with the punctuation glue
 is one unit, moved whole to the next line, or put on a line of its own, unbroken, where
 it is wider than the terminal (the terminal folds it visually; a copy is still one line).
 
-Nothing here imports rich or imagectl (the validator's host side uses it too).
+``say`` prints such prose on a rich console, ``command_line`` a command of its own (an
+install line, a resume command). Both sides use them (the validator's host side too).
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from imagectl.core.safetext import plain
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # a backticked command with what is glued to it ("(`imagectl lint`)."), or a word
 _UNIT = re.compile(r"[^\s`]*`[^`]*`[^\s`]*|[^\s`]*`[^\s]*|\S+")
@@ -43,3 +52,29 @@ def wrap(text: str, width: int, *, first: int = 0) -> list[str]:
                 line = unit
         out.append(line)
     return out
+
+
+def say(
+    out: Console,
+    text: str,
+    *,
+    prefix: str = "",
+    prefix_style: str = "",
+    style: str = "",
+    indent: str = "",
+) -> None:
+    """Print ``text`` (never parsed as markup) after ``prefix``, wrapped at the console's
+    width with every backticked command whole (``imagectl.core.commandtext``; lines after
+    the first start with ``indent``): rich's own wrapping would break a line inside a
+    command, and the paste would run another one."""
+    lines = wrap(plain(text), out.width - len(indent), first=len(prefix) - len(indent))
+    shown = Text(prefix, style=prefix_style)
+    shown.append(("\n" + indent).join(lines), style=style)
+    out.print(shown, soft_wrap=True)
+
+
+def command_line(out: Console, label: str, command: str) -> None:
+    """``label`` and the ``command`` a person copies (an install line, a resume command)
+    on one line that rich never breaks, free of markup: the terminal folds it where it
+    is wider, and a copy of it is still one command."""
+    out.print(f"{plain(label)} {plain(command)}", markup=False, highlight=False, soft_wrap=True)

@@ -59,36 +59,3 @@ def show(as_json: bool, payload: object, view: Callable[[], None]) -> None:
         emit_json(payload)
     else:
         view()
-
-
-def say(
-    out: Console,
-    text: str,
-    *,
-    prefix: str = "",
-    prefix_style: str = "",
-    style: str = "",
-    indent: str = "",
-) -> None:
-    """Print ``text`` (never parsed as markup) after ``prefix``, wrapped at the console's
-    width with every backticked command whole (``imagectl.core.commandtext``; lines after
-    the first start with ``indent``): rich's own wrapping would break a line inside a
-    command, and the paste would run another one."""
-    from rich.text import Text
-
-    from imagectl.core.commandtext import wrap
-    from imagectl.core.safetext import plain
-
-    lines = wrap(plain(text), out.width - len(indent), first=len(prefix) - len(indent))
-    shown = Text(prefix, style=prefix_style)
-    shown.append(("\n" + indent).join(lines), style=style)
-    out.print(shown, soft_wrap=True)
-
-
-def command_line(out: Console, label: str, command: str) -> None:
-    """``label`` and the ``command`` a person copies (an install line, a resume command)
-    on one line that rich never breaks, free of markup: the terminal folds it where it
-    is wider, and a copy of it is still one command."""
-    from imagectl.core.safetext import plain
-
-    out.print(f"{plain(label)} {plain(command)}", markup=False, highlight=False, soft_wrap=True)

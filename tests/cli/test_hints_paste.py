@@ -16,8 +16,8 @@ import click
 import pytest
 
 from imagectl.cli.common import _print_error
-from imagectl.core.commandtext import wrap
-from imagectl.core.output import command_line, console, say
+from imagectl.core.commandtext import command_line, say, wrap
+from imagectl.core.output import console
 from tests.cli.hints import TEXTS, commands_in, fill, parse
 
 WIDTHS = (60, 80, 200)

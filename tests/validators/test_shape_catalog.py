@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -209,15 +208,16 @@ def test_an_old_sick_snapshot_still_fails() -> None:
     assert failing == {"fabric.efa.devices": "DRAIN", "fabric.topology": "DRAIN"}
 
 
-def test_replay_takes_under_a_second() -> None:
+def test_a_replayed_fault_fails_again_from_a_warm_process() -> None:
+    """The second replay in one process (imports and caches warm) judges as the first.
+    Its time is a figure of benchmarks/validate_boot.py, not an assertion here: a timed
+    test fails on a loaded machine, not on a slow validator."""
     name = "faults/h200-p5en-efa--acs-redirect-gpu-nic.json"
     expect = from_file(expect_file("h200-p5en-efa"))
-    _replay(load_snapshot(SNAPSHOTS / name), expect)  # imports and caches warm
-    start = time.perf_counter()
-    receipt = _replay(load_snapshot(SNAPSHOTS / name), expect)
-    took = time.perf_counter() - start
-    assert receipt.verdict == "fail"
-    assert took < 1.0, f"replay took {took:.2f} s"
+    first = _replay(load_snapshot(SNAPSHOTS / name), expect)
+    again = _replay(load_snapshot(SNAPSHOTS / name), expect)
+    assert first.verdict == again.verdict == "fail"
+    assert [c.id for c in first.checks if c.failed] == [c.id for c in again.checks if c.failed]
 
 
 def _write(path: Path, text: str | bytes) -> None:

@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from imagectl.core.commandtext import say
 from imagectl.core.errors import UserError
 from imagectl.core.output import console, crash_traces, json_option, show
 from imagectl.validators.commands.controller import complete, hooks
 from imagectl.validators.commands.options import (
     FILE,
     FILE_OR_STDIN,
+    LOADED_PROFILES,
     TOOLKIT_OPTION,
     KeepsArgs,
     device_option,
@@ -184,6 +186,7 @@ def command(
             "describe it already",
             hint="Pass --gpu/--gpu-count or those, not both",
         )
+    _refuse_dropped(ctx, replay=replay is not None)
     snapshot = load_snapshot(replay) if replay is not None else None
     if stack and expect_file:
         raise UserError("--stack and --expect are exclusive", hint="Pass one of them")
@@ -248,3 +251,66 @@ def _view(receipt: Receipt, show_all: bool, output: Path | None) -> None:
     render_table(receipt, console=console(), show_passed=show_all)
     if output is not None:
         console().print(f"receipt: {output}")
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    """``name`` was given (command line or environment), not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _refuse_dropped(ctx: click.Context, *, replay: bool) -> None:
+    """An option that cannot act on this run is refused (exit 2 naming what it conflicts
+    with), never dropped: the run would be judged as if it had not been given."""
+    p = ctx.params
+    loaded = p["profile"] in LOADED_PROFILES
+    conflicts = [
+        (
+            p["nodes"] is not None and replay,
+            "--nodes runs collectives across hosts; --replay judges a snapshot, which runs none",
+            "Drop --nodes, or validate the hosts live",
+        ),
+        (
+            p["nodes"] is not None and not loaded,
+            f"--nodes runs collectives, which --profile {p['profile']} does not run",
+            "Pass --profile quick (or full, burn), or drop --nodes",
+        ),
+        (
+            p["device"] != "auto" and not loaded,
+            f"--device {p['device']} picks the device of the GPU work, which --profile "
+            f"{p['profile']} does not run",
+            "Pass --profile quick (or full, burn), or drop --device",
+        ),
+        (
+            p["toolkit"] == "host" and not loaded,
+            f"--toolkit host names the toolkit of the GPU work, which --profile {p['profile']} "
+            "does not run",
+            "Pass --profile quick (or full, burn), or drop --toolkit",
+        ),
+        (
+            _given(ctx, "max_regression_pct") and p["baseline"] is None,
+            "--max-regression-pct is the largest drop accepted against --baseline, and no "
+            "--baseline was given",
+            "Pass --baseline RECEIPT, or drop --max-regression-pct",
+        ),
+        (
+            p["show_all"] and p["as_json"],
+            "--all lists the passing checks in the table; --json prints no table (its "
+            "checks list has every check)",
+            "Drop --all",
+        ),
+    ]
+    for conflict, message, hint in conflicts:
+        if conflict:
+            raise UserError(message, hint=hint)
+    unread = None
+    if _given(ctx, "hygiene_root") and p["hygiene_root"] != "/":
+        if not p["hygiene"]:
+            unread = "--no-hygiene runs none of the image-hygiene checks"
+        elif replay:
+            unread = (
+                "on a replay the hygiene checks judge the tree the snapshot recorded "
+                "(capture another with `imagectl snapshot -o FILE --hygiene-root DIR`)"
+            )
+    if unread:  # the deploy playbook passes it on every run, a replay's too: said, not refused
+        say(console(stderr=True), f"note: --hygiene-root {p['hygiene_root']} is not read: {unread}")
