@@ -25,6 +25,7 @@ from imagectl.paths import find_workspace
 from imagectl.stacks.expectations import image_expectations
 from imagectl.stacks.resolve import ResolvedStack
 from imagectl.supply.apt_keys import load_apt_keys
+from imagectl.supply.efa import load_efa
 from imagectl.tags import ARTIFACT_TAG_NAMES, PREFIX, gcp_label_value
 from imagectl.toolkit import baked
 
@@ -146,6 +147,20 @@ def packer_vars(
     return common
 
 
+def efa_pins(version: str | None, stack: str) -> dict[str, Any]:
+    """The efa role's pins for an installer ``version`` the image installs (none: empty)."""
+    if not version:
+        return {"efa_installer_sha256": "", "efa_key_file": "", "efa_key_fingerprints": []}
+    pins = load_efa(find_workspace().compat_dir)
+    return {
+        "efa_installer_sha256": pins.installer_sha256(
+            version, where=f"stack {stack}, network.efa.installer"
+        ),
+        "efa_key_file": pins.key.key_file,
+        "efa_key_fingerprints": list(pins.key.fingerprints),
+    }
+
+
 def ansible_vars(
     r: ResolvedStack,
     cloud: str,
@@ -180,6 +195,7 @@ def ansible_vars(
     spec = cloud_spec(cloud)
     c = spec.settings(s)
     nvidia_key = load_apt_keys(find_workspace().compat_dir)["nvidia-cuda"]
+    efa_built = "efa" in spec.fabrics and s.network.efa is not None
     baked_toolkit = r.validator_toolkit if baked(r) else None
     out: dict[str, Any] = {
         "base_distro": s.os.distro,
@@ -227,8 +243,10 @@ def ansible_vars(
         "container_toolkit_version": (n.container_toolkit if n else None) or "",
         # the fabric roles (playbooks/roles/<fabric>), where the cloud's section installs
         # that fabric (CloudSection.fabrics) and the stack pins its software (network.<fabric>)
-        "efa_enabled": "efa" in spec.fabrics and s.network.efa is not None,
+        "efa_enabled": efa_built,
         "efa_installer_version": s.network.efa.installer if s.network.efa else "",
+        # the installer's sha256 and AWS's signing key by fingerprint (compat/efa.yaml)
+        **efa_pins(s.network.efa.installer if efa_built else None, r.name),
         "efa_ofi_nccl_version": s.network.efa.ofi_nccl if s.network.efa else "",
         "infiniband_enabled": "infiniband" in spec.fabrics and s.network.infiniband is not None,
         "infiniband_doca_ofed_version": (

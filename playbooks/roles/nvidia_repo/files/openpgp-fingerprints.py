@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Refuse an OpenPGP key file unless every primary key in it has a pinned fingerprint.
 
-argv: KEYFILE FINGERPRINT...  (armored or binary; the fingerprints as hex, any case/spaces)
-Prints {"primary": [...], "subkeys": [...]} and exits 0 only when the file holds at least
-one primary key and each one is pinned. Subkeys are listed, not judged: apt accepts one only
-with a binding signature made by its primary key. Fingerprints as RFC 4880 section 12.2
+argv: [--write-binary OUT] KEYFILE FINGERPRINT...  (armored or binary; the fingerprints as
+hex, any case/spaces). Prints {"primary": [...], "subkeys": [...]} and exits 0 only when the
+file holds at least one primary key and each one is pinned; with --write-binary, only then
+writes the key, dearmored, to OUT (mode 0600: a keyring gpgv --keyring reads, holding
+exactly the checked keys; the efa role verifies AWS's installer signature with it).
+Subkeys are listed, not judged: apt accepts one only with a binding signature made by its
+primary key. Fingerprints as RFC 4880 section 12.2
 (v4: SHA-1 over 0x99, a two-octet length and the key packet body) and RFC 9580 section 5.5.4
 (v6: SHA-256 over 0x9B, a four-octet length and the body). Runs with the target's python3,
 standard library only.
@@ -13,6 +16,7 @@ standard library only.
 import base64
 import hashlib
 import json
+import os
 import sys
 
 PUBLIC_KEY, PUBLIC_SUBKEY = 6, 14
@@ -71,11 +75,15 @@ def fingerprint(body):
 
 
 def main():
-    path, pinned = sys.argv[1], {"".join(f.split()).upper() for f in sys.argv[2:]}
+    args, out = sys.argv[1:], None
+    if args[:1] == ["--write-binary"]:
+        out, args = args[1], args[2:]
+    path, pinned = args[0], {"".join(f.split()).upper() for f in args[1:]}
     try:
         with open(path, "rb") as f:
             found = {PUBLIC_KEY: [], PUBLIC_SUBKEY: []}  # type: dict[int, list[str]]
-            for tag, body in packets(dearmor(f.read())):
+            binary = dearmor(f.read())
+            for tag, body in packets(binary):
                 if tag in found:
                     found[tag].append(fingerprint(body))
     except (OSError, ValueError, IndexError) as exc:
@@ -91,6 +99,10 @@ def main():
             file=sys.stderr,
         )
         return 1
+    if out is not None:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(binary)
     return 0
 
 
