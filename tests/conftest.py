@@ -189,7 +189,12 @@ def postgres_server() -> Iterator[PostgresServer]:
     _require_module("psycopg", "postgres")
     as_root = os.geteuid() == 0
     prefix: list[str] = []
-    base = Path(tempfile.mkdtemp(prefix="imagectl-pg-"))
+    # -k below puts the server's socket in this folder: where its path fits (a long TMPDIR
+    # does not hold .s.PGSQL.<port>: "Unix-domain socket path ... is too long")
+    from imagectl.core.sockets import socket_base
+
+    room = len("imagectl-pg-xxxxxxxx/.s.PGSQL.65535.lock")
+    base = Path(tempfile.mkdtemp(prefix="imagectl-pg-", dir=socket_base(room)))
     if as_root:
         prefix = [require_tool("runuser"), "-u", "postgres", "--"]
         shutil.chown(base, user="postgres", group="postgres")
