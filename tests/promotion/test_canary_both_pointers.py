@@ -106,3 +106,24 @@ def test_a_refused_move_is_on_record(cloud: Any) -> None:
         moving = repo.events(s, kind=CANARY_MOVING, stack=STACK)
         assert moving and moving[0].details["from"] is None
         assert canary_pointers(s, STACK, cloud.cloud) == []
+
+
+@pytest.mark.parametrize("cloud", ["gcp"], indirect=True)  # the rollback above runs on all
+def test_revoking_an_advanced_canary_clears_both_pointers(cloud: Any) -> None:
+    """``revoke`` (and ``block`` of a promoted image, which revokes it) rolls latest back
+    first; the canary pointer naming the same image moves back with it."""
+    from imagectl.promotion.revoke import revoke_image
+
+    provider = cloud.provider()
+    old = cloud.seed()
+    promote(cloud.catalog, provider, cloud.resolved, old.id, poll_s=0.01)
+    new = cloud.seed()
+    set_canary(cloud.catalog, provider, cloud.resolved, new.id)
+    assert promote(cloud.catalog, provider, cloud.resolved, new.id, poll_s=0.01).state == (
+        "promoted"
+    )
+    ids = _group_cloud_ids(cloud, new.id)
+    revoked = revoke_image(cloud.catalog, provider, new.id, reason="recalled")
+    assert revoked.rolled_back
+    assert not ids & {p for p in _latest(cloud, provider).values() if p}
+    assert not ids & {p for p in _canary(cloud, provider).values() if p}
