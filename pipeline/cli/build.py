@@ -25,6 +25,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.core.numbers import Bounded
 from imagectl.packer.machine_readable import PackerEvent
 from imagectl.paths import Workspace
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 @click.option(
     "--timeout",
     "timeout_min",
-    type=click.FloatRange(min=1),
+    type=Bounded(1, 7 * 24 * 60, unit="minutes"),
     default=240,
     show_default=True,
     help="Minutes before the build is cancelled (Packer cleans up).",

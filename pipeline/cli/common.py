@@ -11,6 +11,7 @@ import click
 
 from imagectl.cli.completion import complete_stacks
 from imagectl.core.errors import EXIT_BAD_INPUT, UserError
+from imagectl.core.numbers import Bounded
 from imagectl.core.output import console
 from imagectl.core.output import crash_traces as crash_traces  # the commands' import path
 from imagectl.core.output import emit_json as emit_json
@@ -84,7 +85,7 @@ def wait_option(func: F) -> F:
     return click.option(
         "--wait",
         "wait_s",
-        type=float,
+        type=Bounded(0, 86400, unit="seconds"),
         default=0.0,
         show_default=True,
         help="Seconds to wait for a concurrent promotion of the stack.",

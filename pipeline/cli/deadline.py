@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from imagectl.core.errors import EXIT_FAILED, UserError
+from imagectl.core.numbers import WEEK_S, Bounded, checked
 
 if TYPE_CHECKING:
     from urllib3.connectionpool import HTTPConnectionPool
@@ -46,6 +47,7 @@ DEFAULTS: dict[str, float] = {  # seconds
 }
 GRACE_S = 15.0  # after the deadline: time to unwind before the process is ended
 ENV_GRACE = "IMAGECTL_DEADLINE_GRACE_S"  # tests shorten it
+NO_DEADLINE = "0: no deadline; at most a week"
 
 
 class DeadlineExceeded(BaseException):
@@ -147,6 +149,8 @@ def deadline(command: str, seconds: float | None) -> Iterator[None]:
         grace = float(os.environ.get(ENV_GRACE, "") or GRACE_S)
     except ValueError:
         grace = GRACE_S
+    if not 0 <= grace <= GRACE_S:  # tests shorten it; inf or nan would never stop
+        grace = GRACE_S
 
     def hard_stop() -> None:
         if done.wait(seconds + grace):
@@ -195,7 +199,7 @@ def with_deadline(name: str, cmd: click.Command) -> click.Command:
     cmd.params.append(
         click.Option(
             ["--deadline"],
-            type=click.FloatRange(min=0),
+            type=Bounded(0, WEEK_S, unit="seconds", note=NO_DEADLINE),
             default=None,
             help=f"Seconds the whole command may take (default {default:g}, or "
             f"${ENV}; 0: none). Past it the command stops, naming the call it waited on.",
@@ -208,10 +212,11 @@ def with_deadline(name: str, cmd: click.Command) -> click.Command:
     def bounded(*args: object, deadline: float | None = None, **kwargs: object) -> object:
         if deadline is None:
             raw = os.environ.get(ENV, "").strip()
-            try:
-                deadline = float(raw) if raw else default
-            except ValueError:
-                raise UserError(f"${ENV}={raw[:40]!r} is not a number of seconds") from None
+            deadline = (
+                checked(raw, what=f"${ENV}", low=0, high=WEEK_S, unit="seconds", note=NO_DEADLINE)
+                if raw
+                else default
+            )
         with _deadline_scope(name, deadline):
             return callback(*args, **kwargs)
 

@@ -25,7 +25,7 @@ from imagectl.core.safetext import cell
 @click.argument("image", required=False, shell_complete=complete_images)
 @stack_option("Apply the retention policy of this stack.")
 @cloud_option("Cloud (default: the image's or the stack's only cloud).")
-@click.option("--keep", type=click.IntRange(min=1), help="Override retention.keep_last.")
+@click.option("--keep", type=click.IntRange(1, 1000), help="Override retention.keep_last.")
 @click.option("--reason", default="deprecated by hand", show_default=True, help="Why.")
 @click.option("--delete", is_flag=True, help="Delete IMAGE (must be deprecated already).")
 @json_option

@@ -35,14 +35,18 @@ _DURATION = re.compile(r"^(\d+)([smhd]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+MAX_WINDOW_S = 90 * 86400  # longer than any Prometheus keeps by default (15 d)
+
+
 def parse_window(text: str) -> int:
     m = _DURATION.match(text.strip())
-    if not m or int(m.group(1)) <= 0:
+    seconds = int(m.group(1)[:12]) * _UNIT[m.group(2)] if m else 0
+    if not m or not 0 < seconds <= MAX_WINDOW_S:
         raise UserError(
-            f"--window {text!r} is not a duration",
+            f"--window {text[:40]!r} is not a duration from 1 s to 90 d",
             hint="Pass seconds, or a number with s, m, h or d: 600, 30m, 6h, 1d",
         )
-    return int(m.group(1)) * _UNIT[m.group(2)]
+    return seconds
 
 
 def render(out: Console, result: RolloutResult) -> None:

@@ -24,6 +24,7 @@ from imagectl.cli.common import (
     stack_option,
     workspace,
 )
+from imagectl.core.numbers import Bounded
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,7 +35,11 @@ if TYPE_CHECKING:
 @click.command("run")
 @stack_option("Stack with a clouds.local.", default="local")
 @click.option(
-    "--regions", "regions", type=int, default=None, help="Promote to the first N local regions."
+    "--regions",
+    "regions",
+    type=Bounded(1, 64, integer=True),
+    default=None,
+    help="Promote to the first N local regions.",
 )
 @inject_fault_option("Alter the candidate so that validation must block it (demonstration).")
 @accel_option("QEMU accelerator; auto probes KVM and falls back to TCG.")

@@ -230,14 +230,14 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
 @click.option(
     "--events",
     "n_events",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, 10_000),
     default=5,
     show_default=True,
     help="How many latest events to show per stack and cloud.",
 )
 @click.option(
     "--limit",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 10_000),
     default=10,
     show_default=True,
     help="Most candidates and blocked images listed per stack and cloud (tables only).",

@@ -24,6 +24,7 @@ from imagectl.cli.common import (
 )
 from imagectl.cli.completion import complete_images
 from imagectl.core.commandtext import say
+from imagectl.core.numbers import WEEK_S, Bounded
 from imagectl.core.output import show
 from imagectl.core.safetext import cell, cells, markup
 from imagectl.validation.progress import Reporter, RichReporter
@@ -58,7 +59,7 @@ from imagectl.validators.commands.options import (
 @click.option(
     "--ttl",
     "ttl_h",
-    type=click.FloatRange(0.1, 48),
+    type=Bounded(0.1, 48, unit="hours"),
     default=3.0,
     show_default=True,
     help="Hours after which `imagectl reap` terminates a leftover instance.",
@@ -72,14 +73,14 @@ from imagectl.validators.commands.options import (
 )
 @click.option(
     "--reach-timeout",
-    type=float,
+    type=Bounded(1, WEEK_S, unit="seconds"),
     default=900.0,
     show_default=True,
     help="Seconds to wait for an instance to become reachable.",
 )
 @click.option(
     "--validator-timeout",
-    type=float,
+    type=Bounded(1, WEEK_S, unit="seconds"),
     default=1800.0,
     show_default=True,
     help="Seconds the validator may run on a host.",

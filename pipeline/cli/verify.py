@@ -31,6 +31,7 @@ import click
 from imagectl.cli.common import cloud_option, console, emit_json, json_option, stack_option
 from imagectl.cli.completion import complete_images
 from imagectl.core.errors import EXIT_FAILED, EXIT_OK, UserError
+from imagectl.core.numbers import Bounded
 from imagectl.headline import could_not_run
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 )
 @click.option(
     "--valid-hours",
-    type=click.FloatRange(min=0.01, max=24 * 366),
+    type=Bounded(0.01, 24 * 366, unit="hours"),
     default=7 * 24,
     show_default=True,
     help="With --export-revocations: hours until the list expires (a list nobody renews "

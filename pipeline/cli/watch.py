@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from imagectl.cli.common import crash_traces
+from imagectl.core.numbers import Bounded
 
 # as imagectl.validators.watch has them (its import loads NVML: not for --help); a test
 # keeps them equal
@@ -33,7 +34,7 @@ DEFAULT_INTERVAL_S = 60.0
 @click.option(
     "--interval",
     "interval_s",
-    type=click.FloatRange(min=1.0),
+    type=Bounded(1, 86400, unit="seconds"),
     default=DEFAULT_INTERVAL_S,
     show_default=True,
     help="Seconds between looks.",

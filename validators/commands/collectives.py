@@ -49,7 +49,7 @@ from imagectl.validators.commands.options import (
 )
 @click.option(
     "--max-bytes",
-    type=click.IntRange(min=1024),
+    type=click.IntRange(1024, 1 << 40),
     help="Stop the size sweep here (a slow emulated network).",
 )
 @toolkit_wheelhouse_option(

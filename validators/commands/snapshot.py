@@ -8,6 +8,7 @@ import click
 
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write_json
+from imagectl.core.numbers import Bounded
 from imagectl.core.output import console, crash_traces, json_option, show
 from imagectl.validators.commands.options import history_option, hygiene_root_option, output_option
 
@@ -25,7 +26,7 @@ from imagectl.validators.commands.options import history_option, hygiene_root_op
 )
 @click.option(
     "--load-s",
-    type=click.FloatRange(min=1.0),
+    type=Bounded(1, 86400, unit="seconds"),
     default=None,
     help="Also run bf16 GEMMs on every GPU for this many seconds while NVML is sampled, and "
     "record the samples (clocks, clock-event reasons, temperature, power, PCIe link, ECC and "
@@ -37,7 +38,7 @@ from imagectl.validators.commands.options import history_option, hygiene_root_op
 )
 @click.option(
     "--fabric-interval-s",
-    type=click.FloatRange(min=0.0),
+    type=Bounded(0, 600, unit="seconds"),
     default=2.0,
     show_default=True,
     help="Read the InfiniBand/EFA port error counters twice this far apart (a counter "

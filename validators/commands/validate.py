@@ -9,6 +9,7 @@ import click
 
 from imagectl.core.commandtext import say
 from imagectl.core.errors import UserError
+from imagectl.core.numbers import Bounded
 from imagectl.core.output import console, crash_traces, json_option, show
 from imagectl.validators.commands.controller import complete, hooks
 from imagectl.validators.commands.options import (
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # pydantic loads when the command runs, not for --help
     help="A host with no catalog shape: its GPU model (a SKU of images/compat/gpus.yaml, "
     "e.g. H200-SXM-141GB); with --gpu-count.",
 )
-@click.option("--gpu-count", type=click.IntRange(min=1), help="How many GPUs the --gpu host has.")
+@click.option("--gpu-count", type=click.IntRange(1, 64), help="How many GPUs the --gpu host has.")
 @click.option(
     "--replay",
     "replay",
@@ -87,7 +88,7 @@ if TYPE_CHECKING:  # pydantic loads when the command runs, not for --help
 @click.option("--baseline", type=FILE, help="Receipt to compare measured performance against.")
 @click.option(
     "--max-regression-pct",
-    type=float,
+    type=Bounded(0, 100, unit="percent"),
     default=5.0,
     show_default=True,
     help="Largest accepted drop against --baseline.",
