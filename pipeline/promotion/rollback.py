@@ -25,6 +25,7 @@ from imagectl.catalog.locks import promotion_lock
 from imagectl.catalog.models import Image, PointerFlip, Promotion
 from imagectl.clouds.base import Provider
 from imagectl.core.errors import UserError
+from imagectl.promotion.canary_pointers import withdraw_locked
 from imagectl.promotion.finish import set_group_state
 from imagectl.promotion.groups import group_rows
 
@@ -249,7 +250,5 @@ def rollback(
                 details={"moved": result.moves(), "rolled_back": result.rolled_back},
             )
         if retired:
-            from imagectl.rollout.canary import withdraw_locked  # canary imports promotion
-
             result.canary = withdraw_locked(catalog, provider, retired, reason=why, actor=actor)
     return result

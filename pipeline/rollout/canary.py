@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from imagectl.actor import current_actor
@@ -34,15 +33,25 @@ from imagectl.catalog.models import CanaryPointer, Image
 from imagectl.catalog.models import utcnow as _utcnow
 from imagectl.clouds.base import Provider
 from imagectl.promotion import records as rec
+from imagectl.promotion.canary_pointers import (
+    CANARY_BACK,
+    CANARY_MOVING,
+    CANARY_STATES,
+    back_locked,
+    canary_pointers,
+    group_ids,
+    pointer_row,
+    record_moving,
+)
 from imagectl.promotion.gate import GateRefused
 from imagectl.promotion.groups import group_rows
 from imagectl.promotion.promote import gate_reasons, revoked_reasons
 from imagectl.promotion.resolve import ImageRef, resolve_image
 from imagectl.stacks.resolve import ResolvedStack
 
-CANARY_SET, CANARY_BACK = "canary.set", "canary.rolled_back"
-CANARY_MOVING = "canary.moving"  # recorded before the cloud's pointer moves
-CANARY_STATES = (ImageState.VALIDATED, ImageState.PROMOTED)
+CANARY_SET = "canary.set"
+__all__ = ["CANARY_BACK", "CANARY_MOVING", "CANARY_SET", "CANARY_STATES", "canary_back",
+           "canary_image", "canary_pointers", "set_canary", "withdraw_canary"]  # fmt: skip
 
 
 @dataclass
@@ -59,23 +68,6 @@ class CanaryResult:
             "image_id": self.image_id,
             "moved": {r: {"from": a, "to": b} for r, (a, b) in self.moved.items()},
         }
-
-
-def canary_pointers(session: Session, stack: str, cloud: str | None = None) -> list[CanaryPointer]:
-    query = select(CanaryPointer).where(CanaryPointer.stack == stack)
-    if cloud is not None:
-        query = query.where(CanaryPointer.cloud == cloud)
-    return list(session.scalars(query.order_by(CanaryPointer.region)))
-
-
-def _pointer(session: Session, stack: str, cloud: str, region: str) -> CanaryPointer | None:
-    return session.scalars(
-        select(CanaryPointer).where(
-            CanaryPointer.stack == stack,
-            CanaryPointer.cloud == cloud,
-            CanaryPointer.region == region,
-        )
-    ).first()
 
 
 def set_canary(
@@ -106,10 +98,10 @@ def set_canary(
         result = CanaryResult(model.name, provider.cloud, label)
         for region, cloud_id, pk in rows:
             before = provider.get_canary_pointer(model.name, region)
-            _moving(catalog, model.name, provider.cloud, region, before, cloud_id, pk, actor)
+            record_moving(catalog, model.name, provider.cloud, region, before, cloud_id, pk, actor)
             provider.set_canary_pointer(model.name, region, cloud_id)
             with catalog.transaction() as s:
-                row = _pointer(s, model.name, provider.cloud, region)
+                row = pointer_row(s, model.name, provider.cloud, region)
                 if row is None:
                     row = CanaryPointer(
                         stack=model.name, cloud=provider.cloud, region=region, image_id=pk,
@@ -128,27 +120,6 @@ def set_canary(
                 )  # fmt: skip
             result.moved[region] = (before, cloud_id)
     return result
-
-
-def _moving(
-    catalog: Catalog,
-    stack: str,
-    cloud: str,
-    region: str,
-    now: str | None,
-    to: str | None,
-    pk: int | None,
-    actor: str,
-) -> None:
-    """The catalog's record of a canary move, written before the cloud's pointer moves."""
-    with catalog.transaction() as s:
-        repo.log_event(
-            s, CANARY_MOVING,
-            f"moving the canary of {stack} on {cloud}/{region}: {now or 'none'} -> "
-            f"{to or 'removed (latest)'}",
-            stack=stack, cloud=cloud, image=repo.image_row(s, pk) if pk else None, actor=actor,
-            details={"region": region, "from": now, "to": to},
-        )  # fmt: skip
 
 
 def canary_image(session: Session, stack: str, cloud: str) -> Image | None:
@@ -178,81 +149,6 @@ def canary_back(
         return back_locked(catalog, provider, stack, reason=reason, actor=actor)
 
 
-def back_locked(
-    catalog: Catalog,
-    provider: Provider,
-    stack: str,
-    *,
-    reason: str,
-    actor: str | None = None,
-    naming: set[int] | None = None,
-) -> dict[str, tuple[str | None, str | None]]:
-    """``canary_back`` for a caller that holds the promotion lock; ``naming``: only the
-    regions whose canary names one of these catalog ids."""
-    actor = actor or current_actor()
-    moved: dict[str, tuple[str | None, str | None]] = {}
-    with catalog.transaction() as s:
-        plan = []
-        for row in canary_pointers(s, stack, provider.cloud):
-            if naming is not None and row.image_id not in naming:
-                continue
-            prev = row.previous_image
-            ok = prev is not None and prev.state in CANARY_STATES
-            plan.append(
-                (row.region, row.image.cloud_image_id, prev.cloud_image_id if ok and prev else None,
-                 row.image_id)
-            )  # fmt: skip
-    for region, now_id, back_to, pk in plan:
-        _moving(catalog, stack, provider.cloud, region, now_id, back_to, pk, actor)
-        provider.set_canary_pointer(stack, region, back_to)
-        with catalog.transaction() as s:
-            current = _pointer(s, stack, provider.cloud, region)
-            if current is None:
-                continue
-            img = current.image
-            if back_to is None:
-                s.delete(current)
-            else:
-                assert current.previous_image_id is not None
-                current.image_id, current.previous_image_id = current.previous_image_id, None
-                current.updated_at, current.updated_by = _utcnow(), actor
-            s.flush()
-            repo.log_event(
-                s, CANARY_BACK,
-                f"canary of {stack} on {provider.cloud}/{region}: {now_id} -> "
-                f"{back_to or 'removed (latest)'}: {reason}",
-                image=img, actor=actor, details={"region": region, "from": now_id, "to": back_to},
-            )  # fmt: skip
-        moved[region] = (now_id, back_to)
-    return moved
-
-
-def _group_ids(session: Session, image: int) -> tuple[str, set[int]]:
-    """The stack of ``image`` and the catalog ids of its whole group (source, copies)."""
-    img = repo.image_row(session, image)
-    source = img.tags.get(rec.TAG_SOURCE) if img.tags else None
-    root = repo.image_row(session, source) if isinstance(source, int) else img
-    return img.stack, {r.id for r in group_rows(session, root)}
-
-
-def withdraw_locked(
-    catalog: Catalog, provider: Provider, images: set[int], *, reason: str, actor: str | None
-) -> dict[str, tuple[str | None, str | None]]:
-    """For a caller holding the lock (``rollback``): every canary pointer that names one of
-    ``images`` (or a copy of one) moves back, so none names an image taken out of service."""
-    with catalog.transaction() as s:
-        ids: set[int] = set()
-        stacks = set()
-        for pk in images:
-            stack, group = _group_ids(s, pk)
-            ids |= group
-            stacks.add(stack)
-    moved: dict[str, tuple[str | None, str | None]] = {}
-    for stack in sorted(stacks):
-        moved.update(back_locked(catalog, provider, stack, reason=reason, actor=actor, naming=ids))
-    return moved
-
-
 def withdraw_canary(
     catalog: Catalog,
     provider: Provider,
@@ -267,7 +163,7 @@ def withdraw_canary(
     promoted image is rolled back first. Returns what moved (nothing when the image is no
     canary)."""
     with catalog.transaction() as s:
-        stack, ids = _group_ids(s, image)
+        stack, ids = group_ids(s, image)
         named = [p for p in canary_pointers(s, stack, provider.cloud) if p.image_id in ids]
     if not named:
         return {}
