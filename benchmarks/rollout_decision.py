@@ -3,14 +3,14 @@
 The fleet: N nodes of one stack on two shapes, half on the candidate and half on its
 predecessor, each with the series a healthy 8-GPU node exports (boot check and watcher),
 some with Xid incidents, failed boot checks and GPU problems. The benchmark builds the
-seven answers Prometheus's HTTP API gives to the rollout's queries
-(``imagectl.rollout.fleet.QUERIES``) as the JSON bodies Prometheus sends, then times what
-``imagectl rollout`` does with them: parse every body (``prom.parse_vector``), make the
-nodes (``fleet.nodes_from``) and decide per shape (``decide.decide``).
+answers Prometheus's HTTP API gives to the rollout's queries
+(``imagectl.rollout.evidence.QUERIES``) as the JSON bodies Prometheus sends, then times
+what ``imagectl rollout`` does with them: parse every body (``prom.parse_vector``), make
+the evidence (``evidence.build``) and decide per shape (``decide.decide``).
 
 With ``--prometheus``, the same fleet is written as OpenMetrics, backfilled into a TSDB
 with ``promtool tsdb create-blocks-from openmetrics`` (Debian's prometheus package), and
-a real ``prometheus`` on 127.0.0.1 answers the seven queries: the time then includes
+a real ``prometheus`` on 127.0.0.1 answers the queries: the time then includes
 Prometheus evaluating them over 10,000 nodes' series and the HTTP transfers.
 
 Prints the wall time per decision (median of --repeat), nodes per second and the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import socket
@@ -35,14 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from imagectl.rollout.decide import decide
-from imagectl.rollout.fleet import nodes_from, queries
+from imagectl.rollout.evidence import MATRIX, build, read
 from imagectl.rollout.policy import load_policy
-from imagectl.rollout.prom import Prometheus, parse_vector
+from imagectl.rollout.prom import Prometheus, parse_matrix, parse_vector
 
 STACK = "h100-training"
 SHAPES = ("p5.48xlarge", "a3-megagpu-8g")
 NEW, OLD = "ami-0candidate", "ami-0predecessor"
 WINDOW = 3600
+STEP = 60  # one look (and one scrape) a minute
 
 
 def fleet(n: int, now: float) -> list[dict[str, Any]]:
@@ -52,12 +54,12 @@ def fleet(n: int, now: float) -> list[dict[str, Any]]:
         out.append(
             {
                 "instance": f"10.{i // 65536}.{i // 256 % 256}.{i % 256}:9100",
+                "instance_id": f"i-{i:017x}",
                 "image_id": NEW if i % 2 else OLD,
                 "shape": SHAPES[i // 2 % len(SHAPES)],
                 "passed": 0 if rng.random() < 0.01 else 1,
                 "worst": 4 if rng.random() < 0.01 else 0,
                 "boot": now - rng.uniform(3600, 30 * 86400),
-                "watched": now - rng.uniform(0, 60),
                 "xids": {79: 1} if rng.random() < 0.02 else {},
                 "problems": 1 if rng.random() < 0.005 else 0,
             }
@@ -66,51 +68,99 @@ def fleet(n: int, now: float) -> list[dict[str, Any]]:
 
 
 def bodies(nodes: list[dict[str, Any]], now: float) -> dict[str, bytes]:
-    """The JSON Prometheus's /api/v1/query returns for each of the rollout's queries."""
+    """The JSON Prometheus's /api/v1/query returns for each of the rollout's queries
+    (``imagectl.rollout.evidence.QUERIES``) over this fleet, every node watched the whole
+    window."""
 
     def vector(rows: list[tuple[dict[str, str], float]]) -> bytes:
         result = [{"metric": m, "value": [now, repr(float(v))]} for m, v in rows]
         doc = {"status": "success", "data": {"resultType": "vector", "result": result}}
         return json.dumps(doc).encode()
 
+    looks = WINDOW // STEP
+    stamps = [now - WINDOW + STEP * (k + 1) for k in range(looks)]
+    xids = [
+        {"metric": {"instance": n["instance"], "xid": str(c)},
+         "values": [[t, str(k)] for t in stamps]}
+        for n in nodes for c, k in n["xids"].items()
+    ]  # fmt: skip
     inst = [{"instance": n["instance"]} for n in nodes]
+    keys = ("instance", "instance_id", "image_id", "shape")
     return {
-        "info": vector(
+        "info": vector([({k: n[k] for k in keys}, 1) for n in nodes]),
+        "launched": vector(
             [
-                ({"instance": n["instance"], "image_id": n["image_id"], "shape": n["shape"]}, 1)
+                (
+                    {
+                        "imagectl_instance_id": n["instance_id"],
+                        "imagectl_image_id": n["image_id"],
+                        "imagectl_shape": n["shape"],
+                    },
+                    1,
+                )
                 for n in nodes
             ]
         ),
-        "passed": vector([(m, n["passed"]) for m, n in zip(inst, nodes, strict=True)]),
-        "worst": vector([(m, n["worst"]) for m, n in zip(inst, nodes, strict=True)]),
-        "boot": vector([(m, n["boot"]) for m, n in zip(inst, nodes, strict=True)]),
-        "watched": vector([(m, n["watched"]) for m, n in zip(inst, nodes, strict=True)]),
-        "xids": vector(
+        "span": vector([(m, WINDOW - STEP) for m in inst]),
+        "looks": vector([(m, looks) for m in inst]),
+        "watch_bad": vector([]),
+        "lag": vector([]),
+        "read_ok": vector([]),
+        "passed": vector(
+            [({**m, "stat": "min"}, 0) for m, n in zip(inst, nodes, strict=True) if not n["passed"]]
+        ),
+        "worst": vector(
+            [
+                ({**m, "stat": "max"}, n["worst"])
+                for m, n in zip(inst, nodes, strict=True)
+                if n["worst"]
+            ]
+        ),
+        "problems": vector(
+            [
+                ({**m, "stat": "max"}, n["problems"])
+                for m, n in zip(inst, nodes, strict=True)
+                if n["problems"]
+            ]
+        ),
+        "boot": vector([]),
+        "xid_base": vector(
             [
                 ({"instance": n["instance"], "xid": str(c)}, k)
                 for n in nodes
                 for c, k in n["xids"].items()
             ]
         ),
-        "problems": vector([(m, n["problems"]) for m, n in zip(inst, nodes, strict=True)]),
+        "xids": json.dumps(
+            {"status": "success", "data": {"resultType": "matrix", "result": xids}}
+        ).encode(),
     }
 
 
-def decide_in_memory(answers: dict[str, bytes]) -> str:
-    parsed = {k: parse_vector(v, "benchmark") for k, v in answers.items()}
-    decision, _reason, _shapes = decide(nodes_from(parsed), {NEW}, {OLD}, load_policy())
+def decide_in_memory(answers: dict[str, bytes], now: float | None = None) -> str:
+    policy = load_policy()
+    at = time.time() if now is None else now
+    vectors = {k: parse_vector(v, "benchmark") for k, v in answers.items() if k not in MATRIX}
+    matrix = parse_matrix(answers["xids"], "benchmark")
+    evidence = build(vectors, matrix, at=at, window_s=WINDOW, policy=policy)
+    decision, _reason, _shapes = decide(
+        evidence.nodes, {NEW}, {OLD}, policy, launch_records=evidence.launch_records
+    )
     return decision
 
 
 def openmetrics(nodes: list[dict[str, Any]], now: float) -> str:
-    """The fleet's series as OpenMetrics, one sample a minute over the window."""
-    stamps = [now - WINDOW + 60 * k for k in range(WINDOW // 60)]
+    """The fleet's series as OpenMetrics, one sample a minute over the window (and the
+    five minutes before it: a counter's value at the window's start)."""
+    stamps = [now - WINDOW - 300 + STEP * k for k in range((WINDOW + 300) // STEP + 1)]
     families: list[tuple[str, Any]] = [
         ("imagectl_node_info", lambda n, t: 1),
+        ("up", lambda n, t: 1),
         ("imagectl_validation_passed", lambda n, t: n["passed"]),
         ("imagectl_validation_worst_action", lambda n, t: n["worst"]),
         ("imagectl_node_boot_timestamp_seconds", lambda n, t: n["boot"]),
         ("imagectl_watch_timestamp_seconds", lambda n, t: t),
+        ("imagectl_watch_read_ok", lambda n, t: 1),
         ("imagectl_gpu_problems", lambda n, t: n["problems"]),
     ]
     lines = []
@@ -119,17 +169,28 @@ def openmetrics(nodes: list[dict[str, Any]], now: float) -> str:
         for n in nodes:
             labels = f'instance="{n["instance"]}"'
             if name == "imagectl_node_info":
-                labels += f',image_id="{n["image_id"]}",shape="{n["shape"]}",stack="{STACK}"'
+                labels += (f',instance_id="{n["instance_id"]}",image_id="{n["image_id"]}",'
+                           f'shape="{n["shape"]}",stack="{STACK}"')  # fmt: skip
+            if name == "up":
+                labels += (f',imagectl_instance_id="{n["instance_id"]}",'
+                           f'imagectl_image_id="{n["image_id"]}",'
+                           f'imagectl_shape="{n["shape"]}"')  # fmt: skip
             if name == "imagectl_gpu_problems":
                 labels += ',reason="hw_slowdown"'
             lines += [f"{name}{{{labels}}} {value(n, t)} {t:.3f}" for t in stamps]
-    lines.append("# TYPE imagectl_xid_code_events_total gauge")
+    lines.append("# TYPE imagectl_xid_code_events counter")
     for n in nodes:
         for code, k in n["xids"].items():
             labels = f'instance="{n["instance"]}",xid="{code}"'
             lines += [f"imagectl_xid_code_events_total{{{labels}}} {k} {t:.3f}" for t in stamps]
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a process (``/proc/PID/stat``, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _port() -> int:
@@ -168,13 +229,21 @@ def with_prometheus(
                     break
                 except OSError:
                     time.sleep(0.1)
-            prom = Prometheus(url, {})
-            times, decision = [], ""
+            policy = load_policy()
+            times, cpus, decision = [], [], ""
+            read(Prometheus(url, {}), STACK, WINDOW, now, policy)  # warm: chunks in memory
             for _ in range(repeat):
-                t0 = time.perf_counter()
-                answers = {k: prom.query(q, now) for k, q in queries(STACK, WINDOW).items()}
-                decision = decide(nodes_from(answers), {NEW}, {OLD}, load_policy())[0]
+                t0, c0, p0 = time.perf_counter(), time.process_time(), _cpu_of(proc.pid)
+                evidence = read(Prometheus(url, {}), STACK, WINDOW, now, policy)
+                decision = decide(
+                    evidence.nodes, {NEW}, {OLD}, policy, launch_records=evidence.launch_records
+                )[0]
                 times.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0 + _cpu_of(proc.pid) - p0)
+            print(
+                f"CPU (imagectl + Prometheus, what a busy machine does not inflate): "
+                f"{statistics.median(cpus):.3f} s median of {repeat}"
+            )
             return times, decision
         finally:
             proc.terminate()
@@ -203,7 +272,7 @@ def main() -> None:
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            decision = decide_in_memory(answers)
+            decision = decide_in_memory(answers, now)
             times.append(time.perf_counter() - t0)
         where = f"in memory, {size / 1e6:.1f} MB of Prometheus JSON parsed"
     median = statistics.median(times)

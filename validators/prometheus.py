@@ -9,9 +9,10 @@ collector never reads half a file, and reads only ``*.prom``).
 Conventions (Prometheus "Metric and label naming"; dcgm-exporter; node-problem-detector):
 
 - Base units in the name (``_celsius``, ``_watts``, ``_seconds``), never a unit label.
-- One info metric, ``imagectl_node_info{image_id, stack, shape, cloud, region, profile,
-  stack_digest, validator_version} 1``; every other series carries no image or stack label
-  and is joined to it by instance:
+- One info metric, ``imagectl_node_info{image_id, instance_id, stack, shape, cloud,
+  region, profile, stack_digest, validator_version} 1`` (``instance_id``: the cloud's
+  instance id, the node's identity in the rollout); every other series carries no image
+  or stack label and is joined to it by instance:
   ``imagectl_validation_passed * on(instance) group_left(image_id, shape) imagectl_node_info``.
 - The verdict and its time: ``imagectl_validation_passed`` (1/0),
   ``imagectl_validation_timestamp_seconds``, ``imagectl_validation_duration_seconds``,
@@ -50,8 +51,8 @@ PREFIX = "imagectl_"
 DEFAULT_FILE = "/var/lib/node_exporter/textfile_collector/imagectl.prom"
 SERIES_BUDGET = 50  # per 8-GPU node, boot file and watcher file together (issue 47)
 INFO_LABELS = (
-    "image_id", "stack", "shape", "cloud", "region", "profile", "stack_digest",
-    "validator_version",
+    "image_id", "instance_id", "stack", "shape", "cloud", "region", "profile",
+    "stack_digest", "validator_version",
 )  # fmt: skip
 
 
@@ -117,6 +118,9 @@ def node_info(receipt: Receipt) -> dict[str, str]:
     expect = receipt.expectations or {}
     return {
         "image_id": receipt.image_id or "",
+        # the node's stable identity (the cloud's instance id): the rollout counts a node
+        # once however its scrape address is relabelled
+        "instance_id": str(receipt.host.get("instance_id") or ""),
         "stack": receipt.stack or "",
         "shape": str(expect.get("shape") or ""),
         "cloud": str(receipt.host.get("cloud") or expect.get("cloud") or ""),

@@ -392,6 +392,7 @@ def _host_summary(ctx: Context) -> dict[str, object]:
         "nvml_init_s": ctx.nvml_init_s,
         "cloud": (fact("cloud_image") or {}).get("cloud"),
         "region": (fact("cloud_image") or {}).get("region"),  # the fleet metrics' info
+        "instance_id": (fact("cloud_image") or {}).get("instance_id"),  # the node's identity
         "manifest_sha256": fact("manifest_sha256"),
     }
     installed = toolkit_venv.current()

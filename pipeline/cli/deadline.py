@@ -1,4 +1,4 @@
-"""Whole-command deadlines: ``reap``, ``drift``, ``doctor``, ``promote`` and
+"""Whole-command deadlines: ``reap``, ``drift``, ``doctor``, ``promote``, ``rollout`` and
 ``validate-image`` each end by a deadline (a default, and ``--deadline SECONDS``).
 
 Per-call timeouts do not bound a command: an endpoint that accepts a connection and never
@@ -44,6 +44,7 @@ DEFAULTS: dict[str, float] = {  # seconds
     "drift": 30 * 60,
     "promote": 12 * 3600,  # a large AMI's copy to a far region takes hours
     "validate-image": 6 * 3600,  # boots, a loaded profile, several hosts
+    "rollout": 12 * 3600,  # an advance promotes (copies); its Prometheus reads: 5 min
 }
 GRACE_S = 15.0  # after the deadline: time to unwind before the process is ended
 ENV_GRACE = "IMAGECTL_DEADLINE_GRACE_S"  # tests shorten it

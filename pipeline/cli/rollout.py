@@ -2,8 +2,10 @@
 fleet's health in Prometheus (``imagectl.rollout``; issue 47).
 
 Prometheus is named by ``IMAGECTL_PROMETHEUS_URL`` and its auth by
-``IMAGECTL_PROMETHEUS_TOKEN`` or ``IMAGECTL_PROMETHEUS_USER`` / ``_PASSWORD``: never by
-an option, so no secret is in argv. Exit codes: 0 advance (the candidate promoted to
+``IMAGECTL_PROMETHEUS_TOKEN`` or ``IMAGECTL_PROMETHEUS_USER`` / ``_PASSWORD`` (or the
+URL's user information): never by an option, so no secret is in argv.
+``IMAGECTL_ROLLOUT_POLICY`` names a fleet's own policy file (``policy.yaml``'s schema).
+``--deadline`` bounds the whole command. Exit codes: 0 advance (the candidate promoted to
 latest), 1 roll back (canary pointer back, candidate blocked), 3 hold (too little data,
 or Prometheus unavailable; nothing changed), 2 bad input.
 """
@@ -24,7 +26,7 @@ from imagectl.cli.common import (
     workspace,
 )
 from imagectl.core.errors import UserError
-from imagectl.core.safetext import cell
+from imagectl.core.safetext import cell, cells, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,24 +56,45 @@ def render(out: Console, result: RolloutResult) -> None:
 
     colour = {"advance": "green", "hold": "yellow", "rollback": "red"}[result.decision]
     out.print(
-        f"[{colour}]{result.decision}[/] ", cell(f"{result.candidate} ({result.stack} on "
-        f"{result.cloud}), window {result.window_s} s: {result.reason}"), sep="",
+        f"[{colour}]{result.decision}[/] ", cell(one_line(f"{result.candidate} ({result.stack} "
+        f"on {result.cloud}), window {result.window_s} s, look {result.look}: {result.reason}")),
+        sep="",
     )  # fmt: skip
-    if result.shapes:
-        table = Table(title="per shape: canary vs predecessor", title_justify="left")
-        for col in ("shape", "decision", "nodes", "node-hours", "boot failed", "drain", "events"):
+    for d in result.shapes:
+        c, b = d.canary, d.baseline
+        table = Table(
+            title=one_line(f"{d.shape}: {d.decision} (canary / predecessor)"),
+            title_justify="left",
+        )
+        for col in ("", "canary", "predecessor"):
             table.add_column(col)
-        for d in result.shapes:
-            c, b = d.canary, d.baseline
-            events = ", ".join(f"{k} {c.events[k]}/{b.events[k]}" for k in c.events)
-            table.add_row(
-                cell(d.shape), d.decision, f"{c.nodes}/{b.nodes}",
-                f"{c.node_hours:g}/{b.node_hours:g}",
-                f"{c.boot_check_failed}/{b.boot_check_failed}",
-                f"{c.drain}/{b.drain}", events,
-            )  # fmt: skip
+        rows = [
+            ("launched", c.launched, b.launched),
+            ("reporting", c.reporting, b.reporting),
+            ("unknown", c.unknown, b.unknown),
+            ("node-hours", f"{c.node_hours:g}", f"{b.node_hours:g}"),
+            ("boot check failed", c.boot_check_failed, b.boot_check_failed),
+            ("drain", c.drain, b.drain),
+            *((f"incidents: {k}", c.events[k], b.events[k]) for k in c.events),
+        ]
+        for row in rows:
+            table.add_row(*cells(*row))
         out.print(table)
-    out.print(cell(f"applied: {result.applied}"))
+        if d.comparisons:
+            tests = Table(show_header=True)
+            for col in ("comparison", "test", "statistic", "p", "threshold", "failed"):
+                tests.add_column(col)
+            for x in d.comparisons:
+                stat = f"{'ratio' if x.kind == 'rate' else 'excess'} {x.effect:.3g}"
+                p_value, threshold = f"{x.p_value:.3g}", f"{x.threshold:.3g}"
+                failed = "yes" if x.failed else "no"
+                tests.add_row(*cells(x.name, x.test, stat, p_value, threshold, failed))
+            out.print(tests)
+        for side, g in (("canary", c), ("predecessor", b)):
+            for u in g.unknown_nodes:
+                out.print(cell(one_line(f"  unknown {side} node {u['node']} ({u['status']}): "
+                                        f"{u['why']}")))  # fmt: skip
+    out.print(cell(one_line(f"applied: {result.applied}")))
     if result.decision_id is not None:
         out.print(f"recorded as rollout decision {result.decision_id} (imagectl status shows it)")
 
@@ -99,10 +122,12 @@ def command(
     """Advance, hold or roll back the stack's canary from its fleet's health."""
     from imagectl.catalog.db import open_catalog
     from imagectl.promotion.context import choose_cloud, load_stack_for, provider_for
+    from imagectl.rollout.policy import policy_from_env
     from imagectl.rollout.prom import Prometheus
     from imagectl.rollout.run import rollout
 
     window_s = parse_window(window) if window is not None else None
+    policy = policy_from_env()
     prometheus = Prometheus.from_env()
     resolved = load_stack_for(workspace(ctx), stack)
     chosen = choose_cloud(resolved.stack, cloud)
@@ -112,7 +137,7 @@ def command(
         out = console(stderr=as_json)
         result = rollout(
             catalog, provider, resolved, prometheus=prometheus, window_s=window_s,
-            dry_run=dry_run, progress=lambda line: out.print(cell(line)),
+            dry_run=dry_run, policy=policy, progress=lambda line: out.print(cell(line)),
         )  # fmt: skip
     finally:
         catalog.close()

@@ -112,7 +112,7 @@ def _more(out: Console, hidden: int, what: str) -> None:
 def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
     from rich.table import Table
 
-    from imagectl.core.safetext import cell, cells, markup
+    from imagectl.core.safetext import cell, cells, markup, one_line
 
     out = console()
     out.print(f"[dim]catalog: {markup(database)}[/]")
@@ -163,7 +163,11 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             out.print(
                 f"  last rollout ({row['id']}, {_short(row['at'])}): "
                 f"[{colour}]{row['decision']}[/] "
-                + markup(f"{row['candidate'] or '?'}: {row['reason']}; applied: {row['applied']}"),
+                + markup(
+                    one_line(
+                        f"{row['candidate'] or '?'}: {row['reason']}; applied: {row['applied']}"
+                    )
+                ),
                 soft_wrap=True,
             )
         if entry["candidates"]:
@@ -220,7 +224,9 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
             for col in ("time", "actor", "kind", "message"):
                 table.add_column(col)
             for ev in entry["events"]:
-                table.add_row(*cells(_short(ev["at"]), ev["actor"], ev["kind"], ev["message"]))
+                table.add_row(
+                    *cells(_short(ev["at"]), ev["actor"], ev["kind"], one_line(ev["message"]))
+                )
             out.print(table)
 
 

@@ -17,19 +17,21 @@ from typing import Any
 from imagectl.core.errors import UserError
 
 MAX_INT_DIGITS = 300  # no number imagectl writes has more than a few dozen digits
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)  # a string; a bracket
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # a bracket as its step + 1
 
 
 def depth_of(data: bytes) -> int:
-    """The deepest nesting of arrays and objects in ``data`` (strings skipped)."""
+    """The deepest nesting of arrays and objects in ``data`` (strings skipped): the
+    strings removed and the brackets kept in one pass each of C code, then the running
+    depth (a 10 MB answer of a Prometheus in a few tens of milliseconds)."""
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET).translate(_STEP)
     depth = deepest = 0
-    for match in _TOKENS.finditer(data):
-        token = match.group()
-        if token in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in (b"]", b"}"):
-            depth -= 1
+    for step in brackets:
+        depth += step - 1
+        if depth > deepest:
+            deepest = depth
     return deepest
 
 

@@ -11,7 +11,8 @@ BLOCKER = "blocker"
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # credentials | permissions | quota | capacity | resources | runner | placeholder
+    # credentials | permissions | quota | capacity | resources | runner | placeholder | packer
+    check: str
     status: str  # ok | warning | blocker
     message: str
     fix: str = ""

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import UserError
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
+from imagectl.doctor.plugins import packer_plugins
 from imagectl.doctor.quota import QuotaApi
 from imagectl.paths import Workspace
 from imagectl.stacks import ResolvedStack, load_resolved
@@ -60,6 +62,8 @@ def diagnose(
     found = placeholders(resolved, ws.compat_dir, cloud, strict=True)
     needs_runner = "validate" in roles
     found += runner(runner_cidr, required=needs_runner, real=True)
+    if "build" in roles:  # the packer the build runs, and its pinned plugins
+        found += packer_plugins(cloud_spec(cloud).packer_dir(ws.images))
     if checks is not None:
         found += checks.diagnose(resolved, ws.images, roles, hosts=hosts, settings=settings)
     return found

@@ -1,50 +1,64 @@
-"""The decision rule: per shape, the canary's nodes against its predecessor's.
+"""The decision rule: per shape, the canary's nodes against its predecessor's, on evidence
+(``evidence.py``). Stated once (the README says the same; thresholds in ``policy.yaml``):
 
-Stated once (the README says the same):
+1. **Every launched node counts.** Per side of a shape: nodes launched (the launch records,
+   plus any that report without one), reporting, and unknown (never reporting,
+   quarantined, reimaged, blind). More than ``max_unknown_fraction`` unknown on either side:
+   **hold**, naming the nodes. Without launch records for the canary
+   (``require_launch_record``): **hold**.
+2. **Minimum sample** over the known nodes: ``min_canary_nodes`` and
+   ``min_baseline_nodes``, otherwise **hold**; and ``min_canary_node_hours`` of watched
+   canary exposure, below which the rates are not tested (the node classes are) and the
+   best it can do is **hold**. A node that ran the candidate in the window is the
+   candidate's only.
+3. **Events per node-hour**, per Xid class: the conditional binomial test on two Poisson
+   counts (``stats.poisson_rate_p``), one-sided. **Failing nodes** (boot check failed;
+   drain): Fisher's exact test (``stats.fisher_greater_p``), one-sided. A reimaged canary
+   node whose boot check failed counts as a failing canary node.
+4. **Repeated looks**: the ``look``-th tested look spends ``alpha / (look (look + 1))``
+   (``policy.sequential``), divided among the shape's comparisons (Bonferroni). A
+   comparison **fails** when its p-value is below that *and* the canary is worse by a
+   practical margin (``min_rate_ratio``, ``min_excess_fraction``).
+5. Any failing comparison: **roll back**. Otherwise: **advance**.
 
-1. **Minimum sample** (``policy.yaml``): at least ``min_canary_nodes`` canary nodes and
-   ``min_baseline_nodes`` predecessor nodes of the shape, and ``min_canary_node_hours`` of
-   watched canary exposure; otherwise **hold**. So is a shape with no canary or no
-   predecessor nodes at all, and Prometheus unreachable (decided by the caller).
-2. **Events per node-hour**, for each Xid class: the conditional binomial test on two
-   Poisson counts (``stats.poisson_rate_p``), one-sided.
-3. **Failing nodes**, for each node class (boot check failed; drain): Fisher's exact test
-   (``stats.fisher_greater_p``), one-sided.
-4. A comparison **fails** when its p-value is below ``alpha`` divided by the number of
-   comparisons (Bonferroni) *and* the canary is worse by a practical margin: a smoothed
-   rate ratio of at least ``min_rate_ratio``, or a share of failing nodes higher by at
-   least ``min_excess_fraction``.
-5. Any failing comparison: **roll back**. Otherwise, with the minimum sample met:
-   **advance**.
-
-Over shapes: any shape rolls back -> roll back; else any shape holds -> hold; else advance.
+Over shapes: any shape rolls back -> roll back; else any shape holds -> hold; else
+advance. A regression on one shape blocks even when the pooled fleet looks fine.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from imagectl.rollout.fleet import Node
+from imagectl.rollout.evidence import NEVER, REIMAGED, NodeEvidence
 from imagectl.rollout.policy import Policy
 from imagectl.rollout.stats import fisher_greater_p, poisson_rate_p
 
 ADVANCE, HOLD, ROLLBACK = "advance", "hold", "rollback"
+NAMED = 10  # unknown nodes named per side in a reason (all are in --json)
 
 
 @dataclass
 class Group:
-    nodes: int = 0
-    watched: int = 0
+    launched: int = 0
+    reporting: int = 0
+    unknown: int = 0
+    nodes: int = 0  # known: the ones the tests count
     node_hours: float = 0.0
     boot_check_failed: int = 0
     drain: int = 0
     events: dict[str, int] = field(default_factory=dict)
+    unknown_nodes: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def unknown_fraction(self) -> float:
+        return self.unknown / self.launched if self.launched else 0.0
 
 
 @dataclass
 class Comparison:
     name: str
     kind: str  # rate | proportion
+    test: str
     canary: float
     baseline: float
     p_value: float
@@ -61,40 +75,51 @@ class ShapeDecision:
     canary: Group
     baseline: Group
     comparisons: list[Comparison] = field(default_factory=list)
+    tested: bool = False  # a comparison could have failed: this look spent alpha
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
-def group_of(nodes: list[Node], policy: Policy) -> Group:
-    g = Group(nodes=len(nodes))
+def group_of(nodes: list[NodeEvidence], policy: Policy) -> Group:
+    g = Group(launched=len(nodes))
     for cls in policy.xid_classes:
         g.events[cls.name] = 0
     for n in nodes:
+        g.reporting += n.status != NEVER
+        if not n.known:
+            g.unknown += 1
+            g.unknown_nodes.append(
+                {"node": n.node, "status": n.status, "why": "; ".join(n.problems)}
+            )
+            continue
+        g.nodes += 1
         g.boot_check_failed += n.boot_failed
         g.drain += n.drain
-        hours = n.node_hours
-        if hours is None:
-            continue
-        g.watched += 1
-        g.node_hours += hours
+        g.node_hours += n.node_hours
         for cls in policy.xid_classes:
-            g.events[cls.name] += int(sum(n.xids.get(code, 0) for code in cls.codes))
+            g.events[cls.name] += sum(n.incidents.get(code, 0) for code in cls.codes)
     g.node_hours = round(g.node_hours, 3)
     return g
 
 
-def _compare(c: Group, b: Group, policy: Policy) -> list[Comparison]:
-    threshold = policy.alpha.value / policy.comparisons
+def _compare(c: Group, b: Group, policy: Policy, look: int) -> list[Comparison]:
+    threshold = policy.alpha_at(look) / policy.comparisons
     out = []
     for cls in policy.xid_classes:
         kc, kb = c.events[cls.name], b.events[cls.name]
         p = poisson_rate_p(kc, c.node_hours, kb, b.node_hours)
         rate_c = kc / c.node_hours if c.node_hours else 0.0
         rate_b = kb / b.node_hours if b.node_hours else 0.0
-        ratio = ((kc + 0.5) / c.node_hours) / ((kb + 0.5) / b.node_hours) if b.node_hours else 0.0
+        ratio = (
+            ((kc + 0.5) / c.node_hours) / ((kb + 0.5) / b.node_hours)
+            if b.node_hours and c.node_hours else 0.0
+        )  # fmt: skip
         failed = p < threshold and ratio >= policy.min_rate_ratio.value
-        out.append(Comparison(cls.name, "rate", rate_c, rate_b, p, threshold, ratio, failed))
+        out.append(
+            Comparison(cls.name, "rate", "conditional binomial (two Poisson rates)", rate_c,
+                       rate_b, p, threshold, ratio, failed)
+        )  # fmt: skip
     for name, fc, fb in (
         ("boot_check_failed", c.boot_check_failed, b.boot_check_failed),
         ("drain", c.drain, b.drain),
@@ -103,29 +128,64 @@ def _compare(c: Group, b: Group, policy: Policy) -> list[Comparison]:
         share_c, share_b = fc / c.nodes, fb / b.nodes
         excess = share_c - share_b
         failed = p < threshold and excess >= policy.min_excess_fraction.value
-        out.append(Comparison(name, "proportion", share_c, share_b, p, threshold, excess, failed))
+        out.append(
+            Comparison(name, "proportion", "Fisher exact, one-sided", share_c, share_b, p,
+                       threshold, excess, failed)
+        )  # fmt: skip
     return out
 
 
+def _named(side: str, g: Group) -> str:
+    shown = ", ".join(f"{u['node']} ({u['status']})" for u in g.unknown_nodes[:NAMED])
+    more = f" and {g.unknown - NAMED} more" if g.unknown > NAMED else ""
+    return (
+        f"{g.unknown} of {g.launched} {side} node(s) unknown ({g.unknown_fraction:.0%}, "
+        f"more than allowed): {shown}{more}"
+    )
+
+
 def decide_shape(
-    shape: str, canary: list[Node], baseline: list[Node], policy: Policy
+    shape: str,
+    canary: list[NodeEvidence],
+    baseline: list[NodeEvidence],
+    policy: Policy,
+    look: int = 1,
 ) -> ShapeDecision:
     c, b = group_of(canary, policy), group_of(baseline, policy)
-    short = []
+    # a reimaged canary node whose boot check failed on it counts as a failing canary node
+    failed_reimaged = sum(1 for n in canary if n.status == REIMAGED and n.boot_failed)
+    if failed_reimaged:
+        c.nodes += failed_reimaged
+        c.boot_check_failed += failed_reimaged
+        c.unknown -= failed_reimaged
+        c.unknown_nodes = [
+            u for u in c.unknown_nodes
+            if not (u["status"] == REIMAGED and any(
+                n.node == u["node"] and n.boot_failed for n in canary))
+        ]  # fmt: skip
+    limit = policy.max_unknown_fraction.value
+    short = [_named(side, g) for side, g in (("canary", c), ("predecessor", b))
+             if g.unknown_fraction > limit]  # fmt: skip
     if c.nodes < policy.min_canary_nodes.value:
         short.append(f"{c.nodes} canary node(s), fewer than {policy.min_canary_nodes.value:g}")
     if b.nodes < policy.min_baseline_nodes.value:
         short.append(
             f"{b.nodes} predecessor node(s), fewer than {policy.min_baseline_nodes.value:g}"
         )
+    comparisons = _compare(c, b, policy, look) if c.nodes and b.nodes else []
+    if short:
+        for x in comparisons:
+            x.failed = False  # not tested: the minimum is not met
+        return ShapeDecision(shape, HOLD, "; ".join(short), c, b, comparisons)
     if c.node_hours < policy.min_canary_node_hours.value:
+        # too little exposure for the rates: they are not tested; the node classes are
         short.append(
             f"{c.node_hours:g} watched canary node-hours, fewer than "
             f"{policy.min_canary_node_hours.value:g}"
         )
-    if short:
-        return ShapeDecision(shape, HOLD, "; ".join(short), c, b)
-    comparisons = _compare(c, b, policy)
+        for x in comparisons:
+            if x.kind == "rate":
+                x.failed = False
     bad = [x for x in comparisons if x.failed]
     if bad:
         reason = "; ".join(
@@ -134,31 +194,62 @@ def decide_shape(
             f"< {x.threshold:.2g})"
             for x in bad
         )
-        return ShapeDecision(shape, ROLLBACK, reason, c, b, comparisons)
+        return ShapeDecision(shape, ROLLBACK, reason, c, b, comparisons, tested=True)
+    if short:
+        return ShapeDecision(shape, HOLD, "; ".join(short), c, b, comparisons, tested=True)
     return ShapeDecision(
         shape, ADVANCE, "no comparison shows the canary worse than its predecessor", c, b,
-        comparisons,
+        comparisons, tested=True,
     )  # fmt: skip
 
 
 def decide(
-    nodes: list[Node], candidate_ids: set[str], baseline_ids: set[str], policy: Policy
+    nodes: list[NodeEvidence],
+    candidate_ids: set[str],
+    baseline_ids: set[str],
+    policy: Policy,
+    *,
+    look: int = 1,
+    launch_records: int | None = None,
 ) -> tuple[str, str, list[ShapeDecision]]:
-    """(decision, reason, per-shape decisions) for the nodes of one stack."""
-    shapes = sorted({n.shape for n in nodes if n.image_id in candidate_ids | baseline_ids})
+    """(decision, reason, per-shape decisions) for the nodes of one stack. ``look``: the
+    how-manieth tested look at this candidate; ``launch_records``: how many launched nodes
+    the cloud's instance list gave (None: not asked)."""
+    ids = candidate_ids | baseline_ids
+    shapes = sorted({n.shape for n in nodes if n.image_id in ids})
+    # a node that ran the candidate in the window is the candidate's (reimaged away from
+    # it or to it), never also a predecessor node
+    on_candidate = {n.node for n in nodes if n.image_id in candidate_ids}
     per_shape = [
         decide_shape(
             shape,
             [n for n in nodes if n.shape == shape and n.image_id in candidate_ids],
-            [n for n in nodes if n.shape == shape and n.image_id in baseline_ids],
+            [
+                n
+                for n in nodes
+                if n.shape == shape and n.image_id in baseline_ids and n.node not in on_candidate
+            ],
             policy,
+            look,
         )
         for shape in shapes
     ]
     if not per_shape:
         return HOLD, "no node of the candidate or its predecessor in the window", []
-    for verdict in (ROLLBACK, HOLD):
-        hit = [d for d in per_shape if d.decision == verdict]
-        if hit:
-            return verdict, "; ".join(f"{d.shape}: {d.reason}" for d in hit), per_shape
+    hit = [d for d in per_shape if d.decision == ROLLBACK]
+    if hit:
+        return ROLLBACK, "; ".join(f"{d.shape}: {d.reason}" for d in hit), per_shape
+    launched = any(n.launch_record for n in nodes if n.image_id in candidate_ids)
+    if launch_records is not None and not launched and policy.require_launch_record.value:
+        return (
+            HOLD,
+            "no launch record for any node (the cloud's instance list, as the scrape "
+            "targets' up series with imagectl_instance_id, imagectl_image_id and "
+            "imagectl_shape relabelled from service discovery): a node that never reports "
+            "could not be counted",
+            per_shape,
+        )
+    hit = [d for d in per_shape if d.decision == HOLD]
+    if hit:
+        return HOLD, "; ".join(f"{d.shape}: {d.reason}" for d in hit), per_shape
     return ADVANCE, "every shape: " + per_shape[0].reason, per_shape

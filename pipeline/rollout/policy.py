@@ -41,12 +41,46 @@ class Policy(BaseModel):
     alpha: Threshold
     min_rate_ratio: Threshold
     min_excess_fraction: Threshold
+    sequential: Threshold
+    max_unknown_fraction: Threshold
+    min_watch_ok_share: Threshold
+    look_interval_s: Threshold
+    max_look_age_s: Threshold
+    max_clock_skew_s: Threshold
+    require_launch_record: Threshold
     xid_classes: list[XidClass]
     node_classes: list[NodeClass]
 
     @property
     def comparisons(self) -> int:
         return len(self.xid_classes) + len(self.node_classes)
+
+    def alpha_at(self, look: int) -> float:
+        """The significance spent at the ``look``-th tested look of a candidate (1, 2, ...):
+        ``alpha / (look * (look + 1))``, whose sum over every look is ``alpha``."""
+        n = max(1, int(look))
+        return self.alpha.value / (n * (n + 1))
+
+
+POLICY_ENV = "IMAGECTL_ROLLOUT_POLICY"  # a fleet's own thresholds (same schema)
+
+
+def policy_from_env() -> Policy:
+    """``$IMAGECTL_ROLLOUT_POLICY``'s policy file, else the shipped one."""
+    import os
+
+    from imagectl.core.errors import UserError
+
+    raw = os.environ.get(POLICY_ENV, "").strip()
+    if not raw:
+        return load_policy()
+    path = Path(raw)
+    try:
+        return load_policy(path)
+    except FileNotFoundError:
+        raise UserError(f"{POLICY_ENV}={raw!r}: no such file") from None
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise UserError(f"{raw}: not a rollout policy: {exc}") from None
 
 
 @cache

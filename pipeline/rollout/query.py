@@ -7,6 +7,8 @@ from sqlalchemy import select
 
 from imagectl.catalog.db import Catalog
 from imagectl.catalog.models import RolloutDecision
+from imagectl.core.safetext import one_line
+from imagectl.redact import scrub
 from imagectl.rollout.canary import canary_pointers
 
 
@@ -34,11 +36,11 @@ def rollout_status(
             {
                 "id": r.id,
                 "decision": r.decision,
-                "reason": r.reason,
+                "reason": one_line(scrub(r.reason)),  # a row from before URLs were redacted
                 "at": r.decided_at.isoformat(),
                 "window_s": r.window_s,
                 "candidate": r.candidate.cloud_image_id if r.candidate else None,
-                "applied": r.applied,
+                "applied": one_line(r.applied),
                 "actor": r.actor,
             }
             for r in rows

@@ -3,9 +3,13 @@
 1. The candidate is the image the stack's canary pointer names (``canary.py``); the
    predecessor the one its "latest" pointers name. Nodes are matched to either by the
    cloud image id in their ``imagectl_node_info`` (the source and every replica).
-2. The fleet's series over the window (``fleet.py``); Prometheus unreachable or failing,
-   or started within the window (down part of it: a gap): **hold**.
-3. The decision rule (``decide.py``, thresholds in ``policy.yaml``).
+2. The fleet's evidence over the window (``evidence.py``: every launched node, reset-aware
+   counters, validated values); Prometheus unreachable, failing or answering in part:
+   **hold**. A gap in Prometheus's data (down, restarted) is time no look was recorded:
+   it adds no exposure, so it never holds a window by itself.
+3. The decision rule (``decide.py``, thresholds in ``policy.yaml``), at this candidate's
+   look number: how many earlier recorded decisions tested it, plus one (the alpha
+   spent per look, ``policy.sequential``).
 4. The decision is recorded first (``rollout_decisions``: window, queries, per-shape
    numbers and tests; an ``rollout.decided`` event), then acted on unless ``dry_run``:
    **advance** promotes the candidate through ``promote`` (the same gate, copies and
@@ -21,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy import select
+
 from imagectl.actor import current_actor
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import Catalog
@@ -32,7 +38,7 @@ from imagectl.promotion import records as rec
 from imagectl.promotion.groups import group_rows
 from imagectl.rollout.canary import canary_back, canary_image
 from imagectl.rollout.decide import ADVANCE, HOLD, ROLLBACK, ShapeDecision, decide
-from imagectl.rollout.fleet import queries, read_nodes
+from imagectl.rollout.evidence import queries, read
 from imagectl.rollout.policy import Policy, load_policy
 from imagectl.rollout.prom import Prometheus, PrometheusUnavailable
 from imagectl.stacks.resolve import ResolvedStack
@@ -59,6 +65,10 @@ class RolloutResult:
     applied: str = ""
     decision_id: int | None = None
     prometheus: str = ""
+    look: int = 1
+    alpha_spent: float = 0.0
+    tested: bool = False
+    launch_records: int | None = None
 
     @property
     def exit_code(self) -> int:
@@ -77,6 +87,10 @@ class RolloutResult:
             "shapes": [s.to_dict() for s in self.shapes],
             "queries": self.queries,
             "prometheus": self.prometheus,
+            "look": self.look,
+            "alpha_spent": self.alpha_spent,
+            "tested": self.tested,
+            "launch_records": self.launch_records,
             "applied": self.applied,
             "decision_id": self.decision_id,
         }
@@ -117,6 +131,13 @@ def rollout(
         for ptr in repo.list_pointers(s, stack=name, cloud=cloud):
             src = ptr.image.tags.get(rec.TAG_SOURCE)
             sources.add(src if isinstance(src, int) else ptr.image_id)
+        look = 1 + sum(
+            1
+            for r in s.scalars(
+                select(RolloutDecision).where(RolloutDecision.candidate_id == cand_pk)
+            )
+            if isinstance(r.evidence, dict) and r.evidence.get("tested")
+        )
         base_ids: set[str] = set()
         base_pk = None
         for pk in sorted(sources):
@@ -126,26 +147,33 @@ def rollout(
                 base_pk = img.id
     result = RolloutResult(
         name, cloud, HOLD, "", window, at, cand_label, sorted(base_ids),
-        queries=queries(name, window), prometheus=prometheus.url,
+        queries=queries(name, window, at, policy), prometheus=prometheus.shown, look=look,
+        alpha_spent=policy.alpha_at(look),
     )  # fmt: skip
     if not base_ids and sources:
         result.reason = "the canary already is latest: nothing to decide"
     else:
         try:
-            started = prometheus.started_at()
-            nodes = read_nodes(prometheus, name, window, at)
+            evidence = read(prometheus, name, window, at, policy)
         except PrometheusUnavailable as exc:
             result.reason = f"Prometheus unavailable, the fleet's health is unknown: {exc}"
         else:
-            if started > at - window:
-                result.reason = (
-                    f"Prometheus started {at - started:.0f} s ago, within the {window} s "
-                    "window: it was down before, so the window has a gap; hold until it has "
-                    "run a whole window"
-                )
-            else:
-                result.decision, result.reason, result.shapes = decide(
-                    nodes, cand_ids, base_ids, policy
+            cand_nodes = [n for n in evidence.nodes if n.image_id in cand_ids]
+            result.launch_records = evidence.launch_records
+            result.decision, result.reason, result.shapes = decide(
+                evidence.nodes, cand_ids, base_ids, policy, look=look,
+                launch_records=evidence.launch_records,
+            )  # fmt: skip
+            result.tested = any(d.tested for d in result.shapes)
+            if (
+                result.decision == HOLD
+                and cand_nodes
+                and all(n.status == "blind" for n in cand_nodes)
+            ):
+                result.reason += (
+                    "; no canary node has a watcher looking: enable it with "
+                    "`validation.watcher: true` in the stack (the validator role's "
+                    "validator_watch_enabled) and rebuild"
                 )
     if dry_run:
         result.applied = "dry run: recorded nothing, changed nothing"
@@ -207,6 +235,9 @@ def _evidence(result: RolloutResult, policy: Policy) -> dict[str, object]:
         "at": result.at,
         "window_s": result.window_s,
         "prometheus": result.prometheus,
+        "look": result.look,
+        "tested": result.tested,
+        "launch_records": result.launch_records,
         "queries": result.queries,
         "candidate": result.candidate,
         "baseline": result.baseline,

@@ -1,5 +1,9 @@
 """The two one-sided exact tests the rollout decides with (no SciPy: log-space sums).
 
+Each sums at most a few thousand terms whatever the counts (the binomial tail only within
+15 standard deviations of its mean; above ``EXACT_UP_TO`` events the normal
+approximation), so no count can exhaust memory or time.
+
 - ``poisson_rate_p(k_c, e_c, k_b, e_b)``: are the canary's events per exposure higher than
   the baseline's? Given ``n = k_c + k_b`` events in all, under equal rates the canary's
   count is Binomial(n, e_c / (e_c + e_b)) (the conditional test for two Poisson counts,
@@ -11,6 +15,8 @@
 from __future__ import annotations
 
 import math
+
+EXACT_UP_TO = 100_000  # events: above, the normal approximation (a few terms, not n)
 
 
 def _log_comb(n: int, k: int) -> float:
@@ -27,8 +33,17 @@ def binomial_upper_p(k: int, n: int, p: float) -> float:
         return 0.0
     if p >= 1.0:
         return 1.0
+    mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    if n > EXACT_UP_TO:  # de Moivre-Laplace, continuity-corrected (error well under 1e-3)
+        return 0.5 * math.erfc((k - 0.5 - mean) / (sd * math.sqrt(2.0)))
     lp, lq = math.log(p), math.log1p(-p)
-    terms = [_log_comb(n, i) + i * lp + (n - i) * lq for i in range(k, n + 1)]
+    # terms farther than 15 standard deviations from the mean are below 1e-48 of the
+    # largest: summing only the rest keeps the sum to a few thousand terms
+    spread = 15.0 * sd + 15.0
+    lo, hi = max(k, int(mean - spread)), min(n, int(mean + spread) + 1)
+    if lo > hi:
+        lo = hi = k  # the whole tail is beyond the window: its first term dominates
+    terms = [_log_comb(n, i) + i * lp + (n - i) * lq for i in range(lo, hi + 1)]
     top = max(terms)
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 

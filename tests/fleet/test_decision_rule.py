@@ -1,6 +1,7 @@
-"""The rollout's decision rule (issue 47 item 4) on numbers: the exact tests against values
-computed by hand (and by SciPy's documented examples), and every outcome of ``decide``
-(advance, hold for each missing minimum, roll back for a rate and for a proportion)."""
+"""The rollout's decision rule on numbers: the exact tests against values computed by hand
+(and by SciPy's documented examples), and every outcome of ``decide`` (advance, hold for
+each missing minimum and for too many unknown nodes, roll back for a rate and for a
+proportion), on the evidence model's nodes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import pytest
 
 from imagectl.rollout.decide import ADVANCE, HOLD, ROLLBACK, decide
-from imagectl.rollout.fleet import Node
+from imagectl.rollout.evidence import BLIND, NEVER, QUARANTINED, REIMAGED, NodeEvidence
 from imagectl.rollout.policy import load_policy
 from imagectl.rollout.stats import binomial_upper_p, fisher_greater_p, poisson_rate_p
 
@@ -40,17 +41,19 @@ def test_fisher_one_sided() -> None:
 
 
 def _nodes(image: str, n: int, *, hours: float = 48.0, xids: int = 0, failed: int = 0,
-           drain: int = 0, shape: str = "p5.48xlarge") -> list[Node]:  # fmt: skip
-    out = []
-    for i in range(n):
-        out.append(
-            Node(
-                instance=f"{image}-{shape}-{i}", image_id=image, shape=shape,
-                boot_failed=i < failed, drain=i < drain, booted_at=NOW - hours * 3600,
-                watched_at=NOW, xids={79: xids} if xids else {},
-            )
-        )  # fmt: skip
-    return out
+           drain: int = 0, shape: str = "p5.48xlarge") -> list[NodeEvidence]:  # fmt: skip
+    return [
+        NodeEvidence(
+            node=f"{image}-{shape}-{i}",
+            image_id=image,
+            shape=shape,
+            boot_failed=i < failed,
+            drain=i < drain,
+            exposure_s=hours * 3600,
+            incidents={79: xids} if xids else {},
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_healthy_canary_advances() -> None:
@@ -65,11 +68,11 @@ def test_a_healthy_canary_advances() -> None:
 
 def test_xid_79_at_several_times_the_rate_rolls_back() -> None:
     nodes = _nodes("new", 8, xids=2) + _nodes("old", 8)
-    nodes[-1].xids = {79: 1}
+    nodes[-1].incidents = {79: 1}
     decision, reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
     assert decision == ROLLBACK and "gpu_lost" in reason
     (bad,) = [c for c in shapes[0].comparisons if c.failed]
-    assert bad.name == "gpu_lost" and bad.p_value < POLICY.alpha.value / POLICY.comparisons
+    assert bad.name == "gpu_lost" and bad.p_value < POLICY.alpha_at(1) / POLICY.comparisons
 
 
 def test_a_small_rise_is_not_a_rollback() -> None:
@@ -82,7 +85,8 @@ def test_boot_check_failures_roll_back_as_a_proportion() -> None:
     nodes = _nodes("new", 10, failed=8) + _nodes("old", 10)
     decision, reason, _ = decide(nodes, {"new"}, {"old"}, POLICY)
     assert decision == ROLLBACK and "boot_check_failed" in reason
-    # 6 of 10 against none: p = C(14,4)/C(20,10) = 0.0054, not below 0.01/6 (Bonferroni)
+    # 6 of 10 against none: p = C(14,4)/C(20,10) = 0.0054, not below 0.005/6 (the first
+    # look spends alpha/2; Bonferroni over the 6 comparisons)
     nodes = _nodes("new", 10, failed=6) + _nodes("old", 10)
     assert decide(nodes, {"new"}, {"old"}, POLICY)[0] == ADVANCE
 
@@ -108,11 +112,73 @@ def test_too_few_node_hours_hold_even_with_events() -> None:
 
 
 def test_unwatched_nodes_add_no_exposure() -> None:
+    nodes = _nodes("new", 6, hours=0.0) + _nodes("old", 6)
+    decision, reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == HOLD and shapes[0].canary.node_hours == 0 and "node-hours" in reason
+
+
+@pytest.mark.parametrize("status", [NEVER, QUARANTINED, REIMAGED, BLIND])
+def test_unknown_nodes_hold_and_are_named(status: str) -> None:
+    """Unknown is never healthy: 2 of 12 canary nodes unknown (17 %, above 10 %) holds a
+    canary that would otherwise advance, and names them."""
+    nodes = _nodes("new", 12) + _nodes("old", 12)
+    for n in nodes[:2]:
+        n.status, n.problems = status, [f"made {status}"]
+    decision, reason, (shape,) = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == HOLD and "2 of 12 canary node(s) unknown" in reason
+    assert "new-p5.48xlarge-0" in reason and status in reason
+    assert (shape.canary.launched, shape.canary.unknown, shape.canary.nodes) == (12, 2, 10)
+    assert shape.canary.reporting == (10 if status == NEVER else 12)
+    # one in twelve is within the limit: it neither holds nor moves the decision
+    nodes[1].status = "ok"
+    assert decide(nodes, {"new"}, {"old"}, POLICY)[0] == ADVANCE
+    # the same on the predecessor's side
+    nodes = _nodes("new", 12) + _nodes("old", 12)
+    for n in nodes[12:14]:
+        n.status = status
+    assert decide(nodes, {"new"}, {"old"}, POLICY)[0] == HOLD
+
+
+def test_a_reimaged_canary_node_whose_boot_check_failed_counts_as_failing() -> None:
+    """Reimaged in place after failing: not an unknown to leave out, a failure."""
+    nodes = _nodes("new", 10) + _nodes("old", 10)
+    for n in nodes[:8]:
+        n.status, n.boot_failed = REIMAGED, True
+    decision, reason, (shape,) = decide(nodes, {"new"}, {"old"}, POLICY)
+    assert decision == ROLLBACK and "boot_check_failed" in reason
+    assert shape.canary.boot_check_failed == 8 and shape.canary.unknown == 0
+
+
+def test_later_looks_spend_less_alpha() -> None:
+    """alpha / (k (k + 1)) at the k-th look: the sum over every look is alpha."""
+    assert POLICY.alpha_at(1) == pytest.approx(POLICY.alpha.value / 2)
+    assert sum(POLICY.alpha_at(k) for k in range(1, 100_000)) == pytest.approx(
+        POLICY.alpha.value, rel=1e-4
+    )
+    # a rise significant at the first look is not at the hundredth
+    nodes = _nodes("new", 8, xids=2) + _nodes("old", 8)
+    nodes[-1].incidents = {79: 1}
+    assert decide(nodes, {"new"}, {"old"}, POLICY, look=1)[0] == ROLLBACK
+    _, _, (shape,) = decide(nodes, {"new"}, {"old"}, POLICY, look=100)
+    (gpu_lost,) = [c for c in shape.comparisons if c.name == "gpu_lost"]
+    assert gpu_lost.threshold == pytest.approx(POLICY.alpha.value / (100 * 101) / 6)
+
+
+def test_no_launch_record_holds() -> None:
     nodes = _nodes("new", 6) + _nodes("old", 6)
+    for n in nodes:
+        n.launch_record = True
+    assert decide(nodes, {"new"}, {"old"}, POLICY, launch_records=12)[0] == ADVANCE
     for n in nodes[:6]:
-        n.watched_at = None
-    decision, _reason, shapes = decide(nodes, {"new"}, {"old"}, POLICY)
-    assert decision == HOLD and shapes[0].canary.watched == 0
+        n.launch_record = False  # records for other images only
+    decision, reason, _ = decide(nodes, {"new"}, {"old"}, POLICY, launch_records=6)
+    assert decision == HOLD and "no launch record" in reason
+
+
+def test_a_huge_count_is_a_few_terms_not_a_billion() -> None:
+    """1e9 events (a node's forged counter, were it not quarantined) decide in milliseconds."""
+    assert poisson_rate_p(10**9, 100.0, 10**9, 100.0) == pytest.approx(0.5, abs=0.01)
+    assert binomial_upper_p(10**9, 10**9, 0.5) == 0.0
 
 
 def test_a_shape_without_canary_nodes_holds_the_whole_rollout() -> None:

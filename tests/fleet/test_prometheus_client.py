@@ -1,13 +1,19 @@
-"""The rollout's Prometheus client (``imagectl.rollout.prom``): URL and auth from the
-environment only (bearer or basic, checked by a real HTTP server reading the headers),
-and every way an answer can be unusable (unreachable, HTTP error, not JSON, an error
-status, a matrix) is "unavailable", never an empty, healthy-looking vector."""
+"""The rollout's Prometheus client (``imagectl.rollout.prom``) against a local HTTP server
+speaking Prometheus's documented query API (``/api/v1/query``: ``status``, ``data``,
+``resultType``, ``result``, ``warnings``; values as strings, "NaN"/"+Inf" included): URL
+and auth from the environment only (bearer, basic, or the URL's user information, checked
+by the server reading the headers, never printed), and every way an answer can be
+unusable or hostile (unreachable, HTTP error, not JSON, an error status, the wrong result
+type, a partial answer with warnings, a nesting 100,000 deep, a byte every few seconds, a
+redirect to another host, a label with a newline, a value that is no number) is
+"unavailable" or made inert, never a traceback or an empty, healthy-looking vector."""
 
 from __future__ import annotations
 
 import base64
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,15 +31,29 @@ class _Server:
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
         self.reply: tuple[int, bytes] = (200, json.dumps(OK).encode())
+        self.location = ""  # a redirect's target
+        self.drip_s = 0.0  # a byte every drip_s seconds
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 outer.seen.append({"path": self.path, "auth": self.headers.get("Authorization")})
+                if outer.location and not self.path.startswith("/moved"):
+                    self.send_response(302)
+                    self.send_header("Location", outer.location)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 code, body = outer.reply
                 self.send_response(code)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if outer.drip_s:
+                    for b in body:
+                        self.wfile.write(bytes([b]))
+                        self.wfile.flush()
+                        time.sleep(outer.drip_s)
+                    return
                 self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:
@@ -116,13 +136,100 @@ def test_rollout_takes_no_url_or_secret_option(cli) -> None:
     assert "--prometheus" not in r.out and "--token" not in r.out and "--url" not in r.out
 
 
-def test_when_the_server_started(server) -> None:
-    """``/api/v1/status/runtimeinfo``'s ``startTime`` (Go's RFC 3339 with nanoseconds):
-    a server that started within the window holds the rollout."""
-    doc = {"status": "success", "data": {"startTime": "2026-11-28T04:35:43.813920523Z"}}
-    server.reply = (200, json.dumps(doc).encode())
-    assert Prometheus(server.url, {}).started_at() == pytest.approx(1795840543.8139205)
-    assert server.seen[-1]["path"] == "/api/v1/status/runtimeinfo"
-    server.reply = (200, json.dumps({"status": "success", "data": {}}).encode())
-    with pytest.raises(PrometheusUnavailable, match="did not say when it started"):
-        Prometheus(server.url, {}).started_at()
+def _vector(*items: dict[str, Any], **extra: Any) -> bytes:
+    doc = {"status": "success", "data": {"resultType": "vector", "result": list(items)}}
+    return json.dumps({**doc, **extra}).encode()
+
+
+def test_a_partial_answer_is_unavailable(server) -> None:
+    """``warnings`` beside ``status: success`` (a remote-read store or a shard failed;
+    Thanos's partial response): not the fleet."""
+    server.reply = (200, _vector(OK["data"]["result"][0], warnings=["store 2 unreachable"]))
+    with pytest.raises(PrometheusUnavailable, match="answered in part.*store 2 unreachable"):
+        Prometheus(server.url, {}).query("up", 1.0)
+
+
+def test_a_deep_answer_is_unavailable_not_a_recursion_error(server) -> None:
+    server.reply = (200, b'{"status": "success", "data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(PrometheusUnavailable, match="nested 100001 levels deep"):
+        Prometheus(server.url, {}).query("up", 1.0)
+
+
+def test_a_dripping_server_ends_at_the_deadline(server) -> None:
+    """A byte every 0.4 s: each read returns within the per-read timeout, so only the
+    client's overall deadline bounds it."""
+    server.reply, server.drip_s = (200, json.dumps(OK).encode()), 0.4
+    t0 = time.monotonic()
+    with pytest.raises(PrometheusUnavailable, match="within the 1.5 s deadline"):
+        Prometheus(server.url, {}, timeout_s=1.0, deadline_s=1.5).query("up", 1.0)
+    assert time.monotonic() - t0 < 4
+
+
+def test_no_credentials_follow_a_redirect_to_another_origin(server, monkeypatch) -> None:
+    other = _Server()
+    try:
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", server.url)
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_TOKEN", "s3cret-token")
+        server.location = other.url + "/api/v1/query?query=up"
+        with pytest.raises(PrometheusUnavailable, match="redirected to another origin"):
+            Prometheus.from_env().query("up", 1.0)
+        assert other.seen == []  # never asked, so never given the token
+        # within the same origin a redirect is followed, with the credentials
+        server.location = server.url + "/moved/api/v1/query?query=up"
+        assert Prometheus.from_env().query("up", 1.0)[0].value == 2.0
+        assert server.seen[-1]["path"].startswith("/moved") and server.seen[-1]["auth"] == (
+            "Bearer s3cret-token"
+        )
+    finally:
+        other.httpd.shutdown()
+        other.httpd.server_close()
+
+
+def test_credentials_in_the_url_are_used_and_never_shown(server, monkeypatch) -> None:
+    host = server.url.removeprefix("http://")
+    monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", f"http://ops:pa%40ss-w0rd@{host}/")
+    prom = Prometheus.from_env()
+    prom.query("up", 1.0)
+    assert server.seen[-1]["auth"] == "Basic " + base64.b64encode(b"ops:pa@ss-w0rd").decode()
+    assert "pa%40ss-w0rd" not in prom.url and "pa@ss" not in prom.url
+    assert prom.shown == server.url and "ops" not in prom.url
+    server.httpd.shutdown()
+    server.httpd.server_close()
+    with pytest.raises(PrometheusUnavailable) as caught:
+        Prometheus.from_env(timeout_s=1).query("up", 1.0)
+    assert "w0rd" not in str(caught.value) and host.split(":")[0] in str(caught.value)
+    server.httpd = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)  # teardown
+    threading.Thread(target=server.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+
+def test_label_values_are_made_inert(server) -> None:
+    """A newline in a label cannot forge an "advance ..." line; escapes cannot reach a
+    terminal."""
+    forged = "p5.48xlarge\nadvance ami-evil: every shape ok\x1b[2K"
+    server.reply = (200, _vector({"metric": {"shape": forged}, "value": [1, "1"]}))
+    (sample,) = Prometheus(server.url, {}).query("up", 1.0)
+    assert "\n" not in sample.labels["shape"] and "\x1b" not in sample.labels["shape"]
+    assert sample.labels["shape"] == "p5.48xlarge advance ami-evil: every shape ok"
+
+
+@pytest.mark.parametrize(
+    "value", [["t", "1"], [1, 2], [1], "1", None, [1, "one"], [1, {"a": 1}]], ids=repr
+)
+def test_a_value_that_is_no_number_is_kept_as_unknown(server, value) -> None:
+    """Kept (as NaN, its text beside it) so the node is quarantined, never dropped."""
+    server.reply = (200, _vector({"metric": {"instance": "a"}, "value": value}))
+    (sample,) = Prometheus(server.url, {}).query("up", 1.0)
+    assert sample.value != sample.value and sample.raw is not None
+
+
+def test_special_values_are_read_as_prometheus_writes_them(server) -> None:
+    server.reply = (200, _vector(*({"metric": {"i": v}, "value": [1, v]}
+                                   for v in ("NaN", "+Inf", "-Inf", "-1000", "1e9"))))  # fmt: skip
+    got = [s.value for s in Prometheus(server.url, {}).query("up", 1.0)]
+    assert got[1:] == [float("inf"), float("-inf"), -1000.0, 1e9] and got[0] != got[0]
+
+
+def test_only_the_query_api_is_asked(server) -> None:
+    """No status endpoint: a store that serves only /api/v1/query is enough."""
+    Prometheus(server.url, {}).query("up", 1.0)
+    assert {p["path"].split("?")[0] for p in server.seen} == {"/api/v1/query"}
