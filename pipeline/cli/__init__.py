@@ -159,6 +159,9 @@ class LazyGroup(click.Group):
         module = importlib.import_module(entry[0])
         cmd: click.Command = module.command
         from imagectl.cli.deadline import with_deadline
+        from imagectl.cli.exit_codes import with_exit_codes
+
+        with_exit_codes(cmd_name, cmd)  # the end of its --help
 
         return with_deadline(cmd_name, cmd)  # reap, drift, doctor, promote, validate-image
 
@@ -181,7 +184,10 @@ class LazyGroup(click.Group):
 def cli(ctx: click.Context, root: str | None) -> None:
     """imagectl: pin, build, validate, promote and watch GPU machine images.
 
-    Exit codes: 0 ok, 1 a check failed / drift found / image blocked, 2 bad input.
+    Exit codes: 0 ok, 1 a check failed / drift found / image blocked / past its
+    --deadline, 2 bad input or configuration, 3 rollout held (too little data, or
+    Prometheus unavailable), 130 interrupted. Each command's --help says what its own
+    mean.
     """
     ctx.obj = {"root": root}
 

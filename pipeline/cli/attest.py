@@ -85,14 +85,15 @@ def command(
         with catalog.transaction() as s:
             img = resolve_image(s, image, stack=stack, cloud=cloud)
             pk, stack_name, cloud_name = img.id, img.stack, img.cloud
+            image_id, label = img.cloud_image_id, img.label
         provider = provider_for(load_stack_for(workspace(ctx), stack_name), cloud_name)
         attested = attest_image(catalog, pk, provider)
     finally:
         catalog.close()
     if as_json:
         emit_json(
-            {"image": pk, "digest": attested.digest, "keyid": attested.keyid,
-             "file": str(attested.path)}
+            {"image": image_id, "label": label, "catalog_id": pk, "digest": attested.digest,
+             "keyid": attested.keyid, "file": str(attested.path)}
         )  # fmt: skip
         return
     console().print(

@@ -85,10 +85,11 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
         )
         img = block_image(catalog, image, reason=reason, cloud=cloud, provider=provider)
         label, state, why = img.label, img.state, img.blocked_reason
+        image_id = img.cloud_image_id
     finally:
         catalog.close()
     if as_json:
-        emit_json({"image": label, "state": state, "reason": why,
+        emit_json({"image": image_id, "label": label, "state": state, "reason": why,
                    "canary_back": {r: to for r, (_f, to) in canary.items()}})  # fmt: skip
         return
     print_canary_moves(console(), canary)

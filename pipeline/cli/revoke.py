@@ -22,6 +22,7 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
     """Revoke IMAGE's attestation (catalog id or cloud id): never used, never promoted."""
     from rich.markup import escape
 
+    from imagectl.catalog import repository as repo
     from imagectl.catalog.db import open_catalog
     from imagectl.cli.block import canary_withdrawn, print_canary_moves
     from imagectl.promotion.revoke import revoke_image
@@ -32,11 +33,14 @@ def command(ctx: click.Context, image: str, reason: str, cloud: str | None, as_j
             ctx, catalog, image, cloud, allow_replica=True, why=f"revoked: {reason}"
         )
         revoked = revoke_image(catalog, provider, pk, reason=reason)
+        with catalog.transaction() as s:
+            row = repo.get_image(s, pk)
+            image_id = row.cloud_image_id if row is not None else revoked.image
     finally:
         catalog.close()
     if as_json:
         emit_json(
-            {"image": revoked.image, "revocation": revoked.digest,
+            {"image": image_id, "label": revoked.image, "revocation": revoked.digest,
              "attestation": revoked.attestation, "reason": revoked.reason,
              "rolled_back": revoked.rolled_back,
              "canary_back": {r: to for r, (_f, to) in canary.items()}}

@@ -121,8 +121,10 @@ def command(
             hint="Without --envelope the catalog's revocations are used",
         )
     keys = load_trust(trust)
-    result = _offline(image, envelope, revocations, keys, cloud, stack) if envelope else _catalog(
-        image, stack, cloud, keys)  # fmt: skip
+    if envelope:
+        result, image_id = _offline(image, envelope, revocations, keys, cloud, stack), image
+    else:
+        result, image_id = _catalog(image, stack, cloud, keys)
     # offline without a revocation list, nobody asked whether the image was revoked; from
     # the catalog, a store that could not be read (the cloud's tag) is a check not run
     not_run = (
@@ -134,7 +136,8 @@ def command(
     if export_envelope and result.valid:
         click.echo(json.dumps(result.envelope, indent=2))
     elif as_json:
-        emit_json({**result.to_dict(), "complete": not not_run, "headline": headline})
+        emit_json({**result.to_dict(), "image": image_id, "label": result.image,
+                   "complete": not not_run, "headline": headline})  # fmt: skip
     else:
         from imagectl.core.safetext import markup, plain
 
@@ -154,7 +157,10 @@ def command(
     return EXIT_OK if result.valid else EXIT_FAILED
 
 
-def _catalog(image: str, stack: str | None, cloud: str | None, keys: list[Key]) -> Verification:
+def _catalog(
+    image: str, stack: str | None, cloud: str | None, keys: list[Key]
+) -> tuple[Verification, str]:
+    """The catalog's verdict on IMAGE, and its cloud image id."""
     from imagectl.catalog.db import open_catalog
     from imagectl.promotion import resolve_image
     from imagectl.provenance.verify import verify_image
@@ -167,7 +173,7 @@ def _catalog(image: str, stack: str | None, cloud: str | None, keys: list[Key]) 
         provider = _provider(img_stack, img_cloud)
         with catalog.transaction() as s:
             img = resolve_image(s, image, stack=stack, cloud=cloud, allow_replica=True)
-            return verify_image(s, img, keys, provider=provider)
+            return verify_image(s, img, keys, provider=provider), img.cloud_image_id
     finally:
         catalog.close()
 
