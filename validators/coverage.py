@@ -87,12 +87,15 @@ def required_checks(profile: str, expect: Expectations, gpus_seen: int = 0) -> l
 
 def fabric_checks(expect: Expectations) -> list[str]:
     """The fabric checks required on this shape: its NICs' fabric, when the image pins that
-    fabric's software (``when_fabric``)."""
+    fabric's software (``when_fabric``); a fabric whose software has no pin in the stack
+    (RoCE with gIB, gVNIC with GPUDirect-TCPX/O) always: its GPU network is judged on every
+    image, never left unjudged for want of a pin."""
     nics = expect.hardware.nics if expect.hardware is not None else None
     if nics is None:
         return []
     net = expect.network
-    if net.pins(nics.fabric) is None:
+    pinnable = nics.fabric in type(net).model_fields
+    if pinnable and net.pins(nics.fabric) is None:
         return []
     checks: list[str] = list((requirements().get("when_fabric") or {}).get(nics.fabric) or [])
     if net.infiniband is not None and not net.infiniband.peermem:

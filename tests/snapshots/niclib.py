@@ -590,12 +590,302 @@ def gvnic_fabric(buses: list[str]) -> dict[str, Any]:
             "link": link("16.0 GT/s PCIe"),
         }
     )
+    gpu_nics = [g["nic"][0] for g in gvnic_layout(buses)]
     return {
         "interval_s": 2.0,
         "rdma": [],
         "pci": pci,
         "modules": _modules("nvidia"),
         **_no_libfabric(),
+        "netdevs": netdevs,
+        "acs": acs,
+        "nccl": {
+            "run": {
+                "argv": ["python3", "-c", "(probe)"],
+                "exit_code": 0,
+                "stdout": nccl_fastrak_log(gpu_nics),
+            },
+            "env": fastrak_env(gpu_nics),
+            "topo_xml": None,
+        },
+    }
+
+
+# Google's GPUDirect-TCPXO NCCL setup (nccl-env-profile.sh): the control NIC, every GPU NIC
+def fastrak_env(gpu_nics: list[str]) -> dict[str, str]:
+    return {
+        "NCCL_FASTRAK_CTRL_DEV": "eth0",
+        "NCCL_FASTRAK_IFNAME": ",".join(gpu_nics),
+        "NCCL_SOCKET_IFNAME": "eth0",
+    }
+
+
+def nccl_fastrak_log(gpu_nics: list[str], network: str = "FasTrak") -> str:
+    """NCCL_DEBUG=INFO of a TCPXO host: the settings NCCL read, the FasTrak plugin loading
+    (its version as a healthy A3 Mega run logs it), the network."""
+    p = "a3mega-node:4242:4260 [0] NCCL INFO"
+    env = fastrak_env(gpu_nics)
+    loaded = (
+        f"{p} NET/Plugin: Loaded net plugin FasTrak (v8)\n"
+        f"{p} Initializing network FasTrak, version: 1.0.17\n"
+        if network == "FasTrak"
+        else f"{p} NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.\n"
+        f"{p} NET/Socket : Using [0]eth0:10.128.0.12<0>\n"
+    )
+    return (
+        f"{p} NCCL version {NCCL}\n"
+        + "".join(f"{p} {k} set by environment to {v}.\n" for k, v in sorted(env.items()))
+        + loaded
+        + f"{p} Using network {network}\n"
+        "imagectl-probe: ncclCommInitAll 0 8\n"
+    )
+
+
+# -- a3-highgpu-8g: GPUDirect-TCPX over 4 gVNIC GPU NICs, each shared by two GPUs ----------
+
+
+def tcpx_fabric(buses: list[str]) -> dict[str, Any]:
+    """Two GPUs and one gVNIC GPU NIC behind each of four PCIe switches, plus the primary."""
+    pci, acs, netdevs = [], {}, []
+    netdevs.append(
+        {
+            "name": "eth0",
+            "driver": "gve",
+            "pci": "0000:06:00.0",
+            "operstate": "up",
+            "speed_mbps": 200000,
+            "mtu": 8244,
+        }
+    )
+    pci.append(
+        {
+            "address": "0000:06:00.0",
+            "pci_class": "0x020000",
+            "vendor": "0x1ae0",
+            "upstream": ["0000:00:04.0"],
+            "numa_node": 0,
+            "link": link("16.0 GT/s PCIe"),
+        }
+    )
+    gpu_nics = []
+    for k in range(len(buses) // 2):
+        first = int(buses[2 * k], 16)
+        root, switch = f"0000:{first - 4:02x}:00.0", f"0000:{first - 3:02x}:00.0"
+        numa = 0 if k < len(buses) // 4 else 1
+        for j in (0, 1):
+            b = int(buses[2 * k + j], 16)
+            down = f"0000:{first - 2:02x}:{j:02x}.0"
+            pci.append(_gpu_fn(f"0000:{b:02x}:00.0", [root, switch, down], numa))
+            acs[down] = 0
+        nic_down = f"0000:{first - 2:02x}:02.0"
+        name, addr = f"eth{k + 1}", f"0000:{first + 1:02x}:00.0"
+        gpu_nics.append(name)
+        acs.update({root: 0, switch: None, nic_down: 0})
+        pci.append(
+            {
+                "address": addr,
+                "pci_class": "0x020000",
+                "vendor": "0x1ae0",
+                "upstream": [root, switch, nic_down],
+                "numa_node": numa,
+                "link": link("16.0 GT/s PCIe"),
+            }
+        )
+        netdevs.append(
+            {
+                "name": name,
+                "driver": "gve",
+                "pci": addr,
+                "operstate": "up",
+                "speed_mbps": 200000,
+                "mtu": 8244,
+            }
+        )
+    return {
+        "interval_s": 2.0,
+        "rdma": [],
+        "pci": pci,
+        "modules": _modules("nvidia"),
+        **_no_libfabric(),
+        "netdevs": netdevs,
+        "acs": acs,
+        "nccl": {
+            "run": {
+                "argv": ["python3", "-c", "(probe)"],
+                "exit_code": 0,
+                "stdout": nccl_tcpx_log(gpu_nics),
+            },
+            "env": tcpx_env(gpu_nics),
+            "topo_xml": None,
+        },
+    }
+
+
+# Google's GPUDirect-TCPX NCCL setup: the control NIC, every GPU NIC
+def tcpx_env(gpu_nics: list[str]) -> dict[str, str]:
+    return {
+        "NCCL_GPUDIRECTTCPX_CTRL_DEV": "eth0",
+        "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": ",".join(gpu_nics),
+        "NCCL_SOCKET_IFNAME": "eth0",
+    }
+
+
+def nccl_tcpx_log(gpu_nics: list[str], network: str = "GPUDirectTCPX_v7") -> str:
+    p = "a3high-node:4242:4260 [0] NCCL INFO"
+    env = tcpx_env(gpu_nics)
+    return (
+        f"{p} NCCL version {NCCL}\n"
+        + "".join(f"{p} {k} set by environment to {v}.\n" for k, v in sorted(env.items()))
+        + f"{p} NET/Plugin: Loaded net plugin GPUDirectTCPX_v7 (v7)\n"
+        + f"{p} Using network {network}\n"
+        "imagectl-probe: ncclCommInitAll 0 8\n"
+    )
+
+
+# -- a3-ultragpu-8g: GPUDirect RDMA over RoCE (8 ConnectX-7, gIB) ------------------------
+
+
+def roce_layout(buses: list[str]) -> list[dict[str, Any]]:
+    """Per GPU: its address, root port, switch, downstream ports and its CX-7 (mlx5_<i>)."""
+    out = []
+    for i, bus in enumerate(buses):
+        b = int(bus, 16)
+        out.append(
+            {
+                "gpu": f"0000:{b:02x}:00.0",
+                "root": f"0000:{b - 4:02x}:00.0",
+                "switch": f"0000:{b - 3:02x}:00.0",
+                "down": f"0000:{b - 2:02x}:00.0",
+                "nic_down": f"0000:{b - 2:02x}:01.0",
+                "nic": (f"mlx5_{i}", f"0000:{b + 1:02x}:00.0", f"gpu{i}rdma0"),
+                "numa": 0 if i < len(buses) // 2 else 1,
+            }
+        )
+    return out
+
+
+def nccl_gib_log(hcas: list[str], network: str = "gIB") -> str:
+    """NCCL_DEBUG=INFO of an A3 Ultra host with Google's gIB plugin (the lines Google's
+    'Collect and understand NCCL logs' page shows, and NCCL's IB device list)."""
+    p = "a3ultra-node:4242:4260 [0] NCCL INFO"
+    devs = " ".join(f"[{i}]{h}:1/RoCE" for i, h in enumerate(hcas))
+    if network == "gIB":
+        body = (
+            f"{p} NET/gIB : Initializing gIB v1.0.5\n"
+            f"{p} NET/gIB : Using {devs} [RO]; OOB eth0:10.128.0.12<0>\n"
+        )
+    else:
+        body = (
+            f"{p} NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
+            f"{p} NET/IB : No device found.\n"
+            f"{p} NET/Socket : Using [0]eth0:10.128.0.12<0>\n"
+        )
+    return (
+        f"{p} NCCL version {NCCL}\n" + body + f"{p} Using network {network}\n"
+        "imagectl-probe: ncclCommInitAll 0 8\n"
+    )
+
+
+def roce_topo_xml(layout: list[dict[str, Any]], gdr: int = 1) -> str:
+    lines = ['<system version="1">']
+    for numa in (0, 1):
+        lines.append(f'  <cpu numaid="{numa}" arch="x86_64" vendor="GenuineIntel">')
+        for i, g in enumerate(x for x in layout if x["numa"] == numa):
+            name, addr, _ = g["nic"]
+            dev = 4 * numa + i
+            lines.append(f'    <pci busid="{g["switch"]}" class="0x060400" link_width="16">')
+            lines.append(
+                f'      <pci busid="{g["gpu"]}" class="0x030200" link_width="16">'
+                f'<gpu dev="{dev}" sm="90" rank="{dev}" gdr="1"/></pci>'
+            )
+            lines.append(
+                f'      <pci busid="{addr}" class="0x020000" link_width="16">'
+                f"{_net(name, dev, 400000, gdr)}</pci>"
+            )
+            lines.append("    </pci>")
+        lines.append("  </cpu>")
+    lines.append("</system>")
+    return "\n".join(lines) + "\n"
+
+
+def roce_fabric(buses: list[str], rate: str = "400 Gb/sec (4X NDR)") -> dict[str, Any]:
+    layout = roce_layout(buses)
+    rdma, pci, netdevs = [], [], []
+    acs: dict[str, int | None] = {}
+    # the two gVNICs beside the RDMA NICs (not GPU NICs: Google's host_nics)
+    for k, addr in enumerate(("0000:06:00.0", "0000:07:00.0")):
+        netdevs.append(
+            {
+                "name": f"eth{k}",
+                "driver": "gve",
+                "pci": addr,
+                "operstate": "up",
+                "speed_mbps": 200000,
+                "mtu": 8896,
+            }
+        )
+        pci.append(
+            {
+                "address": addr,
+                "pci_class": "0x020000",
+                "vendor": "0x1ae0",
+                "upstream": ["0000:00:04.0"],
+                "numa_node": 0,
+                "link": link("16.0 GT/s PCIe"),
+            }
+        )
+    for g in layout:
+        name, addr, ifname = g["nic"]
+        pci.append(_gpu_fn(g["gpu"], [g["root"], g["switch"], g["down"]], g["numa"]))
+        acs.update({g["root"]: 0, g["switch"]: None, g["down"]: 0, g["nic_down"]: 0})
+        port = _port(rate, "Ethernet", None)
+        port["hw_counters"] = _hw(MLX5_HW)
+        port["hw_counters_after"] = _hw(MLX5_HW)
+        rdma.append(
+            {
+                "name": name,
+                "driver": "mlx5_core",
+                "pci": addr,
+                "numa_node": g["numa"],
+                "ports": [port],
+            }
+        )
+        pci.append(
+            {
+                "address": addr,
+                "pci_class": "0x020000",
+                "vendor": "0x15b3",
+                "upstream": [g["root"], g["switch"], g["nic_down"]],
+                "numa_node": g["numa"],
+                "link": link("32.0 GT/s PCIe"),
+            }
+        )
+        netdevs.append(
+            {
+                "name": ifname,
+                "driver": "mlx5_core",
+                "pci": addr,
+                "operstate": "up",
+                "speed_mbps": 400000,
+                "mtu": 8896,
+            }
+        )
+    hcas = [g["nic"][0] for g in layout]
+    return {
+        "interval_s": 2.0,
+        "rdma": rdma,
+        "pci": pci,
+        "modules": _modules("ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia"),
+        **_no_libfabric(),
+        "nccl": {
+            "run": {
+                "argv": ["python3", "-c", "(probe)"],
+                "exit_code": 0,
+                "stdout": nccl_gib_log(hcas),
+            },
+            "env": {},
+            "topo_xml": roce_topo_xml(layout),
+        },
         "netdevs": netdevs,
         "acs": acs,
     }
@@ -610,4 +900,8 @@ def fabric_for(kind: str, buses: list[str]) -> dict[str, Any]:
         return ndv4_fabric()
     if kind == "gvnic":
         return gvnic_fabric(buses)
+    if kind == "roce":
+        return roce_fabric(buses)
+    if kind == "tcpx":
+        return tcpx_fabric(buses)
     return ib_fabric()

@@ -161,6 +161,26 @@ BASES: dict[str, dict[str, Any]] = {
         ),
         "keep_fm": True,
     },
+    # a3-ultragpu-8g: GPUDirect RDMA over RoCE, 8 ConnectX-7 (one behind each GPU's switch),
+    # NCCL over Google's gIB plugin, and two gVNICs for other traffic
+    "h200-a3ultra-roce": _base(
+        "a3-ultragpu-8g",
+        H200_8X,
+        "projects/imagectl/global/images/h200-training-healthy",
+        H200_BUSES,
+        cloud="gcp",
+        fabric="roce",
+    ),
+    # a3-highgpu-8g: GPUDirect-TCPX over 4 gVNIC GPU NICs (two GPUs and one NIC behind each
+    # of four PCIe switches) plus the primary gVNIC
+    "h100-a3high-tcpx": _base(
+        "a3-highgpu-8g",
+        H100_SXM_8X,
+        "projects/imagectl/global/images/h100-training-healthy",
+        H100_BUSES,
+        cloud="gcp",
+        fabric="tcpx",
+    ),
     # a3-megagpu-8g: GPUDirect-TCPXO over 8 gVNIC GPU NICs (one behind each GPU's switch)
     # plus the primary gVNIC
     "h100-a3mega-tcpxo": _base(

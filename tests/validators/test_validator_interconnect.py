@@ -129,13 +129,23 @@ def test_interconnect_library_covers_each_class_twice() -> None:
 
 @pytest.mark.parametrize(
     ("shape", "fabric"),
-    [("p5.48xlarge", "efa"), ("Standard_ND96isr_H100_v5", "ib"), ("a3-highgpu-8g", None)],
+    [
+        ("p5.48xlarge", "efa"),
+        ("Standard_ND96isr_H100_v5", "ib"),
+        ("a3-highgpu-8g", "gvnic"),
+        ("a3-ultragpu-8g", "roce"),
+        ("Standard_NC40ads_H100_v5", None),
+    ],
 )
 def test_coverage_requires_the_shapes_fabric(shape: str, fabric: str | None) -> None:
     expect = from_stack(IMAGES, "h100-training", shape)
     fab = [c for c in required_checks("quick", expect) if c.startswith("fabric.")]
     if fabric is None:
-        assert fab == []  # Google Cloud's a3: no EFA or InfiniBand
+        assert fab == []  # NC H100 v5: its GPU uses no NIC
+    elif fabric in ("gvnic", "roce"):
+        # Google Cloud's GPU networks: no software pin in the stack, NCCL judged on every image
+        assert {"fabric.nccl.net", "fabric.topology"} <= set(fab)
+        assert ("fabric.gdr" in fab) == (fabric == "roce")
     else:
         assert f"fabric.{fabric}.{'provider' if fabric == 'efa' else 'ports'}" in fab
         assert {"fabric.nccl.net", "fabric.gdr", "fabric.topology"} <= set(fab)

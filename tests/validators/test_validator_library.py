@@ -92,6 +92,15 @@ def test_library_covers_the_required_faults() -> None:
         "nvswitch-init-failed",
         "xid154-latest-weaker",
         "nvl-power-capped-300w",
+        # every GPU network judged: NCCL on GPUDirect-TCPXO and gIB, each NIC's link rate
+        "a3mega-fastrak-ifname-half",
+        "a3high-tcpx-ifname-half",
+        "a3high-nccl-socket-fallback",
+        "a3mega-nccl-socket-fallback",
+        "a3ultra-nccl-socket-fallback",
+        "a3ultra-nccl-builtin-ib",
+        "a3ultra-roce-port-200g",
+        "a3mega-gvnic-100g",
     }
     assert required <= faults
     healthy = {c["base"] for n, c in CASES.items() if n.startswith("healthy/")}
@@ -106,6 +115,8 @@ def test_library_covers_the_required_faults() -> None:
         "h200-p5en-efa",  # 16 EFA, two behind each GPU's switch
         "h100-a3mega-tcpxo",  # 8 gVNIC GPU NICs for GPUDirect-TCPXO + the primary
         "h100nvl-1x-fm-pinned",  # one H100 NVL, no NVSwitch, an image that pins FM
+        "h200-a3ultra-roce",  # 8 ConnectX-7 RoCE NICs (gIB) + two gVNICs
+        "h100-a3high-tcpx",  # 4 gVNIC GPU NICs for GPUDirect-TCPX, two GPUs each + the primary
     }
     ignorable = {c["fault"] for c in CASES.values() if c["fault"] and not c["expect_fail"]}
     assert {
@@ -117,6 +128,8 @@ def test_library_covers_the_required_faults() -> None:
         "xid154-latest-clears",
         "nvl-power-350w-in-range",
         "nvl-power-350w-default-350w",
+        "gpu-network-healthy-quick",
+        "a3mega-primary-gvnic-slower",
     } <= ignorable
 
 

@@ -1,6 +1,9 @@
 """What NCCL itself does on the fabric, from a tiny NCCL run with NCCL_DEBUG=INFO
-(``fabric/nccl_probe.py``): the network it uses is the fabric's (aws-ofi-nccl at the
-pinned version on EFA, NCCL's IB transport on InfiniBand), not its TCP fallback, and
+(``fabric/nccl_probe.py``): the network it uses is the one the shape's kind of GPU network
+needs (``data/fabric.yaml`` ``nccl_net``: aws-ofi-nccl at the pinned version on EFA, NCCL's
+IB transport on InfiniBand, Google's gIB on RoCE, FasTrak on GPUDirect-TCPXO, GPUDirectTCPX
+on GPUDirect-TCPX), not its TCP fallback; it opens every GPU NIC (NCCL_IB_HCA,
+FI_EFA_IFACE, NCCL_FASTRAK_IFNAME, NCCL_GPUDIRECTTCPX_SOCKET_IFNAME leave none out); and
 GPUDirect RDMA is on for every NIC where the shape supports it (NCCL's topology dump,
 ``<net gdr="1">``). The run is GPU work: quick, full and burn."""
 
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 from imagectl.validators.checks.base import LOADED_PROFILES, check
 from imagectl.validators.context import Context
+from imagectl.validators.expectations import Network
 from imagectl.validators.fabric.applies import (
     LABEL,
     inconclusive,
@@ -18,14 +22,24 @@ from imagectl.validators.fabric.applies import (
 from imagectl.validators.fabric.model import NcclRun
 from imagectl.validators.fabric.parse import (
     efa_devices,
+    fabric_devices,
+    gvnic_devices,
     ib_devices,
     nccl_net,
     nccl_settings,
     nccl_topology,
     port_rate,
+    roce_devices,
     sysfs_state,
 )
-from imagectl.validators.fabric.policy import fabric_policy
+from imagectl.validators.fabric.policy import (
+    NetRule,
+    fabric_policy,
+    nccl_kind,
+    net_rules,
+    network_matches,
+)
+from imagectl.validators.fabric.topology import expected_nearest
 from imagectl.validators.findings import Finding, bad, ok, skip
 from imagectl.validators.nics import Nics
 from imagectl.validators.results import Action
@@ -43,18 +57,29 @@ OFI_GDR = (
 
 
 def fabric_nics(ctx: Context) -> list[str]:
-    """The names of the host's NICs of the shape's fabric."""
+    """The names of the host's GPU NICs of the shape's fabric (on gVNIC: those nearest a GPU,
+    not the primary NIC beside them)."""
     nics = shape_nics(ctx)
     fab = section(ctx)
-    devs = efa_devices(fab) if nics is not None and nics.fabric == "efa" else ib_devices(fab)
-    return [d.name for d in devs]
+    if nics is None:
+        return []
+    if nics.fabric == "gvnic":
+        near = expected_nearest(fab, nics)
+        names = {n for found in near.values() for n in found if not n.startswith("(missing")}
+        return sorted(names) or [d.name for d in gvnic_devices(fab)]
+    return list(fabric_devices(fab, nics.fabric))
+
+
+def net_rule(nics: Nics) -> NetRule:
+    """The shape's NCCL network rule (data/fabric.yaml nccl_net, by kind)."""
+    return net_rules()[nccl_kind(nics.fabric, nics.gpudirect)]
 
 
 def uses_fabric(ctx: Context, log: str) -> bool:
     """NCCL's run used the fabric's network (else fabric.nccl.net fails and says why)."""
     nics = shape_nics(ctx)
-    names = fabric_policy().nccl_net[nics.fabric]["names"] if nics is not None else []
-    return nccl_net(log).network in names
+    names = list(net_rule(nics).names) if nics is not None else []
+    return network_matches(nccl_net(log).network, names)
 
 
 def nccl_evidence(
@@ -64,9 +89,12 @@ def nccl_evidence(
     finding that says why the check has nothing to judge: the check does not apply, the
     shape has no GPUDirect RDMA (``gdr``), no run (or, with ``topology``, no topology dump)
     was recorded, or NCCL did not use the fabric's network (``on_fabric``)."""
-    if (why := not_applicable(ctx)) is not None:
-        return why
     nics = shape_nics(ctx)
+    # EFA and InfiniBand software is the image's pin (no pin: not judged); RoCE (gIB) and
+    # gVNIC (GPUDirect-TCPX/O) have no pin in the stack: NCCL's use of them is judged always
+    pinned_kind = nics is not None and nics.fabric in Network.model_fields
+    if (why := not_applicable(ctx, needs_software=pinned_kind)) is not None:
+        return why
     assert nics is not None
     if gdr and not nics.gpudirect_rdma:
         return skip(f"shape {ctx.expect.shape} has no GPUDirect RDMA")
@@ -82,16 +110,20 @@ def nccl_evidence(
 
 @check(
     "fabric.nccl.net",
-    "NCCL uses the fabric's network (aws-ofi-nccl on EFA, IB on InfiniBand), not sockets",
+    "NCCL uses the GPU network's transport (aws-ofi-nccl, IB, gIB, FasTrak, GPUDirectTCPX), "
+    "not sockets",
     needs_nvml=False,
     profiles=LOADED_PROFILES,
     timeout_s=150.0,
 )
 def nccl_network(ctx: Context) -> Finding:
+    nics_here = shape_nics(ctx)
+    if nics_here is not None and nics_here.fabric == "none":
+        return _within_host(ctx, nics_here)
     if isinstance(found := nccl_evidence(ctx, on_fabric=False), Finding):
         return found
     nics, run = found
-    rule = fabric_policy().nccl_net[nics.fabric]
+    rule = net_rule(nics)
     seen = nccl_net(run.run.stdout)
     details = {
         "nccl": seen.nccl_version,
@@ -104,8 +136,8 @@ def nccl_network(ctx: Context) -> Finding:
         "env": run.env,
         "attribution": "node",
     }
-    expected = " or ".join(rule["names"])
-    source = rule["source"]
+    expected = " or ".join(rule.names)
+    source = rule.source
     if seen.network is None:
         tail = (run.run.error or run.run.stderr_tail or run.run.stdout).strip()[-400:]
         return bad(
@@ -115,7 +147,8 @@ def nccl_network(ctx: Context) -> Finding:
             source=source,
             details=details,
         )
-    if seen.network not in rule["names"] and not fabric_nics(ctx):
+    matches = network_matches(seen.network, list(rule.names))
+    if not matches and not fabric_nics(ctx):
         return bad(
             Action.DRAIN,
             f"NCCL uses '{seen.network}': the host has no {LABEL[nics.fabric]} device for it "
@@ -125,7 +158,7 @@ def nccl_network(ctx: Context) -> Finding:
             source=source,
             details=details,
         )
-    if seen.network not in rule["names"]:
+    if not matches:
         fell_back = seen.network == fabric_policy().nccl_fallback
         cause = "; ".join(seen.plugin_problems) or "; ".join(seen.warnings[:2])
         return bad(
@@ -134,7 +167,11 @@ def nccl_network(ctx: Context) -> Finding:
             + (" (its TCP fallback)" if fell_back else "")
             + f" on {LABEL[nics.fabric]}, not {expected}"
             + (f": {cause}" if cause else "")
-            + ": multi-node collectives would run over TCP",
+            + (
+                ": multi-node collectives would run over TCP"
+                if fell_back
+                else f": NCCL loaded another transport than {rule.plugin or expected}"
+            ),
             measured=seen.network,
             expected=expected,
             source=source,
@@ -165,6 +202,27 @@ def nccl_network(ctx: Context) -> Finding:
         expected=expected,
         source=source,
         details=details,
+    )
+
+
+def _within_host(ctx: Context, nics: Nics) -> Finding:
+    """A shape whose GPUs use no NIC: NCCL's net carries no GPU traffic; recorded."""
+    rule = net_rule(nics)
+    fab = ctx.fabric()
+    run = ctx.fabric_nccl() if fab is not None else None
+    if run is None:
+        return skip(
+            f"shape {ctx.expect.shape}'s GPUs use no NIC and no NCCL run was recorded "
+            f"({nics.source})"
+        )
+    seen = nccl_net(run.run.stdout)
+    return ok(
+        f"shape {ctx.expect.shape}'s GPUs use no NIC: NCCL runs within the host; its network "
+        f"({seen.network or 'not logged'}) carries no GPU traffic",
+        measured=seen.network,
+        expected="any (within the host)",
+        source=f"{rule.source}; {nics.source}",
+        details={"nccl": seen.nccl_version, "attribution": "node"},
     )
 
 
@@ -239,7 +297,13 @@ def healthy_rails(ctx: Context) -> list[str]:
     nics = shape_nics(ctx)
     fab = section(ctx)
     policy = fabric_policy()
-    devs = efa_devices(fab) if nics is not None and nics.fabric == "efa" else ib_devices(fab)
+    if nics is not None and nics.fabric == "gvnic":
+        running = {n.name for n in gvnic_devices(fab) if (n.operstate or "") == "up"}
+        return [n for n in fabric_nics(ctx) if n in running]
+    if nics is not None and nics.fabric == "roce":
+        devs = roce_devices(fab)
+    else:
+        devs = efa_devices(fab) if nics is not None and nics.fabric == "efa" else ib_devices(fab)
     out = []
     for d in devs:
         up = d.ports and all(sysfs_state(p.state)[0] == policy.state_active for p in d.ports)
@@ -274,7 +338,7 @@ def nccl_rails(ctx: Context) -> Finding:
     names: list[str] = []
     if nics.fabric == "efa" and seen.ofi_nics is not None:
         evidence["aws-ofi-nccl found"] = seen.ofi_nics
-    if nics.fabric != "efa" and seen.ib_devices:
+    if nics.fabric in ("infiniband", "roce") and seen.ib_devices:
         names = seen.ib_devices
         evidence["NET/IB : Using"] = len(seen.ib_devices)
     if run.topo_xml:
@@ -282,15 +346,16 @@ def nccl_rails(ctx: Context) -> Finding:
         listed = len([n for n in topo.gdr if n in rails]) if not topo.error else 0
         if listed:  # none matching: its names are not the host's, so it says nothing here
             evidence["NCCL's topology dump"] = listed
-    for var in ("NCCL_IB_HCA", "FI_EFA_IFACE"):
+    ifname = net_rule(nics).ifname  # the plugin's own list of GPU NICs (gVNIC)
+    exact_lists = ("FI_EFA_IFACE", "NCCL_FASTRAK_IFNAME", "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME")
+    for var in ("NCCL_IB_HCA", "FI_EFA_IFACE", *([ifname] if ifname else [])):
         if var in settings:
-            evidence[var] = len(selected_by(settings[var], rails, exact=var == "FI_EFA_IFACE"))
+            evidence[var] = len(selected_by(settings[var], rails, exact=var in exact_lists))
     opened: int | None = min(evidence.values()) if evidence else None
-    where = (
-        "aws-ofi-nccl's 'Selected provider is efa ... (found N nics)'"
-        if nics.fabric == "efa"
-        else "NCCL's 'NET/IB : Using [0]<hca>:1/IB ...'"
-    )
+    where = {
+        "efa": "aws-ofi-nccl's 'Selected provider is efa ... (found N nics)'",
+        "gvnic": f"the plugin's interface list ({ifname or 'none for this kind'})",
+    }.get(nics.fabric, "NCCL's 'NET/IB : Using [0]<hca>:1/...'")
     details = {
         "nccl_opened": names or opened,
         "evidence": evidence,

@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 from imagectl.validators.checks.base import check
-from imagectl.validators.checks.topology import expected_nearest
 from imagectl.validators.context import Context
 from imagectl.validators.fabric.applies import (
     LABEL,
@@ -30,11 +29,14 @@ from imagectl.validators.fabric.parse import (
     fabric_devices,
     gvnic_devices,
     pci_address,
+    port_rate,
     roce_devices,
     sysfs_state,
 )
 from imagectl.validators.fabric.policy import fabric_policy
+from imagectl.validators.fabric.topology import expected_nearest
 from imagectl.validators.findings import Finding, bad, ok, skip, warn
+from imagectl.validators.nics import Nics
 from imagectl.validators.results import Action
 
 _GTS = re.compile(r"^\s*([\d.]+)\s*GT/s")
@@ -362,5 +364,99 @@ def efa_counters(ctx: Context) -> Finding:
         measured=totals,
         expected=f"none of {', '.join(judged)} rising",
         source=rule.source,
+        details=details,
+    )
+
+
+def _gpu_gvnics(fab: FabricSection, nics: Nics) -> set[str]:
+    """The gVNICs nearest a GPU (the GPU NICs; the primary beside them is not one)."""
+    near = expected_nearest(fab, nics)
+    return {n for found in near.values() for n in found if not n.startswith("(missing")}
+
+
+@check(
+    "fabric.nic.rate",
+    "Each GPU NIC's link at the shape's rate (RoCE port rate, gVNIC speed, EFA's reported rate)",
+    needs_nvml=False,
+)
+def nic_rate(ctx: Context) -> Finding:
+    if (why := not_applicable(ctx, needs_software=False)) is not None:
+        return why
+    nics = shape_nics(ctx)
+    assert nics is not None
+    if nics.fabric == "infiniband":
+        return skip("InfiniBand: its rate, width and speed are judged by fabric.ib.ports")
+    if (why := missing_facts(ctx, "rate_gbps")) is not None:
+        return why
+    assert nics.rate_gbps is not None
+    fab = section(ctx)
+    rule = fabric_policy().nic_rate
+    extra = rule.extra or {}
+    source = f"{extra.get(nics.fabric, rule.source)}; {nics.source}"
+    want = float(nics.rate_gbps)
+    measured: dict[str, str] = {}
+    slow: dict[str, str] = {}
+    unknown: list[str] = []
+    if nics.fabric == "gvnic":
+        if fab.netdevs is None:
+            return inconclusive(
+                "the snapshot records no network interfaces (fabric.netdevs); the gVNICs' "
+                "link speed is unknown",
+                ["snapshot fabric.netdevs"],
+            )
+        gpu_nics = _gpu_gvnics(fab, nics)
+        for n in gvnic_devices(fab):
+            if gpu_nics and n.name not in gpu_nics:
+                continue
+            if n.speed_mbps is None or n.speed_mbps <= 0:
+                unknown.append(n.name)
+                continue
+            gbps = n.speed_mbps / 1000.0
+            measured[n.name] = f"{gbps:g} Gb/s"
+            if gbps < want:
+                slow[n.name] = measured[n.name]
+    else:
+        devs = roce_devices(fab) if nics.fabric == "roce" else efa_devices(fab)
+        fixed = str(extra.get("efa_fixed") or "")
+        for d in devs:
+            for p in d.ports:
+                key = f"{d.name}/{p.port}"
+                rate = port_rate(p.rate)
+                if rate is None:
+                    unknown.append(key)
+                    continue
+                measured[key] = p.rate or ""
+                if nics.fabric == "efa" and (p.rate or "").strip() == fixed and rate.gbps < want:
+                    unknown.append(key)  # an older efa driver's fixed report, not the card's
+                elif rate.gbps < want:
+                    slow[key] = p.rate or ""
+    details = {"unknown": unknown, "attribution": "link"}
+    expected = f">= {want:g} Gb/s per NIC"
+    if slow:
+        return bad(
+            rule.action,
+            f"{len(slow)} GPU NIC(s) below the shape's {want:g} Gb/s: "
+            + "; ".join(f"{k}: {v}" for k, v in sorted(slow.items()))
+            + ": the link trained slower than the shape's rate; drain the host",
+            measured=measured,
+            expected=expected,
+            source=f"{source}; imagectl policy: {rule.reason}",
+            details={**details, "slow": slow},
+        )
+    if not measured and not unknown:
+        return skip(f"no {LABEL[nics.fabric]} on the host to judge (its count check says why)")
+    if unknown and not measured:
+        return inconclusive(
+            f"the rate of {len(unknown)} NIC(s) is not readable or not the card's "
+            f"({', '.join(unknown[:8])})",
+            [f"fabric rate of {n}" for n in unknown[:8]],
+            details={"measured": measured},
+        )
+    return ok(
+        f"{len(measured)} GPU NIC(s) at >= {want:g} Gb/s"
+        + (f" ({len(unknown)} not judged: {', '.join(unknown[:4])})" if unknown else ""),
+        measured=measured,
+        expected=expected,
+        source=source,
         details=details,
     )

@@ -14,36 +14,15 @@ from imagectl.validators.fabric.applies import (
     section,
     shape_nics,
 )
-from imagectl.validators.fabric.model import FabricSection
-from imagectl.validators.fabric.parse import fabric_devices, nccl_topology, pci_address
-from imagectl.validators.fabric.topology import gpus, nearest_nics, switch_of
+from imagectl.validators.fabric.parse import nccl_topology
+from imagectl.validators.fabric.topology import expected_nearest, gpus, switch_of
 from imagectl.validators.findings import Finding, bad, ok, skip
-from imagectl.validators.nics import Nics
 from imagectl.validators.results import Action
 
 SYSFS = (
     "Linux sysfs /sys/bus/pci/devices (a function's path names the bridges above it); "
     "NVIDIA nvidia-smi topo -m: PIX/PXB = through PCIe switch(es) only, not the host bridge"
 )
-
-
-def _fabric_nics(fab: FabricSection, nics: Nics) -> dict[str, str]:
-    """PCI address -> device name of the shape's fabric NICs."""
-    devices = fabric_devices(fab, nics.fabric).items()
-    return {pci_address(pci): name for name, pci in devices if pci}
-
-
-def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
-    """GPU address -> the NIC names nearest to it: the shape's documented pairs, or the
-    fabric NICs behind the GPU's PCIe switch."""
-    by_addr = _fabric_nics(fab, nics)
-    if nics.gpu_nic_pairs:
-        return {
-            gpu: sorted(by_addr.get(nic, f"(missing {nic})") for nic in found)
-            for gpu, found in nics.pairs().items()
-        }
-    near = nearest_nics(fab, list(by_addr))
-    return {pci_address(g): sorted(by_addr[a] for a in found) for g, found in near.items()}
 
 
 @check(

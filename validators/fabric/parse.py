@@ -128,7 +128,8 @@ _NCCL_LINES = {
     "ofi_libfabric": re.compile(r"NET/OFI Using Libfabric version (\S+)"),
 }
 _OFI_PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (\w+).*?\(found (\d+) nics\)")
-_IB_USING = re.compile(r"NET/IB : Using (.*?)(?:; OOB|$)")
+# NCCL's IB transport, and Google's gIB plugin built on it: 'NET/IB : Using [0]mlx5_0:1/RoCE ...'
+_IB_USING = re.compile(r"NET/g?IB ?: Using (\[\d+\].*?)(?:; OOB|$)")
 _PLUGIN_PROBLEM = re.compile(
     r"NET/Plugin ?: ?(No plugin found.*|Could not find.*|Failed to load.*|Plugin load returned.*)"
 )

@@ -3,6 +3,7 @@ NCCL must report per fabric, each with its source."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -56,6 +57,54 @@ class FabricPolicy:
     nic_pcie: Rule
     acs: Rule
     nccl_rails: Rule
+    nic_rate: Rule
+
+
+@dataclass(frozen=True)
+class NetRule:
+    """What NCCL must use on one kind of GPU network (data/fabric.yaml ``nccl_net``)."""
+
+    kind: str
+    names: tuple[str, ...]
+    plugin: str | None
+    rails: tuple[str, ...]
+    source: str
+    ifname: str | None = None
+    within_host: bool = False
+
+
+def net_rules() -> dict[str, NetRule]:
+    """Every kind's rule, by kind (``nccl_kind``)."""
+    out = {}
+    for kind, entry in fabric_policy().nccl_net.items():
+        if not isinstance(entry, dict):
+            continue  # 'fallback': the name of NCCL's TCP transport
+        out[kind] = NetRule(
+            kind=kind,
+            names=tuple(str(n) for n in entry.get("names") or ()),
+            plugin=str(entry["plugin"]) if entry.get("plugin") else None,
+            rails=tuple(str(r) for r in entry.get("rails") or ()),
+            source=str(entry["source"]),
+            ifname=str(entry["ifname"]) if entry.get("ifname") else None,
+            within_host=bool(entry.get("within_host")),
+        )
+    return out
+
+
+def nccl_kind(fabric: str, gpudirect: str | None) -> str:
+    """The key of ``nccl_net`` for a shape's GPU network: its fabric, and on gVNIC its
+    GPUDirect flavour (``gvnic-tcpx``, ``gvnic-tcpxo``; plain ``gvnic``: TCP)."""
+    if fabric == "gvnic" and gpudirect in ("tcpx", "tcpxo"):
+        return f"gvnic-{gpudirect}"
+    return fabric
+
+
+def network_matches(seen: str | None, names: list[str]) -> bool:
+    """NCCL's 'Using network <seen>' is one of ``names`` (a plugin that appends its
+    interface version, GPUDirectTCPX_v7, is GPUDirectTCPX)."""
+    if seen is None:
+        return False
+    return any(seen == n or re.fullmatch(re.escape(n) + r"_v\d+", seen) for n in names)
 
 
 @lru_cache(maxsize=1)
@@ -92,6 +141,7 @@ def fabric_policy() -> FabricPolicy:
             nic_pcie=_rule(doc["nic_pcie"]),
             acs=_rule(doc["acs"]),
             nccl_rails=_rule(doc["nccl_rails"]),
+            nic_rate=_rule({**doc["nic_rate"], "source": doc["nic_rate"]["roce"]}),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"validators/data/fabric.yaml: malformed: {exc}") from exc

@@ -5,6 +5,8 @@ guest hides the switches (each device in its own PCI domain)."""
 from __future__ import annotations
 
 from imagectl.validators.fabric.model import FabricSection, PciFunction
+from imagectl.validators.fabric.parse import fabric_devices, pci_address
+from imagectl.validators.nics import Nics
 
 NVIDIA = "0x10de"
 GPU_CLASSES = ("0x0300", "0x0302")
@@ -32,3 +34,22 @@ def nearest_nics(section: FabricSection, nic_addresses: list[str]) -> dict[str, 
             if switch is not None and a in by_addr and switch in by_addr[a].upstream
         )
     return out
+
+
+def fabric_nics_by_address(fab: FabricSection, nics: Nics) -> dict[str, str]:
+    """PCI address -> device name of the shape's fabric NICs."""
+    devices = fabric_devices(fab, nics.fabric).items()
+    return {pci_address(pci): name for name, pci in devices if pci}
+
+
+def expected_nearest(fab: FabricSection, nics: Nics) -> dict[str, list[str]]:
+    """GPU address -> the NIC names nearest to it: the shape's documented pairs, or the
+    fabric NICs behind the GPU's PCIe switch."""
+    by_addr = fabric_nics_by_address(fab, nics)
+    if nics.gpu_nic_pairs:
+        return {
+            gpu: sorted(by_addr.get(nic, f"(missing {nic})") for nic in found)
+            for gpu, found in nics.pairs().items()
+        }
+    near = nearest_nics(fab, list(by_addr))
+    return {pci_address(g): sorted(by_addr[a] for a in found) for g, found in near.items()}
