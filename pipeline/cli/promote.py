@@ -91,7 +91,8 @@ def render(out: Console, result: PromotionResult) -> None:
             f"[red]{result.state}[/]: {markup('; '.join(what))}; the latest pointer is "
             "unchanged in every region."
         )
-        command_line(out, "Fix the cause, then resume with:", result.resume_command)
+        if result.resume_command:
+            command_line(out, "Fix the cause, then resume with:", result.resume_command)
 
 
 @click.command("promote")
