@@ -406,7 +406,10 @@ def open_revocation_list(
     ``threshold_of(keys)`` trusted keys (an entry dropped breaks it), with a ``version``
     that only increases and an ``expires`` time. Refused: a list signed otherwise, one
     whose version is lower than ``seen`` (the highest this verifier kept: rollback) or
-    equal to it with other contents, and one past its expiry (freeze)."""
+    equal to it with other contents, and one past its expiry (freeze). The version kept
+    is a floor for the set of trusted keys it was kept under (``floor_for``): a rotated
+    trust anchor starts its own, as TUF's client deletes its trusted timestamp and
+    snapshot metadata when their keys rotate (specification, 5.3.11)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     if isinstance(doc, dict) and "revocations" in doc and "payload" not in doc:
         return None, [
@@ -431,12 +434,14 @@ def open_revocation_list(
             f"{where} (version {version}) expired at {expires.isoformat()}: a list nobody "
             "renewed may hide newer revocations (freeze); publish a fresh one"
         )
+    seen = floor_for(seen, keys)
     if seen:
         kept = _version_of(seen)
         if version < kept:
             reasons.append(
                 f"{where} is version {version}, older than version {kept} already seen "
-                "here (rollback): refused"
+                f"here (rollback): refused. {FAST_FORWARD_RECOVERY}"
+                + ("" if isinstance(seen.get("keys"), list) else LEGACY_FLOOR)
             )
         elif version == kept and seen.get("digest") not in (None, digest):
             reasons.append(
@@ -446,6 +451,45 @@ def open_revocation_list(
         return None, reasons
     statements = revocation_statements(body.get("revocations"), keys, where)
     return RevocationList(version, expires, digest, statements), []
+
+
+FAST_FORWARD_RECOVERY = (
+    "If that version came from a stolen signing key (a fast-forward attack: a list "
+    "numbered far ahead so that every correct one looks older), no list signed by the "
+    "same keys can pass here again; recover by rotating the trust anchor, as TUF does "
+    "(specification, 5.3.11): install a trust file that lists the new signer's key and "
+    "not the stolen one (`imagectl verify --export-trust` where the new signer is "
+    "configured writes it), then publish a list it signs (`imagectl verify "
+    "--export-revocations`). The version floor is kept per set of trusted keys, so the new "
+    "keys start from their own; nothing has to be deleted by hand"
+)
+
+
+LEGACY_FLOOR = (
+    " (this floor was kept before floors named their keys, so it binds every key set: "
+    "after installing the new trust file, remove revocations-seen.json once)"
+)
+
+
+def trust_set(keys: list[Key]) -> list[str]:
+    """The key ids (sorted) a version floor is kept under."""
+    return sorted(str(k.keyid) for k in keys)
+
+
+def floor_for(seen: dict[str, object] | None, keys: list[Key]) -> dict[str, object] | None:
+    """The kept version that binds lists checked with ``keys``: the floor recorded under
+    the same set of trusted keys. A floor kept under another set belongs to a trust
+    anchor that has since rotated (the trust file is itself checked: only its owner or
+    root can change it), so it binds nothing here: TUF's client, after a root rotation
+    that changes the timestamp or snapshot keys, deletes its trusted timestamp and
+    snapshot metadata to recover from a fast-forward attack (specification, "Update the
+    root role", 5.3.11). A floor kept before floors named their keys binds every set."""
+    if not seen:
+        return None
+    named = seen.get("keys")
+    if isinstance(named, list) and named != trust_set(keys):
+        return None
+    return seen
 
 
 def load_seen(path: Path) -> dict[str, object] | None:
@@ -461,13 +505,20 @@ def load_seen(path: Path) -> dict[str, object] | None:
     return doc
 
 
-def record_seen(path: Path, found: RevocationList, seen: dict[str, object] | None) -> None:
-    """Keep ``found``'s version when it is higher than ``seen``'s."""
-    if seen and _version_of(seen) >= found.version:
+def record_seen(
+    path: Path, found: RevocationList, seen: dict[str, object] | None, keys: list[Key]
+) -> None:
+    """Keep ``found``'s version, under the trusted keys it was checked with, when it is
+    higher than the floor ``seen`` holds for those keys (``floor_for``); a floor of
+    another set of keys (a rotated anchor) is replaced."""
+    floor = floor_for(seen, keys)
+    if floor and _version_of(floor) >= found.version and floor.get("keys") is not None:
+        return
+    if floor and _version_of(floor) > found.version:
         return
     atomic_write_json(
         path, {"version": found.version, "digest": found.digest,
-               "expires": found.expires.isoformat()}, indent=2,
+               "expires": found.expires.isoformat(), "keys": trust_set(keys)}, indent=2,
     )  # fmt: skip
 
 
@@ -568,7 +619,7 @@ def verify_node(
     reasons += revoked_by(found.statements, statement, envelope_digest(envelope))
     if seen_file is not None:
         try:
-            record_seen(seen_file, found, seen)
+            record_seen(seen_file, found, seen, keys)
         except Exception as exc:  # UserError from atomic_write: the node cannot keep it
             reasons.append(f"cannot keep the revocation list's version in {seen_file}: {exc}")
     return reasons

@@ -5,8 +5,10 @@ imports the clouds (the dependency runs clouds -> doctor, as it runs clouds -> s
 from __future__ import annotations
 
 import importlib
+import ipaddress
 import os
 from typing import cast
+from urllib.parse import urlsplit
 
 from imagectl.clouds.registry import cloud_spec
 from imagectl.doctor.run import AccountChecks
@@ -19,8 +21,41 @@ def cloud_checks(cloud: str) -> AccountChecks | None:
     return cast(AccountChecks, importlib.import_module(name)) if name else None
 
 
-def real_cloud(cloud: str) -> bool:
-    """True unless an endpoint override points the cloud's SDK at an emulator."""
+def _on_this_machine(url: str) -> bool:
+    """The endpoint's host is a loopback address (127.0.0.0/8, ::1) or ``localhost``."""
+    try:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def emulator_endpoint(cloud: str) -> str | None:
+    """The emulator the cloud's SDK is pointed at, or None where it talks to the real
+    cloud: an endpoint override (the cloud's ``ENDPOINT_ENV``) whose host is this machine's
+    loopback, as the emulators (moto, the test fakes, ``imagectl.clouds.aws.sandbox``)
+    listen. An override naming any other host (a FIPS or VPC endpoint, a proxy) reaches a
+    real account, so it is no emulator. The one test of "emulated" for the preflight, for
+    ``validate-image --sandbox``, for the promotion gate and for the attestation."""
     checks = cloud_checks(cloud)
-    names: tuple[str, ...] = checks.ENDPOINT_ENV if checks is not None else ()
-    return not any(os.environ.get(name) for name in names)
+    names = checks.ENDPOINT_ENV if checks is not None else ()
+    urls = [u for u in (os.environ.get(n, "").strip() for n in names) if u]
+    return urls[0] if urls and all(_on_this_machine(u) for u in urls) else None
+
+
+def real_cloud(cloud: str) -> bool:
+    """True where the cloud has an account (a remote cloud) and its SDK is not pointed at
+    an emulator on this machine (``emulator_endpoint``)."""
+    return cloud_spec(cloud).remote and emulator_endpoint(cloud) is None
+
+
+def endpoint_env(cloud: str) -> str:
+    """The variable that points ``cloud``'s SDK at an emulator (for messages)."""
+    checks = cloud_checks(cloud)
+    names = checks.ENDPOINT_ENV if checks is not None else ()
+    return names[0] if names else "(none: the cloud has no account)"

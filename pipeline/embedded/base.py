@@ -41,6 +41,7 @@ from imagectl.clouds.local import guest_setup
 from imagectl.clouds.local.spec import SPEC as LOCAL
 from imagectl.clouds.local.stack import LocalCloud
 from imagectl.core.errors import UserError
+from imagectl.core.trustpath import refusal
 from imagectl.embedded import procs
 from imagectl.embedded.chroot import chroot_ready, remove_root
 from imagectl.embedded.disk import make_disk
@@ -177,16 +178,15 @@ def cached_tree(spec: BaseSpec) -> Path | None:
 
 
 def _trusted(tarball: Path) -> bool:
-    """A cached tree this user made: owned by us, and neither it nor its folder writable
-    by anyone else (it is unpacked as root into the image's root)."""
+    """A cached tree only this user (or root) could have made: a plain file (no symlink),
+    and neither it nor any folder above it owned by another user or writable by others
+    (``imagectl.core.trustpath.refusal``: it is unpacked as root into the image's root).
+    Refused, it is made again."""
     try:
-        for path in (tarball, tarball.parent):
-            st = path.lstat()
-            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-                return False
-        return tarball.is_file() and not tarball.is_symlink()
+        plain = tarball.is_file() and not tarball.is_symlink()
     except OSError:
         return False
+    return plain and refusal(tarball, "cached debootstrap tree") is None
 
 
 def sweep_leftovers() -> list[Path]:

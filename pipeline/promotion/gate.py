@@ -24,6 +24,9 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
 - it was made on the image, not replayed from a snapshot: a replay receipt passes only
   when it was made with the explicit ``--sandbox`` switch (the README's try-it paths),
   which the receipt records; ``sandbox_receipts`` names them for the event log and status;
+  and only for an image whose cloud is emulated here (``sandbox_on_real_cloud``: the
+  preflight's test, ``imagectl.clouds.account.real_cloud``): on a real cloud endpoint a
+  sandbox receipt is refused wherever it was made, and no attestation signs for it;
 - a receipt whose GPU work ran on the host's own toolkit (``validate --toolkit host``) is
   refused where the stack pins another toolkit (``validation.toolkit``): it stands for that
   host, not for the image;
@@ -47,6 +50,7 @@ from imagectl.catalog import repository as repo
 from imagectl.catalog.lifecycle import ImageState
 from imagectl.catalog.models import Image, ValidationRun
 from imagectl.core.errors import EXIT_FAILED, UserError
+from imagectl.provenance.sandbox import sandbox_on_real_cloud, sandboxed
 from imagectl.stacks.expectations import BuildExpectations
 from imagectl.validation.fabric.receipt import is_fabric, nodes_of
 from imagectl.validators.compute.readiness import TOOLKIT_HOST, toolkit_matches
@@ -137,8 +141,7 @@ def _body(run: ValidationRun) -> Receipt:
         ) from None
 
 
-def _sandboxed(receipt: Receipt) -> bool:
-    return receipt.mode == "replay" and receipt.sandbox
+_sandboxed = sandboxed
 
 
 def sandbox_receipts(session: Session, image: Image) -> list[str]:
@@ -308,6 +311,9 @@ def check_gate(
     reasons += _record_reasons(image, runs)
     reasons += _shape_reasons(runs, required_shapes)
     reasons += _nodes_reasons(runs, required_shapes, required_nodes)
+    for run in runs:
+        _body(run)  # a corrupt receipt is CorruptReceipt before any reason reads it
+    reasons += sandbox_on_real_cloud(image, runs)
     for run in runs:
         where = run.where
         body = _body(run)

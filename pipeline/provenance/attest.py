@@ -29,6 +29,7 @@ from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write
 from imagectl.paths import state_dir
 from imagectl.provenance.keys import load_signer
+from imagectl.provenance.sandbox import sandbox_on_real_cloud
 from imagectl.provenance.statement import build_statement
 from imagectl.tags import TAG_ATTESTATION, TAG_SOURCE_IMAGE
 from imagectl.validators.attestation import PAYLOAD_TYPE
@@ -100,6 +101,14 @@ def attest_image(catalog: Catalog, image_pk: int, provider: Provider | None = No
             raise UserError(
                 f"image {img.label} has no passing receipts to attest",
                 hint="Validate it again; an attestation states what its receipts show",
+            )
+        sandboxed = sandbox_on_real_cloud(img, runs)
+        if sandboxed:
+            raise UserError(
+                f"image {img.label} is not attested: {sandboxed[0]}"
+                + (f" (and {len(sandboxed) - 1} more)" if len(sandboxed) > 1 else ""),
+                hint=f"Validate it on hosts booted from the image (`imagectl validate-image "
+                f"{img.cloud_image_id} --cloud {img.cloud}` without --sandbox)",
             )
         copies = [
             (row.region, row.cloud_image_id)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from imagectl.core.errors import UserError
 from imagectl.core.fsutil import atomic_write, open_lock_file, private_dir
+from imagectl.core.trustpath import refusal
 from imagectl.paths import Workspace, find_workspace, state_dir
 from imagectl.state_settings import setting_path, settings_path
 from imagectl.validators.attestation import (
@@ -151,6 +152,9 @@ def _file_signer(path: Path) -> tuple[Signer, Key]:
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
     from securesystemslib.signer import CryptoSigner
 
+    loose = refusal(path, "attestation key") if path.exists() else None
+    if loose is not None:  # whoever can replace the key signs in this signer's name
+        raise UserError(loose, where=str(path))
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
         if mode & 0o077:

@@ -65,24 +65,34 @@ def seen_file() -> Path:
     return state_dir() / "attestations" / "revocations-seen.json"
 
 
-def _previous_version() -> int:
+def _previous_version(keyid: str | None = None) -> int:
+    """The highest version this state folder published or saw for lists ``keyid`` signs:
+    a floor kept under a trust anchor without that key, and a list it did not sign, are
+    another anchor's count (a rotated anchor starts its own, TUF 5.3.11)."""
     versions = [0]
-    for read in (lambda: load_seen(seen_file()), lambda: _payload_of(list_file())):
+    for read in (lambda: load_seen(seen_file()), lambda: _payload_of(list_file(), keyid)):
         try:
             doc = read()
         except (BadAttestationInput, OSError, ValueError, UserError):
             continue
-        if isinstance(doc, dict) and isinstance(doc.get("version"), int):
-            versions.append(doc["version"])
+        if not isinstance(doc, dict) or not isinstance(doc.get("version"), int):
+            continue
+        named = doc.get("keys")
+        if keyid is not None and isinstance(named, list) and keyid not in named:
+            continue
+        versions.append(doc["version"])
     return max(versions)
 
 
-def _payload_of(path: Path) -> object:
+def _payload_of(path: Path, keyid: str | None = None) -> object:
     if not path.exists():
         return None
     envelope = _read_json(path, "revocations file")
     if not isinstance(envelope, dict):
         return None
+    signed_by = [s.get("keyid") for s in envelope.get("signatures") or [] if isinstance(s, dict)]
+    if keyid is not None and keyid not in signed_by:
+        return None  # another signer's list (a rotated anchor's, or a forged one)
     # only for its version (the next one must be higher), measured before parsing
     return _bounded(base64.b64decode(str(envelope.get("payload", ""))), "payload", str(path))
 
@@ -97,7 +107,7 @@ def sign_list(
     now = now or dt.datetime.now(dt.timezone.utc)
     return list_envelope(
         [dict(r.envelope) for r in repo.revocations(session, None)],
-        version=max(_previous_version() + 1, int(now.timestamp())),
+        version=max(_previous_version(signer.public_key.keyid) + 1, int(now.timestamp())),
         expires=now + dt.timedelta(hours=valid_hours),
         signers=[signer],
     )
@@ -135,7 +145,7 @@ def publish_list(session: Session, signer: Signer, keys: list[Key] | None = None
     if keys is not None:
         found, _ = open_revocation_list(envelope, keys, "the new revocation list")
         if found is not None:
-            record_seen(seen_file(), found, load_seen(seen_file()))
+            record_seen(seen_file(), found, load_seen(seen_file()), keys)
     return envelope
 
 
@@ -167,7 +177,7 @@ def published(
         return None, [str(exc)]
     if found is not None:
         try:
-            record_seen(seen_file(), found, seen)
+            record_seen(seen_file(), found, seen, keys)
         except UserError as exc:
             reasons.append(f"cannot keep the revocation list's version: {exc.message}")
     return found, reasons

@@ -216,7 +216,7 @@ def verify_envelope(
             raise UserError(str(exc)) from None
         result.reasons += refused
         if found is not None:
-            record_seen(published_list.seen_file(), found, seen)
+            record_seen(published_list.seen_file(), found, seen, trusted)
             revoked = revoked_by(found.statements, statement, result.digest)
             result.revoked = bool(revoked)
             result.reasons += [f"{image_id} is {why}" for why in revoked]

@@ -91,6 +91,37 @@ def _check_python(python: str, pythons: tuple[str, ...]) -> None:
         )
 
 
+def _check_platforms(platforms: tuple[str, ...], pinned: tuple[str, ...], lock: Path) -> None:
+    """Only platforms the lock's hashes were made for: any other is refused before any
+    download (the index would be blamed for what the lock cannot serve)."""
+    other = [p for p in platforms if p not in pinned]
+    if other:
+        raise UserError(
+            f"--platform {', '.join(other)}: {lock.name} pins wheels (their sha256) for "
+            f"{', '.join(pinned)} only, so no bundle can be made for "
+            f"{'it' if len(other) == 1 else 'them'}; nothing was downloaded",
+            where=str(lock),
+            hint="Bundle for one of the pinned platforms, or add the host's tags (an aarch64 "
+            "host such as GH200 or GB200: manylinux_2_28_aarch64, manylinux_2_17_aarch64, "
+            "...) to imagectl.supply.targets.PLATFORMS in an imagectl checkout and "
+            "regenerate the lock there (`python -m imagectl.supply.lock validator`)",
+        )
+
+
+def _check_source_tree(ws: Workspace) -> None:
+    """The bundle carries imagectl's own wheel, built from its source tree: an installed
+    imagectl (no ``pyproject.toml``) has none to build from."""
+    if (ws.root / "pyproject.toml").is_file():
+        return
+    raise UserError(
+        f"imagectl bundle builds imagectl's own wheel from its source tree, and {ws.root} is "
+        f"an installed imagectl {__version__} without one (no pyproject.toml there); "
+        "nothing was downloaded",
+        hint="Run it in a checkout of imagectl (the folder with pyproject.toml, "
+        "images/ and validators/), or point $IMAGECTL_ROOT at one",
+    )
+
+
 def _unpack_tar(tarball: Path) -> dict[str, bytes]:
     with tarfile.open(tarball) as tar:
         return {
@@ -130,6 +161,8 @@ def make_bundle(
     lock_path = validator_lock_path(ws)
     lock = load(lock_path)
     _check_python(python, lock.pythons)
+    _check_platforms(platforms, lock.platforms, lock_path)
+    _check_source_tree(ws)
     folder = cache_dir() / "wheelhouse"
     deps = _unpack_tar(
         ensure_wheelhouse(

@@ -46,6 +46,7 @@ if __name__ == "__main__" and not (sys.flags.isolated and sys.flags.no_site):
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -176,11 +177,11 @@ def host_site_packages():
 def load_trustpath(here):
     """The bundle's ``trustpath.py`` (``imagectl.core.trustpath``), loaded by its path
     only after ``check_files`` checked it."""
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location(
         "imagectl_bundle_trustpath", os.path.join(here, "trustpath.py")
     )
+    if spec is None or spec.loader is None:
+        raise Refused(f"{here}/trustpath.py cannot be loaded; unpack the bundle again")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -62,6 +62,8 @@ def build_validator_wheel(ws: Workspace, dest: Path) -> str:
     if proc.returncode != 0 or not wheels:
         raise UserError(
             f"building the imagectl wheel for the validator role failed: {proc.stderr[-400:]}",
-            hint=f"Run: {sys.executable} -m pip wheel --no-deps {ws.root}",
+            hint=f"pip's own words are above; {ws.root} must be an imagectl source tree (its "
+            "pyproject.toml) and this Python must have setuptools and wheel, or reach the "
+            "package index to fetch them",
         )
     return str(wheels[-1])

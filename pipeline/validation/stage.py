@@ -41,7 +41,7 @@ from imagectl.building.records import BuiltImage
 from imagectl.catalog import repository as repo
 from imagectl.catalog.db import open_catalog
 from imagectl.catalog.lifecycle import ImageState
-from imagectl.clouds.account import real_cloud
+from imagectl.clouds.account import endpoint_env, real_cloud
 from imagectl.clouds.base import CloudImage, Provider
 from imagectl.clouds.options import provider_options
 from imagectl.clouds.registry import get_provider
@@ -114,6 +114,8 @@ def validate_image(
     # Local input first: a bad override file is exit 2 before any cloud call.
     override = InventoryOverride.load(req.inventory_override) if req.inventory_override else None
     spec = req.spec
+    if req.sandbox:
+        refuse_sandbox_on_real_cloud(spec.name)
     built = _built(spec.name, req.image_id)
     if built is not None and req.stack and req.stack != built.stack:
         raise UserError(
@@ -465,6 +467,22 @@ def _ssh_key(path: str | None, needed: bool, folder: Path) -> tuple[str | None, 
         capture_output=True,
     )  # fmt: skip
     return str(key), (folder / "id_ed25519.pub").read_text().strip()
+
+
+def refuse_sandbox_on_real_cloud(cloud: str) -> None:
+    """``--sandbox`` receipts are try-it replays the promotion gate accepts: only for an
+    emulated cloud (``imagectl.clouds.account.real_cloud``, the preflight's test)."""
+    if not real_cloud(cloud):
+        return
+    raise UserError(
+        f"--sandbox marks the receipts as try-it replays of a recorded snapshot, which the "
+        f"promotion gate accepts, so it is only for an emulated cloud; here {cloud}'s SDK "
+        f"reaches the real cloud (${endpoint_env(cloud)} is unset or names a host other "
+        "than this machine's loopback)",
+        hint="Leave --sandbox out and validate on hosts booted from the image (a replay "
+        "without --sandbox never promotes), or point the SDK at the emulator "
+        "(`python -m imagectl.clouds.aws.sandbox` writes the environment for it)",
+    )
 
 
 def receipt_kind(override: InventoryOverride | None, sandbox: bool) -> str:

@@ -392,8 +392,11 @@ def test_an_image_validated_on_one_shape_is_not_promoted(
     resolved, snapshot = _two_shapes(workspace_copy, tmp_path)
     env = CloudEnv("aws", aws_moto, resolved=resolved)
     image = env.seed_candidate()
+    # no --sandbox: moto in process has no endpoint this code can see, so it is a real
+    # cloud to it (tests/promotion/test_sandbox_real_cloud.py); the gate refuses these
+    # replays too, and still names the missing shape
     result = cli("--root", str(workspace_copy), "validate-image", image.image_id, "--cloud",
-                 "aws", "--stack", "h100-training", "--shape", "p5.48xlarge", "--sandbox",
+                 "aws", "--stack", "h100-training", "--shape", "p5.48xlarge",
                  "--inventory-override", str(write_override(tmp_path, [], default=snapshot)),
                  "--reach-timeout", "2", "--json")  # fmt: skip
     assert result.code == 0, result.out + result.err

@@ -237,23 +237,50 @@ def test_the_wrong_python_is_refused_naming_both(bundle, tmp_path) -> None:
         (["--python", "3.9"], ["needs Python 3.10 or newer"]),
         (["--python", "3.14"], ["pins wheels for Python 3.10, 3.11, 3.12 only"]),
         (["--python", "three"], ["is not a Python version"]),
-        (
-            ["--python", PYTHON, "--platform", "manylinux_2_17_aarch64"],
-            ["manylinux_2_17_aarch64", "failed"],
+        (  # a Grace host (GH200, GB200): the lock pins x86_64 wheels only
+            ["--python", PYTHON, "--platform", "manylinux_2_28_aarch64"],
+            [
+                "--platform manylinux_2_28_aarch64: requirements.lock pins wheels",
+                "for manylinux_2_28_x86_64,",
+                "nothing was downloaded",
+                "imagectl.supply.targets.PLATFORMS",
+            ],
         ),
     ],
 )
 def test_the_bundle_command_refuses_what_it_cannot_make(tmp_path, argv, words) -> None:
+    """Refused before any download: no package index is reachable here."""
     out = tmp_path / "b.tar.gz"
     proc = subprocess.run(
         [sys.executable, "-m", "imagectl", "bundle", *argv, "-o", str(out)],
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, check=False, env={**os.environ, **NO_INDEX},
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in flat(proc.stderr)
     for word in words:
         assert word in " ".join(proc.stderr.split()), proc.stderr
     assert not out.exists() and not list(tmp_path.glob(".*partial"))
+
+
+def test_an_installed_imagectl_says_what_bundle_needs(tmp_path) -> None:
+    """An imagectl installed from its wheel has the locks (package data) but no source tree
+    to build its own wheel from: exit 2 before any download, naming what it needs, and the
+    hint is not the command that just failed."""
+    installed = tmp_path / "site-packages" / "imagectl"
+    shutil.copytree(REPO / "validators", installed / "validators",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    out = tmp_path / "b.tar.gz"
+    proc = subprocess.run(
+        [sys.executable, "-m", "imagectl", "bundle", "--python", PYTHON, "-o", str(out)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, **NO_INDEX, "IMAGECTL_ROOT": str(installed)},
+    )  # fmt: skip
+    text = " ".join(proc.stderr.split())
+    assert proc.returncode == 2, proc.stderr
+    assert f"{installed} is an installed imagectl" in text and "no pyproject.toml" in text
+    assert "Run it in a checkout of imagectl" in text and "$IMAGECTL_ROOT" in text, text
+    assert "imagectl bundle --python" not in text and "pip wheel" not in text, text
+    assert not out.exists()
 
 
 def test_the_gpu_check_runs_end_to_end_on_the_cpu(bundle, tmp_path) -> None:
