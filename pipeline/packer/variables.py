@@ -147,7 +147,7 @@ def packer_vars(
     return common
 
 
-def efa_pins(version: str | None, stack: str) -> dict[str, Any]:
+def efa_pins(version: str | None, stack: str) -> dict[str, str | list[str]]:
     """The efa role's pins for an installer ``version`` the image installs (none: empty)."""
     if not version:
         return {"efa_installer_sha256": "", "efa_key_file": "", "efa_key_fingerprints": []}
@@ -246,7 +246,7 @@ def ansible_vars(
         "efa_enabled": efa_built,
         "efa_installer_version": s.network.efa.installer if s.network.efa else "",
         # the installer's sha256 and AWS's signing key by fingerprint (compat/efa.yaml)
-        **efa_pins(s.network.efa.installer if efa_built else None, r.name),
+        **efa_pins(s.network.efa.installer if efa_built and s.network.efa else None, r.name),
         "efa_ofi_nccl_version": s.network.efa.ofi_nccl if s.network.efa else "",
         "infiniband_enabled": "infiniband" in spec.fabrics and s.network.infiniband is not None,
         "infiniband_doca_ofed_version": (

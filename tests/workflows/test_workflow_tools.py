@@ -44,14 +44,15 @@ BUILTIN = {
     "trap", "wait", "unset", "command", "type", "declare", "shopt",
 }  # fmt: skip
 # What the ubuntu-24.04 runner image ships (its Ubuntu2404-Readme.md, and the base
-# system's coreutils, grep, sed, findutils, tar, gzip, util-linux and dpkg).
+# system's coreutils, grep, sed, findutils, tar, gzip, util-linux (setpriv, unshare,
+# runuser), dpkg, apt's gpgv and systemd (systemd-analyze: the runner is a systemd VM)).
 RUNNER = {
     "bash", "sh", "cat", "tee", "tr", "basename", "dirname", "sort", "uniq", "head", "tail",
     "cut", "mkdir", "rm", "cp", "mv", "install", "sha256sum", "mktemp", "touch", "chmod",
     "date", "env", "id", "grep", "sed", "awk", "find", "xargs", "tar", "gzip", "git",
     "curl", "wget", "jq", "gh", "sudo", "make", "gcc", "gpg", "ssh", "ssh-keygen",
     "apt-get", "dpkg", "dpkg-deb", "dpkg-query", "dpkg-scanpackages", "runuser", "unshare",
-    "python3",
+    "setpriv", "gpgv", "systemd-analyze", "python3",
 }  # fmt: skip
 # Programs a Debian package of .ci/install-system-deps (`make system`) puts on PATH or
 # where the tests look for them (PostgreSQL's initdb/pg_ctl: /usr/lib/postgresql/*/bin).
@@ -354,6 +355,7 @@ def test_the_sbom_scan_blocks_promotion() -> None:
     step = steps[scan]
     assert not step.get("continue-on-error") and "if" not in step
     assert "--fail-on" in step["run"] and step["env"]["FAIL_ON"] in ("high", "critical")
+    assert "--only-fixed" in step["run"]  # what a rebuild or a moved pin can take
     assert 'exit "$rc"' in step["run"]
 
 

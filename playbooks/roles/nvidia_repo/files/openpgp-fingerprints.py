@@ -101,8 +101,8 @@ def main():
         return 1
     if out is not None:
         fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(binary)
+        with os.fdopen(fd, "wb") as keyring:
+            keyring.write(binary)
     return 0
 
 
