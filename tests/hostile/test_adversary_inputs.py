@@ -89,10 +89,30 @@ INPUTS: dict[str, dict[str, list[str]]] = {
             "test_only_an_expired_placement_holding_no_instance_is_deleted"],
         "imagectl:canary": [
             "tests/clouds/test_azure_canary.py::test_the_canary_is_a_tagged_version_outside_latest"],
-        "imagectl:attestation": [
-            "tests/hostile/test_inert_writers.py::test_terminal_verify_and_verify_node_are_inert"],
+        "imagectl:replica-token": [
+            "tests/promotion/test_aws_promote_retry.py::"
+            "test_an_untagged_copy_from_an_earlier_attempt_is_used_not_copied_again"],
+        "imagectl:stack-digest": [
+            "tests/clouds/test_providers.py::test_find_images_by_stack_digest_and_state"],
+        "imagectl:state": [
+            "tests/clouds/test_providers.py::test_find_images_by_stack_digest_and_state"],
     },
 }  # fmt: skip
+
+# Cloud tags with no test yet that writes a hostile value into them, and what they decide:
+# listed so the class is whole (a new tag must be put here or in INPUTS), and so the gap
+# is stated rather than hidden.
+TAGS_WITHOUT_A_HOSTILE_TEST = {
+    "imagectl:managed": "which instances, groups and placements the reaper may delete",
+    "imagectl:stack": "drift's and the reaper's grouping; GCP's image family fallback",
+    "imagectl:launched-by": "which run's instances a validation terminates",
+    "imagectl:image": "the image an instance reports it booted (GCP, Azure)",
+    "imagectl:build-id": "written for people; no decision reads it",
+    "imagectl:deprecated-at": "written for people; no decision reads it",
+    "imagectl:replacement": "written for people; no decision reads it",
+    "imagectl:attestation": "written for people; verify finds an envelope by what it "
+    "names, never by this tag",
+}
 
 
 def _exists(test: str) -> bool:
@@ -136,6 +156,17 @@ def test_every_bundle_member_kind_has_a_test() -> None:
     kinds = _bundle_member_kinds()
     assert {"wheels/", "installer/", "install.py", "install.sh", "trustpath.py"} <= kinds
     assert kinds <= set(INPUTS["bundle members"]), kinds - set(INPUTS["bundle members"])
+
+
+def test_every_cloud_tag_is_covered_or_its_gap_stated() -> None:
+    import imagectl.tags as tags
+
+    every = {v for k, v in vars(tags).items() if k.startswith("TAG_") and isinstance(v, str)}
+    covered = set(INPUTS["cloud tags"])
+    assert not covered & set(TAGS_WITHOUT_A_HOSTILE_TEST)
+    assert every == covered | set(TAGS_WITHOUT_A_HOSTILE_TEST), every ^ (
+        covered | set(TAGS_WITHOUT_A_HOSTILE_TEST)
+    )
 
 
 def test_every_setting_has_a_test() -> None:
