@@ -21,6 +21,7 @@ import pytest
 
 from imagectl.cli import cli as imagectl_cli
 from tests.cli.hints import REPO, parse
+from tests.support import CliText
 
 SNAPSHOTS = REPO / "tests" / "snapshots"
 REPLAY = str(SNAPSHOTS / "healthy" / "h200-8x.json")
@@ -161,7 +162,7 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     capsys.readouterr()
     code = main(["validate", *args])
     got = capsys.readouterr()
-    return code, got.out, got.err
+    return code, CliText(got.out), CliText(got.err)
 
 
 ALL = [(name, i) for name, cases in _cases(Path("/t")).items() for i in range(len(cases))]
@@ -234,3 +235,17 @@ def test_no_expectations_names_gpu_and_gpu_count(tmp_path: Path, capsys) -> None
     code, out, err = _run(capsys, "--replay", str(path), "--gpu", "nvidia h200", "--gpu-count",
                           "8", "--json")  # fmt: skip
     assert code == 0, err
+
+
+def test_snapshot_load_without_gpus_is_refused_before_capturing(tmp_path: Path, capsys) -> None:
+    """``snapshot --load-s`` where NVML cannot be read ended in NVML's traceback (exit 1)."""
+    from imagectl.cli import main
+
+    if Path("/proc/driver/nvidia/version").exists():
+        pytest.skip("this machine has an NVIDIA driver loaded")
+    out = tmp_path / "s.json"
+    code = main(["snapshot", "-o", str(out), "--no-nccl-probe", "--load-s", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert "--load-s runs GEMMs" in flat(err) and "NVML cannot be read here" in flat(err)
+    assert "Traceback" not in err

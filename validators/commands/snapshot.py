@@ -74,6 +74,8 @@ def command(
         raise UserError(f"--history {history_dir}: no such folder", hint="Give the boots/ folder")
     default = Path("/var/lib/imagectl/boots")
     history = history_dir or (default if default.is_dir() else None)
+    if load_s:
+        _gpus_to_load()
     snap = capture(
         root=hygiene_root,
         description=description,
@@ -104,3 +106,29 @@ def command(
     line = f"snapshot: {output} ({n} GPU(s){', NVML: ' + err if err else ''}{dcgm_note})"
     show(as_json, summary, lambda: console().print(line))
     return 0
+
+
+def _gpus_to_load() -> None:
+    """``--load-s`` needs GPUs that NVML can read (it samples them under load): refused
+    before anything is captured where there are none (it ended in NVML's traceback)."""
+    from imagectl.validators.nvml import LiveNvml
+
+    nvml = LiveNvml()
+    try:
+        nvml.nvmlInit()
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+        finally:
+            nvml.nvmlShutdown()
+    except Exception as exc:  # NVMLError and its kin: no driver, no library
+        why = f"NVML cannot be read here ({type(exc).__name__}: {exc})"
+    else:
+        if count > 0:
+            return
+        why = "NVML sees no GPU here"
+    raise UserError(
+        f"--load-s runs GEMMs on this host's GPUs while NVML samples them, and {why}: "
+        "nothing was captured",
+        hint="Drop --load-s (the snapshot then records no samples under load), or run it on "
+        "a GPU host with the NVIDIA driver loaded",
+    )
