@@ -3,7 +3,9 @@ fleet's health in Prometheus (``imagectl.rollout``; issue 47).
 
 Prometheus is named by ``IMAGECTL_PROMETHEUS_URL`` and its auth by
 ``IMAGECTL_PROMETHEUS_TOKEN`` or ``IMAGECTL_PROMETHEUS_USER`` / ``_PASSWORD`` (or the
-URL's user information): never by an option, so no secret is in argv.
+URL's user information, or ``IMAGECTL_PROMETHEUS_SIGV4_REGION`` for a managed Prometheus;
+headers such as ``X-Scope-OrgID`` by ``IMAGECTL_PROMETHEUS_HEADERS`` or ``_HEADERS_FILE``):
+never by an option, so no secret is in argv.
 ``IMAGECTL_ROLLOUT_POLICY`` names a fleet's own policy file (``policy.yaml``'s schema).
 ``--deadline`` bounds the whole command. Exit codes: 0 advance (the candidate promoted to
 latest), 1 roll back (canary pointer back, candidate blocked), 3 hold (too little data,

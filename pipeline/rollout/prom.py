@@ -5,7 +5,14 @@ list and shell history):
 - ``IMAGECTL_PROMETHEUS_URL``: the server, e.g. ``https://prometheus.example:9090``; user
   information in it (``https://user:pw@host``) is basic auth, taken out of the URL;
 - ``IMAGECTL_PROMETHEUS_TOKEN``: a bearer token, or ``IMAGECTL_PROMETHEUS_USER`` and
-  ``IMAGECTL_PROMETHEUS_PASSWORD`` for basic auth (none: no auth).
+  ``IMAGECTL_PROMETHEUS_PASSWORD`` for basic auth (none: no auth);
+- ``IMAGECTL_PROMETHEUS_SIGV4_REGION``: sign every request with AWS Signature Version 4
+  (botocore's signer, the default credential chain; service ``aps``, Amazon Managed
+  Service for Prometheus, or ``IMAGECTL_PROMETHEUS_SIGV4_SERVICE``);
+- ``IMAGECTL_PROMETHEUS_HEADERS`` (lines ``Name: value``) and
+  ``IMAGECTL_PROMETHEUS_HEADERS_FILE`` (a file of such lines): headers sent with every
+  request, e.g. ``X-Scope-OrgID: tenant-1`` for a multi-tenant Mimir or Cortex. Their
+  values are never printed.
 
 Only the query API is used: a store that serves nothing else (a managed Prometheus, Mimir,
 Thanos Query) is enough.
@@ -35,6 +42,7 @@ from __future__ import annotations
 import base64
 import math
 import os
+import re
 import socket
 import time
 import urllib.error
@@ -42,6 +50,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from http.client import HTTPMessage
+from pathlib import Path
 from typing import IO
 
 from imagectl.core.boundedjson import parse_bounded
@@ -53,6 +62,12 @@ URL_ENV = "IMAGECTL_PROMETHEUS_URL"
 TOKEN_ENV = "IMAGECTL_PROMETHEUS_TOKEN"
 USER_ENV = "IMAGECTL_PROMETHEUS_USER"
 PASSWORD_ENV = "IMAGECTL_PROMETHEUS_PASSWORD"
+SIGV4_REGION_ENV = "IMAGECTL_PROMETHEUS_SIGV4_REGION"
+SIGV4_SERVICE_ENV = "IMAGECTL_PROMETHEUS_SIGV4_SERVICE"
+HEADERS_ENV = "IMAGECTL_PROMETHEUS_HEADERS"
+HEADERS_FILE_ENV = "IMAGECTL_PROMETHEUS_HEADERS_FILE"
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 field-name
+RESERVED = {"host", "content-length", "authorization", "x-amz-date", "x-amz-security-token"}
 MAX_BYTES = 256 * 1024 * 1024  # a 10,000-node answer is a few MB; refuse a runaway one
 MAX_DEPTH = 8  # {"data": {"result": [{"metric": {...}, "values": [[t, v]]}]}}: 6 deep
 CHUNK = 1 << 16
@@ -111,6 +126,7 @@ class Prometheus:
     timeout_s: float = 30.0
     deadline_s: float = 300.0  # the whole client's life: every query within it
     started: float = field(default_factory=time.monotonic)
+    sigv4: tuple[str, str] | None = None  # (region, service): sign each request
 
     @property
     def shown(self) -> str:
@@ -139,12 +155,23 @@ class Prometheus:
         token = os.environ.get(TOKEN_ENV, "")
         user = os.environ.get(USER_ENV, "") or url_user
         password = os.environ.get(PASSWORD_ENV, "") or url_password
+        region = os.environ.get(SIGV4_REGION_ENV, "").strip()
+        if sum(map(bool, (token, user, region))) > 1:
+            raise UserError(
+                f"more than one way to authenticate to Prometheus is set ({TOKEN_ENV}, "
+                f"{USER_ENV} or user information in {URL_ENV}, {SIGV4_REGION_ENV})",
+                hint="Set one of them",
+            )
         if token:
             headers["Authorization"] = f"Bearer {token}"
         elif user:
             pair = base64.b64encode(f"{user}:{password}".encode()).decode()
             headers["Authorization"] = f"Basic {pair}"
-        return cls(url.rstrip("/"), headers, timeout_s, deadline_s)
+        headers.update(_extra_headers())
+        sigv4 = None
+        if region:
+            sigv4 = (region, os.environ.get(SIGV4_SERVICE_ENV, "").strip() or "aps")
+        return cls(url.rstrip("/"), headers, timeout_s, deadline_s, sigv4=sigv4)
 
     def query(self, promql: str, at: float) -> list[Sample]:
         """An instant query's vector at Unix time ``at``."""
@@ -164,7 +191,11 @@ class Prometheus:
 
     def _get(self, promql: str, at: float) -> bytes:
         params = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
-        request = urllib.request.Request(f"{self.url}/api/v1/query?{params}", headers=self.headers)
+        full = f"{self.url}/api/v1/query?{params}"
+        headers = dict(self.headers)
+        if self.sigv4 is not None:
+            headers.update(_signed(full, headers, *self.sigv4))
+        request = urllib.request.Request(full, headers=headers)
         opener = urllib.request.build_opener(_SameOrigin)
         try:
             with opener.open(request, timeout=min(self.timeout_s, self._left())) as response:
@@ -192,6 +223,57 @@ class Prometheus:
             raise PrometheusUnavailable(f"cannot reach {self.shown}: {one_line(reason)}") from None
         self._left()
         return b"".join(chunks)
+
+
+def _extra_headers() -> dict[str, str]:
+    """``Name: value`` lines from the environment and the headers file (checked: a field
+    name, no line break, none of the headers the client sets itself)."""
+    lines: list[tuple[str, str]] = []
+    raw = os.environ.get(HEADERS_ENV, "")
+    lines += [(HEADERS_ENV, line) for line in raw.splitlines()]
+    path = os.environ.get(HEADERS_FILE_ENV, "").strip()
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"{HEADERS_FILE_ENV}={path}: cannot read it ({exc})") from None
+        lines += [(f"{path}:{i}", line) for i, line in enumerate(text.splitlines(), 1)]
+    out: dict[str, str] = {}
+    for where, line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, colon, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not _TOKEN.match(name) or not value.isprintable():
+            raise UserError(
+                f"{where}: a header line is `Name: value` (a field name, then printable text)",
+                hint="e.g. X-Scope-OrgID: tenant-1",
+            )
+        if name.lower() in RESERVED:
+            raise UserError(
+                f"{where}: {name} is set by imagectl itself (auth by {TOKEN_ENV}, {USER_ENV} "
+                f"or {SIGV4_REGION_ENV})"
+            )
+        out[name] = value
+    return out
+
+
+def _signed(url: str, headers: dict[str, str], region: str, service: str) -> dict[str, str]:
+    """The AWS Signature Version 4 headers for a GET of ``url`` (botocore's signer, the
+    default credential chain: environment, profile, instance role)."""
+    import botocore.session
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    credentials = botocore.session.get_session().get_credentials()
+    if credentials is None:
+        raise PrometheusUnavailable(
+            f"{SIGV4_REGION_ENV} is set but no AWS credentials were found (environment, "
+            "profile or instance role)"
+        )
+    request = AWSRequest(method="GET", url=url, headers=dict(headers))
+    SigV4Auth(credentials, service, region).add_auth(request)
+    return {k: str(v) for k, v in request.headers.items()}
 
 
 def _socket_of(response: object) -> socket.socket | None:

@@ -233,3 +233,125 @@ def test_only_the_query_api_is_asked(server) -> None:
     """No status endpoint: a store that serves only /api/v1/query is enough."""
     Prometheus(server.url, {}).query("up", 1.0)
     assert {p["path"].split("?")[0] for p in server.seen} == {"/api/v1/query"}
+
+
+class _QueryOnlyStore:
+    """A store that serves only ``GET /api/v1/query`` (Amazon Managed Service for
+    Prometheus's workspace endpoint, a Mimir query-frontend): 404 for anything else, 403
+    unless the request is signed with AWS Signature Version 4 for ``aps`` by the known
+    key (checked by recomputing the signature from what arrived: the canonical request
+    of the documented algorithm, botocore's implementation) and, when ``org`` is set, 401
+    without that ``X-Scope-OrgID``."""
+
+    KEY, SECRET = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+
+    def __init__(self, *, sigv4: bool, org: str = "") -> None:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        self.seen: list[dict[str, str]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.seen.append({k.lower(): v for k, v in self.headers.items()})
+                if not self.path.startswith("/api/v1/query?"):
+                    return self._answer(404, b"404 page not found")
+                if org and self.headers.get("X-Scope-OrgID") != org:
+                    return self._answer(401, b"no org id")
+                if sigv4:
+                    host = self.headers["Host"]
+                    got = self.headers.get("Authorization", "")
+                    names = got.partition("SignedHeaders=")[2].partition(",")[0].split(";")
+                    signed = {k: v for k, v in self.headers.items() if k.lower() in names}
+                    req = AWSRequest(method="GET", url=f"http://{host}{self.path}", headers=signed)
+                    req.context["timestamp"] = self.headers.get("X-Amz-Date", "")
+                    auth = SigV4Auth(Credentials(outer.KEY, outer.SECRET), "aps", "us-west-2")
+                    canonical = auth.canonical_request(req)
+                    want = auth.signature(auth.string_to_sign(req, canonical), req)
+                    if not got.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") or (
+                        f"Signature={want}" not in got
+                    ):
+                        return self._answer(403, b"signature does not match")
+                self._answer(200, json.dumps(OK).encode())
+
+            def _answer(self, code: int, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_managed_prometheus_with_sigv4(monkeypatch) -> None:
+    store = _QueryOnlyStore(sigv4=True)
+    try:
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", store.url)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", store.KEY)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", store.SECRET)
+        monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_SIGV4_REGION", "us-west-2")
+        (sample,) = Prometheus.from_env().query('max(up{job="a b"})', 100.0)
+        assert sample.value == 2.0
+        # a wrong key is refused by the store: unavailable, not zero
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-key")
+        with pytest.raises(PrometheusUnavailable, match="HTTP 403"):
+            Prometheus.from_env().query("up", 100.0)
+        # unsigned: refused too
+        monkeypatch.delenv("IMAGECTL_PROMETHEUS_SIGV4_REGION")
+        with pytest.raises(PrometheusUnavailable, match="HTTP 403"):
+            Prometheus.from_env().query("up", 100.0)
+    finally:
+        store.close()
+
+
+def test_a_tenant_header_from_the_environment_or_a_file(monkeypatch, tmp_path) -> None:
+    store = _QueryOnlyStore(sigv4=False, org="tenant-1")
+    try:
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", store.url)
+        with pytest.raises(PrometheusUnavailable, match="HTTP 401"):
+            Prometheus.from_env().query("up", 1.0)
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_HEADERS", "X-Scope-OrgID: tenant-1")
+        assert Prometheus.from_env().query("up", 1.0)[0].value == 2.0
+        monkeypatch.delenv("IMAGECTL_PROMETHEUS_HEADERS")
+        headers = tmp_path / "headers"
+        headers.write_text("# Mimir\nX-Scope-OrgID: tenant-1\n")
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_HEADERS_FILE", str(headers))
+        assert Prometheus.from_env().query("up", 1.0)[0].value == 2.0
+        assert store.seen[-1]["x-scope-orgid"] == "tenant-1"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("X-Scope-OrgID tenant-1", "Name: value"),
+        ("Bad Name: x", "Name: value"),
+        ("Authorization: Bearer x", "set by imagectl itself"),
+        ("Host: evil.example", "set by imagectl itself"),
+    ],
+)
+def test_a_bad_header_line_is_bad_input(monkeypatch, line: str, words: str) -> None:
+    monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("IMAGECTL_PROMETHEUS_HEADERS", line)
+    with pytest.raises(UserError, match=words):
+        Prometheus.from_env()
+
+
+def test_two_ways_to_authenticate_are_bad_input(monkeypatch) -> None:
+    monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", "http://ops:pw@127.0.0.1:9")
+    monkeypatch.setenv("IMAGECTL_PROMETHEUS_TOKEN", "t")
+    with pytest.raises(UserError, match="more than one way"):
+        Prometheus.from_env()

@@ -56,11 +56,17 @@ class _Imds(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.startswith("/latest/meta-data/"):
             ok = self.headers.get("X-aws-ec2-metadata-token") == TOKEN
-            body = {"ami-id": "ami-0abc\n", "placement/region": "us-east-1"}
+            body = {"ami-id": "ami-0abc\n", "placement/region": "us-east-1",
+                    "instance-id": "i-0abc123"}  # fmt: skip
             self._answer(200 if ok else 401, body.get(self.path[len("/latest/meta-data/") :], ""))
         elif self.path.startswith("/computeMetadata/"):
             ok = self.headers.get("Metadata-Flavor") == "Google"
-            self._answer(200 if ok else 403, "projects/p/global/images/imagectl-1")
+            image = "projects/p/global/images/imagectl-1"
+            self._answer(200 if ok else 403, "4520031799277581759" if self.path.endswith(
+                "/instance/id") else image)  # fmt: skip
+        elif self.path.startswith("/metadata/instance/compute/vmId"):
+            ok = self.headers.get("Metadata") == "true" and "format=text" in self.path
+            self._answer(200 if ok else 400, "02aab8a4-74ef-476e-8182-f6d2ba4166a6")
         elif self.path.startswith("/metadata/instance/compute/storageProfile/imageReference"):
             ref = {"id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/"
                    "galleries/g/images/h100", "exactVersion": "2026.1128.1"}  # fmt: skip
@@ -99,10 +105,12 @@ def _at(meta: Metadata, base: str) -> Metadata:
 @pytest.mark.parametrize(
     ("cloud", "want"),
     [
-        ("aws", {"image_id": "ami-0abc", "region": "us-east-1"}),
-        ("gcp", {"image_id": "projects/p/global/images/imagectl-1"}),
+        ("aws", {"image_id": "ami-0abc", "region": "us-east-1", "instance_id": "i-0abc123"}),
+        ("gcp", {"image_id": "projects/p/global/images/imagectl-1",
+                 "instance_id": "4520031799277581759"}),
         ("azure", {"image_id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/"
-                   "galleries/g/images/h100/versions/2026.1128.1"}),
+                   "galleries/g/images/h100/versions/2026.1128.1",
+                   "instance_id": "02aab8a4-74ef-476e-8182-f6d2ba4166a6"}),
     ],
 )  # fmt: skip
 def test_each_clouds_metadata_read_as_its_service_answers(imds: str, cloud: str, want) -> None:
