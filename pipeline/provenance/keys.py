@@ -17,8 +17,10 @@ creates it: nothing else makes a key, and no verifier ever does.
 Verifiers trust the keys of a trust file ``{"keys": [{"keyid", "keytype", "scheme",
 "keyval"}], "threshold": N}`` (``threshold``, default 1: how many distinct keys must
 sign; each ``keyid`` must be the one securesystemslib computes from its key, and
-unique; the file and its folder writable by nobody else, symlinks resolved and
-checked): ``--trust FILE``, else ``$IMAGECTL_ATTESTATION_TRUST``, else the
+unique; the file and every folder above it writable by nobody else and owned by this
+user or root, symlinks resolved and checked: ``imagectl.core.trustpath.refusal``, which
+checks the state folder's ``settings.toml`` that may name the file the same way):
+``--trust FILE``, else ``$IMAGECTL_ATTESTATION_TRUST``, else the
 repository's pinned anchor ``keys/attestation-trust.json`` (reviewed like code). A
 missing, empty or foreign trust file is bad input (exit 2), never an empty trust. The
 cloud SDKs load only when a KMS signer is used.

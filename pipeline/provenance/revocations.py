@@ -5,7 +5,12 @@ reference): one DSSE envelope (payload type ``application/vnd.imagectl.revocatio
 whose payload is ``{"_type": ".../revocations/v1", "version": N, "expires": T,
 "revocations": [revocation envelope, ...]}``. Dropping an entry breaks its signature;
 every verifier keeps the highest version it has seen and refuses a lower one
-(rollback) and one past ``expires`` (freeze). ``imagectl revoke`` publishes a new list
+(rollback) and one past ``expires`` (freeze). That floor is kept per set of trusted keys
+(``validators.attestation.floor_for``): a list a stolen key numbered far ahead (TUF's
+fast-forward attack) binds only that key set, so rotating the trust anchor recovers, as
+TUF's client deletes its trusted timestamp and snapshot metadata when their keys rotate
+(specification, "Update the root role", 5.3.11); a new signer numbers its lists from its
+own floor. ``imagectl revoke`` publishes a new list
 beside the catalog (``<state>/attestations/revocations.json``); ``imagectl verify
 --export-revocations`` signs a fresh one (a higher version, a new expiry) for deploy
 jobs to place on nodes, where ``verify-node`` requires it.

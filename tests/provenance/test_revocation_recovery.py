@@ -113,3 +113,30 @@ def test_imagectl_verify_explains_and_recovers(tmp_path: Path, cli) -> None:
     # after the rotation the new keys' list passes, from the same state folder
     code, text = verify(node_new, _list(tmp_path / "l.json", new, int(time.time())))
     assert code == 0, text
+
+
+def test_the_new_signer_counts_from_its_own_floor(tmp_path: Path) -> None:
+    """``--export-revocations`` after the rotation: the new key's list is numbered from its
+    own floor (the time), not after the stolen key's 10^15; the old key's count goes on."""
+    from imagectl.catalog.db import open_catalog
+    from imagectl.provenance.revocations import seen_file, sign_list
+
+    old, new = CryptoSigner.generate_ed25519(), CryptoSigner.generate_ed25519()
+    seen_file().parent.mkdir(parents=True, exist_ok=True)
+    seen_file().write_text(json.dumps({"version": FAST_FORWARD, "digest": "sha256-x",
+                                       "keys": [old.public_key.keyid]}))  # fmt: skip
+    catalog = open_catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    try:
+        with catalog.transaction() as s:
+            renewed = json.loads(_payload(sign_list(s, new)))["version"]
+            continued = json.loads(_payload(sign_list(s, old)))["version"]
+    finally:
+        catalog.close()
+    assert abs(renewed - time.time()) < 60, renewed
+    assert continued == FAST_FORWARD + 1
+
+
+def _payload(envelope: dict) -> bytes:
+    import base64
+
+    return base64.b64decode(envelope["payload"])
