@@ -18,7 +18,7 @@ import pytest
 from imagectl.cli.common import _print_error
 from imagectl.core.commandtext import command_line, say, wrap
 from imagectl.core.output import console
-from tests.cli.hints import TEXTS, commands_in, fill, parse
+from tests.cli.hints import REPO, TEXTS, commands_in, fill, parse
 
 WIDTHS = (60, 80, 200)
 # every text that names a command in backticks: the hints, and the messages around them
@@ -136,3 +136,21 @@ def test_say_prints_inert_text_and_indents(
         "        `imagectl lint --root DIR`",
         "        please",
     ]
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_validates_table_names_its_commands_whole_below_it(
+    width: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A check's message in the table's narrow column breaks the command it names
+    (`imagectl snapshot -o FILE --load-s N`): each is printed whole below the table."""
+    from imagectl.cli import main
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    replay = str(REPO / "tests" / "snapshots" / "healthy" / "h200-8x.json")
+    assert main(["validate", "--replay", replay, "--profile", "quick"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    named = [line.removeprefix("to run: ") for line in lines if line.startswith("to run: ")]
+    assert "imagectl snapshot -o FILE --load-s N" in named, lines[-5:]
+    for command in named:
+        parse(fill(command))

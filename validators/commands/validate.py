@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from imagectl.core.commandtext import say
+from imagectl.core.commandtext import command_line, say
 from imagectl.core.errors import UserError
 from imagectl.core.numbers import Bounded
 from imagectl.core.output import console, crash_traces, json_option, show
@@ -250,6 +251,8 @@ def _view(receipt: Receipt, show_all: bool, output: Path | None) -> None:
     from imagectl.validators.report import render_table
 
     render_table(receipt, console=console(), show_passed=show_all)
+    for named in commands_named(receipt, show_all):  # a table cell breaks them: whole here
+        command_line(console(), "to run:", named)
     if output is not None:
         console().print(f"receipt: {output}")
 
@@ -315,3 +318,14 @@ def _refuse_dropped(ctx: click.Context, *, replay: bool) -> None:
             )
     if unread:  # the deploy playbook passes it on every run, a replay's too: said, not refused
         say(console(stderr=True), f"note: --hygiene-root {p['hygiene_root']} is not read: {unread}")
+
+
+def commands_named(receipt: Receipt, show_all: bool) -> list[str]:
+    """The commands the shown checks' messages name (in backticks), each once, in order."""
+    found: list[str] = []
+    for c in receipt.checks:
+        if show_all or c.outcome.value != "pass":
+            for named in re.findall(r"`(imagectl [^`]+)`", c.message or ""):
+                if named not in found:
+                    found.append(named)
+    return found
