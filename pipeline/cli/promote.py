@@ -95,6 +95,14 @@ def render(out: Console, result: PromotionResult) -> None:
             command_line(out, "Fix the cause, then resume with:", result.resume_command)
 
 
+WATCHER_OFF = (
+    "stack {stack} leaves the passive watcher off (validation.watcher: false), so its "
+    "canary nodes export no Xid or hardware findings and `imagectl rollout` will hold this "
+    "canary (no watched node-hours) until the watcher is on: set `validation.watcher: true` "
+    "in the stack (the validator role's validator_watch_enabled) and build the image again"
+)
+
+
 @click.command("promote")
 @click.argument("image", required=False, shell_complete=complete_images)
 @stack_option("Stack (default: the image's).")
@@ -166,8 +174,14 @@ def command(
             moved = set_canary(
                 catalog, provider_for(resolved, chosen), resolved, pk, lock_wait_s=wait_s
             )
+            warnings = [] if resolved.stack.validation.watcher else [WATCHER_OFF.format(
+                stack=resolved.stack.name)]  # fmt: skip
+            for text in warnings:
+                console(stderr=True).print(
+                    "[bold yellow]warning:[/] " + markup(text), soft_wrap=True
+                )
             if as_json:
-                emit_json(moved.to_dict())
+                emit_json({**moved.to_dict(), "warnings": warnings})
                 return
             for region, (before, after) in moved.moved.items():
                 console().print(cell(f"canary of {moved.stack} in {region}: {before or '(none)'}"
