@@ -47,28 +47,49 @@ ROOT = REPO
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
-def flat(text: str) -> str:
-    """``text`` as a reader sees it: control sequences removed, each run of whitespace (a
-    line break a console inserted while wrapping included) one space, none at either end."""
+def _flat(text: str) -> str:
     return " ".join(_ANSI.sub("", text).split())
+
+
+def flat(text: str) -> CliText:
+    """``text`` as a reader sees it: control sequences removed, each run of whitespace (a
+    line break a console inserted while wrapping included) one space, none at either end;
+    as ``CliText``, so a word the console folded still matches."""
+    return CliText(_flat(text))
+
+
+def bare(text: str) -> str:
+    """``text`` without control sequences or any whitespace: a folded word whole again."""
+    return "".join(_ANSI.sub("", text).split())
 
 
 class CliText(str):
     """A command's output, whose ``needle in text`` ignores how it was laid out: both sides
     compared after ``flat``, so where a console wrapped a message (its width, the length of
-    a path in it) or whether it coloured it cannot decide an assertion. A needle holding a
-    line break asks about the layout itself (a line of its own) and is compared as given."""
+    a path in it) or whether it coloured it cannot decide an assertion; a word the console
+    folded (one longer than its width) matches too. A needle holding a line break asks
+    about the layout itself (a line of its own) and is compared as given."""
 
     __slots__ = ()
 
     def __contains__(self, needle: object) -> bool:
         if not isinstance(needle, str) or "\n" in needle:
             return super().__contains__(needle)  # type: ignore[operator]
-        return flat(needle) in flat(self)
+        if str.__contains__(_flat(self), _flat(needle)):
+            return True
+        # a word longer than the console's width (a path under a long TMPDIR) is folded
+        # inside itself: compared without any whitespace it reads whole again
+        return str.__contains__(bare(self), bare(needle))
+
+    def __add__(self, other: str) -> CliText:  # r.out + r.err stays CliText
+        return CliText(str.__add__(self, other))
+
+    def __radd__(self, other: str) -> CliText:
+        return CliText(str.__add__(other, self))
 
     @property
     def flat(self) -> str:
-        return flat(self)
+        return _flat(self)
 
 
 @dataclass

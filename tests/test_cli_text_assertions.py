@@ -62,6 +62,14 @@ def _needle(node: ast.expr) -> str | None:
     return None
 
 
+def _printed(node: ast.expr) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in RAW
+    if isinstance(node, ast.BinOp):
+        return _printed(node.left) or _printed(node.right)
+    return False
+
+
 def _is_readouterr(node: ast.expr) -> bool:
     return (
         isinstance(node, ast.Call)
@@ -94,7 +102,9 @@ class _Scan(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def _from_capture(self, value: ast.expr) -> bool:
-        if _is_readouterr(value):
+        """``capsys.readouterr()`` (or its fields), or a process's text as printed
+        (``out = proc.stdout + proc.stderr``): a name bound to it holds plain text."""
+        if _is_readouterr(value) or _printed(value):
             return True
         return (
             isinstance(value, ast.Attribute) and value.attr in CLI and _is_readouterr(value.value)

@@ -74,7 +74,7 @@ def signer(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, str]:
 
 def _sign(home: Path, data: Path, sig: Path) -> None:
     gpg = require_tool("gpg")
-    subprocess.run([gpg, "--batch", "--homedir", str(home), "--passphrase", "",
+    subprocess.run([gpg, "--batch", "--homedir", str(home.resolve()), "--passphrase", "",
                     "--pinentry-mode", "loopback", "--detach-sign", "-o", str(sig), str(data)],
                    check=True, capture_output=True)  # fmt: skip
 

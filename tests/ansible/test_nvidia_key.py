@@ -107,11 +107,11 @@ def test_role_refuses_a_key_with_another_fingerprint(keys, tmp_path) -> None:
     proc = _run_key_tasks(tmp_path, armored, {})  # pinned: NVIDIA's, served: another key
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-4000:]
-    assert f"holds the key(s) {fprs[0]}, not the pinned fingerprint(s) EB693B30" in out
+    assert f"holds the key(s) {fprs[0]}, not the pinned fingerprint(s) EB693B30" in flat(out)
     assert not (tmp_path / "keyring.asc").exists(), "a refused key must never reach apt"
     # the download was made in this run's temporary folder (the failed check names it),
     # and is gone: not a glob of /tmp, where other tests' runs of the role come and go
-    assert f"{tmp_path / 'tmp'}/ansible." in out, out[-4000:]
+    assert f"{tmp_path / 'tmp'}/ansible." in flat(out), out[-4000:]
     assert not list((tmp_path / "tmp").glob("ansible.*.nvidia-key")), "the download is removed"
 
 

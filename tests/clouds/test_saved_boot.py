@@ -131,12 +131,14 @@ def _handover(tmp_path: Path, mode: str) -> saved_boot.Handover:
     folder.mkdir(parents=True, exist_ok=True)
     inst = tmp_path / "inst"
     inst.mkdir(exist_ok=True)
+    sockets = saved_boot.socket_dir(inst)  # as the local cloud places them: where they fit
+    sockets.mkdir(exist_ok=True)
     return saved_boot.Handover(
         mode,
         folder,
         inst / "disk.qcow2",
-        inst / "qmp.sock",
-        inst / "serial.sock",  # type: ignore[arg-type]
+        sockets / "qmp.sock",
+        sockets / "serial.sock",  # type: ignore[arg-type]
     )
 
 

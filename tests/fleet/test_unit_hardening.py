@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import require, require_root, require_tool
+from tests.support import flat, require, require_root, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "playbooks" / "roles" / "validator"
@@ -163,7 +163,7 @@ def _check_confinement_holds(caps: str, rw: list[Path], network: bool) -> None:
     )
     proc = _confined(caps, rw, ["sh", "-c", probe], network=network)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "NoNewPrivs:\t1" in proc.stdout
+    assert "NoNewPrivs:\t1" in flat(proc.stdout)
     assert not (REPO / "confined-write-probe").exists()
 
 
@@ -180,7 +180,9 @@ def test_the_watcher_runs_under_its_confinement(units, tmp_path: Path) -> None:
     caps = _caps(s["CapabilityBoundingSet"][0])
     _check_confinement_holds(caps, [textfile], network=False)
     proc = _confined(caps, [textfile], argv, network=False)
-    require(proc.returncode != 32 or "mount" not in proc.stderr, "mount namespaces unavailable")
+    require(
+        proc.returncode != 32 or "mount" not in flat(proc.stderr), "mount namespaces unavailable"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'imagectl_xid_code_events_total{xid="79"} 1' in prom.read_text()
     assert sorted(p.name for p in textfile.iterdir()) == ["imagectl-watch.prom"]

@@ -186,7 +186,7 @@ def test_packer_validate(stack: str, cloud: str, tmp_path: Path) -> None:
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
-    assert "Undefined variable" not in output, output
+    assert "Undefined variable" not in flat(output), output
 
 
 def test_validate_fails_without_a_required_variable(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from imagectl.promotion import promote
+from tests.support import flat
 
 REGIONS = ["local-a", "local-b", "local-c"]
 
@@ -70,7 +71,7 @@ def test_status_shows_a_partially_promoted_image_with_its_regions(world) -> None
     table = world.run_cli("status")
     assert table.returncode == 0, table.stderr
     text = table.stdout
-    assert "partially promoted" in text
+    assert "partially promoted" in flat(text)
     assert img.cloud_image_id[:20] in text
     line = next(ln for ln in text.splitlines() if "local-b" in ln and "local-a" in ln)
     assert "local-c" in line

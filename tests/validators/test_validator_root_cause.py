@@ -43,4 +43,4 @@ def test_the_table_says_the_root_cause_once_and_names_every_affected_check() -> 
     for check in affected:
         assert check in listed.replace("│ ", "").replace(" │", ""), check
     # the checks that do not depend on NVML keep their own rows
-    assert "sw.kernel.module_flavour" in text
+    assert "sw.kernel.module_flavour" in flat
