@@ -114,7 +114,9 @@ from imagectl.validators.commands.options import (
 @click.option("--wheel", help="imagectl wheel to ship to the hosts (default: the image's own).")
 @sandbox_option(
     "A try-it run whose hosts replay snapshots (--inventory-override): the receipts say "
-    "they are sandbox replays, which the promotion gate accepts and records."
+    "they are sandbox replays, which the promotion gate accepts and records. Only for an "
+    "emulated cloud (its endpoint variable naming this machine's loopback): exit 2 on a "
+    "real one, whose gate refuses sandbox receipts."
 )
 @json_option
 @click.pass_context

@@ -114,8 +114,8 @@ def _check_source_tree(ws: Workspace) -> None:
     if (ws.root / "pyproject.toml").is_file():
         return
     raise UserError(
-        f"imagectl bundle builds imagectl's own wheel from its source tree, and {ws.root} is "
-        f"an installed imagectl {__version__} without one (no pyproject.toml there); "
+        f"a bundle carries imagectl's own wheel, built from its source tree, and {ws.root} "
+        f"is an installed imagectl {__version__} without one (no pyproject.toml there); "
         "nothing was downloaded",
         hint="Run it in a checkout of imagectl (the folder with pyproject.toml, "
         "images/ and validators/), or point $IMAGECTL_ROOT at one",
