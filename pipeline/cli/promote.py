@@ -97,7 +97,7 @@ def render(out: Console, result: PromotionResult) -> None:
 
 WATCHER_OFF = (
     "stack {stack} leaves the passive watcher off (validation.watcher: false), so its "
-    "canary nodes export no Xid or hardware findings and `imagectl rollout` will hold this "
+    "canary nodes export no Xid or hardware findings and imagectl rollout will hold this "
     "canary (no watched node-hours) until the watcher is on: set `validation.watcher: true` "
     "in the stack (the validator role's validator_watch_enabled) and build the image again"
 )

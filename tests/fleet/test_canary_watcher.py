@@ -29,7 +29,7 @@ def test_a_canary_without_the_watcher_is_set_with_a_warning(world, env, cli) -> 
     r = cli("promote", new.cloud_image_id, "--stack", "local", "--cloud", "local", "--canary")
     assert r.code == 0, r.out + r.err
     assert "warning: stack local leaves the passive watcher off" in r.err
-    assert "validation.watcher: true" in r.err and "rollout` will hold" in r.err
+    assert "validation.watcher: true" in r.err and "rollout will hold" in r.err
     again = world.validated()
     j = cli("promote", again.cloud_image_id, "--stack", "local", "--cloud", "local",
             "--canary", "--json")  # fmt: skip
