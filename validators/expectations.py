@@ -207,29 +207,33 @@ def shape_fields(images_dir: Path, shape: str | None) -> dict[str, object]:
 def gpu_fields(images_dir: Path, sku: str, count: int) -> dict[str, object]:
     """``validate --gpu SKU --gpu-count N``: a host you already run, described by its GPUs
     alone (no shape in the catalog). The GPU table gives the model's NVML names, memory and
-    architecture; what a shape adds (PCIe link, NVLink links, power limit, NICs) is not
-    known, so those checks judge only what NVML reports about itself. NVSwitch is expected
-    only where the GPU table says that many GPUs share a baseboard's NVSwitches
-    (``nvswitch_gpus``: 8 on HGX; fewer GPUs of an SXM SKU are a 4-GPU board joined by NVLink
-    directly, or a VM given part of a baseboard)."""
+    architecture; what a shape adds (PCIe link, power limit, NICs) is not known, so those
+    checks judge only what NVML reports about itself. NVSwitch, and the datasheet's NVLink
+    links per GPU (``nvlink_links``), are expected only where the GPU table says that many
+    GPUs share a baseboard's NVSwitches (``nvswitch_gpus``: 8 on HGX; fewer GPUs of an SXM
+    SKU are a 4-GPU board joined by NVLink directly, or a VM given part of a baseboard)."""
     if count < 1:
         raise UserError(
             f"--gpu-count {count}: a host validated by its GPUs has at least one",
             hint="Pass the number of GPUs the host has (nvidia-smi -L lists them)",
         )
     gpu = gpu_row(images_dir / "compat", sku)
+    board = bool(gpu.get("nvswitch")) and count >= int(gpu.get("nvswitch_gpus") or 2)
     hw = Hardware(
         nvml_names=list(gpu.get("nvml_names") or ()),
         arch=gpu.get("arch"),
         memory_gib=gpu.get("memory_gib"),
-        nvswitch=bool(gpu.get("nvswitch")) and count >= int(gpu.get("nvswitch_gpus") or 2),
+        nvswitch=board,
+        # the whole baseboard: every GPU's NVLink links (the datasheet's count) are expected
+        nvlink_links=int(gpu.get("nvlink_links") or 0) if board else 0,
         source=f"{gpu['sku']}: {gpu.get('source', '')}"
         + (
             f"; NVSwitch from {gpu['nvswitch_gpus']} GPUs: {gpu.get('nvswitch_source')}"
             if gpu.get("nvswitch_gpus")
             else ""
         )
-        + " (--gpu: no shape, so no PCIe, NVLink, power or NIC expectations)",
+        + (f"; NVLink links per GPU: {gpu.get('nvlink_source')}" if board else "")
+        + " (--gpu: no shape, so no PCIe, power or NIC expectations)",
     )
     return {"gpu": gpu["sku"], "gpu_count": count, "gpus_expected": True, "hardware": hw}
 

@@ -73,3 +73,7 @@ def test_nvswitch_is_expected_only_at_the_baseboard_count_of_the_gpu_table(
         images_dir=ROOT / "images", expect_file=None, shape=None, gpu=(sku, count)
     )
     assert expect.hardware is not None and expect.hardware.nvswitch is nvswitch
+    # the whole baseboard: its GPUs' NVLink links per NVIDIA's datasheet (H100/H200/B200 18,
+    # A100 12); part of one: not known, so not expected
+    links = {"H100-SXM-80GB": 18, "H200-SXM-141GB": 18, "B200": 18}.get(sku, 0)
+    assert expect.hardware.nvlink_links == (links if nvswitch else 0)
