@@ -159,9 +159,9 @@ class LazyGroup(click.Group):
         module = importlib.import_module(entry[0])
         cmd: click.Command = module.command
         from imagectl.cli.deadline import with_deadline
-        from imagectl.cli.exit_codes import with_exit_codes
+        from imagectl.cli.helptext import with_help
 
-        with_exit_codes(cmd_name, cmd)  # the end of its --help
+        with_help(cmd_name, cmd)  # its exit codes, and commands kept whole in its --help
 
         return with_deadline(cmd_name, cmd)  # reap, drift, doctor, promote, validate-image
 

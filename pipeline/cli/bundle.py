@@ -39,9 +39,12 @@ def command(
     """Make a self-contained validator bundle: imagectl's wheel and every locked dependency
     (hashed) for one Python and platform, with an offline install script.
 
-    On the host: tar xf FILE && sh imagectl-bundle-*/install.sh --prefix DIR
-    --host-site-packages (the host's own torch is used; the bundle carries none). The
-    package index comes from pip's own settings (PIP_INDEX_URL), never from argv.
+    On the host (its own torch is used; the bundle carries none):
+
+    \b
+      tar xf FILE && sh imagectl-bundle-*/install.sh --prefix DIR --host-site-packages
+
+    The package index comes from pip's own settings (PIP_INDEX_URL), never from argv.
     """
     from imagectl.supply.bundle import make_bundle
 

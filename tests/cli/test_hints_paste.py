@@ -154,3 +154,28 @@ def test_validates_table_names_its_commands_whole_below_it(
     assert "imagectl snapshot -o FILE --load-s N" in named, lines[-5:]
     for command in named:
         parse(fill(command))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_help_keeps_its_commands_whole(width: int) -> None:
+    """click's wrapping broke `imagectl verify-node` after its hyphen and `imagectl rollout
+    --stack STACK` at a space (``imagectl.cli.helptext`` keeps backticks whole)."""
+    from imagectl.cli import COMMANDS, cli
+
+    top = click.Context(cli, info_name="imagectl", terminal_width=width, max_content_width=width)
+    seen = 0
+    for name in sorted(COMMANDS):
+        cmd = cli.get_command(top, name)
+        assert cmd is not None
+        subs = cmd.commands.items() if isinstance(cmd, click.Group) else [("", cmd)]
+        for sub, c in subs:
+            full = f"{name} {sub}".strip()
+            ctx = c.context_class(c, info_name=full, parent=top, terminal_width=width,
+                                  max_content_width=width)  # fmt: skip
+            for segment in re.findall(r"`([^`]*)`", c.get_help(ctx)):
+                assert "\n" not in segment, f"{full} --help at {width}: {segment!r}"
+                if segment.startswith("imagectl "):
+                    seen += 1
+                    with contextlib.suppress(click.exceptions.Exit):
+                        parse(fill(segment))
+    assert seen >= 5
