@@ -108,6 +108,7 @@ def command(
     """Check IMAGE's signed validation attestation (catalog id or cloud image id)."""
     from imagectl.provenance.keys import load_signer, load_trust, trust_document
 
+    _refuse_dropped(click.get_current_context())
     if export_trust:
         click.echo(trust_document([load_signer()[1]]), nl=False)
         return EXIT_OK
@@ -155,6 +156,30 @@ def command(
             for reason in result.reasons:
                 out.print(f"  - {plain(reason)}", soft_wrap=True, markup=False)
     return EXIT_OK if result.valid else EXIT_FAILED
+
+
+def _refuse_dropped(ctx: click.Context) -> None:
+    """An option the chosen mode does not read is refused (exit 2), never dropped."""
+    p = ctx.params
+    source = ctx.get_parameter_source("valid_hours")
+    exports = [f"--{n.replace('_', '-')}" for n in ("export_trust", "export_envelope",
+               "export_revocations") if p[n]]  # fmt: skip
+    if len(exports) > 1:
+        raise UserError(f"{' and '.join(exports)} each print one document", hint="Pass one")
+    unread = []
+    if source is not None and source.name != "DEFAULT" and not p["export_revocations"]:
+        unread.append(("--valid-hours", "is the expiry of --export-revocations' list"))
+    if p["export_trust"] or p["export_revocations"]:
+        named = [o for o, v in (("IMAGE", p["image"]), ("--envelope", p["envelope"]),
+                                ("--revocations", p["revocations"])) if v]  # fmt: skip
+        unread += [(o, f"is not read by {exports[0]}") for o in named]
+        if p["as_json"]:
+            unread.append(("--json", f"is not read by {exports[0]} (its output is JSON)"))
+    if p["export_envelope"] and p["as_json"]:
+        unread.append(("--json", "is not read by --export-envelope (it prints the envelope)"))
+    if unread:
+        option, why = unread[0]
+        raise UserError(f"{option} {why}", hint=f"Drop {option}")
 
 
 def _catalog(

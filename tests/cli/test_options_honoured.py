@@ -249,3 +249,24 @@ def test_snapshot_load_without_gpus_is_refused_before_capturing(tmp_path: Path, 
     assert code == 2 and not out.exists()
     assert "--load-s runs GEMMs" in flat(err) and "NVML cannot be read here" in flat(err)
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("ami-0123456789abcdef0", "--valid-hours", "5"), "--valid-hours"),
+        (("--export-trust", "--export-revocations"), "--export-trust and --export-revocations"),
+        (("ami-0123456789abcdef0", "--export-trust"), "IMAGE is not read by --export-trust"),
+        (("--export-revocations", "--json"), "--json is not read by --export-revocations"),
+        (("ami-0123456789abcdef0", "--export-envelope", "--json"), "--json is not read by"),
+    ],
+)
+def test_verify_refuses_what_its_mode_does_not_read(args, named: str, capsys) -> None:
+    """``verify`` took ``--valid-hours`` without ``--export-revocations``, an IMAGE with
+    ``--export-trust``, and several exports at once, and dropped all but one."""
+    from imagectl.cli import main
+
+    code = main(["verify", *args])
+    got = capsys.readouterr()
+    assert code == 2 and got.out == ""
+    assert named in flat(got.err)
