@@ -10,7 +10,7 @@ click wraps (``textwrap`` breaks at neither), and are put back in what it wrote.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 import click
 
@@ -47,8 +47,9 @@ class WholeCommandsFormatter(click.HelpFormatter):
             self.width = width
 
     def write_dl(
-        self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
+        self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
     ) -> None:
+        rows = list(rows)
         width = self.width
         first = min(max((len(a) for a, _ in rows), default=0), col_max) + col_spacing
         need = max((_longest(b) for _, b in rows), default=0) + first + self.current_indent
