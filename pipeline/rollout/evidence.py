@@ -45,8 +45,8 @@ at 10,000 nodes (measured on Prometheus 2.42), so none is used.
 from __future__ import annotations
 
 import math
+import threading
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from imagectl.rollout.policy import Policy
@@ -140,12 +140,42 @@ def queries(stack: str, window_s: int, at: float, policy: Policy) -> dict[str, s
 def read(prom: Prometheus, stack: str, window_s: int, at: float, policy: Policy) -> Evidence:
     """The evidence for ``stack``'s nodes (PrometheusUnavailable propagates)."""
     texts = queries(stack, window_s, at, policy)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {k: pool.submit(prom.query, q, at) for k, q in texts.items() if k not in MATRIX}
-        counters = pool.submit(prom.query_range_vector, texts["xids"], at)
-        vectors = {k: f.result() for k, f in futures.items()}
-        matrix = counters.result()
+    vectors, matrix = _concurrently(prom, texts, at)
     return build(vectors, matrix, at=at, window_s=window_s, policy=policy, queries=texts)
+
+
+def _concurrently(
+    prom: Prometheus, texts: dict[str, str], at: float
+) -> tuple[dict[str, list[Sample]], list[Series]]:
+    """Every query at once, four at a time, on daemon threads: a command's deadline
+    (SIGALRM in this thread) unwinds at once, and no exit waits for a read still in
+    flight (each ends by the client's own deadline)."""
+    gate = threading.Semaphore(4)
+    vectors: dict[str, list[Sample]] = {}
+    matrix: list[Series] = []
+    failed: list[BaseException] = []
+
+    def one(key: str, text: str) -> None:
+        with gate:
+            try:
+                if key in MATRIX:
+                    matrix.extend(prom.query_range_vector(text, at))
+                else:
+                    vectors[key] = prom.query(text, at)
+            except BaseException as exc:  # handed to the caller's thread
+                failed.append(exc)
+
+    threads = [
+        threading.Thread(target=one, args=(k, q), name=f"imagectl-prometheus-{k}", daemon=True)
+        for k, q in texts.items()
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if failed:
+        raise failed[0]
+    return vectors, matrix
 
 
 # -- from answers to nodes ---------------------------------------------------------------

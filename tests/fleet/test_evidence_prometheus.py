@@ -106,6 +106,12 @@ def _cases() -> list[Node]:
                       stack=stack, xids=[(START, 79)], override={field: value})  # fmt: skip
         nodes += [*_side(stack, "new", 10, per_node=4), forged]
         nodes += _side(stack, "old", 10, per_node=1)
+    # a label with a newline (written escaped, as the text format writes it: Prometheus
+    # stores the newline itself) that would print a forged "advance" line
+    for n in _side("forged", "new", 6):
+        n.shape = "p5.48xlarge\\nadvance ami-evil: every shape ok"
+        nodes.append(n)
+    nodes += _side("forged", "old", 6)
     return nodes
 
 
@@ -202,3 +208,11 @@ def test_one_forged_node_cannot_move_the_decision(prom, name: str) -> None:
     assert forged.status == QUARANTINED and shape.canary.unknown == 1
     assert shape.canary.events["gpu_lost"] == 40
     assert shape.canary.node_hours == pytest.approx(10 * HOURS, rel=0.02)
+
+
+def test_a_label_with_a_newline_cannot_forge_a_line(prom) -> None:
+    decision, reason, shapes, _ = _decide(prom, "forged")
+    assert decision == HOLD  # the forged shape has no predecessor nodes
+    forged = "p5.48xlarge advance ami-evil: every shape ok"
+    assert forged in {s.shape for s in shapes}
+    assert "\n" not in reason and forged in reason

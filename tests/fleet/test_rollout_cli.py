@@ -48,3 +48,24 @@ def test_windows() -> None:
     assert [parse_window(w) for w in ("600", "30m", "6h", "1d", "45s")] == [
         600, 1800, 21600, 86400, 45,
     ]  # fmt: skip
+
+
+def test_a_prometheus_that_never_answers_ends_at_the_deadline(world, env, cli, monkeypatch) -> None:
+    """A server that accepts the connection and sends nothing: ``--deadline`` ends the
+    command (exit 1, naming the deadline), as it ends the other long commands."""
+    import socket
+
+    from imagectl.promotion import promote
+    from imagectl.rollout.canary import set_canary
+
+    old = world.validated()
+    assert promote(world.catalog, world.provider(), world.stack, old.id).exit_code == 0
+    set_canary(world.catalog, world.provider(), world.stack, world.validated().id)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections wait in the backlog: accepted by the kernel, unanswered
+        monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        monkeypatch.setenv("IMAGECTL_DEADLINE_GRACE_S", "5")
+        r = cli("rollout", "--stack", "local", "--cloud", "local", "--deadline", "2")
+    assert r.code == 1, r.out + r.err
+    assert "deadline of 2 s" in r.err and "Traceback" not in r.err
