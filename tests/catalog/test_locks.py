@@ -22,6 +22,29 @@ from imagectl.core.errors import EXIT_FAILED
 sys.path.insert(0, str(Path(__file__).parent))
 from lock_workers import CLOUD, STACK, TIMEOUT, _contend, _hold, _hold_and_die, _open, _try
 
+
+def _forkserver_socket_folder() -> None:
+    """The forkserver listens on a unix socket in multiprocessing's temporary folder
+    (``pymp-*`` under TMPDIR); under a long TMPDIR its path does not fit ("AF_UNIX path
+    too long"). Python 3.13 moves that folder to /tmp itself; on 3.10-3.12 this process's
+    folder is set where the socket fits (the same ``tempdir`` key multiprocessing.util
+    reads and fills)."""
+    import atexit
+    import shutil
+    import tempfile
+    from multiprocessing import process
+
+    from imagectl.core.sockets import socket_base
+
+    room = len("pymp-xxxxxxxx/listener-xxxxxxxx")
+    base = socket_base(room)
+    if base != tempfile.gettempdir():
+        folder = tempfile.mkdtemp(prefix="pymp-", dir=base)
+        atexit.register(shutil.rmtree, folder, True)
+        process.current_process()._config["tempdir"] = folder  # type: ignore[attr-defined]
+
+
+_forkserver_socket_folder()
 # forkserver: every child is a fresh process forked from a server that has already
 # imported SQLAlchemy, psycopg and the catalog once (spawn would re-import them per child).
 CTX = mp.get_context("forkserver")
