@@ -51,7 +51,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from http.client import HTTPMessage
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from imagectl.core.boundedjson import parse_bounded
 from imagectl.core.errors import UserError
@@ -78,10 +78,10 @@ class PrometheusUnavailable(Exception):
     """The server could not answer (unreachable, HTTP error, query error, partial)."""
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One series of an instant vector: its labels, value and Prometheus's timestamp.
-    ``raw`` is the value as sent when it was not a number (``value`` is then NaN)."""
+    ``raw`` is the value as sent when it was not a number (``value`` is then NaN). A
+    tuple: 10,000 nodes make tens of thousands of them."""
 
     labels: dict[str, str]
     value: float
