@@ -63,6 +63,22 @@ FAULTS: dict[str, Fault] = {
             "GPU back in this one, is history (journalctl -k -b: this boot only)"
         ),
     ),
+    "fallen-off-bus-at-probe-both-boots": Fault(
+        ("h100-sxm-8x",),
+        both(
+            drop_gpu(7),
+            log_line("-- Boot 0a0b0c0d11112222333344445555666 --", stamp=""),
+            _probe_lines(GONE, stamp="2026-11-19T22:10:00+0000"),
+            log_line("-- Boot 9f1c1111222233334444555566667777 --", stamp=""),
+            _probe_lines(GONE),
+        ),
+        {"gpu.count": "REBOOT", "kernel.messages": "ISOLATE_RMA"},
+        source=(
+            f"{SRC} osapi.c rm_is_supported_device(): the same GPU fell off the bus at probe "
+            f"in the previous boot too: the reboot did not clear it; {CAT}: Xid 79 'If this "
+            "error is seen repeatedly ... contact your hardware vendor' (ISOLATE_RMA)"
+        ),
+    ),
     "rm-init-adapter-failed": Fault(
         ("h100-sxm-8x",),
         both(
