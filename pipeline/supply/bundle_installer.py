@@ -240,7 +240,11 @@ def install(here, prefix, host_paths, doc):
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            told = proc.stderr.strip()[-800:]
+            # pip's verdict is its first ERROR line (a hash mismatch names the file after it,
+            # long under a long folder): kept from there, never cut from the front
+            text = proc.stderr.strip()
+            start = text.find("ERROR")
+            told = text[max(start, 0) :][:1200]
             raise Refused(
                 f"installing the bundle's wheels into {prefix} failed (pip, no index): {told}. "
                 f"The bundle was made for Python {doc['python']} on "
