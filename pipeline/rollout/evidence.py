@@ -69,7 +69,7 @@ NEVER, QUARANTINED, REIMAGED, BLIND = "never reporting", "quarantined", "reimage
 QUERIES = {
     "info": "max by (instance, instance_id, image_id, shape) "
     '(max_over_time(imagectl_node_info{{stack="{s}"}}[{w}s]))',
-    "launched": "max by (imagectl_instance_id, imagectl_image_id, imagectl_shape) "
+    "launched": "max by (imagectl_instance_id, imagectl_image_id, imagectl_shape, instance) "
     '(max_over_time(up{{imagectl_image_id!=""}}[{w}s]))',
     "looks": "sum by (instance) (changes(imagectl_watch_timestamp_seconds[{w}s]) + 1)",
     # Prometheus's sample time minus the watcher's look time, unless within [-skew, stale]
@@ -365,8 +365,10 @@ def build(
         if not ident or not image_id:
             continue
         launches += 1
-        if ident in by_node:
-            for n in by_node[ident]:
+        # a node whose validator wrote no instance id is known by its address
+        known = ident if ident in by_node else f"instance:{s.labels.get('instance', '')}"
+        if known in by_node:
+            for n in by_node[known]:
                 n.launch_record = True
             continue
         never = NodeEvidence(

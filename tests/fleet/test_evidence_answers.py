@@ -87,3 +87,25 @@ def test_a_value_of_the_wrong_type_quarantines_its_node(server: str) -> None:
             assert n.status == QUARANTINED and n.problems, (k, b, n.status, n.problems)
     assert by["i-xids-word"].status == QUARANTINED
     assert "not a number" in " ".join(by["i-xids-word"].problems)
+
+
+def test_a_node_without_an_instance_id_matches_its_launch_record_by_address() -> None:
+    """A validator from before ``instance_id`` (or a cloud without it): the node is known by
+    its address, and its launch record (the same target's ``up``) is matched by it, so it
+    is not counted twice (once reporting, once never reporting)."""
+    from imagectl.rollout.evidence import build
+    from imagectl.rollout.prom import Sample
+
+    info = [Sample({"instance": "a:9100", "image_id": "new", "shape": "s"}, 1.0)]
+    launched = [
+        Sample({"instance": "a:9100", "imagectl_instance_id": "i-a", "imagectl_image_id": "new",
+                "imagectl_shape": "s"}, 1.0),
+        Sample({"instance": "b:9100", "imagectl_instance_id": "i-b", "imagectl_image_id": "new",
+                "imagectl_shape": "s"}, 1.0),
+    ]  # fmt: skip
+    vectors = {k: [] for k in ("passed", "worst", "problems", "lag", "read_ok", "xid_base")}
+    vectors |= {"info": info, "launched": launched,
+                "looks": [Sample({"instance": "a:9100"}, 61.0)]}  # fmt: skip
+    ev = build(vectors, [], at=AT, window_s=WINDOW, policy=POLICY)
+    got = sorted((n.node, n.status, n.launch_record) for n in ev.nodes)
+    assert got == [("i-b", "never reporting", True), ("instance:a:9100", "ok", True)]
