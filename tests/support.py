@@ -47,6 +47,11 @@ ROOT = REPO
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
+# A needle holding a line break, a carriage return, a tab or an escape asks about the text's
+# layout or its control characters themselves: compared as given.
+_LAYOUT = re.compile(r"[\n\r\t\v\f\x1b]")
+
+
 def _flat(text: str) -> str:
     return " ".join(_ANSI.sub("", text).split())
 
@@ -67,13 +72,14 @@ class CliText(str):
     """A command's output, whose ``needle in text`` ignores how it was laid out: both sides
     compared after ``flat``, so where a console wrapped a message (its width, the length of
     a path in it) or whether it coloured it cannot decide an assertion; a word the console
-    folded (one longer than its width) matches too. A needle holding a line break asks
-    about the layout itself (a line of its own) and is compared as given."""
+    folded (one longer than its width) matches too. A needle holding a line break, another
+    control character or only whitespace asks about the layout or those characters
+    themselves (a line of its own, an inert ``\r``) and is compared as given."""
 
     __slots__ = ()
 
     def __contains__(self, needle: object) -> bool:
-        if not isinstance(needle, str) or "\n" in needle:
+        if not isinstance(needle, str) or _LAYOUT.search(needle) or not _flat(needle):
             return super().__contains__(needle)  # type: ignore[operator]
         if str.__contains__(_flat(self), _flat(needle)):
             return True

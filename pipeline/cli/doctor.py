@@ -76,17 +76,23 @@ def command(
 ) -> int:
     """Check an account before a run. Exit 0 when nothing blocks, 1 on a blocker."""
     from imagectl.clouds.account import cloud_checks
+    from imagectl.clouds.registry import cloud_spec
     from imagectl.doctor.findings import blockers
     from imagectl.doctor.run import diagnose
+    from imagectl.packer.plugins import packer_plugins
 
+    ws = workspace(ctx)
+    chosen = tuple(dict.fromkeys(roles or DEFAULT_ROLES))
+    packer = packer_plugins(cloud_spec(cloud).packer_dir(ws.images)) if "build" in chosen else None
     found = diagnose(
-        workspace(ctx),
+        ws,
         stack,
         cloud,
         cloud_checks(cloud),
-        roles=tuple(dict.fromkeys(roles or DEFAULT_ROLES)),
+        roles=chosen,
         hosts=hosts,
         runner_cidr=runner_cidr,
+        packer=packer,
     )
     bad = blockers(found)
     not_run = not_checked(found, cloud)

@@ -9,11 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from imagectl.clouds.registry import cloud_spec
 from imagectl.core.errors import UserError
 from imagectl.doctor.findings import Finding
 from imagectl.doctor.offline import placeholders, runner
-from imagectl.doctor.plugins import packer_plugins
 from imagectl.doctor.quota import QuotaApi
 from imagectl.paths import Workspace
 from imagectl.stacks import ResolvedStack, load_resolved
@@ -51,7 +49,11 @@ def diagnose(
     roles: tuple[str, ...],
     hosts: int,
     runner_cidr: str | None,
+    packer: list[Finding] | None = None,
 ) -> list[Finding]:
+    """Every finding, in order: the stack's placeholders, the runner's address, ``packer``
+    (the caller's check of the Packer a build runs, ``imagectl.packer.plugins``, with the
+    build role), then the cloud's account checks."""
     _, resolved = load_resolved(ws.images, stack)
     settings = resolved.stack.clouds.section(cloud)
     if settings is None:
@@ -63,7 +65,7 @@ def diagnose(
     needs_runner = "validate" in roles
     found += runner(runner_cidr, required=needs_runner, real=True)
     if "build" in roles:  # the packer the build runs, and its pinned plugins
-        found += packer_plugins(cloud_spec(cloud).packer_dir(ws.images))
+        found += packer or []
     if checks is not None:
         found += checks.diagnose(resolved, ws.images, roles, hosts=hosts, settings=settings)
     return found

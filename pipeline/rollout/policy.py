@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import load_data
 
 POLICY_FILE = Path(__file__).with_name("policy.yaml")
@@ -67,10 +69,6 @@ POLICY_ENV = "IMAGECTL_ROLLOUT_POLICY"  # a fleet's own thresholds (same schema)
 
 def policy_from_env() -> Policy:
     """``$IMAGECTL_ROLLOUT_POLICY``'s policy file, else the shipped one."""
-    import os
-
-    from imagectl.core.errors import UserError
-
     raw = os.environ.get(POLICY_ENV, "").strip()
     if not raw:
         return load_policy()

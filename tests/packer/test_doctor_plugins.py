@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from imagectl.doctor.findings import BLOCKER, OK
-from imagectl.doctor.plugins import packer_plugins, required_plugins
 from imagectl.packer.binary import find_packer
+from imagectl.packer.plugins import packer_plugins, required_plugins
 from tests.support import REPO, require_tool
 
 AWS = REPO / "images" / "aws"
