@@ -163,7 +163,7 @@ def _check_confinement_holds(caps: str, rw: list[Path], network: bool) -> None:
     )
     proc = _confined(caps, rw, ["sh", "-c", probe], network=network)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "NoNewPrivs:\t1" in flat(proc.stdout)
+    assert "NoNewPrivs: 1" in flat(proc.stdout)
     assert not (REPO / "confined-write-probe").exists()
 
 
