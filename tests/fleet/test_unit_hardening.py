@@ -143,10 +143,12 @@ def _confined(
 ) -> subprocess.CompletedProcess[str]:
     unshare = require_tool("unshare")
     require_tool("setpriv")
+    # the checkout and its venv stay visible (read-only) where a fresh clone sits under /tmp
+    keep = ":".join(dict.fromkeys([str(REPO), sys.prefix]))
     return subprocess.run(
         [unshare, "--mount", "--propagation", "private", *([] if network else ["--net"]),
          str(CONFINE), caps, ":".join(map(str, rw)), "--", *argv],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True, text=True, timeout=180, env={**os.environ, "CONFINE_KEEP": keep},
     )  # fmt: skip
 
 
