@@ -54,15 +54,17 @@ def _binds(path: Path) -> bool:
     return True
 
 
-def test_the_kernel_limit_is_the_one_the_code_uses(tmp_path: Path) -> None:
-    """``fits`` agrees with the kernel at the boundary: 107 bytes bind, 108 do not."""
-    folder = tmp_path / "s"
-    folder.mkdir()
-    room = SUN_PATH_MAX - len(os.fsencode(str(folder))) - 1
-    assert room > 2, "tmp_path itself is too long for this test"
-    at_limit, over = folder / ("a" * room), folder / ("b" * (room + 1))
-    assert fits(at_limit) and _binds(at_limit)
-    assert not fits(over) and not _binds(over)
+def test_the_kernel_limit_is_the_one_the_code_uses() -> None:
+    """``fits`` agrees with the kernel at the boundary: 107 bytes bind, 108 do not. The
+    folder is made where sockets fit (``socket_base``), since ``tmp_path`` under a long
+    ``TMPDIR`` leaves no room for a socket name at all."""
+    with tempfile.TemporaryDirectory(dir=socket_base(PLUGIN_SOCKET_ROOM)) as made:
+        folder = Path(made)
+        room = SUN_PATH_MAX - len(os.fsencode(str(folder))) - 1
+        assert room > 2, f"{folder} leaves no room for a socket name"
+        at_limit, over = folder / ("a" * room), folder / ("b" * (room + 1))
+        assert fits(at_limit) and _binds(at_limit)
+        assert not fits(over) and not _binds(over)
 
 
 def test_sockets_go_where_they_fit(long_tmpdir: Path) -> None:
