@@ -6,10 +6,13 @@ reasons, and the latest events. Every image shows which validation shapes it pas
 stack's ``validation_shapes`` on that cloud, each with the newest receipt's verdict
 ("pass", "fail", or "missing" without a receipt), and a shape the stack does not name
 marked as such (the gate ignores it). Tables list at most ``--limit`` candidates and
-blocked images (newest first); ``--json`` prints everything as one JSON object::
+blocked images (newest first, 10 without it); ``--json`` prints one JSON object, every
+candidate and blocked image unless ``--limit`` is given (then the newest N, as in the
+tables, and ``hidden`` counts the rest)::
 
-    {"database": URL, "stacks": [{"stack", "cloud", "validation_shapes", "current": [...],
-      "candidates": [...], "blocked": [...], "partial": [...], "events": [...]}]}
+    {"database": URL, "limit": N or null, "stacks": [{"stack", "cloud", "validation_shapes",
+      "current": [...], "candidates": [...], "blocked": [...], "partial": [...],
+      "events": [...], "hidden": {"candidates": n, "blocked": n}}]}
 
 ``partial`` lists every image part way through a promotion (``partially_promoted``, or
 ``promoting`` while one runs or after a killed one) with ``regions_reached``,
@@ -244,9 +247,9 @@ def _render(stacks: list[dict[str, Any]], database: str, limit: int) -> None:
 @click.option(
     "--limit",
     type=click.IntRange(1, 10_000),
-    default=10,
-    show_default=True,
-    help="Most candidates and blocked images listed per stack and cloud (tables only).",
+    default=None,
+    help="Most candidates and blocked images listed per stack and cloud, newest first "
+    "(default: 10 in the tables, all with --json).",
 )
 @json_option
 @click.pass_context
@@ -255,7 +258,7 @@ def command(
     stack: str | None,
     cloud: str | None,
     n_events: int,
-    limit: int,
+    limit: int | None,
     as_json: bool,
 ) -> None:
     """Show current, candidate and blocked images per stack and cloud, and recent events."""
@@ -288,9 +291,11 @@ def command(
             _annotate(img, required)
     headline = could_not_run(len(stacks), not_run)
     if as_json:
+        for entry in stacks:
+            entry["hidden"] = {k: _keep(entry, k, limit) for k in ("candidates", "blocked")}
         emit_json(
             {"database": catalog.url, "complete": not not_run, "headline": headline,
-             "stacks": stacks}
+             "limit": limit, "stacks": stacks}
         )  # fmt: skip
         return
     if headline:  # first, before any table that reads as all-clear
@@ -306,7 +311,19 @@ def command(
             cell(f"no images yet{' ' + scope if scope else ''} (catalog: {catalog.url})")
         )
         return
-    _render(stacks, catalog.url, limit)
+    _render(stacks, catalog.url, TABLE_LIMIT if limit is None else limit)
+
+
+TABLE_LIMIT = 10  # candidates and blocked images per table without --limit
+
+
+def _keep(entry: dict[str, Any], key: str, limit: int | None) -> int:
+    """Keep the newest ``limit`` of ``entry[key]`` (all when None); how many were hidden."""
+    rows = entry[key]
+    if limit is None or len(rows) <= limit:
+        return 0
+    entry[key] = rows[:limit]
+    return len(rows) - limit
 
 
 def _known_stack(ctx: click.Context, stack: str) -> None:

@@ -91,7 +91,7 @@ def test_status_json_shape(
     h100 = data["stacks"][0]
     assert set(h100) == {
         "stack", "cloud", "validation_shapes", "current", "candidates", "blocked", "events",
-        "unfinished_flip", "partial", "canary", "rollouts",
+        "unfinished_flip", "partial", "canary", "rollouts", "hidden",
     }  # fmt: skip
     assert (h100["canary"], h100["rollouts"]) == ([], [])  # issue 47: tests/fleet
     assert h100["validation_shapes"] == ["p5.48xlarge"]  # images/stacks/h100-training.yaml
@@ -303,7 +303,16 @@ def test_tables_list_at_most_limit_images(
     assert "ami-2" in out and "ami-1" in out  # the newest two
     assert "ami-0 " not in out.split("latest events")[0]
     assert "... and 1 more candidates" in out
+    # --json honours --limit as the tables do (it was ignored: all three came back), says
+    # how many it left out, and without --limit lists every one
     code, out, _ = _run(capsys, "--json", "--limit", "1")
-    assert [c["cloud_image_id"] for c in json.loads(out)["stacks"][0]["candidates"]] == [
+    doc = json.loads(out)
+    assert code == 0 and doc["limit"] == 1
+    assert [c["cloud_image_id"] for c in doc["stacks"][0]["candidates"]] == ["ami-2"]
+    assert doc["stacks"][0]["hidden"] == {"candidates": 2, "blocked": 0}
+    code, out, _ = _run(capsys, "--json")
+    doc = json.loads(out)
+    assert doc["limit"] is None and doc["stacks"][0]["hidden"]["candidates"] == 0
+    assert [c["cloud_image_id"] for c in doc["stacks"][0]["candidates"]] == [
         "ami-2", "ami-1", "ami-0",
     ]  # fmt: skip
