@@ -26,7 +26,6 @@ flat(proc.stderr)``.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import subprocess
 import sys
@@ -229,29 +228,18 @@ def _refusal(
     """``imagectl verify`` of a good envelope whose trust file sits in a folder others can
     write (``test_files_others_can_write_are_refused``'s case), ``padding`` characters
     deeper, at ``columns``."""
-    from imagectl.provenance.attest import sign_statement
     from imagectl.provenance.keys import trust_document
-    from imagectl.provenance.statement import build_statement
+    from tests.provenance.statements import IMAGE, signed_envelope
 
-    signer = SIGNER
-    ami = "ami-0123456789abcdef0"
-    statement = build_statement(
-        cloud="aws", region="us-east-1", cloud_image_id=ami, stack="h100-training",
-        stack_digest="ab" * 32, manifest_sha256="cd" * 32, build_id="b-1",
-        receipts=[{"verdict": "pass", "image_id": ami}], verdict="pass", attested_by="ci",
-        attested_at="2026-11-28T00:00:00+00:00",
-        identities={("us-east-1", ami): f"aws/us-east-1/111122223333/{ami}"},
-    )  # fmt: skip
     folder = tmp_path / f"{padding}{'p' * padding}" / "in"
-    folder.mkdir(parents=True)
-    trust, envelope = folder / "trust.json", folder / "env.json"
-    trust.write_text(trust_document([signer.public_key]))
-    envelope.write_text(json.dumps(sign_statement(statement, signer)))
+    envelope = signed_envelope(SIGNER, folder)
+    trust = folder / "trust.json"
+    trust.write_text(trust_document([SIGNER.public_key]))
     folder.chmod(0o777)
     monkeypatch.setenv("COLUMNS", str(columns))
     try:
-        return cli("verify", f"us-east-1/111122223333/{ami}", "--cloud", "aws", "--envelope",
-                   str(envelope), "--trust", str(trust))  # fmt: skip
+        return cli("verify", IMAGE, "--cloud", "aws", "--envelope", str(envelope), "--trust",
+                   str(trust))  # fmt: skip
     finally:
         folder.chmod(0o755)
 

@@ -13,6 +13,7 @@ refusal explains this and names the commands that recover. Through the node's
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -22,24 +23,15 @@ from securesystemslib.signer import CryptoSigner
 from imagectl.provenance.attest import sign_statement
 from imagectl.provenance.keys import trust_document
 from imagectl.provenance.revocations import list_envelope
-from imagectl.provenance.statement import build_statement
 from imagectl.validators.attestation import verify_node
+from tests.provenance.statements import AMI, good_statement
 from tests.support import flat
 
-AMI = "ami-0123456789abcdef0"
 FAST_FORWARD = 10**15
 
 
 def _statement(manifest: bytes) -> dict:
-    import hashlib
-
-    return build_statement(
-        cloud="aws", region="us-east-1", cloud_image_id=AMI, stack="h100-training",
-        stack_digest="ab" * 32, manifest_sha256=hashlib.sha256(manifest).hexdigest(),
-        build_id="b-1", receipts=[{"verdict": "pass", "image_id": AMI}], verdict="pass",
-        attested_by="ci", attested_at="2026-11-28T00:00:00+00:00",
-        identities={("us-east-1", AMI): f"aws/us-east-1/111122223333/{AMI}"},
-    )  # fmt: skip
+    return good_statement(hashlib.sha256(manifest).hexdigest())
 
 
 def _list(path: Path, signer: CryptoSigner, version: int) -> Path:

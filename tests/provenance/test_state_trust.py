@@ -19,7 +19,6 @@ from securesystemslib.signer import CryptoSigner
 
 from imagectl.core.errors import UserError
 from imagectl.paths import find_workspace
-from imagectl.provenance.attest import sign_statement
 from imagectl.provenance.keys import (
     ENV_TRUST,
     TRUST_ANCHOR,
@@ -28,12 +27,9 @@ from imagectl.provenance.keys import (
     trust_document,
     trust_path,
 )
-from imagectl.provenance.statement import build_statement
 from imagectl.state_settings import load_settings, save_setting, settings_path
 from tests.cli.hints import fill, parse
-
-AMI = "ami-0123456789abcdef0"
-IMAGE = f"us-east-1/111122223333/{AMI}"
+from tests.provenance.statements import IMAGE, signed_envelope
 
 
 @pytest.fixture
@@ -43,20 +39,6 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv(ENV_TRUST, raising=False)
     monkeypatch.delenv("IMAGECTL_ATTESTATION_SIGNER", raising=False)
     return folder
-
-
-def _envelope(signer: CryptoSigner, folder: Path) -> Path:
-    statement = build_statement(
-        cloud="aws", region="us-east-1", cloud_image_id=AMI, stack="h100-training",
-        stack_digest="ab" * 32, manifest_sha256="cd" * 32, build_id="b-1",
-        receipts=[{"verdict": "pass", "image_id": AMI}], verdict="pass", attested_by="ci",
-        attested_at="2026-11-28T00:00:00+00:00",
-        identities={("us-east-1", AMI): f"aws/{IMAGE}"},
-    )  # fmt: skip
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "env.json"
-    path.write_text(json.dumps(sign_statement(statement, signer)))
-    return path
 
 
 def _trust_file(folder: Path, signer: CryptoSigner, name: str) -> Path:
@@ -78,7 +60,7 @@ def test_save_trust_records_the_state_key_and_a_new_shell_verifies_with_it(
     assert trust_path() == saved  # no variable exported in this "shell"
 
     signer, public = load_signer()
-    envelope = _envelope(signer, tmp_path / "in")
+    envelope = signed_envelope(signer, tmp_path / "in")
     result = cli("verify", IMAGE, "--cloud", "aws", "--envelope", str(envelope))
     assert result.code == 0, result.out + result.err
     # item 7: the key id that signed, never "signed by key -"
@@ -113,7 +95,7 @@ def test_precedence_flag_then_variable_then_state_folder_then_anchor(
 
 def test_each_level_is_really_used_by_verify(state: Path, tmp_path: Path, cli, monkeypatch) -> None:
     alice, bob = CryptoSigner.generate_ed25519(), CryptoSigner.generate_ed25519()
-    envelope = _envelope(alice, tmp_path / "in")
+    envelope = signed_envelope(alice, tmp_path / "in")
     alice_trust = _trust_file(tmp_path / "t", alice, "alice.json")
     bob_trust = _trust_file(tmp_path / "t", bob, "bob.json")
 
@@ -160,7 +142,7 @@ def _mallory_named_by_settings(state: Path, tmp_path: Path) -> tuple[Path, Path]
     """A settings file naming Mallory's trust file, and an envelope Mallory signed: were
     the settings honoured, verify would pass (exit 0) on Mallory's word."""
     mallory = CryptoSigner.generate_ed25519()
-    envelope = _envelope(mallory, tmp_path / "in")
+    envelope = signed_envelope(mallory, tmp_path / "in")
     trust = _trust_file(tmp_path / "t", mallory, "mallory.json")
     save_setting("attestation_trust", str(trust))
     return settings_path(), envelope

@@ -24,11 +24,9 @@ from securesystemslib.signer import CryptoSigner
 
 from imagectl.provenance.attest import sign_statement
 from imagectl.provenance.keys import trust_document
-from imagectl.provenance.statement import build_statement
+from tests.provenance.statements import IMAGE, good_statement
 from tests.support import flat
 
-AMI = "ami-0123456789abcdef0"
-IMAGE = f"us-east-1/111122223333/{AMI}"
 ALICE, BOB, MALLORY = (CryptoSigner.generate_ed25519() for _ in range(3))
 
 
@@ -37,20 +35,10 @@ def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IMAGECTL_STATE_DIR", str(tmp_path / "state"))
 
 
-def _statement() -> dict:
-    return build_statement(
-        cloud="aws", region="us-east-1", cloud_image_id=AMI, stack="h100-training",
-        stack_digest="ab" * 32, manifest_sha256="cd" * 32, build_id="b-1",
-        receipts=[{"verdict": "pass", "image_id": AMI}], verdict="pass", attested_by="ci",
-        attested_at="2026-11-28T00:00:00+00:00",
-        identities={("us-east-1", AMI): f"aws/{IMAGE}"},
-    )  # fmt: skip
-
-
 def _signed(*signers: CryptoSigner) -> dict:
-    envelope = sign_statement(_statement(), signers[0])
+    envelope = sign_statement(good_statement(), signers[0])
     for extra in signers[1:]:
-        envelope["signatures"] += sign_statement(_statement(), extra)["signatures"]
+        envelope["signatures"] += sign_statement(good_statement(), extra)["signatures"]
     return envelope
 
 
