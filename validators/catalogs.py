@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -178,6 +179,46 @@ class SxidPolicy:
         return min(found, key=lambda s: self.severities.index(s))
 
 
+_INTR = re.compile(r"\((0x[0-9A-Fa-f]{1,8})\s+(0x[0-9A-Fa-f]{1,8})\b")
+
+
+@dataclass(frozen=True)
+class NvlinkRow:
+    """One row of NVIDIA's "XID 144-150 Decode" sheet (``data/xid_nvlink5.yaml``)."""
+
+    xid: int
+    unit: str
+    intrinfo_v1: str  # 32 characters, bit 31 first: 1 set, 0 clear, - either
+    intrinfo_v2: str
+    error_status: int
+    resolution: str  # the sheet's Data Center Recovery Action bucket
+    action: Action
+    severity: str
+    investigatory: str
+    source: str
+
+    def matches(self, xid: int, intrinfo: int, status: int) -> bool:
+        return (
+            xid == self.xid
+            and status == self.error_status
+            and (_bits_match(self.intrinfo_v2, intrinfo) or _bits_match(self.intrinfo_v1, intrinfo))
+        )
+
+
+def _bits_match(pattern: str, value: int) -> bool:
+    for i, ch in enumerate(pattern):
+        bit = (value >> (31 - i)) & 1
+        if (ch == "1" and not bit) or (ch == "0" and bit):
+            return False
+    return True
+
+
+def intrinfo_of(text: str) -> tuple[int, int] | None:
+    """(IntrInfo, Error Status): the first two numbers in an Xid 144-150 line's parentheses."""
+    m = _INTR.search(text)
+    return (int(m[1], 16), int(m[2], 16)) if m else None
+
+
 @dataclass(frozen=True)
 class XidCatalog:
     xids: dict[int, XidEntry]
@@ -189,6 +230,15 @@ class XidCatalog:
     app_burst: AppBurst
     severity_text: tuple[tuple[str, Action], ...] = ()
     sxid_policy: SxidPolicy | None = None
+    nvlink5: tuple[NvlinkRow, ...] = ()
+
+    def decode_nvlink5(self, code: int, text: str) -> NvlinkRow | None:
+        """Xid 144-150: the row of NVIDIA's decode sheet the line's IntrInfo and Error
+        Status select; None when the line carries neither or no row matches."""
+        found = intrinfo_of(text)
+        if found is None:
+            return None
+        return next((r for r in self.nvlink5 if r.matches(code, *found)), None)
 
     def lookup(self, kind: str, code: int) -> XidEntry:
         known = self.sxids if kind == "sxid" else self.xids
@@ -273,6 +323,39 @@ def _check_hands(xids: dict[int, XidEntry], hands: dict[str, Any]) -> None:
         )
 
 
+def _nvlink5() -> tuple[NvlinkRow, ...]:
+    doc = _load("xid_nvlink5.yaml")
+    actions = {str(k): Action(v) for k, v in doc["actions"].items()}
+    rows = []
+    for i, r in enumerate(doc["rows"]):
+        for key in ("intrinfo_v1", "intrinfo_v2"):
+            if len(r[key]) != 32 or set(r[key]) - set("01-"):
+                raise UserError(
+                    f"{DATA / 'xid_nvlink5.yaml'}: rows[{i}].{key} {r[key]!r} is not 32 "
+                    "characters of 0, 1 and -; copy the pattern from the decode sheet"
+                )
+        if r["resolution"] not in actions:
+            raise UserError(
+                f"{DATA / 'xid_nvlink5.yaml'}: rows[{i}] resolution {r['resolution']!r} has no "
+                f"action; add it under actions ({', '.join(actions)})"
+            )
+        rows.append(
+            NvlinkRow(
+                xid=int(r["xid"]),
+                unit=str(r["unit"]),
+                intrinfo_v1=r["intrinfo_v1"],
+                intrinfo_v2=r["intrinfo_v2"],
+                error_status=int(r["error_status"]),
+                resolution=str(r["resolution"]),
+                action=actions[r["resolution"]],
+                severity=str(r["severity"]),
+                investigatory=str(r["investigatory"]),
+                source=str(r["source"]),
+            )
+        )
+    return tuple(rows)
+
+
 @lru_cache(maxsize=1)
 def xid_catalog() -> XidCatalog:
     doc = _load("xids.yaml")
@@ -310,4 +393,5 @@ def xid_catalog() -> XidCatalog:
         ),
         severity_text=tuple((r["match"], Action(r["action"])) for r in doc["severity_text"]),
         sxid_policy=policy,
+        nvlink5=_nvlink5(),
     )

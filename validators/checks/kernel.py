@@ -86,12 +86,42 @@ def _action(ctx: Context, entry: XidEntry, e: Event, codes_here: set[int]) -> Ac
         # so an earlier 'Node Reboot Required' that a later 'None' replaced is history
         named = [a for t in e.texts if (a := ctx.xids.action_from_text(t)) is not None]
         action = named[-1] if named else action
-    if entry.severity_text:  # Xid 144-150: Fatal -> RESET_GPU, Nonfatal -> ignore
-        named = [a for t in e.texts if (a := ctx.xids.action_from_severity(t)) is not None]
+    if entry.severity_text:  # Xid 144-150: NVIDIA's decode sheet, else the Fatal word
+        named = [a for t in e.texts if (a := _nvlink5_action(ctx, e.code, t)) is not None]
         action = max(named, key=lambda a: a.rank) if len(named) == len(e.texts) else action
     if entry.with_codes and entry.with_action and codes_here & set(entry.with_codes):
         action = entry.with_action
     return action
+
+
+def _nvlink5_action(ctx: Context, code: int, text: str) -> Action | None:
+    """One Xid 144-150 line: the action of the decode row its IntrInfo and Error Status
+    select (IGNORE and XID_154_EVAL rows: none of their own); a line no row matches, by
+    its Fatal / Nonfatal word; None when it says neither (then the Xid's own action)."""
+    row = ctx.xids.decode_nvlink5(code, text)
+    return row.action if row is not None else ctx.xids.action_from_severity(text)
+
+
+def _nvlink5_details(ctx: Context, e: Event) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for t in e.texts:
+        row = ctx.xids.decode_nvlink5(e.code, t)
+        out.append(
+            {
+                "unit": row.unit,
+                "resolution": row.resolution,
+                "severity": row.severity,
+                "investigatory": row.investigatory,
+                "source": row.source,
+            }
+            if row is not None
+            else {
+                "resolution": None,
+                "why": "no row of NVIDIA's decode sheet matches: judged by "
+                "the line's Fatal / Nonfatal word",
+            }
+        )
+    return out
 
 
 UNREAD = Action.DRAIN
@@ -167,6 +197,12 @@ def _xid(
         "processes": e.processes,
         "gpu_uuid": uuid,
     }
+    source = entry.source
+    if entry.severity_text:
+        decoded = _nvlink5_details(ctx, e)
+        details["nvlink5_decode"] = decoded
+        rows = sorted({str(d["source"]) for d in decoded if d.get("source")})
+        source = "; ".join([source, *rows])
     if e.instances:
         details["mig_instances"] = e.instances
     if prev is not None:
@@ -177,7 +213,7 @@ def _xid(
         }
     if unreadable:
         details["history_unreadable"] = unreadable
-    info = {"measured": measured, "source": entry.source, "details": details, "gpu": gpu}
+    info = {"measured": measured, "source": source, "details": details, "gpu": gpu}
     if entry.ignore and entry.app:  # IGNORE, but the application's fault: say whose
         return warn(f"{text}: the application faulted ({who}); nothing to do on the host", **info)
     if entry.ignore or action == Action.NONE:
