@@ -20,20 +20,18 @@ from typing import Any
 
 import pynvml
 
-from imagectl.validators.checks.base import Spec
 from imagectl.validators.context import Context
 from imagectl.validators.findings import Finding
 from imagectl.validators.host.facts import FactMissing
 from imagectl.validators.nvml.errors import error_label, error_name, is_unsupported
 from imagectl.validators.nvml.policy import nvml_policy
 from imagectl.validators.nvml.unsupported import judge_unsupported
+from imagectl.validators.registry import Spec
 from imagectl.validators.results import Action, CheckResult, Outcome
 
 
 def _result(spec: Spec, f: Finding, gpu: int | None, duration: float) -> CheckResult:
-    return CheckResult(
-        id=spec.id,
-        title=spec.title,
+    return spec.result(
         severity=f.severity or spec.severity,
         outcome=f.outcome,
         measured=f.measured,
@@ -127,10 +125,13 @@ def run_with_deadline(job: Callable[[], None], timeout_s: float) -> bool:
 
 def run_one(spec: Spec, ctx: Context, gpu: int | None) -> list[CheckResult]:
     box: dict[str, Any] = {}
+    fn = spec.fn
+    if fn is None:
+        raise ValueError(f"{spec.id} runs in its own stage ({spec.runs.value}), not the runner")
 
     def work() -> None:
         try:
-            out = spec.fn(ctx, gpu) if spec.per_gpu else spec.fn(ctx)
+            out = fn(ctx, gpu) if spec.per_gpu else fn(ctx)
             box["findings"] = out if isinstance(out, list) else [out]
         except BaseException as exc:
             box["exc"] = exc

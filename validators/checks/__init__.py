@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from imagectl.validators.checks.base import REGISTRY, Spec
+from imagectl.validators.registry import REGISTRY, Runs, Spec
 
 # Run order: inventory first (nvml.init enumerates the GPUs every later check uses).
 MODULES = (
@@ -35,10 +35,14 @@ for _module in MODULES:
 
 
 def specs_for(profile: str, *, hygiene: bool = True) -> list[Spec]:
+    """The checks the runner calls for ``profile``, in run order (the other registered
+    checks run in their own stage: ``validators/session.py``)."""
     return [
         s
         for s in REGISTRY.values()
-        if profile in s.profiles and (hygiene or not s.id.startswith("image."))
+        if s.runs is Runs.NVML
+        and profile in s.profiles
+        and (hygiene or not s.id.startswith("image."))
     ]
 
 
