@@ -32,15 +32,18 @@ run: system venv
 	$(BIN)/imagectl run --stack local
 
 LINTED := pipeline validators images playbooks tests benchmarks
+# The docs site (mkdocs.yml, docs/) builds with --strict: a broken link or anchor, or a page
+# outside the nav, fails (a second or two; into build/site).
 lint: venv
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mkdocs build --strict --quiet
 
 # mypy checks the package as Python imports it: imagectl is pipeline/ with validators/,
 # images/ and playbooks/ inside it (pyproject's package-dir). A tree of links gives mypy
 # that layout; checked as folders, every `from imagectl...` was an unchecked Any.
 TYPECHECK := build/typecheck
-# The stages' packages pass mypy --strict itself too (issue 46: typed seams); the modules
+# The stages' packages pass mypy --strict itself too (typed seams); the modules
 # they import are checked by the run above, not held to --strict (follow-imports=silent).
 # pyproject.toml sets the same flags per module, so the run above already reports most.
 STRICT := building validation promotion orchestrate stacks

@@ -1,4 +1,4 @@
-"""Benchmark: the rollout decision over 10,000 nodes' series (issue 47: under 2 s).
+"""Benchmark: the rollout decision over 10,000 nodes' series (the goal: under 2 s).
 
 The fleet: N nodes of one stack on two shapes, half on the candidate and half on its
 predecessor, each with the series a healthy 8-GPU node exports (boot check and watcher),

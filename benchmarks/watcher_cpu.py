@@ -1,4 +1,4 @@
-"""Benchmark: the passive watcher's CPU cost (issue 47: at most 1% of one core at its
+"""Benchmark: the passive watcher's CPU cost (the goal: at most 1% of one core at its
 default interval, 60 s).
 
 Runs ``imagectl watch --replay SNAPSHOT --interval I`` as the systemd unit runs it (one

@@ -35,7 +35,7 @@ TAG_REPLACEMENT = "imagectl:replacement"
 TAG_ATTESTATION = "imagectl:attestation"
 # its signed revocation (imagectl revoke): sha256-<hex> of the revocation's envelope
 TAG_REVOKED = "imagectl:revoked"
-# the canary pointer on Azure (issue 47): "true" on the gallery version the canary names
+# the canary pointer on Azure: "true" on the gallery version the canary names
 TAG_CANARY = "imagectl:canary"
 
 # the tags every candidate artifact carries (imagectl.packer.variables.artifact_tags),

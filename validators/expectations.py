@@ -39,9 +39,9 @@ class InfinibandPins(BaseModel):
 
 class Network(BaseModel):
     """The fabric software the image installs (the stack's ``network`` for its cloud),
-    keyed by fabric (the ``nics.fabric`` of a shape). An expect.json written before
-    issue 46 named the keys after a cloud (``aws_efa``, ``azure_infiniband``): images
-    built then carry it, so those names are read too."""
+    keyed by fabric (the ``nics.fabric`` of a shape). The expect.json of an image built
+    before the keys were fabrics names them after a cloud (``aws_efa``,
+    ``azure_infiniband``): those names are read too."""
 
     model_config = ConfigDict(extra="forbid")
     efa: EfaPins | None = Field(None, validation_alias=AliasChoices("efa", "aws_efa"))

@@ -49,7 +49,7 @@ from imagectl.validators.receipt import Receipt
 
 PREFIX = "imagectl_"
 DEFAULT_FILE = "/var/lib/node_exporter/textfile_collector/imagectl.prom"
-SERIES_BUDGET = 50  # per 8-GPU node, boot file and watcher file together (issue 47)
+SERIES_BUDGET = 50  # per 8-GPU node, boot file and watcher file together
 INFO_LABELS = (
     "image_id", "instance_id", "stack", "shape", "cloud", "region", "profile",
     "stack_digest", "validator_version",

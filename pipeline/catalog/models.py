@@ -273,7 +273,7 @@ class PointerFlip(Base):
 
 
 class CanaryPointer(_RegionPointer, Base):
-    """The "canary" image of a stack on a cloud in one region, beside "latest" (issue 47):
+    """The "canary" image of a stack on a cloud in one region, beside "latest":
     what the fraction of a fleet that takes a candidate first deploys from
     (``imagectl promote --canary``); ``imagectl rollout`` advances latest to it or moves it
     back to ``previous_image_id`` (none: the pointer is removed)."""

@@ -1,7 +1,7 @@
 """``imagectl promote IMAGE | --stack S``: gated, parallel promotion to every region.
 
 ``--canary`` moves the stack's canary pointer instead of "latest" (the same gate; no
-copies: where the image already is; ``imagectl rollout`` decides the rest, issue 47).
+copies: where the image already is; ``imagectl rollout`` decides the rest).
 
 Exit codes: 0 promoted (or already promoted); 1 gate refused, image blocked, another
 promotion of the stack running, or partially promoted (the output says how to resume);

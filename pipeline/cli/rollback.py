@@ -2,7 +2,7 @@
 image; the current one becomes ``rolled_back``. Exit 2 when there is nothing to roll
 back to; exit 1 when another promotion of the stack is running. ``--canary`` moves the
 canary pointer back instead (to the canary before it, or none: canary nodes deploy from
-latest); latest is untouched (issue 47)."""
+latest); latest is untouched."""
 
 from __future__ import annotations
 

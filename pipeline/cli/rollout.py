@@ -1,5 +1,5 @@
 """``imagectl rollout --stack S``: advance, hold or roll back the stack's canary from the
-fleet's health in Prometheus (``imagectl.rollout``; issue 47).
+fleet's health in Prometheus (``imagectl.rollout``).
 
 Prometheus is named by ``IMAGECTL_PROMETHEUS_URL`` and its auth by
 ``IMAGECTL_PROMETHEUS_TOKEN`` or ``IMAGECTL_PROMETHEUS_USER`` / ``_PASSWORD`` (or the

@@ -273,7 +273,7 @@ def command(
         stacks = catalog_status(catalog, stack=stack, cloud=cloud, events=n_events)
         from imagectl.rollout.query import rollout_status
 
-        for entry in stacks:  # the canary pointer and the latest rollout decisions (issue 47)
+        for entry in stacks:  # the canary pointer and the latest rollout decisions
             entry.update(rollout_status(catalog, entry["stack"], entry["cloud"]))
     finally:
         catalog.close()

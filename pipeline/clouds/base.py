@@ -227,22 +227,22 @@ class Provider(ABC):
     @abstractmethod
     def set_pointer(self, stack: str, region: str, image_id: str) -> None: ...
 
-    # The canary pointer beside "latest" (issue 47): what a fleet's canary fraction deploys
-    # from. Each cloud's documented means (AWS: a second SSM parameter; Google Cloud: a
-    # second image family; Azure: a second gallery image definition or tags); a cloud
-    # that has not implemented it says so.
+    # The canary pointer beside "latest": what a fleet's canary fraction deploys
+    # from, by each cloud's documented means (AWS: a second SSM parameter; Google Cloud: a
+    # second image family; Azure: the gallery version tagged imagectl:canary=true; local:
+    # a file beside "latest"). A cloud's provider that does not override these says so.
     def get_canary_pointer(self, stack: str, region: str) -> str | None:
         """The image id the stack's canary pointer names in ``region`` (None: unset)."""
         raise UserError(
             f"the canary pointer is not implemented on the {self.cloud} cloud yet",
-            hint="Use the local cloud for canaries today (issue 47)",
+            hint=f"Promote without --canary on {self.cloud}, or give its provider a canary pointer",
         )
 
     def set_canary_pointer(self, stack: str, region: str, image_id: str | None) -> None:
         """Point the stack's canary at ``image_id`` in ``region`` (None: remove it)."""
         raise UserError(
             f"the canary pointer is not implemented on the {self.cloud} cloud yet",
-            hint="Use the local cloud for canaries today (issue 47)",
+            hint=f"Promote without --canary on {self.cloud}, or give its provider a canary pointer",
         )
 
     @abstractmethod

@@ -220,7 +220,7 @@ def ansible_vars(
         "validator_toolkit_cuda": (baked_toolkit or {}).get("cuda", ""),
         "validator_toolkit_wheelhouse": validator_toolkit_wheelhouse,
         "validator_attestation_trust": validator_attestation_trust or {},
-        "validator_watch_enabled": s.validation.watcher,  # the passive watcher (issue 47)
+        "validator_watch_enabled": s.validation.watcher,  # the passive watcher
         "nvidia_repo_enabled": bool(n and n.source == "cuda-repo"),
         "nvidia_repo_slug": s.os.repo_slug,
         "nvidia_repo_arch": "sbsa" if s.os.arch == "aarch64" else "x86_64",

@@ -12,7 +12,7 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
   not name or under another shape than the one its own expectations were made for;
 - every such receipt names this image id and the stack digest of the image, and that
   digest is the stack file's current digest (the pins did not change since the build);
-- where the image's build recorded its expectations (``builds.expectations``, issue 46:
+- where the image's build recorded its expectations (``builds.expectations``:
   what validate-image judges the image by), the record's stack digest is the one the
   image was built from, and every host receipt was judged by exactly the expectations
   the build recorded for its shape;

@@ -150,7 +150,7 @@ def stack_digest(stack: Stack) -> str:
     body = stack.model_dump(mode="json", exclude={"description", "example"})
     if body.get("validation", {}).get("nodes") == 1:  # the default: digests made before it
         del body["validation"]["nodes"]
-    if body.get("validation", {}).get("watcher") is False:  # likewise (issue 47)
+    if body.get("validation", {}).get("watcher") is False:  # likewise
         del body["validation"]["watcher"]
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -157,7 +157,7 @@ class Infiniband(Strict):
     peermem: bool = True
 
 
-# network keys named after a cloud before issue 46, and the fabric each is now
+# network keys once named after a cloud, and the fabric each is now
 RENAMED_FABRICS = {"aws_efa": "efa", "azure_infiniband": "infiniband"}
 
 
@@ -334,6 +334,22 @@ class Toolkit(Strict):
     )
 
 
+Severity = Literal["negligible", "low", "medium", "high", "critical"]
+
+
+class VulnerabilityGate(Strict):
+    """What blocks a candidate in the scan of its SBOM (Grype): a match at or above
+    ``fail_on`` in Grype's order, counted only when it has a fix with ``only_fixed``."""
+
+    fail_on: Severity = Field(
+        description="the lowest severity that blocks (Grype's order: negligible, low, "
+        "medium, high, critical)"
+    )
+    only_fixed: bool = Field(
+        True, description="count only matches whose fix state is 'fixed' (Grype --only-fixed)"
+    )
+
+
 class Validation(Strict):
     profile: Profile = "quick"
     max_receipt_age_hours: int = Field(72, ge=1)
@@ -355,6 +371,12 @@ class Validation(Strict):
         description="enable the passive health watcher (imagectl-watch.service: journal Xid/"
         "SXid, NVML clock events, row remaps, ECC as metrics) on nodes booted from the image; "
         "installed always, off by default; false (the default) is left out of the stack digest",
+    )
+    vulnerabilities: VulnerabilityGate | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="the SBOM scan's threshold (imagectl scan); absent: the sourced default "
+        "in images/compat/vulnerabilities.yaml; absent is left out of the stack digest",
     )
 
 

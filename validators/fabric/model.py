@@ -135,7 +135,7 @@ FABRIC_DOC = (
     "state, phys_state, rate, link_layer, error counters read twice interval_s apart), GPU "
     "and NIC PCI functions with the bridges above them, loaded modules (nvidia_peermem, "
     "efa, ...), `fi_info -p efa` and `fi_info --version`, and a tiny NCCL run's "
-    "NCCL_DEBUG=INFO output and topology dump; since issue 43 also every network interface "
+    "NCCL_DEBUG=INFO output and topology dump; also every network interface "
     "(netdevs), each NIC's PCIe link, the ACS control bits of the bridges above GPUs and "
     "NICs, and each RDMA port's hw_counters (read twice). Absent: not captured; replay then "
     "skips the fabric checks. A part absent from an older snapshot is unknown, never healthy."

@@ -277,7 +277,7 @@ class AzurePromotion:
             ) > version_key(target.name or ""):
                 self._update(str(raw.id), exclude_from_latest=True)
 
-    # The canary pointer (issue 47): the gallery version tagged imagectl:canary=true. A
+    # The canary pointer: the gallery version tagged imagectl:canary=true. A
     # candidate version stays excludeFromLatest, so "latest" never resolves to it; the
     # canary fleet names the tagged version explicitly (Azure Compute Gallery: a version
     # excluded from latest is used by its full id).

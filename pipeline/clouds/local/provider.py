@@ -8,7 +8,7 @@ Layout under the registry root (default ``<state dir>/registry``; ``root=`` or
                                                state, shared_with, deprecation)
     <root>/<region>/copies/<hex>-<token>.json  copy requests, keyed by image and token
     <root>/<region>/stacks/<stack>/latest      the stack's "latest" pointer (an image id)
-    <root>/<region>/stacks/<stack>/canary      its canary pointer beside it (issue 47)
+    <root>/<region>/stacks/<stack>/canary      its canary pointer beside it
     <root>/instances/<id>.json                 instances registered as running an image
 
 An image id is ``sha256:<hex>``, the sha256 of the disk file, so the same image has the
