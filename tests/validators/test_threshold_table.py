@@ -1,15 +1,16 @@
-"""Every threshold says where it comes from (issue 28 item 10): NVIDIA where NVIDIA sets
-it, else imagectl policy with its reason; validators/README.md lists them all, generated
-from the data (a stale table fails here)."""
+"""Every threshold says where it comes from: NVIDIA where NVIDIA sets it, else imagectl
+policy with its reason; docs/validator-thresholds.md lists them all, generated from the
+data (``python -m tests.docs.pages``; a stale table fails here)."""
 
 from __future__ import annotations
 
 import re
 
 from imagectl.validators.catalogs import AUTHORITIES, thresholds
-from imagectl.validators.threshold_table import README, markdown
+from tests.docs.pages import DOCS, block
 
 NVIDIA_SOURCE = re.compile(r"NVIDIA|NVML|DCGM")
+PAGE = DOCS / "validator-thresholds.md"
 
 
 def test_every_threshold_names_its_authority() -> None:
@@ -29,11 +30,10 @@ def test_numbers_from_other_tools_are_policy() -> None:
             assert t.authority == "imagectl", t.key
 
 
-def test_readme_table_is_generated_from_the_data() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert markdown() in text, (
-        "validators/README.md's thresholds table is stale: "
-        "run python -m imagectl.validators.threshold_table"
+def test_the_docs_table_is_generated_from_the_data() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert block("thresholds") in text, (
+        "docs/validator-thresholds.md's thresholds table is stale: run python -m tests.docs.pages"
     )
     for key in thresholds().values:
         assert f"`{key}`" in text

@@ -1,0 +1,130 @@
+"""The docs site's tables that come from data, rendered into their pages.
+
+    python -m tests.docs.pages           # rewrite every generated table in docs/
+    python -m tests.docs.pages --check   # exit 1 naming each page that is not its rendering
+
+A page holds a generated table between ``<!-- generated: NAME ... -->`` and
+``<!-- end generated: NAME -->``; everything outside those two lines is written by hand.
+The tables and where their rows come from:
+
+- ``checks`` (docs/validator-checks.md): the validator's check registry
+  (``imagectl.validators.checks.REGISTRY``): id, title, severity, scope, profiles.
+- ``thresholds`` (docs/validator-thresholds.md): ``validators/data/thresholds.yaml``, each
+  number with who sets it (NVIDIA, or imagectl policy with its reason) and its source.
+- ``environment`` (docs/environment.md): ``docs/data/environment.yaml``, every
+  ``IMAGECTL_*`` variable the code reads (tests/docs/test_docs_pages.py holds that list to
+  the code).
+
+``tests/docs/test_docs_pages.py`` fails when a committed page differs from what this
+writes, so a new check, threshold or variable cannot be left out of the docs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+ENVIRONMENT = DOCS / "data" / "environment.yaml"
+COMMAND = "python -m tests.docs.pages"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def checks_table() -> list[str]:
+    from imagectl.validators.checks import REGISTRY
+    from imagectl.validators.checks.base import ALL_PROFILES
+
+    rows = ["| id | title | severity | scope | profiles |", "|---|---|---|---|---|"]
+    for spec in REGISTRY.values():
+        scope = "per GPU" if spec.per_gpu else "host"
+        profiles = "all" if spec.profiles == ALL_PROFILES else "/".join(sorted(spec.profiles))
+        rows.append(
+            f"| `{spec.id}` | {_cell(spec.title)} | {spec.severity.value} | {scope} | {profiles} |"
+        )
+    return rows
+
+
+def thresholds_table() -> list[str]:
+    from imagectl.validators.catalogs import thresholds
+
+    rows = ["| threshold | value | set by | source |", "|---|---|---|---|"]
+    for t in sorted(thresholds().values.values(), key=lambda t: t.key):
+        who = "NVIDIA" if t.authority == "nvidia" else f"imagectl policy: {t.reason}"
+        rows.append(
+            f"| `{t.key}` | {t.value:g} {_cell(t.unit)} | {_cell(who)} | {_cell(t.source)} |"
+        )
+    return rows
+
+
+def environment_variables() -> list[dict[str, str]]:
+    doc = yaml.safe_load(ENVIRONMENT.read_text(encoding="utf-8"))
+    entries: list[dict[str, str]] = doc["variables"]
+    return entries
+
+
+def environment_table() -> list[str]:
+    rows = ["| variable | what it sets | default |", "|---|---|---|"]
+    for entry in environment_variables():
+        rows.append(f"| `{entry['name']}` | {_cell(entry['sets'])} | {_cell(entry['default'])} |")
+    return rows
+
+
+TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
+    "checks": ("validator-checks.md", checks_table),
+    "thresholds": ("validator-thresholds.md", thresholds_table),
+    "environment": ("environment.md", environment_table),
+}
+
+
+def begin(name: str) -> str:
+    return f"<!-- generated: {name} (from data: {COMMAND}; do not edit by hand) -->"
+
+
+def end(name: str) -> str:
+    return f"<!-- end generated: {name} -->"
+
+
+def block(name: str) -> str:
+    return "\n".join([begin(name), *TABLES[name][1](), end(name)])
+
+
+def rewrite(text: str, name: str) -> str:
+    """``text`` with table ``name``'s block rendered again; the rest as it was."""
+    pattern = re.compile(re.escape(begin(name)) + r".*?" + re.escape(end(name)), re.S)
+    if len(pattern.findall(text)) != 1:
+        raise ValueError(f"expected one generated {name!r} block: {begin(name)} ... {end(name)}")
+    return pattern.sub(lambda _: block(name), text)
+
+
+def stale() -> list[str]:
+    """The pages whose generated tables are not what the data renders."""
+    found = []
+    for name, (page, _) in TABLES.items():
+        text = (DOCS / page).read_text(encoding="utf-8")
+        if rewrite(text, name) != text:
+            found.append(f"docs/{page} ({name})")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        pages = stale()
+        for page in pages:
+            print(f"stale: {page}: run {COMMAND}", file=sys.stderr)
+        return 1 if pages else 0
+    for name, (page, _) in TABLES.items():
+        path = DOCS / page
+        path.write_text(rewrite(path.read_text(encoding="utf-8"), name), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

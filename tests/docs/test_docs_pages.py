@@ -1,0 +1,48 @@
+"""The docs site's generated tables are what the data renders (tests/docs/pages.py): the
+check registry, the thresholds and the environment variables. A check, threshold or
+variable added without running ``python -m tests.docs.pages`` fails here, naming the page."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.docs.pages import DOCS, TABLES, begin, block, end, rewrite, stale
+
+
+def test_every_generated_table_is_what_the_data_renders() -> None:
+    assert stale() == [], "run python -m tests.docs.pages"
+
+
+def test_every_check_of_the_registry_has_its_row() -> None:
+    from imagectl.validators.checks import REGISTRY
+
+    text = (DOCS / "validator-checks.md").read_text(encoding="utf-8")
+    assert len(REGISTRY) > 60
+    for spec in REGISTRY.values():
+        assert f"| `{spec.id}` | {spec.title.replace('|', chr(92) + '|')} |" in text, spec.id
+
+
+def test_every_threshold_has_its_row() -> None:
+    from imagectl.validators.catalogs import thresholds
+
+    text = (DOCS / "validator-thresholds.md").read_text(encoding="utf-8")
+    for key in thresholds().values:
+        assert f"| `{key}` |" in text, key
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_rewrite_renders_the_block_and_keeps_the_rest(name: str) -> None:
+    hand = "# Page\n\nwritten by hand\n\n"
+    text = hand + f"{begin(name)}\n| stale | row |\n{end(name)}\n\nafter, by hand\n"
+    rewritten = rewrite(text, name)
+    assert rewritten == hand + block(name) + "\n\nafter, by hand\n"
+    assert "| stale | row |" not in rewritten
+    assert rewrite(rewritten, name) == rewritten
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_a_page_without_its_block_or_with_two_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        rewrite("# Page\n", name)
+    with pytest.raises(ValueError, match=name):
+        rewrite(block(name) + "\n" + block(name), name)
