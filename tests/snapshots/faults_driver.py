@@ -41,7 +41,7 @@ FAULTS: dict[str, Fault] = {
     "fallen-off-bus-at-probe": Fault(
         ("h100-sxm-8x",),
         both(drop_gpu(7), _probe_lines(GONE)),
-        {"gpu.count": "REBOOT", "kernel.messages": "REBOOT"},
+        {"gpu.count": "DRAIN", "kernel.messages": "REBOOT"},
         source=(
             f"{SRC} src/nvidia/arch/nvalloc/unix/src/osapi.c rm_is_supported_device(): "
             "NV_PMC_BOOT_0/42 read 0xFFFFFFFF -> 'The NVIDIA GPU ... has fallen off the bus and "
@@ -72,7 +72,7 @@ FAULTS: dict[str, Fault] = {
             log_line("-- Boot 9f1c1111222233334444555566667777 --", stamp=""),
             _probe_lines(GONE),
         ),
-        {"gpu.count": "REBOOT", "kernel.messages": "ISOLATE_RMA"},
+        {"gpu.count": "DRAIN", "kernel.messages": "ISOLATE_RMA"},
         source=(
             f"{SRC} osapi.c rm_is_supported_device(): the same GPU fell off the bus at probe "
             f"in the previous boot too: the reboot did not clear it; {CAT}: Xid 79 'If this "
@@ -86,7 +86,7 @@ FAULTS: dict[str, Fault] = {
             log_line(f"NVRM: GPU {GONE}: RmInitAdapter failed! (0x22:0x40:894)"),
             log_line(f"NVRM: GPU {GONE}: rm_init_adapter failed, device minor number 7"),
         ),
-        {"gpu.count": "REBOOT", "kernel.messages": "REBOOT"},
+        {"gpu.count": "DRAIN", "kernel.messages": "REBOOT"},
         source=(
             f"{SRC} src/nvidia/arch/nvalloc/unix/src/osinit.c RmInitAdapter(): 'RmInitAdapter "
             "failed! (0x%x:0x%x:%d)' with rm_init_status 0x22 RM_INIT_GPU_GPUMGR_ATTACH_GPU_FAILED"
@@ -99,7 +99,7 @@ FAULTS: dict[str, Fault] = {
             drop_gpu(7),
             log_line(f"NVRM: GPU {GONE}: RmInitAdapter failed! (0x61:0x56:1750)"),
         ),
-        {"gpu.count": "REBOOT", "kernel.messages": "BLOCK_IMAGE"},
+        {"gpu.count": "DRAIN", "kernel.messages": "BLOCK_IMAGE"},
         source=(
             f"{SRC} osinit.c RmInitAdapter(): rm_init_status 0x61 "
             "RM_INIT_FIRMWARE_FETCH_FAILED (the rm firmware errors, 0x60-0x63): the GSP firmware "

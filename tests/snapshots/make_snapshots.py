@@ -185,8 +185,11 @@ FAULTS: dict[str, Fault] = {
     "gpu-missing-7-of-8": Fault(
         ("h100-sxm-8x",),
         drop_gpu(7),
-        {"gpu.count": "REBOOT"},
-        source="images/catalog/shapes.yaml gpu count; NVML nvmlDeviceGetCount",
+        {"gpu.count": "DRAIN"},
+        source=(
+            "images/catalog/shapes.yaml gpu count; NVML nvmlDeviceGetCount; NVIDIA Health "
+            "Validation gpu_count: drain, then reset_gpu -> restart_os -> service_required"
+        ),
     ),
     "nvlink-inactive": Fault(
         ("h100-sxm-8x",),

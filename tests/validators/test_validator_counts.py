@@ -3,8 +3,9 @@ and fabric manager only where the shape or the GPU table says the GPUs share NVS
 
 The sick host is a real one (tests/snapshots/real/h100-1x-2026-11-28.json: one H100 SXM, no
 fabric manager installed) described as eight GPUs: gpu.count fails and the host is taken
-out (REBOOT: a GPU fallen off the bus or hidden), and fabric manager is not blamed on an
-image (BLOCK_IMAGE) for a baseboard whose GPUs are not there. The control is the same host
+out (DRAIN: NVIDIA's gpu_count node check drains, then resets, reboots, sends for service),
+and fabric manager is not blamed on an image (BLOCK_IMAGE) for a baseboard whose GPUs are
+not there. The control is the same host
 described as it is: one GPU, which shares no switch."""
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def test_fewer_gpus_than_gpu_count_fails_the_count_and_takes_the_node_out() -> N
     receipt = _run("H100-SXM-80GB", 8)
     checks = {c.id: c for c in receipt.checks}
     count = checks["gpu.count"]
-    assert count.failed and count.action.value == "REBOOT"
+    assert count.failed and count.action.value == "DRAIN"
     assert (count.measured, count.expected) == (1, 8)
     assert "--gpu-count" in " ".join(count.message.split())
     for fm in ("sw.fabricmanager.active", "sw.fabricmanager.version"):

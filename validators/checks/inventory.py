@@ -152,6 +152,17 @@ def _arch_of(ctx: Context, handle: object) -> int | None:
         return None
 
 
+# Fewer GPUs than the shape: NVIDIA's node check drains first, a reboot is a later step.
+MISSING_ACTION = Action.DRAIN
+MISSING_SOURCE = (
+    "NVIDIA Health Validation, Node Checks, gpu_count (docs.nvidia.com/health-validation/"
+    "reference/checks/node): CRITICAL when gpu_count != expected_gpu_count; recommended "
+    "action: operational state drain, then reset_gpu -> restart_os -> service_required. "
+    "NVIDIA Xid Catalog Xid 79 (GPU has fallen off the bus): RESTART_BM, a step after the "
+    "drain; a GPU missing in two boots running is ISOLATE_RMA (kernel.messages)"
+)
+
+
 @check("gpu.count", "GPU count matches the shape (or --gpu-count)", timeout_action=Action.REBOOT)
 def gpu_count(ctx: Context) -> Finding:
     found = len(ctx.handles)
@@ -170,15 +181,21 @@ def gpu_count(ctx: Context) -> Finding:
     source = SHAPES if e.shape else f"--gpu-count {e.gpu_count} ({e.origin})"
     if found == e.gpu_count:
         return ok(measured=found, expected=e.gpu_count, source=source)
+    if found < e.gpu_count:
+        return bad(
+            MISSING_ACTION,
+            f"{found} GPU(s) visible, {where} {e.gpu_count}: a GPU has fallen off the bus or "
+            "is hidden; drain the node, then reset / reboot it, and isolate / RMA if the GPU "
+            "stays missing",
+            measured=found,
+            expected=e.gpu_count,
+            source=f"{source}; {MISSING_SOURCE}",
+            details={"attribution": "node", "then": ["RESET_GPU", "REBOOT", "ISOLATE_RMA"]},
+        )
     return bad(
-        Action.REBOOT if found < e.gpu_count else Action.DRAIN,
-        f"{found} GPU(s) visible, {where} {e.gpu_count}: "
-        + (
-            "a GPU has fallen off the bus or is hidden; reboot, and isolate / RMA if it stays "
-            "missing"
-            if found < e.gpu_count
-            else "more GPUs than expected: the wrong machine or the wrong count; drain it"
-        ),
+        Action.DRAIN,
+        f"{found} GPU(s) visible, {where} {e.gpu_count}: more GPUs than expected: the wrong "
+        "machine or the wrong count; drain it",
         measured=found,
         expected=e.gpu_count,
         source=source,
