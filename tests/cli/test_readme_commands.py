@@ -1,6 +1,6 @@
-"""The README's command table lists every command of the registry (``imagectl.cli.
-COMMANDS``), and names none that is not one; each row's command parses with the real
-command line. Before, ``bundle``, ``rollout``, ``watch``, ``run`` and ``collectives`` had
+"""The docs' command table (docs/commands.md) lists every command of the registry
+(``imagectl.cli.COMMANDS``), and names none that is not one; each row's command parses with
+the real command line. Before, ``bundle``, ``rollout``, ``watch``, ``run`` and ``collectives`` had
 no row."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ HEADER = "| command | what it does |"
 
 
 def _first_cells() -> list[str]:
-    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    lines = (REPO / "docs" / "commands.md").read_text(encoding="utf-8").splitlines()
     start = lines.index(HEADER)
     cells = []
     for line in lines[start + 2 :]:
