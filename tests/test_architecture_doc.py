@@ -1,4 +1,4 @@
-"""docs/architecture.md is true to the code (issue 46, item 4): every boundary its table
+"""docs/architecture.md is true to the code: every boundary its table
 states names the tests that hold it, and those tests exist; every stage entry function
 it names imports; every repository path it names exists. A boundary that loses its test,
 a renamed entry function or a moved file fails here instead of drifting silently."""

@@ -181,7 +181,7 @@ def test_a_module_cycle_inside_a_package_is_found() -> None:
     assert cycles(module_graph(files)) == [["imagectl.compat.checks", "imagectl.compat.engine"]]
 
 
-# What each side may import of imagectl besides itself (issue 46, item 4: one core under
+# What each side may import of imagectl besides itself (one core under
 # both sides). The validator, installed alone on a fleet node, imports the core and two
 # modules that hold no code: the root package (its __version__; Python runs it before any
 # imagectl.validators module anyway) and imagectl.images (the data folder shipped as a

@@ -1,4 +1,4 @@
-"""``imagectl.redact``: every place a URL carries a secret is hidden (issue 29 item 7)."""
+"""``imagectl.redact``: every place a URL carries a secret is hidden."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seams between the stages are typed (issue 46, item 2).
+"""The seams between the stages are typed.
 
 Every public function of the stage packages (building, validation, promotion,
 orchestrate, stacks) says what it returns, and none returns a bag of ``dict[str, Any]``:
@@ -185,7 +185,7 @@ def _any_count() -> int:
     return count
 
 
-# ``Any`` (Name or .Any attribute) in the five packages: 109 before issue 46's typed seams,
+# ``Any`` (Name or .Any attribute) in the five packages: 109 before the seams were typed,
 # 16 after (catalog_status's status document and the stack schema's section hook).
 ANY_CEILING = 16
 

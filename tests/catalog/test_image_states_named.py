@@ -1,5 +1,5 @@
 """Image states are ImageState members, never raw strings, wherever the catalog's state of
-an image is set, tagged or compared (issue 18: one source of truth for the lifecycle)."""
+an image is set, tagged or compared (one source of truth for the lifecycle)."""
 
 from __future__ import annotations
 

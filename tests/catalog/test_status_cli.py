@@ -93,7 +93,7 @@ def test_status_json_shape(
         "stack", "cloud", "validation_shapes", "current", "candidates", "blocked", "events",
         "unfinished_flip", "partial", "canary", "rollouts", "hidden",
     }  # fmt: skip
-    assert (h100["canary"], h100["rollouts"]) == ([], [])  # issue 47: tests/fleet
+    assert (h100["canary"], h100["rollouts"]) == ([], [])  # the canary: tests/fleet
     assert h100["validation_shapes"] == ["p5.48xlarge"]  # images/stacks/h100-training.yaml
     assert h100["unfinished_flip"] is None  # tests/promotion/test_flip_records.py: a half flip
     current = {c["region"]: c for c in h100["current"]}

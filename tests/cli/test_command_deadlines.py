@@ -1,4 +1,4 @@
-"""Whole-command deadlines (issue 44 item 7): against an endpoint that accepts a
+"""Whole-command deadlines: against an endpoint that accepts a
 connection and never answers, ``reap``, ``drift``, ``doctor``, ``promote`` and
 ``validate-image`` each exit 1 within their deadline, naming the call they waited on.
 

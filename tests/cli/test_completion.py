@@ -1,4 +1,4 @@
-"""Tab completion (issue 45, item 5): ``--stack``, ``--shape``, ``--gpu`` and catalog
+"""Tab completion: ``--stack``, ``--shape``, ``--gpu`` and catalog
 image ids, through click's own completion machinery (what ``_IMAGECTL_COMPLETE`` runs),
 on every command that takes them."""
 

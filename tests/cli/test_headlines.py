@@ -1,4 +1,4 @@
-"""Honest headlines (issue 45, items 2 and 3): a command whose checks did not all run says
+"""Honest headlines: a command whose checks did not all run says
 so on its first line ("N of M checks could not run: ..."), before any all-clear, in one
 wording (``imagectl.headline``); the exit codes stay as they were. Every command of
 ``HEADLINED`` is exercised with a check that cannot run: no cloud credentials (drift,

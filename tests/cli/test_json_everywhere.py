@@ -1,4 +1,4 @@
-"""``--json`` on every command that prints a result (issue 45, item 6): each command and
+"""``--json`` on every command that prints a result: each command and
 sub-command of the registry takes it; ``snapshot`` (the last without one besides
 ``collectives``, which always printed JSON) prints a machine-readable summary."""
 

@@ -1,4 +1,4 @@
-"""The README's replay of a shipped snapshot (issue 45, item 4): the example runs as
+"""The docs' replay of a shipped snapshot (docs/validator.md): the example runs as
 written, and its table maps every healthy snapshot to the shape it was recorded on (the
 one its own ``description`` names), each row replaying to a pass with that shape."""
 
@@ -13,8 +13,8 @@ import pytest
 from tests.cli.hints import parse
 from tests.support import REPO
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
-ROWS = re.findall(r"^\| `([\w.-]+\.json)` \| `([\w.-]+)` \|$", README, re.M)
+PAGE = (REPO / "docs" / "validator.md").read_text(encoding="utf-8")
+ROWS = re.findall(r"^\| `([\w.-]+\.json)` \| `([\w.-]+)` \|$", PAGE, re.M)
 HEALTHY = REPO / "tests" / "snapshots" / "healthy"
 
 
@@ -34,9 +34,9 @@ def test_each_row_is_the_snapshots_own_shape_and_replays_to_a_pass(
 
 
 def test_the_example_runs_as_written(cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    (example,) = re.findall(r"^imagectl validate --replay .*$", README, re.M)
+    (example,) = re.findall(r"^imagectl validate --replay .*$", PAGE, re.M)
     argv = shlex.split(example)[1:]
     parse(argv)
-    monkeypatch.chdir(REPO)  # the README's paths are the checkout's
+    monkeypatch.chdir(REPO)  # the page's paths are the checkout's
     result = cli(*argv)
     assert result.code == 0, result.err[-2000:]

@@ -1,4 +1,4 @@
-"""The canary pointer on AWS (issue 47): a second ``aws:ec2:image`` SSM parameter beside
+"""The canary pointer on AWS: a second ``aws:ec2:image`` SSM parameter beside
 latest, ``/imagectl/<stack>/canary`` (the reference's per-cloud pointers), written and read
 back as latest is, and deleted when a rolled-back canary named no image before; latest is
 never touched. On moto's SSM."""

@@ -1,4 +1,4 @@
-"""The canary pointer on Azure (issue 47): the gallery image version tagged
+"""The canary pointer on Azure: the gallery image version tagged
 ``imagectl:canary=true``. The candidate version stays excluded from latest (Azure Compute
 Gallery: "latest" resolves to the highest version not excluded), so the canary fleet
 names the tagged version explicitly; moving the canary moves the tag, going back to none

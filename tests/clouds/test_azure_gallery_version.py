@@ -1,4 +1,4 @@
-"""Azure gallery image versions are unique per build (issue 44 item 1).
+"""Azure gallery image versions are unique per build.
 
 A version number is unique only within its image definition and each of its three parts
 is a 32-bit integer (Azure REST API, Gallery Image Versions - Create Or Update:

@@ -1,4 +1,4 @@
-"""A cloud is its folder (issue 46): outside ``pipeline/clouds/`` (whose ``registry.py``
+"""A cloud is its folder: outside ``pipeline/clouds/`` (whose ``registry.py``
 holds the one list of the clouds' names) no code names a cloud. Every string constant
 equal to a registered cloud's name (docstrings aside) and every stack section read by
 attribute (``stack.clouds.aws``) in pipeline/ is enumerated; code asks the registry

@@ -1,4 +1,4 @@
-"""Every cloud call has a deadline (issue 29 item 8).
+"""Every cloud call has a deadline.
 
 The endpoint is a local server that accepts every connection and never answers (what a
 black-holed proxy or a hung API front end does). Each cloud's real SDK client, built by

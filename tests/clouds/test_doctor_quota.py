@@ -1,6 +1,6 @@
 """The doctor's quota check is written once (``imagectl.doctor.quota``) and each cloud
 supplies only its quota API, registered through its spec (``CloudSpec.doctor_module``:
-``clouds/<cloud>/doctor.py``; issue 46, items 1 and 5): the call that reads its quotas
+``clouds/<cloud>/doctor.py``): the call that reads its quotas
 where the stack validates, the permission that call needs, and what a shape counts against
 in the answer. The read made once, the warning when it cannot be read and the loop over the
 shapes are the shared module's.

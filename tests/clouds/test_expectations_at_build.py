@@ -1,4 +1,4 @@
-"""Expectations once, at build (issue 46 item 3): an image is judged by what its build
+"""Expectations once, at build: an image is judged by what its build
 recorded, not by the stack as it reads after the build.
 
 A real ``imagectl build --cloud aws --skip-provisioning`` (Debian's packer against a moto
@@ -252,7 +252,7 @@ def test_a_reused_candidates_older_build_gets_its_record() -> None:
         assert (other.expectations_digest, other.expectations) == (None, None)
 
 
-# The driver version from the stack file to the gate (issue 46): each hop is the function
+# The driver version from the stack file to the gate: each hop is the function
 # that puts it into a new carrier (an object, a file, a row); a function that hands the
 # same object on is no hop. docs/architecture.md ("The driver version") has the trace.
 DRIVER_HOPS = (

@@ -1,4 +1,4 @@
-"""A cloud is its folder (issue 46): a fifth cloud registered from tests/ only, through the
+"""A cloud is its folder: a fifth cloud registered from tests/ only, through the
 ``imagectl.clouds`` entry point group of a throwaway distribution (a dist-info folder with
 ``entry_points.txt`` on PYTHONPATH), runs ``plan``, ``lint``, ``build --dry-run`` and a
 replayed ``validate-image`` on a stack with its section, with no file outside tests/

@@ -1,4 +1,4 @@
-"""The canary pointer on Google Cloud (issue 47): a second image family,
+"""The canary pointer on Google Cloud: a second image family,
 ``<family>-canary`` (one family resolves to one image: its newest non-deprecated member,
 Compute Engine "Image families"). The validated source joins it; a newer canary
 deprecates nothing older; going back deprecates the newer member so the family resolves

@@ -1,5 +1,5 @@
-"""Per-cloud facts live in the cloud's folder and spec (issue 18, item 3; issue 46,
-item 1): outside ``pipeline/clouds/<cloud>/`` and the registry no code
+"""Per-cloud facts live in the cloud's folder and spec: outside
+``pipeline/clouds/<cloud>/`` and the registry no code
 
 - compares a value with a cloud's name (``cloud == "aws"``, ``cloud in ("aws", "gcp")``,
   ``case "aws":``),
@@ -81,7 +81,7 @@ def test_no_cloud_name_branches_outside_the_clouds_own_folders() -> None:
 
 def test_no_cloud_name_branches_in_the_validator() -> None:
     """The validator names no cloud either: what it knows of each (metadata, credential
-    files, image identity grammar) is validators/data/clouds.yaml (issue 46)."""
+    files, image identity grammar) is validators/data/clouds.yaml."""
     paths = sorted((ROOT / "validators").rglob("*.py"))
     offenders = [
         f"{path.relative_to(ROOT)}:{line}: {what}"

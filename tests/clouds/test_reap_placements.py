@@ -1,4 +1,4 @@
-"""``imagectl reap`` sweeps the placements multi-node runs left (issue 31 follow-up: a
+"""``imagectl reap`` sweeps the placements multi-node runs left (a
 runner killed between creating its placement and deleting it leaves it behind).
 
 On each cloud's protocol fake, through the providers' real SDK clients: the placement

@@ -1,4 +1,4 @@
-"""The sandbox's port (issue 45, item 4): a port in use is exit 2 within seconds, naming
+"""The sandbox's port: a port in use is exit 2 within seconds, naming
 the port (it waited forever: moto's server thread died alone); without ``--port`` the
 sandbox picks a free port, prints it, and writes the environment to source in another
 shell. 5000, moto's own default and the README's before, is macOS's AirPlay Receiver."""

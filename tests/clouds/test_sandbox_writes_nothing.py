@@ -1,4 +1,4 @@
-"""The README's AWS try-it sandbox writes nothing into the checkout (issue 32 item 4).
+"""The README's AWS try-it sandbox writes nothing into the checkout.
 
 ``python -m imagectl.clouds.aws.sandbox --port P --stack h100-training`` is started as the
 README starts it, from the checkout; its inventory override (``sandbox-replay.yaml``) and

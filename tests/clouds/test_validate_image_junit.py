@@ -1,4 +1,4 @@
-"""``imagectl validate-image --junit FILE`` (issue 32 item 4): JUnit XML for CI like
+"""``imagectl validate-image --junit FILE``: JUnit XML for CI like
 ``validate --junit``: the decision and a test case per host, then each host's receipt as
 its own suite, check by check. Run on the AWS protocol fake with the real validator
 replaying an image fault (the wrong driver) on every host: the image is blocked."""

@@ -1,4 +1,4 @@
-"""validate-image's outcome is a typed object (issue 46 item 2); its JSON (``to_dict``,
+"""validate-image's outcome is a typed object; its JSON (``to_dict``,
 what --json prints and the run summary keeps) merges the shapes' runs: every host with
 its shape, the launches, terminations and termination errors of all, the fabric receipt
 per shape."""

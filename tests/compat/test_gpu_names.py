@@ -1,4 +1,4 @@
-"""GPU names as NVIDIA and nvidia-smi spell them (issue 32 item 4): ``compat check --gpu``
+"""GPU names as NVIDIA and nvidia-smi spell them: ``compat check --gpu``
 takes the SKU key, nvmlDeviceGetName's name (``NVIDIA H100 80GB HBM3``), NVIDIA's product
 names (``H100 SXM``, and ``H100`` for the whole family: every H100 SKU is judged), and a
 near miss is refused with a "did you mean" naming the closest known names."""

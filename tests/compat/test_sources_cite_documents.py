@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = sorted(
     [*(REPO / "images" / "compat").glob("*.yaml"), *(REPO / "validators" / "data").glob("*.yaml")]
 )
-# a reference to a work item: "issue: ...", "issue" and a number, "PR #3", "work item"; the English
-# word ("an interrupt issue with the GPU") is not one
+# a reference to a work item: the word issue or PR with a colon or a number after it, or
+# "work item"; the English word ("an interrupt issue with the GPU") is not one
 MENTION = re.compile(
     r"\b(issues?|PR|pull requests?|tickets?)\s*(:|#?\d)|\bwork items?\b", re.IGNORECASE
 )

@@ -1,4 +1,4 @@
-"""Base image drift (issue 32 item 2): ``imagectl drift --base-images`` reports a newer
+"""Base image drift: ``imagectl drift --base-images`` reports a newer
 base image than the stack builds on as a finding with the proposed pin.
 
 AWS through moto (DescribeImages with the stack's owner and name filter): the promoted

@@ -1,4 +1,4 @@
-"""Drift reports per stack and per check (issue 32 item 4): a check that cannot run (an
+"""Drift reports per stack and per check: a check that cannot run (an
 unreachable NVIDIA index, a cloud without credentials) is an error in the report beside the
 results the other checks computed, never an exit 2 with empty output. Exit codes: 0 every
 check ran and found nothing, 1 drift found or a check could not run, 2 bad input."""

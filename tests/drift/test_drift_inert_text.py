@@ -1,6 +1,6 @@
 """A fleet host's receipt writes part of a drift finding (its file name, versions, the
-detail): the issue body (``--format markdown``) and the terminal table show it inert
-(issue 29 item 6). Rendered through a CommonMark+table renderer, as GitHub would."""
+detail): the issue body (``--format markdown``) and the terminal table show it inert.
+Rendered through a CommonMark+table renderer, as GitHub would."""
 
 from __future__ import annotations
 

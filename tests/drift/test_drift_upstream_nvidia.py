@@ -272,7 +272,7 @@ def test_unknown_stack_is_bad_input(cli, workspace_copy):
 
 
 def _upstream_error(result) -> str:  # type: ignore[no-untyped-def]
-    """A check that could not run: exit 1, the error in the report (issue 32 item 4)."""
+    """A check that could not run: exit 1, the error in the report."""
     assert result.code == 1, result.err
     (error,) = stack_report(result, "h100-training")["errors"]
     assert error["source"] == "upstream"

@@ -1,4 +1,4 @@
-"""``imagectl promote --canary`` on the local cloud (issue 47 item 3): the canary pointer is
+"""``imagectl promote --canary`` on the local cloud: the canary pointer is
 a file beside "latest" in each region the image is in, and a ``canary_pointers`` row; the
 same gate as promote; nothing copied; moved back to the image it named before, or removed;
 an image a canary names is not deleted; the clouds without one say so."""

@@ -1,4 +1,4 @@
-"""Node health as fleet metrics (issue 47 item 1): base units in names, one info series,
+"""Node health as fleet metrics: base units in names, one info series,
 failing checks only, the watcher's passive findings, and a series budget an operator of
 10,000 nodes can afford.
 

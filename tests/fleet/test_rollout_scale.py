@@ -1,4 +1,4 @@
-"""The rollout decision over 10,000 nodes' series stays under 2 s (issue 47 "Done when"),
+"""The rollout decision over 10,000 nodes' series stays under 2 s,
 measured as CPU time (``time.process_time``: what a busy CI worker beside it does not
 inflate) on the benchmark's fleet: the seven answers Prometheus gives, as JSON, parsed,
 made into nodes and decided (``benchmarks/rollout_decision.py``; its ``--prometheus`` mode

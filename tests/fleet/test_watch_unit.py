@@ -1,4 +1,4 @@
-"""The watcher's systemd unit (issue 47 item 1): installed in every image by the validator
+"""The watcher's systemd unit: installed in every image by the validator
 role, enabled only where the stack's ``validation.watcher`` (the role's
 ``validator_watch_enabled``) says so, off by default. The unit is rendered by Ansible from
 the role and its start commands run as systemd runs them, against a replayed node."""
@@ -105,7 +105,7 @@ def test_the_build_hands_the_stacks_choice_to_the_role(monkeypatch) -> None:
 def test_a_look_costs_under_one_percent_of_a_core() -> None:
     """1 % of one core at the default 60 s interval is 0.6 s of CPU per look. A look at a
     replayed 8-GPU node with a 20,000-line journal took 150 to 200 ms of CPU on this 2-core
-    machine under load, the same before and after issue 46's refactor; the test holds the
+    machine under load, the same before and after the validator's refactor; the test holds the
     budget itself (a quarter of it failed under load, with no code change), and
     ``benchmarks/watcher_cpu.py`` measures the figure."""
     import time as _time

@@ -20,7 +20,7 @@ PASSWORD = "s3cret-Pw-0xDEAD"
         f"postgresql+psycopg://admin:{PASSWORD}@x@[db/imagectl",  # '@' in it, unparseable
         f"mysql://admin:{PASSWORD}@db/imagectl",  # a backend imagectl does not use
         f"postgresql+psycopg://admin:{PASSWORD}@127.0.0.1:1/imagectl",  # nothing listening
-        # libpq's parameters in the query (issue 29 item 7)
+        # libpq's parameters in the query
         f"postgresql+psycopg://admin@127.0.0.1:1/imagectl?password={PASSWORD}",
         f"postgresql+psycopg://admin@127.0.0.1:1/db?sslmode=require&sslpassword={PASSWORD}",
         f"postgresql+psycopg://admin@db:notaport/imagectl?password={PASSWORD}",

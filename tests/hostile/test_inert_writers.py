@@ -1,4 +1,4 @@
-"""Every output writer with the same hostile strings (issue 44 item 6).
+"""Every output writer with the same hostile strings.
 
 Text from a statement, a host, an image or a cloud reaches four kinds of reader: a
 terminal (``verify``, ``verify-node``), Markdown (the pull-request comment), JUnit XML
@@ -103,7 +103,7 @@ def test_prometheus_labels_are_inert_and_parse() -> None:
     text = render(receipt)
     _clean(text.replace("\n", ""))
     samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
-    labelled = [s for s in samples if "image_id" in s.labels]  # the info series (issue 47)
+    labelled = [s for s in samples if "image_id" in s.labels]  # the info series
     assert labelled and all("erased the line above" in s.labels["image_id"] for s in labelled)
 
 

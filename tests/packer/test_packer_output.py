@@ -132,7 +132,7 @@ def test_each_cloud_reads_its_own_builders_entry_and_an_unknown_builder_keeps_it
 ) -> None:
     """manifest.py names no builder: the cloud whose template uses the entry's builder
     reads it (CloudSpec.packer_artifacts), and an entry of a builder no registered cloud
-    uses keeps its artifact id (issue 46, item 1)."""
+    uses keeps its artifact id."""
     from imagectl.clouds.registry import specs
 
     files = [{"name": "/o/x.qcow2"}]

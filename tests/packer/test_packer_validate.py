@@ -109,7 +109,7 @@ def test_staged_folder_holds_the_cloud_and_the_common_templates(
 
 def test_one_build_block_shared_by_every_cloud() -> None:
     """The build {} block lives once, in images/common/; a cloud folder holds only its
-    source and variables (issue 18: the four build blocks had drifted apart)."""
+    source and variables (four copies of the block had drifted apart)."""
     for cloud in ("aws", "gcp", "azure", "local"):
         for f in (IMAGES / cloud).glob("*.pkr.hcl"):
             assert not re.search(r"^build\s*\{", f.read_text(), re.M), f

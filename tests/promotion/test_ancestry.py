@@ -1,4 +1,4 @@
-"""Known ancestry (issue 32 item 2): two builds with the same stack digest on different
+"""Known ancestry: two builds with the same stack digest on different
 base images are told apart by ``imagectl diff`` and by their attestations.
 
 Both builds carry the same inventory (the same packages at the same versions): only

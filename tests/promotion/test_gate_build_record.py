@@ -1,4 +1,4 @@
-"""The gate and the build's expectations record (issue 46 item 3): where the build recorded
+"""The gate and the build's expectations record: where the build recorded
 what the image must contain, the record's digest is the one the image was built from, and
 every host receipt was judged by exactly what the build recorded for its shape. Through
 the real catalog and ``check_gate``."""

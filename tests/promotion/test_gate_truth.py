@@ -194,7 +194,7 @@ def _ran_on(source: str, version: str, cuda: str | None) -> dict[str, Any]:
 
 
 def test_a_receipt_on_the_hosts_own_toolkit_is_refused_where_the_stack_pins_another(world):
-    """``validate --toolkit host`` (a host you already run, issue 48): that receipt stands
+    """``validate --toolkit host`` (a host you already run): that receipt stands
     for the host. Where the stack pins another toolkit the gate refuses it, naming both."""
     host = _ran_on("host", "2.11.0+cu130", "13.0")
     reasons = _reasons(world, required_toolkit=PIN, coverage=host)

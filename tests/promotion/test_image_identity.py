@@ -1,5 +1,5 @@
 """An attestation names exactly one image: the cloud's full identity, signed and compared
-whole (issue 44 item 1; ``imagectl.validators.identity``).
+whole (``imagectl.validators.identity``).
 
 The identities are the ones each cloud documents (trust-and-revocation reference): AWS
 pairs a regional AMI id with its region and owning account (DescribeImages

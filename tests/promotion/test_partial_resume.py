@@ -1,6 +1,6 @@
 """A partially promoted image: ``promote --regions`` on its resume retries only the regions
 named (the others stay as they were, not copied again), and ``imagectl status`` shows the
-image with the regions its promotion reached and the ones it did not (issue 32 item 4)."""
+image with the regions its promotion reached and the ones it did not."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Trust from signed data only: tags, revocations, offline verification, the build's
-manifest (issue 29 items 1-3).
+manifest.
 
 The attestations are signed by the production path (``world.validated`` calls
 ``attest_image`` as the validation stage does); every attack is an edit an adversary

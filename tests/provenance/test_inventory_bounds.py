@@ -1,4 +1,4 @@
-"""What an image reports is bounded before anything is recorded (issue 29 item 6).
+"""What an image reports is bounded before anything is recorded.
 
 The inventory and manifest a build fetches back from the image are a compromised image's
 to write: a 200,000-deep inventory was a RecursionError traceback after the image was

@@ -1,4 +1,4 @@
-"""An SBOM scanners can read (issue 32 item 3).
+"""An SBOM scanners can read.
 
 Two checks that do not go through imagectl's writer:
 

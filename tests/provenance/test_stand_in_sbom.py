@@ -1,4 +1,4 @@
-"""The sandbox's build records an SBOM (issue 45, item 4): a ``--skip-provisioning`` build
+"""The sandbox's build records an SBOM: a ``--skip-provisioning`` build
 writes the inventory the stack's pins promise and the SBOM says it is a stand-in. The whole path
 (moto, Packer, diff, status) runs in ``tests/clouds/test_aws_moto_server_e2e.py``."""
 

@@ -1,4 +1,4 @@
-"""The local demonstration's trust without an exported variable (issue 45, items 7 and 8).
+"""The local demonstration's trust without an exported variable.
 
 ``imagectl attest --new-key --save-trust`` writes the state folder's trust file and names
 it in the state folder's settings (``<state>/settings.toml``), so a new shell's ``verify``

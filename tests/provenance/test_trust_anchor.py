@@ -1,4 +1,4 @@
-"""The trust anchor cannot be bent, and what verify reads is bounded (issue 44 items 4-5).
+"""The trust anchor cannot be bent, and what verify reads is bounded.
 
 Key ids are computed from their key as securesystemslib computes them (sha256 of the
 canonical JSON of keytype, scheme and keyval: ``compute_default_keyid``; the TUF

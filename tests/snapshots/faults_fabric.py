@@ -1,5 +1,5 @@
-"""Fault classes of issue 28 (items 1, 2, 3, 6, 7): the verdict each document gives, written
-from the document before the validator was asked.
+"""Fault classes of NVSwitch, NVLink, MIG and the fabric manager: the verdict each document
+gives, written from the document before the validator was asked.
 
 1. NVSwitch SXids: the line's own severity word decides (the driver prints "Fatal, Link ..",
    "Non-fatal, Link ..", "Correctable, Link .." and a "Severity <0|1>" line per error);

@@ -1,4 +1,4 @@
-"""Fault classes of issue 31 item 3: the GPU fabric on one host (EFA on p5.48xlarge,
+"""Fault classes of the GPU fabric on one host (EFA on p5.48xlarge,
 InfiniBand on ND H100 v5). Each verdict was written from the document before the validator
 was asked:
 

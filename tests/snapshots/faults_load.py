@@ -1,5 +1,5 @@
 """Fault classes: ECC semantics, DCGM's own verdicts, PCIe replay rates and the evidence
-taken under load (issue 28, items 4, 5, 8, 9). Each verdict is written from NVIDIA's
+taken under load. Each verdict is written from NVIDIA's
 documents, cited in ``source``:
 
 - ECC (GPU Memory Error Management, "RMA Policy Thresholds for SRAM Failure Modes"; NVML

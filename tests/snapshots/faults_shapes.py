@@ -1,4 +1,4 @@
-"""Fault classes of issue 43 (shape truth): what every GPU shape's NICs are, from the vendors'
+"""Fault classes of shape truth: what every GPU shape's NICs are, from the vendors'
 documents (images/catalog/shapes.yaml), and the interconnect and memory judged against it.
 Each verdict was written from the document before the validator was asked; one sick case
 and one healthy control per class:

@@ -4,7 +4,7 @@ four behind each GPU's PCIe switch) and a healthy ND H100 v5 (8 ConnectX-7 NDR H
 paired with one GPU as Azure/azhpc-images topology/ndv5-topo.xml documents, and the
 accelerated-networking Ethernet VF beside them).
 
-Since issue 43 each fabric also records what the shape-truth checks read: every network
+Each fabric also records what the shape-truth checks read: every network
 interface (``netdevs``), each NIC's PCIe link (sysfs ``current_link_*`` / ``max_link_*``),
 the ACS control bits of the bridges above GPUs and NICs, and each RDMA port's
 ``hw_counters`` read twice; and three more bases: ND A100 v4 (8 HDR HCAs in four groups of

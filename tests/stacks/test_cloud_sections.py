@@ -1,4 +1,4 @@
-"""The stack schema's ``clouds:`` sections come from the registered clouds (issue 46):
+"""The stack schema's ``clouds:`` sections come from the registered clouds:
 each cloud's section model lives in its folder and reaches the schema through the
 ``stacks.sections`` hook. What the schema still decides from them: a fabric pinned in
 ``network`` needs a cloud of the stack that installs it; a section is read by name or by

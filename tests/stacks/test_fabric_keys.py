@@ -1,4 +1,4 @@
-"""Fabrics are keyed by fabric, not by cloud (issue 46, item 1): the stack's ``network``
+"""Fabrics are keyed by fabric, not by cloud: the stack's ``network``
 keys, the validator's expect.json ``network`` keys, the Ansible roles and the shapes'
 ``nics.fabric`` are the same names (efa, infiniband), and a cloud's stack section names
 the fabrics its images install. A stack or an expect.json from before the rename is

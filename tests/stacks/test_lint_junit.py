@@ -1,4 +1,4 @@
-"""``imagectl lint --junit FILE`` (issue 32 item 4): JUnit XML for CI like ``validate
+"""``imagectl lint --junit FILE``: JUnit XML for CI like ``validate
 --junit``: a test case per stack; a stack breaking a rule is a failure naming the rule, its
 place, fix and source; a malformed stack file an error."""
 

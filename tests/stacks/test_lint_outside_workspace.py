@@ -1,4 +1,4 @@
-"""``imagectl lint`` outside a workspace says so (issue 32 item 4): with no ``--root``, no
+"""``imagectl lint`` outside a workspace says so: with no ``--root``, no
 ``IMAGECTL_ROOT`` and no ``images/stacks`` in the current folder or above it, it lints the
 stacks bundled with the installed package, and tells the user, on stderr and in the JSON,
 instead of reporting them as if they were the user's."""

@@ -1,4 +1,4 @@
-"""``ResolvedStack.pins()`` is a typed, frozen value (issue 46 item 2): read by attribute
+"""``ResolvedStack.pins()`` is a typed, frozen value: read by attribute
 in every package, JSON only through ``to_dict``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The offline validator bundle (``imagectl bundle``, issue 48): made by the real command
+"""The offline validator bundle (``imagectl bundle``): made by the real command
 from the real lock and PyPI's wheels, installed by its own script into a fresh venv with no
 index reachable, and refused whole when a file was changed, the Python is wrong or the
 platform has no wheel. The GPU check script runs end to end from it on the CPU."""

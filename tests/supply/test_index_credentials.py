@@ -1,4 +1,4 @@
-"""Credentials in a package index URL stay secret (issue 29 item 7): pip gets the index
+"""Credentials in a package index URL stay secret: pip gets the index
 through its environment, never its argv (every user reads ``/proc/PID/cmdline``), and a
 failure's message shows the URL redacted.
 

@@ -1,7 +1,7 @@
-"""``Any`` in the validator may only go down (issue 46: "Any counted the same way is at most
-half of today's"; 457 in the validator when the issue was filed).
+"""``Any`` in the validator may only go down (at most half of the 457 counted
+in the validator when the limit was set).
 
-Counted as the issue counted it, on the AST: every ``Any`` name and every ``.Any``
+Counted on the AST: every ``Any`` name and every ``.Any``
 attribute (``typing.Any``, ``t.Any``). A name bound to ``Any`` counts as ``Any`` too, and
 so does each use of it: ``X = Any``, ``X: TypeAlias = Any``, ``from typing import Any as
 X``, and a string annotation or alias (``"dict[str, Any]"``) is parsed and counted the
@@ -19,13 +19,13 @@ from pathlib import Path
 VALIDATORS = Path(__file__).resolve().parents[2] / "validators"
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
 
-# 500 in validators/ when this was first counted (issue 46's session, the host-side
-# commands already moved in); 457 when the issue was filed; 189 after the validator's
-# structures were typed (issue 46's "at most half": 228).
+# 500 in validators/ when this was first counted (the host-side commands already moved
+# in); 457 when the limit was set; 189 after the validator's structures were typed ("at
+# most half": 228).
 CEILING = 189
 # The controller (pipeline/): 596 at this session's start (638 counted by lines), 210 after
 # the SDKs' own types, TypedDicts and object-typed JSON (tests/test_typed_seams.py holds the
-# five stage packages to their own, lower ceiling). Issue 46 counted 965 in both; half is
+# five stage packages to their own, lower ceiling). 965 were counted in both; half is
 # 482, and the two ceilings together are 399.
 PIPELINE_CEILING = 210
 
@@ -130,7 +130,7 @@ def test_the_controller_holds_at_most_its_ceiling_of_any() -> None:
         + ": type the value instead (the SDK's own types under TYPE_CHECKING, a TypedDict "
         "or dataclass, object narrowed by isinstance)"
     )
-    assert total + CEILING <= 965 // 2, "issue 46: at most half of the 965 it counted"
+    assert total + CEILING <= 965 // 2, "at most half of the 965 counted when the limit was set"
 
 
 def test_the_count_sees_any_however_it_is_spelled() -> None:

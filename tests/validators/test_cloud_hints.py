@@ -1,4 +1,4 @@
-"""The validator's cloud hints are data (validators/data/clouds.yaml; issue 46, item 1):
+"""The validator's cloud hints are data (validators/data/clouds.yaml):
 which DMI vendor is which cloud, how its instance metadata names the booted image, and
 where its CLI keeps credentials. One entry per registered cloud, no cloud name in the
 code that reads them; the generic reader is driven here against protocol-level

@@ -1,5 +1,5 @@
 """The host-side commands live with the validator (imagectl.validators.commands) and take
-what only the controller knows from the root group's hooks (issue 46, item 4): under the
+what only the controller knows from the root group's hooks: under the
 controller's ``imagectl`` group they read the workspace and ``--stack``; under a group
 without the hooks (the validator alone) they read the images shipped in the package and
 refuse ``--stack`` in one paragraph."""

@@ -1,5 +1,5 @@
 """``validate --toolkit host`` and ``--gpu/--gpu-count``: a host you already run, validated
-on the torch it has (issue 48). The pin is recorded, not applied; a missing or CPU-only torch
+on the torch it has. The pin is recorded, not applied; a missing or CPU-only torch
 is still an error, never a pass."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each cloud's image identity is data (validators/data/clouds.yaml ``identity``; issue 46):
+"""Each cloud's image identity is data (validators/data/clouds.yaml ``identity``):
 one entry per registered cloud, with its source, and the code that reads it names no
 cloud. The comparisons themselves are tests/promotion/test_image_identity.py's."""
 

@@ -1,4 +1,4 @@
-"""Shape truth (issue 43): every GPU shape in images/catalog/shapes.yaml carries every fact a
+"""Shape truth: every GPU shape in images/catalog/shapes.yaml carries every fact a
 check needs, each with its source; a check whose fact is missing says "inconclusive" and
 names the field; snapshots recorded before the new sections replay (a missing part is
 unknown, never healthy) and replay stays under a second. The whole-host verdicts per class
@@ -33,7 +33,7 @@ HARDWARE = (
     "temp_max_c",
     "hardware_source",
 )
-# the shapes issue 43 names, per cloud
+# the shapes each cloud sells that must be present, per cloud
 NAMED = {
     "aws": ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
             "p6-b200.48xlarge", "g5.xlarge", "g6.xlarge"],
@@ -315,7 +315,7 @@ def test_library_has_a_sick_case_and_a_control_per_class() -> None:
 
 
 def test_the_cloud_side_efa_counts_agree_with_the_catalog() -> None:
-    """The AWS launch data (issue 42, pipeline/clouds/aws/efa.yaml) names network cards per
+    """The AWS launch data (pipeline/clouds/aws/efa.yaml) names network cards per
     type; where it names a type the catalog knows, the counts are the same fact."""
     from imagectl.core.yamlfast import loads
 

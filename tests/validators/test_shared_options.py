@@ -1,5 +1,5 @@
 """The options the host-side commands and ``validate-image`` share are declared once
-(``imagectl.validators.commands.options``, issue 46 item 5): every host-side command
+(``imagectl.validators.commands.options``): every host-side command
 registered from ``imagectl.validators.commands``, ``validate-image`` and ``compat check``
 are walked, and each option of a shared name must be the shared declaration (a
 ``SharedOption``), with the same flags, destination, type, default and completion

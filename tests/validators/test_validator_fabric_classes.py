@@ -1,4 +1,4 @@
-"""The rules behind issue 28's classes, below the snapshot library: SXid severity words and
+"""The rules behind the fabric fault classes, below the snapshot library: SXid severity words and
 names (NVSwitch driver headers), buckets that need hands, NVML recovery actions 5-7 and
 newer, and what MIG does to NVLink per architecture. The whole-host verdicts are the
 library's (tests/snapshots/faults_fabric.py)."""

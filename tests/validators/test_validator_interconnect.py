@@ -1,4 +1,4 @@
-"""The fabric checks (issue 31): the live reader against a real sysfs-shaped tree and a real
+"""The fabric checks: the live reader against a real sysfs-shaped tree and a real
 ``fi_info`` executable on PATH (the boundaries: files and a command), the interconnect
 fault library's coverage, and the coverage requirement per shape."""
 

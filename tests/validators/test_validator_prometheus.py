@@ -1,4 +1,4 @@
-"""Metrics on fleet nodes (issue 32 item 5): the boot unit writes its result as Prometheus
+"""Metrics on fleet nodes: the boot unit writes its result as Prometheus
 text-format metrics for the node exporter's textfile collector, and the file is read back
 with prometheus_client's own parser (``text_string_to_metric_families``), the reader the
 exposition format is defined by.
@@ -6,7 +6,7 @@ exposition format is defined by.
 The unit is rendered by Ansible from the validator role and its ``ExecStartPre`` /
 ``ExecStart`` lines are run as systemd runs them (``%b`` the boot id), against a replayed
 host: one info series carries the image id, stack, shape and cloud, every other series is
-joined to it by instance (base units in names, no unit label; issue 47); failing checks
+joined to it by instance (base units in names, no unit label); failing checks
 only, as ``imagectl_check_failed``; a GPU whose row remapping failed is, as NVIDIA's GPU
 Memory Error Management says, one to replace (``ISOLATE_RMA``), in the metrics as in the
 receipt."""

@@ -1,4 +1,4 @@
-"""One root cause is reported once (issue 32 item 4): on a host where NVML cannot
+"""One root cause is reported once: on a host where NVML cannot
 initialise (no GPUs visible, the driver not loaded), every NVML check fails with
 ``details.root_cause = "nvml.init"``. The receipt keeps every one of them (the gate and
 coverage read them), but the table shows ``nvml.init`` once with its reason and one row

@@ -23,8 +23,9 @@ FW_CFG_IMAGE_ID_NAME = "opt/imagectl/image_id"
 # and may save the booted VM there (imagectl.clouds.local.saved_boot); see
 # imagectl-handover. A virtio-serial port, as qemu-guest-agent's channel, not a second
 # 16550 UART: an emulated UART's transmitter can stall for good across a pause and save
-# (its THRE interrupt lost; Firecracker PR #5730, propolis issue #391), and here it did
-# (the guest's ttyS1 sent its "ready" and never its "done": a 10-minute hang).
+# (its THRE interrupt lost; firecracker-microvm/firecracker PR #5730,
+# oxidecomputer/propolis issue #391), and here it did (the guest's ttyS1 sent its "ready"
+# and never its "done": a 10-minute hang).
 FW_CFG_HANDOVER_NAME = "opt/imagectl/handover"
 HANDOVER_PORT = "org.imagectl.handover"  # the guest's /dev/virtio-ports/<name>
 HANDOVER_READY = "imagectl-handover-ready"
