@@ -60,6 +60,7 @@ LIMITS: dict[str, tuple[int, int]] = {  # what -> (bytes, nesting depth)
     "revocations file": (MAX_FILE_BYTES, 8),
     "payload": (MAX_FILE_BYTES, 48),
     "revocation list": (MAX_FILE_BYTES, 16),
+    "trust rotation": (1 << 20, 8),
 }
 
 
@@ -111,16 +112,19 @@ def _read_json(path: Path, what: str) -> object:
 
 
 class TrustedKeys(list):  # type: ignore[type-arg]
-    """The keys of a trust file, and how many of them must sign (``threshold``)."""
+    """The keys of a trust file, how many of them must sign (``threshold``), and the
+    trust document's ``version`` (1 unless it says; a signed rotation,
+    ``validators.trust_rotation``, must be exactly the next one)."""
 
     threshold: int = 1
+    version: int = 1
 
 
 def threshold_of(keys: list[Key]) -> int:
     return int(getattr(keys, "threshold", 1))
 
 
-TRUST_FIELDS = {"keys", "threshold"}
+TRUST_FIELDS = {"keys", "threshold", "version"}
 
 
 def parse_trust(trust_file: Path) -> TrustedKeys:
@@ -144,7 +148,7 @@ def trust_from(doc: object, where: str) -> TrustedKeys:
     if unknown:
         raise BadAttestationInput(
             f"{where} asks for {', '.join(map(repr, unknown))}, which this check does not "
-            "support (a trust file has keys and an optional threshold): refused rather "
+            "support (a trust file has keys, an optional threshold and version): refused rather "
             "than ignored"
         )
     if not entries:
@@ -180,6 +184,12 @@ def trust_from(doc: object, where: str) -> TrustedKeys:
             f"number from 1 to its {len(keys)} key(s)"
         )
     keys.threshold = threshold
+    version = doc.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version < 2**53:
+        raise BadAttestationInput(
+            f"{where} has the version {str(version)[:20]!r}: it must be a whole number from 1"
+        )
+    keys.version = version
     return keys
 
 
@@ -457,11 +467,15 @@ FAST_FORWARD_RECOVERY = (
     "If that version came from a stolen signing key (a fast-forward attack: a list "
     "numbered far ahead so that every correct one looks older), no list signed by the "
     "same keys can pass here again; recover by rotating the trust anchor, as TUF does "
-    "(specification, 5.3.11): install a trust file that lists the new signer's key and "
-    "not the stolen one (`imagectl verify --export-trust` where the new signer is "
-    "configured writes it), then publish a list it signs (`imagectl verify "
-    "--export-revocations`). The version floor is kept per set of trusted keys, so the new "
-    "keys start from their own; nothing has to be deleted by hand"
+    "(specification, 5.3.4-5.3.11): sign a trust document that lists the new signer's key "
+    "and not the stolen one with a threshold of the current keys and of its own "
+    "(`imagectl verify --sign-trust NEW.json`, once per key holder) and install it with "
+    "`imagectl verify --rotate-trust ROTATION.json` (on a node, `imagectl verify-node "
+    "--rotate-trust ROTATION.json`), or have root install that trust file (`imagectl "
+    "verify --export-trust` where the new signer is configured writes it); then publish a "
+    "list it signs (`imagectl verify --export-revocations`). The version floor is kept per "
+    "set of trusted keys and a rotation resets it, so the new keys start from their own; "
+    "nothing has to be deleted by hand"
 )
 
 

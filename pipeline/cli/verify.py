@@ -17,7 +17,15 @@ lookup, and the image is compared by its full identity, ``imagectl.validators.id
 revocation, a higher version, an expiry ``--valid-hours`` ahead; deploy jobs place both
 on nodes for ``imagectl verify-node``, which requires the list); ``--export-trust``
 prints the configured signer's public key as a trust file (to enroll in the
-repository's anchor, reviewed)."""
+repository's anchor, reviewed).
+
+Rotating the trust anchor by signature (TUF's root rotation, ``validators.trust_rotation``):
+``--sign-trust NEW.json`` prints the trust document NEW.json as the next version of the
+trust file in use, signed by the configured signer (given an envelope it already made, it
+adds this signer's signature: each key holder signs in turn); ``--rotate-trust FILE``
+installs it in place of the trust file in use once a threshold of the current keys and
+a threshold of its own keys signed it and its version is exactly the next one, and then
+resets the revocation list's version floor kept under the old keys."""
 
 from __future__ import annotations
 
@@ -91,6 +99,18 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     is_flag=True,
     help="Sign and print a fresh revocation list (JSON) for deploy jobs and nodes.",
 )
+@click.option(
+    "--sign-trust",
+    type=_FILE,
+    help="Sign this trust document (or add a signature to this rotation envelope) as the "
+    "next version of the trust file in use; prints the envelope.",
+)
+@click.option(
+    "--rotate-trust",
+    type=_FILE,
+    help="Install this signed trust document (`--sign-trust` output, signed by a threshold "
+    "of the current keys and of its own) in place of the trust file in use.",
+)
 @json_option
 def command(
     image: str | None,
@@ -103,12 +123,18 @@ def command(
     export_trust: bool,
     export_envelope: bool,
     export_revocations: bool,
+    sign_trust: Path | None,
+    rotate_trust: Path | None,
     as_json: bool,
 ) -> int:
     """Check IMAGE's signed validation attestation (catalog id or cloud image id)."""
     from imagectl.provenance.keys import load_signer, load_trust, trust_document
 
     _refuse_dropped(click.get_current_context())
+    if sign_trust or rotate_trust:
+        from imagectl.cli.trust_rotation import rotate, sign
+
+        return sign(sign_trust, trust) if sign_trust else rotate(rotate_trust, trust)
     if export_trust:
         click.echo(trust_document([load_signer()[1]]), nl=False)
         return EXIT_OK
@@ -163,13 +189,13 @@ def _refuse_dropped(ctx: click.Context) -> None:
     p = ctx.params
     source = ctx.get_parameter_source("valid_hours")
     exports = [f"--{n.replace('_', '-')}" for n in ("export_trust", "export_envelope",
-               "export_revocations") if p[n]]  # fmt: skip
+               "export_revocations", "sign_trust", "rotate_trust") if p[n]]  # fmt: skip
     if len(exports) > 1:
         raise UserError(f"{' and '.join(exports)} each print one document", hint="Pass one")
     unread = []
     if source is not None and source.name != "DEFAULT" and not p["export_revocations"]:
         unread.append(("--valid-hours", "is the expiry of --export-revocations' list"))
-    if p["export_trust"] or p["export_revocations"]:
+    if p["export_trust"] or p["export_revocations"] or p["sign_trust"] or p["rotate_trust"]:
         named = [o for o, v in (("IMAGE", p["image"]), ("--envelope", p["envelope"]),
                                 ("--revocations", p["revocations"])) if v]  # fmt: skip
         unread += [(o, f"is not read by {exports[0]}") for o in named]

@@ -181,6 +181,9 @@ def trust_document(keys: list[Key]) -> str:
     doc: dict[str, object] = {"keys": [{"keyid": k.keyid, **k.to_dict()} for k in keys]}
     if threshold_of(keys) > 1:
         doc["threshold"] = threshold_of(keys)
+    version = int(getattr(keys, "version", 1))
+    if version > 1:  # a rotated anchor (validators.trust_rotation)
+        doc["version"] = version
     return json.dumps(doc, indent=2) + "\n"
 
 

@@ -63,6 +63,12 @@ def _node_file(option: str, default: str, help: str) -> Callable[[F], F]:
     "list is refused).",
 )
 @image_id_option("The image this node booted from (default: the cloud's instance metadata).")
+@click.option(
+    "--rotate-trust",
+    type=FILE,
+    help="Install this signed trust document (`imagectl verify --sign-trust` output) in "
+    "place of --trust, and reset the revocation floor kept under the old keys.",
+)
 @json_option
 def command(
     envelope: Path,
@@ -71,9 +77,12 @@ def command(
     revocations: Path,
     revocations_state: Path,
     image_id: str | None,
+    rotate_trust: Path | None,
     as_json: bool,
 ) -> int:
     """Refuse (exit 1) unless this node's image carries a valid signed attestation."""
+    if rotate_trust is not None:
+        return _rotate(trust, rotate_trust, revocations_state, as_json)
     cloud = region = None
     if not image_id:
         from imagectl.validators.host.metadata import booted_image
@@ -96,6 +105,26 @@ def command(
                "image_id": image_id}  # fmt: skip
     show(as_json, payload, lambda: _view(reasons, f"{envelope} holds for {manifest} ({image_id})"))
     return EXIT_OK if not reasons else EXIT_FAILED
+
+
+def _rotate(trust: Path, rotation: Path, seen: Path, as_json: bool) -> int:
+    """``--rotate-trust``: TUF's root rotation on the node (``validators.trust_rotation``)."""
+    from imagectl.validators.trust_rotation import rotate
+
+    try:
+        new, reset = rotate(trust, rotation, seen)
+    except BadAttestationInput as exc:
+        raise UserError(
+            str(exc),
+            hint="Sign the next version with a threshold of the current keys and of its own "
+            "(`imagectl verify --sign-trust NEW.json`), or have root install the trust file",
+        ) from None
+    payload = {"trust": str(trust), "version": new.version, "floor_reset": reset}
+    show(as_json, payload, lambda: console().print(
+        f"trust rotated: {trust} is now version {new.version}"
+        + ("; the revocation floor kept under the old keys was reset (TUF 5.3.11)" if reset
+           else ""), markup=False, soft_wrap=True))  # fmt: skip
+    return EXIT_OK
 
 
 def _view(reasons: list[str], attested: str) -> None:
