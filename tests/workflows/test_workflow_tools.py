@@ -359,12 +359,12 @@ def test_the_sbom_scan_blocks_promotion() -> None:
     assert 'exit "$rc"' in step["run"]
 
 
-def test_packer_is_pinned_in_the_workflow_and_the_readme_and_plugins_are_initialised() -> None:
+def test_packer_is_pinned_in_the_workflow_and_the_docs_and_plugins_are_initialised() -> None:
     steps = _load(REPO / ".github/workflows/cloud-build.yml")["jobs"]["build"]["steps"]
     setup = next(s for s in steps if str(s.get("uses", "")).startswith("hashicorp/setup-packer@"))
     version = str(setup["with"]["version"])
     assert EXACT.match(version)
-    assert f"Packer {version}" in (REPO / "README.md").read_text()
+    assert f"Packer {version}" in (REPO / "docs" / "accounts.md").read_text()
     assert f"pins {version}" in (REPO / "images" / "aws" / "plugins.pkr.hcl").read_text()
     init = next(i for i, s in enumerate(steps) if "packer init" in str(s.get("run", "")))
     doctor = next(i for i, s in enumerate(steps) if "imagectl doctor" in str(s.get("run", "")))
