@@ -12,8 +12,8 @@ Two ways in, one registry:
   verdicts (a stage's deadline, coverage, the baseline). ``family(prefix, ...)`` declares
   an open set of ids (one per test ``dcgmi`` reports, one per compared check).
 
-Every ``CheckResult`` is made by ``result()``/``Spec.result()``, which takes the title
-from the registry and refuses an id nobody declared (``tests/validators/
+Every ``CheckResult`` is made by ``check_result()`` or ``Spec.result()``, which take the title
+from the registry and refuse an id nobody declared (``tests/validators/
 test_check_registry.py`` holds that no other code constructs one).
 """
 
@@ -25,7 +25,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from imagectl.validators.findings import Finding
-from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+from imagectl.validators.results import Action, CheckResult, Severity
 
 ALL_PROFILES = frozenset({"boot", "quick", "full", "burn"})
 LOADED_PROFILES = frozenset({"quick", "full", "burn"})
@@ -222,11 +222,10 @@ def spec_of(check_id: str) -> Spec:
     )
 
 
-def result(id: str, **fields: Any) -> CheckResult:
-    """The ``CheckResult`` of registered check ``id`` (title from the registry)."""
-    return spec_of(id).result(id=id, **fields)
-
-
-def outcome_result(id: str, outcome: Outcome, message: str, **fields: Any) -> CheckResult:
-    """Shorthand: ``result`` with the outcome and message first."""
-    return result(id, outcome=outcome, message=message, **fields)
+def check_result(**fields: Any) -> CheckResult:
+    """The ``CheckResult`` of the registered check named by ``id=`` (its title from the
+    registry; a family's member may name its own)."""
+    check_id = fields.get("id")
+    if not isinstance(check_id, str):
+        raise UnregisteredCheck(f"a check result needs its id, not {check_id!r}")
+    return spec_of(check_id).result(**fields)

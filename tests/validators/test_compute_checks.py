@@ -45,7 +45,6 @@ def test_floor_check_on_gpu():
     floor = H100["hbm_gbps"]
     low = floor_check(
         check_id="cuda.hbm_bandwidth",
-        title="t",
         measured=1500.0,
         unit="GB/s",
         floor=floor,
@@ -56,7 +55,6 @@ def test_floor_check_on_gpu():
     assert "DCGM" in low.source
     ok = floor_check(
         check_id="cuda.hbm_bandwidth",
-        title="t",
         measured=2600.0,
         unit="GB/s",
         floor=floor,
@@ -66,7 +64,6 @@ def test_floor_check_on_gpu():
     assert ok.outcome is Outcome.PASS
     none = floor_check(
         check_id="cuda.hbm_bandwidth",
-        title="t",
         measured=500.0,
         unit="GB/s",
         floor=None,

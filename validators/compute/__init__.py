@@ -27,7 +27,9 @@ from imagectl.validators.compute.cuda_init import init_check, probe
 from imagectl.validators.compute.floors import floors_for
 from imagectl.validators.compute.profiles import profile_for
 from imagectl.validators.compute.properties import properties_check
+from imagectl.validators.compute.readiness import TOOLKIT_ID
 from imagectl.validators.nvml.backend import NvmlBackend
+from imagectl.validators.registry import check_result
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 if TYPE_CHECKING:
@@ -38,31 +40,11 @@ if TYPE_CHECKING:
 
 __all__ = ["smoke_checks"]
 
-DIRECTIONS = {"h2d": "host-to-device", "d2h": "device-to-host"}
-
-
-TITLES = {
-    "cuda.init": "CUDA initialises (cuInit) in every fresh process",
-    "cuda.device_properties": "Device properties match the shape (count, model, memory, SMs)",
-    "cuda.gemm.bf16": "bf16 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
-    "cuda.gemm.fp16": "fp16 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
-    "cuda.gemm.fp32": "fp32 GEMM: correct against an fp64 reference, TFLOP/s against the floor",
-    "cuda.hbm_bandwidth": "Device memory bandwidth (device-to-device copy, read + write)",
-    "cuda.h2d_bandwidth": "Pinned host-to-device copy bandwidth",
-    "cuda.d2h_bandwidth": "Pinned device-to-host copy bandwidth",
-    "cuda.p2p_bandwidth": "Peer-to-peer copy bandwidth for every GPU pair (the NVLink matrix)",
-    "load.clock_events": "No HW slowdown, HW thermal or power brake while loaded",
-    "load.pcie_link": "PCIe link at the expected generation and width under load",
-    "load.temperature": "GPU temperature under load",
-    **recorded.TITLES,
-}
-
 
 def _result(check_id: str, outcome: Outcome, message: str, **kw: object) -> CheckResult:
     severity = Severity.WARNING if outcome is Outcome.ERROR else Severity.INFO
-    return CheckResult(
+    return check_result(
         id=check_id,
-        title=TITLES.get(check_id, check_id),
         severity=severity,
         outcome=outcome,
         message=message,
@@ -98,7 +80,7 @@ def smoke_checks(
     if importlib.util.find_spec("torch") is None:
         return [
             _result(
-                "validator.toolkit",
+                TOOLKIT_ID,
                 Outcome.ERROR,
                 "torch is not installed: the profile needs it (pip install 'imagectl[torch]')",
                 action=Action.BLOCK_IMAGE,
@@ -164,7 +146,6 @@ def smoke_checks(
             "cuda.hbm_bandwidth",
             lambda dev=dev, i=i: floor_check(
                 check_id="cuda.hbm_bandwidth",
-                title="Device memory bandwidth (device-to-device copy, read + write)",
                 measured=bandwidth.device_copy_gbps(torch, dev, prof.copy_bytes, prof.copy_iters),
                 unit="GB/s",
                 floor=floors.get("hbm_gbps"),
@@ -180,7 +161,6 @@ def smoke_checks(
                     f"cuda.{direction}_bandwidth",
                     lambda dev=dev, i=i, direction=direction: floor_check(
                         check_id=f"cuda.{direction}_bandwidth",
-                        title=f"Pinned {DIRECTIONS[direction]} copy bandwidth",
                         measured=bandwidth.host_copy_gbps(
                             torch, dev, prof.host_copy_bytes, prof.copy_iters, direction
                         ),

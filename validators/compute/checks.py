@@ -5,17 +5,61 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from imagectl.validators.compute.gemm import TOLERANCE, GemmRun
+from imagectl.validators.compute.gemm import DTYPES, TOLERANCE, GemmRun
 from imagectl.validators.compute.load import FATAL_REASONS, LoadSummary
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 CPU_FLOORS = "not applicable on cpu"
+
+# The CUDA smoke tests (torch) and the hardware sampled under their load, in run order.
+for _dtype in DTYPES:
+    declare(
+        f"cuda.gemm.{_dtype}",
+        f"{_dtype} GEMM: correct against an fp64 reference, TFLOP/s against the floor",
+        runs=Runs.TORCH, action=Action.ISOLATE_RMA, per_gpu=True,
+    )  # fmt: skip
+declare(
+    "cuda.gemm.consistency",
+    "Every GPU computes the same GEMM bits (cuBLAS reproducibility)",
+    runs=Runs.TORCH, action=Action.ISOLATE_RMA,
+)  # fmt: skip
+declare(
+    "cuda.hbm_bandwidth",
+    "Device memory bandwidth (device-to-device copy, read + write)",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
+declare(
+    "cuda.h2d_bandwidth", "Pinned host-to-device copy bandwidth",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
+declare(
+    "cuda.d2h_bandwidth", "Pinned device-to-host copy bandwidth",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
+declare(
+    "cuda.p2p_bandwidth",
+    "Peer-to-peer copy bandwidth for every GPU pair (the NVLink matrix)",
+    runs=Runs.TORCH, action=Action.DRAIN,
+)  # fmt: skip
+declare(
+    "load.clock_events", "No HW slowdown, HW thermal or power brake while loaded",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
+declare(
+    "load.pcie_link",
+    "PCIe link at the expected generation and width in every sample under load",
+    runs=Runs.TORCH, action=Action.REBOOT, per_gpu=True,
+)  # fmt: skip
+declare(
+    "load.temperature", "GPU temperature under load",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
 
 
 def floor_check(
     *,
     check_id: str,
-    title: str,
     measured: float,
     unit: str,
     floor: dict[str, Any] | None,
@@ -28,14 +72,13 @@ def floor_check(
     value = float(f"{measured:.6g}")
     common: dict[str, object] = {
         "id": check_id,
-        "title": title,
         "unit": unit,
         "gpu": gpu,
         "measured": value,
     }
     if device == "cpu":
         details["floors"] = CPU_FLOORS
-        return CheckResult(
+        return check_result(
             **common,
             details=details,
             severity=Severity.INFO,
@@ -43,7 +86,7 @@ def floor_check(
             message=f"{value} {unit} (floors {CPU_FLOORS})",
         )
     if not floor:
-        return CheckResult(
+        return check_result(
             **common,
             details=details,
             severity=Severity.WARNING,
@@ -52,14 +95,14 @@ def floor_check(
         )
     common.update(expected=floor["min"], source=floor["source"], details=details)
     if measured < floor["min"]:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
             action=Action.DRAIN,
             message=f"{value} {unit} is below the floor of {floor['min']} {unit}",
         )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,
@@ -73,7 +116,6 @@ def gemm_checks(
     checks = []
     for run in runs:
         check_id = f"cuda.gemm.{run.dtype}"
-        title = f"{run.dtype} GEMM: correct against an fp64 reference, TFLOP/s against the floor"
         details: dict[str, object] = {"rel_error": run.rel_error, "tolerance": TOLERANCE[run.dtype]}
         if not run.correct:
             why = run.error or (
@@ -81,9 +123,8 @@ def gemm_checks(
                 + (" (tf32 must be off)" if run.dtype == "fp32" else "")
             )
             checks.append(
-                CheckResult(
+                check_result(
                     id=check_id,
-                    title=title,
                     gpu=gpu_of(run.device_index),
                     severity=Severity.CRITICAL,
                     outcome=Outcome.FAIL,
@@ -99,7 +140,6 @@ def gemm_checks(
         checks.append(
             floor_check(
                 check_id=check_id,
-                title=title,
                 measured=run.tflops,
                 unit="TFLOP/s",
                 floor=(floors.get("gemm_tflops") or {}).get(run.dtype),
@@ -117,12 +157,11 @@ def consistency_check(
     """``results``: dtype -> gemm.consistency(); fails naming the GPUs outside the majority."""
     common: dict[str, object] = {
         "id": "cuda.gemm.consistency",
-        "title": "Every GPU computes the same GEMM bits (cuBLAS reproducibility)",
         "details": {"per_dtype": results, "devices": ndevices},
         "source": "cuBLAS docs: bit-wise reproducible on the same architecture and SM count",
     }
     if ndevices < 2:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.SKIP,
@@ -139,7 +178,7 @@ def consistency_check(
             f"{dtype}: {len(results[dtype]['groups'])} distinct results {results[dtype]['groups']}"
             for dtype in bad
         )
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -147,7 +186,7 @@ def consistency_check(
             measured=named,
             message=f"GPUs {named} compute a different answer from the others ({text})",
         )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,
@@ -170,7 +209,6 @@ def p2p_check(pairs: list[dict[str, Any]], floors: dict[str, Any], nvswitch: boo
     measured = [p["gbps"] for p in pairs if "gbps" in p]
     common: dict[str, object] = {
         "id": "cuda.p2p_bandwidth",
-        "title": "Peer-to-peer copy bandwidth for every GPU pair (the NVLink matrix)",
         "unit": "GB/s",
         "measured": round(min(measured), 3) if measured else None,
         "expected": floor["min"] if floor else None,
@@ -178,7 +216,7 @@ def p2p_check(pairs: list[dict[str, Any]], floors: dict[str, Any], nvswitch: boo
         "details": {"pairs": pairs},
     }
     if missing and (nvswitch or floor):
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -186,7 +224,7 @@ def p2p_check(pairs: list[dict[str, Any]], floors: dict[str, Any], nvswitch: boo
             message=f"no peer access between {', '.join(missing)}",
         )
     if slow:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -194,20 +232,20 @@ def p2p_check(pairs: list[dict[str, Any]], floors: dict[str, Any], nvswitch: boo
             message=f"{len(slow)} pair(s) below {floor['min']} GB/s: {', '.join(slow)}",  # type: ignore[index]
         )
     if not measured:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.SKIP,
             message="no GPU pair has peer access (PCIe SKU)",
         )
     if not floor:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.WARNING,
             outcome=Outcome.WARN,
             message=f"min pair {min(measured):.0f} GB/s; no floor for this GPU: not gated",
         )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,
@@ -231,7 +269,6 @@ def load_checks(
         fatal = {name: n for name, n in summ["reasons"].items() if name in FATAL_REASONS.values()}
         base: dict[str, object] = {
             "id": "load.clock_events",
-            "title": "No HW slowdown, HW thermal or power brake while loaded",
             "gpu": index,
             "details": details,
             "unit": "samples",
@@ -239,7 +276,7 @@ def load_checks(
         }
         if summ["samples"] == 0 or not summ["reasons_supported"]:
             checks.append(
-                CheckResult(
+                check_result(
                     **base,
                     severity=Severity.WARNING,
                     outcome=Outcome.ERROR,
@@ -248,7 +285,7 @@ def load_checks(
             )
         elif fatal:
             checks.append(
-                CheckResult(
+                check_result(
                     **base,
                     severity=Severity.CRITICAL,
                     outcome=Outcome.FAIL,
@@ -264,7 +301,7 @@ def load_checks(
             )
         elif rates[index] < min_rate_hz:
             checks.append(
-                CheckResult(
+                check_result(
                     **base,
                     severity=Severity.WARNING,
                     outcome=Outcome.WARN,
@@ -276,7 +313,7 @@ def load_checks(
         else:
             sw = summ["reasons"].get("sw_thermal")
             checks.append(
-                CheckResult(
+                check_result(
                     **base,
                     severity=Severity.WARNING if sw else Severity.INFO,
                     outcome=Outcome.WARN if sw else Outcome.PASS,
@@ -298,7 +335,6 @@ def _pcie_check(index: int, summ: LoadSummary, want: dict[str, Any]) -> CheckRes
     worst = min(low or links, default=None)
     base: dict[str, object] = {
         "id": "load.pcie_link",
-        "title": "PCIe link at the expected generation and width in every sample under load",
         "gpu": index,
         "measured": f"Gen{worst[0]} x{worst[1]}" if worst else None,
         "expected": f"Gen{want.get('gen')} x{want.get('width')}" if want else None,
@@ -311,21 +347,21 @@ def _pcie_check(index: int, summ: LoadSummary, want: dict[str, Any]) -> CheckRes
         },
     }
     if not want:
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.INFO,
             outcome=Outcome.SKIP,
             message="no expected PCIe link for this GPU",
         )
     if not links:
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.WARNING,
             outcome=Outcome.ERROR,
             message="the PCIe link could not be read under load",
         )
     if low:
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -335,7 +371,7 @@ def _pcie_check(index: int, summ: LoadSummary, want: dict[str, Any]) -> CheckRes
             if worst
             else "",
         )
-    return CheckResult(
+    return check_result(
         **base,
         severity=Severity.INFO,
         outcome=Outcome.PASS,
@@ -346,7 +382,6 @@ def _pcie_check(index: int, summ: LoadSummary, want: dict[str, Any]) -> CheckRes
 def _temp_check(index: int, summ: LoadSummary, max_temp: dict[str, Any] | None) -> CheckResult:
     base: dict[str, object] = {
         "id": "load.temperature",
-        "title": "GPU temperature under load",
         "gpu": index,
         "unit": "C",
         "measured": summ["temp_max_c"],
@@ -355,21 +390,21 @@ def _temp_check(index: int, summ: LoadSummary, max_temp: dict[str, Any] | None) 
         "details": {"power_max_w": summ["power_max_w"], "power_mean_w": summ["power_mean_w"]},
     }
     if summ["temp_max_c"] is None:
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.WARNING,
             outcome=Outcome.ERROR,
             message="no temperature read under load",
         )
     if max_temp and summ["temp_max_c"] > max_temp["max"]:
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
             action=Action.DRAIN,
             message=f"{summ['temp_max_c']} C under load, above {max_temp['max']} C",
         )
-    return CheckResult(
+    return check_result(
         **base,
         severity=Severity.INFO,
         outcome=Outcome.PASS,

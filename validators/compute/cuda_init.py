@@ -13,7 +13,13 @@ import subprocess
 import sys
 from typing import Any
 
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+
+declare(
+    "cuda.init", "CUDA initialises (cuInit) in every fresh process",
+    runs=Runs.SUBPROCESS, action=Action.BLOCK_IMAGE,
+)  # fmt: skip
 
 PROBE = r"""
 import ctypes, json, time
@@ -53,7 +59,6 @@ def init_check(tries: list[dict[str, Any]], expected_devices: int) -> CheckResul
     counts = sorted({int(t.get("devices", -1)) for t in tries if t.get("rc") == 0})
     common: dict[str, Any] = {
         "id": "cuda.init",
-        "title": "CUDA initialises (cuInit) in every fresh process",
         "unit": "ms",
         "measured": round(max(times), 1) if times else None,
         "details": {"tries": tries, "failed": len(failed), "device_counts": counts},
@@ -61,7 +66,7 @@ def init_check(tries: list[dict[str, Any]], expected_devices: int) -> CheckResul
     }
     if not times:
         why = failed[0].get("error") or f"cuInit returned {failed[0].get('rc')}"
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -72,7 +77,7 @@ def init_check(tries: list[dict[str, Any]], expected_devices: int) -> CheckResul
         codes = sorted(
             {str(t.get("rc") if t.get("rc") is not None else t.get("error")) for t in failed}
         )
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.WARNING,
             outcome=Outcome.WARN,
@@ -81,14 +86,14 @@ def init_check(tries: list[dict[str, Any]], expected_devices: int) -> CheckResul
             f"({', '.join(codes)})",
         )
     if expected_devices and counts != [expected_devices]:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
             action=Action.REBOOT,
             message=f"the driver sees {counts} devices, the shape has {expected_devices}",
         )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
+
+declare(
+    "cuda.device_properties", "Device properties match the shape (count, model, memory, SMs)",
+    runs=Runs.TORCH, action=Action.BLOCK_IMAGE,
+)  # fmt: skip
 
 MEMORY_TOLERANCE = 0.08  # usable memory is a little below the marketed GiB (ECC, reserved)
 
@@ -35,14 +41,13 @@ def properties_check(props: list[dict[str, Any]], expect: object) -> CheckResult
         problems.append(f"GPUs differ in SM count {sms}")
     common: dict[str, Any] = {
         "id": "cuda.device_properties",
-        "title": "Device properties match the shape (count, model, memory, SMs)",
         "measured": len(props),
         "expected": want_count or None,
         "details": {"devices": props, "sku": gpu},
         "source": "images/catalog/shapes.yaml, images/compat/gpus.yaml",
     }
     if problems:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -54,7 +59,7 @@ def properties_check(props: list[dict[str, Any]], expect: object) -> CheckResult
         if info is not None
         else f" (no hardware table for {gpu!r} in the expectations: model not checked)"
     )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,

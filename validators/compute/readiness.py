@@ -28,11 +28,16 @@ from typing import Any
 
 from imagectl.validators.catalogs import _load
 from imagectl.validators.compute.cuda_init import init_check, probe
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 TOOLKIT_ID = "validator.toolkit"
 TOOLKIT_HOST = "host"  # validate --toolkit host: the host's own torch, recorded as such
-TOOLKIT_TITLE = "The validator's GPU toolkit (torch and its CUDA variant) is installed as pinned"
+declare(
+    TOOLKIT_ID,
+    "The validator's GPU toolkit (torch and its CUDA variant) is installed as pinned",
+    runs=Runs.SUBPROCESS, action=Action.BLOCK_IMAGE,
+)  # fmt: skip
 _CUDA_LINE = re.compile(r"^cuda\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.M)
 
 
@@ -131,9 +136,8 @@ def init_result(facts: dict[str, Any], expected_devices: int) -> CheckResult:
     """``cuda.init`` from the facts: never initialising blocks the image, with the reason."""
     tries = facts.get("cuinit") or []
     if not tries:
-        return CheckResult(
+        return check_result(
             id="cuda.init",
-            title="CUDA initialises (cuInit) in every fresh process",
             severity=Severity.CRITICAL,
             outcome=Outcome.ERROR,
             action=Action.BLOCK_IMAGE,
@@ -186,14 +190,13 @@ def toolkit_result(
     tk = facts.get("toolkit") or {}
     common: dict[str, object] = {
         "id": TOOLKIT_ID,
-        "title": TOOLKIT_TITLE,
         "expected": pinned,
         "measured": {"torch": tk.get("version"), "cuda": tk.get("cuda")},
         "source": "the stack's validation.toolkit (images/compat/toolkits.yaml)",
         "details": {"path": tk.get("path")},
     }
     if not tk.get("installed"):
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.ERROR,
@@ -204,7 +207,7 @@ def toolkit_result(
             "the image carries it (validation.toolkit.install: bake)",
         )
     if device == "cuda" and not tk.get("cuda"):
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.ERROR,
@@ -213,7 +216,7 @@ def toolkit_result(
         )
     if host:
         differs = pinned is not None and not toolkit_matches(tk, pinned, device)
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.PASS,
@@ -229,14 +232,14 @@ def toolkit_result(
     if pinned:
         wrong = toolkit_differences(tk, pinned, device)
         if wrong:
-            return CheckResult(
+            return check_result(
                 **common,
                 severity=Severity.CRITICAL,
                 outcome=Outcome.FAIL,
                 action=Action.BLOCK_IMAGE,
                 message="the validator toolkit differs from the pin: " + "; ".join(wrong),
             )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,

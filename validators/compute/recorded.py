@@ -26,13 +26,22 @@ from imagectl.validators.compute.floors import floors_for, load_floors
 from imagectl.validators.compute.load import _call, summarise
 from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.rates import pcie_replay_limit_per_min, per_minute
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
-TITLES = {
-    "load.sm_clock": "SM clock under load at its maximum unless a clock-event reason says why",
-    "load.ecc": "No new uncorrectable ECC error during the load (a rate)",
-    "load.pcie_replay": "PCIe replays during the load under DCGM's health-watch rate",
-}
+declare(
+    "load.sm_clock",
+    "SM clock under load at its maximum unless a clock-event reason says why",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
+declare(
+    "load.ecc", "No new uncorrectable ECC error during the load (a rate)",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
+declare(
+    "load.pcie_replay", "PCIe replays during the load under DCGM's health-watch rate",
+    runs=Runs.TORCH, action=Action.DRAIN, per_gpu=True,
+)  # fmt: skip
 LOAD_IDS = (
     "load.clock_events",
     "load.pcie_link",
@@ -49,9 +58,8 @@ def _result(check_id: str, gpu: int, outcome: Outcome, message: str, **kw: objec
         Outcome.ERROR: Severity.WARNING,
         Outcome.WARN: Severity.WARNING,
     }.get(outcome, Severity.INFO)
-    return CheckResult(
+    return check_result(
         id=check_id,
-        title=TITLES[check_id],
         severity=severity,
         outcome=outcome,
         gpu=gpu,
@@ -258,6 +266,6 @@ def judge_recording(
 def not_recorded(reason: str) -> list[CheckResult]:
     """The load.* checks when nothing was sampled under load (one skip each)."""
     return [
-        CheckResult(id=cid, title=cid, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason)
+        check_result(id=cid, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason)
         for cid in LOAD_IDS
     ]
