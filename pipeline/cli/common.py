@@ -16,6 +16,7 @@ from imagectl.core.output import console
 from imagectl.core.output import crash_traces as crash_traces  # the commands' import path
 from imagectl.core.output import emit_json as emit_json
 from imagectl.core.output import json_option as json_option
+from imagectl.core.sitetrust import refused as site_refused
 from imagectl.embedded import FAULTS
 
 if TYPE_CHECKING:  # the registry module stays light: --help imports nothing more
@@ -141,6 +142,18 @@ def fail(message: str, *, code: int = EXIT_BAD_INPUT) -> None:
     sys.exit(code)
 
 
+def _check_site() -> None:
+    """A ``.pth`` file of this venv, or a folder it adds, that others can change is exit 2
+    (``imagectl.core.sitetrust``): every module there runs as imagectl's own."""
+    why = site_refused()
+    if why is not None:
+        raise UserError(
+            f"{why}. Every module in it would run as imagectl's own (as root on a node), "
+            "so no command was run",
+            hint="Fix the path as said, or reinstall without --host-site-packages",
+        )
+
+
 def run_cli(group: click.Group, argv: list[str]) -> int:
     """Run the click group; turn UserError into one paragraph on stderr and exit 2."""
     import logging
@@ -149,6 +162,7 @@ def run_cli(group: click.Group, argv: list[str]) -> int:
     # itself reaches the user as one paragraph (imagectl.clouds.sdk_errors).
     logging.getLogger("azure.identity").setLevel(logging.ERROR)
     try:
+        _check_site()  # before any command imports from a folder a .pth adds
         rv = group.main(args=argv, prog_name="imagectl", standalone_mode=False)
     except UserError as exc:
         _print_error(exc.render())

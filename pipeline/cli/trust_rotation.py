@@ -36,8 +36,11 @@ def sign(new: Path, trust: Path | None) -> int:
             body = trust_rotation.document(keys, current.version + 1)
             envelope = trust_rotation.sign(body, [load_signer()[0]])
     except BadAttestationInput as exc:
-        raise UserError(str(exc), hint="Give a trust document ({\"keys\": [...]}) or an "
-                        "envelope `imagectl verify --sign-trust` printed") from None  # fmt: skip
+        raise UserError(
+            str(exc),
+            hint='Give a trust document ({"keys": [...]}) or an envelope printed by '
+            "`imagectl verify --sign-trust NEW.json`",
+        ) from None
     click.echo(json.dumps(envelope, indent=2))
     return EXIT_OK
 

@@ -39,6 +39,12 @@ READERS = {
         "every host site-packages folder install.sh --host-site-packages writes into the .pth",
         ["tests/supply/test_bundle.py::test_host_site_packages_others_can_write_are_refused"],
     ),
+    "pipeline/core/sitetrust.py:refused": (
+        "every .pth file of the running venv and every folder one adds (a path line, "
+        "site.addsitedir), checked at each start before any command runs",
+        ["tests/hostile/test_site_pth.py::test_a_hostile_pth_target_is_refused_at_run_time",
+         "tests/hostile/test_site_pth.py::test_a_pth_file_others_can_write_is_refused"],
+    ),
     "pipeline/provenance/keys.py:_file_signer": (
         "the file2: signing key (whoever can replace it signs as this signer)",
         ["tests/provenance/test_signers.py::test_a_key_file_readable_by_others_is_refused"],

@@ -66,8 +66,8 @@ def _node_file(option: str, default: str, help: str) -> Callable[[F], F]:
 @click.option(
     "--rotate-trust",
     type=FILE,
-    help="Install this signed trust document (`imagectl verify --sign-trust` output) in "
-    "place of --trust, and reset the revocation floor kept under the old keys.",
+    help="Install this signed trust document (what `imagectl verify --sign-trust NEW.json` "
+    "prints) in place of --trust, and reset the revocation floor kept under the old keys.",
 )
 @json_option
 def command(
