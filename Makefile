@@ -111,7 +111,7 @@ test: system tools lint bytecode
 e2e-multinode: bytecode
 	$(BIN)/pytest -q -m e2e_multinode tests/embedded
 
-# Every benchmark in full mode: the README's figures. toolkit_install downloads the pinned
+# Every benchmark in full mode: the docs' figures (docs/benchmarks.md). toolkit_install downloads the pinned
 # CUDA torch once (GBs) into $(TOOLKIT_WHEELHOUSE) and reuses it; local_e2e builds and boots
 # the local image three times (root, debootstrap, qemu, packer; about 15 min).
 TOOLKIT_WHEELHOUSE ?= build/toolkit-wheelhouse

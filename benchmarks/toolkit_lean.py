@@ -16,7 +16,7 @@ the controller's hashed wheelhouse, venv without pip, ``pip install --no-index
   the host (plus the copy: the wheelhouse's size over the runner's link);
 - the CUDA variant (torch 2.9.1+cu128): measured with ``--cuda-wheelhouse DIR`` (its
   wheels, e.g. from ``benchmarks/toolkit_install.py --download``), else the figures
-  ``benchmarks/toolkit_install.py`` measured on this machine (README).
+  ``benchmarks/toolkit_install.py`` measured on this machine (docs/stacks.md).
 
     python benchmarks/toolkit_lean.py [--torch 2.13.0] [--cuda-wheelhouse DIR]
     python benchmarks/toolkit_lean.py --short   # CI: no network, a stand-in toolkit
@@ -44,7 +44,7 @@ from imagectl.supply.validator import ensure_validator_wheelhouse  # noqa: E402
 from imagectl.validators.toolkit_venv import toolkit_venv  # noqa: E402
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-# benchmarks/toolkit_install.py on this 2-core machine, torch 2.9.1+cu128 (README)
+# benchmarks/toolkit_install.py on this 2-core machine, torch 2.9.1+cu128 (docs/stacks.md)
 CUDA_MEASURED = {"wheelhouse": 4.1e9, "installed": 7.1e9, "install_s": 115.0}
 
 

@@ -58,7 +58,7 @@ def _recipe(target: str) -> str:
 
 
 def test_make_bench_runs_every_benchmark() -> None:
-    """``make bench`` prints the README's figures: every ``benchmarks/*.py`` runs in its
+    """``make bench`` prints the docs' figures: every ``benchmarks/*.py`` runs in its
     recipe in full mode, except the GPU check, which ``make gpu-check`` runs (it needs the
     offline bundle and a device). A new benchmark left out of both fails here."""
     bench, gpu = _recipe("bench"), _recipe("gpu-check")

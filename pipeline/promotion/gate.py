@@ -22,7 +22,7 @@ the image may not be promoted (empty: it may). Rules, each a line of the refusal
 - every check the profile requires on the shape ran (``receipt.coverage``: none skipped,
   errored or missing), and a loaded profile's receipt has that coverage record;
 - it was made on the image, not replayed from a snapshot: a replay receipt passes only
-  when it was made with the explicit ``--sandbox`` switch (the README's try-it paths),
+  when it was made with the explicit ``--sandbox`` switch (the docs' try-it paths, docs/sandbox.md),
   which the receipt records; ``sandbox_receipts`` names them for the event log and status;
   and only for an image whose cloud is emulated here (``sandbox_on_real_cloud``: the
   preflight's test, ``imagectl.clouds.account.real_cloud``): on a real cloud endpoint a

@@ -79,7 +79,7 @@ def test_a_broken_catalog_completes_nothing(tmp_path: Path, monkeypatch) -> None
 
 
 def test_the_installed_entry_point_completes_in_bash(tmp_path: Path) -> None:
-    """What the README's `eval "$(_IMAGECTL_COMPLETE=bash_source imagectl)"` runs."""
+    """What docs/environment.md's `eval "$(_IMAGECTL_COMPLETE=bash_source imagectl)"` runs."""
     import os
     import subprocess
     import sys

@@ -1,7 +1,7 @@
 """The AWS path as a new user runs it, against a moto server: `imagectl build` runs the
 real Packer amazon-ebs build, `imagectl validate-image` launches instances through boto3
 and validates them (test-mode inventory: this machine replays a snapshot), both as real
-subprocesses; the README's "Try the AWS path" steps followed literally against its
+subprocesses; docs/sandbox.md's "Try the AWS path" steps followed literally against its
 sandbox server (`python -m imagectl.clouds.aws.sandbox`) through promote and rollback;
 and a run interrupted with SIGINT terminates its instances.
 
@@ -169,7 +169,7 @@ def _free_port() -> int:
 
 
 def _sandbox(port: int, override: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    """README step 1: the seeded local AWS, started as the README starts it; returns once
+    """docs/sandbox.md step 1: the seeded local AWS, started as the page starts it; returns once
     it says it is serving."""
     proc = subprocess.Popen(
         [
@@ -232,7 +232,7 @@ def _images(endpoint: str, region: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None:
-    """README, "Try the AWS path without an AWS account", step by step against its own
+    """docs/sandbox.md, "Try the AWS path without an AWS account", step by step against its own
     sandbox server (a subprocess, plain moto with the sandbox's EC2 CopyImage): build,
     validate-image --sandbox, promote to every region of the stack, status, a second
     candidate the same way, then rollback. Every command exits 0; every region's "latest"
@@ -253,12 +253,12 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
     override = tmp_path / "sandbox-replay.yaml"
     sandbox = _sandbox(port, override, base_env)
     try:
-        # README step 2: the other shell sources the sandbox's sandbox.env
+        # docs/sandbox.md step 2: the other shell sources the sandbox's sandbox.env
         exported = (override.parent / "sandbox.env").read_text().split()
         assert exported[0] == "export"
         env = {**base_env, **dict(item.split("=", 1) for item in exported[1:])}
         assert env["IMAGECTL_AWS_ENDPOINT_URL"] == endpoint
-        # README step 2: a local signing key (`attest --new-key`, the one command that
+        # docs/sandbox.md step 2: a local signing key (`attest --new-key`, the one command that
         # makes one), trusted through the state folder's settings (`--save-trust`): no
         # variable to export in every shell
         _readme_cli(env, "attest", "--new-key", "--save-trust")
@@ -290,7 +290,7 @@ def test_the_readme_sandbox_path_promotes_and_rolls_back(tmp_path: Path) -> None
             assert sorted(replicas) == sorted(regions) and replicas[home] == ami
             promoted.append(replicas)
             _readme_cli(env, "status")
-        # README: the two builds' SBOMs compared, and the replicas named as copies
+        # docs/sandbox.md: the two builds' SBOMs compared, and the replicas named as copies
         compared = json.loads(_readme_cli(env, "diff", amis[0], amis[1], "--json"))
         assert compared, compared
         status = " ".join(_readme_cli(env, "status", "--stack", "h100-training").split())

@@ -1,5 +1,5 @@
-"""`imagectl doctor --stack h100-training --cloud aws` against the README's sandbox
-(`python -m imagectl.clouds.aws.sandbox`, a subprocess, as the README starts it): the
+"""`imagectl doctor --stack h100-training --cloud aws` against the docs' sandbox
+(`python -m imagectl.clouds.aws.sandbox`, a subprocess, as docs/sandbox.md starts it): the
 sandbox's environment is an identity holding exactly the shipped build and validate
 documents, and the doctor reports no denial for it (the only blocker is the shipped
 stack's example organization, a placeholder); with one permission taken out of its policy,

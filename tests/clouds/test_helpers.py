@@ -78,7 +78,7 @@ def test_validate_image_on_a_cloud_needs_the_runner_cidr(
 ) -> None:
     """Without --runner-cidr the security group / firewall rule / NSG admits nobody: the
     run is refused before any cloud call (exit 2, the flag named), not after the 900 s
-    reach timeout (the README's AWS example once omitted it and waited that long)."""
+    reach timeout (the docs' AWS example once omitted it and waited that long)."""
     result = cli("validate-image", "some-image", "--cloud", cloud,
                  "--stack", "h100-training")  # fmt: skip
     assert result.code == 2, result.err

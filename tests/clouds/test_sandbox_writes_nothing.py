@@ -1,7 +1,7 @@
-"""The README's AWS try-it sandbox writes nothing into the checkout.
+"""The docs' AWS try-it sandbox (docs/sandbox.md) writes nothing into the checkout.
 
 ``python -m imagectl.clouds.aws.sandbox --port P --stack h100-training`` is started as the
-README starts it, from the checkout; its inventory override (``sandbox-replay.yaml``) and
+page starts it, from the checkout; its inventory override (``sandbox-replay.yaml``) and
 the empty hygiene root it names go to the state folder, not the current folder. The
 "checkout" here is a copy of what the sandbox reads (images/ and the healthy snapshot), so
 that anything written into it is seen, whatever else runs in the real one."""

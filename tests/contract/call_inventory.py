@@ -57,7 +57,7 @@ class Site:
 def files(cloud: str) -> list[Path]:
     found = sorted((ROOT / "pipeline" / "clouds" / cloud).glob("*.py"))
     found += [ROOT / "pipeline/clouds/reap.py"]  # its doctor.py is in its folder
-    # sandbox*.py: the README sandbox's emulator (moto seeding), not imagectl's calls
+    # sandbox*.py: the docs sandbox's emulator (moto seeding), not imagectl's calls
     return [f for f in found if not f.name.startswith("sandbox")]
 
 

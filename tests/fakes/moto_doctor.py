@@ -1,7 +1,7 @@
 """What moto lacks for ``imagectl doctor`` on AWS: the sandbox's own completion of moto
 (``imagectl.clouds.aws.sandbox_doctor``: IAM ``SimulatePrincipalPolicy`` with conditions
 evaluated against ``ContextEntries`` as IAM does, EC2 ``GetEbsDefaultKmsKeyId``, Service
-Quotas for EC2), so the tests and the README's sandbox answer the doctor alike. Tests set
+Quotas for EC2), so the tests and the docs' sandbox answer the doctor alike. Tests set
 ``EC2_QUOTAS`` / ``EBS_DEFAULT_KEYS``; an enforced identity's shipped document is kept in
 ``SHIPPED`` (tests/fakes/permissions.py) for the simulation. ``account`` is moto in process
 answering the doctor, for a test's block."""

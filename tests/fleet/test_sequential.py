@@ -14,7 +14,7 @@ in fifty, drawn once per node.
   is measured on the same looks for contrast.
 - **3x worse on one shape of three** (GPU lost at three times the rate on one shape, on a
   fleet of 100 canary and 200 predecessor nodes a shape): every one of 20 fleets is rolled
-  back within ``WITHIN`` looks (the README states it), on that shape.
+  back within ``WITHIN`` looks (docs/rollout.md states it), on that shape.
 
 The figures are printed (``pytest -s``)."""
 

@@ -114,7 +114,7 @@ def test_a_toolkit_without_a_lock_is_not_built(h100, tmp_path) -> None:
 
 def test_the_repositorys_own_toolkit_lock_is_looked_for_and_named(h100, tmp_path) -> None:
     """The repository ships no toolkit lock: the build says which file and how it is made
-    (the README says the same)."""
+    (docs/stacks.md says the same)."""
     from imagectl.supply.lock import toolkit_lock_path
 
     path = toolkit_lock_path("2.9.1", "cu128")

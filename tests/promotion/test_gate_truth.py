@@ -83,7 +83,7 @@ def test_gate_accepts_what_proves_the_image(world) -> None:
 
 
 def test_sandbox_replay_passes_and_is_recorded(world) -> None:
-    """The README's try-it paths: a replay made with --sandbox promotes, and says so."""
+    """The docs' try-it paths (sandbox.md): a replay made with --sandbox promotes, and says so."""
     img = world.validated(
         receipt_overrides={
             "mode": "replay",

@@ -8,7 +8,7 @@ Every call has a deadline (``imagectl.clouds.deadlines``): connect and read time
 the client's ``Config``, and a ``needs-retry`` hook that starts no retry which could not
 end before the call's deadline, failing with ``CloudDeadline`` naming the endpoint.
 The endpoint is the real one unless ``endpoint_url`` / ``IMAGECTL_AWS_ENDPOINT_URL`` /
-``AWS_ENDPOINT_URL`` names another (moto in tests and in the README's try-it path).
+``AWS_ENDPOINT_URL`` names another (moto in tests and in the docs' try-it path, docs/sandbox.md).
 """
 
 from __future__ import annotations

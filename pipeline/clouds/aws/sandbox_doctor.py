@@ -1,5 +1,5 @@
 """What moto lacks for ``imagectl doctor`` on AWS, added as AWS documents it, for the
-README's sandbox (``python -m imagectl.clouds.aws.sandbox``) and the tests
+docs' sandbox (docs/sandbox.md: ``python -m imagectl.clouds.aws.sandbox``) and the tests
 (``tests/fakes/moto_doctor.py``):
 
 - IAM ``SimulatePrincipalPolicy`` (IAM API reference): for a user or role ARN and a list
