@@ -17,9 +17,37 @@ from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.validators.receipt import Receipt
-from imagectl.validators.results import CheckResult, Outcome, Severity
+from imagectl.validators.registry import REGISTRY, Runs, check_result, declare, family
+from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 HIGHER_IS_BETTER = {"GB/s", "TFLOP/s", "Gbps", "GFLOP/s"}
+
+declare(
+    "baseline.summary", "This run against the baseline receipt",
+    runs=Runs.SESSION, action=Action.NONE, severity=Severity.WARNING,
+)  # fmt: skip
+declare(
+    "baseline.compare", "Comparison with the baseline receipt",
+    runs=Runs.SESSION, action=Action.NONE, severity=Severity.WARNING,
+)  # fmt: skip
+
+
+def _compared() -> list[tuple[str, str]]:
+    """Every check a baseline can compare (any with a figure), as its baseline id."""
+    return [
+        (f"baseline.{s.id}", f"{s.id} against the baseline receipt")
+        for s in REGISTRY.values()
+        if not s.is_family and not s.id.startswith("baseline.")
+    ]
+
+
+family(
+    "baseline.",
+    "One check's figures against the baseline receipt (per check compared)",
+    runs=Runs.SESSION,
+    action=Action.NONE,
+    members=_compared,
+)
 
 
 def _shape(receipt: Receipt) -> str | None:
@@ -122,14 +150,14 @@ def _compare_check(cur: CheckResult, base: CheckResult, limit: float) -> CheckRe
         "details": details,
     }
     if regressions:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
             message=f"regressed more than {limit:g}%: " + "; ".join(regressions),
         )
     text = "no delta" if delta is None else f"{delta:+.1f}%"
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,
@@ -212,9 +240,8 @@ def compare_to_baseline(
             f"{c['id']} {c['baseline']} -> {c['current']}" for c in changed
         )
     results.append(
-        CheckResult(
+        check_result(
             id="baseline.summary",
-            title="This run against the baseline receipt",
             severity=severity,
             outcome=outcome,
             measured=len(failed),

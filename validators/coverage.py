@@ -21,10 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from imagectl.validators.catalogs import _load
 from imagectl.validators.expectations import Expectations
+from imagectl.validators.registry import ALL_PROFILES, Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 CHECK_ID = "validation.coverage"
-TITLE = "Every check the profile requires on this shape ran"
+declare(
+    CHECK_ID, "Every check the profile requires on this shape ran",
+    runs=Runs.SESSION, action=Action.BLOCK_IMAGE, profiles=ALL_PROFILES,
+)  # fmt: skip
 
 
 class Coverage(BaseModel):
@@ -151,28 +155,27 @@ def coverage(
     )
     common: dict[str, Any] = {
         "id": CHECK_ID,
-        "title": TITLE,
         "expected": required,
         "measured": cov.ran,
         "source": f"validators/data/coverage.yaml ({cov.shape_kind}, profile {profile})",
         "details": {"not_run": not_run},
     }
     if not required:
-        result = CheckResult(
+        result = check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.PASS,
             message=f"profile {profile} requires no GPU work on a {cov.shape_kind} shape",
         )
     elif not not_run:
-        result = CheckResult(
+        result = check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.PASS,
             message=f"all {len(required)} required checks ran",
         )
     elif replay:
-        result = CheckResult(
+        result = check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.SKIP,
@@ -182,7 +185,7 @@ def coverage(
     else:
         listed = "; ".join(f"{k} ({v})" for k, v in sorted(not_run.items())[:6])
         more = f" and {len(not_run) - 6} more" if len(not_run) > 6 else ""
-        result = CheckResult(
+        result = check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,

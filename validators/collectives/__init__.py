@@ -25,6 +25,7 @@ from imagectl.validators.collectives.launch import Plan, RunReport, run_collecti
 from imagectl.validators.collectives.profiles import sweep_for
 from imagectl.validators.collectives.verdicts import build_checks
 from imagectl.validators.compute.floors import floors_for
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 __all__ = ["collective_checks"]
@@ -32,10 +33,15 @@ __all__ = ["collective_checks"]
 CPU_RANKS_ENV = "IMAGECTL_CPU_RANKS"
 
 
+declare(
+    "collective.nccl_version", "The NCCL that ran is the image's pinned NCCL",
+    runs=Runs.RANKS, action=Action.BLOCK_IMAGE,
+)  # fmt: skip
+
+
 def _skip(check_id: str, message: str) -> CheckResult:
-    return CheckResult(
+    return check_result(
         id=check_id,
-        title="Collective smoke tests",
         severity=Severity.INFO,
         outcome=Outcome.SKIP,
         message=message,
@@ -75,9 +81,8 @@ def collective_checks(
     hostfile = parse_hostfile(nodes) if nodes else None  # bad input fails before any work
     if importlib.util.find_spec("torch") is None:
         return [
-            CheckResult(
+            check_result(
                 id="collective.rendezvous",
-                title="Collective smoke tests",
                 severity=Severity.CRITICAL,
                 outcome=Outcome.ERROR,
                 action=Action.BLOCK_IMAGE,
@@ -142,12 +147,11 @@ def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> Chec
     details = dict(info, ran=ran)
     common: dict[str, object] = {
         "id": "collective.nccl_version",
-        "title": "The NCCL that ran is the image's pinned NCCL",
         "expected": info["pinned"],
         "details": details,
     }
     if device == "cpu":
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.SKIP,
@@ -155,7 +159,7 @@ def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> Chec
         )
     pinned = info["pinned"]
     if pinned and not info["system_library"]:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -163,7 +167,7 @@ def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> Chec
             message=f"the stack pins NCCL {pinned} but no libnccl.so.2 is installed",
         )
     if pinned and info["system_version"] and info["system_version"] != pinned:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -172,7 +176,7 @@ def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> Chec
             message=f"system libnccl is {info['system_version']}, the stack pins {pinned}",
         )
     if not ran:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.WARNING,
             outcome=Outcome.SKIP,
@@ -180,7 +184,7 @@ def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> Chec
         )
     measured = ran[0] if len(ran) == 1 else ran
     if pinned and ran != [pinned]:
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.WARNING,
             outcome=Outcome.WARN,
@@ -191,7 +195,7 @@ def _nccl_check(info: dict[str, object], report: RunReport, device: str) -> Chec
                 "did not take"
             ),
         )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,

@@ -8,6 +8,7 @@ from typing import Any
 from imagectl.validators.collectives.arithmetic import algbw_gbps, busbw_gbps
 from imagectl.validators.collectives.launch import RunReport
 from imagectl.validators.compute.floors import collective_gates, gate_for_size
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 CPU_FLOORS = "not applicable on cpu"
@@ -18,6 +19,13 @@ TITLES = {
     "broadcast": "NCCL broadcast: values and bus bandwidth",
     "all_to_all": "NCCL all_to_all: values and bus bandwidth",
 }
+declare(
+    "collective.rendezvous",
+    "Collective ranks start, join the rendezvous and reach the first collective",
+    runs=Runs.RANKS, action=Action.BLOCK_IMAGE,
+)  # fmt: skip
+for _op, _title in TITLES.items():
+    declare(f"collective.{_op}", _title, runs=Runs.RANKS, action=Action.DRAIN)
 
 
 def _sig(x: float) -> float:
@@ -101,7 +109,6 @@ def _op_check(
     failure = report.failure
     base: dict[str, Any] = {
         "id": f"collective.{op}",
-        "title": TITLES[op],
         "unit": "GB/s",
         "source": "nccl-tests busbw arithmetic",
         "details": {"sizes": rows, "world_size": report.world_size, "ranks": rank_details(report)},
@@ -117,7 +124,7 @@ def _op_check(
             failure=failure.kind, arrived=failure.arrived, missing=failure.missing
         )
         action = Action.REBOOT if failure.kind == "hang" else Action.RESET_GPU
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -127,13 +134,13 @@ def _op_check(
     if not rows:
         why = failure.message if failure else "not in this profile's sweep"
         base["details"]["not_run_because"] = why
-        return CheckResult(
+        return check_result(
             **base, severity=Severity.INFO, outcome=Outcome.SKIP, message=f"not run: {why}"
         )
     bad = [r for r in rows if not r["ok"]]
     if bad:
         first = bad[0]
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -149,7 +156,7 @@ def _op_check(
         base["details"]["floors"] = CPU_FLOORS
         for row in rows:
             row["gate"] = row is rows[-1]  # the largest size is the one compared with baselines
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.INFO,
             outcome=Outcome.PASS,
@@ -174,7 +181,7 @@ def _op_check(
     base["source"] = source
     if below:
         row, gate = below[0]
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
@@ -192,14 +199,14 @@ def _op_check(
             if not gates
             else f"sweep stops at {rows[-1]['bytes']} B, below the first gate"
         )
-        return CheckResult(
+        return check_result(
             **base,
             severity=Severity.WARNING,
             outcome=Outcome.WARN,
             measured=measured,
             message=f"values correct; busbw {measured:.1f} GB/s not gated: {why}",
         )
-    return CheckResult(
+    return check_result(
         **base,
         severity=Severity.INFO,
         outcome=Outcome.PASS,
@@ -223,21 +230,20 @@ def rendezvous_check(report: RunReport) -> CheckResult:
         details["stderr_tail"] = report.stderr_tail
     common = {
         "id": "collective.rendezvous",
-        "title": "Collective ranks start, join the rendezvous and reach the first collective",
         "unit": "s",
         "measured": max(firsts) if firsts else None,
         "details": details,
     }
     if failure is not None and (failure.kind == "rendezvous" or failure.op is None):
         details.update(failure=failure.kind, arrived=failure.arrived, missing=failure.missing)
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.CRITICAL,
             outcome=Outcome.FAIL,
             action=Action.REBOOT,
             message=failure.message,
         )
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO,
         outcome=Outcome.PASS,

@@ -8,10 +8,11 @@ recorded ``dcgm`` section is judged by the same code (``judge.py``).
 
 from __future__ import annotations
 
-from imagectl.validators.dcgm.judge import RUN_ID, RUN_TITLE, judge
+from imagectl.validators.dcgm.judge import RUN_ID, judge
 from imagectl.validators.dcgm.run import run_diag
 from imagectl.validators.dcgm.table import tables
 from imagectl.validators.expectations import Expectations
+from imagectl.validators.registry import check_result
 from imagectl.validators.results import CheckResult, Outcome, Severity
 
 __all__ = ["dcgm_checks", "record_diag"]
@@ -21,11 +22,7 @@ DEADLINE_MARGIN_S = 2.0
 
 
 def _skip(reason: str) -> list[CheckResult]:
-    return [
-        CheckResult(
-            id=RUN_ID, title=RUN_TITLE, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason
-        )
-    ]
+    return [check_result(id=RUN_ID, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason)]
 
 
 def record_diag(level: int, timeout_s: float | None = None) -> dict[str, object]:

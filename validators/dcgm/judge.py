@@ -14,11 +14,26 @@ from typing import Any
 
 from imagectl.validators.dcgm.parse import Diag, DiagFormatError, EntityResult, TestRun, parse_diag
 from imagectl.validators.dcgm.table import Route, Tables
+from imagectl.validators.dcgm.table import tables as load_tables
 from imagectl.validators.expectations import Expectations
+from imagectl.validators.registry import Runs, check_result, declare, family
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 RUN_ID = "dcgm.diag"
-RUN_TITLE = "DCGM diagnostics (dcgmi diag)"
+declare(RUN_ID, "DCGM diagnostics (dcgmi diag)", runs=Runs.DCGM, action=Action.BLOCK_IMAGE)
+
+
+def _known_tests() -> list[tuple[str, str]]:
+    return [(_check_id(test), title) for test, title in load_tables().titles.items()]
+
+
+family(
+    "dcgm.",
+    "One DCGM diagnostic test, per GPU (each test dcgmi diag reports)",
+    runs=Runs.DCGM,
+    action=Action.BLOCK_IMAGE,
+    members=_known_tests,
+)
 _ORDER = [Outcome.PASS, Outcome.SKIP, Outcome.WARN, Outcome.ERROR, Outcome.FAIL]
 _OUTCOME_RANK = {o: i for i, o in enumerate(_ORDER)}
 
@@ -37,9 +52,8 @@ def _tail(text: str, n: int = 600) -> str:
 def _run_result(
     route: Route, message: str, record: dict[str, Any], **details: object
 ) -> CheckResult:
-    return CheckResult(
+    return check_result(
         id=RUN_ID,
-        title=RUN_TITLE,
         severity=_severity(route.outcome),
         outcome=route.outcome,
         action=route.action if route.outcome in (Outcome.FAIL, Outcome.ERROR) else Action.NONE,
@@ -115,7 +129,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
         "expected": {k: v for k, v in threshold.items() if k != "source"} if threshold else None,
     }
     if res.status == "Pass":
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.PASS,
@@ -124,7 +138,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
         )
     if res.status == "Skip" and all(r.outcome is Outcome.SKIP for r in routes):
         why = [e["message"] for e in errors] + list(res.info)
-        return CheckResult(
+        return check_result(
             **common,
             severity=Severity.INFO,
             outcome=Outcome.SKIP,
@@ -156,7 +170,7 @@ def _judge_entity(test: TestRun, res: EntityResult, diag: Diag, tables: Tables) 
             msg += f". DCGM suggests: {first['dcgm_suggestion']}"
         if len(errors) > 1:
             msg += f" (+{len(errors) - 1} more DCGM error(s))"
-    return CheckResult(
+    return check_result(
         **common,
         severity=_severity(route.outcome),
         outcome=route.outcome,
@@ -241,9 +255,8 @@ def _judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list
                 )
             ]
         return [
-            CheckResult(
+            check_result(
                 id=RUN_ID,
-                title=RUN_TITLE,
                 severity=Severity.INFO,
                 outcome=Outcome.SKIP,
                 message=f"{reason}; the stack does not pin DCGM",
@@ -351,9 +364,8 @@ def _judge(record: dict[str, Any], expect: Expectations, tables: Tables) -> list
             summary += f"; failing: {', '.join(failing_tests)} (see dcgm.*)"
         else:
             summary += ", all passed"
-        run = CheckResult(
+        run = check_result(
             id=RUN_ID,
-            title=RUN_TITLE,
             severity=Severity.INFO,
             outcome=Outcome.PASS,
             duration_s=float(record.get("duration_s") or 0.0),
