@@ -194,7 +194,8 @@ def ansible_vars(
     n = s.nvidia
     spec = cloud_spec(cloud)
     c = spec.settings(s)
-    nvidia_key = load_apt_keys(find_workspace().compat_dir)["nvidia-cuda"]
+    apt_keys = load_apt_keys(find_workspace().compat_dir)
+    nvidia_key, doca_key = apt_keys["nvidia-cuda"], apt_keys["mellanox-doca"]
     efa_built = "efa" in spec.fabrics and s.network.efa is not None
     baked_toolkit = r.validator_toolkit if baked(r) else None
     out: dict[str, Any] = {
@@ -253,6 +254,9 @@ def ansible_vars(
             s.network.infiniband.doca_ofed if s.network.infiniband else ""
         ),
         "infiniband_peermem": bool(s.network.infiniband and s.network.infiniband.peermem),
+        # DOCA's repository key and the fingerprints it must have (apt_keys.yaml).
+        "infiniband_repo_key_file": doca_key.key_file,
+        "infiniband_repo_key_fingerprints": list(doca_key.fingerprints),
         # NVIDIA's package names per component (images/compat/packages.yaml): the same
         # lists the image's expect.json checks.
         **{p.var: list(p.names) for p in r.packages},

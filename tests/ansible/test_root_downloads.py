@@ -26,12 +26,7 @@ VERIFIERS = ("openpgp-fingerprints.py", "gpgv")
 SHELLS = {"shell", "command", "script", "raw"}
 # Downloads known to be unverified, each with why it is still there. The test fails when one
 # is verified (remove it here) as much as when a new one appears.
-KNOWN_UNVERIFIED = {
-    # Mellanox's DOCA repository key becomes an apt keyring unchecked: NVIDIA publishes
-    # only its 64-bit key id (A024F6F0E6D6A281) in the pages found so far; pin the full
-    # fingerprint in images/compat/apt_keys.yaml and check it as nvidia_repo does.
-    "roles/infiniband/tasks/main.yml: Install Mellanox's repository keyring",
-}
+KNOWN_UNVERIFIED: set[str] = set()
 
 
 def _module(task: dict[str, Any]) -> tuple[str, Any]:
