@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from imagectl.core.errors import UserError
 from imagectl.validators.jsonfile import read_json
 from imagectl.validators.nics import Nics
-from imagectl.validators.shapes import gpu_row, shape_rows
+from imagectl.validators.shapes import gpu_pcie, gpu_row, shape_rows
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
@@ -57,7 +57,8 @@ class Network(BaseModel):
 
 
 class Hardware(BaseModel):
-    """The per-shape hardware table (images/catalog/shapes.yaml + images/compat/gpus.yaml)."""
+    """The per-shape hardware table (images/catalog/shapes.yaml + images/compat/gpus.yaml:
+    names, memory, NVSwitch and the PCIe link come from the GPU table)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -169,14 +170,24 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
     row = shapes[shape]
     if not row.get("gpu"):
         return row, None
+    stale = sorted(k for k in ("pcie_gen", "pcie_width") if k in row)
+    if stale:
+        raise UserError(
+            f"shape '{shape}' sets {', '.join(stale)}: the PCIe link a GPU trains to is the GPU "
+            f"table's (images/compat/gpus.yaml {row['gpu']}.pcie), one copy for every check",
+            where=str(images_dir / "catalog" / "shapes.yaml"),
+            hint="Delete the field from the shape; change the GPU's pcie in gpus.yaml if it "
+            "is wrong for every host of that GPU",
+        )
     gpu = gpu_row(images_dir / "compat", row["gpu"])
+    pcie = gpu_pcie(images_dir / "compat", gpu["sku"])  # the GPU table's one copy
     hw = Hardware(
         nvml_names=list(gpu.get("nvml_names") or ()),
         arch=gpu.get("arch"),
         memory_gib=gpu.get("memory_gib"),
         nvswitch=bool(gpu.get("nvswitch")),
-        pcie_gen=row.get("pcie_gen"),
-        pcie_width=row.get("pcie_width"),
+        pcie_gen=pcie.get("gen"),
+        pcie_width=pcie.get("width"),
         nvlink_links=int(row.get("nvlink_links") or 0),
         power_limit_w=row.get("power_limit_w"),
         power_limit_min_w=row.get("power_limit_min_w"),

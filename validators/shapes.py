@@ -133,6 +133,30 @@ def gpu_row(compat_dir: Path, sku: str) -> dict[str, Any]:
     return {"sku": name, **row}
 
 
+def gpu_pcie(compat_dir: Path, sku: str | None) -> dict[str, Any]:
+    """The PCIe link (gen, width, source) the GPU table gives the SKU ``sku`` (its one copy,
+    read by gpu.pcie.link_max through a shape's expectations and by load.pcie_link through
+    the floors); {} for a SKU the table gives none (or no SKU)."""
+    row = gpu_rows(compat_dir).get(sku or "")
+    link = row.get("pcie") if isinstance(row, dict) else None
+    if not link:
+        return {}
+    path = compat_dir / "gpus.yaml"
+    ok = (
+        isinstance(link, dict)
+        and all(isinstance(link.get(k), int) and link[k] > 0 for k in ("gen", "width"))
+        and isinstance(link.get("source"), str)
+        and link["source"].strip()
+    )
+    if not ok:
+        raise UserError(
+            f"{path}: malformed GPU table: {sku}.pcie must be {{gen: N, width: N, source: ...}} "
+            f"with positive whole numbers and a source, not {link!r}",
+            hint="Copy the host interface from the GPU's datasheet and cite it",
+        )
+    return {"gen": int(link["gen"]), "width": int(link["width"]), "source": str(link["source"])}
+
+
 @lru_cache(maxsize=8)
 def _gpu_names(compat_dir: Path) -> GpuNames:
     """The GPU names of ``compat_dir``: gpus.yaml's SKUs and nvml_names, gpu_names.yaml's."""

@@ -19,14 +19,12 @@ from imagectl.validators.fabric.capture import acs_control, capture_fabric
 from imagectl.validators.nics import REQUIRED, Nics, missing_in_row
 from imagectl.validators.results import Outcome
 from imagectl.validators.session import Options, validate
-from imagectl.validators.shapes import gpu_rows, shape_rows
+from imagectl.validators.shapes import gpu_pcie, gpu_rows, shape_rows
 from imagectl.validators.snapshot import load_snapshot
 
 IMAGES = ROOT / "images"
 OLD = ROOT / "tests" / "fixtures" / "snapshots_before_issue43"
 HARDWARE = (
-    "pcie_gen",
-    "pcie_width",
     "nvlink_links",
     "power_limit_w",
     "temp_warn_c",
@@ -54,6 +52,8 @@ def shape_gaps(name: str, row: dict[str, Any]) -> list[str]:
     gaps = [f for f in ("cloud", "gpu", "gpu_count", "source", *HARDWARE) if row.get(f) is None]
     if row.get("gpu") not in gpu_rows(IMAGES / "compat"):
         gaps.append("gpu (not in images/compat/gpus.yaml: NVSwitch and NVML names)")
+    elif not gpu_pcie(IMAGES / "compat", row["gpu"]):
+        gaps.append(f"pcie of {row['gpu']} (images/compat/gpus.yaml: the link it trains to)")
     gaps += missing_in_row(row)
     nics = row.get("nics") or {}
     if nics.get("pairing") == "documented":

@@ -9,10 +9,13 @@ from __future__ import annotations
 import copy
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+import imagectl.images
 from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import loads as load_yaml
+from imagectl.validators.shapes import gpu_pcie
 
 FLOORS_FILE = "data/floors.yaml"
 
@@ -69,12 +72,21 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def floors_for(gpu: str | None, shape: str | None = None) -> dict[str, Any]:
-    """The merged floors for a GPU SKU and (optionally) a shape; {} when none are defined."""
+    """The merged floors for a GPU SKU and (optionally) a shape; {} when none are defined.
+    ``pcie`` is the GPU table's link for the SKU (images/compat/gpus.yaml, the one copy
+    gpu.pcie.link_max reads too), not a floor of this file."""
     data = load_floors()
     result = copy.deepcopy((data.get("gpus") or {}).get(gpu or "", {}))
     if shape and shape in (data.get("shapes") or {}):
         result = _merge(result, data["shapes"][shape])
+    pcie = gpu_pcie(_compat_dir(), gpu)
+    if pcie:
+        result["pcie"] = pcie
     return result
+
+
+def _compat_dir() -> Path:
+    return Path(imagectl.images.__file__).resolve().parent / "compat"
 
 
 def collective_gates(floors: dict[str, Any], world_size: int, op: str) -> list[dict[str, Any]]:
