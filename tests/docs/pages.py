@@ -7,8 +7,9 @@ A page holds a generated table between ``<!-- generated: NAME ... -->`` and
 ``<!-- end generated: NAME -->``; everything outside those two lines is written by hand.
 The tables and where their rows come from:
 
-- ``checks`` (docs/validator-checks.md): the validator's check registry
-  (``imagectl.validators.checks.REGISTRY``): id, title, severity, scope, profiles.
+- ``checks`` (docs/validator-checks.md): the validator's one check registry
+  (``imagectl.validators.registry``), every module of the validator imported: id, title,
+  severity, where it runs, scope, profiles and the action its failure recommends.
 - ``thresholds`` (docs/validator-thresholds.md): ``validators/data/thresholds.yaml``, each
   number with who sets it (NVIDIA, or imagectl policy with its reason) and its source.
 - ``environment`` (docs/environment.md): ``docs/data/environment.yaml``, every
@@ -21,12 +22,16 @@ writes, so a new check, threshold or variable cannot be left out of the docs.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+
+from imagectl.validators.registry import ALL_PROFILES, Runs, Spec
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -38,16 +43,44 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def checks_table() -> list[str]:
+def registered_checks() -> list[Spec]:
+    """Every check a receipt can hold: each module of the validator imported (a check is
+    declared in the module that judges it), the runner's checks in their run order, then
+    the others by where they run and by id (the same order whatever was imported first)."""
+    import imagectl.validators as validators
     from imagectl.validators.checks import REGISTRY
-    from imagectl.validators.checks.base import ALL_PROFILES
 
-    rows = ["| id | title | severity | scope | profiles |", "|---|---|---|---|---|"]
-    for spec in REGISTRY.values():
+    for module in pkgutil.walk_packages(validators.__path__, "imagectl.validators."):
+        importlib.import_module(module.name)
+    order = {runs: i for i, runs in enumerate(Runs)}
+    runner = [s for s in REGISTRY.values() if s.runs is Runs.NVML]
+    others = sorted(
+        (s for s in REGISTRY.values() if s.runs is not Runs.NVML),
+        key=lambda s: (order[s.runs], s.id),
+    )
+    return [*runner, *others]
+
+
+def _members(spec: Spec) -> str:
+    members = sorted(check_id for check_id, _ in spec.members()) if spec.members else []
+    if not members or len(members) > 20:
+        return ""
+    return "; one of " + ", ".join(f"`{m}`" for m in members)
+
+
+def checks_table() -> list[str]:
+    rows = [
+        "| id | title | severity | runs | scope | profiles | action |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for spec in registered_checks():
+        check_id = f"{spec.id}*" if spec.is_family else spec.id
         scope = "per GPU" if spec.per_gpu else "host"
         profiles = "all" if spec.profiles == ALL_PROFILES else "/".join(sorted(spec.profiles))
+        title = _cell(spec.title + _members(spec))
         rows.append(
-            f"| `{spec.id}` | {_cell(spec.title)} | {spec.severity.value} | {scope} | {profiles} |"
+            f"| `{check_id}` | {title} | {spec.severity.value} | {spec.runs.value} | {scope} "
+            f"| {profiles} | {spec.failure_action.value} |"
         )
     return rows
 
