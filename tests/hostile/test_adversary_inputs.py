@@ -20,6 +20,7 @@ from tests.hostile.test_trust_paths import READERS
 from tests.support import ROOT
 
 BUNDLE = "tests/supply/test_bundle.py"
+TAGS = "tests/clouds/test_hostile_tags.py"
 INPUTS: dict[str, dict[str, list[str]]] = {
     "bundle members": {
         "wheels/": [f"{BUNDLE}::test_a_changed_wheel_is_refused_before_anything_is_written",
@@ -96,17 +97,21 @@ INPUTS: dict[str, dict[str, list[str]]] = {
             "tests/clouds/test_providers.py::test_find_images_by_stack_digest_and_state"],
         "imagectl:state": [
             "tests/clouds/test_providers.py::test_find_images_by_stack_digest_and_state"],
+        "imagectl:managed": [f"{TAGS}::test_a_look_alike_managed_tag_is_not_imagectls"],
+        "imagectl:stack": [f"{TAGS}::test_a_look_alike_stack_tag_is_another_stack",
+                           f"{TAGS}::test_a_hostile_launcher_tag_is_inert_in_the_reapers_output"],
+        "imagectl:launched-by": [
+            f"{TAGS}::test_a_hostile_launcher_tag_is_inert_in_the_reapers_output"],
+        "imagectl:image": [
+            f"{TAGS}::test_a_hostile_image_tag_does_not_change_the_image_an_instance_reports"],
     },
 }  # fmt: skip
 
-# Cloud tags with no test yet that writes a hostile value into them, and what they decide:
-# listed so the class is whole (a new tag must be put here or in INPUTS), and so the gap
-# is stated rather than hidden.
+# Cloud tags imagectl writes and no code reads (no hostile value can decide anything), and
+# so no hostile-value test: listed so the class is whole (a new tag must be put here or in
+# INPUTS). test_a_tag_without_a_hostile_test_is_never_read holds each to that: the day
+# code reads one, it needs a test in INPUTS.
 TAGS_WITHOUT_A_HOSTILE_TEST = {
-    "imagectl:managed": "which instances, groups and placements the reaper may delete",
-    "imagectl:stack": "drift's and the reaper's grouping; GCP's image family fallback",
-    "imagectl:launched-by": "which run's instances a validation terminates",
-    "imagectl:image": "the image an instance reports it booted (GCP, Azure)",
     "imagectl:build-id": "written for people; no decision reads it",
     "imagectl:deprecated-at": "written for people; no decision reads it",
     "imagectl:replacement": "written for people; no decision reads it",
@@ -167,6 +172,41 @@ def test_every_cloud_tag_is_covered_or_its_gap_stated() -> None:
     assert every == covered | set(TAGS_WITHOUT_A_HOSTILE_TEST), every ^ (
         covered | set(TAGS_WITHOUT_A_HOSTILE_TEST)
     )
+
+
+def _reads_of(constant: str) -> list[str]:
+    """Where pipeline/ and validators/ use ``constant`` other than to write it: an import,
+    a key of a dict literal, or the target of an assignment (``tags[TAG_X] = ...``)."""
+    found = []
+    for top in ("pipeline", "validators"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "pipeline/tags.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            written: set[int] = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Dict):
+                    written |= {id(k) for k in node.keys if k is not None}
+                elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                    written.add(id(node.slice))
+            for node in ast.walk(tree):
+                is_use = (isinstance(node, ast.Name) and node.id == constant) or (
+                    isinstance(node, ast.Attribute) and node.attr == constant)  # fmt: skip
+                if is_use and id(node) not in written:
+                    found.append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_a_tag_without_a_hostile_test_is_never_read() -> None:
+    import imagectl.tags as tags
+
+    names = {v: k for k, v in vars(tags).items() if k.startswith("TAG_") and isinstance(v, str)}
+    read = {tag: _reads_of(names[tag]) for tag in TAGS_WITHOUT_A_HOSTILE_TEST}
+    read = {tag: where for tag, where in read.items() if where}
+    assert not read, f"read by code, so each needs a hostile-value test in INPUTS: {read}"
+    # the check sees reads: a tag the code decides by is found
+    assert _reads_of("TAG_MANAGED") and _reads_of("TAG_LAUNCHED_BY")
 
 
 def test_every_setting_has_a_test() -> None:
