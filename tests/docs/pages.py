@@ -12,6 +12,8 @@ The tables and where their rows come from:
   severity, where it runs, scope, profiles and the action its failure recommends.
 - ``thresholds`` (docs/validator-thresholds.md): ``validators/data/thresholds.yaml``, each
   number with who sets it (NVIDIA, or imagectl policy with its reason) and its source.
+- ``stack`` (docs/stack-reference.md): every key of a stack file, from the stack schema
+  (``imagectl.stacks.jsonschema``, the pydantic models): type, default, what it sets.
 - ``environment`` (docs/environment.md): ``docs/data/environment.yaml``, every
   ``IMAGECTL_*`` variable the code reads (tests/docs/test_docs_pages.py holds that list to
   the code).
@@ -23,11 +25,13 @@ writes, so a new check, threshold or variable cannot be left out of the docs.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -97,6 +101,67 @@ def thresholds_table() -> list[str]:
     return rows
 
 
+def _type(node: dict[str, Any], defs: dict[str, Any]) -> tuple[str, str | None]:
+    """A schema node's type as a reader writes it, and the $defs name of its object."""
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        target = defs[name]
+        if "enum" in target:
+            return " \\| ".join(f"`{v}`" for v in target["enum"]), None
+        return "mapping", name
+    if "anyOf" in node:
+        kinds = [_type(n, defs) for n in node["anyOf"] if n.get("type") != "null"]
+        nested = next((ref for _, ref in kinds if ref), None)
+        text = " or ".join(kind for kind, _ in kinds)
+        return (f"{text} or null" if len(kinds) < len(node["anyOf"]) else text), nested
+    if "const" in node:
+        return f"`{node['const']}`", None
+    if "enum" in node:
+        return " \\| ".join(f"`{v}`" for v in node["enum"]), None
+    kind = node.get("type", "any")
+    if kind == "array":
+        item, _ = _type(node.get("items", {}), defs)
+        return f"list of {item}", None
+    if kind == "object" and isinstance(node.get("additionalProperties"), dict):
+        value, _ = _type(node["additionalProperties"], defs)
+        return f"mapping of {value}", None
+    if kind == "object" and node.get("patternProperties"):
+        values = {_type(v, defs)[0] for v in node["patternProperties"].values()}
+        return "mapping of " + " or ".join(sorted(values)), None
+    return str(kind), None
+
+
+def _stack_rows(
+    obj: dict[str, Any], defs: dict[str, Any], prefix: str, seen: tuple[str, ...]
+) -> list[str]:
+    rows = []
+    required = set(obj.get("required", []))
+    for key, node in obj.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        kind, nested = _type(node, defs)
+        if key in required:
+            default = "required"
+        elif "default" in node:
+            default = f"`{json.dumps(node['default'])}`" if node["default"] != [] else "`[]`"
+        else:
+            default = "—"
+        description = node.get("description") or ""
+        if nested and not description:
+            description = defs[nested].get("description", "")
+        rows.append(f"| `{path}` | {kind} | {_cell(default)} | {_cell(description)} |")
+        if nested and nested not in seen:
+            rows += _stack_rows(defs[nested], defs, f"{path}.", (*seen, nested))
+    return rows
+
+
+def stack_table() -> list[str]:
+    from imagectl.stacks.jsonschema import stack_json_schema
+
+    schema = stack_json_schema()
+    rows = ["| key | type | default | what it sets |", "|---|---|---|---|"]
+    return rows + _stack_rows(schema, schema["$defs"], "", ())
+
+
 def environment_variables() -> list[dict[str, str]]:
     doc = yaml.safe_load(ENVIRONMENT.read_text(encoding="utf-8"))
     entries: list[dict[str, str]] = doc["variables"]
@@ -114,6 +179,7 @@ TABLES: dict[str, tuple[str, Callable[[], list[str]]]] = {
     "checks": ("validator-checks.md", checks_table),
     "thresholds": ("validator-thresholds.md", thresholds_table),
     "environment": ("environment.md", environment_table),
+    "stack": ("stack-reference.md", stack_table),
 }
 
 

@@ -4,6 +4,8 @@ variable added without running ``python -m tests.docs.pages`` fails here, naming
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.docs.pages import DOCS, TABLES, begin, block, end, registered_checks, rewrite, stale
@@ -49,3 +51,30 @@ def test_a_page_without_its_block_or_with_two_is_refused(name: str) -> None:
         rewrite("# Page\n", name)
     with pytest.raises(ValueError, match=name):
         rewrite(block(name) + "\n" + block(name), name)
+
+
+def _keys(doc: dict[str, object], prefix: str = "") -> list[str]:
+    out = []
+    for key, value in doc.items():
+        out.append(f"{prefix}{key}")
+        if isinstance(value, dict):
+            out += _keys(value, f"{prefix}{key}.")
+    return out
+
+
+def test_every_key_of_every_shipped_stack_has_its_row() -> None:
+    """The stack reference is the schema's: each key a shipped stack uses is a row, or sits
+    under a row whose type is a mapping of free keys (``clouds.local.packages``)."""
+    import yaml
+
+    text = (DOCS / "stack-reference.md").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.startswith("| `")]
+    cells = [re.split(r"(?<!\\)\|", line)[1:3] for line in lines]
+    rows = {key.strip().strip("`"): kind.strip() for key, kind in cells}
+    free = [key for key, kind in rows.items() if kind.startswith("mapping of")]
+    stacks = sorted((DOCS.parent / "images" / "stacks").glob("*.yaml"))
+    assert len(stacks) >= 4
+    for path in stacks:
+        for key in _keys(yaml.safe_load(path.read_text(encoding="utf-8"))):
+            under_free = any(key.startswith(f"{parent}.") for parent in free)
+            assert key in rows or under_free, f"{path.name}: {key} has no row"
