@@ -36,6 +36,7 @@ from imagectl.validators.compute.recorded import judge_recording, not_recorded
 from imagectl.validators.context import Context, NamedCalls
 from imagectl.validators.coverage import Coverage, coverage
 from imagectl.validators.dcgm import dcgm_checks
+from imagectl.validators.dcgm.judge import RUN_ID
 from imagectl.validators.expectations import Expectations
 from imagectl.validators.fabric.capture import capture_fabric
 from imagectl.validators.fabric.model import FabricSection
@@ -44,6 +45,7 @@ from imagectl.validators.host.kernel_log import KernelLog, read_file_log, read_h
 from imagectl.validators.nvml import LiveNvml, ReplayNvml
 from imagectl.validators.nvml.backend import NvmlBackend
 from imagectl.validators.receipt import Receipt, gpu_summaries, summarise, verdict_of
+from imagectl.validators.registry import Runs, check_result, declare
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 from imagectl.validators.runner import run_checks, run_with_deadline
 from imagectl.validators.sampler import LoadSampler
@@ -120,16 +122,22 @@ def build_context(opts: Options) -> Context:
     )
 
 
-def _skip(id_: str, title: str, reason: str) -> CheckResult:
-    return CheckResult(
-        id=id_, title=title, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason
-    )
+declare("compute.smoke", "CUDA smoke tests", runs=Runs.SESSION, action=Action.BLOCK_IMAGE)
+declare(
+    "collectives.smoke",
+    "Collective smoke tests",
+    runs=Runs.SESSION,
+    action=Action.BLOCK_IMAGE,
+)
 
 
-def _error(id_: str, title: str, exc: BaseException) -> CheckResult:
-    return CheckResult(
+def _skip(id_: str, reason: str) -> CheckResult:
+    return check_result(id=id_, severity=Severity.INFO, outcome=Outcome.SKIP, message=reason)
+
+
+def _error(id_: str, exc: BaseException) -> CheckResult:
+    return check_result(
         id=id_,
-        title=title,
         severity=Severity.CRITICAL,
         outcome=Outcome.ERROR,
         message=f"{type(exc).__name__}: {exc}",
@@ -141,7 +149,6 @@ _Part = TypeVar("_Part")
 
 def _guarded(
     id_: str,
-    title: str,
     load: Callable[[], _Part],
     call: Callable[[_Part], Iterable[CheckResult]],
     deadline_s: float,
@@ -155,7 +162,7 @@ def _guarded(
     try:
         fn = load()
     except Exception as exc:
-        return [_error(id_, title, exc).model_copy(update={"action": Action.BLOCK_IMAGE})]
+        return [_error(id_, exc).model_copy(update={"action": Action.BLOCK_IMAGE})]
     box: dict[str, Any] = {}
 
     def job() -> None:
@@ -167,9 +174,8 @@ def _guarded(
     if not run_with_deadline(job, deadline_s):
         cleaned = procs.cleanup()  # the stage's workers and scratch folders go with it
         return [
-            CheckResult(
+            check_result(
                 id=id_,
-                title=title,
                 severity=Severity.CRITICAL,
                 outcome=Outcome.FAIL,
                 action=Action.REBOOT,
@@ -178,7 +184,7 @@ def _guarded(
             )
         ]
     if "exc" in box:
-        return [_error(id_, title, box["exc"])]
+        return [_error(id_, box["exc"])]
     out: list[CheckResult] = box["out"]
     return out
 
@@ -201,8 +207,7 @@ def dcgm_part(ctx: Context, opts: Options, *, deadline_s: float) -> list[CheckRe
     replay = opts.snapshot is not None
     recorded = (opts.snapshot or {}).get("dcgm") if replay else None
     return _guarded(
-        "dcgm.diag",
-        "DCGM diagnostics (dcgmi diag)",
+        RUN_ID,
         _load_dcgm,
         lambda fn: fn(
             opts.profile, ctx.expect, recorded=recorded, replay=replay, deadline_s=deadline_s
@@ -237,7 +242,7 @@ def readiness_part(
         facts = (opts.snapshot or {}).get("cuda")
         if facts is None:
             why = "replay: this snapshot records no toolkit or CUDA facts (capture it again)"
-            return [_skip(TOOLKIT_ID, "The validator's GPU toolkit", why)], False
+            return [_skip(TOOLKIT_ID, why)], False
     else:
         tries = cuinit_tries(device, opts.profile)
         facts = gather(tries)
@@ -286,8 +291,8 @@ def part_two(ctx: Context, opts: Options, state: PartTwoState) -> list[CheckResu
     if opts.snapshot is not None:
         why = "replay: measurements are not replayed (no hardware to load)"
         out += [
-            _skip("compute.smoke", "CUDA smoke tests", why),
-            _skip("collectives.smoke", "Collective smoke tests", why),
+            _skip("compute.smoke", why),
+            _skip("collectives.smoke", why),
         ]
         out += recorded_load(ctx, (opts.snapshot or {}).get("load"))
     elif ready:
@@ -322,7 +327,6 @@ def _gpu_work(
     try:
         out += _guarded(
             "compute.smoke",
-            "CUDA smoke tests",
             _load_smoke,
             lambda fn: fn(
                 ctx.expect,
@@ -335,7 +339,6 @@ def _gpu_work(
         )
         out += _guarded(
             "collectives.smoke",
-            "Collective smoke tests",
             _load_collectives,
             lambda fn: fn(ctx.expect, device=device, profile=opts.profile, nodes=opts.nodes),
             budgets.collectives_s(device, opts.profile),
@@ -361,9 +364,8 @@ def baseline_checks(receipt: Receipt, opts: Options) -> list[CheckResult]:
         raise
     except Exception as exc:  # a bug in the comparison is an error result, never a pass
         return [
-            CheckResult(
+            check_result(
                 id="baseline.compare",
-                title="Comparison with the baseline receipt",
                 severity=Severity.WARNING,
                 outcome=Outcome.ERROR,
                 message=f"{type(exc).__name__}: {exc}",

@@ -81,7 +81,7 @@ def test_stage_deadline_kills_the_ranks_and_removes_their_folder(monkeypatch, tm
         )  # fmt: skip
 
     started = time.monotonic()
-    (result,) = _guarded("collectives.smoke", "t", lambda: collective_checks, call, 12.0)
+    (result,) = _guarded("collectives.smoke", lambda: collective_checks, call, 12.0)
     assert time.monotonic() - started < 30
     assert result.outcome is Outcome.FAIL and "timed out" in result.message
     assert result.details["killed_process_groups"] == 2

@@ -140,16 +140,16 @@ def test_part_two_calls_are_guarded() -> None:
             )
         ]
 
-    (absent,) = _guarded("compute.smoke", "t", missing, lambda fn: fn(), 1.0)
+    (absent,) = _guarded("compute.smoke", missing, lambda fn: fn(), 1.0)
     assert absent.outcome == Outcome.ERROR and "torch" in absent.message
     assert absent.action.value == "BLOCK_IMAGE"
     started = time.perf_counter()
-    (hung,) = _guarded("compute.smoke", "t", lambda: hangs, lambda fn: fn(), 0.3)
+    (hung,) = _guarded("compute.smoke", lambda: hangs, lambda fn: fn(), 0.3)
     assert time.perf_counter() - started < 60.0  # it never returns: any finish is the deadline
     assert hung.outcome == Outcome.FAIL and "timed out" in hung.message
-    (err,) = _guarded("compute.smoke", "t", lambda: raises, lambda fn: fn(), 1.0)
+    (err,) = _guarded("compute.smoke", lambda: raises, lambda fn: fn(), 1.0)
     assert err.outcome == Outcome.ERROR and "illegal memory access" in err.message
-    (good,) = _guarded("compute.smoke", "t", lambda: passes, lambda fn: fn(), 1.0)
+    (good,) = _guarded("compute.smoke", lambda: passes, lambda fn: fn(), 1.0)
     assert good.id == "compute.gemm" and good.outcome == Outcome.PASS
 
 

@@ -17,8 +17,23 @@ from typing import Any
 
 from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import loads as load_yaml
+from imagectl.validators.collectives.arithmetic import OPS
+from imagectl.validators.registry import Runs, declare
+from imagectl.validators.results import Action
 
 FILE = "data/interconnect_floors.yaml"
+
+# The fabric run's checks (the controller's receipt: imagectl.validation.fabric.receipt).
+for _op in OPS:
+    declare(
+        f"fabric.collective.{_op}",
+        f"{_op} across the nodes: values and bus bandwidth against the interconnect",
+        runs=Runs.RANKS, action=Action.NONE,
+    )  # fmt: skip
+declare(
+    "fabric.attribution", "A failure across nodes is attributed to a node or to the fabric",
+    runs=Runs.RANKS, action=Action.DRAIN,
+)  # fmt: skip
 
 
 def _path() -> str:

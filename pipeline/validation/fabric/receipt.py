@@ -27,6 +27,7 @@ from imagectl.validation.fabric.judge import RunVerdict
 from imagectl.validators.collectives.interconnect import Interconnect, policy
 from imagectl.validators.coverage import Coverage
 from imagectl.validators.receipt import Receipt, summarise, verdict_of
+from imagectl.validators.registry import check_result
 from imagectl.validators.results import Action, CheckResult, Outcome, Severity
 
 ROLE = "fabric"
@@ -61,17 +62,16 @@ def nodes_of(receipt: Receipt) -> int:
 def _collective(op: str, run: RunVerdict | None, ic: Interconnect) -> CheckResult:
     common: dict[str, object] = {
         "id": f"fabric.collective.{op}",
-        "title": f"{op} across the nodes: values and bus bandwidth against the interconnect",
         "unit": "GB/s",
     }
     if run is None:
-        return CheckResult(
+        return check_result(
             **common, severity=Severity.CRITICAL, outcome=Outcome.ERROR,
             message="the collectives across the nodes did not run",
         )  # fmt: skip
     floor = run.floor
     details = {**run.to_dict(), "interconnect": ic.name, "policy": policy()}
-    return CheckResult(
+    return check_result(
         **common,
         severity=Severity.INFO if run.ok else Severity.CRITICAL,
         outcome=Outcome.PASS if run.ok else Outcome.FAIL,
@@ -87,9 +87,8 @@ def _collective(op: str, run: RunVerdict | None, ic: Interconnect) -> CheckResul
 def _attribution(att: Attribution) -> CheckResult:
     ok = att.verdict == PASS
     who = {NODE: f"node(s) {', '.join(att.nodes)}", FABRIC: "the fabric"}.get(att.verdict, "")
-    return CheckResult(
+    return check_result(
         id=ATTRIBUTION,
-        title="A failure across nodes is attributed to a node or to the fabric",
         severity=Severity.INFO if ok else Severity.CRITICAL,
         outcome=Outcome.PASS if ok else Outcome.FAIL,
         measured=att.verdict,
