@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from imagectl.core.errors import UserError
 from imagectl.validators.jsonfile import read_json
 from imagectl.validators.nics import Nics
-from imagectl.validators.shapes import gpu_pcie, gpu_row, shape_rows
+from imagectl.validators.shapes import gpu_pcie, gpu_power, gpu_row, shape_rows
 
 DEFAULT_EXPECT_FILE = Path("/etc/imagectl/expect.json")
 
@@ -58,7 +58,7 @@ class Network(BaseModel):
 
 class Hardware(BaseModel):
     """The per-shape hardware table (images/catalog/shapes.yaml + images/compat/gpus.yaml:
-    names, memory, NVSwitch and the PCIe link come from the GPU table)."""
+    names, memory, NVSwitch, the PCIe link and the power range come from the GPU table)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -181,6 +181,18 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
         )
     gpu = gpu_row(images_dir / "compat", row["gpu"])
     pcie = gpu_pcie(images_dir / "compat", gpu["sku"])  # the GPU table's one copy
+    power = gpu_power(images_dir / "compat", gpu["sku"])
+    if row.get("power_limit_w") is not None:  # the limit the cloud documents for the shape
+        if not str(row.get("power_source") or "").strip():
+            raise UserError(
+                f"shape '{shape}' sets power_limit_w without power_source: the power range is "
+                f"the GPU table's (images/compat/gpus.yaml {row['gpu']}.power); a shape sets "
+                "its own only where its cloud documents the limit it configures",
+                where=str(images_dir / "catalog" / "shapes.yaml"),
+                hint="Delete power_limit_w from the shape, or cite the cloud's page in "
+                "power_source",
+            )
+        power = {"max_w": float(row["power_limit_w"]), "source": str(row["power_source"])}
     hw = Hardware(
         nvml_names=list(gpu.get("nvml_names") or ()),
         arch=gpu.get("arch"),
@@ -189,8 +201,8 @@ def hardware_for(images_dir: Path, shape: str) -> tuple[dict[str, Any], Hardware
         pcie_gen=pcie.get("gen"),
         pcie_width=pcie.get("width"),
         nvlink_links=int(row.get("nvlink_links") or 0),
-        power_limit_w=row.get("power_limit_w"),
-        power_limit_min_w=row.get("power_limit_min_w"),
+        power_limit_w=power.get("max_w"),
+        power_limit_min_w=power.get("min_w"),
         temp_warn_c=row.get("temp_warn_c"),
         temp_max_c=row.get("temp_max_c"),
         nics=Nics.model_validate(row["nics"]) if row.get("nics") else None,

@@ -157,6 +157,32 @@ def gpu_pcie(compat_dir: Path, sku: str | None) -> dict[str, Any]:
     return {"gen": int(link["gen"]), "width": int(link["width"]), "source": str(link["source"])}
 
 
+def gpu_power(compat_dir: Path, sku: str | None) -> dict[str, Any]:
+    """The power range (max_w, min_w where NVIDIA makes the TDP configurable, source) the GPU
+    table gives the SKU ``sku``; {} for a SKU the table gives none."""
+    row = gpu_rows(compat_dir).get(sku or "")
+    power = row.get("power") if isinstance(row, dict) else None
+    if not power:
+        return {}
+    watts = [power.get("max_w"), power.get("min_w", power.get("max_w"))]
+    ok = (
+        all(isinstance(w, int | float) and not isinstance(w, bool) and w > 0 for w in watts)
+        and watts[1] <= watts[0]
+        and isinstance(power.get("source"), str)
+        and power["source"].strip()
+    )
+    if not ok:
+        raise UserError(
+            f"{compat_dir / 'gpus.yaml'}: malformed GPU table: {sku}.power must be {{max_w: W, "
+            f"min_w: W (optional, at most max_w), source: ...}}, not {power!r}",
+            hint="Copy the board's TDP (or its configurable range) from NVIDIA's datasheet",
+        )
+    out = {"max_w": float(watts[0]), "source": str(power["source"])}
+    if "min_w" in power:
+        out["min_w"] = float(watts[1])
+    return out
+
+
 @lru_cache(maxsize=8)
 def _gpu_names(compat_dir: Path) -> GpuNames:
     """The GPU names of ``compat_dir``: gpus.yaml's SKUs and nvml_names, gpu_names.yaml's."""

@@ -12,8 +12,8 @@ from snaplib import Fault, both, gpu_set
 
 NVL = (
     "NVIDIA H100 NVL product brief and datasheet: Max thermal design power (TDP) 350-400 W "
-    "(configurable); images/catalog/shapes.yaml h100_nvl power_limit_min_w 350, power_limit_w "
-    "400; validators/data/thresholds.yaml power.limit_min_fraction"
+    "(configurable); images/compat/gpus.yaml H100-NVL power min_w 350, max_w 400; "
+    "validators/data/thresholds.yaml power.limit_min_fraction"
 )
 
 FAULTS: dict[str, Fault] = {

@@ -19,14 +19,13 @@ from imagectl.validators.fabric.capture import acs_control, capture_fabric
 from imagectl.validators.nics import REQUIRED, Nics, missing_in_row
 from imagectl.validators.results import Outcome
 from imagectl.validators.session import Options, validate
-from imagectl.validators.shapes import gpu_pcie, gpu_rows, shape_rows
+from imagectl.validators.shapes import gpu_pcie, gpu_power, gpu_rows, shape_rows
 from imagectl.validators.snapshot import load_snapshot
 
 IMAGES = ROOT / "images"
 OLD = ROOT / "tests" / "fixtures" / "snapshots_before_issue43"
 HARDWARE = (
     "nvlink_links",
-    "power_limit_w",
     "temp_warn_c",
     "temp_max_c",
     "hardware_source",
@@ -52,8 +51,11 @@ def shape_gaps(name: str, row: dict[str, Any]) -> list[str]:
     gaps = [f for f in ("cloud", "gpu", "gpu_count", "source", *HARDWARE) if row.get(f) is None]
     if row.get("gpu") not in gpu_rows(IMAGES / "compat"):
         gaps.append("gpu (not in images/compat/gpus.yaml: NVSwitch and NVML names)")
-    elif not gpu_pcie(IMAGES / "compat", row["gpu"]):
-        gaps.append(f"pcie of {row['gpu']} (images/compat/gpus.yaml: the link it trains to)")
+    else:
+        if not gpu_pcie(IMAGES / "compat", row["gpu"]):
+            gaps.append(f"pcie of {row['gpu']} (images/compat/gpus.yaml: the link it trains to)")
+        if not gpu_power(IMAGES / "compat", row["gpu"]):
+            gaps.append(f"power of {row['gpu']} (images/compat/gpus.yaml: its power range)")
     gaps += missing_in_row(row)
     nics = row.get("nics") or {}
     if nics.get("pairing") == "documented":
@@ -90,8 +92,8 @@ def test_a_shape_missing_a_field_is_caught() -> None:
     nd4["nics"]["gpu_nic_pairs"] = {}
     assert "nics.gpu_nic_pairs" in shape_gaps("x", nd4)
     hw = copy.deepcopy(_gpu_shapes()["p5en.48xlarge"])
-    del hw["power_limit_w"]
-    assert shape_gaps("x", hw) == ["power_limit_w"]
+    del hw["temp_max_c"]
+    assert shape_gaps("x", hw) == ["temp_max_c"]
 
 
 def test_the_catalog_covers_every_shape_the_issue_names() -> None:

@@ -1,4 +1,5 @@
-"""The GPU table (images/compat/gpus.yaml) holds the PCIe link each SKU trains to, once:
+"""The GPU table (images/compat/gpus.yaml) holds the PCIe link each SKU trains to and its
+power range, once. PCIe:
 gpu.pcie.link_max reads it through a shape's expectations (Hardware.pcie_gen/width) and
 load.pcie_link through the floors (floors_for(...)["pcie"]). Before, shapes.yaml's hardware
 blocks and floors.yaml each typed it, and the two checks read different copies.
@@ -8,6 +9,8 @@ blocks and floors.yaml each typed it, and the two checks read different copies.
   (exit 2 naming the shape and the field), not silently overridden.
 - The table is what both readers read: a changed link in a copy of the tree is what the
   shape's expectations of that copy expect.
+- Power: every GPU shape expects its SKU's range (H100 NVL 350-400 W); a shape sets its own
+  limit only with the cloud's page cited (power_source), else it is refused.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from imagectl.core.errors import UserError
 from imagectl.core.yamlfast import loads as load_yaml
 from imagectl.validators.compute.floors import floors_for, load_floors
 from imagectl.validators.expectations import hardware_for
-from imagectl.validators.shapes import gpu_pcie, gpu_rows, shape_rows
+from imagectl.validators.shapes import gpu_pcie, gpu_power, gpu_rows, shape_rows
 
 IMAGES = ROOT / "images"
 GPU_SHAPES = {n: r for n, r in shape_rows(IMAGES / "catalog").items() if r.get("gpu")}
@@ -77,3 +80,32 @@ def test_a_shape_that_types_the_link_again_is_refused(tmp_path: Path) -> None:
         hardware_for(images, "p5.48xlarge")
     text = " ".join(str(err.value).split())
     assert "p5.48xlarge" in text and "pcie_gen" in text and "gpus.yaml" in text
+
+
+@pytest.mark.parametrize("shape", sorted(GPU_SHAPES))
+def test_every_shape_expects_its_gpus_power_range(shape: str) -> None:
+    sku = GPU_SHAPES[shape]["gpu"]
+    power = gpu_power(IMAGES / "compat", sku)
+    assert power and power["source"].strip(), f"{sku}: no sourced power in the GPU table"
+    assert "power_limit_w" not in GPU_SHAPES[shape] and "power_limit_min_w" not in GPU_SHAPES[shape]
+    _, hw = hardware_for(IMAGES, shape)
+    assert hw is not None
+    assert (hw.power_limit_w, hw.power_limit_min_w) == (power["max_w"], power.get("min_w"))
+    if sku == "H100-NVL":  # NVIDIA's configurable 350-400 W
+        assert (hw.power_limit_min_w, hw.power_limit_w) == (350, 400)
+
+
+def test_a_shape_limit_needs_the_clouds_page(tmp_path: Path) -> None:
+    images = _tree(tmp_path)
+    shapes = images / "catalog" / "shapes.yaml"
+    text = shapes.read_text(encoding="utf-8")
+    row = "  p5.48xlarge:             {<<: *h100_sxm, "
+    shapes.write_text(text.replace(row, row + "power_limit_w: 600, "), encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        hardware_for(images, "p5.48xlarge")
+    assert "power_source" in " ".join(str(err.value).split())
+    cited = 'power_limit_w: 600, power_source: "a cloud page", '
+    other = _tree(tmp_path / "cited")  # the tables are read once per tree
+    (other / "catalog" / "shapes.yaml").write_text(text.replace(row, row + cited), "utf-8")
+    _, hw = hardware_for(other, "p5.48xlarge")
+    assert hw is not None and (hw.power_limit_w, hw.power_limit_min_w) == (600, None)
