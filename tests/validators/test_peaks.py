@@ -1,4 +1,4 @@
-"""Datasheet peaks (validators/data/peaks.yaml): every GPU SKU has a sourced row, and the GPU
+"""Datasheet peaks (images/compat/gpus.yaml peaks): every GPU SKU has a sourced row, and the GPU
 check's ratios are the receipt's figures over them."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ REAL = REPO / "tests" / "snapshots" / "real"
 def test_every_gpu_sku_has_a_sourced_peak_row() -> None:
     rows = peaks()
     for sku in gpu_rows(REPO / "images" / "compat"):
-        assert sku in rows, f"{sku}: add its datasheet peaks to validators/data/peaks.yaml"
+        assert sku in rows, f"{sku}: add its datasheet peaks to images/compat/gpus.yaml"
         row = rows[sku]
         assert set(row) == {"bf16_dense_tflops", "hbm_gbps", "source"}, sku
         assert row["source"] and (row["hbm_gbps"] or 0) > 0, sku

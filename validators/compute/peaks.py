@@ -1,4 +1,5 @@
-"""Measured figures against the GPU's datasheet peaks (``validators/data/peaks.yaml``).
+"""Measured figures against the GPU's datasheet peaks (the GPU table's ``peaks``,
+images/compat/gpus.yaml).
 
 ``python -m imagectl.validators.compute.peaks RECEIPT`` prints, as JSON, a receipt's bf16
 GEMM TFLOP/s and HBM copy GB/s, the GPU's peaks and the ratios. The peaks explain a
@@ -14,13 +15,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from imagectl.validators.catalogs import _load
+import imagectl.images
+from imagectl.validators.shapes import gpu_rows
 
 
 @lru_cache(maxsize=1)
 def peaks() -> dict[str, object]:
-    doc: dict[str, Any] = _load("peaks.yaml")
-    return dict(doc["gpus"])
+    """SKU -> its datasheet peaks (bf16_dense_tflops, hbm_gbps, source), from the GPU table."""
+    rows = gpu_rows(Path(imagectl.images.__file__).resolve().parent / "compat")
+    return {
+        str(sku): dict(row["peaks"])
+        for sku, row in rows.items()
+        if isinstance(row, dict) and isinstance(row.get("peaks"), dict)
+    }
 
 
 def peaks_for(sku: str | None) -> dict[str, object]:
