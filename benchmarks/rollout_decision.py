@@ -92,38 +92,25 @@ def bodies(nodes: list[dict[str, Any]], now: float) -> dict[str, bytes]:
             [
                 (
                     {
+                        "instance": n["instance"],
                         "imagectl_instance_id": n["instance_id"],
                         "imagectl_image_id": n["image_id"],
                         "imagectl_shape": n["shape"],
                     },
-                    1,
+                    now - WINDOW,  # first scraped at the window's start
                 )
                 for n in nodes
             ]
         ),
-        "span": vector([(m, WINDOW - STEP) for m in inst]),
         "looks": vector([(m, looks) for m in inst]),
-        "watch_bad": vector([]),
         "lag": vector([]),
-        "read_ok": vector([]),
-        "passed": vector(
-            [({**m, "stat": "min"}, 0) for m, n in zip(inst, nodes, strict=True) if not n["passed"]]
-        ),
-        "worst": vector(
-            [
-                ({**m, "stat": "max"}, n["worst"])
-                for m, n in zip(inst, nodes, strict=True)
-                if n["worst"]
-            ]
-        ),
+        "clock": vector([]),
+        "read_ok": vector([(m, 1) for m in inst]),
+        "passed": vector([(m, n["passed"]) for m, n in zip(inst, nodes, strict=True)]),
+        "worst": vector([(m, n["worst"]) for m, n in zip(inst, nodes, strict=True) if n["worst"]]),
         "problems": vector(
-            [
-                ({**m, "stat": "max"}, n["problems"])
-                for m, n in zip(inst, nodes, strict=True)
-                if n["problems"]
-            ]
+            [(m, n["problems"]) for m, n in zip(inst, nodes, strict=True) if n["problems"]]
         ),
-        "boot": vector([]),
         "xid_base": vector(
             [
                 ({"instance": n["instance"], "xid": str(c)}, k)

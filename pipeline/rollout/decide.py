@@ -9,12 +9,13 @@
 2. **Minimum sample** over the known nodes: ``min_canary_nodes`` and
    ``min_baseline_nodes``, otherwise **hold**; and ``min_canary_node_hours`` of watched
    canary exposure, below which the rates are not tested (the node classes are) and the
-   best it can do is **hold**. A node that ran the candidate in the window is the
-   candidate's only.
+   best it can do is **hold**. A node reimaged in the window counts on each side for
+   what happened while it ran that side's image (``evidence.py`` splits its samples), or
+   as unknown on both sides where they cannot be split; never on the wrong side.
 3. **Events per node-hour**, per Xid class: the conditional binomial test on two Poisson
    counts (``stats.poisson_rate_p``), one-sided. **Failing nodes** (boot check failed;
-   drain): Fisher's exact test (``stats.fisher_greater_p``), one-sided. A reimaged canary
-   node whose boot check failed counts as a failing canary node.
+   drain): Fisher's exact test (``stats.fisher_greater_p``), one-sided. A node without a
+   boot-check series is unknown (its verdict is not "passed").
 4. **Repeated looks**: the ``look``-th tested look spends ``alpha / (look (look + 1))``
    (``policy.sequential``), divided among the shape's comparisons (Bonferroni). A
    comparison **fails** when its p-value is below that *and* the canary is worse by a
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from imagectl.rollout.evidence import NEVER, REIMAGED, NodeEvidence
+from imagectl.rollout.evidence import NEVER, NodeEvidence
 from imagectl.rollout.policy import Policy
 from imagectl.rollout.stats import fisher_greater_p, poisson_rate_p
 
@@ -152,17 +153,6 @@ def decide_shape(
     look: int = 1,
 ) -> ShapeDecision:
     c, b = group_of(canary, policy), group_of(baseline, policy)
-    # a reimaged canary node whose boot check failed on it counts as a failing canary node
-    failed_reimaged = sum(1 for n in canary if n.status == REIMAGED and n.boot_failed)
-    if failed_reimaged:
-        c.nodes += failed_reimaged
-        c.boot_check_failed += failed_reimaged
-        c.unknown -= failed_reimaged
-        c.unknown_nodes = [
-            u for u in c.unknown_nodes
-            if not (u["status"] == REIMAGED and any(
-                n.node == u["node"] and n.boot_failed for n in canary))
-        ]  # fmt: skip
     limit = policy.max_unknown_fraction.value
     short = [_named(side, g) for side, g in (("canary", c), ("predecessor", b))
              if g.unknown_fraction > limit]  # fmt: skip
@@ -217,18 +207,11 @@ def decide(
     the cloud's instance list gave (None: not asked)."""
     ids = candidate_ids | baseline_ids
     shapes = sorted({n.shape for n in nodes if n.image_id in ids})
-    # a node that ran the candidate in the window is the candidate's (reimaged away from
-    # it or to it), never also a predecessor node
-    on_candidate = {n.node for n in nodes if n.image_id in candidate_ids}
     per_shape = [
         decide_shape(
             shape,
             [n for n in nodes if n.shape == shape and n.image_id in candidate_ids],
-            [
-                n
-                for n in nodes
-                if n.shape == shape and n.image_id in baseline_ids and n.node not in on_candidate
-            ],
+            [n for n in nodes if n.shape == shape and n.image_id in baseline_ids],
             policy,
             look,
         )

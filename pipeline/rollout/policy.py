@@ -50,6 +50,8 @@ class Policy(BaseModel):
     max_look_age_s: Threshold
     max_clock_skew_s: Threshold
     require_launch_record: Threshold
+    launch_time_step_s: Threshold
+    max_split_nodes: Threshold
     xid_classes: list[XidClass]
     node_classes: list[NodeClass]
 

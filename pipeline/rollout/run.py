@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from imagectl.promotion import records as rec
 from imagectl.promotion.groups import group_rows
 from imagectl.rollout.canary import canary_back, canary_image
 from imagectl.rollout.decide import ADVANCE, HOLD, ROLLBACK, ShapeDecision, decide
-from imagectl.rollout.evidence import queries, read
+from imagectl.rollout.evidence import NodeEvidence, queries, read
 from imagectl.rollout.policy import Policy, load_policy
 from imagectl.rollout.prom import Prometheus, PrometheusUnavailable
 from imagectl.stacks.resolve import ResolvedStack
@@ -69,6 +70,7 @@ class RolloutResult:
     alpha_spent: float = 0.0
     tested: bool = False
     launch_records: int | None = None
+    nodes: list[NodeEvidence] = field(default_factory=list)  # every node read, per image
 
     @property
     def exit_code(self) -> int:
@@ -91,6 +93,7 @@ class RolloutResult:
             "alpha_spent": self.alpha_spent,
             "tested": self.tested,
             "launch_records": self.launch_records,
+            "nodes": [n.to_dict() for n in self.nodes],
             "applied": self.applied,
             "decision_id": self.decision_id,
         }
@@ -98,6 +101,15 @@ class RolloutResult:
 
 def _ids(session: Session, image: Image) -> set[str]:
     return {r.cloud_image_id for r in group_rows(session, image)}
+
+
+def _created(session: Session, image: Image) -> dict[str, float]:
+    """When each copy of the image existed (the catalog's record): no node runs it earlier."""
+    out = {}
+    for r in group_rows(session, image):
+        when = r.created_at if r.created_at.tzinfo else r.created_at.replace(tzinfo=dt.timezone.utc)
+        out[r.cloud_image_id] = when.timestamp()
+    return out
 
 
 def rollout(
@@ -127,6 +139,7 @@ def rollout(
                 f"{name} --cloud {cloud} --canary`",
             )
         cand_pk, cand_label, cand_ids = cand.id, cand.cloud_image_id, _ids(s, cand)
+        created = _created(s, cand)
         sources = set()
         for ptr in repo.list_pointers(s, stack=name, cloud=cloud):
             src = ptr.image.tags.get(rec.TAG_SOURCE)
@@ -144,6 +157,7 @@ def rollout(
             img = repo.get_image(s, pk)
             if img is not None and img.id != cand_pk:
                 base_ids |= _ids(s, img)
+                created |= _created(s, img)
                 base_pk = img.id
     result = RolloutResult(
         name, cloud, HOLD, "", window, at, cand_label, sorted(base_ids),
@@ -154,12 +168,15 @@ def rollout(
         result.reason = "the canary already is latest: nothing to decide"
     else:
         try:
-            evidence = read(prometheus, name, window, at, policy)
+            evidence = read(prometheus, name, window, at, policy, created=created)
         except PrometheusUnavailable as exc:
             result.reason = f"Prometheus unavailable, the fleet's health is unknown: {exc}"
         else:
             cand_nodes = [n for n in evidence.nodes if n.image_id in cand_ids]
             result.launch_records = evidence.launch_records
+            result.queries = evidence.queries
+            ids = cand_ids | base_ids
+            result.nodes = [n for n in evidence.nodes if n.image_id in ids]
             result.decision, result.reason, result.shapes = decide(
                 evidence.nodes, cand_ids, base_ids, policy, look=look,
                 launch_records=evidence.launch_records,

@@ -56,6 +56,8 @@ class Node:
     reimaged_passed: float = 1.0
     relabel_at: float | None = None  # from then on its instance label is "<instance>-r"
     gaps: list[tuple[float, float]] = field(default_factory=list)  # Prometheus was down
+    first_at: float | None = None  # launched then: no series before it
+    boot_file: bool = True  # False: the boot unit wrote no file (no boot verdict)
     # a field's value overridden: name -> value or callable(t) -> value
     override: dict[str, float | Callable[[float], float]] = field(default_factory=dict)
 
@@ -72,7 +74,7 @@ def openmetrics(nodes: list[Node], start: float, end: float) -> str:
     for i, n in enumerate(nodes):
         base = n.instance or f"10.9.{i // 250}.{i % 250}:9100"
         for t in stamps:
-            if any(a <= t < b for a, b in n.gaps):
+            if any(a <= t < b for a, b in n.gaps) or (n.first_at is not None and t < n.first_at):
                 continue
             image = (
                 n.reimaged_to if n.reimaged_at is not None and t >= n.reimaged_at else n.image_id
@@ -93,9 +95,10 @@ def openmetrics(nodes: list[Node], start: float, end: float) -> str:
             add("imagectl_node_info", {**lab, "instance_id": n.instance_id, "image_id": image,
                                        "shape": n.shape, "stack": n.stack}, t, 1)  # fmt: skip
             reimaged = n.reimaged_at is not None and t >= n.reimaged_at
-            add("imagectl_validation_passed", lab, t,
-                val("passed", n.reimaged_passed if reimaged else n.passed))  # fmt: skip
-            add("imagectl_validation_worst_action", lab, t, val("worst", n.worst))
+            if n.boot_file:
+                add("imagectl_validation_passed", lab, t,
+                    val("passed", n.reimaged_passed if reimaged else n.passed))  # fmt: skip
+                add("imagectl_validation_worst_action", lab, t, val("worst", n.worst))
             add("imagectl_gpu_problems", {**lab, "reason": "hw_slowdown"}, t,
                 val("problems", n.problems))  # fmt: skip
             booted = max([start - 86400] + [r for r in n.reboots if r <= t])

@@ -22,7 +22,7 @@ from imagectl.rollout.prom import Prometheus
 
 POLICY = load_policy()
 AT, WINDOW = 1_800_000_000.0, 3600
-KEYS = ("passed", "worst", "problems", "looks", "read_ok", "lag", "xid_base")
+KEYS = ("passed", "worst", "problems", "looks", "read_ok", "lag", "clock", "xid_base", "launched")
 BAD = {"word": "one", "null": None, "object": {"a": 1}, "list": [1], "number": 1}
 
 
@@ -34,19 +34,23 @@ def _vector(rows: list[tuple[dict[str, str], Any]]) -> dict[str, Any]:
 def _answers() -> dict[str, dict[str, Any]]:
     nodes = ["good"] + [f"{k}-{b}" for k in KEYS for b in BAD] + ["xids-word"]
     inst = {n: {"instance": f"{n}:9100"} for n in nodes}
-    out: dict[str, list[tuple[dict[str, str], Any]]] = {k: [] for k in (*KEYS, "info", "launched")}
+    out: dict[str, list[tuple[dict[str, str], Any]]] = {k: [] for k in (*KEYS, "info")}
+    launch = {n: {**inst[n], "imagectl_instance_id": f"i-{n}", "imagectl_image_id": "new",
+                  "imagectl_shape": "p5.48xlarge"} for n in nodes}  # fmt: skip
     for n in nodes:
         labels = {**inst[n], "instance_id": f"i-{n}", "image_id": "new", "shape": "p5.48xlarge"}
         out["info"].append((labels, "1"))
-        out["launched"].append(({"imagectl_instance_id": f"i-{n}", "imagectl_image_id": "new",
-                                 "imagectl_shape": "p5.48xlarge"}, "1"))  # fmt: skip
+        out["launched"].append((launch[n], str(AT - WINDOW)))
         out["looks"].append((inst[n], "61"))
+        out["passed"].append((inst[n], "1"))
+        out["read_ok"].append((inst[n], "1"))
     for k in KEYS:
         for b, value in BAD.items():
             n = f"{k}-{b}"
-            if k == "looks":
-                out["looks"] = [r for r in out["looks"] if r[0] != inst[n]]
+            if k in ("looks", "passed", "read_ok", "launched"):  # a row per node: replaced
+                out[k] = [r for r in out[k] if r[0].get("instance") != inst[n]["instance"]]
             labels = {**inst[n], "xid": "79"} if k == "xid_base" else inst[n]
+            labels = launch[n] if k == "launched" else labels
             out[k].append((labels, value))
     docs = {k: _vector(v) for k, v in out.items()}
     bad_series = {"metric": {**inst["xids-word"], "xid": "79"}, "values": [[AT - 60, "one"]]}
@@ -96,16 +100,18 @@ def test_a_node_without_an_instance_id_matches_its_launch_record_by_address() ->
     from imagectl.rollout.evidence import build
     from imagectl.rollout.prom import Sample
 
-    info = [Sample({"instance": "a:9100", "image_id": "new", "shape": "s"}, 1.0)]
+    info = [Sample({"instance": "a:9100", "image_id": "new", "shape": "s"}, 1.0, AT)]
     launched = [
         Sample({"instance": "a:9100", "imagectl_instance_id": "i-a", "imagectl_image_id": "new",
-                "imagectl_shape": "s"}, 1.0),
+                "imagectl_shape": "s"}, AT - 600, AT),
         Sample({"instance": "b:9100", "imagectl_instance_id": "i-b", "imagectl_image_id": "new",
-                "imagectl_shape": "s"}, 1.0),
+                "imagectl_shape": "s"}, AT - 600, AT),
     ]  # fmt: skip
-    vectors = {k: [] for k in ("passed", "worst", "problems", "lag", "read_ok", "xid_base")}
+    vectors = {k: [] for k in ("worst", "problems", "lag", "clock", "xid_base")}
     vectors |= {"info": info, "launched": launched,
-                "looks": [Sample({"instance": "a:9100"}, 61.0)]}  # fmt: skip
+                "looks": [Sample({"instance": "a:9100"}, 61.0, AT)],
+                "passed": [Sample({"instance": "a:9100"}, 1.0, AT)],
+                "read_ok": [Sample({"instance": "a:9100"}, 1.0, AT)]}  # fmt: skip
     ev = build(vectors, [], at=AT, window_s=WINDOW, policy=POLICY)
     got = sorted((n.node, n.status, n.launch_record) for n in ev.nodes)
     assert got == [("i-b", "never reporting", True), ("instance:a:9100", "ok", True)]

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from imagectl.rollout.decide import ADVANCE, HOLD, ROLLBACK, decide
-from imagectl.rollout.evidence import BLIND, NEVER, QUARANTINED, read
+from imagectl.rollout.evidence import BLIND, NEVER, NO_VERDICT, QUARANTINED, read
 from imagectl.rollout.policy import load_policy
 from imagectl.rollout.prom import Prometheus
 from tests.fleet.history import Node, openmetrics, serve
@@ -43,6 +43,16 @@ SHAPE = "p5.48xlarge"
 VALUES = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "neg": -1000.0,
           "huge": 1e9}  # fmt: skip
 FIELDS = ("passed", "worst", "problems", "watch", "read_ok", "xid79")
+
+
+LAUNCHED = NOW - 90 * 60
+REIMAGED_AT = NOW - 2 * 3600
+LOOK_AT = NOW - 2 * 3600  # the one look of the clock cases
+
+
+def _one_look(shift: float) -> Any:
+    """The watcher's look times, one of them (two hours back) shifted by ``shift``."""
+    return lambda t: t + shift if LOOK_AT <= t < LOOK_AT + 60 else t
 
 
 def _incidents(count: int, seed: int) -> list[tuple[float, int]]:
@@ -106,6 +116,27 @@ def _cases() -> list[Node]:
                       stack=stack, xids=[(START, 79)], override={field: value})  # fmt: skip
         nodes += [*_side(stack, "new", 10, per_node=4), forged]
         nodes += _side(stack, "old", 10, per_node=1)
+    # launch times: canary nodes launched 90 minutes ago, predecessor nodes from before
+    nodes += _side("launch", "new", 10, first_at=LAUNCHED) + _side("launch", "old", 10)
+    # 2 of 10 canary nodes without a boot-check series
+    canary = _side("noboot", "new", 10)
+    for n in canary[:2]:
+        n.boot_file = False
+    nodes += canary + _side("noboot", "old", 10)
+    # the clock of every sample: one look early in the window a year ahead, one a month back
+    clocks = _side("clock", "new", 10) + _side("clock", "old", 10)
+    for name, shift in (("ahead", 365 * 86400.0), ("behind", -30 * 86400.0)):
+        clocks.append(Node(instance_id=f"i-clock-{name}", image_id="new-clock", shape=SHAPE,
+                           stack="clock", override={"watch": _one_look(shift)}))  # fmt: skip
+    nodes += clocks
+    # failing on the predecessor, with its incidents, then reimaged in place to the candidate
+    back = _side("reimaged-back", "old", 8, per_node=3)
+    for n in back:
+        n.passed, n.reimaged_at, n.reimaged_to = 0.0, REIMAGED_AT, "new-reimaged-back"
+        n.xids = [(REIMAGED_AT - 1800 + 60 * k, 79) for k in range(3)]
+        n.reboots = [REIMAGED_AT]
+        n.instance_id = n.instance_id.replace("-old-", "-moved-")
+    nodes += _side("reimaged-back", "new", 10) + _side("reimaged-back", "old", 10) + back
     # a label with a newline (written escaped, as the text format writes it: Prometheus
     # stores the newline itself) that would print a forged "advance" line
     for n in _side("forged", "new", 6):
@@ -124,8 +155,10 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
         server.stop()
 
 
-def _decide(prom: Prometheus, stack: str) -> tuple[str, str, Any, Any]:
-    ev = read(prom, stack, WINDOW, NOW, POLICY)
+def _decide(
+    prom: Prometheus, stack: str, created: dict[str, float] | None = None
+) -> tuple[str, str, Any, Any]:
+    ev = read(prom, stack, WINDOW, NOW, POLICY, created=created)
     decision, reason, shapes = decide(
         ev.nodes, {f"new-{stack}"}, {f"old-{stack}"}, POLICY, launch_records=ev.launch_records
     )
@@ -147,10 +180,16 @@ def test_reboots_on_the_predecessor_side_do_not_hide_a_worse_canary(prom) -> Non
 
 
 def test_reimaged_failing_canary_nodes_count_as_failures(prom) -> None:
-    decision, reason, shapes, _ = _decide(prom, "reimaged")
+    decision, reason, shapes, ev = _decide(prom, "reimaged")
     assert decision == ROLLBACK and "boot_check_failed" in reason, reason
-    canary = next(s for s in shapes if s.shape == SHAPE).canary
-    assert canary.boot_check_failed == 8 and canary.launched == 10
+    shape = next(s for s in shapes if s.shape == SHAPE)
+    assert shape.canary.boot_check_failed == 8 and shape.canary.launched == 10
+    # split by image: the hour each ran the candidate is the candidate's, the two hours
+    # after the reimage (passed) the predecessor's; nothing is credited to the wrong side
+    assert shape.baseline.boot_check_failed == 0 and shape.baseline.nodes == 18
+    for n in ev.nodes:
+        if n.image_id == "new-reimaged" and n.boot_failed:
+            assert n.node_hours == pytest.approx(1, abs=0.05)
 
 
 def test_never_reporting_nodes_are_unknown_not_absent(prom) -> None:
@@ -216,3 +255,71 @@ def test_a_label_with_a_newline_cannot_forge_a_line(prom) -> None:
     forged = "p5.48xlarge advance ami-evil: every shape ok"
     assert forged in {s.shape for s in shapes}
     assert "\n" not in reason and forged in reason
+
+
+def test_each_node_has_its_launch_time_from_prometheus(prom) -> None:
+    """The first time Prometheus scraped the node's target (its launch record) in the window,
+    to the policy's step; a node there at the window's start was launched before it."""
+    _, _, _, ev = _decide(prom, "launch", created={"new-launch": NOW - 86400})
+    mine = [n for n in ev.nodes if n.image_id in ("new-launch", "old-launch")]
+    assert len(mine) == 20 and {n.status for n in mine} == {"ok"}
+    step = POLICY.launch_time_step_s.value
+    for n in mine:
+        assert n.launch_record and n.launched_at is not None, n
+        if n.image_id == "new-launch":
+            assert LAUNCHED <= n.launched_at <= LAUNCHED + step and not n.launched_before_window
+        else:
+            assert n.launched_at <= NOW - WINDOW + step and n.launched_before_window
+
+
+def test_a_node_first_seen_before_its_image_existed_is_quarantined(prom) -> None:
+    """The catalog says the candidate was made an hour ago; nodes seen running it for 90
+    minutes are not what they say."""
+    decision, reason, (shape,), ev = _decide(prom, "launch", created={"new-launch": NOW - 3600})
+    assert decision == HOLD and "10 of 10 canary node(s) unknown" in reason, reason
+    for n in ev.nodes:
+        if n.image_id == "new-launch":
+            assert n.status == QUARANTINED and "before the image existed" in " ".join(n.problems)
+    assert shape.baseline.unknown == 0
+
+
+def test_a_node_without_a_boot_check_series_is_unknown_not_passed(prom) -> None:
+    decision, reason, (shape,), ev = _decide(prom, "noboot")
+    assert decision == HOLD and "2 of 10 canary node(s) unknown" in reason, reason
+    missing = {n.node: n for n in ev.nodes if n.status == NO_VERDICT}
+    assert set(missing) == {"i-noboot-new-0", "i-noboot-new-1"}
+    assert all(n.boot_verdict == "unknown" and not n.boot_failed for n in missing.values())
+    assert "i-noboot-new-0 (no boot verdict)" in reason  # named
+    assert (shape.canary.nodes, shape.canary.unknown) == (8, 2)
+
+
+def test_every_look_in_the_window_is_clock_checked(prom) -> None:
+    """One look two hours back, a year ahead or a month behind (the latest look is fine):
+    quarantined, named; the healthy fleet beside them is read as it is."""
+    decision, reason, (shape,), ev = _decide(prom, "clock")
+    assert decision == HOLD and "2 of 12 canary node(s) unknown" in reason, reason
+    by = {n.node: n for n in ev.nodes}
+    for name, words in (("ahead", "after Prometheus's evaluation time"),
+                        ("behind", "before the window")):  # fmt: skip
+        n = by[f"i-clock-{name}"]
+        assert n.status == QUARANTINED and words in " ".join(n.problems), n.problems
+    assert shape.canary.nodes == 10 and shape.baseline.unknown == 0
+
+
+def test_a_node_reimaged_to_the_candidate_is_split_by_image(prom) -> None:
+    """Failed its boot check on the predecessor, with 3 Xid 79 each there, then reimaged in
+    place to the candidate (passed): the failures and incidents are the predecessor's, the
+    candidate gets only the two hours it ran."""
+    decision, reason, (shape,), ev = _decide(prom, "reimaged-back")
+    moved = [n for n in ev.nodes if n.node.startswith("i-reimaged-back-moved-")]
+    assert len(moved) == 16 and {n.status for n in moved} == {"ok"}, [n.problems for n in moved]
+    for n in moved:
+        on_new = n.image_id == "new-reimaged-back"
+        assert n.boot_failed is not on_new and n.incidents.get(79, 0) == (0 if on_new else 3)
+        hours = 2 if on_new else 1
+        assert n.node_hours == pytest.approx(hours, abs=0.05), (n.image_id, n.node_hours)
+    assert decision == ADVANCE, reason
+    assert (shape.canary.boot_check_failed, shape.baseline.boot_check_failed) == (0, 8)
+    assert (shape.canary.events["gpu_lost"], shape.baseline.events["gpu_lost"]) == (0, 24)
+    assert shape.canary.node_hours == pytest.approx(10 * HOURS + 8 * 2, rel=0.02)
+    assert shape.baseline.node_hours == pytest.approx(10 * HOURS + 8 * 1, rel=0.02)

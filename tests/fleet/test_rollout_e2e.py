@@ -20,6 +20,7 @@ and in ``--json``."""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import re
 import threading
@@ -78,6 +79,15 @@ def canary(world, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     new = world.validated()
     set_canary(world.catalog, world.provider(), world.stack, new.id)
     assert world.provider().get_canary_pointer("local", "build") == new.cloud_image_id
+    # built two days ago: the fleet's six hours of history ran images that existed (a node
+    # first seen running an image before the catalog's record of it is quarantined)
+    from sqlalchemy import update
+
+    from imagectl.catalog.models import Image
+
+    with world.catalog.transaction() as s:
+        s.execute(update(Image).values(created_at=dt.datetime.now(dt.timezone.utc)
+                                       - dt.timedelta(days=2)))  # fmt: skip
     return old, new
 
 
@@ -138,6 +148,13 @@ def test_a_healthy_canary_advances(world, canary, cli, promserver, monkeypatch) 
         assert got == {"launched": 10, "reporting": 10, "unknown": 0, "nodes": 10}
     assert shape["canary"]["node_hours"] == pytest.approx(10 * HOURS, rel=0.01)
     assert shape["baseline"]["events"]["gpu_lost"] == 1
+    # every node in --json, each with its launch time (Prometheus's first scrape of its
+    # target in the window: these ran from before the window) and its boot verdict
+    assert len(doc["nodes"]) == 20 and {n["status"] for n in doc["nodes"]} == {"ok"}
+    start = doc["at"] - doc["window_s"]
+    for n in doc["nodes"]:
+        assert n["launch_record"] and n["launched_before_window"], n
+        assert start - 600 <= n["launched_at"] <= start + 300 and n["boot_verdict"] == "passed"
     (gpu_lost,) = [c for c in shape["comparisons"] if c["name"] == "gpu_lost"]
     assert gpu_lost["test"].startswith("conditional binomial") and not gpu_lost["failed"]
     assert doc["applied"] == "promote: promoted"
