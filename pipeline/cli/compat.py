@@ -104,6 +104,7 @@ def check(
                     "kernel_modules": kernel_modules,
                     "toolkit": toolkit,
                     "profile": profile,
+                    "azure_security_type": azure_security_type,
                     "as_of": combo.as_of.isoformat(),
                 },
                 "violations": [v.as_dict() for v in violations],

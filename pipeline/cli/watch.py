@@ -50,7 +50,7 @@ DEFAULT_INTERVAL_S = 60.0
     type=Bounded(1, 86400, unit="seconds"),
     default=DEFAULT_INTERVAL_S,
     show_default=True,
-    help="Seconds between looks.",
+    help="Seconds between looks (not with --once, which looks once).",
 )
 @click.option("--once", is_flag=True, help="Look once, write the file and exit.")
 @click.option(
@@ -81,6 +81,13 @@ def command(
     is bad input: nothing is created.
     """
     crash_traces()
+    spaced = ctx.get_parameter_source("interval_s")
+    if once and spaced is not None and spaced.name != "DEFAULT":
+        raise UserError(
+            "--interval is not read by --once: --once looks once and exits, so there is no "
+            "time between looks to set",
+            hint="Drop --interval to look once, or drop --once to look every --interval seconds",
+        )
     source = ctx.get_parameter_source("prometheus")
     if source is not None and source.name == "DEFAULT" and not prometheus.parent.is_dir():
         raise UserError(
