@@ -1,4 +1,4 @@
-"""No option silently dropped, the whole class (issue 56, item 3): the test walks the real
+"""No option silently dropped, the whole class: the test walks the real
 command tree (``imagectl.cli.COMMANDS``, every command and sub-command, every option) and
 each option must be proven by one of:
 
@@ -671,7 +671,7 @@ ELSEWHERE: dict[str, str] = {
     "watch --once": "tests/cli/test_watch_cli.py::test_watch_once_json",
 }
 
-# options no test proves yet (gaps to close, issue 56 item 3); they keep
+# options no test proves yet (gaps to close); they keep
 # test_no_option_is_left_unproven failing (a strict xfail) until each has a proof
 NOT_YET: set[str] = {
     "build --timeout",
@@ -769,7 +769,7 @@ def test_each_elsewhere_names_a_test_that_types_the_option() -> None:
     assert wrong == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 56 item 3: options no test proves yet (NOT_YET)")
+@pytest.mark.xfail(strict=True, reason="options no test proves yet (NOT_YET)")
 def test_no_option_is_left_unproven() -> None:
     assert set() == NOT_YET
 

@@ -1,5 +1,5 @@
-"""Every field of the evidence model against every class of hostile value (issue 54, "What
-to build" 4): the fields of ``NodeEvidence`` are enumerated (a new field must be named in
+"""Every field of the evidence model against every class of hostile value: the fields of
+``NodeEvidence`` are enumerated (a new field must be named in
 ``evidence.FIELD_SOURCES`` with the answers it is read from, or this test fails), and each
 answer any field is read from is given, for one node at a time, each class of bad value:
 NaN, +Inf, -Inf, negative, huge, a value of the wrong type, the series missing, and a time

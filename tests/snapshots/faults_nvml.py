@@ -163,21 +163,27 @@ FAULTS: dict[str, Fault] = {
         mem_total(81559 - 4096, gpu=5),
         {"gpu.memory": "ISOLATE_RMA"},
         source=(
-            "images/compat/gpus.yaml H100-SXM-80GB nvml_memory_mib 81559 (modal-labs/modal-client "
-            "PR 2797); 4 GiB short is memory missing"
+            "images/compat/gpus.yaml H100-SXM-80GB nvml_memory_mib 81559 "
+            "(modal-labs/modal-client PR 2797); 4 GiB short is memory missing"
         ),
     ),
     "memory-short-2gib": Fault(
         ("a100-sxm-80gb-8x",),
         mem_total(81920 - 2048, gpu=0),
         {"gpu.memory": "ISOLATE_RMA"},
-        source="images/compat/gpus.yaml A100-SXM-80GB nvml_memory_mib 81920 (modal PR 2797)",
+        source=(
+            "images/compat/gpus.yaml A100-SXM-80GB nvml_memory_mib 81920 "
+            "(modal-labs/modal-client PR 2797)"
+        ),
     ),
     "memory-short-1gib": Fault(
         ("l4-1x",),
         mem_total(23034 - 1024, gpu=0),
         {"gpu.memory": "ISOLATE_RMA"},
-        source="images/compat/gpus.yaml L4 nvml_memory_mib 23034 (modal PR 2797)",
+        source=(
+            "images/compat/gpus.yaml L4 nvml_memory_mib 23034 "
+            "(modal-labs/modal-client PR 2797)"
+        ),
     ),
     "vbios-mismatch": Fault(
         ("h100-sxm-8x",),
