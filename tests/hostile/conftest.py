@@ -23,6 +23,10 @@ from tests.support import flat
 IMAGECTL = Path(sys.executable).with_name("imagectl")
 
 
+# the least time a refusal may take before it counts as a hang
+HANG_S = 180.0
+
+
 @dataclass
 class Refused:
     code: int
@@ -43,6 +47,10 @@ def run_imagectl(
     code: int | None = 2,
 ) -> Refused:
     full_env = {**os.environ, "COLUMNS": "400", **(env or {})}
+    # A hang, not a slow start: a cold imagectl on a loaded 2-core worker (a long-TMPDIR run
+    # beside seven other jobs, load 15) took over 20 s to refuse a stack file, while what
+    # these tests feed it (an alias bomb, /dev/zero) never ends unless refused.
+    timeout = max(timeout, HANG_S)
     try:
         proc = subprocess.run(
             [str(IMAGECTL), *args],
