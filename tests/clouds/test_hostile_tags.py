@@ -144,7 +144,7 @@ def test_a_hostile_image_tag_does_not_change_the_image_an_instance_reports(
     image = cloud_env.seed_candidate()
     provider = cloud_env.provider()
     inst = launch(provider, image, _shape(cloud_env), cloud_env.locations()[0])
-    hostile = "ami-0\x1b[31mcurrent\u202e | `id` \"}"
+    hostile = 'ami-0\x1b[31mcurrent\u202e | `id` "}'
     if cloud_env.cloud == "aws":
         from imagectl.drift.fleet import region_of
 

@@ -1,6 +1,6 @@
 """A metrics store that serves only the Prometheus query API (``GET /api/v1/query``), as
 Amazon Managed Service for Prometheus and a Mimir query-frontend do, checking SigV4 and a
-tenant header: the rollout's stores (issue 56), for tests/fleet/test_prometheus_client.py
+tenant header: the rollout's stores, for tests/fleet/test_prometheus_client.py
 and the README rollout walk (tests/fleet/test_readme_rollout_walk.py)."""
 
 from __future__ import annotations

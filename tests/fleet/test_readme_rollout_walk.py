@@ -1,4 +1,4 @@
-"""The README's rollout section, walked as written (issue 56): the commands it tells a
+"""The README's rollout section, walked as written: the commands it tells a
 person to type are read from the section itself (``tests/doc_sections.py``: by its heading,
 in README.md or, once moved, docs/*.md), its placeholders filled, and run in process
 against a store that serves only the Prometheus query API (``tests/fleet/query_store.py``:

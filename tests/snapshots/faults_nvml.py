@@ -181,8 +181,7 @@ FAULTS: dict[str, Fault] = {
         mem_total(23034 - 1024, gpu=0),
         {"gpu.memory": "ISOLATE_RMA"},
         source=(
-            "images/compat/gpus.yaml L4 nvml_memory_mib 23034 "
-            "(modal-labs/modal-client PR 2797)"
+            "images/compat/gpus.yaml L4 nvml_memory_mib 23034 (modal-labs/modal-client PR 2797)"
         ),
     ),
     "vbios-mismatch": Fault(
