@@ -131,10 +131,14 @@ def command(
     from imagectl.provenance.keys import load_signer, load_trust, trust_document
 
     _refuse_dropped(click.get_current_context())
-    if sign_trust or rotate_trust:
-        from imagectl.cli.trust_rotation import rotate, sign
+    if sign_trust is not None:
+        from imagectl.cli.trust_rotation import sign
 
-        return sign(sign_trust, trust) if sign_trust else rotate(rotate_trust, trust)
+        return sign(sign_trust, trust)
+    if rotate_trust is not None:
+        from imagectl.cli.trust_rotation import rotate
+
+        return rotate(rotate_trust, trust)
     if export_trust:
         click.echo(trust_document([load_signer()[1]]), nl=False)
         return EXIT_OK
