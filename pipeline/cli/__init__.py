@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Boot a candidate on its GPU shape, validate, decide.",
     ),
     "diff": ("imagectl.cli.diff", "What changed between two images (SBOMs), pins first."),
+    "scan": (
+        "imagectl.cli.scan",
+        "Judge a Grype report on a candidate's SBOM by the stack's vulnerability threshold.",
+    ),
     "attest": ("imagectl.cli.attest", "Sign a validated image's attestation (again)."),
     "verify": ("imagectl.cli.verify", "Check an image's signed validation attestation."),
     "verify-node": (

@@ -38,6 +38,7 @@ EXITS: dict[str, str] = {
     "rollout": "0 advance (the candidate promoted to latest), 1 roll back (canary back, "
     "candidate blocked), 3 hold (too little data, or Prometheus unavailable; nothing changed)",
     "run": "0 the candidate was promoted, 1 a stage failed or validation blocked it",
+    "scan": "0 nothing at or above the stack's threshold, 1 a finding blocks the candidate",
     "snapshot": "0 snapshot written",
     "status": "0 shown",
     "validate": "0 every check passes, 1 a check fails",
