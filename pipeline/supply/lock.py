@@ -8,6 +8,10 @@
 - ``controller``: ``.ci/controller.lock``, what the GitHub workflows' cloud jobs install
   (imagectl with its ``all`` extra, and setuptools and wheel to build it without build
   isolation) for the workflows' Python (``CONTROLLER_PYTHON``) on the runner's platform.
+- ``dev``: ``.ci/dev.lock``, what the test jobs (``make venv``: ci.yml, nightly.yml) and a
+  developer's venv install: imagectl's ``dev`` and ``torch`` extras (the test runners,
+  linters, and the CPU collectives' torch) with the build backend, for the workflows'
+  Python on the runner's platform.
 - ``toolkit``: ``images/compat/locks/torch-<release>-<variant>.lock`` for each
   ``validation.toolkit`` a stack pins, from that variant's index (images/compat/toolkits.yaml,
   or ``--index-url``).
@@ -37,12 +41,15 @@ from imagectl.supply.resolve import PYPI, resolve
 from imagectl.supply.targets import DISTRO_PYTHON, PLATFORMS
 
 COMMAND = "python -m imagectl.supply.lock"
-WHICH = ("validator", "installer", "controller", "toolkit", "all")
+WHICH = ("validator", "installer", "controller", "dev", "toolkit", "all")
 # The Python the workflows' actions/setup-python installs (.github/workflows/*.yml).
 CONTROLLER_PYTHON = "3.11"
 # The extra the workflows install, and the build backend pip builds imagectl with when it
 # installs it without build isolation (pyproject.toml [build-system].requires).
 CONTROLLER_EXTRA = "all"
+# The extras the test jobs and `make venv` install: the test runners and linters (dev, which
+# names all and testinfra), and torch for the CPU collectives and GEMM tests.
+DEV_EXTRAS = ("dev", "torch")
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,10 @@ def installer_lock_path(ws: Workspace | None = None) -> Path:
 
 def controller_lock_path(ws: Workspace | None = None) -> Path:
     return (ws or find_workspace()).root / ".ci" / "controller.lock"
+
+
+def dev_lock_path(ws: Workspace | None = None) -> Path:
+    return (ws or find_workspace()).root / ".ci" / "dev.lock"
 
 
 def toolkit_lock_path(torch: str, variant: str, ws: Workspace | None = None) -> Path:
@@ -149,6 +160,22 @@ def controller_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
     )
 
 
+def dev_spec(ws: Workspace, index_url: str = PYPI) -> LockSpec:
+    """What the test jobs install (``make venv``) before they lint and test."""
+    pyproject = ws.root / "pyproject.toml"
+    extras: list[str] = []
+    for extra in DEV_EXTRAS:
+        extras += [r for r in extra_dependencies(pyproject, extra) if r not in extras]
+    return LockSpec(
+        path=dev_lock_path(ws),
+        title=f"the test jobs' venv (imagectl[{','.join(DEV_EXTRAS)}] and its build backend)",
+        command=f"{COMMAND} dev",
+        requirements=(*core_dependencies(pyproject), *extras, *build_requirements(pyproject)),
+        index_url=index_url,
+        pythons=(CONTROLLER_PYTHON,),
+    )
+
+
 def toolkit_specs(ws: Workspace, index_url: str | None = None) -> list[LockSpec]:
     """One spec per toolkit (torch release + CUDA variant) a stack pins."""
     compat = load_compat(ws.compat_dir)
@@ -214,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             specs.append(installer_spec(ws, args.index_url or PYPI))
         if args.which in ("controller", "all"):
             specs.append(controller_spec(ws, args.index_url or PYPI))
+        if args.which in ("dev", "all"):
+            specs.append(dev_spec(ws, args.index_url or PYPI))
         if args.which in ("toolkit", "all"):
             specs += toolkit_specs(ws, args.index_url)
         for spec in specs:
