@@ -30,6 +30,7 @@ class QueryOnlyStore:
         from botocore.credentials import Credentials
 
         self.seen: list[dict[str, str]] = []
+        self.time = 0.0  # the latest query's evaluation time (one rollout's are all the same)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +55,7 @@ class QueryOnlyStore:
                     ):
                         return self._answer(403, b"signature does not match")
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                outer.time = float(query.get("time", ["0"])[0])  # the evaluation time asked
                 self._answer(200, json.dumps(answer(query.get("query", [""])[0])).encode())
 
             def _answer(self, code: int, body: bytes) -> None:

@@ -41,12 +41,14 @@ def _fill(command: str, values: dict[str, str], optional: set[str]) -> list[str]
     return [values.get(w, w) for w in words[1:]]
 
 
-def _vector(rows: list[dict[str, str]], value: str) -> dict[str, Any]:
-    result = [{"metric": m, "value": [0, value]} for m in rows]
+def _vector(rows: list[dict[str, str]], value: str, at: float = 0.0) -> dict[str, Any]:
+    result = [{"metric": m, "value": [at, value]} for m in rows]
     return {"status": "success", "data": {"resultType": "vector", "result": result}}
 
 
-def _answers(stack: str, window_s: int, images: dict[str, str]) -> dict[str, dict[str, Any]]:
+def _answers(
+    stack: str, window_s: int, images: dict[str, str], at: float
+) -> dict[str, dict[str, Any]]:
     """What a store holding the fleet's series answers each of the rollout's queries with:
     every node launched, reporting its info series, and looked at by its watcher once a
     minute for the whole window; no exception (failed boot check, drain, bad look) and no
@@ -56,12 +58,14 @@ def _answers(stack: str, window_s: int, images: dict[str, str]) -> dict[str, dic
             for n, img in nodes]  # fmt: skip
     launched = [{"instance": f"{n}:9100", "imagectl_instance_id": n, "imagectl_image_id": img,
                  "imagectl_shape": SHAPE} for n, img in nodes]  # fmt: skip
-    by_key = {k: _vector([], "0") for k in queries(stack, window_s, 0, load_policy())}
-    by_key["info"], by_key["launched"] = _vector(info, "1"), _vector(launched, "1")
-    by_key["looks"] = _vector([{"instance": f"{n}:9100"} for n, _ in nodes],
-                              str(window_s // 60 + 1))  # fmt: skip
+    inst = [{"instance": f"{n}:9100"} for n, _ in nodes]
+    by_key = {k: _vector([], "0", at) for k in queries(stack, window_s, at, load_policy())}
+    by_key["info"] = _vector(info, "1", at)
+    by_key["launched"] = _vector(launched, str(at), at)  # first scraped now (images are new)
+    by_key["looks"] = _vector(inst, str(window_s // 60 + 1), at)
+    by_key["passed"], by_key["read_ok"] = _vector(inst, "1", at), _vector(inst, "1", at)
     by_key["xids"] = {"status": "success", "data": {"resultType": "matrix", "result": []}}
-    return {queries(stack, window_s, 0, load_policy())[k]: v for k, v in by_key.items()}
+    return {queries(stack, window_s, at, load_policy())[k]: v for k, v in by_key.items()}
 
 
 @pytest.fixture
@@ -105,9 +109,10 @@ def test_the_readme_rollout_walk_ends_in_an_advance(world, watched, cli, monkeyp
     assert world.provider().get_canary_pointer("local", "build") == new.cloud_image_id
 
     window = 6 * 3600
-    answers = _answers("local", window, {"canary": new.cloud_image_id,
-                                         "old": old.cloud_image_id})  # fmt: skip
-    store = QueryOnlyStore(sigv4=True, answer=lambda q: answers[q])
+    images = {"canary": new.cloud_image_id, "old": old.cloud_image_id}
+    store: QueryOnlyStore = QueryOnlyStore(
+        sigv4=True, answer=lambda q: _answers("local", window, images, store.time)[q]
+    )
     try:
         monkeypatch.setenv("IMAGECTL_PROMETHEUS_URL", store.url)
         monkeypatch.setenv("IMAGECTL_PROMETHEUS_SIGV4_REGION", "us-west-2")
