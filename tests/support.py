@@ -275,3 +275,16 @@ def make_receipt(
     }
     body.update(fields)
     return Receipt.model_validate(body)
+
+
+def one_look(argv: list[str]) -> list[str]:
+    """A watcher unit's ``imagectl watch`` argv made to look once: its ``--interval N`` pair
+    dropped (``--once`` refuses it: there is no time between looks to set)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--interval":
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return [*out, "--once"]

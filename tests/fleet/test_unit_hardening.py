@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import flat, require, require_root, require_tool
+from tests.support import flat, one_look, require, require_root, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "playbooks" / "roles" / "validator"
@@ -178,7 +178,7 @@ def test_the_watcher_runs_under_its_confinement(units, tmp_path: Path) -> None:
     (start,) = s["ExecStart"]
     argv = shlex.split(start)
     assert argv[0] == "/opt/imagectl/bin/imagectl"
-    argv = [IMAGECTL, *argv[1:-1], str(prom), "--once", "--replay", str(XID79)]
+    argv = [IMAGECTL, *one_look([*argv[1:-1], str(prom)]), "--replay", str(XID79)]
     caps = _caps(s["CapabilityBoundingSet"][0])
     _check_confinement_holds(caps, [textfile], network=False)
     proc = _confined(caps, [textfile], argv, network=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.support import require_tool
+from tests.support import one_look, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE = REPO / "playbooks" / "roles" / "validator"
@@ -51,7 +51,7 @@ def test_the_unit_runs_the_watcher_and_writes_its_file(tmp_path: Path) -> None:
     argv = shlex.split(start)
     assert argv[0] == "/opt/imagectl/bin/imagectl"
     proc = subprocess.run(
-        [IMAGECTL, *argv[1:], "--once", "--replay", str(SNAPSHOT)],
+        [IMAGECTL, *one_look(argv[1:]), "--replay", str(SNAPSHOT)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
