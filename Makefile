@@ -23,12 +23,17 @@ $(ACTIONLINT):
 # wheel by its sha256, nothing resolved at install time (pip's "Secure installs"); then
 # imagectl itself from this checkout, editable, built with the locked setuptools and wheel
 # (no build isolation, no index). The test jobs (ci.yml, nightly.yml) run this target.
-# torch is PyPI's build (CUDA runtime wheels bundled; it runs on a CPU); a machine with a
-# local index of its own sets DEV_LOCK to a lock made from it (--index-url).
+# The lock's torch is PyPI's CUDA build (GBs of nvidia-* and triton wheels): the venv takes
+# every other locked wheel, and torch from .ci/torch-cpu.lock (the CPU build, by its hash).
+# A machine with a local index of its own sets DEV_LOCK to a lock made from it.
 DEV_LOCK ?= .ci/dev.lock
+TORCH_LOCK ?= .ci/torch-cpu.lock
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --require-hashes --no-deps --only-binary :all: -r $(DEV_LOCK)
+	mkdir -p build && awk '/^[A-Za-z0-9]/{skip = ($$1 ~ /^(torch|triton|nvidia-[^=]*-cu[0-9]+)==/)} !skip' \
+	  $(DEV_LOCK) > build/dev-without-cuda.lock
+	$(BIN)/pip install -q --require-hashes --no-deps --only-binary :all: -r build/dev-without-cuda.lock
+	$(BIN)/pip install -q --require-hashes --no-deps --only-binary :all: -r $(TORCH_LOCK)
 	$(BIN)/pip install -q --no-deps --no-build-isolation --no-index -e .
 	$(BIN)/pip check
 	touch $(STAMP)

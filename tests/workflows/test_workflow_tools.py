@@ -480,7 +480,14 @@ def test_make_venv_installs_the_dev_lock_with_hashes() -> None:
     found = [(c, python_install(c)) for c in cmds if python_install(c)]
     assert found and all(f[1] for _, f in found), found  # type: ignore[index]
     locked = [c for c, _ in found if "--require-hashes" in c]
-    assert locked and any(a.endswith(".ci/dev.lock") for a in locked[0]), locked
+    read = [a for c in locked for a in c if a.endswith(".lock")]
+    # the dev lock less the CUDA build's wheels (torch, triton, nvidia-*-cu12), then the
+    # CPU torch by its hash: nothing of the multi-GB CUDA build in the test venv
+    assert read == ["build/dev-without-cuda.lock", ".ci/torch-cpu.lock"], locked
+    assert any(".ci/dev.lock" in " ".join(c) and "dev-without-cuda.lock" in " ".join(c)
+               for c in cmds), cmds  # fmt: skip
+    cpu = (REPO / ".ci" / "torch-cpu.lock").read_text()
+    assert "torch==2.13.0+cpu" in cpu and "--hash=sha256:" in cpu
     lock = (REPO / ".ci" / "dev.lock").read_text()
     lines = [ln for ln in lock.splitlines() if ln and not ln.startswith(("#", " "))]
     assert lines and all("==" in ln for ln in lines), "every line pins one version"
