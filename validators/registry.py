@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 from imagectl.validators.findings import Finding
 from imagectl.validators.results import Action, CheckResult, Severity
@@ -67,7 +67,7 @@ class Check(Protocol):
     @property
     def failure_action(self) -> Action: ...
 
-    def result(self, **fields: Any) -> CheckResult: ...
+    def result(self, **fields: object) -> CheckResult: ...
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class Spec:
         """The docs' action column: the declared one, else the action on a timeout."""
         return self.action if self.action is not None else self.timeout_action
 
-    def result(self, **fields: Any) -> CheckResult:
+    def result(self, **fields: object) -> CheckResult:
         """This check's ``CheckResult``; ``title`` only for a member of a family."""
         title = fields.pop("title", None)
         check_id = fields.pop("id", self.id)
@@ -222,7 +222,7 @@ def spec_of(check_id: str) -> Spec:
     )
 
 
-def check_result(**fields: Any) -> CheckResult:
+def check_result(**fields: object) -> CheckResult:
     """The ``CheckResult`` of the registered check named by ``id=`` (its title from the
     registry; a family's member may name its own)."""
     check_id = fields.get("id")

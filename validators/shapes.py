@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from imagectl.core.errors import UserError
 from imagectl.core.gpu_names import GpuNames, build_names
@@ -133,14 +133,22 @@ def gpu_row(compat_dir: Path, sku: str) -> dict[str, Any]:
     return {"sku": name, **row}
 
 
-def gpu_pcie(compat_dir: Path, sku: str | None) -> dict[str, Any]:
+class PcieLink(TypedDict, total=False):
+    """A GPU's PCIe link as the GPU table gives it (empty: the table gives none)."""
+
+    gen: int
+    width: int
+    source: str
+
+
+def gpu_pcie(compat_dir: Path, sku: str | None) -> PcieLink:
     """The PCIe link (gen, width, source) the GPU table gives the SKU ``sku`` (its one copy,
     read by gpu.pcie.link_max through a shape's expectations and by load.pcie_link through
     the floors); {} for a SKU the table gives none (or no SKU)."""
     row = gpu_rows(compat_dir).get(sku or "")
     link = row.get("pcie") if isinstance(row, dict) else None
     if not link:
-        return {}
+        return PcieLink()
     path = compat_dir / "gpus.yaml"
     ok = (
         isinstance(link, dict)
@@ -154,7 +162,7 @@ def gpu_pcie(compat_dir: Path, sku: str | None) -> dict[str, Any]:
             f"with positive whole numbers and a source, not {link!r}",
             hint="Copy the host interface from the GPU's datasheet and cite it",
         )
-    return {"gen": int(link["gen"]), "width": int(link["width"]), "source": str(link["source"])}
+    return PcieLink(gen=int(link["gen"]), width=int(link["width"]), source=str(link["source"]))
 
 
 def gpu_power(compat_dir: Path, sku: str | None) -> dict[str, Any]:

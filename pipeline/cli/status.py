@@ -317,7 +317,7 @@ def command(
 TABLE_LIMIT = 10  # candidates and blocked images per table without --limit
 
 
-def _keep(entry: dict[str, Any], key: str, limit: int | None) -> int:
+def _keep(entry: dict[str, list[object]], key: str, limit: int | None) -> int:
     """Keep the newest ``limit`` of ``entry[key]`` (all when None); how many were hidden."""
     rows = entry[key]
     if limit is None or len(rows) <= limit:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from imagectl.core.boundedjson import parse_bounded
 from imagectl.core.errors import UserError
@@ -58,7 +58,10 @@ class Verdict:
         return not self.blocking
 
 
-def _defaults(compat_dir: Path) -> tuple[list[str], dict[str, Any], Path]:
+_T = TypeVar("_T")
+
+
+def _defaults(compat_dir: Path) -> tuple[list[str], dict[str, object], Path]:
     path = compat_dir / "vulnerabilities.yaml"
     doc = load_data(path) or {}
     order = [str(s) for s in doc.get("severities") or []]
@@ -91,7 +94,7 @@ def threshold_for(stack: Stack, stack_path: Path, compat_dir: Path) -> Threshold
     )
 
 
-def _field(obj: Any, key: str, kind: type, at: str, file: str) -> Any:
+def _field(obj: object, key: str, kind: type[_T], at: str, file: str) -> _T:
     value = obj.get(key) if isinstance(obj, dict) else None
     if not isinstance(value, kind):
         got = type(value).__name__ if value is not None else "missing"
@@ -127,8 +130,10 @@ def read_report(data: bytes, *, where: str, order: list[str]) -> list[Match]:
                 where=where,
                 hint=HINT,
             )
-        fix = vuln.get("fix") if isinstance(vuln.get("fix"), dict) else {}
-        versions = fix.get("versions") if isinstance(fix.get("versions"), list) else []
+        raw_fix = vuln.get("fix")
+        fix: dict[object, object] = raw_fix if isinstance(raw_fix, dict) else {}
+        raw_versions = fix.get("versions")
+        versions: list[object] = raw_versions if isinstance(raw_versions, list) else []
         out.append(
             Match(
                 vulnerability=_field(vuln, "id", str, f"{at}.vulnerability", where),

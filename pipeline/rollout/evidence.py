@@ -574,6 +574,7 @@ def build(
         share, share_issues = _share(read_ok.get(ident, []))
         ok_share = 1.0 if share is None else share
         p = passed.get(ident, [])
+        boot_issues: list[str]
         if len(p) == 1 and p[0].value == 1.0:
             verdict, boot_issues = "passed", []
         else:
