@@ -28,8 +28,12 @@ $(ACTIONLINT):
 # A machine with a local index of its own sets DEV_LOCK to a lock made from it.
 DEV_LOCK ?= .ci/dev.lock
 TORCH_LOCK ?= .ci/torch-cpu.lock
+# pip itself first (validators/installer.lock, by its hash): the venv module's bundled pip
+# (23.2 on Python 3.11.7) refuses the lock resolver's --dry-run with --platform.
+PIP_LOCK ?= validators/installer.lock
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --require-hashes --no-deps --only-binary :all: -r $(PIP_LOCK)
 	mkdir -p build && awk '/^[A-Za-z0-9]/{skip = ($$1 ~ /^(torch|triton|nvidia-[^=]*-cu[0-9]+)==/)} !skip' \
 	  $(DEV_LOCK) > build/dev-without-cuda.lock
 	$(BIN)/pip install -q --require-hashes --no-deps --only-binary :all: -r build/dev-without-cuda.lock

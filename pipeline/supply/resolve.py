@@ -85,6 +85,18 @@ class ReportItem(TypedDict):
     metadata: _Metadata
 
 
+def _hint(stderr: str) -> str:
+    # what a pip older than 23.3 says to --dry-run with --platform (pip's cmdoptions.py,
+    # check_dist_restriction); 23.3 added "or using '--dry-run'" and lets it through
+    if "Can not use any platform or abi specific options" in stderr and "--dry-run" not in stderr:
+        return (
+            f"This pip ({sys.executable} -m pip) predates 23.3, the first that resolves "
+            "for another platform with --dry-run; install validators/installer.lock's pip "
+            "into this environment (`make venv` does) and run again"
+        )
+    return "The lock is made from the package index; check the index and ranges"
+
+
 def pip_report(
     roots: Iterable[str], *, python: str, platforms: Iterable[str], index_url: str
 ) -> list[ReportItem]:
@@ -105,7 +117,7 @@ def pip_report(
             raise UserError(
                 f"resolving {' '.join(roots)} for Python {python} failed: "
                 f"{scrub(proc.stderr.strip()[-600:], index_url)}",
-                hint="The lock is made from the package index; check the index and ranges",
+                hint=_hint(proc.stderr),
             )
         items: list[ReportItem] = json.loads(report.read_text())["install"]
         return items

@@ -406,6 +406,7 @@ WHY = {
     "promote": "needs a concurrent promotion holding the stack's lock",
     "reap": "lists instances on a remote cloud's emulator (reap takes no local cloud)",
     "rollback": "needs a concurrent promotion holding the stack's lock",
+    "rollout": "its --deadline needs a Prometheus that accepts and never answers",
     "run": "boots the local cloud's VM (QEMU)",
     "scan": "reads what its own tests set up",
     "snapshot": "reads NVML and DCGM on a GPU host (refused without one)",
@@ -417,6 +418,29 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "doctor --deadline": (
+        "tests/cli/test_command_deadlines.py::"
+        "test_each_command_ends_by_its_deadline_naming_the_call"
+    ),
+    "drift --deadline": (
+        "tests/cli/test_command_deadlines.py::"
+        "test_each_command_ends_by_its_deadline_naming_the_call"
+    ),
+    "promote --deadline": (
+        "tests/cli/test_command_deadlines.py::"
+        "test_each_command_ends_by_its_deadline_naming_the_call"
+    ),
+    "reap --deadline": (
+        "tests/cli/test_command_deadlines.py::"
+        "test_each_command_ends_by_its_deadline_naming_the_call"
+    ),
+    "validate-image --deadline": (
+        "tests/cli/test_command_deadlines.py::"
+        "test_each_command_ends_by_its_deadline_naming_the_call"
+    ),
+    "rollout --deadline": (
+        "tests/fleet/test_rollout_cli.py::test_a_prometheus_that_never_answers_ends_at_the_deadline"
+    ),
     "attest --stack": (
         "tests/provenance/test_sign_permissions.py::"
         "test_the_kms_signer_under_exactly_the_sign_document"
@@ -737,14 +761,18 @@ def _strings(node: ast.AST) -> list[str]:
 
 def _types(fn: ast.FunctionDef, words: list[str], flags: list[str]) -> bool:
     """Whether the test types the command (its words) with one of the option's flags in
-    one call or list, or the command in its body and the flag in its parametrize table."""
+    one call or list, or one of them in its body and the other in its parametrize table."""
     kinds = (ast.Call, ast.List, ast.Tuple)
     body = [_strings(n) for n in ast.walk(fn) if isinstance(n, kinds)]
     table = [_strings(n) for d in fn.decorator_list for n in ast.walk(d) if isinstance(n, kinds)]
     if any(all(w in c for w in words) and any(f in c for f in flags) for c in body):
         return True
     has_cmd = any(all(w in c for w in words) for c in body)
-    return has_cmd and any(any(f in c for f in flags) for c in table)
+    if has_cmd and any(any(f in c for f in flags) for c in table):
+        return True
+    # or the command in its parametrize table and the flag in its body
+    typed = any(all(w in c for w in words) for c in table)
+    return typed and any(any(f in c for f in flags) for c in body)
 
 
 def test_each_elsewhere_names_a_test_that_types_the_option() -> None:

@@ -481,9 +481,16 @@ def test_make_venv_installs_the_dev_lock_with_hashes() -> None:
     assert found and all(f[1] for _, f in found), found  # type: ignore[index]
     locked = [c for c, _ in found if "--require-hashes" in c]
     read = [a for c in locked for a in c if a.endswith(".lock")]
-    # the dev lock less the CUDA build's wheels (torch, triton, nvidia-*-cu12), then the
-    # CPU torch by its hash: nothing of the multi-GB CUDA build in the test venv
-    assert read == ["build/dev-without-cuda.lock", ".ci/torch-cpu.lock"], locked
+    # pip itself first (the venv module's bundled pip may predate 23.3, which the lock
+    # resolver's --dry-run --platform needs), then the dev lock less the CUDA build's wheels
+    # (torch, triton, nvidia-*-cu12), then the CPU torch by its hash: nothing of the
+    # multi-GB CUDA build in the test venv
+    assert read == [
+        "validators/installer.lock", "build/dev-without-cuda.lock", ".ci/torch-cpu.lock"
+    ], locked  # fmt: skip
+    pip = (REPO / "validators" / "installer.lock").read_text()
+    pinned = re.search(r"^pip==(\d+)\.(\d+)", pip, re.M)
+    assert pinned and (int(pinned[1]), int(pinned[2])) >= (23, 3), pip
     assert any(".ci/dev.lock" in " ".join(c) and "dev-without-cuda.lock" in " ".join(c)
                for c in cmds), cmds  # fmt: skip
     cpu = (REPO / ".ci" / "torch-cpu.lock").read_text()
