@@ -418,6 +418,10 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "verify-node --json": (
+        "tests/provenance/test_node_attestation.py::"
+        "test_verify_node_json_says_the_same_verdict_as_data"
+    ),
     "doctor --deadline": (
         "tests/cli/test_command_deadlines.py::"
         "test_each_command_ends_by_its_deadline_naming_the_call"
@@ -728,7 +732,6 @@ NOT_YET: set[str] = {
     "validate-image --ttl",
     "validate-image --validator-timeout",
     "validate-image --wheel",
-    "verify-node --json",
 }
 
 

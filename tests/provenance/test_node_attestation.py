@@ -242,6 +242,30 @@ def test_the_unit_passes_an_attested_node_and_fails_every_forgery(
     assert missing.returncode == 2 and "cannot read the attestation" in flat(missing.stderr)
 
 
+def test_verify_node_json_says_the_same_verdict_as_data(
+    tmp_path: Path, node: dict[str, Path]
+) -> None:
+    """``verify-node --json``: one JSON document with the verdict and its reasons (what a
+    fleet agent reads), where the plain run prints the sentence; the exit code the same."""
+    imagectl = str(Path(sys.executable).with_name("imagectl"))
+    files = ["--envelope", str(node["envelope"]), "--trust", str(node["trust"]),
+             "--manifest", str(node["manifest"]), "--revocations", str(node["revocations"]),
+             "--revocations-state", str(node["seen"])]  # fmt: skip
+    plain = _run([imagectl, "verify-node", *files, "--image-id", AMI])
+    assert plain.returncode == 0 and plain.stdout.startswith("attested:"), plain.stdout
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(plain.stdout)
+    ok = _run([imagectl, "verify-node", *files, "--image-id", AMI, "--json"])
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert json.loads(ok.stdout) == {
+        "valid": True, "reasons": [], "envelope": str(node["envelope"]), "image_id": AMI,
+    }  # fmt: skip
+    bad = _run([imagectl, "verify-node", *files, "--image-id", "ami-00000000000000bad", "--json"])
+    doc = json.loads(bad.stdout)
+    assert bad.returncode == 1 and doc["valid"] is False and doc["image_id"] != AMI
+    assert any("not this node's image" in r for r in doc["reasons"]), doc
+
+
 def test_a_revoked_image_fails_the_unit(tmp_path: Path, node: dict[str, Path]) -> None:
     argv = _pre_start(tmp_path, node)
     envelope = json.loads(node["envelope"].read_text())
