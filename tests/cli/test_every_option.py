@@ -418,6 +418,7 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "bundle --json": "tests/supply/test_bundle.py::test_bundle_json_describes_the_bundle_it_wrote",
     "verify-node --json": (
         "tests/provenance/test_node_attestation.py::"
         "test_verify_node_json_says_the_same_verdict_as_data"
@@ -705,7 +706,6 @@ NOT_YET: set[str] = {
     "build --timeout",
     "build --inject-fault",
     "build --accel",
-    "bundle --json",
     "collectives --nodes",
     "collectives --address",
     "collectives --expect",

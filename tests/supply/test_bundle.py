@@ -5,6 +5,7 @@ platform has no wheel. The GPU check script runs end to end from it on the CPU."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -49,6 +50,34 @@ def _install(folder: Path, prefix: Path, *extra: str) -> subprocess.CompletedPro
          *extra],
         capture_output=True, text=True, check=False, env={**os.environ, **NO_INDEX},
     )  # fmt: skip
+
+
+def test_bundle_json_describes_the_bundle_it_wrote(bundle: Bundle, tmp_path: Path) -> None:
+    """``bundle --json``: the bundle it wrote, as data (path, its sha256 and size, the
+    Python and platforms, every file, the install line), from the fixture's download cache
+    with no package index reachable; without --json the same facts as text."""
+    env = {**os.environ, **NO_INDEX, "IMAGECTL_CACHE_DIR": str(bundle.path.parent / "cache")}
+    out = tmp_path / "again.tar.gz"
+    proc = subprocess.run(
+        [sys.executable, "-m", "imagectl", "bundle", "--python", PYTHON, "-o", str(out), "--json"],
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["path"] == str(out) and doc["python"] == PYTHON
+    assert doc["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert doc["bytes"] == out.stat().st_size
+    assert sorted(doc["files"]) == sorted(bundle.files)
+    assert "install.sh" in doc["install"]
+    text = subprocess.run(
+        [sys.executable, "-m", "imagectl", "bundle", "--python", PYTHON, "-o", str(out)],
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    # the file it wrote this time (the tarball is not byte-reproducible: gzip's mtime)
+    again = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert text.returncode == 0 and f"sha256: {again}" in text.stdout, text.stdout
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text.stdout)
 
 
 def test_the_bundle_is_small_and_carries_no_torch(bundle: Bundle) -> None:
