@@ -17,6 +17,7 @@ from pathlib import Path
 
 import imagectl.playbooks
 from imagectl.core.errors import UserError
+from imagectl.core.safetext import plain
 from imagectl.paths import find_workspace
 
 GROUP = "validate_hosts"
@@ -99,7 +100,12 @@ def run_validate_playbook(
     def handler(raw: dict[str, object]) -> bool:
         event = AnsibleEvent.of(raw)
         if event.host and event.kind in ("runner_on_failed", "runner_on_unreachable"):
-            text = str(event.result.get("msg") or event.result.get("stderr") or "")
+            text = str(event.result.get("msg") or "")
+            # what the host's command said last (a crashed validator's one-paragraph error):
+            # host-written text, through the one sanitizer, its tail kept
+            said = plain(" ".join(str(event.result.get("stderr") or "").split()))
+            if said:
+                text = f"{text}: {said[-400:]}" if text else said[-400:]
             if event.result.get("rc") is not None:
                 text = f"rc={event.result.get('rc')}: {text}"
             messages[event.host] = f"{event.task}: {text}".strip()[-600:]
