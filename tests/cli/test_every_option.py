@@ -418,6 +418,13 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "drift --manifest": (
+        "tests/drift/test_drift_hosts.py::"
+        "test_a_manifest_given_on_the_command_line_is_what_nodes_are_held_to"
+    ),
+    "drift --nvidia-repo-url": (
+        "tests/drift/test_drift_upstream_nvidia.py::test_the_repo_url_option_is_the_index_read"
+    ),
     "validate-image --profile": (
         "tests/clouds/test_validate_image_options.py::test_profile_is_the_one_the_host_runs"
     ),
@@ -739,8 +746,6 @@ NOT_YET: set[str] = {
     "collectives --json",
     "diff --cloud",
     "doctor --hosts",
-    "drift --manifest",
-    "drift --nvidia-repo-url",
     "rollback --wait",
     "run --accel",
     "run --rebuild",

@@ -224,3 +224,22 @@ def test_receipts_from_the_catalog(cli, fleet_receipts, tmp_path, monkeypatch):
     found = {f["kind"]: f for f in stack_report(result, "h100-training")["findings"]}
     assert set(found) == {"host-kernel-drift", "host-nccl-drift"}
     assert found["host-kernel-drift"]["extra"]["receipt"].startswith("catalog:aws/us-east-1/")
+
+
+def test_a_manifest_given_on_the_command_line_is_what_nodes_are_held_to(
+    cli, fleet_receipts, tmp_path
+):
+    """``--manifest FILE``: a manifest outside the receipts folder is what a node is
+    compared with; without it, the same node is held to the stack's pins."""
+    hosts, receipt, snaps = fleet_receipts
+    receipt("node-half", snaps["half"])
+    given = tmp_path / "given-manifest.json"
+    (hosts / "manifests" / "h100-training.json").rename(given)
+
+    def expected_from(result) -> str:  # type: ignore[no-untyped-def]
+        report = stack_report(result, "h100-training")
+        (driver,) = [f for f in report["findings"] if f["kind"] == "host-driver-drift"]
+        return str(driver["extra"]["expected_from"])
+
+    assert expected_from(run(cli, hosts)) == "stack h100-training pins"
+    assert expected_from(run(cli, hosts, "--manifest", str(given))) == str(given)

@@ -300,3 +300,14 @@ def test_json_lists_what_was_checked(cli, workspace_copy):
     checked = {c.get("subject"): c for c in stack_report(result, "h100-training")["checked"]}
     assert checked["cuda-toolkit-12-8"]["latest"] == "12.8.1"
     assert checked["driver"]["latest"] == "580.126.09"
+
+
+def test_the_repo_url_option_is_the_index_read(cli, workspace_copy, tmp_path):
+    """``--nvidia-repo-url`` is the index drift reads, over $IMAGECTL_NVIDIA_REPO_URL (the
+    fixture index here): an empty folder given on the command line is the error named."""
+    fixture = stack_report(drift(cli, workspace_copy, "h100-training"), "h100-training")
+    assert not fixture.get("errors") and fixture["checked"], fixture  # the fixture's index read
+    empty = (tmp_path / "mirror").as_uri()
+    result = drift(cli, workspace_copy, "h100-training", "--nvidia-repo-url", empty)
+    message = _upstream_error(result)
+    assert "no package index under" in message and "mirror" in message
