@@ -418,6 +418,7 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "doctor --hosts": "tests/clouds/test_doctor.py::test_hosts_is_the_count_the_quota_must_hold",
     "drift --manifest": (
         "tests/drift/test_drift_hosts.py::"
         "test_a_manifest_given_on_the_command_line_is_what_nodes_are_held_to"
@@ -745,7 +746,6 @@ NOT_YET: set[str] = {
     "collectives --toolkit-wheelhouse",
     "collectives --json",
     "diff --cloud",
-    "doctor --hosts",
     "rollback --wait",
     "run --accel",
     "run --rebuild",

@@ -8,6 +8,7 @@ part first: exit 2 before any cloud call."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -152,6 +153,19 @@ def test_zero_gpu_quota_is_a_blocker_with_the_request_to_make(cli: Any, account:
     assert result.code == 1, result.out
     (line,) = [ln for ln in lines(result, "blocker") if " quota " in f" {ln} "]
     assert "needs" in line and ("increase" in line or "request" in line), line
+
+
+def test_hosts_is_the_count_the_quota_must_hold(cli: Any, account: Account) -> None:
+    """``--hosts N``: the quota check asks for N instances of each validation shape; the
+    account that holds one (the green case above) does not hold 64."""
+    with account.grant(merged(account.cloud)) or contextlib.nullcontext():
+        one = doctor_at(cli, account.root, account.cloud, "--runner-cidr", RUNNER)
+        many = doctor_at(cli, account.root, account.cloud, "--runner-cidr", RUNNER,
+                         "--hosts", "64")  # fmt: skip
+    assert one.code == 0 and not [ln for ln in lines(one, "blocker") if " quota " in f" {ln} "]
+    assert many.code == 1, many.out
+    (line,) = [ln for ln in lines(many, "blocker") if " quota " in f" {ln} "]
+    assert "needs" in line, line
 
 
 @pytest.mark.parametrize("cidr", [None, "10.1.2.3/32"], ids=["none", "private"])
