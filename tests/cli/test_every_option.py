@@ -418,6 +418,10 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "rollback --wait": (
+        "tests/promotion/test_concurrent_promote.py::"
+        "test_rollback_waits_for_a_running_promotion_only_with_wait"
+    ),
     "doctor --hosts": "tests/clouds/test_doctor.py::test_hosts_is_the_count_the_quota_must_hold",
     "drift --manifest": (
         "tests/drift/test_drift_hosts.py::"
@@ -746,7 +750,6 @@ NOT_YET: set[str] = {
     "collectives --toolkit-wheelhouse",
     "collectives --json",
     "diff --cloud",
-    "rollback --wait",
     "run --accel",
     "run --rebuild",
     "run --rebuild-base",

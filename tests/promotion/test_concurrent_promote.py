@@ -3,6 +3,8 @@ both at once."""
 
 from __future__ import annotations
 
+import time
+
 from imagectl.catalog.models import Promotion
 
 LATENCY = "0.8"
@@ -44,3 +46,38 @@ def test_second_promotion_waits_with_wait(world) -> None:
     provider = world.provider()
     assert {provider.get_pointer("local", r) for r in ("local-a", "local-b", "local-c")} == {winner}
     assert len(world.events("promotion.pointer.flipped")) == 2
+
+
+def test_rollback_waits_for_a_running_promotion_only_with_wait(world) -> None:
+    """``rollback --wait S``: a rollback that meets a promotion holding the stack's lock
+    waits up to S seconds for it, then rolls back; without it, it stops at once naming
+    the promotion, and the pointers are left as they were."""
+    a, b, c = world.validated(), world.validated(), world.validated()
+    for img in (a, b):
+        done = world.run_cli("promote", str(img.id), IMAGECTL_LOCAL_LATENCY="0", timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+    before = len(world.events("promotion.region.copy_started"))  # a's and b's
+    slow = world.spawn("promote", str(c.id), IMAGECTL_LOCAL_LATENCY="600")
+    deadline = time.monotonic() + 120
+    while len(world.events("promotion.region.copy_started")) == before:  # c holds the lock
+        assert time.monotonic() < deadline and slow.poll() is None, slow.communicate()
+        time.sleep(0.05)
+    refused = world.run_cli("rollback", "--stack", "local", timeout=120)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "is already running" in refused.stderr
+    provider = world.provider()
+    regions = ("local-a", "local-b", "local-c")
+    assert {provider.get_pointer("local", r) for r in regions} == {b.cloud_image_id}
+    assert not world.events("rollback.started")
+    waiting = world.spawn("rollback", "--stack", "local", "--wait", "120")
+    time.sleep(1)
+    assert waiting.poll() is None, "the rollback did not wait for the lock"
+    world.finish_copies_now()
+    out, err = slow.communicate(timeout=120)
+    assert slow.returncode == 0, out + err
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, out + err
+    # c was promoted, then rolled back: the pointers name b again
+    assert len(world.events("rollback.finished")) == 1
+    assert len(world.events("promotion.pointer.flipped")) == 3  # a, b, c
+    assert {provider.get_pointer("local", r) for r in regions} == {b.cloud_image_id}
