@@ -418,6 +418,7 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "diff --cloud": "tests/promotion/test_diff.py::test_cloud_scopes_cloud_image_ids",
     "rollback --wait": (
         "tests/promotion/test_concurrent_promote.py::"
         "test_rollback_waits_for_a_running_promotion_only_with_wait"
@@ -749,7 +750,6 @@ NOT_YET: set[str] = {
     "collectives --max-bytes",
     "collectives --toolkit-wheelhouse",
     "collectives --json",
-    "diff --cloud",
     "run --accel",
     "run --rebuild",
     "run --rebuild-base",

@@ -84,6 +84,22 @@ def test_one_changed_pin_is_exactly_the_diff(env, cli, tmp_path, real_inventory)
     assert f"| changed | `{pinned}` | `{old_version}` | `{old_version}+imagectl1` |" in md.out
 
 
+def test_cloud_scopes_cloud_image_ids(env, cli, tmp_path, real_inventory) -> None:
+    """``--cloud``: cloud image ids are looked up on that cloud only: the local cloud's ids
+    diff as the catalog ids do; on another cloud the same ids name no image (exit 2)."""
+    held = [real_inventory["dpkg"][0]["name"]]
+    newer = json.loads(json.dumps(real_inventory))
+    newer["dpkg"][0]["version"] += "+imagectl1"
+    first = _with_sbom(env, tmp_path, real_inventory, held, "first")
+    second = _with_sbom(env, tmp_path, newer, held, "second")
+    by_id = cli("diff", str(first.id), str(second.id), "--json")
+    ids = (first.cloud_image_id, second.cloud_image_id)
+    local = cli("diff", *ids, "--cloud", "local", "--json")
+    assert local.code == 0 and local.json()["changes"] == by_id.json()["changes"], local.err
+    elsewhere = cli("diff", *ids, "--cloud", "aws", "--json")
+    assert elsewhere.code == 2 and first.cloud_image_id in " ".join(elsewhere.err.split())
+
+
 def test_pins_come_first_and_every_kind_is_named(env, cli, tmp_path, real_inventory) -> None:
     debs = real_inventory["dpkg"]
     held = [debs[-1]["name"]]
