@@ -418,6 +418,30 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "collectives --op": (
+        "tests/validators/test_collectives_options.py::"
+        "test_op_max_bytes_profile_and_json_shape_the_run"
+    ),
+    "collectives --max-bytes": (
+        "tests/validators/test_collectives_options.py::"
+        "test_op_max_bytes_profile_and_json_shape_the_run"
+    ),
+    "collectives --profile": (
+        "tests/validators/test_collectives_options.py::"
+        "test_op_max_bytes_profile_and_json_shape_the_run"
+    ),
+    "collectives --json": (
+        "tests/validators/test_collectives_options.py::"
+        "test_op_max_bytes_profile_and_json_shape_the_run"
+    ),
+    "collectives --address": (
+        "tests/validators/test_collectives_options.py::"
+        "test_address_not_in_the_hostfile_is_bad_input"
+    ),
+    "collectives --device": (
+        "tests/validators/test_collectives_options.py::"
+        "test_device_cuda_with_a_cpu_torch_is_one_error_naming_it"
+    ),
     "diff --cloud": "tests/promotion/test_diff.py::test_cloud_scopes_cloud_image_ids",
     "rollback --wait": (
         "tests/promotion/test_concurrent_promote.py::"
@@ -741,15 +765,9 @@ ELSEWHERE: dict[str, str] = {
 NOT_YET: set[str] = {
     "build --timeout",
     "build --accel",
-    "collectives --address",
     "collectives --expect",
     "collectives --shape",
-    "collectives --profile",
-    "collectives --device",
-    "collectives --op",
-    "collectives --max-bytes",
     "collectives --toolkit-wheelhouse",
-    "collectives --json",
     "run --accel",
     "run --rebuild",
     "run --rebuild-base",

@@ -94,6 +94,20 @@ def collective_checks(
     if device == "cuda":
         import torch
 
+        if torch.version.cuda is None or not torch.cuda.is_available():
+            # each rank would die in torch.cuda.set_device (a CPU build has no _cuda_*)
+            why = ("is a CPU build" if torch.version.cuda is None
+                   else f"(CUDA {torch.version.cuda}) sees no CUDA device")  # fmt: skip
+            return [
+                check_result(
+                    id="collective.rendezvous",
+                    severity=Severity.CRITICAL,
+                    outcome=Outcome.ERROR,
+                    action=Action.BLOCK_IMAGE,
+                    message=f"--device cuda, but torch {torch.__version__} {why}: install the "
+                    "stack's CUDA torch (--toolkit-wheelhouse) or run with --device cpu",
+                )
+            ]
         nranks = hostfile.slots if hostfile and hostfile.slots else torch.cuda.device_count()
     else:
         nranks = ranks or (hostfile.slots if hostfile and hostfile.slots else 0)
