@@ -29,11 +29,14 @@ STACK = "h100-training"
 
 
 def _stand_in(tmp_path: Path, *, sleep_s: int = 0) -> tuple[Path, Path]:
-    """A validator that writes its argv to a file, then fails as a crash would (exit 3:
-    no receipt), after sleeping ``sleep_s``."""
+    """A validator that writes its argv to a file, reads its input, then fails as a crash
+    would (exit 3: no receipt) after sleeping ``sleep_s``."""
     seen = tmp_path / "argv"
     script = tmp_path / "validator"
-    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {seen}\nsleep {sleep_s}\nexit 3\n')
+    # it reads its standard input as the validator does (else Ansible's write is EPIPE)
+    script.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$@" > {seen}\ncat > /dev/null\nsleep {sleep_s}\nexit 3\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script, seen
 

@@ -28,7 +28,11 @@ def test_the_validators_own_error_is_the_hosts_problem(
     crash = tmp_path / "validator"
     # the validator's way to refuse: exit 2 and one paragraph on stderr (here with an
     # escape sequence that would clear the operator's screen, and a line break)
-    crash.write_text(f"#!/bin/sh\nprintf 'imagectl: \\033[2J{SAID}\\n  hint\\n' >&2\nexit 2\n")
+    # (it reads its standard input first, as the validator does: the snapshot and the
+    # expectations; a command that exits before Ansible has written them is EPIPE, rc 32)
+    crash.write_text(
+        f"#!/bin/sh\ncat > /dev/null\nprintf 'imagectl: \\033[2J{SAID}\\n  hint\\n' >&2\nexit 2\n"
+    )
     crash.chmod(crash.stat().st_mode | stat.S_IXUSR)
     slot = {"validate_snapshot": HEALTHY, "validate_imagectl": str(crash)}
     override = write_override(tmp_path, [slot], cloud="aws")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from imagectl.catalog.models import Promotion
+from tests.support import flat
 
 LATENCY = "0.8"
 
@@ -64,7 +65,7 @@ def test_rollback_waits_for_a_running_promotion_only_with_wait(world) -> None:
         time.sleep(0.05)
     refused = world.run_cli("rollback", "--stack", "local", timeout=120)
     assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert "is already running" in refused.stderr
+    assert "is already running" in flat(refused.stderr)
     provider = world.provider()
     regions = ("local-a", "local-b", "local-c")
     assert {provider.get_pointer("local", r) for r in regions} == {b.cloud_image_id}

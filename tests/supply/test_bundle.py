@@ -75,7 +75,7 @@ def test_bundle_json_describes_the_bundle_it_wrote(bundle: Bundle, tmp_path: Pat
     )  # fmt: skip
     # the file it wrote this time (the tarball is not byte-reproducible: gzip's mtime)
     again = hashlib.sha256(out.read_bytes()).hexdigest()
-    assert text.returncode == 0 and f"sha256: {again}" in text.stdout, text.stdout
+    assert text.returncode == 0 and f"sha256: {again}" in flat(text.stdout), text.stdout
     with pytest.raises(json.JSONDecodeError):
         json.loads(text.stdout)
 
