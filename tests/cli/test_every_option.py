@@ -418,6 +418,14 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "collectives --expect": (
+        "tests/validators/test_collectives_options.py::"
+        "test_expect_and_shape_are_read_before_any_rank_starts"
+    ),
+    "collectives --shape": (
+        "tests/validators/test_collectives_options.py::"
+        "test_expect_and_shape_are_read_before_any_rank_starts"
+    ),
     "collectives --op": (
         "tests/validators/test_collectives_options.py::"
         "test_op_max_bytes_profile_and_json_shape_the_run"
@@ -765,8 +773,6 @@ ELSEWHERE: dict[str, str] = {
 NOT_YET: set[str] = {
     "build --timeout",
     "build --accel",
-    "collectives --expect",
-    "collectives --shape",
     "collectives --toolkit-wheelhouse",
     "run --accel",
     "run --rebuild",

@@ -86,3 +86,18 @@ def test_device_cuda_with_a_cpu_torch_is_one_error_naming_it(hosts: Path) -> Non
     assert (check["id"], check["outcome"]) == ("collective.rendezvous", "error")
     assert "is a CPU build" in check["message"] and "--device cpu" in check["message"]
     assert doc["device"] == "cuda"
+
+
+def test_expect_and_shape_are_read_before_any_rank_starts(hosts: Path, tmp_path: Path) -> None:
+    """``--expect FILE`` and ``--shape NAME`` are the expectations the run is judged by:
+    read before any rank starts, so a corrupt file or an unknown shape is exit 2 naming
+    it, with no rank launched (no JSON document)."""
+    corrupt = tmp_path / "expect.json"
+    corrupt.write_text('{"gpu":\n')
+    code, doc, err = _run("collectives", "--nodes", str(hosts), "--device", "cpu",
+                          "--expect", str(corrupt))  # fmt: skip
+    assert code == 2 and doc == {} and f"{corrupt}: line 2: not valid JSON" in err
+    code, doc, err = _run("collectives", "--nodes", str(hosts), "--device", "cpu",
+                          "--shape", "p9.96xlarge")  # fmt: skip
+    assert code == 2 and doc == {} and "unknown shape 'p9.96xlarge'" in err
+    assert "p5.48xlarge" in err  # the known shapes, named
