@@ -418,6 +418,9 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "validate-image --wheel": (
+        "tests/clouds/test_validate_image_options.py::test_wheel_is_the_validator_the_host_runs"
+    ),
     "collectives --expect": (
         "tests/validators/test_collectives_options.py::"
         "test_expect_and_shape_are_read_before_any_rank_starts"
@@ -779,7 +782,6 @@ NOT_YET: set[str] = {
     "run --rebuild-base",
     "run --json",
     "snapshot --fabric-interval-s",
-    "validate-image --wheel",
 }
 
 

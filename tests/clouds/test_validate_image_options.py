@@ -9,13 +9,18 @@ validator a stand-in that records what it was given and replays nothing):
   is launch time plus that many hours (3 by default).
 - ``--validator-timeout``: a validator that hangs is ended at that many seconds; the run
   is inconclusive with the host's problem named, long before the hang would end.
+- ``--wheel``: the wheel given is shipped, installed in a venv of its own on the host and
+  its ``imagectl`` is the validator that runs (not the host's).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 import stat
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +111,42 @@ def test_validator_timeout_ends_a_hung_validator(cli: Any, aws_moto: Any, tmp_pa
     assert "the validator crashed or timed out" in host["problem"], host
     assert took < 100, took  # ended by the timeout, not by the validator's 120 s
     assert CloudEnv("aws", aws_moto).live_instances() == []
+
+
+def _validator_wheel(folder: Path, seen: Path) -> Path:
+    """A real wheel whose console script ``imagectl`` records its argv in ``seen``, reads
+    its input and exits 3 (no receipt): the shape of imagectl's own wheel to pip."""
+    name, version = "imagectl_stand_in", "1.0"
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": "import pathlib, sys\n\n\ndef main():\n"
+        f"    pathlib.Path({str(seen)!r}).write_text('\\n'.join(sys.argv[1:]))\n"
+        "    sys.stdin.read()\n    return 3\n",
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: imagectl-tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{dist}/entry_points.txt": f"[console_scripts]\nimagectl = {name}:main\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    files[f"{dist}/RECORD"] = "\n".join([*record, f"{dist}/RECORD,,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in sorted(files.items()):
+            zf.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), text)
+    return wheel
+
+
+def test_wheel_is_the_validator_the_host_runs(cli: Any, aws_moto: Any, tmp_path: Path) -> None:
+    shipped_seen = tmp_path / "shipped-argv"
+    wheel = _validator_wheel(tmp_path / "dist", shipped_seen)
+    _, host_argv = _run(cli, aws_moto, tmp_path / "a")
+    assert host_argv and not shipped_seen.exists()  # without it: the host's validator
+    r, host_again = _run(cli, aws_moto, tmp_path / "b", "--wheel", str(wheel))
+    assert host_again == [], "the host's own validator ran although a wheel was given"
+    shipped = shipped_seen.read_text().split("\n")
+    assert shipped[0] == "validate" and "--image-id" in shipped, shipped
+    assert r.json()["verdict"] == "inconclusive"  # exit 3, no receipt: named, not passed
