@@ -133,9 +133,12 @@ class ValidationRun:
         atomic_write_json(
             self._expect_file, request.expect.model_dump(mode="json"), indent=2, sort_keys=True
         )
-        # Who launched it, and which run: an interrupt during a launch call leaves an
+        # Which run, and who launched it: an interrupt during a launch call leaves an
         # instance this run never learnt the id of; the final sweep finds it by this tag.
-        self.launched_by = f"{request.launched_by}/run-{secrets.token_hex(4)}"
+        # The run's token comes first: a GCP label keeps 63 characters, so a long actor
+        # (a CI identity) would cut a token that came after it, and two runs of one actor
+        # would each sweep the other's instances.
+        self.launched_by = f"run-{secrets.token_hex(4)}/{request.launched_by}"
 
     # -- launching ---------------------------------------------------------------------------
     def _locations(self) -> list[str]:
@@ -329,7 +332,9 @@ class ValidationRun:
     def _sweep(self) -> None:
         """Terminate any instance of this run still alive (e.g. one whose launch call was
         interrupted before it returned an id)."""
-        mine = gcp_label_value(self.launched_by)
+        # the tag as this run wrote it, or as a GCP label holds it (lower-cased, cut to
+        # 63 characters, the token first): never one cloud's encoding on another's tag
+        mine = {self.launched_by, gcp_label_value(self.launched_by)}
         try:
             found = self.provider.list_instances(managed_only=True)
         except Exception as exc:
@@ -337,7 +342,7 @@ class ValidationRun:
             return
         for inst in found:
             tag = inst.tags.get(TAG_LAUNCHED_BY, "")
-            if gcp_label_value(tag) != mine or inst.instance_id in self.result.terminated:
+            if tag not in mine or inst.instance_id in self.result.terminated:
                 continue
             self.reporter.step(f"terminating {inst.instance_id} (launch was interrupted)")
             try:
