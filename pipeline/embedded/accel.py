@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from imagectl.clouds.local.spec import SPEC as LOCAL
+from imagectl.core.errors import UserError
 from imagectl.embedded.procs import Children
 from imagectl.paths import cache_dir, state_dir
 
@@ -83,11 +84,25 @@ def probe_kvm(kernel: Path, children: Children, workdir: Path, timeout: float) -
 def choose_accel(
     requested: str, kernel: Path, children: Children, *, timeout: float = PROBE_TIMEOUT_S
 ) -> AccelChoice:
-    """``auto`` probes KVM (cached per host boot and kernel) and falls back to TCG."""
+    """``auto`` probes KVM (cached per host boot and kernel) and falls back to TCG;
+    ``kvm`` is probed the same way and refused (exit 2) where KVM does not boot the
+    kernel: a guest on a KVM that hangs silently would only time out much later."""
     if requested == "tcg":
         return AccelChoice("tcg", "requested")
+    choice = _probed(kernel, children, timeout)
     if requested == "kvm":
-        return AccelChoice("kvm", "requested")
+        if choice.name != "kvm":
+            why = choice.reason.removeprefix("TCG emulation: ")
+            raise UserError(
+                f"--accel kvm: KVM does not run a guest on this host ({why})",
+                hint="Run with --accel auto (it falls back to TCG emulation) or --accel tcg",
+            )
+        return AccelChoice("kvm", f"requested; {choice.reason}", choice.probe_s)
+    return choice
+
+
+def _probed(kernel: Path, children: Children, timeout: float) -> AccelChoice:
+    """The probe's answer for ``kernel`` on this boot: cached, else probed and cached."""
     cache = cache_dir() / LOCAL.name / "accel.json"
     key = cache_key(kernel)
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from imagectl.core.errors import UserError
 from imagectl.embedded import accel
 from imagectl.embedded.procs import Children
 
@@ -76,3 +77,33 @@ def test_another_kernel_or_boot_is_probed_again(cache: Path, tmp_path: Path, sta
     written = json.loads((cache / "local" / "accel.json").read_text())
     assert written["key"] == accel.cache_key(kernel)
     assert written["choice"]["reason"] == choice.reason
+
+
+def test_kvm_requested_is_probed_and_refused_where_it_does_not_boot(
+    cache: Path, tmp_path: Path
+) -> None:
+    """``--accel kvm`` is held to the same probe as ``auto`` (and its cache): where KVM
+    does not boot the kernel, exit 2 naming why and the options that work, before any VM of
+    the run starts; before, it was taken as given and the guest could hang silently on a
+    paravirtual KVM until the boot timed out."""
+    kernel = _kernel(tmp_path / "k", b"not a kernel: KVM can never print its banner")
+    with Children() as children:
+        auto = accel.choose_accel("auto", kernel, children, timeout=0.5)
+        assert auto.name == "tcg"  # a real probe: no kernel boots from these bytes
+        with pytest.raises(UserError) as refused:
+            accel.choose_accel("kvm", kernel, children, timeout=0.5)
+    message = str(refused.value)
+    assert message.startswith("--accel kvm: KVM does not run a guest on this host (")
+    assert auto.reason.removeprefix("TCG emulation: ") in message
+    assert "--accel auto" in refused.value.hint and "--accel tcg" in refused.value.hint
+
+
+def test_kvm_that_boots_is_taken(cache: Path, tmp_path: Path) -> None:
+    kernel = _kernel(tmp_path / "k", b"kernel image bytes")
+    key = accel.cache_key(kernel)
+    choice = {"name": "kvm", "reason": "KVM booted the kernel", "probe_s": 1.2}
+    (cache / "local").mkdir(parents=True)
+    (cache / "local" / "accel.json").write_text(json.dumps({"key": key, "choice": choice}))
+    with Children() as children:
+        taken = accel.choose_accel("kvm", kernel, children, timeout=0.5)
+    assert taken.name == "kvm" and taken.reason.startswith("requested; KVM booted the kernel")
