@@ -418,6 +418,10 @@ WHY = {
 
 # option -> the test that proves it (it must type the command with the option)
 ELSEWHERE: dict[str, str] = {
+    "collectives --toolkit-wheelhouse": (
+        "tests/validators/test_toolkit_venv.py::"
+        "test_collectives_installs_the_toolkit_it_is_given_and_checks_it_first"
+    ),
     "validate-image --wheel": (
         "tests/clouds/test_validate_image_options.py::test_wheel_is_the_validator_the_host_runs"
     ),
@@ -776,7 +780,6 @@ ELSEWHERE: dict[str, str] = {
 NOT_YET: set[str] = {
     "build --timeout",
     "build --accel",
-    "collectives --toolkit-wheelhouse",
     "run --accel",
     "run --rebuild",
     "run --rebuild-base",

@@ -97,3 +97,24 @@ def test_the_toolkit_is_installed_without_byte_compiling_it(tmp_path: Path) -> N
         assert modules, sorted(p.name for p in site.iterdir())  # the toolkit is there
         assert list(site.rglob("*.pyc")) == []
     assert not Path(installed.venv).exists()
+
+
+def test_collectives_installs_the_toolkit_it_is_given_and_checks_it_first(
+    cli: Any, tmp_path: Path
+) -> None:
+    """``collectives --toolkit-wheelhouse`` (the fabric playbook's node command) goes
+    through the same venv as validate's: a wheel that differs from its lock is refused by
+    pip's hash check before any rank starts, and no venv is left."""
+    made = _wheelhouse(tmp_path)
+    with tarfile.open(made) as tar:
+        (wheel,) = [n for n in tar.getnames() if n.endswith(".whl")]
+    other = fake_torch_wheel(tmp_path / "other", cuda="12.6").read_bytes()
+    shipped = _rewrite(made, tmp_path / "host", {wheel: other})
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 slots=2\n")
+    result = cli("collectives", "--nodes", str(hosts), "--device", "cpu",
+                 "--toolkit-wheelhouse", str(shipped))  # fmt: skip
+    assert result.code == 2, result.out + result.err
+    assert result.out == ""  # no rank ran, no JSON
+    assert "THESE PACKAGES DO NOT MATCH THE HASHES" in " ".join(result.err.split())
+    assert sorted(p.name for p in shipped.parent.iterdir()) == [shipped.name]
