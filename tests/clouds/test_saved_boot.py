@@ -197,6 +197,21 @@ def test_a_hand_over_the_guest_lost_is_sent_again(tmp_path: Path) -> None:
     assert vm.handovers == 2 and vm.received[1:] == ["login u k"]
 
 
+def test_a_restored_guest_silent_on_its_port_is_connected_to_again(tmp_path: Path) -> None:
+    """A restored guest that never saw its port open says nothing on the first connection
+    (its READY writes block); the host connects again after ``reconnect_s`` and the
+    hand-over goes through, long before the reach timeout."""
+    h = _handover(tmp_path, "restore")
+    vm = FakeVm(h.qmp, h.serial, incoming=True, deaf_first=True)
+    try:
+        started = time.monotonic()
+        saved_boot.hand_over(h, [("u", "k")], alive=lambda: True, timeout_s=60, reconnect_s=1)
+        assert time.monotonic() - started < 15
+        assert vm.connections == 2 and vm.received[1:] == ["login u k"]
+    finally:
+        vm.close()
+
+
 def test_a_guest_silent_after_its_hand_over_is_an_error_in_seconds_not_at_the_timeout(
     tmp_path: Path,
 ) -> None:
