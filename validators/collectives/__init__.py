@@ -48,6 +48,19 @@ def _skip(check_id: str, message: str) -> CheckResult:
     )
 
 
+def _cannot_run(message: str) -> list[CheckResult]:
+    """The one result of a sweep that cannot start on this host: the image is blocked."""
+    return [
+        check_result(
+            id="collective.rendezvous",
+            severity=Severity.CRITICAL,
+            outcome=Outcome.ERROR,
+            action=Action.BLOCK_IMAGE,
+            message=message,
+        )
+    ]
+
+
 def _resolve_device(device: str, expect: object) -> str:
     """``auto``: CUDA where the expectations name GPUs, else the CPU (never a silent fallback
     from a GPU host to the CPU)."""
@@ -80,16 +93,9 @@ def collective_checks(
     """
     hostfile = parse_hostfile(nodes) if nodes else None  # bad input fails before any work
     if importlib.util.find_spec("torch") is None:
-        return [
-            check_result(
-                id="collective.rendezvous",
-                severity=Severity.CRITICAL,
-                outcome=Outcome.ERROR,
-                action=Action.BLOCK_IMAGE,
-                message="torch is not installed: the profile needs it (pip install "
-                "'imagectl[torch]')",
-            )
-        ]
+        return _cannot_run(
+            "torch is not installed: the profile needs it (pip install 'imagectl[torch]')"
+        )
     device = _resolve_device(device, expect)
     if device == "cuda":
         import torch
@@ -98,16 +104,10 @@ def collective_checks(
             # each rank would die in torch.cuda.set_device (a CPU build has no _cuda_*)
             why = ("is a CPU build" if torch.version.cuda is None
                    else f"(CUDA {torch.version.cuda}) sees no CUDA device")  # fmt: skip
-            return [
-                check_result(
-                    id="collective.rendezvous",
-                    severity=Severity.CRITICAL,
-                    outcome=Outcome.ERROR,
-                    action=Action.BLOCK_IMAGE,
-                    message=f"--device cuda, but torch {torch.__version__} {why}: install the "
-                    "stack's CUDA torch (--toolkit-wheelhouse) or run with --device cpu",
-                )
-            ]
+            return _cannot_run(
+                f"--device cuda, but torch {torch.__version__} {why}: install the stack's "
+                "CUDA torch (--toolkit-wheelhouse) or run with --device cpu"
+            )
         nranks = hostfile.slots if hostfile and hostfile.slots else torch.cuda.device_count()
     else:
         nranks = ranks or (hostfile.slots if hostfile and hostfile.slots else 0)
