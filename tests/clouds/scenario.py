@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,16 @@ SNAPSHOTS = REPO / "tests" / "snapshots"
 HEALTHY = SNAPSHOTS / "healthy" / "h100-sxm-8x.json"
 HARDWARE_FAULT = SNAPSHOTS / "faults" / "h100-sxm-8x--xid79-fallen-off-bus.json"
 IMAGE_FAULT = SNAPSHOTS / "faults" / "h100-sxm-8x--wrong-driver-version.json"
+
+
+def stand_in_validator(path: Path, *lines: str) -> Path:
+    """A validator for an inventory override's ``validate_imagectl``: a shell script that
+    reads its standard input first, as the validator does (the snapshot and the
+    expectations: one that exits before Ansible has written them is EPIPE, rc 32, a
+    crash of its own), then runs ``lines``."""
+    path.write_text("\n".join(["#!/bin/sh", "cat > /dev/null", *lines]) + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
 
 
 def snapshot_on(cloud: str, snapshot: Path, folder: Path) -> Path:

@@ -12,14 +12,13 @@ token comes first and a tag matches only as the run wrote it or as GCP stores it
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
 import boto3
 
 from imagectl.tags import TAG_LAUNCHED_BY, TAG_MANAGED, TAG_STACK, TAG_TTL
-from tests.clouds.scenario import HEALTHY, write_override
+from tests.clouds.scenario import HEALTHY, stand_in_validator, write_override
 from tests.fakes.fixtures import CloudEnv
 
 ACTOR = "github:example-org/gpu-images/.github/workflows/build.yml@refs/heads/main#4711"
@@ -42,9 +41,7 @@ def test_a_concurrent_runs_instance_of_the_same_actor_survives_the_sweep(
         ]}],
     )["Instances"][0]["InstanceId"]  # fmt: skip
     assert other in env.live_instances()
-    validator = tmp_path / "validator"
-    validator.write_text("#!/bin/sh\ncat > /dev/null\nexit 3\n")
-    validator.chmod(validator.stat().st_mode | stat.S_IXUSR)
+    validator = stand_in_validator(tmp_path / "validator", "exit 3")
     override = write_override(
         tmp_path, [{"validate_snapshot": HEALTHY, "validate_imagectl": str(validator)}]
     )

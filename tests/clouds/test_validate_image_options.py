@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-import stat
 import time
 import zipfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import boto3
 
 from imagectl.tags import TAG_TTL
-from tests.clouds.scenario import HEALTHY, write_override
+from tests.clouds.scenario import HEALTHY, stand_in_validator, write_override
 from tests.fakes.fixtures import CloudEnv
 
 STACK = "h100-training"
@@ -37,12 +36,9 @@ def _stand_in(tmp_path: Path, *, sleep_s: int = 0) -> tuple[Path, Path]:
     """A validator that writes its argv to a file, reads its input, then fails as a crash
     would (exit 3: no receipt) after sleeping ``sleep_s``."""
     seen = tmp_path / "argv"
-    script = tmp_path / "validator"
-    # it reads its standard input as the validator does (else Ansible's write is EPIPE)
-    script.write_text(
-        f'#!/bin/sh\nprintf "%s\\n" "$@" > {seen}\ncat > /dev/null\nsleep {sleep_s}\nexit 3\n'
+    script = stand_in_validator(
+        tmp_path / "validator", f'printf "%s\\n" "$@" > {seen}', f"sleep {sleep_s}", "exit 3"
     )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script, seen
 
 

@@ -11,11 +11,10 @@ terminal or the catalog.
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
-from tests.clouds.scenario import HEALTHY, write_override
+from tests.clouds.scenario import HEALTHY, stand_in_validator, write_override
 from tests.fakes.fixtures import CloudEnv
 
 SAID = "a .pth file is writable by uid 1000, not this user or root. Fix: chown it"
@@ -25,15 +24,11 @@ def test_the_validators_own_error_is_the_hosts_problem(
     cli: Any, aws_moto: Any, tmp_path: Path
 ) -> None:
     env = CloudEnv("aws", aws_moto)
-    crash = tmp_path / "validator"
     # the validator's way to refuse: exit 2 and one paragraph on stderr (here with an
     # escape sequence that would clear the operator's screen, and a line break)
-    # (it reads its standard input first, as the validator does: the snapshot and the
-    # expectations; a command that exits before Ansible has written them is EPIPE, rc 32)
-    crash.write_text(
-        f"#!/bin/sh\ncat > /dev/null\nprintf 'imagectl: \\033[2J{SAID}\\n  hint\\n' >&2\nexit 2\n"
+    crash = stand_in_validator(
+        tmp_path / "validator", f"printf 'imagectl: \\033[2J{SAID}\\n  hint\\n' >&2", "exit 2"
     )
-    crash.chmod(crash.stat().st_mode | stat.S_IXUSR)
     slot = {"validate_snapshot": HEALTHY, "validate_imagectl": str(crash)}
     override = write_override(tmp_path, [slot], cloud="aws")
     image = env.seed_candidate()
