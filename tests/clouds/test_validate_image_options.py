@@ -15,11 +15,8 @@ validator a stand-in that records what it was given and replays nothing):
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import hashlib
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,7 @@ import boto3
 from imagectl.tags import TAG_TTL
 from tests.clouds.scenario import HEALTHY, stand_in_validator, write_override
 from tests.fakes.fixtures import CloudEnv
+from tests.supply.tiny_wheels import tiny_wheel
 
 STACK = "h100-training"
 
@@ -112,28 +110,13 @@ def test_validator_timeout_ends_a_hung_validator(cli: Any, aws_moto: Any, tmp_pa
 def _validator_wheel(folder: Path, seen: Path) -> Path:
     """A real wheel whose console script ``imagectl`` records its argv in ``seen``, reads
     its input and exits 3 (no receipt): the shape of imagectl's own wheel to pip."""
-    name, version = "imagectl_stand_in", "1.0"
-    dist = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}.py": "import pathlib, sys\n\n\ndef main():\n"
+    source = (
+        "import pathlib, sys\n\n\ndef main():\n"
         f"    pathlib.Path({str(seen)!r}).write_text('\\n'.join(sys.argv[1:]))\n"
-        "    sys.stdin.read()\n    return 3\n",
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: imagectl-tests\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-        f"{dist}/entry_points.txt": f"[console_scripts]\nimagectl = {name}:main\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    files[f"{dist}/RECORD"] = "\n".join([*record, f"{dist}/RECORD,,"]) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, text in sorted(files.items()):
-            zf.writestr(zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0)), text)
-    return wheel
+        "    sys.stdin.read()\n    return 3\n"
+    )
+    return tiny_wheel(folder, "imagectl_stand_in", "1.0", source=source,
+                      console_scripts={"imagectl": "imagectl_stand_in:main"})  # fmt: skip
 
 
 def test_wheel_is_the_validator_the_host_runs(cli: Any, aws_moto: Any, tmp_path: Path) -> None:

@@ -14,18 +14,27 @@ from pathlib import Path
 from tests.support import simple_index
 
 
-def tiny_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> Path:
+def tiny_wheel(
+    folder: Path, name: str, version: str, requires: tuple[str, ...] = (),
+    *, source: str | None = None, console_scripts: dict[str, str] | None = None,
+) -> Path:  # fmt: skip
+    """``source``: the module's text (default: its VERSION); ``console_scripts``: name ->
+    ``module:function``, the entry points pip makes commands of."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"{name}-{version}.dist-info"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
         f"Requires-Dist: {r}\n" for r in requires
     )
     files = {
-        f"{name}.py": f"VERSION = {version!r}\n",
+        f"{name}.py": source if source is not None else f"VERSION = {version!r}\n",
         f"{dist}/METADATA": meta,
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: imagectl-tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
     }
+    if console_scripts:
+        files[f"{dist}/entry_points.txt"] = "[console_scripts]\n" + "".join(
+            f"{script} = {target}\n" for script, target in console_scripts.items()
+        )
     record = []
     for path, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
